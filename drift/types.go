@@ -1,0 +1,214 @@
+// Package drift computes what must change to make the running state match a
+// revision: desired state (the parsed manifests of one app) and actual state
+// (the Docker objects driftless owns, as plain data) in, a Plan out.
+//
+// The package is pure: no Docker, no Git, no clock. "Now" is an input.
+package drift
+
+import (
+	"time"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// Labels that identify what driftless owns. An object without LabelApp is
+// never changed by a plan.
+const (
+	LabelPrefix   = "dev.driftless."
+	LabelApp      = LabelPrefix + "app"
+	LabelService  = LabelPrefix + "service" // containers
+	LabelSlot     = LabelPrefix + "slot"    // containers: replica slot, 1-based
+	LabelSpecHash = LabelPrefix + "spec-hash"
+	LabelRevision = LabelPrefix + "revision" // the commit that created the object
+	LabelResource = LabelPrefix + "resource" // networks and volumes: the manifest name
+	// LabelSpec holds the normalized spec as JSON (secret env values
+	// replaced by their hash), so field-level diffs need no inspect call.
+	LabelSpec = LabelPrefix + "spec"
+)
+
+// ContainerState is Docker's state word for a container.
+type ContainerState string
+
+const (
+	StateCreated    ContainerState = "created"
+	StateRunning    ContainerState = "running"
+	StateRestarting ContainerState = "restarting"
+	StatePaused     ContainerState = "paused"
+	StateExited     ContainerState = "exited"
+	StateDead       ContainerState = "dead"
+	StateRemoving   ContainerState = "removing"
+)
+
+// Container is one observed container, as plain data taken from a single
+// Docker list call.
+type Container struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Identity, parsed from labels. Empty App means not owned by driftless.
+	App      string `json:"app,omitempty"`
+	Service  string `json:"service,omitempty"`
+	Slot     int    `json:"slot,omitempty"`
+	SpecHash string `json:"specHash,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	// Spec is the recorded normalized spec (from LabelSpec), nil if absent
+	// or unreadable.
+	Spec   *manifest.ServiceSpec `json:"-"`
+	Labels map[string]string     `json:"-"`
+
+	Image    string         `json:"image"`
+	State    ContainerState `json:"state"`
+	Status   string         `json:"status"`             // Docker's words: "Up 3 minutes", "Exited (1) 2 seconds ago"
+	ExitCode int            `json:"exitCode,omitempty"` // parsed from Status when exited
+	Health   string         `json:"health,omitempty"`   // Docker healthcheck: starting, healthy, unhealthy
+	Created  time.Time      `json:"created"`
+	// Networks are the Docker network names the container is attached to.
+	Networks []string `json:"networks,omitempty"`
+	// HostPorts are the host ports the container publishes.
+	HostPorts []int `json:"hostPorts,omitempty"`
+
+	// Ready is filled in from driftless's own readiness prober, not Docker.
+	Ready bool `json:"ready"`
+	// ReadyReason explains a not-ready replica (probe output, exit code).
+	ReadyReason string `json:"readyReason,omitempty"`
+	// RestartCount comes from the prober's inspect on state changes, not from
+	// the list call; zero when unknown.
+	RestartCount int `json:"restartCount,omitempty"`
+}
+
+// Network is one observed Docker network.
+type Network struct {
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	App      string            `json:"app,omitempty"`
+	Resource string            `json:"resource,omitempty"`
+	SpecHash string            `json:"specHash,omitempty"`
+	Driver   string            `json:"driver"`
+	Labels   map[string]string `json:"-"`
+}
+
+// Volume is one observed Docker volume.
+type Volume struct {
+	Name     string            `json:"name"`
+	App      string            `json:"app,omitempty"`
+	Resource string            `json:"resource,omitempty"`
+	SpecHash string            `json:"specHash,omitempty"`
+	Driver   string            `json:"driver"`
+	Labels   map[string]string `json:"-"`
+}
+
+// Actual is the observed state relevant to one app.
+type Actual struct {
+	// Containers, Networks and Volumes carry this app's labels.
+	Containers []Container `json:"containers"`
+	Networks   []Network   `json:"networks"`
+	Volumes    []Volume    `json:"volumes"`
+	// Foreign are containers, networks and volumes without driftless's
+	// labels (or of another app) whose names or host ports may collide with
+	// ours. They only ever appear in a plan as conflicts.
+	ForeignContainers []Container `json:"foreignContainers,omitempty"`
+	ForeignNetworks   []Network   `json:"foreignNetworks,omitempty"`
+	ForeignVolumes    []Volume    `json:"foreignVolumes,omitempty"`
+}
+
+// Options are the judgement calls and inputs that are not state.
+type Options struct {
+	// Revision is the commit the desired state comes from; it is stamped on
+	// what the plan creates and named in the "No changes" line.
+	Revision string
+	// Prune removes owned objects no longer declared. Off by default.
+	Prune bool
+	// AllowVolumeRemoval lets prune remove volumes. Off by default: data loss
+	// is never implicit.
+	AllowVolumeRemoval bool
+	// Now is the time the plan is computed at.
+	Now time.Time
+	// Backoff holds containers (by name) whose repair must wait until the
+	// given time, because they keep failing (crash loop). Their changes are
+	// put in Plan.Deferred instead of Plan.Changes.
+	Backoff map[string]time.Time
+}
+
+// Input is everything Compute needs.
+type Input struct {
+	App     string
+	Desired *manifest.App // nil or empty: nothing is declared
+	Actual  Actual
+	Options Options
+}
+
+// Action is what a change does; its string doubles as its display symbol.
+type Action string
+
+const (
+	ActionCreate  Action = "+"
+	ActionStart   Action = "~" // start a stopped or exited container in place
+	ActionReplace Action = "-/+"
+	ActionRemove  Action = "-"
+)
+
+// Kind is the kind of Docker object a change acts on.
+type Kind string
+
+const (
+	KindContainer Kind = "container"
+	KindNetwork   Kind = "network"
+	KindVolume    Kind = "volume"
+)
+
+// Cause says why the gap exists: the desired state moved (a new commit), or
+// the actual state moved outside Git (drift). Repairs of drift are recorded
+// separately in history.
+type Cause string
+
+const (
+	CauseGit   Cause = "git"
+	CauseDrift Cause = "drift"
+)
+
+// FieldChange is one field's before and after, already redacted.
+type FieldChange struct {
+	Path   string `json:"path"` // e.g. image, env.LOG_LEVEL, replicas
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// Change is one step of a plan: one Docker object, one action.
+type Change struct {
+	Action  Action `json:"action"`
+	Kind    Kind   `json:"kind"`
+	Name    string `json:"name"` // Docker object name, e.g. shop-web-3
+	Service string `json:"service,omitempty"`
+	Slot    int    `json:"slot,omitempty"`
+	// ID is the existing object's ID (start, replace, remove).
+	ID     string        `json:"id,omitempty"`
+	Cause  Cause         `json:"cause"`
+	Reason string        `json:"reason"` // for people only: deploy never branches on it
+	Fields []FieldChange `json:"fields,omitempty"`
+	// Resource is the manifest name of a network or volume.
+	Resource string `json:"resource,omitempty"`
+	// NotBefore is set on deferred changes: when the backoff ends.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+}
+
+// Conflict is something in the way that driftless will not touch: a foreign
+// object holding a name or host port that a declared object needs.
+type Conflict struct {
+	Kind   Kind   `json:"kind"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Plan is the ordered list of changes that closes the gap. It is plain data.
+type Plan struct {
+	App      string `json:"app"`
+	Revision string `json:"revision"`
+	// Changes are sorted: networks and volumes first, then containers by
+	// service in dependsOn order, then by slot.
+	Changes []Change `json:"changes"`
+	// Deferred are changes held back by crash-loop backoff.
+	Deferred  []Change   `json:"deferred,omitempty"`
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+}
+
+// Empty reports whether the plan has nothing to do now.
+func (p *Plan) Empty() bool { return len(p.Changes) == 0 }
