@@ -126,6 +126,22 @@ type Options struct {
 	// given time, because they keep failing (crash loop). Their changes are
 	// put in Plan.Deferred instead of Plan.Changes.
 	Backoff map[string]time.Time
+	// Applied is, per service, what the last successful apply converged to.
+	// It lets the differ tell drift (a replica that was converged and is now
+	// gone, stopped or changed outside Git) from a change that Git asked
+	// for. Nil when unknown (one-shot CLI): then a missing or stopped replica
+	// whose siblings carry the desired spec hash counts as drift.
+	Applied map[string]AppliedService
+	// ReadyDeadline is how long a running replica may stay not ready,
+	// counted from its creation, before Assess calls it Degraded. Zero
+	// means no deadline: such a replica stays Progressing.
+	ReadyDeadline time.Duration
+}
+
+// AppliedService records what a service was converged to.
+type AppliedService struct {
+	Hash     string `json:"hash"`
+	Replicas int    `json:"replicas"`
 }
 
 // Input is everything Compute needs.
@@ -196,6 +212,9 @@ type Conflict struct {
 	Kind   Kind   `json:"kind"`
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+	// Service is the declared service whose replicas the conflict holds
+	// back, if any; Assess uses it to explain a missing replica.
+	Service string `json:"service,omitempty"`
 }
 
 // Plan is the ordered list of changes that closes the gap. It is plain data.
@@ -208,6 +227,10 @@ type Plan struct {
 	// Deferred are changes held back by crash-loop backoff.
 	Deferred  []Change   `json:"deferred,omitempty"`
 	Conflicts []Conflict `json:"conflicts,omitempty"`
+	// Pruneable are owned objects no longer declared that this plan keeps:
+	// the removals --prune would make (volumes also need
+	// --allow-volume-removal). They are shown, never executed.
+	Pruneable []Change `json:"pruneable,omitempty"`
 }
 
 // Empty reports whether the plan has nothing to do now.

@@ -1,0 +1,18 @@
+# The driftless agent image: one static binary, CA certificates for HTTPS Git
+# remotes, nothing else. It builds from files staged by scripts/build-image.sh
+# (the binary is compiled on the host with CGO_ENABLED=0), so `docker build`
+# pulls no base image: it works on machines without a registry, and is the
+# same image a user with internet builds.
+#
+#   scripts/build-image.sh            # builds driftless:dev
+#   docker run -d --name driftless --network host \
+#     -v /var/run/docker.sock:/var/run/docker.sock \
+#     -v driftless-data:/data driftless:dev run --repo https://... --data /data
+FROM scratch
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY driftless /driftless
+ENV HOME=/data
+VOLUME ["/data"]
+EXPOSE 8080
+ENTRYPOINT ["/driftless"]
+CMD ["--help"]

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	stdsync "sync"
+	"time"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+)
+
+func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("apply", "apply [PATH] [--app NAME] [--prune] [--dry-run]",
+		"Converge the local Docker engine to the manifests under PATH once, like 'docker compose up -d':\nshow the plan, carry it out with live progress, wait until every replica is ready.\nExit 0 when the app converged and every replica is ready; 1 otherwise, with the reason; 2 on usage errors.", stderr)
+	appFlag := fs.String("app", "", "app name (default: the directory name)")
+	prune := fs.Bool("prune", false, "remove containers and networks no longer declared (volumes are always kept)")
+	dryRun := fs.Bool("dry-run", false, "show the plan and change nothing")
+	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
+	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	name, dir, err := localApp(pos, *appFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless apply:", err)
+		return exitError
+	}
+	eng, err := deploy.New(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout})
+	if err == nil {
+		err = eng.Ping(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "driftless apply: %v (is Docker running? set DOCKER_HOST if it is not on the default socket)\n", err)
+		return 1
+	}
+	defer eng.Close()
+
+	desired, in, err := loadLocal(ctx, dir, name, eng, *prune)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless apply:", err)
+		return 1
+	}
+	plan := drift.Compute(in)
+	fmt.Fprint(stdout, plan.String())
+	if *dryRun {
+		fmt.Fprintln(stdout, "\nDry run: nothing was changed.")
+		return exitOK
+	}
+
+	start := time.Now()
+	var res deploy.Result
+	if !plan.Empty() {
+		fmt.Fprintln(stdout, "\nApplying:")
+		var mu stdsync.Mutex
+		res = eng.Apply(ctx, desired, plan, func(ev deploy.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintln(stdout, progressLine(ev))
+		})
+	}
+
+	// Observe again: what counts is the state the engine is in now, not what
+	// the applier believes it did.
+	_, after, err := loadLocal(ctx, dir, name, eng, *prune)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
+		return 1
+	}
+	rest := drift.Compute(after)
+	health := drift.Assess(after, rest)
+	fmt.Fprintln(stdout)
+	for _, s := range health.Services {
+		line := fmt.Sprintf("  %-20s %d/%d ready  %s", s.Service, s.Ready, s.Desired, s.Health)
+		if s.Message != "" {
+			line += ": " + s.Message
+		}
+		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+	}
+	converged := res.Err == nil && rest.Empty() && allReady(health)
+	switch {
+	case plan.Empty() && converged:
+		// plan.String already said "No changes".
+		return exitOK
+	case converged:
+		fmt.Fprintf(stdout, "\nApply complete in %s: app %s converged, every replica ready.\n", time.Since(start).Round(10*time.Millisecond), name)
+		return exitOK
+	default:
+		fmt.Fprintf(stdout, "\nApply did not converge app %s:\n", name)
+		if res.Err != nil {
+			fmt.Fprintf(stdout, "  %v\n", res.Err)
+		}
+		for svc, why := range res.Degraded {
+			fmt.Fprintf(stdout, "  service %s is Degraded: %s\n", svc, why)
+		}
+		if !rest.Empty() {
+			fmt.Fprintf(stdout, "  still to do: %s\n", rest.Summary())
+		}
+		for _, c := range rest.Conflicts {
+			fmt.Fprintf(stdout, "  conflict: %s %s: %s\n", c.Kind, c.Name, c.Reason)
+		}
+		return 1
+	}
+}
+
+func allReady(h drift.AppHealth) bool {
+	for _, s := range h.Services {
+		if s.Ready < s.Desired {
+			return false
+		}
+	}
+	return true
+}
+
+// progressLine renders one live progress event: "  + shop-web-3 created … ready in 1.2s".
+func progressLine(ev deploy.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-3s %s %s", ev.Change.Action, ev.Change.Name, ev.Phase)
+	if ev.Message != "" {
+		fmt.Fprintf(&b, " … %s", ev.Message)
+	}
+	if ev.Elapsed > 0 {
+		fmt.Fprintf(&b, " (%s)", ev.Elapsed.Round(10*time.Millisecond))
+	}
+	if ev.Err != nil {
+		fmt.Fprintf(&b, ": %v", ev.Err)
+	}
+	return b.String()
+}

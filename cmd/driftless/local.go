@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// Exit codes of diff follow `argocd app diff` and `flux diff`.
+const (
+	exitOK      = 0
+	exitChanges = 1
+	exitError   = 2
+)
+
+// newFlags makes a flag set whose --help prints the command's usage.
+func newFlags(name, usageLine, about string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: driftless %s\n\n%s\n\nFlags:\n", usageLine, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses interleaved flags and positional arguments, the way
+// people type them (`driftless diff examples/shop --app shop`).
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// localApp resolves PATH and --app into the app name and directory.
+func localApp(pos []string, appFlag string) (name, dir string, err error) {
+	dir = "."
+	if len(pos) > 1 {
+		return "", "", fmt.Errorf("expected at most one PATH, got %d: %s", len(pos), strings.Join(pos, " "))
+	}
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	name = appFlag
+	if name == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", "", err
+		}
+		name = strings.ToLower(filepath.Base(abs))
+		if !manifest.ValidName(name) {
+			return "", "", fmt.Errorf("the app name defaults to the directory name, but %q is not a valid app name (lowercase letters, digits and '-', starting with a letter): pass --app NAME", name)
+		}
+	}
+	if !manifest.ValidName(name) {
+		return "", "", fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter, at most 63)", name)
+	}
+	return name, dir, nil
+}
+
+// localRevision names what the manifests on disk are: the HEAD commit of the
+// Git work tree that holds them (with "-dirty" if it has changes), or
+// "local" outside Git.
+func localRevision(dir string) string {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return "local"
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return "local"
+	}
+	return head.Hash().String()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("validate", "validate [PATH] [--app NAME] [--output text|json]",
+		"Parse every manifest under PATH (default .) strictly and report all errors with file:line:column.\nExit 0 when valid, 1 when not, 2 on usage errors.", stderr)
+	appFlag := fs.String("app", "", "app name (default: the directory name)")
+	output := fs.String("output", "text", "output format: text or json")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	name, dir, err := localApp(pos, *appFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless validate:", err)
+		return exitError
+	}
+	app, err := manifest.LoadDir(dir, name)
+	var list manifest.ErrorList
+	if err != nil && !errors.As(err, &list) {
+		fmt.Fprintln(stderr, "driftless validate:", err)
+		return exitError
+	}
+	if *output == "json" {
+		res := struct {
+			App    string          `json:"app"`
+			Valid  bool            `json:"valid"`
+			Errors manifest.ErrorList `json:"errors"`
+			Desired *manifest.App  `json:"desired,omitempty"`
+		}{App: name, Valid: err == nil, Errors: list}
+		if err == nil {
+			res.Desired = app
+		}
+		_ = writeJSON(stdout, res)
+	} else if err != nil {
+		for _, e := range list {
+			fmt.Fprintln(stdout, e.Error())
+		}
+		fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", dir, len(list))
+	} else {
+		fmt.Fprintf(stdout, "%s: valid: app %s with %d service(s), %d network(s), %d volume(s).\n",
+			dir, name, len(app.Services), len(app.Networks), len(app.Volumes))
+	}
+	if err != nil {
+		return 1
+	}
+	return exitOK
+}
+
+// loadLocal parses the manifests and observes the engine for one app.
+func loadLocal(ctx context.Context, dir, name string, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
+	app, err := manifest.LoadDir(dir, name)
+	if err != nil {
+		return nil, drift.Input{}, err
+	}
+	obsCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	actual, err := eng.Observe(obsCtx, name, true)
+	if err != nil {
+		return nil, drift.Input{}, err
+	}
+	in := drift.Input{
+		App:     name,
+		Desired: app,
+		Actual:  actual,
+		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now()},
+	}
+	return app, in, nil
+}
+
+func connectEngine(ctx context.Context, parallel int) (*deploy.Engine, error) {
+	eng, err := deploy.New(ctx, deploy.Options{Parallelism: parallel})
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("%w (is Docker running? set DOCKER_HOST if it is not on the default socket)", err)
+	}
+	return eng, nil
+}
+
+func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("diff", "diff [PATH] [--app NAME] [--prune] [--output text|json]",
+		"Show what 'driftless apply' would change: the manifests under PATH against the local Docker engine.\nExit 0 when nothing would change, 1 when something would, 2 on errors.", stderr)
+	appFlag := fs.String("app", "", "app name (default: the directory name)")
+	prune := fs.Bool("prune", false, "include removal of objects no longer declared")
+	output := fs.String("output", "text", "output format: text or json")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	name, dir, err := localApp(pos, *appFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
+	eng, err := connectEngine(ctx, 0)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
+	defer eng.Close()
+	_, in, err := loadLocal(ctx, dir, name, eng, *prune)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
+	plan := drift.Compute(in)
+	if *output == "json" {
+		_ = writeJSON(stdout, plan)
+	} else {
+		fmt.Fprint(stdout, plan.String())
+	}
+	if plan.Empty() {
+		return exitOK
+	}
+	return exitChanges
+}
+
+var _ = os.Stdout

@@ -1,0 +1,80 @@
+// Command driftless keeps a Docker engine converged to the manifests in a Git
+// repository.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/driftless-dev/driftless/internal/workload"
+)
+
+// command is one subcommand of the driftless binary.
+type command struct {
+	name    string
+	summary string
+	hidden  bool
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{name: "validate", summary: "check manifests and report every error with file:line:column", run: runValidate},
+		{name: "diff", summary: "show what apply would change on the local Docker engine", run: runDiff},
+		{name: "apply", summary: "converge the local Docker engine to the manifests once", run: runApply},
+		{name: "run", summary: "run the agent: follow Git, heal drift, serve the dashboard", run: runRun},
+		{name: "status", summary: "show a running agent's apps and services", run: runStatus},
+		{name: "history", summary: "show a running agent's history of an app", run: runHistory},
+		{name: "demo", summary: "try driftless locally: demo image, Git repo, agent, dashboard", run: runDemo},
+		{name: "version", summary: "print the version", run: runVersion},
+		{name: "workload", hidden: true, summary: "run the demo/test workload server (used inside images)", run: runWorkload},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "driftless: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "driftless keeps a Docker engine converged to the manifests in a Git repository.")
+	fmt.Fprintln(w, "\nUsage: driftless <command> [flags]\n\nCommands:")
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintln(w, "\nRun 'driftless <command> --help' for a command's flags.")
+}
+
+func runWorkload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := workload.ParseArgs(args, os.Getenv)
+	if err != nil {
+		return 2
+	}
+	return workload.Run(ctx, cfg, stdout)
+}

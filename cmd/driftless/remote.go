@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/driftless-dev/driftless/gitsource"
+	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/web"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "driftless", version)
+	return 0
+}
+
+// remoteFlags are the flags of commands that talk to a running agent.
+type remoteFlags struct {
+	server    string
+	tokenFile string
+	output    string
+}
+
+func (r *remoteFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	server := os.Getenv("DRIFTLESS_SERVER")
+	if server == "" {
+		server = "http://127.0.0.1:8080"
+	}
+	fs.StringVar(&r.server, "server", server, "URL of the running agent (env DRIFTLESS_SERVER)")
+	fs.StringVar(&r.tokenFile, "api-token-file", "", "file holding the API token (or env DRIFTLESS_API_TOKEN)")
+	fs.StringVar(&r.output, "output", "text", "output format: text or json")
+}
+
+func (r *remoteFlags) client() (*web.Client, error) {
+	tok, err := readSecret(r.tokenFile, "DRIFTLESS_API_TOKEN")
+	if err != nil {
+		return nil, err
+	}
+	return &web.Client{BaseURL: strings.TrimRight(r.server, "/"), Token: tok, HTTP: &http.Client{Timeout: 15 * time.Second}}, nil
+}
+
+func ago(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+}
+
+func revText(r *gitsource.Revision) string {
+	if r == nil {
+		return "-"
+	}
+	s := r.Short() + " " + r.Subject
+	if r.Revert {
+		s += " (revert)"
+	}
+	return s
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("status", "status [APP] [--server URL] [--output text|json]",
+		"Show the apps of a running agent (started with 'driftless run' or 'driftless demo').\nWith APP, show its services, containers, drift and errors.", stderr)
+	var r remoteFlags
+	r.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	cl, err := r.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless status:", err)
+		return exitError
+	}
+	now := time.Now()
+	if len(pos) == 0 {
+		apps, err := cl.Apps(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "driftless status: %v\n(is the agent running at %s? start it with 'driftless run' or point --server at it)\n", err, r.server)
+			return 1
+		}
+		if r.output == "json" {
+			_ = writeJSON(stdout, apps)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "APP\tSYNC\tHEALTH\tREADY\tREVISION\tLAST SUCCESS\tMESSAGE")
+		for _, a := range apps {
+			desired, ready := 0, 0
+			for _, s := range a.Services {
+				desired += s.Desired
+				ready += s.Ready
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", a.Name, a.Sync, a.Health, ready, desired,
+				revText(a.Applied), ago(a.LastSuccess, now), a.Message)
+		}
+		tw.Flush()
+		return 0
+	}
+	a, err := cl.App(ctx, pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless status:", err)
+		return 1
+	}
+	if r.output == "json" {
+		_ = writeJSON(stdout, a)
+		return 0
+	}
+	printAppStatus(stdout, a, now)
+	return 0
+}
+
+func printAppStatus(w io.Writer, a dsync.AppStatus, now time.Time) {
+	fmt.Fprintf(w, "App %s: %s, %s", a.Name, a.Sync, a.Health)
+	if a.Message != "" {
+		fmt.Fprintf(w, " — %s", a.Message)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  source:   %s %s path %s (fetched %s)\n", a.Source.URL, a.Source.Ref, a.Source.Path, ago(a.Source.LastFetch, now))
+	if a.Source.Error != "" {
+		fmt.Fprintf(w, "  source error (since %s): %s\n", ago(a.Source.ErrorSince, now), a.Source.Error)
+	}
+	fmt.Fprintf(w, "  running:  %s\n", revText(a.Applied))
+	fmt.Fprintf(w, "  head:     %s\n", revText(a.Fetched))
+	if a.Pinned != nil {
+		fmt.Fprintf(w, "  PINNED to %s: not following the branch until unpinned\n", revText(a.Pinned))
+	}
+	if a.Suspended {
+		fmt.Fprintln(w, "  SUSPENDED: nothing is applied until resumed")
+	}
+	if !a.SelfHeal {
+		fmt.Fprintln(w, "  self-heal off: drift is shown, not repaired")
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tREADY\tHEALTH\tIMAGE\tMESSAGE")
+	for _, s := range a.Services {
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", s.Name, s.Ready, s.Desired, s.Health, s.Image, s.Message)
+		for _, c := range s.Containers {
+			ready := "not ready"
+			if c.Ready {
+				ready = "ready"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Name, ready, c.State, c.Image, c.Status)
+		}
+	}
+	tw.Flush()
+	if a.Refused != nil {
+		fmt.Fprintf(w, "\nRefused revision %s: %s\n", revText(&a.Refused.Revision), a.Refused.Reason)
+		for _, e := range a.Refused.Errors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	for _, c := range a.Errors {
+		fmt.Fprintf(w, "\n%s error (for %s): %s\n", c.Kind, now.Sub(c.Since).Round(time.Second), c.Message)
+	}
+	if a.Drift != nil && !a.Drift.Empty() {
+		fmt.Fprintf(w, "\n%s", a.Drift.String())
+	}
+}
+
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("history", "history APP [--kind sync,repair,refused,...] [--limit N] [--before ID]",
+		"Show what a running agent did to an app, newest first: syncs, revert commits, drift repairs,\nrefused revisions, rollbacks, flapping warnings.", stderr)
+	var r remoteFlags
+	r.register(fs)
+	kinds := fs.String("kind", "", "comma-separated kinds: sync, repair, refused, rollback, flapping, source, action")
+	limit := fs.Int("limit", 20, "entries per page")
+	before := fs.Uint64("before", 0, "show entries older than this ID (the 'next' cursor)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "driftless history: name one APP (see 'driftless status' for the list)")
+		return exitError
+	}
+	cl, err := r.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless history:", err)
+		return exitError
+	}
+	var ks []string
+	if *kinds != "" {
+		ks = strings.Split(*kinds, ",")
+	}
+	page, err := cl.History(ctx, pos[0], ks, *before, *limit)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftless history: %v\n", err)
+		return 1
+	}
+	if r.output == "json" {
+		_ = writeJSON(stdout, page)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTIME\tKIND\tTRIGGER\tREVISION\tRESULT\tSUMMARY")
+	for _, e := range page.Entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind,
+			e.Trigger, revText(e.Revision), e.Result, e.Summary)
+	}
+	tw.Flush()
+	if page.Next != 0 {
+		fmt.Fprintf(stdout, "\nOlder entries: driftless history %s --before %d\n", pos[0], page.Next)
+	}
+	return 0
+}

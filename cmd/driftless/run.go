@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/gitsource"
+	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/web"
+)
+
+// runFlags are the flags shared by `run` and `demo`.
+type runFlags struct {
+	config        string
+	repo          string
+	branch, tag   string
+	commit        string
+	path          string
+	app           string
+	interval      string
+	prune         bool
+	selfHeal      bool
+	allowEmpty    bool
+	data          string
+	listen        string
+	publicRead    bool
+	webhookSecret string
+	webhookFile   string
+	apiTokenFile  string
+	gitTokenFile  string
+	sshKey        string
+	knownHosts    string
+	workers       int
+	resync        time.Duration
+	readyTimeout  time.Duration
+	logLevel      string
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("DRIFTLESS_DATA"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "driftless")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "driftless")
+	}
+	return ".driftless"
+}
+
+func runUsage() string {
+	return `Run the agent: watch Git, keep Docker converged, serve the dashboard and API.
+
+One app from flags:
+  driftless run --repo URL [--branch B | --tag T | --commit SHA] [--path P] [--app NAME] [--interval 30s]
+Several apps from a file:
+  driftless run --config driftless.yaml
+
+Secrets never come from the command line except --webhook-secret (prefer the env or file forms):
+  DRIFTLESS_API_TOKEN        bearer token for write actions (or --api-token-file)
+  DRIFTLESS_WEBHOOK_SECRET   webhook secret (or --webhook-secret-file)
+  DRIFTLESS_GIT_USERNAME, DRIFTLESS_GIT_PASSWORD / DRIFTLESS_GIT_TOKEN   HTTPS credentials (or --git-token-file)`
+}
+
+func (f *runFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+	IntVar(*int, string, int, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+}, withSource bool) {
+	if withSource {
+		fs.StringVar(&f.config, "config", "", "driftless.yaml listing several apps (instead of --repo)")
+		fs.StringVar(&f.repo, "repo", "", "Git repository URL: https://, ssh://, git://, file:// or a local path")
+		fs.StringVar(&f.branch, "branch", "", "branch to follow (default: the remote's default branch)")
+		fs.StringVar(&f.tag, "tag", "", "tag to follow instead of a branch")
+		fs.StringVar(&f.commit, "commit", "", "fixed commit to hold instead of a branch")
+		fs.StringVar(&f.path, "path", ".", "directory in the repository that holds the manifests")
+		fs.StringVar(&f.app, "app", "", "app name (default: derived from --path or the repository name)")
+		fs.StringVar(&f.interval, "interval", "30s", "poll schedule: a Go duration (30s) or a cron spec (*/5 * * * *, @every 30s)")
+		fs.BoolVar(&f.prune, "prune", false, "remove containers and networks no longer declared (volumes are always kept)")
+		fs.BoolVar(&f.selfHeal, "self-heal", true, "repair drift; when false, drift is shown but not repaired")
+		fs.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a revision with no manifests (it would remove everything)")
+		fs.StringVar(&f.gitTokenFile, "git-token-file", "", "file holding an HTTPS token for the repository")
+		fs.StringVar(&f.sshKey, "ssh-key", "", "SSH private key file for ssh:// repositories")
+		fs.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file to check the SSH host key against")
+	}
+	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address of the dashboard, API, webhooks and metrics")
+	fs.BoolVar(&f.publicRead, "public-read", false, "serve read-only pages and API to any address without a token")
+	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "webhook secret (prefer DRIFTLESS_WEBHOOK_SECRET or --webhook-secret-file)")
+	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the webhook secret")
+	fs.StringVar(&f.apiTokenFile, "api-token-file", "", "file holding the API token for write actions (or env DRIFTLESS_API_TOKEN)")
+	fs.IntVar(&f.workers, "workers", 2, "apps reconciled at once")
+	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "full resync period, in case Docker events were missed")
+	fs.DurationVar(&f.readyTimeout, "ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// readSecret takes a secret from a file (trimmed) or an env variable.
+func readSecret(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("read secret: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return os.Getenv(env), nil
+}
+
+// appNameFor derives an app name from the path or the repository URL.
+func appNameFor(repo, path string) string {
+	base := strings.Trim(path, "/")
+	if base == "" || base == "." {
+		base = strings.TrimSuffix(strings.TrimRight(repo, "/"), ".git")
+	}
+	base = strings.ToLower(filepath.Base(base))
+	var b strings.Builder
+	for _, r := range base {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if name == "" || name[0] < 'a' || name[0] > 'z' {
+		name = "app-" + name
+	}
+	if len(name) > 40 {
+		name = strings.TrimRight(name[:40], "-")
+	}
+	return name
+}
+
+// config turns flags (or the config file) into the agent's configuration.
+func (f *runFlags) toConfig() (dsync.Config, error) {
+	var cfg dsync.Config
+	if f.config != "" {
+		if f.repo != "" {
+			return cfg, errors.New("use either --config or --repo, not both")
+		}
+		c, err := dsync.LoadConfig(f.config)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = c
+	} else {
+		if f.repo == "" {
+			return cfg, errors.New("nothing to watch: pass --repo URL (one app) or --config driftless.yaml (several apps)")
+		}
+		name := f.app
+		if name == "" {
+			name = appNameFor(f.repo, f.path)
+		}
+		if !manifest.ValidName(name) {
+			return cfg, fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter)", name)
+		}
+		if _, err := dsync.ParseSchedule(f.interval); err != nil {
+			return cfg, fmt.Errorf("--interval %q: %v", f.interval, err)
+		}
+		app := dsync.AppConfig{
+			Name: name, Repo: f.repo, Branch: f.branch, Tag: f.tag, Commit: f.commit, Path: f.path,
+			Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
+			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+		}
+		app.Auth.Username = os.Getenv("DRIFTLESS_GIT_USERNAME")
+		app.Auth.Password = os.Getenv("DRIFTLESS_GIT_PASSWORD")
+		if tok, err := readSecret(f.gitTokenFile, "DRIFTLESS_GIT_TOKEN"); err != nil {
+			return cfg, err
+		} else if tok != "" {
+			app.Auth.Password = tok
+		}
+		app.Auth.SSHKeyFile = f.sshKey
+		app.Auth.KnownHostsFile = f.knownHosts
+		cfg.Apps = []dsync.AppConfig{app}
+	}
+	// Flags win over the file for the process-level settings.
+	if cfg.DataDir == "" || f.data != defaultDataDir() {
+		cfg.DataDir = f.data
+	}
+	if cfg.Listen == "" || f.listen != "127.0.0.1:8080" {
+		cfg.Listen = f.listen
+	}
+	cfg.ReadOnlyPublic = cfg.ReadOnlyPublic || f.publicRead
+	if f.webhookSecret != "" {
+		cfg.WebhookSecret = f.webhookSecret
+	} else if s, err := readSecret(f.webhookFile, "DRIFTLESS_WEBHOOK_SECRET"); err != nil {
+		return cfg, err
+	} else if s != "" {
+		cfg.WebhookSecret = s
+	}
+	if s, err := readSecret(f.apiTokenFile, "DRIFTLESS_API_TOKEN"); err != nil {
+		return cfg, err
+	} else if s != "" {
+		cfg.APIToken = s
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", "run (--repo URL | --config FILE) [flags]", runUsage(), stderr)
+	var f runFlags
+	f.register(fs, true)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "driftless run: unexpected argument %q (the repository is given with --repo)\n", pos[0])
+		return exitError
+	}
+	cfg, err := f.toConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless run:", err)
+		return exitError
+	}
+	log, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless run:", err)
+		return exitError
+	}
+	if err := serve(ctx, cfg, f, log, nil); err != nil {
+		fmt.Fprintln(stderr, "driftless run:", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the agent and its web front end until ctx ends. started, if
+// set, is called once the dashboard listens.
+func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, started func(url string)) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := eng.Ping(pingCtx); err != nil {
+		// Not fatal: the agent starts, reports the engine as unreachable in
+		// status and /readyz, and recovers when the engine comes back.
+		log.Warn("Docker engine unreachable at start; will keep trying", "err", err)
+	}
+	cancel()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	agent, err := dsync.New(dsync.Options{
+		DataDir:        cfg.DataDir,
+		Apps:           cfg.Apps,
+		Engine:         eng,
+		NewSource:      sourceFactory(cfg.DataDir, log),
+		Workers:        f.workers,
+		ResyncInterval: f.resync,
+		Registerer:     reg,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+	defer agent.Close()
+
+	srv, err := web.New(web.Options{
+		Agent:         agent,
+		Listen:        cfg.Listen,
+		APIToken:      cfg.APIToken,
+		WebhookSecret: cfg.WebhookSecret,
+		Sources:       func() []web.AppSource { return webSources(agent.AppConfigs()) },
+		PublicRead:    cfg.ReadOnlyPublic,
+		Registry:      reg,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	webErr := make(chan error, 1)
+	go func() { webErr <- srv.ListenAndServe(ctx) }()
+	if started != nil {
+		started("http://" + cfg.Listen)
+	}
+	names := make([]string, len(cfg.Apps))
+	for i, a := range cfg.Apps {
+		names[i] = a.Name
+	}
+	log.Info("driftless agent started", "apps", strings.Join(names, ","), "data", cfg.DataDir, "dashboard", "http://"+cfg.Listen)
+	agentErr := agent.Run(ctx)
+	stop()
+	if err := <-webErr; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if agentErr != nil && !errors.Is(agentErr, context.Canceled) {
+		return agentErr
+	}
+	log.Info("driftless agent stopped")
+	return nil
+}
+
+func webSources(apps []dsync.AppConfig) []web.AppSource {
+	out := make([]web.AppSource, len(apps))
+	for i, a := range apps {
+		out[i] = web.AppSource{Name: a.Name, Repo: a.Repo, Branch: a.Branch, Tag: a.Tag, WebhookSecret: a.WebhookSecret}
+	}
+	return out
+}
+
+// sourceFactory clones each app's repository under DATA/repos/APP.
+func sourceFactory(dataDir string, log *slog.Logger) func(dsync.AppConfig) (dsync.Source, error) {
+	return func(a dsync.AppConfig) (dsync.Source, error) {
+		return gitsource.New(gitsource.Config{
+			URL: a.Repo, Branch: a.Branch, Tag: a.Tag, Commit: a.Commit, Path: a.Path,
+			Dir:    filepath.Join(dataDir, "repos", a.Name),
+			Auth:   a.Auth,
+			Logger: log.With("app", a.Name),
+		})
+	}
+}

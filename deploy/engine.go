@@ -1,0 +1,259 @@
+// Package deploy observes and changes a Docker engine: it turns the objects
+// labelled by driftless into drift.Actual, and carries out a drift.Plan.
+//
+// deploy executes; it decides nothing the differ decides. A Change's Reason
+// is for people and is never branched on.
+package deploy
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+)
+
+// dockerAPI is the part of the Docker client deploy uses. It is kept narrow
+// so the pure parts can be tested without an engine; *client.Client
+// satisfies it.
+type dockerAPI interface {
+	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+	DaemonHost() string
+	Close() error
+
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
+	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerRename(ctx context.Context, id string, options client.ContainerRenameOptions) (client.ContainerRenameResult, error)
+	ContainerLogs(ctx context.Context, id string, options client.ContainerLogsOptions) (client.ContainerLogsResult, error)
+
+	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
+	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
+	NetworkConnect(ctx context.Context, networkID string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
+	NetworkInspect(ctx context.Context, networkID string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+	NetworkRemove(ctx context.Context, networkID string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
+
+	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
+	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeInspect(ctx context.Context, volumeID string, options client.VolumeInspectOptions) (client.VolumeInspectResult, error)
+	VolumeRemove(ctx context.Context, volumeID string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
+
+	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	ImagePull(ctx context.Context, ref string, options client.ImagePullOptions) (client.ImagePullResponse, error)
+	ImageImport(ctx context.Context, source client.ImageImportSource, ref string, options client.ImageImportOptions) (client.ImageImportResult, error)
+
+	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
+}
+
+// Options configure an Engine.
+type Options struct {
+	Host         string        // "" = DOCKER_HOST / default socket
+	Parallelism  int           // bounded concurrency for independent creates/removes; default 4
+	ReadyTimeout time.Duration // how long a new replica may take to become ready before the rollout stops; default 60s
+	SettleTime   time.Duration // no readiness section: running this long without restarting = ready; default 2s
+	Logger       *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Parallelism <= 0 {
+		o.Parallelism = 4
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 60 * time.Second
+	}
+	if o.SettleTime <= 0 {
+		o.SettleTime = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Engine is a connection to one Docker engine plus the readiness prober
+// that watches the containers driftless owns on it.
+type Engine struct {
+	api    dockerAPI
+	opts   Options
+	log    *slog.Logger
+	prober *prober
+}
+
+// New connects to the Docker engine. It does not fail when the engine is
+// down; call Ping to find out.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	opts = opts.withDefaults()
+	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if opts.Host != "" {
+		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+	}
+	cli, err := client.New(clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("configure Docker client: %w", err)
+	}
+	return newEngine(cli, opts), nil
+}
+
+func newEngine(api dockerAPI, opts Options) *Engine {
+	opts = opts.withDefaults()
+	e := &Engine{api: api, opts: opts, log: opts.Logger}
+	e.prober = newProber(api, opts.SettleTime, opts.Logger)
+	return e
+}
+
+// Close stops the prober and closes the connection.
+func (e *Engine) Close() error {
+	e.prober.stop()
+	return e.api.Close()
+}
+
+// Ping checks that the engine answers.
+func (e *Engine) Ping(ctx context.Context) error {
+	if _, err := e.api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return fmt.Errorf("Docker engine unreachable at %s: %w", e.api.DaemonHost(), err)
+	}
+	return nil
+}
+
+// ImportImage builds an image from a single static binary without any
+// registry: a tar holding the binary as /<name> (mode 0755) is imported with
+// ENTRYPOINT and CMD set through the import's changes. When entrypoint is
+// empty it defaults to ["/<name>"].
+func (e *Engine) ImportImage(ctx context.Context, binaryPath, ref string, entrypoint []string, cmd []string) error {
+	bin, err := os.ReadFile(binaryPath)
+	if err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	name := path.Base(binaryPath)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(bin)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	if _, err := tw.Write(bin); err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	if len(entrypoint) == 0 {
+		entrypoint = []string{"/" + name}
+	}
+	changes, err := importChanges(entrypoint, cmd)
+	if err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	rc, err := e.api.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{Changes: changes})
+	if err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	defer rc.Close()
+	if err := readJSONStream(rc); err != nil {
+		return fmt.Errorf("import image %s: %w", ref, err)
+	}
+	return nil
+}
+
+// importChanges renders Dockerfile instructions in their JSON (exec) form.
+func importChanges(entrypoint, cmd []string) ([]string, error) {
+	ep, err := json.Marshal(entrypoint)
+	if err != nil {
+		return nil, err
+	}
+	changes := []string{"ENTRYPOINT " + string(ep)}
+	if len(cmd) > 0 {
+		c, err := json.Marshal(cmd)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, "CMD "+string(c))
+	}
+	return changes, nil
+}
+
+// readJSONStream drains a Docker progress stream and returns the first error
+// message in it.
+func readJSONStream(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m struct {
+			jsonstream.Message
+			ErrorMessage string `json:"error"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if m.Error != nil && m.Error.Message != "" {
+			return errors.New(m.Error.Message)
+		}
+		if m.ErrorMessage != "" {
+			return errors.New(m.ErrorMessage)
+		}
+	}
+}
+
+// ImageExists reports whether the image is present locally.
+func (e *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := e.api.ImageInspect(ctx, ref)
+	if err == nil {
+		return true, nil
+	}
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return false, fmt.Errorf("inspect image %s: %w", ref, err)
+}
+
+// pullImage pulls ref and waits for the pull to finish.
+func (e *Engine) pullImage(ctx context.Context, ref string) error {
+	resp, err := e.api.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	return resp.Wait(ctx)
+}
+
+// Logs returns the last lines of a container's stdout and stderr.
+func (e *Engine) Logs(ctx context.Context, containerID string, lines int) (string, error) {
+	tail := "all"
+	if lines > 0 {
+		tail = fmt.Sprint(lines)
+	}
+	rc, err := e.api.ContainerLogs(ctx, containerID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: tail})
+	if err != nil {
+		return "", fmt.Errorf("logs of %s: %w", shortID(containerID), err)
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	// Containers without a TTY (all of ours) multiplex stdout and stderr.
+	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil {
+		return "", fmt.Errorf("logs of %s: %w", shortID(containerID), err)
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

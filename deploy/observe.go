@@ -1,0 +1,206 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/moby/moby/client"
+)
+
+// Observe lists the app's containers, networks and volumes: one list call
+// each, filtered by the app label; no per-container inspect in the steady
+// state. Readiness comes from the prober's cache. withForeign additionally
+// lists everything to find foreign objects that may collide with the app's
+// names or host ports.
+func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
+	owned := make(client.Filters).Add("label", drift.LabelApp+"="+app)
+	all, ips, err := e.observe(ctx, owned)
+	if err != nil {
+		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
+	}
+	actual := all[app]
+	if withForeign {
+		if err := e.observeForeign(ctx, app, &actual); err != nil {
+			return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
+		}
+	}
+	e.fillReadiness(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app })
+	return actual, nil
+}
+
+// ObserveAll lists every driftless-owned object in one call per kind and
+// splits them by app.
+func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error) {
+	all, ips, err := e.observe(ctx, make(client.Filters).Add("label", drift.LabelApp))
+	if err != nil {
+		return nil, fmt.Errorf("observe: %w", err)
+	}
+	var containers []drift.Container
+	for _, a := range all {
+		containers = append(containers, a.Containers...)
+	}
+	e.fillReadiness(ctx, containers, ips, func(*probeEntry) bool { return true })
+	// fillReadiness worked on a copy; write the results back by ID.
+	byID := map[string]drift.Container{}
+	for _, c := range containers {
+		byID[c.ID] = c
+	}
+	for app, a := range all {
+		for i := range a.Containers {
+			a.Containers[i] = byID[a.Containers[i].ID]
+		}
+		all[app] = a
+	}
+	return all, nil
+}
+
+// observe lists containers, networks and volumes matching filters and
+// groups the owned ones by app. It also returns each container's IP address
+// (by ID) for the prober.
+func (e *Engine) observe(ctx context.Context, filters client.Filters) (map[string]drift.Actual, map[string]string, error) {
+	containers, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list containers: %w", err)
+	}
+	networks, err := e.api.NetworkList(ctx, client.NetworkListOptions{Filters: filters})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list networks: %w", err)
+	}
+	volumes, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: filters})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list volumes: %w", err)
+	}
+	out := map[string]drift.Actual{}
+	ips := map[string]string{}
+	for _, s := range containers.Items {
+		c := containerFromSummary(s)
+		ips[c.ID] = summaryIP(s)
+		if c.App == "" {
+			continue
+		}
+		a := out[c.App]
+		a.Containers = append(a.Containers, c)
+		out[c.App] = a
+	}
+	for _, s := range networks.Items {
+		n := networkFromSummary(s)
+		if n.App == "" {
+			continue
+		}
+		a := out[n.App]
+		a.Networks = append(a.Networks, n)
+		out[n.App] = a
+	}
+	for _, v := range volumes.Items {
+		vol := volumeFromSummary(v)
+		if vol.App == "" {
+			continue
+		}
+		a := out[vol.App]
+		a.Volumes = append(a.Volumes, vol)
+		out[vol.App] = a
+	}
+	for app, a := range out {
+		sortActual(&a)
+		out[app] = a
+	}
+	return out, ips, nil
+}
+
+func sortActual(a *drift.Actual) {
+	sort.Slice(a.Containers, func(i, j int) bool { return a.Containers[i].Name < a.Containers[j].Name })
+	sort.Slice(a.Networks, func(i, j int) bool { return a.Networks[i].Name < a.Networks[j].Name })
+	sort.Slice(a.Volumes, func(i, j int) bool { return a.Volumes[i].Name < a.Volumes[j].Name })
+}
+
+// observeForeign lists everything and keeps what is not this app's but
+// holds one of its names ("<app>-...") or publishes a host port.
+func (e *Engine) observeForeign(ctx context.Context, app string, actual *drift.Actual) error {
+	containers, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		return fmt.Errorf("list all containers: %w", err)
+	}
+	networks, err := e.api.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return fmt.Errorf("list all networks: %w", err)
+	}
+	volumes, err := e.api.VolumeList(ctx, client.VolumeListOptions{})
+	if err != nil {
+		return fmt.Errorf("list all volumes: %w", err)
+	}
+	prefix := app + "-"
+	for _, s := range containers.Items {
+		c := containerFromSummary(s)
+		if c.App == app {
+			continue
+		}
+		if strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 {
+			actual.ForeignContainers = append(actual.ForeignContainers, c)
+		}
+	}
+	for _, s := range networks.Items {
+		n := networkFromSummary(s)
+		if n.App != app && strings.HasPrefix(n.Name, prefix) {
+			actual.ForeignNetworks = append(actual.ForeignNetworks, n)
+		}
+	}
+	for _, v := range volumes.Items {
+		vol := volumeFromSummary(v)
+		if vol.App != app && strings.HasPrefix(vol.Name, prefix) {
+			actual.ForeignVolumes = append(actual.ForeignVolumes, vol)
+		}
+	}
+	return nil
+}
+
+// fillReadiness brings the prober up to date with the listed containers
+// (one inspect only for containers it has not seen or whose state changed),
+// forgets vanished ones in scope, and copies the cached readiness in.
+func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, e.opts.Parallelism)
+	keep := map[string]bool{}
+	for i := range containers {
+		c := &containers[i]
+		keep[c.ID] = true
+		info := infoFromContainer(c, ips[c.ID])
+		if !e.prober.needsInspect(info, c.Status) {
+			e.prober.update(info)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			fresh, _, err := e.prober.inspectInfo(ctx, c.ID)
+			if err != nil {
+				// Gone between list and inspect, or the engine hiccupped:
+				// the summary is still the best we know.
+				e.log.Debug("inspect for readiness failed", "container", c.Name, "err", err)
+				e.prober.update(info)
+				return
+			}
+			e.prober.update(fresh)
+		}()
+	}
+	wg.Wait()
+	e.prober.forgetIf(func(id string, pe *probeEntry) bool { return !keep[id] && inScope(pe) })
+	for i := range containers {
+		c := &containers[i]
+		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.result(c.ID)
+	}
+}
+
+// infoFromContainer is what a list summary tells the prober.
+func infoFromContainer(c *drift.Container, ip string) runtimeInfo {
+	info := runtimeInfo{ID: c.ID, Name: c.Name, App: c.App, State: c.State, Health: c.Health, ExitCode: c.ExitCode, IP: ip}
+	if c.Spec != nil {
+		info.Readiness = c.Spec.Readiness
+	}
+	return info
+}

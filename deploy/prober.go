@@ -1,0 +1,371 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// runtimeInfo is what the prober knows about one container at one moment,
+// from a list summary or an inspect.
+type runtimeInfo struct {
+	ID        string
+	Name      string
+	App       string
+	Readiness *manifest.Readiness
+	IP        string
+	State     drift.ContainerState
+	Health    string
+	ExitCode  int
+	// StartedAt and RestartCount are only known from an inspect.
+	StartedAt    time.Time
+	RestartCount int
+	inspected    bool
+}
+
+// probeEntry is the prober's record of one container.
+type probeEntry struct {
+	info       runtimeInfo
+	ready      bool
+	reason     string
+	successes  int
+	failures   int
+	probed     bool // an httpGet/tcpSocket probe has answered since the last start
+	stopProbes context.CancelFunc
+}
+
+// prober is driftless's own readiness checker, like a kubelet's: it keeps
+// probing known running containers that declare httpGet or tcpSocket
+// readiness at their periodSeconds, and answers from its cache, so Observe
+// needs no network round trip per container.
+type prober struct {
+	api    dockerAPI
+	settle time.Duration
+	log    *slog.Logger
+	http   *http.Client
+	now    func() time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	entries map[string]*probeEntry // by container ID
+}
+
+func newProber(api dockerAPI, settle time.Duration, log *slog.Logger) *prober {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &prober{
+		api:    api,
+		settle: settle,
+		log:    log,
+		// No keep-alive: each probe is a fresh connection, as a kubelet's is,
+		// so a replica that stops accepting connections is noticed.
+		http: &http.Client{
+			Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		now:     time.Now,
+		ctx:     ctx,
+		cancel:  cancel,
+		entries: map[string]*probeEntry{},
+	}
+}
+
+func (p *prober) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// needsInspect reports whether the summary shows something the prober has
+// not seen: a new container, a state change, or a restart (uptime shorter
+// than the time since the start the prober knows of).
+func (p *prober) needsInspect(info runtimeInfo, status string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[info.ID]
+	if !ok || !e.info.inspected || e.info.State != info.State {
+		return true
+	}
+	if info.State == drift.StateRunning {
+		if up, ok := parseUptime(status); ok && p.now().Sub(e.info.StartedAt) > up+2*time.Second+uptimeSlack(up) {
+			return true
+		}
+	}
+	return false
+}
+
+// uptimeSlack is how coarse Docker's "Up ..." words are at that uptime.
+func uptimeSlack(up time.Duration) time.Duration {
+	switch {
+	case up < time.Minute:
+		return time.Second
+	case up < time.Hour:
+		return time.Minute
+	default:
+		return time.Hour
+	}
+}
+
+// inspectInfo reads the runtime facts the list summary lacks.
+func (p *prober) inspectInfo(ctx context.Context, id string) (runtimeInfo, container.InspectResponse, error) {
+	res, err := p.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return runtimeInfo{}, container.InspectResponse{}, err
+	}
+	return infoFromInspect(res.Container), res.Container, nil
+}
+
+// update records fresh facts about a container and (re)starts or stops its
+// probe loop as needed.
+func (p *prober) update(info runtimeInfo) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[info.ID]
+	if !ok {
+		e = &probeEntry{}
+		p.entries[info.ID] = e
+	}
+	old := e.info
+	if !info.inspected && old.inspected {
+		// A summary refresh keeps what only an inspect knows.
+		info.StartedAt, info.RestartCount, info.inspected = old.StartedAt, old.RestartCount, true
+	}
+	if info.IP == "" {
+		info.IP = old.IP
+	}
+	restarted := !ok || info.State != old.State || !info.StartedAt.Equal(old.StartedAt)
+	e.info = info
+	needsLoop := info.State == drift.StateRunning && info.Readiness != nil &&
+		(info.Readiness.HTTPGet != nil || info.Readiness.TCPSocket != nil)
+	if restarted || !needsLoop {
+		if e.stopProbes != nil {
+			e.stopProbes()
+			e.stopProbes = nil
+		}
+		e.successes, e.failures, e.probed, e.ready = 0, 0, false, false
+	}
+	if needsLoop && e.stopProbes == nil {
+		ctx, cancel := context.WithCancel(p.ctx)
+		e.stopProbes = cancel
+		p.wg.Add(1)
+		go p.probeLoop(ctx, info.ID, *info.Readiness, info.StartedAt)
+	}
+	p.evaluate(e)
+}
+
+// evaluate sets ready/reason for readiness that needs no probe loop.
+// Callers hold p.mu.
+func (p *prober) evaluate(e *probeEntry) {
+	info := e.info
+	if info.State != drift.StateRunning {
+		e.ready = false
+		e.reason = notRunningReason(info.State, info.ExitCode)
+		return
+	}
+	r := info.Readiness
+	switch {
+	case r == nil:
+		if !info.inspected {
+			e.ready, e.reason = false, "start time not yet known"
+			return
+		}
+		up := p.now().Sub(info.StartedAt)
+		e.ready = up >= p.settle
+		if !e.ready {
+			e.reason = fmt.Sprintf("running for %s; ready after %s without restarting", up.Round(100*time.Millisecond), p.settle)
+		} else {
+			e.reason = ""
+		}
+	case r.Exec != nil:
+		e.ready = info.Health == "healthy"
+		switch info.Health {
+		case "healthy":
+			e.reason = ""
+		case "":
+			e.reason = "healthcheck has not run yet"
+		default:
+			e.reason = "healthcheck " + info.Health
+		}
+	default:
+		if !e.probed && e.reason == "" || strings.HasPrefix(e.reason, "container ") || strings.HasPrefix(e.reason, "exited") {
+			e.reason = "waiting for the first readiness probe"
+		}
+	}
+}
+
+func notRunningReason(state drift.ContainerState, exitCode int) string {
+	switch state {
+	case drift.StateExited:
+		return fmt.Sprintf("exited with code %d", exitCode)
+	case drift.StateRestarting:
+		return fmt.Sprintf("restarting after exiting with code %d", exitCode)
+	case "":
+		return "container state unknown"
+	default:
+		return "container is " + string(state)
+	}
+}
+
+// result is the cached readiness of a container.
+func (p *prober) result(id string) (ready bool, reason string, restarts int, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[id]
+	if !ok {
+		return false, "", 0, false
+	}
+	p.evaluate(e)
+	return e.ready, e.reason, e.info.RestartCount, true
+}
+
+// forgetIf drops the containers for which gone says so, stopping their
+// probes.
+func (p *prober) forgetIf(gone func(id string, e *probeEntry) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, e := range p.entries {
+		if !gone(id, e) {
+			continue
+		}
+		if e.stopProbes != nil {
+			e.stopProbes()
+		}
+		delete(p.entries, id)
+	}
+}
+
+// remove forgets one container (deploy removed it).
+func (p *prober) remove(id string) {
+	p.forgetIf(func(other string, _ *probeEntry) bool { return other == id })
+}
+
+// probeLoop runs one container's httpGet or tcpSocket probe at its period
+// until the container stops, restarts or is forgotten.
+func (p *prober) probeLoop(ctx context.Context, id string, r manifest.Readiness, startedAt time.Time) {
+	defer p.wg.Done()
+	period := secondsOr(r.PeriodSeconds, 10)
+	timeout := secondsOr(r.TimeoutSeconds, 1)
+	successThreshold := max(r.SuccessThreshold, 1)
+	failureThreshold := max(r.FailureThreshold, 1)
+
+	if delay := time.Until(startedAt.Add(time.Duration(r.InitialDelaySeconds) * time.Second)); delay > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		p.mu.Lock()
+		ip := p.entries[id].info.IP
+		p.mu.Unlock()
+		err := p.probeOnce(ctx, ip, r, timeout)
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		if e, ok := p.entries[id]; ok && e.stopProbes != nil {
+			e.probed = true
+			if err == nil {
+				e.successes++
+				e.failures = 0
+				if e.successes >= successThreshold {
+					e.ready, e.reason = true, ""
+				} else {
+					e.reason = fmt.Sprintf("probe passed %d of %d times needed", e.successes, successThreshold)
+				}
+			} else {
+				e.failures++
+				e.successes = 0
+				if e.failures >= failureThreshold || !e.ready {
+					e.ready = false
+				}
+				e.reason = "readiness probe failed: " + err.Error()
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func secondsOr(s, def int) time.Duration {
+	if s <= 0 {
+		s = def
+	}
+	return time.Duration(s) * time.Second
+}
+
+// probeOnce runs one probe against the container's IP.
+func (p *prober) probeOnce(ctx context.Context, ip string, r manifest.Readiness, timeout time.Duration) error {
+	if ip == "" {
+		return fmt.Errorf("container has no IP address on its networks")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch {
+	case r.HTTPGet != nil:
+		path := r.HTTPGet.Path
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		target := "http://" + net.JoinHostPort(ip, strconv.Itoa(r.HTTPGet.Port)) + path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("User-Agent", "driftless-probe")
+		resp, err := p.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", target, unwrapURLError(err))
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+			msg := fmt.Sprintf("GET %s: %s", target, resp.Status)
+			if b := strings.TrimSpace(string(body)); b != "" {
+				msg += ": " + b
+			}
+			return fmt.Errorf("%s", msg)
+		}
+		return nil
+	case r.TCPSocket != nil:
+		addr := net.JoinHostPort(ip, strconv.Itoa(r.TCPSocket.Port))
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("connect %s: %w", addr, unwrapURLError(err))
+		}
+		return conn.Close()
+	}
+	return nil
+}
+
+// unwrapURLError drops url.Error's repetition of method and URL.
+func unwrapURLError(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}

@@ -1,0 +1,264 @@
+package deploy
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/network"
+)
+
+func testService() *manifest.Service {
+	spec := manifest.ServiceSpec{
+		Image:     "shop/web:v7",
+		Replicas:  3,
+		Command:   []string{"/server"},
+		Args:      []string{"-v"},
+		Env:       map[string]string{"LOG_LEVEL": "info", "API_TOKEN": "s3cret", "A": "1"},
+		SecretEnv: []string{"API_TOKEN"},
+		Ports: []manifest.Port{
+			{ContainerPort: 8080, Protocol: "tcp"},
+			{ContainerPort: 9090, HostPort: 19090, Protocol: "tcp"},
+		},
+		Networks:  []string{"backend", "default"},
+		Volumes:   []manifest.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}},
+		Resources: manifest.Resources{MemoryBytes: 64 << 20, NanoCPUs: 500_000_000},
+		Readiness: &manifest.Readiness{
+			Exec:          &manifest.ExecProbe{Command: []string{"/server", "check"}},
+			PeriodSeconds: 2, TimeoutSeconds: 1, FailureThreshold: 3, InitialDelaySeconds: 5, SuccessThreshold: 1,
+		},
+		Restart:                manifest.RestartAlways,
+		Update:                 manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 1},
+		StopGracePeriodSeconds: 7,
+	}
+	labels := map[string]string{"team": "shop", drift.LabelApp: "not-allowed-to-override"}
+	return &manifest.Service{Name: "web", Labels: labels, Spec: spec, Hash: manifest.HashService(labels, spec)}
+}
+
+func TestReplicaConfigFromSpec(t *testing.T) {
+	svc := testService()
+	rc, err := buildReplicaConfig("shop", svc, 2, "abc123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, host := rc.Create.Config, rc.Create.HostConfig
+	if rc.Create.Name != "shop-web-2" {
+		t.Errorf("name = %q, want shop-web-2", rc.Create.Name)
+	}
+	if cfg.Image != "shop/web:v7" || !reflect.DeepEqual([]string(cfg.Entrypoint), []string{"/server"}) || !reflect.DeepEqual([]string(cfg.Cmd), []string{"-v"}) {
+		t.Errorf("image/entrypoint/cmd = %s %v %v", cfg.Image, cfg.Entrypoint, cfg.Cmd)
+	}
+	if want := []string{"A=1", "API_TOKEN=s3cret", "LOG_LEVEL=info"}; !reflect.DeepEqual(cfg.Env, want) {
+		t.Errorf("env = %v, want %v (sorted, secret passed to the container)", cfg.Env, want)
+	}
+	wantLabels := map[string]string{
+		"team":              "shop",
+		drift.LabelApp:      "shop",
+		drift.LabelService:  "web",
+		drift.LabelSlot:     "2",
+		drift.LabelSpecHash: svc.Hash,
+		drift.LabelRevision: "abc123",
+	}
+	for k, v := range wantLabels {
+		if cfg.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, cfg.Labels[k], v)
+		}
+	}
+	var recorded manifest.ServiceSpec
+	if err := json.Unmarshal([]byte(cfg.Labels[drift.LabelSpec]), &recorded); err != nil {
+		t.Fatalf("spec label is not JSON: %v", err)
+	}
+	if recorded.Env["API_TOKEN"] == "s3cret" || recorded.Env["LOG_LEVEL"] != "info" {
+		t.Errorf("spec label must hold the redacted spec, got env %v", recorded.Env)
+	}
+	p8080, p9090 := network.MustParsePort("8080/tcp"), network.MustParsePort("9090/tcp")
+	if _, ok := cfg.ExposedPorts[p8080]; !ok {
+		t.Errorf("8080/tcp not exposed: %v", cfg.ExposedPorts)
+	}
+	if b := host.PortBindings[p9090]; len(b) != 1 || b[0].HostPort != "19090" || b[0].HostIP.String() != "0.0.0.0" {
+		t.Errorf("9090 binding = %v, want 0.0.0.0:19090", b)
+	}
+	if _, ok := host.PortBindings[p8080]; ok {
+		t.Errorf("8080 has no hostPort and must not be published")
+	}
+	if host.RestartPolicy.Name != container.RestartPolicyUnlessStopped {
+		t.Errorf("restart always -> %q, want unless-stopped", host.RestartPolicy.Name)
+	}
+	if host.Memory != 64<<20 || host.NanoCPUs != 500_000_000 {
+		t.Errorf("resources = %d %d", host.Memory, host.NanoCPUs)
+	}
+	if cfg.StopTimeout == nil || *cfg.StopTimeout != 7 {
+		t.Errorf("stop timeout = %v, want 7", cfg.StopTimeout)
+	}
+	if len(host.Mounts) != 1 || host.Mounts[0].Source != "shop-data" || host.Mounts[0].Target != "/data" || !host.Mounts[0].ReadOnly || host.Mounts[0].Type != "volume" {
+		t.Errorf("mounts = %+v", host.Mounts)
+	}
+	if string(host.NetworkMode) != "shop-backend" {
+		t.Errorf("network mode = %q, want shop-backend", host.NetworkMode)
+	}
+	ep := rc.Create.NetworkingConfig.EndpointsConfig["shop-backend"]
+	if ep == nil || !reflect.DeepEqual(ep.Aliases, []string{"web"}) || len(rc.Create.NetworkingConfig.EndpointsConfig) != 1 {
+		t.Errorf("create-time networks = %+v", rc.Create.NetworkingConfig.EndpointsConfig)
+	}
+	if !reflect.DeepEqual(rc.ExtraNetworks, []string{"shop-default"}) || rc.Alias != "web" {
+		t.Errorf("extra networks = %v alias %q", rc.ExtraNetworks, rc.Alias)
+	}
+	hc := cfg.Healthcheck
+	if hc == nil || !reflect.DeepEqual(hc.Test, []string{"CMD", "/server", "check"}) || hc.Interval != 2*time.Second ||
+		hc.Timeout != time.Second || hc.Retries != 3 || hc.StartPeriod != 5*time.Second {
+		t.Errorf("healthcheck = %+v", hc)
+	}
+}
+
+func TestRestartPolicies(t *testing.T) {
+	for restart, want := range map[string]container.RestartPolicyMode{
+		manifest.RestartAlways:    container.RestartPolicyUnlessStopped,
+		manifest.RestartOnFailure: container.RestartPolicyOnFailure,
+		manifest.RestartNever:     container.RestartPolicyDisabled,
+	} {
+		if got := restartPolicy(restart).Name; got != want {
+			t.Errorf("restart %s -> %s, want %s", restart, got, want)
+		}
+	}
+}
+
+func TestContainerFromSummary(t *testing.T) {
+	svc := testService()
+	rc, err := buildReplicaConfig("shop", svc, 3, "abc123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := container.Summary{
+		ID:      "0123456789abcdef",
+		Names:   []string{"/shop-web-3"},
+		Image:   "shop/web:v7",
+		Created: 1700000000,
+		Labels:  rc.Create.Config.Labels,
+		State:   "exited",
+		Status:  "Exited (137) 3 seconds ago",
+		Ports: []container.PortSummary{
+			{PrivatePort: 9090, PublicPort: 19090, Type: "tcp"},
+			{PrivatePort: 9090, PublicPort: 19090, Type: "tcp"}, // IPv4 and IPv6 bindings
+			{PrivatePort: 8080, Type: "tcp"},
+		},
+		NetworkSettings: &container.NetworkSettingsSummary{Networks: map[string]*network.EndpointSettings{
+			"shop-default": {}, "shop-backend": {},
+		}},
+	}
+	c := containerFromSummary(s)
+	if c.App != "shop" || c.Service != "web" || c.Slot != 3 || c.SpecHash != svc.Hash || c.Revision != "abc123" || c.Name != "shop-web-3" {
+		t.Errorf("identity = %+v", c)
+	}
+	if c.Spec == nil || c.Spec.Image != "shop/web:v7" || c.Spec.Replicas != 3 {
+		t.Errorf("recorded spec = %+v", c.Spec)
+	}
+	if c.State != drift.StateExited || c.ExitCode != 137 {
+		t.Errorf("state %s exit %d, want exited 137", c.State, c.ExitCode)
+	}
+	if !reflect.DeepEqual(c.Networks, []string{"shop-backend", "shop-default"}) || !reflect.DeepEqual(c.HostPorts, []int{19090}) {
+		t.Errorf("networks %v host ports %v", c.Networks, c.HostPorts)
+	}
+	if !c.Created.Equal(time.Unix(1700000000, 0)) {
+		t.Errorf("created = %v", c.Created)
+	}
+
+	foreign := containerFromSummary(container.Summary{ID: "x", Names: []string{"/shop-web-1"}, Labels: map[string]string{"team": "shop"}, State: "running", Status: "Up 2 hours"})
+	if foreign.App != "" || foreign.Service != "" || foreign.Spec != nil {
+		t.Errorf("a container without our labels must not look owned: %+v", foreign)
+	}
+	if bad := containerFromSummary(container.Summary{ID: "y", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelSpec: "{not json"}}); bad.Spec != nil || bad.App != "shop" {
+		t.Errorf("unreadable spec label: %+v", bad)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		exit   int
+		exitOK bool
+		health string
+		up     time.Duration
+		upOK   bool
+	}{
+		{"Exited (137) 3 seconds ago", 137, true, "", 0, false},
+		{"Exited (0) 2 hours ago", 0, true, "", 0, false},
+		{"Up 3 minutes (healthy)", 0, false, "healthy", 3 * time.Minute, true},
+		{"Up 5 seconds (unhealthy)", 0, false, "unhealthy", 5 * time.Second, true},
+		{"Up Less than a second (health: starting)", 0, false, "starting", 0, true},
+		{"Up About a minute", 0, false, "", time.Minute, true},
+		{"Up 2 hours", 0, false, "", 2 * time.Hour, true},
+		{"Restarting (1) 2 seconds ago", 0, false, "", 0, false},
+		{"Created", 0, false, "", 0, false},
+	} {
+		code, ok := parseExitCode(tc.status)
+		if code != tc.exit || ok != tc.exitOK {
+			t.Errorf("parseExitCode(%q) = %d, %v", tc.status, code, ok)
+		}
+		if h := parseHealth(tc.status); h != tc.health {
+			t.Errorf("parseHealth(%q) = %q, want %q", tc.status, h, tc.health)
+		}
+		up, ok := parseUptime(tc.status)
+		if up != tc.up || ok != tc.upOK {
+			t.Errorf("parseUptime(%q) = %v, %v", tc.status, up, ok)
+		}
+	}
+}
+
+func TestRolloutBatches(t *testing.T) {
+	for _, tc := range []struct {
+		n, surge, unavailable int
+		want                  []rolloutBatch
+	}{
+		{3, 1, 0, []rolloutBatch{{1, 1}, {1, 1}, {1, 1}}},
+		{5, 2, 0, []rolloutBatch{{2, 2}, {2, 2}, {1, 1}}},
+		{3, 0, 1, []rolloutBatch{{1, 0}, {1, 0}, {1, 0}}},
+		{4, 1, 1, []rolloutBatch{{2, 1}, {2, 1}}},
+		{3, 1, 2, []rolloutBatch{{3, 1}}},
+		{2, 0, 0, []rolloutBatch{{1, 1}, {1, 1}}}, // cannot make progress as written: surge one
+		{0, 1, 0, nil},
+	} {
+		got := rolloutBatches(tc.n, tc.surge, tc.unavailable)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("rolloutBatches(%d, surge %d, unavailable %d) = %v, want %v", tc.n, tc.surge, tc.unavailable, got, tc.want)
+		}
+		// Invariant: never more than maxUnavailable replicas stopped first.
+		for _, b := range got {
+			if b.Size-b.Surge > tc.unavailable {
+				t.Errorf("batch %v takes more than %d replicas out of service", b, tc.unavailable)
+			}
+		}
+	}
+}
+
+func TestWatchedEvent(t *testing.T) {
+	msg := func(action string, attrs map[string]string) eventsMessage {
+		return eventsMessage{Type: "container", Action: eventsAction(action), Actor: eventsActor{ID: "abc", Attributes: attrs}}
+	}
+	owned := map[string]string{drift.LabelApp: "shop", "name": "shop-web-1"}
+	for _, tc := range []struct {
+		m          eventsMessage
+		wantAction string
+		want       bool
+	}{
+		{msg("die", owned), "die", true},
+		{msg("health_status: unhealthy", owned), "health_status", true},
+		{msg("exec_start: /bin/sh", owned), "", false},
+		{msg("die", map[string]string{"name": "other"}), "", false},
+	} {
+		app, name, action, ok := watchedEvent(tc.m)
+		if ok != tc.want || (ok && (app != "shop" || name != "shop-web-1" || action != tc.wantAction)) {
+			t.Errorf("watchedEvent(%s) = %q %q %q %v", tc.m.Action, app, name, action, ok)
+		}
+	}
+}
+
+type (
+	eventsMessage = events.Message
+	eventsAction  = events.Action
+	eventsActor   = events.Actor
+)

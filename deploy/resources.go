@@ -1,0 +1,190 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/moby/moby/client"
+)
+
+// applyResource carries out one network or volume change.
+func (r *run) applyResource(ctx context.Context, ic indexed) {
+	s := r.begin(ic.index, ic.change)
+	c := ic.change
+	var err error
+	switch {
+	case c.Kind == drift.KindNetwork && c.Action == drift.ActionCreate:
+		err = r.createNetwork(ctx, s)
+	case c.Kind == drift.KindNetwork && c.Action == drift.ActionRemove:
+		err = r.removeNetwork(ctx, s)
+	case c.Kind == drift.KindNetwork && c.Action == drift.ActionReplace:
+		if err = r.removeNetwork(ctx, s); err == nil {
+			err = r.createNetwork(ctx, s)
+		}
+	case c.Kind == drift.KindVolume && c.Action == drift.ActionCreate:
+		err = r.createVolume(ctx, s)
+	case c.Kind == drift.KindVolume && c.Action == drift.ActionRemove:
+		err = r.removeVolume(ctx, s)
+	case c.Kind == drift.KindVolume && c.Action == drift.ActionReplace:
+		// The differ only plans this when volume removal is allowed.
+		if err = r.removeVolume(ctx, s); err == nil {
+			err = r.createVolume(ctx, s)
+		}
+	default:
+		err = fmt.Errorf("cannot %s a %s", c.Action, c.Kind)
+	}
+	r.finish(s, err)
+}
+
+// resourceName is the manifest name a change acts on.
+func resourceName(app string, c drift.Change) string {
+	if c.Resource != "" {
+		return c.Resource
+	}
+	return strings.TrimPrefix(c.Name, app+"-")
+}
+
+func (r *run) declaredNetwork(c drift.Change) (*manifest.Network, error) {
+	name := resourceName(r.app, c)
+	for i := range r.desired.Networks {
+		if r.desired.Networks[i].Name == name {
+			return &r.desired.Networks[i], nil
+		}
+	}
+	return nil, fmt.Errorf("network %s is not declared in app %s", name, r.app)
+}
+
+func (r *run) createNetwork(ctx context.Context, s *step) error {
+	decl, err := r.declaredNetwork(s.change)
+	if err != nil {
+		return err
+	}
+	name := manifest.ObjectName(r.app, decl.Name)
+	// Docker allows two networks with one name; driftless does not create
+	// a second one, and never adopts a foreign one.
+	existing, err := r.e.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return fmt.Errorf("list networks: %w", err)
+	}
+	for _, n := range existing.Items {
+		if n.Name != name {
+			continue
+		}
+		if n.Labels[drift.LabelApp] != r.app {
+			return fmt.Errorf("name %s is held by a network driftless does not own; rename or remove it", name)
+		}
+		r.emit(s, PhaseCreated, "network "+name+" already exists", nil)
+		return nil
+	}
+	driver := decl.Spec.Driver
+	if driver == "" {
+		driver = "bridge"
+	}
+	_, err = r.e.api.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+		Driver:   driver,
+		Internal: decl.Spec.Internal,
+		Labels:   resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
+	})
+	if err != nil {
+		return fmt.Errorf("create network %s: %w", name, err)
+	}
+	r.emit(s, PhaseCreated, "network "+name+" created", nil)
+	return nil
+}
+
+func (r *run) removeNetwork(ctx context.Context, s *step) error {
+	ref := s.change.ID
+	if ref == "" {
+		ref = s.change.Name
+	}
+	res, err := r.e.api.NetworkInspect(ctx, ref, client.NetworkInspectOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			r.emit(s, PhaseRemoved, "network "+s.change.Name+" was already gone", nil)
+			return nil
+		}
+		return fmt.Errorf("inspect network %s: %w", s.change.Name, err)
+	}
+	n := res.Network
+	if n.Labels[drift.LabelApp] != r.app {
+		return fmt.Errorf("network %s is not owned by driftless app %s; leaving it alone", n.Name, r.app)
+	}
+	if len(n.Containers) > 0 {
+		var names []string
+		for _, ep := range n.Containers {
+			names = append(names, ep.Name)
+		}
+		slices.Sort(names)
+		return fmt.Errorf("network %s still has containers attached (%s); it is removed once they are gone", n.Name, strings.Join(names, ", "))
+	}
+	if _, err := r.e.api.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+		return fmt.Errorf("remove network %s: %w", n.Name, err)
+	}
+	r.emit(s, PhaseRemoved, "network "+n.Name+" removed", nil)
+	return nil
+}
+
+func (r *run) createVolume(ctx context.Context, s *step) error {
+	name := resourceName(r.app, s.change)
+	var decl *manifest.Volume
+	for i := range r.desired.Volumes {
+		if r.desired.Volumes[i].Name == name {
+			decl = &r.desired.Volumes[i]
+		}
+	}
+	if decl == nil {
+		return fmt.Errorf("volume %s is not declared in app %s", name, r.app)
+	}
+	dockerName := manifest.ObjectName(r.app, decl.Name)
+	// VolumeCreate on an existing name returns the existing volume: check
+	// first so a foreign volume is never adopted.
+	if res, err := r.e.api.VolumeInspect(ctx, dockerName, client.VolumeInspectOptions{}); err == nil {
+		if res.Volume.Labels[drift.LabelApp] != r.app {
+			return fmt.Errorf("name %s is held by a volume driftless does not own; rename or remove it", dockerName)
+		}
+		r.emit(s, PhaseCreated, "volume "+dockerName+" already exists", nil)
+		return nil
+	} else if !isNotFound(err) {
+		return fmt.Errorf("inspect volume %s: %w", dockerName, err)
+	}
+	driver := decl.Spec.Driver
+	if driver == "" {
+		driver = "local"
+	}
+	_, err := r.e.api.VolumeCreate(ctx, client.VolumeCreateOptions{
+		Name:   dockerName,
+		Driver: driver,
+		Labels: resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
+	})
+	if err != nil {
+		return fmt.Errorf("create volume %s: %w", dockerName, err)
+	}
+	r.emit(s, PhaseCreated, "volume "+dockerName+" created", nil)
+	return nil
+}
+
+// removeVolume runs only because the plan says so: the differ decides
+// whether data may be removed.
+func (r *run) removeVolume(ctx context.Context, s *step) error {
+	name := s.change.Name
+	res, err := r.e.api.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			r.emit(s, PhaseRemoved, "volume "+name+" was already gone", nil)
+			return nil
+		}
+		return fmt.Errorf("inspect volume %s: %w", name, err)
+	}
+	if res.Volume.Labels[drift.LabelApp] != r.app {
+		return fmt.Errorf("volume %s is not owned by driftless app %s; leaving it alone", name, r.app)
+	}
+	if _, err := r.e.api.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil {
+		return fmt.Errorf("remove volume %s: %w", name, err)
+	}
+	r.emit(s, PhaseRemoved, "volume "+name+" removed", nil)
+	return nil
+}

@@ -1,0 +1,193 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/moby/moby/client"
+)
+
+// rolloutBatch is a number of consecutive replacements done together:
+// the first Surge of them keep their old replica serving until the new one
+// is ready; the rest stop the old replica first.
+type rolloutBatch struct {
+	Size  int
+	Surge int
+}
+
+// rolloutBatches splits n replacements into batches that never run more
+// than maxSurge extra replicas nor take more than maxUnavailable replicas
+// out of service at once. With both zero (a spec that cannot make progress)
+// it surges one at a time.
+func rolloutBatches(n, maxSurge, maxUnavailable int) []rolloutBatch {
+	maxSurge, maxUnavailable = max(maxSurge, 0), max(maxUnavailable, 0)
+	if maxSurge == 0 && maxUnavailable == 0 {
+		maxSurge = 1
+	}
+	size := maxSurge + maxUnavailable
+	var out []rolloutBatch
+	for n > 0 {
+		b := rolloutBatch{Size: min(size, n)}
+		b.Surge = min(maxSurge, b.Size)
+		out = append(out, b)
+		n -= b.Size
+	}
+	return out
+}
+
+// rolling replaces replicas batch by batch. When a new replica does not
+// become ready, the rollout of this service stops: the failed replica is
+// removed, the old one is put back under its name (it kept serving), and
+// the remaining replacements are skipped.
+func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []indexed) bool {
+	u := svc.Spec.Update
+	next := 0
+	for _, b := range rolloutBatches(len(replaces), u.MaxSurge, u.MaxUnavailable) {
+		batch := replaces[next : next+b.Size]
+		next += b.Size
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for j, ic := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := r.begin(ic.index, ic.change)
+				errs[j] = r.replaceOne(ctx, s, svc, j < b.Surge)
+				r.noteNotReady(svc.Name, errs[j])
+				r.finish(s, errs[j])
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			why := "rollout of " + svc.Name + " stopped: " + firstLine(err.Error())
+			if ctx.Err() != nil {
+				why = "apply cancelled: " + ctx.Err().Error()
+			}
+			r.skipAll(replaces[next:], why)
+			return false
+		}
+	}
+	return true
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// replaceOne replaces one replica. The old container is renamed to
+// <name>-old-<shortid> (it keeps its labels, so it is still ours and still
+// in its slot: if driftless dies mid-way the differ removes the extra), the
+// new one is created under the stable name and must become ready before the
+// old one is removed. Without surge the old one is stopped first.
+func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, surge bool) error {
+	stable := manifest.ContainerName(r.app, svc.Name, s.change.Slot)
+	old, err := r.ownedContainer(ctx, s.change.ID)
+	if err != nil {
+		if !isNotFound(err) {
+			return err
+		}
+		// The old replica is already gone: only the new one is left to do.
+		_, err := r.createAndWait(ctx, s, svc, s.change.Slot)
+		return err
+	}
+	oldName := strings.TrimPrefix(old.Name, "/")
+	renamed, stopped := false, false
+	if oldName == stable {
+		park := stable + "-old-" + shortID(old.ID)
+		if _, err := r.e.api.ContainerRename(ctx, old.ID, client.ContainerRenameOptions{NewName: park}); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", stable, park, err)
+		}
+		renamed = true
+	}
+	// restore puts the old replica back as it was; it runs on a context
+	// that outlives a cancelled apply, since leaving the slot empty is worse.
+	restore := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if renamed {
+			if _, err := r.e.api.ContainerRename(rctx, old.ID, client.ContainerRenameOptions{NewName: stable}); err != nil {
+				r.e.log.Error("could not rename the old replica back", "container", old.ID, "name", stable, "err", err)
+			}
+		}
+		if stopped {
+			if _, err := r.e.api.ContainerStart(rctx, old.ID, client.ContainerStartOptions{}); err != nil {
+				r.e.log.Error("could not restart the old replica", "container", stable, "err", err)
+			}
+		}
+	}
+	if !surge && old.State != nil && old.State.Running {
+		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: stopTimeout(old, &svc.Spec)}); err != nil {
+			restore()
+			return fmt.Errorf("stop %s: %w", oldName, err)
+		}
+		stopped = true
+	}
+	id, err := r.createReplica(ctx, s, svc, s.change.Slot)
+	if err != nil {
+		restore()
+		return err
+	}
+	if err := r.waitReady(ctx, s, id, 0); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if _, rmErr := r.e.api.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rmErr != nil {
+			r.e.log.Error("could not remove the replica that failed to become ready", "container", stable, "err", rmErr)
+		}
+		cancel()
+		r.e.prober.remove(id)
+		restore()
+		return err
+	}
+	if err := r.stopAndRemove(ctx, old, &svc.Spec); err != nil {
+		return fmt.Errorf("new %s is ready but the old replica stays: %w", stable, err)
+	}
+	r.emit(s, PhaseRemoved, "old "+stable+" ("+shortID(old.ID)+") removed", nil)
+	return nil
+}
+
+// recreate stops and removes every old replica, then creates all new ones
+// and waits for them.
+func (r *run) recreate(ctx context.Context, svc *manifest.Service, replaces []indexed) bool {
+	steps := make([]*step, len(replaces))
+	errs := make([]error, len(replaces))
+	var wg sync.WaitGroup
+	for j, ic := range replaces {
+		steps[j] = r.begin(ic.index, ic.change)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.acquire(ctx); err != nil {
+				errs[j] = err
+				return
+			}
+			defer r.release()
+			errs[j] = r.removeContainer(ctx, steps[j], &svc.Spec)
+		}()
+	}
+	wg.Wait()
+	for j := range replaces {
+		if errs[j] != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[j] = r.createAndWait(ctx, steps[j], svc, steps[j].change.Slot)
+			r.noteNotReady(svc.Name, errs[j])
+		}()
+	}
+	wg.Wait()
+	ok := true
+	for j := range replaces {
+		if errs[j] != nil {
+			ok = false
+		}
+		r.finish(steps[j], errs[j])
+	}
+	return ok
+}

@@ -1,0 +1,814 @@
+package drift
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// Exit codes of a container stopped by a signal (docker stop / docker kill):
+// such a container did not exit on its own.
+const (
+	exitSIGKILL = 137
+	exitSIGTERM = 143
+)
+
+// Compute returns the plan that makes the app's owned Docker objects match
+// the desired state. It is pure and deterministic: the same input in any
+// order gives the same plan.
+func Compute(in Input) Plan {
+	p := newPlanner(in)
+	p.networks()
+	p.volumes()
+	p.containers()
+	p.pruneNetworks()
+	p.pruneVolumes()
+	slices.SortFunc(p.plan.Conflicts, func(a, b Conflict) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Service, b.Service))
+	})
+	return p.plan
+}
+
+// ShortRevision is the abbreviated commit shown to people.
+func ShortRevision(rev string) string {
+	if len(rev) > 7 {
+		return rev[:7]
+	}
+	return rev
+}
+
+type planner struct {
+	in      Input
+	app     string
+	short   string
+	desired *manifest.App
+	plan    Plan
+
+	// foreignNames maps a Docker name held by an object that is not ours to
+	// why it is in the way.
+	foreignContainers map[string]string
+	// portHolders maps a host port to the container that publishes it while
+	// it is not ours to remove.
+	portHolders map[int]string
+	// blocked maps a declared network or volume (manifest name) that cannot
+	// be created, to the conflict reason; services using it are held back.
+	blockedNetworks map[string]Conflict
+	blockedVolumes  map[string]Conflict
+	// replacedNetworks are Docker names of networks this plan recreates.
+	replacedNetworks []string
+	conflictSeen     map[Conflict]bool
+	// owned networks and volumes by manifest name.
+	ownedNetworks map[string]*Network
+	ownedVolumes  map[string]*Volume
+}
+
+func newPlanner(in Input) *planner {
+	desired := in.Desired
+	if desired == nil {
+		desired = &manifest.App{Name: in.App}
+	}
+	p := &planner{
+		in:      in,
+		app:     in.App,
+		short:   ShortRevision(in.Options.Revision),
+		desired: desired,
+		plan:    Plan{App: in.App, Revision: in.Options.Revision},
+	}
+	p.foreignContainers = make(map[string]string, len(in.Actual.ForeignContainers))
+	p.portHolders = make(map[int]string)
+	for i := range in.Actual.ForeignContainers {
+		c := &in.Actual.ForeignContainers[i]
+		p.addForeignContainer(c)
+	}
+	for i := range in.Actual.Containers {
+		if c := &in.Actual.Containers[i]; c.App != in.App {
+			p.addForeignContainer(c)
+		}
+	}
+	return p
+}
+
+func (p *planner) addForeignContainer(c *Container) {
+	name := dockerName(c.Name)
+	why := "name is held by a container driftless does not own"
+	if c.App != "" {
+		why = "name is held by a container of app " + c.App
+	}
+	if prev, ok := p.foreignContainers[name]; !ok || why < prev {
+		p.foreignContainers[name] = why
+	}
+	for _, port := range c.HostPorts {
+		p.addPortHolder(port, name)
+	}
+}
+
+// addPortHolder keeps the smallest holder name so the conflict text does
+// not depend on input order.
+func (p *planner) addPortHolder(port int, name string) {
+	if prev, ok := p.portHolders[port]; !ok || name < prev {
+		p.portHolders[port] = name
+	}
+}
+
+func (p *planner) conflict(c Conflict) {
+	if p.conflictSeen == nil {
+		p.conflictSeen = make(map[Conflict]bool)
+	}
+	if p.conflictSeen[c] {
+		return
+	}
+	p.conflictSeen[c] = true
+	p.plan.Conflicts = append(p.plan.Conflicts, c)
+}
+
+// dockerName drops the leading slash the Docker API puts on container names.
+func dockerName(name string) string { return strings.TrimPrefix(name, "/") }
+
+func (p *planner) revisionPhrase() string {
+	if p.short == "" {
+		return "the desired state"
+	}
+	return "revision " + p.short
+}
+
+// ---- networks and volumes ----
+
+// resourceName is the manifest name of an owned network or volume: its
+// label, or its Docker name without the app prefix when the label is absent.
+func (p *planner) resourceName(resource, name string) string {
+	if resource != "" {
+		return resource
+	}
+	return strings.TrimPrefix(name, p.app+"-")
+}
+
+func (p *planner) networks() {
+	owned := map[string]*Network{}
+	foreign := map[string]string{}
+	for i := range p.in.Actual.Networks {
+		n := &p.in.Actual.Networks[i]
+		if n.App != p.app {
+			foreign[n.Name] = foreignWhy("network", n.App)
+			continue
+		}
+		key := p.resourceName(n.Resource, n.Name)
+		if prev, ok := owned[key]; !ok || n.ID < prev.ID {
+			owned[key] = n
+		}
+	}
+	for i := range p.in.Actual.ForeignNetworks {
+		n := &p.in.Actual.ForeignNetworks[i]
+		foreign[n.Name] = foreignWhy("network", n.App)
+	}
+	nets := slices.Clone(p.desired.Networks)
+	slices.SortFunc(nets, func(a, b manifest.Network) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range nets {
+		d := &nets[i]
+		name := manifest.ObjectName(p.app, d.Name)
+		have, ok := owned[d.Name]
+		switch {
+		case !ok:
+			if why, taken := foreign[name]; taken {
+				p.blockNetwork(d.Name, name, why)
+				continue
+			}
+			reason := "declared in " + p.revisionPhrase()
+			if d.Implicit {
+				reason = "default network of services that name no network"
+			}
+			p.plan.Changes = append(p.plan.Changes, Change{
+				Action: ActionCreate, Kind: KindNetwork, Name: name, Resource: d.Name,
+				Cause: CauseGit, Reason: reason,
+			})
+		case have.SpecHash != d.Hash:
+			var fields []FieldChange
+			if have.Driver != "" && have.Driver != d.Spec.Driver {
+				fields = append(fields, FieldChange{Path: "driver", Before: have.Driver, After: d.Spec.Driver})
+			}
+			if len(fields) == 0 {
+				fields = append(fields, hashField(have.SpecHash, d.Hash))
+			}
+			p.plan.Changes = append(p.plan.Changes, Change{
+				Action: ActionReplace, Kind: KindNetwork, Name: have.Name, ID: have.ID, Resource: d.Name,
+				Cause: CauseGit, Reason: "spec changed in " + p.revisionPhrase(), Fields: fields,
+			})
+			p.replacedNetworks = append(p.replacedNetworks, have.Name)
+		}
+	}
+	p.ownedNetworks = owned
+}
+
+func (p *planner) blockNetwork(resource, name, why string) {
+	if p.blockedNetworks == nil {
+		p.blockedNetworks = map[string]Conflict{}
+	}
+	c := Conflict{Kind: KindNetwork, Name: name, Reason: why}
+	p.blockedNetworks[resource] = c
+	p.conflict(c)
+}
+
+func foreignWhy(kind, app string) string {
+	if app != "" {
+		return "name is held by a " + kind + " of app " + app
+	}
+	return "name is held by a " + kind + " driftless does not own"
+}
+
+func hashField(before, after string) FieldChange {
+	if before == "" {
+		before = "(none)"
+	}
+	return FieldChange{Path: "spec-hash", Before: before, After: after}
+}
+
+func (p *planner) volumes() {
+	owned := map[string]*Volume{}
+	foreign := map[string]string{}
+	for i := range p.in.Actual.Volumes {
+		v := &p.in.Actual.Volumes[i]
+		if v.App != p.app {
+			foreign[v.Name] = foreignWhy("volume", v.App)
+			continue
+		}
+		key := p.resourceName(v.Resource, v.Name)
+		if prev, ok := owned[key]; !ok || v.Name < prev.Name {
+			owned[key] = v
+		}
+	}
+	for i := range p.in.Actual.ForeignVolumes {
+		v := &p.in.Actual.ForeignVolumes[i]
+		foreign[v.Name] = foreignWhy("volume", v.App)
+	}
+	vols := slices.Clone(p.desired.Volumes)
+	slices.SortFunc(vols, func(a, b manifest.Volume) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range vols {
+		d := &vols[i]
+		name := manifest.ObjectName(p.app, d.Name)
+		have, ok := owned[d.Name]
+		switch {
+		case !ok:
+			if why, taken := foreign[name]; taken {
+				if p.blockedVolumes == nil {
+					p.blockedVolumes = map[string]Conflict{}
+				}
+				c := Conflict{Kind: KindVolume, Name: name, Reason: why}
+				p.blockedVolumes[d.Name] = c
+				p.conflict(c)
+				continue
+			}
+			p.plan.Changes = append(p.plan.Changes, Change{
+				Action: ActionCreate, Kind: KindVolume, Name: name, Resource: d.Name,
+				Cause: CauseGit, Reason: "declared in " + p.revisionPhrase(),
+			})
+		case have.SpecHash != d.Hash:
+			// Replacing a volume destroys its data; only a person may decide that.
+			p.conflict(Conflict{Kind: KindVolume, Name: have.Name,
+				Reason: "volume spec changed; driftless never replaces volumes: remove " + have.Name + " by hand to recreate it"})
+		}
+	}
+	p.ownedVolumes = owned
+}
+
+func (p *planner) pruneNetworks() {
+	var gone []*Network
+	for key, n := range p.ownedNetworks {
+		if !slices.ContainsFunc(p.desired.Networks, func(d manifest.Network) bool { return d.Name == key }) {
+			gone = append(gone, n)
+		}
+	}
+	// Duplicates of a declared network (same resource label, another ID)
+	// are left alone: at most one network per resource is tracked.
+	slices.SortFunc(gone, func(a, b *Network) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
+	for _, n := range gone {
+		c := Change{Action: ActionRemove, Kind: KindNetwork, Name: n.Name, ID: n.ID,
+			Resource: p.resourceName(n.Resource, n.Name), Cause: CauseGit,
+			Reason: "network " + p.resourceName(n.Resource, n.Name) + " is no longer declared in " + p.revisionPhrase()}
+		if p.in.Options.Prune {
+			p.plan.Changes = append(p.plan.Changes, c)
+		} else {
+			p.plan.Pruneable = append(p.plan.Pruneable, c)
+		}
+	}
+}
+
+func (p *planner) pruneVolumes() {
+	var gone []*Volume
+	for key, v := range p.ownedVolumes {
+		if !slices.ContainsFunc(p.desired.Volumes, func(d manifest.Volume) bool { return d.Name == key }) {
+			gone = append(gone, v)
+		}
+	}
+	slices.SortFunc(gone, func(a, b *Volume) int { return cmp.Compare(a.Name, b.Name) })
+	for _, v := range gone {
+		res := p.resourceName(v.Resource, v.Name)
+		c := Change{Action: ActionRemove, Kind: KindVolume, Name: v.Name, Resource: res, Cause: CauseGit,
+			Reason: "volume " + res + " is no longer declared in " + p.revisionPhrase()}
+		switch {
+		case p.in.Options.Prune && p.in.Options.AllowVolumeRemoval:
+			p.plan.Changes = append(p.plan.Changes, c)
+		case !p.in.Options.AllowVolumeRemoval:
+			c.Reason = "kept: volumes are never removed without --allow-volume-removal"
+			p.plan.Pruneable = append(p.plan.Pruneable, c)
+		default:
+			p.plan.Pruneable = append(p.plan.Pruneable, c)
+		}
+	}
+}
+
+// ---- containers ----
+
+// cref is a compact, sortable reference to one owned container, so the
+// hot path sorts small values instead of whole Containers.
+type cref struct {
+	svc     int32 // index into services; -1 when not declared
+	slot    int32
+	idx     int32 // index into Actual.Containers
+	hashOK  bool
+	running bool
+}
+
+// compareCandidates orders the candidates for one slot: the desired spec
+// first, then a running one, then the newest, then the lowest ID, so the
+// choice never depends on input order.
+func (p *planner) compareCandidates(a, b cref) int {
+	if a.hashOK != b.hashOK {
+		if a.hashOK {
+			return -1
+		}
+		return 1
+	}
+	if a.running != b.running {
+		if a.running {
+			return -1
+		}
+		return 1
+	}
+	ca, cb := &p.in.Actual.Containers[a.idx], &p.in.Actual.Containers[b.idx]
+	if c := cb.Created.Compare(ca.Created); c != 0 {
+		return c
+	}
+	return cmp.Compare(ca.ID, cb.ID)
+}
+
+func (p *planner) containers() {
+	services := p.desired.Services
+	svcIndex := make(map[string]int32, len(services))
+	for i := range services {
+		svcIndex[services[i].Name] = int32(i)
+	}
+	all := p.in.Actual.Containers
+	refs := make([]cref, 0, len(all))
+	var undeclared []int32
+	for i := range all {
+		c := &all[i]
+		if c.App != p.app {
+			continue
+		}
+		si, ok := svcIndex[c.Service]
+		if !ok {
+			undeclared = append(undeclared, int32(i))
+			continue
+		}
+		refs = append(refs, cref{
+			svc: si, slot: int32(c.Slot), idx: int32(i),
+			hashOK:  c.SpecHash == services[si].Hash,
+			running: c.State == StateRunning,
+		})
+	}
+	slices.SortFunc(refs, func(a, b cref) int {
+		if a.svc != b.svc {
+			return cmp.Compare(a.svc, b.svc)
+		}
+		if a.slot != b.slot {
+			return cmp.Compare(a.slot, b.slot)
+		}
+		return p.compareCandidates(a, b)
+	})
+
+	// Undeclared containers that stay keep their host ports; a declared
+	// service that needs one of them is held back, not failed at apply.
+	if !p.in.Options.Prune {
+		for _, i := range undeclared {
+			for _, port := range all[i].HostPorts {
+				p.addPortHolder(port, dockerName(all[i].Name))
+			}
+		}
+	}
+
+	perService := make([][]Change, len(services))
+	start := 0
+	for si := range services {
+		end := start
+		for end < len(refs) && int(refs[end].svc) == si {
+			end++
+		}
+		perService[si] = p.service(&services[si], refs[start:end])
+		start = end
+	}
+	for _, si := range dependencyOrder(services) {
+		for _, c := range perService[si] {
+			p.add(c)
+		}
+	}
+	p.pruneContainers(undeclared)
+}
+
+// add puts a container change in Changes, or in Deferred while its
+// crash-loop backoff lasts. Removals never wait: taking a failing
+// container away cannot make it fail again.
+func (p *planner) add(c Change) {
+	if until, ok := p.in.Options.Backoff[c.Name]; ok && c.Action != ActionRemove && until.After(p.in.Options.Now) {
+		c.NotBefore = until
+		p.plan.Deferred = append(p.plan.Deferred, c)
+		return
+	}
+	p.plan.Changes = append(p.plan.Changes, c)
+}
+
+// serviceCtx is what the per-slot decisions of one service share.
+type serviceCtx struct {
+	svc     *manifest.Service
+	applied AppliedService
+	known   bool // applied holds a record for this service
+	maxSlot int  // highest slot any container of the service holds
+	anyHash bool // some container of the service carries the desired hash
+	// networks are the Docker names of the networks the spec joins, sorted.
+	networks []string
+	// blockedBy is what keeps every replica from being created, started or
+	// replaced right now, when hasBlockers.
+	blockedBy   Conflict
+	hasBlockers bool
+}
+
+func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
+	all := p.in.Actual.Containers
+	replicas := svc.Spec.Replicas
+	sc := serviceCtx{svc: svc}
+	if p.in.Options.Applied != nil {
+		sc.applied, sc.known = p.in.Options.Applied[svc.Name]
+	}
+	for _, r := range refs {
+		sc.anyHash = sc.anyHash || r.hashOK
+	}
+	if n := len(refs); n > 0 {
+		sc.maxSlot = int(refs[n-1].slot)
+	}
+	sc.networks = make([]string, len(svc.Spec.Networks))
+	for i, n := range svc.Spec.Networks {
+		sc.networks[i] = manifest.ObjectName(p.app, n)
+	}
+	slices.Sort(sc.networks)
+	p.findBlockers(&sc)
+
+	var removes, replaces, starts, creates []Change
+	next := 1 // next slot in 1..replicas not yet seen
+	for i := 0; i < len(refs); {
+		slot := int(refs[i].slot)
+		j := i + 1
+		for j < len(refs) && int(refs[j].slot) == slot {
+			j++
+		}
+		group := refs[i:j]
+		i = j
+		switch {
+		case slot < 1:
+			for _, r := range group {
+				removes = append(removes, p.removeChange(&all[r.idx], "replica has no valid slot label"))
+			}
+			continue
+		case slot > replicas:
+			reason := "scale down: replicas " + strconv.Itoa(max(sc.maxSlot, replicas)) + " → " + strconv.Itoa(replicas)
+			for _, r := range group {
+				removes = append(removes, p.removeChange(&all[r.idx], reason))
+			}
+			continue
+		}
+		for ; next < slot; next++ {
+			if c, ok := p.createChange(&sc, next); ok {
+				creates = append(creates, c)
+			}
+		}
+		next = slot + 1
+		best := &all[group[0].idx]
+		for _, r := range group[1:] {
+			removes = append(removes, p.removeChange(&all[r.idx], "extra container for slot "+strconv.Itoa(slot)+" (keeping "+dockerName(best.Name)+")"))
+		}
+		if c, ok := p.keep(&sc, best, group[0].hashOK); ok {
+			if c.Action == ActionReplace {
+				replaces = append(replaces, c)
+			} else {
+				starts = append(starts, c)
+			}
+		}
+	}
+	for ; next <= replicas; next++ {
+		if c, ok := p.createChange(&sc, next); ok {
+			creates = append(creates, c)
+		}
+	}
+	// Scale-down removes go highest slot first; refs are ascending.
+	slices.SortStableFunc(removes, func(a, b Change) int { return cmp.Compare(b.Slot, a.Slot) })
+	n := len(removes) + len(replaces) + len(starts) + len(creates)
+	if n == 0 {
+		return nil
+	}
+	out := make([]Change, 0, n)
+	out = append(out, removes...)
+	out = append(out, replaces...)
+	out = append(out, starts...)
+	return append(out, creates...)
+}
+
+// findBlockers finds what keeps every replica of the service from being
+// created: a host port published by a container that is not ours to
+// remove, or a declared network or volume whose name is taken.
+func (p *planner) findBlockers(sc *serviceCtx) {
+	spec := &sc.svc.Spec
+	for _, port := range spec.Ports {
+		if port.HostPort == 0 {
+			continue
+		}
+		if holder, ok := p.portHolders[port.HostPort]; ok {
+			sc.blockedBy = Conflict{Kind: KindContainer, Name: holder,
+				Reason:  "publishes host port " + strconv.Itoa(port.HostPort) + " that service " + sc.svc.Name + " needs",
+				Service: sc.svc.Name}
+			sc.hasBlockers = true
+			return
+		}
+	}
+	// A network or volume conflict is already recorded; Assess finds it
+	// through the service's spec.
+	for _, n := range spec.Networks {
+		if c, ok := p.blockedNetworks[n]; ok {
+			sc.blockedBy, sc.hasBlockers = c, true
+			return
+		}
+	}
+	for _, v := range spec.Volumes {
+		if c, ok := p.blockedVolumes[v.Name]; ok {
+			sc.blockedBy, sc.hasBlockers = c, true
+			return
+		}
+	}
+}
+
+// held reports whether the service's blockers hold a change back, recording
+// the conflict once.
+func (p *planner) held(sc *serviceCtx) bool {
+	if sc.hasBlockers {
+		p.conflict(sc.blockedBy)
+	}
+	return sc.hasBlockers
+}
+
+func (p *planner) removeChange(c *Container, reason string) Change {
+	return Change{Action: ActionRemove, Kind: KindContainer, Name: dockerName(c.Name), Service: c.Service,
+		Slot: c.Slot, ID: c.ID, Cause: CauseGit, Reason: reason}
+}
+
+// converged reports whether the slot was known to run the desired spec, so
+// that its absence now is drift rather than something Git asked for.
+func (p *planner) converged(sc *serviceCtx, slot int) bool {
+	if p.in.Options.Applied != nil {
+		return sc.known && sc.applied.Hash == sc.svc.Hash && slot <= sc.applied.Replicas
+	}
+	// Without a record, a gap below a sibling that runs the desired spec
+	// can only have been made outside Git.
+	return sc.anyHash && slot < sc.maxSlot
+}
+
+func (p *planner) createChange(sc *serviceCtx, slot int) (Change, bool) {
+	name := manifest.ContainerName(p.app, sc.svc.Name, slot)
+	if why, taken := p.foreignContainers[name]; taken {
+		p.conflict(Conflict{Kind: KindContainer, Name: name, Reason: why, Service: sc.svc.Name})
+		return Change{}, false
+	}
+	if p.held(sc) {
+		return Change{}, false
+	}
+	c := Change{Action: ActionCreate, Kind: KindContainer, Name: name, Service: sc.svc.Name, Slot: slot, Cause: CauseGit}
+	prev := sc.maxSlot
+	if sc.known {
+		prev = sc.applied.Replicas
+	}
+	switch {
+	case p.converged(sc, slot):
+		c.Cause, c.Reason = CauseDrift, "removed outside Git"
+	case prev == 0:
+		c.Reason = "new service in " + p.revisionPhrase()
+	case slot > prev:
+		c.Reason = "scale up: replicas " + strconv.Itoa(prev) + " → " + strconv.Itoa(sc.svc.Spec.Replicas)
+	default:
+		c.Reason = "replica missing"
+	}
+	return c, true
+}
+
+// keep decides what happens to the container chosen for a desired slot.
+func (p *planner) keep(sc *serviceCtx, c *Container, hashOK bool) (Change, bool) {
+	spec := &sc.svc.Spec
+	ch := Change{Kind: KindContainer, Name: dockerName(c.Name), Service: c.Service, Slot: c.Slot, ID: c.ID}
+	switch {
+	case !hashOK:
+		ch.Action, ch.Cause = ActionReplace, CauseGit
+		ch.Reason = "spec changed in " + p.revisionPhrase()
+		if c.Spec != nil {
+			ch.Fields = DiffServiceSpec(*c.Spec, *spec)
+		}
+		if len(ch.Fields) == 0 {
+			// Only what the spec does not show (labels, hashing) differs.
+			ch.Fields = []FieldChange{hashField(c.SpecHash, sc.svc.Hash)}
+		}
+	case c.State == StateDead:
+		ch.Action, ch.Cause, ch.Reason = ActionReplace, CauseDrift, "dead outside Git: "+statusOf(c)
+	default:
+		if fields := observedDrift(c, spec, sc.networks); len(fields) > 0 {
+			paths := make([]string, len(fields))
+			for i, f := range fields {
+				paths[i] = f.Path
+			}
+			ch.Action, ch.Cause, ch.Fields = ActionReplace, CauseDrift, fields
+			ch.Reason = "changed outside Git: " + strings.Join(paths, ", ")
+			break
+		}
+		if replaced := p.onReplacedNetwork(c); replaced != "" {
+			ch.Action, ch.Cause = ActionReplace, CauseGit
+			ch.Reason = "network " + p.resourceName("", replaced) + " is replaced"
+			break
+		}
+		if !p.wantsStart(c, spec.Restart) {
+			return Change{}, false
+		}
+		ch.Action = ActionStart
+		switch {
+		case c.State == StateCreated:
+			ch.Cause, ch.Reason = CauseGit, "created but never started"
+		case p.stoppedOutsideGit(sc, c):
+			ch.Cause, ch.Reason = CauseDrift, "stopped outside Git: "+statusOf(c)
+		default:
+			ch.Cause, ch.Reason = CauseGit, "not running: "+statusOf(c)
+		}
+	}
+	if p.held(sc) {
+		return Change{}, false
+	}
+	return ch, true
+}
+
+func (p *planner) stoppedOutsideGit(sc *serviceCtx, c *Container) bool {
+	if p.in.Options.Applied != nil {
+		return p.converged(sc, c.Slot)
+	}
+	// The container carries the desired spec and has run: it was converged.
+	return true
+}
+
+// wantsStart applies the restart policy to a stopped container whose spec
+// is current. Running and restarting containers are Docker's business.
+func (p *planner) wantsStart(c *Container, policy string) bool {
+	switch c.State {
+	case StateCreated:
+		return true
+	case StateExited:
+	default:
+		return false
+	}
+	killed := c.ExitCode == exitSIGKILL || c.ExitCode == exitSIGTERM
+	switch policy {
+	case manifest.RestartNever:
+		return killed
+	case manifest.RestartOnFailure:
+		return c.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+func statusOf(c *Container) string {
+	if c.Status != "" {
+		return c.Status
+	}
+	return "state " + string(c.State)
+}
+
+// observedDrift compares what Docker shows with the spec the container was
+// created from (same hash as desired): a difference was made outside Git.
+func observedDrift(c *Container, spec *manifest.ServiceSpec, networks []string) []FieldChange {
+	var fields []FieldChange
+	if c.Image != "" && c.Image != spec.Image {
+		fields = append(fields, FieldChange{Path: "image", Before: c.Image, After: spec.Image})
+	}
+	for _, n := range networks {
+		if !slices.Contains(c.Networks, n) {
+			have := slices.Sorted(slices.Values(c.Networks))
+			fields = append(fields, FieldChange{Path: "networks", Before: listOrNone(have), After: listOrNone(networks)})
+			break
+		}
+	}
+	return fields
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	return strings.Join(l, ", ")
+}
+
+// onReplacedNetwork returns the Docker name of a network this plan
+// recreates that the container is attached to, or "".
+func (p *planner) onReplacedNetwork(c *Container) string {
+	for _, n := range p.replacedNetworks {
+		if slices.Contains(c.Networks, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+func (p *planner) pruneContainers(undeclared []int32) {
+	all := p.in.Actual.Containers
+	slices.SortFunc(undeclared, func(a, b int32) int {
+		ca, cb := &all[a], &all[b]
+		return cmp.Or(cmp.Compare(ca.Service, cb.Service), cmp.Compare(ca.Slot, cb.Slot),
+			cmp.Compare(ca.Name, cb.Name), cmp.Compare(ca.ID, cb.ID))
+	})
+	for _, i := range undeclared {
+		c := &all[i]
+		reason := "service " + c.Service + " is no longer declared in " + p.revisionPhrase()
+		if c.Service == "" {
+			reason = "container has no service label"
+		}
+		ch := p.removeChange(c, reason)
+		if p.in.Options.Prune {
+			p.plan.Changes = append(p.plan.Changes, ch)
+		} else {
+			p.plan.Pruneable = append(p.plan.Pruneable, ch)
+		}
+	}
+}
+
+// dependencyOrder returns service indexes so that every service comes after
+// the services it depends on; ties (and cycles, which the parser rejects)
+// fall back to name order.
+func dependencyOrder(services []manifest.Service) []int {
+	byName := make(map[string]int, len(services))
+	for i := range services {
+		byName[services[i].Name] = i
+	}
+	indegree := make([]int, len(services))
+	dependents := make([][]int, len(services))
+	for i := range services {
+		for _, dep := range services[i].Spec.DependsOn {
+			if j, ok := byName[dep]; ok && j != i {
+				indegree[i]++
+				dependents[j] = append(dependents[j], i)
+			}
+		}
+	}
+	byNameOrder := func(a, b int) int { return cmp.Compare(services[a].Name, services[b].Name) }
+	all := make([]int, len(services))
+	for i := range all {
+		all[i] = i
+	}
+	slices.SortFunc(all, byNameOrder)
+	// ready stays sorted by name; new entries are inserted in place.
+	var ready []int
+	for _, i := range all {
+		if indegree[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	order := make([]int, 0, len(services))
+	done := make([]bool, len(services))
+	for len(order) < len(services) {
+		if len(ready) == 0 {
+			// A cycle: break it at the first remaining service by name.
+			for _, i := range all {
+				if !done[i] {
+					ready = append(ready, i)
+					break
+				}
+			}
+		}
+		i := ready[0]
+		ready = ready[1:]
+		if done[i] {
+			continue
+		}
+		done[i] = true
+		order = append(order, i)
+		for _, d := range dependents[i] {
+			indegree[d]--
+			if indegree[d] == 0 && !done[d] {
+				at, _ := slices.BinarySearchFunc(ready, d, byNameOrder)
+				ready = slices.Insert(ready, at, d)
+			}
+		}
+	}
+	return order
+}

@@ -1,0 +1,236 @@
+package drift
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// Health is how well a service (or app) runs, from best to worst:
+// Healthy, Progressing, Missing, Degraded.
+type Health string
+
+const (
+	HealthHealthy     Health = "Healthy"
+	HealthProgressing Health = "Progressing"
+	HealthMissing     Health = "Missing"
+	HealthDegraded    Health = "Degraded"
+)
+
+func (h Health) rank() int {
+	switch h {
+	case HealthHealthy:
+		return 0
+	case HealthProgressing:
+		return 1
+	case HealthMissing:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// SyncStatus says whether the running state matches the revision.
+type SyncStatus string
+
+const (
+	SyncSynced    SyncStatus = "Synced"
+	SyncOutOfSync SyncStatus = "OutOfSync"
+)
+
+// ServiceHealth is the assessment of one declared service.
+type ServiceHealth struct {
+	Service string `json:"service"`
+	Desired int    `json:"desired"`
+	Running int    `json:"running"`
+	Ready   int    `json:"ready"`
+	Health  Health `json:"health"`
+	// Message says what is wrong and what to do about it.
+	Message string `json:"message"`
+}
+
+// AppHealth is the assessment of an app: the worst of its services.
+type AppHealth struct {
+	App      string          `json:"app"`
+	Revision string          `json:"revision"`
+	Sync     SyncStatus      `json:"sync"`
+	Health   Health          `json:"health"`
+	Services []ServiceHealth `json:"services"`
+}
+
+// Assess judges each declared service from the observed containers and the
+// plan computed from the same input. It is pure: the clock is
+// in.Options.Now.
+func Assess(in Input, plan Plan) AppHealth {
+	out := AppHealth{App: in.App, Revision: in.Options.Revision, Sync: SyncSynced, Health: HealthHealthy}
+	// Held-back changes (backoff, conflicts) leave the gap open too.
+	if !plan.Empty() || len(plan.Deferred) > 0 || len(plan.Conflicts) > 0 {
+		out.Sync = SyncOutOfSync
+	}
+	if in.Desired == nil {
+		return out
+	}
+	byService := map[string][]*Container{}
+	for i := range in.Actual.Containers {
+		c := &in.Actual.Containers[i]
+		if c.App == in.App {
+			byService[c.Service] = append(byService[c.Service], c)
+		}
+	}
+	pending := map[string]int{}
+	for _, c := range plan.Changes {
+		if c.Service != "" {
+			pending[c.Service]++
+		}
+	}
+	deferred := map[string][]Change{}
+	for _, c := range plan.Deferred {
+		deferred[c.Service] = append(deferred[c.Service], c)
+	}
+	// A conflict holds a service back when it names the service, or takes
+	// the name of a network or volume the service uses.
+	conflicts := map[string][]Conflict{}
+	byObject := map[string][]Conflict{}
+	for _, c := range plan.Conflicts {
+		if c.Service != "" {
+			conflicts[c.Service] = append(conflicts[c.Service], c)
+		} else if c.Kind != KindContainer {
+			byObject[string(c.Kind)+" "+c.Name] = append(byObject[string(c.Kind)+" "+c.Name], c)
+		}
+	}
+	services := slices.Clone(in.Desired.Services)
+	slices.SortFunc(services, func(a, b manifest.Service) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range services {
+		s := &services[i]
+		held := conflicts[s.Name]
+		for _, n := range s.Spec.Networks {
+			held = append(held, byObject[string(KindNetwork)+" "+manifest.ObjectName(in.App, n)]...)
+		}
+		for _, v := range s.Spec.Volumes {
+			held = append(held, byObject[string(KindVolume)+" "+manifest.ObjectName(in.App, v.Name)]...)
+		}
+		sh := assessService(in, s, byService[s.Name], pending[s.Name], deferred[s.Name], held)
+		if sh.Health.rank() > out.Health.rank() {
+			out.Health = sh.Health
+		}
+		out.Services = append(out.Services, sh)
+	}
+	return out
+}
+
+func assessService(in Input, svc *manifest.Service, containers []*Container, pending int, deferred []Change, conflicts []Conflict) ServiceHealth {
+	want := svc.Spec.Replicas
+	sh := ServiceHealth{Service: svc.Name, Desired: want}
+	// The replica of a slot is the container the plan keeps for it.
+	best := make([]*Container, want+1)
+	for _, c := range containers {
+		if c.Slot < 1 || c.Slot > want {
+			continue
+		}
+		if cur := best[c.Slot]; cur == nil || preferContainer(c, cur, svc.Hash) {
+			best[c.Slot] = c
+		}
+	}
+	var problems, waiting []string
+	completed, exist := 0, 0
+	for _, c := range best[1:] {
+		if c == nil {
+			continue
+		}
+		exist++
+		name := dockerName(c.Name)
+		if c.State == StateRunning {
+			sh.Running++
+			if c.Ready {
+				sh.Ready++
+			}
+		}
+		killed := c.ExitCode == exitSIGKILL || c.ExitCode == exitSIGTERM
+		switch {
+		case c.State == StateRestarting || (c.State == StateExited && c.ExitCode != 0 && !killed) ||
+			// Past restarts of a replica that is ready again are history.
+			(c.RestartCount >= 3 && !(c.State == StateRunning && c.Ready)):
+			problems = append(problems, name+" is crash-looping: exit code "+strconv.Itoa(c.ExitCode)+", "+
+				count(c.RestartCount, "restart", "restarts")+", "+statusOf(c)+"; see docker logs "+name)
+		case c.State == StatePaused:
+			problems = append(problems, name+" is paused outside Git; run docker unpause "+name)
+		case c.State == StateExited && c.ExitCode == 0 &&
+			(svc.Spec.Restart == manifest.RestartNever || svc.Spec.Restart == manifest.RestartOnFailure):
+			// A clean exit under these policies is a finished job, not a failure.
+			completed++
+		case c.State == StateRunning && !c.Ready:
+			why := ""
+			if c.ReadyReason != "" {
+				why = ": " + c.ReadyReason
+			}
+			if d := in.Options.ReadyDeadline; d > 0 && in.Options.Now.Sub(c.Created) > d {
+				problems = append(problems, name+" has not become ready within "+d.String()+why+
+					"; check its readiness probe and logs")
+			} else {
+				waiting = append(waiting, "waiting for "+name+" to become ready"+why)
+			}
+		}
+	}
+	for _, d := range deferred {
+		problems = append(problems, d.Name+" keeps failing; next repair not before "+d.NotBefore.Format("15:04:05"))
+	}
+	held := make([]string, 0, len(conflicts))
+	for _, c := range conflicts {
+		held = append(held, string(c.Kind)+" "+c.Name+": "+c.Reason)
+	}
+	ready := strconv.Itoa(sh.Ready) + "/" + strconv.Itoa(want) + " replicas ready"
+	pendingText := count(pending, "change", "changes") + " pending"
+	switch {
+	case want > 0 && len(containers) == 0:
+		sh.Health = HealthMissing
+		sh.Message = "no replica exists"
+		switch {
+		case len(held) > 0:
+			sh.Message += "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
+		case pending > 0:
+			sh.Message += "; " + pendingText
+		case len(deferred) > 0:
+			sh.Message += "; it keeps failing, next attempt not before " + deferred[0].NotBefore.Format("15:04:05")
+		}
+	case len(problems) > 0:
+		sh.Health = HealthDegraded
+		sh.Message = ready + "; " + strings.Join(problems, "; ")
+	case exist < want && pending == 0 && len(held) > 0:
+		sh.Health = HealthDegraded
+		sh.Message = ready + "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
+	case pending > 0:
+		sh.Health = HealthProgressing
+		sh.Message = ready + "; " + pendingText
+	case sh.Ready+completed < want:
+		sh.Health = HealthProgressing
+		sh.Message = ready
+		if len(waiting) > 0 {
+			sh.Message += "; " + strings.Join(waiting, "; ")
+		}
+	default:
+		sh.Health = HealthHealthy
+		sh.Message = ready
+		if completed > 0 {
+			sh.Message += " (" + strconv.Itoa(completed) + " completed with exit code 0; restart policy " + svc.Spec.Restart + ")"
+		}
+	}
+	return sh
+}
+
+// preferContainer is Compute's choice of the container that holds a slot:
+// desired spec, then running, then newest, then lowest ID.
+func preferContainer(a, b *Container, hash string) bool {
+	if (a.SpecHash == hash) != (b.SpecHash == hash) {
+		return a.SpecHash == hash
+	}
+	if (a.State == StateRunning) != (b.State == StateRunning) {
+		return a.State == StateRunning
+	}
+	if !a.Created.Equal(b.Created) {
+		return a.Created.After(b.Created)
+	}
+	return a.ID < b.ID
+}

@@ -1,0 +1,62 @@
+package manifest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// FuzzLoad checks that no input panics the parser and that every error it
+// reports is located in the file. `go test` runs only the seed corpus; run
+// `go test -fuzz FuzzLoad ./drift/manifest` to explore.
+func FuzzLoad(f *testing.F) {
+	examples, _ := filepath.Glob("../../examples/shop/*.yaml")
+	for _, name := range examples {
+		if data, err := os.ReadFile(name); err == nil {
+			f.Add(data)
+		}
+	}
+	for _, seed := range []string{
+		"",
+		"---\n---\n",
+		svc + "  image: x\n  replicas: -1\n  ports: [{containerPort: 0, hostPort: 80}]\n",
+		svc + "  image: &a x\n  args: [*a]\n",
+		svc + "  image: x\n  <<: {replicas: 2}\n",
+		svc + "  image: x\n  env: {A: 1, A: 2}\n  secretEnv: [B]\n",
+		svc + "  image: x\n  dependsOn: [web, api]\n---\n" + "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: api}\nspec: {image: y, dependsOn: [web]}\n",
+		"a: [\n",
+		"- 1\n- 2\n",
+		"kind: !custom Service\n",
+		"\xff\xfe",
+		"? [a]\n: b\n",
+		svc + "  image: x\n  env: {\"a.b\": \"\\u2028\\t\\0 ✓\", '1': \"<&>\"}\n  replicas: 0x10\n  resources: {cpus: .5, memory: 1e9}\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		app, err := Load(fstest.MapFS{"m.yaml": {Data: data}}, ".", "fuzz")
+		if err == nil {
+			if app == nil {
+				t.Fatal("nil app without error")
+			}
+			return
+		}
+		var list ErrorList
+		if !errors.As(err, &list) || len(list) == 0 {
+			t.Fatalf("want a non-empty ErrorList, got %T: %v", err, err)
+		}
+		for _, e := range list {
+			if e.Pos.File != "m.yaml" || e.Pos.Line <= 0 {
+				t.Fatalf("error without a position: %#v (%v)", e.Pos, e)
+			}
+			// The node walker must catch everything the strict decode
+			// would reject, with a precise position.
+			if strings.HasPrefix(e.Msg, "cannot decode document") {
+				t.Fatalf("strict decode failed after the walker passed: %v", e)
+			}
+		}
+	})
+}

@@ -1,0 +1,315 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+	k8syaml "sigs.k8s.io/yaml"
+)
+
+// Load reads every *.yaml and *.yml file under root in fsys (recursively, in
+// lexical order; hidden files and directories are skipped) and returns the
+// app they declare, normalized.
+//
+// Manifest problems come back as an ErrorList holding every error of the
+// revision, sorted by file, line and column; positions name files by their
+// path in fsys. A missing root or an unreadable file is a plain error
+// (wrapping the fs error). A root without documents yields an empty App.
+func Load(fsys fs.FS, root string, app string) (*App, error) {
+	return load(fsys, root, app, func(p string) string { return p })
+}
+
+// LoadDir is Load over the directory dir of the local file system. Positions
+// name files as dir joined with their path below it, e.g.
+// "examples/shop/web.yaml", so they can be opened as printed.
+func LoadDir(dir string, app string) (*App, error) {
+	if dir == "" {
+		dir = "."
+	}
+	display := func(p string) string {
+		switch {
+		case dir == ".":
+			return p
+		case p == ".":
+			return dir
+		case strings.HasSuffix(dir, "/"):
+			return dir + p
+		}
+		return dir + "/" + p
+	}
+	return load(os.DirFS(dir), ".", app, display)
+}
+
+func load(fsys fs.FS, root, app string, display func(string) string) (*App, error) {
+	if !ValidName(app) {
+		return nil, fmt.Errorf("invalid app name %q: %s", app, nameRule)
+	}
+	files, err := manifestFiles(fsys, root)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifests under %s: %w", display(root), err)
+	}
+	c := &collector{}
+	var objs []*object
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, fmt.Errorf("reading manifest %s: %w", display(f), err)
+		}
+		objs = append(objs, parseFile(c, app, display(f), data)...)
+	}
+	result := assemble(c, app, objs)
+	if len(c.errs) > 0 {
+		return nil, c.sorted()
+	}
+	return result, nil
+}
+
+// manifestFiles lists the YAML files under root in lexical order.
+func manifestFiles(fsys fs.FS, root string) ([]string, error) {
+	var files []string
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		hidden := p != root && strings.HasPrefix(d.Name(), ".")
+		if d.IsDir() {
+			if hidden {
+				return fs.SkipDir // .git, .github: never manifests
+			}
+			return nil
+		}
+		if ext := path.Ext(p); !hidden && (ext == ".yaml" || ext == ".yml") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files, err
+}
+
+// collector gathers every error of a revision.
+type collector struct {
+	errs ErrorList
+}
+
+func (c *collector) add(pos Position, field, format string, args ...any) {
+	c.errs = append(c.errs, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *collector) sorted() ErrorList {
+	l := slices.Clone(c.errs)
+	slices.SortStableFunc(l, func(a, b *Error) int {
+		if a.Pos.File != b.Pos.File {
+			return strings.Compare(a.Pos.File, b.Pos.File)
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line - b.Pos.Line
+		}
+		if a.Pos.Column != b.Pos.Column {
+			return a.Pos.Column - b.Pos.Column
+		}
+		if a.Field != b.Field {
+			return strings.Compare(a.Field, b.Field)
+		}
+		return strings.Compare(a.Msg, b.Msg)
+	})
+	return slices.CompactFunc(l, func(a, b *Error) bool { return *a == *b })
+}
+
+// parseFile splits a file into documents and parses each one.
+func parseFile(c *collector, app, file string, data []byte) []*object {
+	if !utf8.Valid(data) {
+		c.add(invalidUTF8(file, data), "", "file is not valid UTF-8")
+		return nil
+	}
+	var objs []*object
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		err := decodeNode(dec, &n)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			// The decoder cannot resync after a syntax error: the rest of
+			// the file is unread.
+			pos, msg := syntaxError(file, data, err)
+			c.add(pos, "", "YAML syntax error: %s", msg)
+			return objs
+		}
+		if len(n.Content) == 0 || isNull(n.Content[0]) {
+			continue // empty document, e.g. after a trailing ---
+		}
+		if o := parseDocument(c, app, file, n.Content[0]); o != nil {
+			objs = append(objs, o)
+		}
+	}
+}
+
+// decodeNode guards against panics inside the YAML library: a manifest must
+// never crash the agent.
+func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var (
+	yamlLineErr  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	unknownAlias = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// parserProblems are the yaml.v3 parser (not scanner) errors: for these the
+// library prints a 0-based line.
+var parserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found undefined tag handle",
+}
+
+// syntaxError locates a yaml.v3 error. yaml.v3 errors are plain strings;
+// the line, when present, is in the text, and is omitted when it is the
+// first line of the file.
+func syntaxError(file string, data []byte, err error) (Position, string) {
+	msg := err.Error()
+	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if slices.Contains(parserProblems, m[2]) {
+			line++
+		}
+		return Position{File: file, Line: max(line, 1)}, m[2]
+	}
+	if m := unknownAlias.FindStringSubmatch(msg); m != nil {
+		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+			return offsetPos(file, data, i), strings.TrimPrefix(msg, "yaml: ")
+		}
+	}
+	return Position{File: file, Line: 1}, strings.TrimPrefix(msg, "yaml: ")
+}
+
+func invalidUTF8(file string, data []byte) Position {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return offsetPos(file, data, i)
+		}
+		i += size
+	}
+	return Position{File: file, Line: 1}
+}
+
+func offsetPos(file string, data []byte, off int) Position {
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return Position{File: file, Line: line, Column: col}
+}
+
+// parseDocument checks one document's structure against the schema of its
+// kind, decodes it strictly and validates it on its own. Cross-document
+// checks happen in assemble.
+func parseDocument(c *collector, app, file string, root *yaml.Node) *object {
+	doc := &docCtx{
+		file:   file,
+		start:  Position{File: file, Line: root.Line, Column: root.Column},
+		pos:    map[string]Position{},
+		failed: map[string]bool{},
+	}
+	kind := peekKind(root)
+	var target any
+	switch kind {
+	case KindService:
+		target = &rawServiceDoc{}
+	case KindNetwork:
+		target = &rawNetworkDoc{}
+	case KindVolume:
+		target = &rawVolumeDoc{}
+	default:
+		target = &rawHeader{}
+	}
+	w := &walker{doc: doc, errs: c}
+	val, ok := w.walk(root, reflect.TypeOf(target).Elem(), "")
+	if !ok {
+		return nil // not a mapping: nothing to decode
+	}
+	// The walker has already rejected everything malformed; what remains is
+	// decoded strictly as a second line of defence.
+	js, err := json.Marshal(val)
+	if err == nil {
+		err = k8syaml.UnmarshalStrict(js, target)
+	}
+	if err != nil {
+		c.add(doc.start, "", "cannot decode document: %v", err)
+		return nil
+	}
+	o := &object{doc: doc, kind: kind}
+	var meta *rawMeta
+	var apiVersion string
+	switch t := target.(type) {
+	case *rawServiceDoc:
+		apiVersion, meta = t.APIVersion, t.Metadata
+		o.serviceRaw = t.Spec
+	case *rawNetworkDoc:
+		apiVersion, meta = t.APIVersion, t.Metadata
+		o.networkRaw = t.Spec
+	case *rawVolumeDoc:
+		apiVersion, meta = t.APIVersion, t.Metadata
+		o.volumeRaw = t.Spec
+	case *rawHeader:
+		apiVersion, meta = t.APIVersion, t.Metadata
+	}
+	validateHeader(c, doc, apiVersion, kind, meta, o)
+	known := kind == KindService || kind == KindNetwork || kind == KindVolume
+	if known && !w.bad {
+		// Structural errors would only echo here: validate well-formed
+		// documents only.
+		switch kind {
+		case KindService:
+			validateService(c, app, o)
+		case KindNetwork:
+			validateNetwork(c, o)
+		case KindVolume:
+			validateVolume(c, o)
+		}
+	}
+	// A broken object keeps its name so other documents' references to it
+	// do not produce follow-up errors, but its content is unreliable and
+	// takes no part in the checks across documents.
+	o.broken = w.bad || !known
+	return o
+}
+
+// peekKind reads the kind before the document is checked, to choose the
+// schema to check it against.
+func peekKind(root *yaml.Node) string {
+	if root.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == "kind" && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+			return v.Value
+		}
+	}
+	return ""
+}

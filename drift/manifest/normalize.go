@@ -1,0 +1,210 @@
+package manifest
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Defaults. Every default is applied here and nowhere else.
+const (
+	defaultReplicas         = 1
+	defaultProtocol         = "tcp"
+	defaultHTTPPath         = "/"
+	defaultPeriodSeconds    = 2
+	defaultTimeoutSeconds   = 1
+	defaultSuccessThreshold = 1
+	defaultFailureThreshold = 3
+	defaultMaxSurge         = 1
+	defaultMaxUnavailable   = 0
+	defaultStopGrace        = 10
+	defaultNetworkDriver    = "bridge"
+	defaultVolumeDriver     = "local"
+)
+
+func orDefault[T comparable](v *T, def T) T {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+func orDefaultString(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// normalizeService applies defaults and puts set-like lists in a canonical
+// order. It tolerates invalid input (validation reports it separately).
+func normalizeService(raw *rawServiceSpec) ServiceSpec {
+	spec := ServiceSpec{
+		Image:                  raw.Image,
+		Replicas:               orDefault(raw.Replicas, defaultReplicas),
+		Command:                nonEmpty(raw.Command),
+		Args:                   nonEmpty(raw.Args),
+		Env:                    copyMap(raw.Env),
+		SecretEnv:              sortedSet(raw.SecretEnv),
+		Networks:               sortedSet(raw.Networks),
+		Restart:                orDefaultString(raw.Restart, RestartAlways),
+		DependsOn:              sortedSet(raw.DependsOn),
+		StopGracePeriodSeconds: orDefault(raw.StopGracePeriodSeconds, defaultStopGrace),
+		Update:                 normalizeUpdate(raw.Update),
+		Readiness:              normalizeReadiness(raw.Readiness),
+	}
+	if len(spec.Networks) == 0 {
+		spec.Networks = []string{DefaultNetwork}
+	}
+	for _, p := range raw.Ports {
+		spec.Ports = append(spec.Ports, normalizePort(p))
+	}
+	for _, v := range raw.Volumes {
+		spec.Volumes = append(spec.Volumes, VolumeMount(v))
+	}
+	if res := raw.Resources; res != nil {
+		if res.Memory != nil {
+			spec.Resources.MemoryBytes, _ = ParseMemory(string(*res.Memory))
+		}
+		if res.CPUs != nil {
+			spec.Resources.NanoCPUs, _ = ParseCPUs(string(*res.CPUs))
+		}
+	}
+	return canonicalService(spec)
+}
+
+func normalizePort(p rawPort) Port {
+	return Port{
+		ContainerPort: orDefault(p.ContainerPort, 0),
+		HostPort:      orDefault(p.HostPort, 0),
+		Protocol:      orDefaultString(p.Protocol, defaultProtocol),
+	}
+}
+
+func normalizeUpdate(u *rawUpdate) Update {
+	if u == nil {
+		u = &rawUpdate{}
+	}
+	if u.Strategy == StrategyRecreate {
+		// Surge and unavailability mean nothing when every replica is
+		// stopped before the new ones start.
+		return Update{Strategy: StrategyRecreate}
+	}
+	return Update{
+		Strategy:       orDefaultString(u.Strategy, StrategyRolling),
+		MaxSurge:       orDefault(u.MaxSurge, defaultMaxSurge),
+		MaxUnavailable: orDefault(u.MaxUnavailable, defaultMaxUnavailable),
+	}
+}
+
+func normalizeReadiness(r *rawReadiness) *Readiness {
+	if r == nil {
+		return nil
+	}
+	n := &Readiness{
+		InitialDelaySeconds: orDefault(r.InitialDelaySeconds, 0),
+		PeriodSeconds:       orDefault(r.PeriodSeconds, defaultPeriodSeconds),
+		TimeoutSeconds:      orDefault(r.TimeoutSeconds, defaultTimeoutSeconds),
+		SuccessThreshold:    orDefault(r.SuccessThreshold, defaultSuccessThreshold),
+		FailureThreshold:    orDefault(r.FailureThreshold, defaultFailureThreshold),
+	}
+	if r.HTTPGet != nil {
+		n.HTTPGet = &HTTPGetProbe{Path: orDefaultString(r.HTTPGet.Path, defaultHTTPPath), Port: orDefault(r.HTTPGet.Port, 0)}
+	}
+	if r.TCPSocket != nil {
+		n.TCPSocket = &TCPSocketProbe{Port: orDefault(r.TCPSocket.Port, 0)}
+	}
+	if r.Exec != nil {
+		n.Exec = &ExecProbe{Command: slices.Clone(r.Exec.Command)}
+	}
+	return n
+}
+
+func normalizeNetwork(raw *rawNetworkSpec) NetworkSpec {
+	if raw == nil {
+		raw = &rawNetworkSpec{}
+	}
+	return NetworkSpec{Driver: orDefaultString(raw.Driver, defaultNetworkDriver), Internal: raw.Internal}
+}
+
+func normalizeVolume(raw *rawVolumeSpec) VolumeSpec {
+	if raw == nil {
+		raw = &rawVolumeSpec{}
+	}
+	return VolumeSpec{Driver: orDefaultString(raw.Driver, defaultVolumeDriver)}
+}
+
+// canonicalService returns a deep copy of spec with set-like lists sorted
+// and empty collections nil, so equal specs marshal identically.
+func canonicalService(spec ServiceSpec) ServiceSpec {
+	out := cloneService(spec)
+	out.SecretEnv = sortedSet(out.SecretEnv)
+	out.Networks = sortedSet(out.Networks)
+	out.DependsOn = sortedSet(out.DependsOn)
+	slices.SortFunc(out.Ports, func(a, b Port) int {
+		return cmp.Or(cmp.Compare(a.ContainerPort, b.ContainerPort), cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.HostPort, b.HostPort))
+	})
+	slices.SortFunc(out.Volumes, func(a, b VolumeMount) int {
+		return cmp.Or(cmp.Compare(a.MountPath, b.MountPath), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// cloneService deep-copies spec, keeping list order; empty collections
+// become nil.
+func cloneService(spec ServiceSpec) ServiceSpec {
+	out := spec
+	out.Command = nonEmpty(spec.Command)
+	out.Args = nonEmpty(spec.Args)
+	out.Env = copyMap(spec.Env)
+	out.SecretEnv = nonEmpty(spec.SecretEnv)
+	out.Ports = nonEmpty(spec.Ports)
+	out.Networks = nonEmpty(spec.Networks)
+	out.Volumes = nonEmpty(spec.Volumes)
+	out.DependsOn = nonEmpty(spec.DependsOn)
+	if spec.Readiness != nil {
+		r := *spec.Readiness
+		if r.HTTPGet != nil {
+			h := *r.HTTPGet
+			r.HTTPGet = &h
+		}
+		if r.TCPSocket != nil {
+			t := *r.TCPSocket
+			r.TCPSocket = &t
+		}
+		if r.Exec != nil {
+			r.Exec = &ExecProbe{Command: slices.Clone(r.Exec.Command)}
+		}
+		out.Readiness = &r
+	}
+	return out
+}
+
+// nonEmpty copies s, returning nil for an empty list.
+func nonEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// sortedSet copies s sorted and deduplicated, nil if empty. Duplicates are
+// reported by validation; dropping them here keeps the hash meaningful.
+func sortedSet(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(s)))
+}
+
+// copyMap copies m, returning nil for an empty map.
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

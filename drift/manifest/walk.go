@@ -1,0 +1,371 @@
+package manifest
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// docCtx is one YAML document: where it starts and where each of its field
+// paths is, so errors found after decoding still point at a line.
+type docCtx struct {
+	file  string
+	start Position
+	pos   map[string]Position
+	// failed holds the paths the walker reported, so validation does not
+	// add "is required" for a field that is present but malformed.
+	failed map[string]bool
+}
+
+// at returns the position of path, or of its nearest ancestor that exists
+// (a missing field is reported where its parent is).
+func (d *docCtx) at(path string) Position {
+	for {
+		if p, ok := d.pos[path]; ok {
+			return p
+		}
+		if path == "" {
+			return d.start
+		}
+		path = parentPath(path)
+	}
+}
+
+func parentPath(p string) string {
+	if strings.HasSuffix(p, `"]`) {
+		if i := strings.LastIndex(p, `["`); i >= 0 {
+			return p[:i]
+		}
+	}
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndex(p, "["); i >= 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndex(p, "."); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+func childPath(parent, key string) string {
+	if !plainKey.MatchString(key) {
+		return parent + "[" + strconv.Quote(key) + "]"
+	}
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+func indexPath(parent string, i int) string {
+	return parent + "[" + strconv.Itoa(i) + "]"
+}
+
+// walker checks a yaml.v3 node tree against a raw type: unknown fields,
+// duplicate keys and wrong types, each with its position. It records the
+// position of every field path it sees and builds a JSON-able value of the
+// parts that are well-formed, for the strict decode.
+type walker struct {
+	doc  *docCtx
+	errs *collector
+	bad  bool
+}
+
+var (
+	quantityType = reflect.TypeOf(quantity(""))
+	ignoredType  = reflect.TypeOf(ignored{})
+	stringType   = reflect.TypeOf("")
+)
+
+func (w *walker) fail(n *yaml.Node, field, format string, args ...any) {
+	w.bad = true
+	w.doc.failed[field] = true
+	w.errs.add(w.nodePos(n), field, format, args...)
+}
+
+func (w *walker) nodePos(n *yaml.Node) Position {
+	return Position{File: w.doc.file, Line: n.Line, Column: n.Column}
+}
+
+// walk returns the JSON-able value of n, or ok=false when n is null (the
+// caller decides whether null is allowed) or malformed (already reported).
+func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == ignoredType {
+		return nil, false
+	}
+	if n.Kind == yaml.AliasNode {
+		w.fail(n, path, "YAML aliases are not supported: write the value out")
+		return nil, false
+	}
+	tag := n.ShortTag()
+	if n.Kind == yaml.ScalarNode && tag == "!!null" {
+		return nil, false
+	}
+	if !strings.HasPrefix(tag, "!!") {
+		w.fail(n, path, "unsupported YAML tag %s", tag)
+		return nil, false
+	}
+	if t == quantityType {
+		if n.Kind == yaml.ScalarNode && (tag == "!!str" || tag == "!!int" || tag == "!!float") {
+			return n.Value, true
+		}
+		w.fail(n, path, "must be a quantity such as 512Mi or \"0.5\", got %s", describe(n))
+		return nil, false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return w.walkStruct(n, t, path)
+	case reflect.Map:
+		return w.walkMap(n, t, path)
+	case reflect.Slice:
+		return w.walkSlice(n, t, path)
+	case reflect.String:
+		if n.Kind == yaml.ScalarNode && tag == "!!str" {
+			return n.Value, true
+		}
+		if n.Kind == yaml.ScalarNode {
+			w.fail(n, path, "must be a string, got %s: quote the value", describe(n))
+		} else {
+			w.fail(n, path, "must be a string, got %s", describe(n))
+		}
+		return nil, false
+	case reflect.Int:
+		if n.Kind == yaml.ScalarNode && tag == "!!int" {
+			i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, strconv.IntSize)
+			if err != nil {
+				w.fail(n, path, "integer out of range")
+				return nil, false
+			}
+			return i, true
+		}
+		w.fail(n, path, "must be an integer, got %s", describe(n))
+		return nil, false
+	case reflect.Bool:
+		if n.Kind == yaml.ScalarNode && tag == "!!bool" {
+			b, err := strconv.ParseBool(strings.ToLower(n.Value))
+			if err == nil {
+				return b, true
+			}
+		}
+		w.fail(n, path, "must be true or false, got %s", describe(n))
+		return nil, false
+	}
+	// Only reachable if a raw type grows a field kind the walker lacks.
+	w.fail(n, path, "internal error: unsupported schema type %s", t)
+	return nil, false
+}
+
+// mappingKey checks a mapping key and returns its text.
+func (w *walker) mappingKey(k *yaml.Node, parent string) (string, bool) {
+	switch {
+	case k.Kind == yaml.AliasNode:
+		w.fail(k, parent, "YAML aliases are not supported: write the key out")
+	case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
+		w.fail(k, parent, "YAML merge keys (<<) are not supported: write the fields out")
+	case k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str":
+		w.fail(k, parent, "keys must be strings, got %s", describe(k))
+	default:
+		return k.Value, true
+	}
+	return "", false
+}
+
+// pairs checks that n is a mapping without duplicate keys and calls fn for
+// each well-formed pair.
+func (w *walker) pairs(n *yaml.Node, path, want string, fn func(key string, k, v *yaml.Node)) bool {
+	if n.Kind != yaml.MappingNode {
+		if path == "" {
+			w.fail(n, path, "a document must be a mapping with apiVersion, kind, metadata and spec, got %s", describe(n))
+		} else {
+			w.fail(n, path, "must be %s, got %s", want, describe(n))
+		}
+		return false
+	}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key, ok := w.mappingKey(k, path)
+		if !ok {
+			continue
+		}
+		if first, dup := seen[key]; dup {
+			w.fail(k, childPath(path, key), "duplicate key (first at line %d)", first.Line)
+			continue
+		}
+		seen[key] = k
+		fn(key, k, v)
+	}
+	return true
+}
+
+// record remembers where path is: scalars at their value, collections and
+// nulls at their key (the line a user looks for).
+func (w *walker) record(path string, k, v *yaml.Node) {
+	at := v
+	if k != nil && (isNull(v) || v.Kind != yaml.ScalarNode && v.Kind != yaml.AliasNode) {
+		at = k
+	}
+	w.doc.pos[path] = w.nodePos(at)
+}
+
+func (w *walker) walkStruct(n *yaml.Node, t reflect.Type, path string) (any, bool) {
+	fields := map[string]reflect.Type{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields[name] = f.Type
+		names = append(names, name)
+	}
+	out := map[string]any{}
+	ok := w.pairs(n, path, "a mapping", func(key string, k, v *yaml.Node) {
+		cp := childPath(path, key)
+		ft, known := fields[key]
+		if !known {
+			msg := "unknown field"
+			if s := suggest(key, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			w.fail(k, cp, "%s", msg)
+			return
+		}
+		w.record(cp, k, v)
+		if val, present := w.walk(v, ft, cp); present {
+			out[key] = val
+		}
+	})
+	return out, ok
+}
+
+func (w *walker) walkMap(n *yaml.Node, t reflect.Type, path string) (any, bool) {
+	out := map[string]any{}
+	ok := w.pairs(n, path, "a mapping", func(key string, k, v *yaml.Node) {
+		cp := childPath(path, key)
+		w.record(cp, k, v)
+		if isNull(v) {
+			w.fail(k, cp, "must be %s, got null: write \"\" for an empty value", want(t.Elem()))
+			return
+		}
+		if val, present := w.walk(v, t.Elem(), cp); present {
+			out[key] = val
+		}
+	})
+	return out, ok
+}
+
+func (w *walker) walkSlice(n *yaml.Node, t reflect.Type, path string) (any, bool) {
+	if n.Kind != yaml.SequenceNode {
+		w.fail(n, path, "must be a list, got %s", describe(n))
+		return nil, false
+	}
+	out := make([]any, 0, len(n.Content))
+	for i, item := range n.Content {
+		ip := indexPath(path, i)
+		w.record(ip, nil, item)
+		if isNull(item) {
+			w.fail(item, ip, "must be %s, got null", want(t.Elem()))
+			continue
+		}
+		if val, present := w.walk(item, t.Elem(), ip); present {
+			out = append(out, val)
+		}
+	}
+	return out, true
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describe names what a node is, for "must be X, got Y".
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.ShortTag() {
+	case "!!str":
+		return "a string"
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	case "!!null":
+		return "null"
+	}
+	return "a value tagged " + n.ShortTag()
+}
+
+// want names what a type expects, for "must be X".
+func want(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == quantityType:
+		return "a quantity"
+	case t.Kind() == reflect.Struct, t.Kind() == reflect.Map:
+		return "a mapping"
+	case t.Kind() == reflect.Slice:
+		return "a list"
+	case t.Kind() == reflect.Int:
+		return "an integer"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+// suggest returns the known field closest to an unknown one, if it is
+// close enough to be a typo.
+func suggest(key string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if strings.EqualFold(n, key) {
+			return n
+		}
+		if d := editDistance(strings.ToLower(key), strings.ToLower(n)); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

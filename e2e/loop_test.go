@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/gitsource"
+	dsync "github.com/driftless-dev/driftless/sync"
+)
+
+func webManifest(image string, replicas int, message string) string {
+	return fmt.Sprintf(`apiVersion: driftless.dev/v1
+kind: Service
+metadata:
+  name: web
+spec:
+  image: %s
+  replicas: %d
+  env:
+    MESSAGE: %q
+  readiness:
+    httpGet: {path: /healthz, port: 8080}
+    periodSeconds: 1
+  stopGracePeriodSeconds: 1
+`, image, replicas, message)
+}
+
+// TestLoopFollowsGitAndRepairsDrift runs the whole loop against the real
+// Docker engine and a real git server: commits roll out, a revert restores
+// the previous state, a removed replica comes back without a commit, and a
+// broken commit is refused while the last good one keeps running.
+func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
+	engine := testenv.RequireDocker(t)
+	v1 := testenv.WorkloadImage(t, "v1")
+	v2 := testenv.WorkloadImage(t, "v2")
+	app := testenv.UniqueApp(t)
+
+	base := t.TempDir()
+	server := gitserver.StartDaemon(t, base)
+	repo := gitserver.Init(t, base, "infra")
+	path := "apps/" + app
+	repo.WriteFile(path+"/web.yaml", webManifest(v1, 2, "one"))
+	first := repo.Commit("deploy web")
+
+	dataDir := t.TempDir()
+	cfg := dsync.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
+		Interval: "@every 1s", SelfHeal: true, MaxRemovalPercent: 50}
+	agent, err := dsync.New(dsync.Options{
+		DataDir: dataDir,
+		Apps:    []dsync.AppConfig{cfg},
+		Engine:  engine,
+		NewSource: func(c dsync.AppConfig) (dsync.Source, error) {
+			return gitsource.New(gitsource.Config{URL: c.Repo, Branch: c.Branch, Path: c.Path, Dir: filepath.Join(dataDir, "git", c.Name), Auth: c.Auth})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	waitFor := func(what string, ok func(st dsync.AppStatus) bool) dsync.AppStatus {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			st, _ := agent.App(app)
+			if ok(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; status: sync %s health %s message %q refused %+v errors %+v",
+					what, st.Sync, st.Health, st.Message, st.Refused, st.Errors)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	converged := func(sha string, replicas int, image string) func(dsync.AppStatus) bool {
+		return func(st dsync.AppStatus) bool {
+			if st.Applied == nil || st.Applied.SHA != sha || st.Sync != dsync.Synced || st.Health != dsync.Healthy || len(st.Services) != 1 {
+				return false
+			}
+			svc := st.Services[0]
+			if svc.Ready != replicas || len(svc.Containers) != replicas {
+				return false
+			}
+			for _, c := range svc.Containers {
+				if c.Image != image || c.Revision != sha {
+					return false
+				}
+			}
+			return true
+		}
+	}
+
+	// A commit is deployed.
+	waitFor("the first commit to be deployed", converged(first, 2, v1))
+
+	// A change is rolled out.
+	repo.WriteFile(path+"/web.yaml", webManifest(v2, 2, "two"))
+	second := repo.Commit("web v2")
+	waitFor("v2 to roll out", converged(second, 2, v2))
+
+	// git revert brings the previous state back, and history says so.
+	reverted := repo.Revert(second)
+	waitFor("the revert to roll out", converged(reverted, 2, v1))
+	syncs, err := agent.History(dsync.HistoryQuery{App: app, Kinds: []dsync.HistoryKind{dsync.KindSync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(syncs) == 0 || syncs[0].Revision == nil || syncs[0].Revision.SHA != reverted || !syncs[0].Revision.Revert || !strings.HasPrefix(syncs[0].Summary, "synced revert") {
+		t.Fatalf("newest sync entry = %+v, want the revert marked", syncs[0])
+	}
+
+	// A replica removed outside Git comes back without a commit.
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	victim := app + "-web-2"
+	if _, err := cli.ContainerRemove(ctx, victim, client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the removed replica to be repaired", func(st dsync.AppStatus) bool {
+		es, _ := agent.History(dsync.HistoryQuery{App: app, Kinds: []dsync.HistoryKind{dsync.KindRepair}})
+		return converged(reverted, 2, v1)(st) && slices.ContainsFunc(es, func(e dsync.HistoryEntry) bool {
+			return e.Summary == victim+" was removed outside Git; recreated"
+		})
+	})
+
+	// A broken commit is refused; nothing is stopped; the errors are shown.
+	running, _ := agent.App(app)
+	ids := containerIDs(running)
+	repo.WriteFile(path+"/web.yaml", webManifest(v2, 2, "three")+"  replcas: 3\n")
+	broken := repo.Commit("typo")
+	st := waitFor("the broken commit to be refused", func(st dsync.AppStatus) bool {
+		return st.Refused != nil && st.Refused.Revision.SHA == broken
+	})
+	if len(st.Refused.Errors) == 0 || !strings.HasPrefix(st.Refused.Errors[0], path+"/web.yaml:") || !strings.Contains(st.Refused.Errors[0], "replcas") {
+		t.Fatalf("refusal errors = %q, want file:line of the typo", st.Refused.Errors)
+	}
+	if st.Applied.SHA != reverted || !slices.Equal(containerIDs(st), ids) {
+		t.Fatalf("after the refusal applied %s, containers %v; want %s still running as %v", st.Applied.Short(), containerIDs(st), reverted[:7], ids)
+	}
+	refused, _ := agent.History(dsync.HistoryQuery{App: app, Kinds: []dsync.HistoryKind{dsync.KindRefused}})
+	if len(refused) != 1 || refused[0].Revision.SHA != broken {
+		t.Fatalf("refused entries = %+v", refused)
+	}
+
+	// The next good commit applies.
+	repo.WriteFile(path+"/web.yaml", webManifest(v2, 3, "four"))
+	fixed := repo.Commit("fix typo, scale to 3")
+	st = waitFor("the fix to roll out", converged(fixed, 3, v2))
+	if st.Refused != nil {
+		t.Fatalf("refusal still shown after a good commit: %+v", st.Refused)
+	}
+	if err := agent.Ready(); err != nil {
+		t.Fatalf("Ready = %v", err)
+	}
+}
+
+func containerIDs(st dsync.AppStatus) []string {
+	var ids []string
+	for _, s := range st.Services {
+		for _, c := range s.Containers {
+			ids = append(ids, c.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,184 @@
+// Package testenv gives end-to-end tests what they need from the real Docker
+// engine: the driftless binary, a workload image made from it without any
+// registry, unique app names, and clean-up of exactly what a test created.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+)
+
+// build caches the driftless binary per test process: building it is the
+// slowest step of every end-to-end test.
+var build struct {
+	once stdsync.Once
+	path string
+	sum  string
+	err  error
+}
+
+// RepoRoot is the module root, found from this file's location.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate testenv source")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// DriftlessBinary builds cmd/driftless as a static binary once per test
+// process and returns its path.
+func DriftlessBinary(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		dir, err := os.MkdirTemp("", "driftless-e2e-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.path = filepath.Join(dir, "driftless")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", build.path, "./cmd/driftless")
+		cmd.Dir = RepoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build ./cmd/driftless: %v\n%s", err, out)
+			return
+		}
+		f, err := os.Open(build.path)
+		if err != nil {
+			build.err = err
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			build.err = err
+			return
+		}
+		build.sum = hex.EncodeToString(h.Sum(nil))[:12]
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.path
+}
+
+// RequireDocker skips nothing: the engine is part of the test environment
+// here and on CI, so its absence is a failure with a clear message.
+func RequireDocker(t testing.TB) *deploy.Engine {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eng, err := deploy.New(ctx, deploy.Options{})
+	if err != nil {
+		t.Fatalf("docker engine: %v", err)
+	}
+	if err := eng.Ping(ctx); err != nil {
+		t.Fatalf("these end-to-end tests need a running Docker engine: %v", err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+// WorkloadImage returns an image reference whose entrypoint runs the
+// workload server (`driftless workload`). The image is made from the
+// freshly built binary with ImageImport: no registry is needed. tag lets a
+// test have several distinct image references (v1, v2) of the same content.
+func WorkloadImage(t testing.TB, tag string) string {
+	t.Helper()
+	bin := DriftlessBinary(t)
+	ref := fmt.Sprintf("driftless-test-workload:%s-%s", build.sum, tag)
+	eng := RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ok, err := eng.ImageExists(ctx, ref)
+	if err != nil {
+		t.Fatalf("image inspect %s: %v", ref, err)
+	}
+	if !ok {
+		if err := eng.ImportImage(ctx, bin, ref, []string{"/driftless", "workload"}, nil); err != nil {
+			t.Fatalf("import workload image %s: %v", ref, err)
+		}
+	}
+	return ref
+}
+
+// UniqueApp returns a fresh app name and removes, when the test ends, every
+// container, network and volume that carries that app's label — and only
+// those.
+func UniqueApp(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	app := "t" + hex.EncodeToString(b)
+	t.Cleanup(func() { RemoveApp(t, app) })
+	return app
+}
+
+// RemoveApp removes everything labelled with the app.
+func RemoveApp(t testing.TB, app string) {
+	t.Helper()
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Logf("cleanup %s: %v", app, err)
+		return
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	filter := make(client.Filters).Add("label", drift.LabelApp+"="+app)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err == nil {
+		for _, c := range cs.Items {
+			_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		}
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err == nil {
+		for _, n := range ns.Items {
+			_, _ = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		}
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
+	if err == nil {
+		for _, v := range vs.Items {
+			_, _ = cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+		}
+	}
+}
+
+// Run runs the driftless binary with args and returns its combined output
+// and exit code.
+func Run(t testing.TB, ctx context.Context, dir string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, DriftlessBinary(t), args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else {
+			t.Fatalf("driftless %s: %v", strings.Join(args, " "), err)
+		}
+	}
+	return string(out), code
+}

@@ -1,0 +1,239 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing/fstest"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// MaxFilesBytes caps what Files reads into memory, so that a Path pointing
+// at a huge tree fails clearly instead of exhausting memory.
+const MaxFilesBytes = 64 << 20
+
+// revertLine is git revert's standard message; abbreviated SHAs are
+// accepted because people edit these messages by hand.
+var revertLine = regexp.MustCompile(`(?m)This reverts commit ([0-9a-fA-F]{7,40})\b`)
+
+func revisionOf(c *object.Commit) Revision {
+	subject, _, _ := strings.Cut(strings.TrimLeft(c.Message, "\n"), "\n")
+	r := Revision{
+		SHA:     c.Hash.String(),
+		Author:  c.Author.Name,
+		Email:   c.Author.Email,
+		Time:    c.Committer.When,
+		Subject: strings.TrimSpace(subject),
+	}
+	if m := revertLine.FindStringSubmatch(c.Message); m != nil {
+		r.Revert = true
+		r.Reverts = strings.ToLower(m[1])
+	}
+	return r
+}
+
+// peelToCommit follows annotated tags down to their commit.
+func peelToCommit(repo *git.Repository, h plumbing.Hash) (*object.Commit, error) {
+	for range 10 { // tags of tags are legal but never deep
+		tag, err := repo.TagObject(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return repo.CommitObject(h)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if tag.TargetType != plumbing.CommitObject && tag.TargetType != plumbing.TagObject {
+			return nil, fmt.Errorf("tag %s points at a %s, not a commit", tag.Name, tag.TargetType)
+		}
+		h = tag.Target
+	}
+	return nil, errors.New("tag chain too deep")
+}
+
+// resolveCommit finds a commit by full or abbreviated SHA.
+func resolveCommit(repo *git.Repository, sha string) (*object.Commit, error) {
+	sha = strings.ToLower(strings.TrimSpace(sha))
+	if !hexSHA.MatchString(sha) {
+		return nil, fmt.Errorf("%q is not a commit SHA", sha)
+	}
+	if len(sha) == 40 {
+		return repo.CommitObject(plumbing.NewHash(sha))
+	}
+	iter, err := repo.CommitObjects()
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	var found *object.Commit
+	err = iter.ForEach(func(c *object.Commit) error {
+		if !strings.HasPrefix(c.Hash.String(), sha) {
+			return nil
+		}
+		if found != nil {
+			return fmt.Errorf("abbreviated SHA %s is ambiguous; use more digits", sha)
+		}
+		found = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	return found, nil
+}
+
+// commit resolves sha in the clone. Callers hold s.mu.
+func (s *Source) commit(sha string) (*git.Repository, *object.Commit, error) {
+	repo, err := s.openRepo()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := resolveCommit(repo, sha)
+	if err != nil {
+		return nil, nil, s.newError(ErrCommitNotFound, fmt.Sprintf("commit %s of %s", sha, s.url), err)
+	}
+	return repo, c, nil
+}
+
+// Revision returns the metadata of a commit already in the clone.
+func (s *Source) Revision(ctx context.Context, sha string) (Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return Revision{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, c, err := s.commit(sha)
+	if err != nil {
+		return Revision{}, err
+	}
+	return revisionOf(c), nil
+}
+
+// Files returns the manifests directory (Config.Path) at sha, read from
+// the object store into memory: no worktree, so it is consistent and the
+// result stays valid while later fetches run. Symlinks and submodules are
+// skipped: they cannot be resolved without a checkout.
+func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	repo, c, err := s.commit(sha)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, s.newError(nil, fmt.Sprintf("read tree of commit %s", c.Hash), err)
+	}
+	if s.path != "" {
+		tree, err = tree.Tree(s.path)
+		if err != nil {
+			return nil, s.newError(ErrPathMissing, "", fmt.Errorf("directory %q does not exist at commit %s of %s", s.path, c.Hash, s.url))
+		}
+	}
+
+	files := fstest.MapFS{}
+	total := 0
+	walker := object.NewTreeWalker(tree, true, nil)
+	defer walker.Close()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name, entry, err := walker.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", s.path, c.Hash), err)
+		}
+		switch entry.Mode {
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+		case filemode.Dir:
+			files[name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755, ModTime: c.Committer.When}
+			continue
+		default:
+			s.log.Debug("skipping non-regular file in manifests", "path", name, "mode", entry.Mode.String())
+			continue
+		}
+		blob, err := repo.BlobObject(entry.Hash)
+		if err != nil {
+			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
+		}
+		total += int(blob.Size)
+		if total > MaxFilesBytes {
+			return nil, s.newError(nil, fmt.Sprintf("manifests path %q at commit %s holds more than %d MiB; point the path at the manifests directory", s.path, c.Hash.String()[:7], MaxFilesBytes>>20), nil)
+		}
+		data, err := readBlob(blob)
+		if err != nil {
+			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
+		}
+		files[name] = &fstest.MapFile{Data: data, Mode: 0o644, ModTime: c.Committer.When}
+	}
+	return files, nil
+}
+
+// Log returns the last n commits of the tracked ref, newest first (by
+// committer time, like git log).
+func (s *Source) Log(ctx context.Context, n int) ([]Revision, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	repo, err := s.openRepo()
+	if err != nil {
+		return nil, err
+	}
+	var head *object.Commit
+	if s.cfg.Commit != "" {
+		head, err = resolveCommit(repo, s.cfg.Commit)
+	} else {
+		var ref *plumbing.Reference
+		if ref, err = repo.Reference(s.localRef(), true); err == nil {
+			head, err = peelToCommit(repo, ref.Hash())
+		}
+	}
+	if err != nil {
+		return nil, s.newError(ErrRefNotFound, fmt.Sprintf("log of %s: not fetched yet", s.refName()), nil)
+	}
+	iter, err := repo.Log(&git.LogOptions{From: head.Hash, Order: git.LogOrderCommitterTime})
+	if err != nil {
+		return nil, s.newError(nil, fmt.Sprintf("log of %s", s.refName()), err)
+	}
+	defer iter.Close()
+	out := make([]Revision, 0, n)
+	err = iter.ForEach(func(c *object.Commit) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out = append(out, revisionOf(c))
+		if len(out) == n {
+			return storer.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.newError(nil, fmt.Sprintf("log of %s", s.refName()), err)
+	}
+	return out, nil
+}
+
+func readBlob(b *object.Blob) ([]byte, error) {
+	r, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}

@@ -1,0 +1,155 @@
+// Package workload is the tiny HTTP server that driftless's demo and tests
+// run as a container. It ships inside the driftless binary (the hidden
+// `driftless workload` command), so an image can be made from the binary
+// alone, with no registry.
+//
+// Its behaviour is steered by flags or, so that manifests can change it
+// through env, by WORKLOAD_* variables: crash at start, exit after a while,
+// become ready only after a delay, or never become ready.
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Config steers the server.
+type Config struct {
+	Listen     string
+	Message    string
+	Crash      bool          // exit 1 at once
+	ExitAfter  time.Duration // exit 1 after this long; 0 = never
+	ReadyAfter time.Duration // /healthz answers 503 until then
+	NeverReady bool          // /healthz always answers 503
+	DataDir    string        // if set, / counts visits in a file there
+}
+
+// ParseArgs reads flags, with WORKLOAD_* env variables as defaults.
+func ParseArgs(args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet("workload", flag.ContinueOnError)
+	cfg := Config{}
+	envDur := func(key string) time.Duration {
+		d, _ := time.ParseDuration(getenv(key))
+		return d
+	}
+	envBool := func(key string) bool {
+		b, _ := strconv.ParseBool(getenv(key))
+		return b
+	}
+	listen := getenv("WORKLOAD_LISTEN")
+	if listen == "" {
+		listen = ":8080"
+	}
+	fs.StringVar(&cfg.Listen, "listen", listen, "address to serve on")
+	fs.StringVar(&cfg.Message, "message", getenv("MESSAGE"), "message shown on /")
+	fs.BoolVar(&cfg.Crash, "crash", envBool("WORKLOAD_CRASH"), "exit with code 1 at start")
+	fs.DurationVar(&cfg.ExitAfter, "exit-after", envDur("WORKLOAD_EXIT_AFTER"), "exit with code 1 after this long")
+	fs.DurationVar(&cfg.ReadyAfter, "ready-after", envDur("WORKLOAD_READY_AFTER"), "answer /healthz with 503 until this long after start")
+	fs.BoolVar(&cfg.NeverReady, "never-ready", envBool("WORKLOAD_NEVER_READY"), "always answer /healthz with 503")
+	fs.StringVar(&cfg.DataDir, "data", getenv("WORKLOAD_DATA"), "directory where / counts visits")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Run serves until ctx ends or the configured exit happens. It returns the
+// process exit code.
+func Run(ctx context.Context, cfg Config, stdout io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stdout, nil))
+	if cfg.Crash {
+		log.Error("crashing at start as configured (WORKLOAD_CRASH)")
+		return 1
+	}
+	start := time.Now()
+	var visits atomic.Int64
+	hostname, _ := os.Hostname()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.NeverReady {
+			http.Error(w, "never ready (WORKLOAD_NEVER_READY)", http.StatusServiceUnavailable)
+			return
+		}
+		if wait := cfg.ReadyAfter - time.Since(start); wait > 0 {
+			http.Error(w, fmt.Sprintf("warming up, ready in %s", wait.Round(time.Millisecond)), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		n := visits.Add(1)
+		if cfg.DataDir != "" {
+			n = countVisit(cfg.DataDir)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		env := map[string]string{}
+		for _, kv := range os.Environ() {
+			if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "APP_") {
+				env[k] = v
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"hostname": hostname,
+			"message":  cfg.Message,
+			"visits":   n,
+			"uptime":   time.Since(start).Round(time.Second).String(),
+			"env":      env,
+		})
+	})
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
+		return 1
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("workload serving", "addr", ln.Addr().String(), "message", cfg.Message)
+
+	var exitTimer <-chan time.Time
+	if cfg.ExitAfter > 0 {
+		exitTimer = time.After(cfg.ExitAfter)
+	}
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("stopping on signal")
+	case <-exitTimer:
+		log.Error("exiting as configured (WORKLOAD_EXIT_AFTER)", "after", cfg.ExitAfter)
+		code = 1
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("server failed", "err", err)
+			code = 1
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	return code
+}
+
+// countVisit increments a counter file so a volume's persistence is visible.
+func countVisit(dir string) int64 {
+	path := filepath.Join(dir, "visits")
+	b, _ := os.ReadFile(path)
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	n++
+	_ = os.WriteFile(path, []byte(strconv.FormatInt(n, 10)), 0o644)
+	return n
+}

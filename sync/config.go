@@ -1,0 +1,299 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/robfig/cron/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// Defaults for AppConfig fields left out of the config file.
+const (
+	DefaultInterval          = "@every 30s"
+	DefaultMaxRemovalPercent = 50
+)
+
+// AppConfig is one app: where its manifests live and how it is synced.
+type AppConfig struct {
+	Name   string
+	Repo   string
+	Branch string // at most one of Branch, Tag, Commit; none = the remote's default branch
+	Tag    string
+	Commit string
+	Path   string
+	// Interval is a Go duration ("30s") or a cron spec ("*/5 * * * *",
+	// "@every 30s").
+	Interval string
+	Prune    bool
+	SelfHeal bool
+	Suspend  bool
+	// AllowEmpty accepts a revision with no services, which removes
+	// everything the app runs.
+	AllowEmpty bool
+	// MaxRemovalPercent refuses a revision whose plan would remove more than
+	// this share of the running services; 100 = no limit.
+	MaxRemovalPercent int
+	// Auth is read from the environment and files named in the config,
+	// never from the command line.
+	Auth gitsource.Auth
+	// WebhookSecret verifies webhooks for this app; it falls back to the
+	// global one.
+	WebhookSecret string
+}
+
+// Config is the whole driftless.yaml.
+type Config struct {
+	DataDir        string
+	Listen         string
+	WebhookSecret  string
+	APIToken       string
+	ReadOnlyPublic bool // the UI and read-only API need no token
+	Apps           []AppConfig
+}
+
+// fileConfig is the YAML form. Pointers tell "left out" from "false/0".
+type fileConfig struct {
+	DataDir           string          `json:"dataDir"`
+	Listen            string          `json:"listen"`
+	WebhookSecretEnv  string          `json:"webhookSecretEnv"`
+	WebhookSecretFile string          `json:"webhookSecretFile"`
+	APITokenEnv       string          `json:"apiTokenEnv"`
+	APITokenFile      string          `json:"apiTokenFile"`
+	ReadOnlyPublic    bool            `json:"readOnlyPublic"`
+	Apps              []fileAppConfig `json:"apps"`
+}
+
+type fileAppConfig struct {
+	Name              string `json:"name"`
+	Repo              string `json:"repo"`
+	Branch            string `json:"branch"`
+	Tag               string `json:"tag"`
+	Commit            string `json:"commit"`
+	Path              string `json:"path"`
+	Interval          string `json:"interval"`
+	Prune             bool   `json:"prune"`
+	SelfHeal          *bool  `json:"selfHeal"`
+	Suspend           bool   `json:"suspend"`
+	AllowEmpty        bool   `json:"allowEmpty"`
+	MaxRemovalPercent *int   `json:"maxRemovalPercent"`
+
+	UsernameEnv           string `json:"usernameEnv"`
+	PasswordEnv           string `json:"passwordEnv"`
+	PasswordFile          string `json:"passwordFile"`
+	TokenFile             string `json:"tokenFile"`
+	SSHKeyFile            string `json:"sshKeyFile"`
+	SSHKeyPassphraseEnv   string `json:"sshKeyPassphraseEnv"`
+	KnownHostsFile        string `json:"knownHostsFile"`
+	InsecureIgnoreHostKey bool   `json:"insecureIgnoreHostKey"`
+
+	WebhookSecretEnv  string `json:"webhookSecretEnv"`
+	WebhookSecretFile string `json:"webhookSecretFile"`
+}
+
+// LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
+// it are relative to the file's directory. Secrets are read from the
+// environment variables and files it names.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := parseConfig(data, filepath.Dir(path), os.Getenv)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func parseConfig(data []byte, dir string, getenv func(string) string) (Config, error) {
+	var fc fileConfig
+	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
+		return Config{}, fmt.Errorf("invalid YAML: %w", err)
+	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	secret := func(what, env, file string) (string, error) {
+		switch {
+		case env != "" && file != "":
+			return "", fmt.Errorf("%s: set %sEnv or %sFile, not both", what, what, what)
+		case env != "":
+			v := getenv(env)
+			if v == "" {
+				return "", fmt.Errorf("%s: environment variable %s is empty or not set", what, env)
+			}
+			return v, nil
+		case file != "":
+			b, err := os.ReadFile(rel(file))
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", what, err)
+			}
+			return strings.TrimSpace(string(b)), nil
+		}
+		return "", nil
+	}
+
+	cfg := Config{DataDir: rel(fc.DataDir), Listen: fc.Listen, ReadOnlyPublic: fc.ReadOnlyPublic}
+	var errs []error
+	var err error
+	if cfg.WebhookSecret, err = secret("webhookSecret", fc.WebhookSecretEnv, fc.WebhookSecretFile); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.APIToken, err = secret("apiToken", fc.APITokenEnv, fc.APITokenFile); err != nil {
+		errs = append(errs, err)
+	}
+	if len(fc.Apps) == 0 {
+		errs = append(errs, errors.New("apps: no apps configured"))
+	}
+	seen := map[string]bool{}
+	for i, fa := range fc.Apps {
+		where := fmt.Sprintf("apps[%d]", i)
+		if fa.Name != "" {
+			where = fmt.Sprintf("apps[%d] (%s)", i, fa.Name)
+		}
+		app, appErrs := parseAppConfig(fa, rel, secret, getenv)
+		for _, e := range appErrs {
+			errs = append(errs, fmt.Errorf("%s: %w", where, e))
+		}
+		if seen[fa.Name] && fa.Name != "" {
+			errs = append(errs, fmt.Errorf("%s: name: %q is used by another app; app names must be unique", where, fa.Name))
+		}
+		seen[fa.Name] = true
+		if app.WebhookSecret == "" {
+			app.WebhookSecret = cfg.WebhookSecret
+		}
+		cfg.Apps = append(cfg.Apps, app)
+	}
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what, env, file string) (string, error), getenv func(string) string) (AppConfig, []error) {
+	var errs []error
+	app := AppConfig{
+		Name: fa.Name, Repo: fa.Repo, Branch: fa.Branch, Tag: fa.Tag, Commit: fa.Commit, Path: fa.Path,
+		Interval: fa.Interval, Prune: fa.Prune, SelfHeal: true, Suspend: fa.Suspend, AllowEmpty: fa.AllowEmpty,
+		MaxRemovalPercent: DefaultMaxRemovalPercent,
+	}
+	if fa.SelfHeal != nil {
+		app.SelfHeal = *fa.SelfHeal
+	}
+	if !manifest.ValidName(fa.Name) {
+		errs = append(errs, fmt.Errorf("name: %q is not a valid app name: use lowercase letters, digits and '-', starting with a letter, at most 63 characters", fa.Name))
+	}
+	if fa.Repo == "" {
+		errs = append(errs, errors.New("repo: required (the Git URL of the manifests repository)"))
+	} else if u, err := url.Parse(fa.Repo); err == nil && u.User != nil {
+		if _, hasPassword := u.User.Password(); hasPassword {
+			errs = append(errs, errors.New("repo: the URL contains a password; use passwordEnv, passwordFile or tokenFile instead"))
+		}
+	}
+	refs := 0
+	for _, r := range []string{fa.Branch, fa.Tag, fa.Commit} {
+		if r != "" {
+			refs++
+		}
+	}
+	if refs > 1 {
+		errs = append(errs, errors.New("set at most one of branch, tag and commit"))
+	}
+	if app.Interval == "" {
+		app.Interval = DefaultInterval
+	}
+	if _, err := ParseSchedule(app.Interval); err != nil {
+		errs = append(errs, fmt.Errorf("interval: %w", err))
+	}
+	if fa.MaxRemovalPercent != nil {
+		app.MaxRemovalPercent = *fa.MaxRemovalPercent
+		if app.MaxRemovalPercent < 0 || app.MaxRemovalPercent > 100 {
+			errs = append(errs, fmt.Errorf("maxRemovalPercent: %d is out of range 0..100 (100 = no limit)", app.MaxRemovalPercent))
+		}
+	}
+
+	auth := gitsource.Auth{SSHKeyFile: rel(fa.SSHKeyFile), KnownHostsFile: rel(fa.KnownHostsFile), InsecureIgnoreHostKey: fa.InsecureIgnoreHostKey}
+	if fa.UsernameEnv != "" {
+		if auth.Username = getenv(fa.UsernameEnv); auth.Username == "" {
+			errs = append(errs, fmt.Errorf("usernameEnv: environment variable %s is empty or not set", fa.UsernameEnv))
+		}
+	}
+	if fa.TokenFile != "" && (fa.PasswordEnv != "" || fa.PasswordFile != "") {
+		errs = append(errs, errors.New("set tokenFile or password(Env|File), not both"))
+	}
+	var err error
+	if auth.Password, err = secret("password", fa.PasswordEnv, fa.PasswordFile); err != nil {
+		errs = append(errs, err)
+	}
+	if fa.TokenFile != "" {
+		if auth.Password, err = secret("token", "", fa.TokenFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if auth.SSHKeyPassphrase, err = secret("sshKeyPassphrase", fa.SSHKeyPassphraseEnv, ""); err != nil {
+		errs = append(errs, err)
+	}
+	app.Auth = auth
+	if app.WebhookSecret, err = secret("webhookSecret", fa.WebhookSecretEnv, fa.WebhookSecretFile); err != nil {
+		errs = append(errs, err)
+	}
+	return app, errs
+}
+
+// ParseSchedule reads an interval: a Go duration ("30s", "5m") or a cron
+// spec in the standard five-field form or a descriptor ("@every 30s",
+// "@hourly").
+func ParseSchedule(s string) (cron.Schedule, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < time.Second {
+			return nil, fmt.Errorf("%q is too short: poll at most once a second", s)
+		}
+		return cron.Every(d), nil
+	}
+	sched, err := cron.ParseStandard(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q is neither a duration (\"30s\") nor a cron spec (\"*/5 * * * *\", \"@every 30s\"): %v", s, err)
+	}
+	return sched, nil
+}
+
+// scheduleInterval approximates how often a schedule fires, for readiness.
+func scheduleInterval(s cron.Schedule, now time.Time) time.Duration {
+	first := s.Next(now)
+	return s.Next(first).Sub(first)
+}
+
+// redactURL drops userinfo from a repository URL for display.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || u.Scheme == "" {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
+// refName describes the tracked ref for status.
+func (c AppConfig) refName() string {
+	switch {
+	case c.Branch != "":
+		return "branch " + c.Branch
+	case c.Tag != "":
+		return "tag " + c.Tag
+	case c.Commit != "":
+		return "commit " + c.Commit
+	}
+	return "default branch"
+}

@@ -1,0 +1,112 @@
+package sync
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigReadsAppsAndSecrets(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret-token\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "hook"), []byte("hooksecret"), 0o600)
+	t.Setenv("GIT_USER", "deploy")
+	path := filepath.Join(dir, "driftless.yaml")
+	os.WriteFile(path, []byte(`
+dataDir: data
+listen: ":8080"
+webhookSecretFile: hook
+readOnlyPublic: true
+apps:
+  - name: shop
+    repo: https://git.example.com/team/infra.git
+    branch: main
+    path: apps/shop
+    usernameEnv: GIT_USER
+    tokenFile: token
+  - name: blog
+    repo: git@example.com:team/blog.git
+    tag: v1.2.0
+    interval: "*/5 * * * *"
+    selfHeal: false
+    prune: true
+    maxRemovalPercent: 100
+`), 0o600)
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != filepath.Join(dir, "data") || cfg.Listen != ":8080" || !cfg.ReadOnlyPublic || cfg.WebhookSecret != "hooksecret" {
+		t.Fatalf("global settings = %+v", cfg)
+	}
+	shop, blog := cfg.Apps[0], cfg.Apps[1]
+	if shop.Auth.Username != "deploy" || shop.Auth.Password != "s3cret-token" {
+		t.Errorf("shop auth = %+v, want user from env and token from file", shop.Auth)
+	}
+	if !shop.SelfHeal || shop.Prune || shop.Interval != DefaultInterval || shop.MaxRemovalPercent != 50 {
+		t.Errorf("shop defaults = %+v, want selfHeal on, prune off, interval %q, maxRemovalPercent 50", shop, DefaultInterval)
+	}
+	if shop.WebhookSecret != "hooksecret" {
+		t.Errorf("shop webhook secret = %q, want the global one", shop.WebhookSecret)
+	}
+	if blog.SelfHeal || !blog.Prune || blog.Tag != "v1.2.0" || blog.MaxRemovalPercent != 100 {
+		t.Errorf("blog = %+v", blog)
+	}
+}
+
+func TestLoadConfigErrorsSayWhatToFix(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "apps:\n  - name: shop\n    repo: r\n    brnch: main\n", `unknown field "brnch"`},
+		{"bad name", "apps:\n  - name: Shop_1\n    repo: r\n", `apps[0] (Shop_1): name: "Shop_1" is not a valid app name`},
+		{"duplicate", "apps:\n  - name: shop\n    repo: r\n  - name: shop\n    repo: r\n", "apps[1] (shop): name: \"shop\" is used by another app"},
+		{"two refs", "apps:\n  - name: shop\n    repo: r\n    branch: main\n    tag: v1\n", "set at most one of branch, tag and commit"},
+		{"bad interval", "apps:\n  - name: shop\n    repo: r\n    interval: often\n", `interval: "often" is neither a duration`},
+		{"no repo", "apps:\n  - name: shop\n", "repo: required"},
+		{"missing env", "apps:\n  - name: shop\n    repo: r\n    passwordEnv: DRIFTLESS_TEST_UNSET\n", "environment variable DRIFTLESS_TEST_UNSET is empty or not set"},
+		{"password in url", "apps:\n  - name: shop\n    repo: https://u:p@example.com/x.git\n", "the URL contains a password"},
+		{"removal range", "apps:\n  - name: shop\n    repo: r\n    maxRemovalPercent: 150\n", "maxRemovalPercent: 150 is out of range"},
+		{"no apps", "listen: :80\n", "no apps configured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "driftless.yaml")
+			os.WriteFile(path, []byte(tc.yaml), 0o600)
+			_, err := LoadConfig(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	start := time.Date(2026, 1, 1, 10, 2, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		spec string
+		next time.Time
+	}{
+		{"30s", start.Add(30 * time.Second)},
+		{"@every 1m", start.Add(time.Minute)},
+		{"*/5 * * * *", time.Date(2026, 1, 1, 10, 5, 0, 0, time.UTC)},
+		{"@hourly", time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC)},
+	} {
+		s, err := ParseSchedule(tc.spec)
+		if err != nil {
+			t.Fatalf("ParseSchedule(%q): %v", tc.spec, err)
+		}
+		if got := s.Next(start); !got.Equal(tc.next) {
+			t.Errorf("ParseSchedule(%q).Next = %s, want %s", tc.spec, got, tc.next)
+		}
+	}
+	for _, bad := range []string{"", "soon", "* * *", "10ms", "-5s"} {
+		if _, err := ParseSchedule(bad); err == nil {
+			t.Errorf("ParseSchedule(%q) accepted", bad)
+		}
+	}
+}

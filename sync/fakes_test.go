@@ -1,0 +1,348 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	stdsync "sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/gitsource"
+)
+
+// fakeSource is a Git repository in memory: commits with their files, and
+// a head.
+type fakeSource struct {
+	mu       stdsync.Mutex
+	commits  map[string]fakeCommit
+	head     string
+	fetchErr error
+	n        int
+}
+
+type fakeCommit struct {
+	rev   gitsource.Revision
+	files map[string]string
+}
+
+func newFakeSource() *fakeSource { return &fakeSource{commits: map[string]fakeCommit{}} }
+
+// commit adds a commit and makes it the head. It returns the SHA.
+func (s *fakeSource) commit(subject string, files map[string]string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	sha := fmt.Sprintf("%07d%033x", s.n, s.n)
+	s.commits[sha] = fakeCommit{rev: gitsource.Revision{SHA: sha, Subject: subject, Author: "dev"}, files: files}
+	s.head = sha
+	return sha
+}
+
+func (s *fakeSource) revert(of string, files map[string]string) string {
+	sha := s.commit("Revert \"something\"", files)
+	s.mu.Lock()
+	c := s.commits[sha]
+	c.rev.Revert, c.rev.Reverts = true, of
+	s.commits[sha] = c
+	s.mu.Unlock()
+	return sha
+}
+
+func (s *fakeSource) setFetchErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetchErr = err
+}
+
+func (s *fakeSource) Fetch(ctx context.Context) (gitsource.FetchResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fetchErr != nil {
+		return gitsource.FetchResult{}, s.fetchErr
+	}
+	if s.head == "" {
+		return gitsource.FetchResult{}, gitsource.ErrRefNotFound
+	}
+	return gitsource.FetchResult{Revision: s.commits[s.head].rev, Changed: true}, nil
+}
+
+func (s *fakeSource) Files(ctx context.Context, sha string) (fs.FS, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commits[sha]
+	if !ok {
+		return nil, gitsource.ErrCommitNotFound
+	}
+	m := fstest.MapFS{}
+	for name, content := range c.files {
+		m[name] = &fstest.MapFile{Data: []byte(content)}
+	}
+	return m, nil
+}
+
+func (s *fakeSource) Revision(ctx context.Context, sha string) (gitsource.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commits[sha]
+	if !ok {
+		return gitsource.Revision{}, gitsource.ErrCommitNotFound
+	}
+	return c.rev, nil
+}
+
+// fakeEngine is a Docker engine in memory that carries out plans the way
+// deploy does, as far as the differ can tell.
+type fakeEngine struct {
+	mu         stdsync.Mutex
+	containers []drift.Container
+	networks   []drift.Network
+	volumes    []drift.Volume
+	down       error
+	nextID     int
+	applies    int
+}
+
+func (e *fakeEngine) Ping(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.down
+}
+
+func (e *fakeEngine) setDown(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.down = err
+}
+
+func (e *fakeEngine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.down != nil {
+		return drift.Actual{}, e.down
+	}
+	var a drift.Actual
+	for _, c := range e.containers {
+		if c.App == app {
+			a.Containers = append(a.Containers, c)
+		}
+	}
+	for _, n := range e.networks {
+		if n.App == app {
+			a.Networks = append(a.Networks, n)
+		}
+	}
+	for _, v := range e.volumes {
+		if v.App == app {
+			a.Volumes = append(a.Volumes, v)
+		}
+	}
+	return a, nil
+}
+
+func (e *fakeEngine) Watch(ctx context.Context, onEvent func(app, container, action string)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, progress func(deploy.Event)) deploy.Result {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.applies++
+	var res deploy.Result
+	for _, c := range plan.Changes {
+		e.applyChange(desired, plan.Revision, c)
+		res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseDone, Duration: time.Millisecond})
+	}
+	return res
+}
+
+func (e *fakeEngine) applyChange(desired *manifest.App, revision string, c drift.Change) {
+	switch c.Kind {
+	case drift.KindNetwork:
+		e.networks = slices.DeleteFunc(e.networks, func(n drift.Network) bool { return n.Name == c.Name })
+		if c.Action != drift.ActionRemove {
+			for _, n := range desired.Networks {
+				if n.Name == c.Resource {
+					e.networks = append(e.networks, drift.Network{ID: e.id(), Name: c.Name, App: desired.Name, Resource: n.Name, SpecHash: n.Hash, Driver: n.Spec.Driver})
+				}
+			}
+		}
+	case drift.KindVolume:
+		e.volumes = slices.DeleteFunc(e.volumes, func(v drift.Volume) bool { return v.Name == c.Name })
+		if c.Action != drift.ActionRemove {
+			for _, v := range desired.Volumes {
+				if v.Name == c.Resource {
+					e.volumes = append(e.volumes, drift.Volume{Name: c.Name, App: desired.Name, Resource: v.Name, SpecHash: v.Hash, Driver: v.Spec.Driver})
+				}
+			}
+		}
+	case drift.KindContainer:
+		switch c.Action {
+		case drift.ActionStart:
+			for i := range e.containers {
+				if e.containers[i].ID == c.ID {
+					e.containers[i].State, e.containers[i].Status, e.containers[i].Ready = drift.StateRunning, "Up 1 second", true
+				}
+			}
+		case drift.ActionRemove:
+			e.remove(c.Name)
+		case drift.ActionCreate, drift.ActionReplace:
+			e.remove(c.Name)
+			svc := desired.Service(c.Service)
+			spec := svc.Spec
+			var nets []string
+			for _, n := range spec.Networks {
+				nets = append(nets, manifest.ObjectName(desired.Name, n))
+			}
+			e.containers = append(e.containers, drift.Container{
+				ID: e.id(), Name: c.Name, App: desired.Name, Service: svc.Name, Slot: c.Slot,
+				SpecHash: svc.Hash, Revision: revision, Spec: &spec, Image: spec.Image,
+				State: drift.StateRunning, Status: "Up 1 second", Ready: true, Networks: nets,
+				Created: time.Unix(1700000000, 0),
+			})
+		}
+	}
+}
+
+func (e *fakeEngine) id() string {
+	e.nextID++
+	return fmt.Sprintf("id%04d", e.nextID)
+}
+
+func (e *fakeEngine) remove(name string) {
+	e.containers = slices.DeleteFunc(e.containers, func(c drift.Container) bool { return c.Name == name })
+}
+
+// outside changes the engine the way a person with the docker CLI would.
+func (e *fakeEngine) outside(f func(e *fakeEngine)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f(e)
+}
+
+func (e *fakeEngine) stop(name string) {
+	e.outside(func(e *fakeEngine) {
+		for i := range e.containers {
+			if e.containers[i].Name == name {
+				e.containers[i].State, e.containers[i].Status, e.containers[i].ExitCode, e.containers[i].Ready = drift.StateExited, "Exited (137) 1 second ago", 137, false
+			}
+		}
+	})
+}
+
+func (e *fakeEngine) rm(name string) { e.outside(func(e *fakeEngine) { e.remove(name) }) }
+
+// running lists "name@revision-prefix" of the app's running containers.
+func (e *fakeEngine) running(app string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, c := range e.containers {
+		if c.App == app && c.State == drift.StateRunning {
+			out = append(out, c.Name+"@"+c.Revision[:7])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (e *fakeEngine) applyCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.applies
+}
+
+// fakeClock is the agent's Now.
+type fakeClock struct {
+	mu  stdsync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// harness is one agent over a fake engine and fake sources.
+type harness struct {
+	t       *testing.T
+	dir     string
+	engine  *fakeEngine
+	sources map[string]*fakeSource
+	clock   *fakeClock
+	apps    []AppConfig
+	agent   *Agent
+}
+
+func newHarness(t *testing.T, apps ...AppConfig) *harness {
+	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: apps}
+	for _, a := range apps {
+		h.sources[a.Name] = newFakeSource()
+	}
+	h.open()
+	return h
+}
+
+// open starts an agent on the harness's data dir (again, after close).
+func (h *harness) open() {
+	h.t.Helper()
+	a, err := New(Options{
+		DataDir: h.dir, Apps: h.apps, Engine: h.engine, Now: h.clock.Now,
+		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil },
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.agent = a
+	h.t.Cleanup(func() { a.Close() })
+}
+
+func (h *harness) restart() {
+	h.agent.Close()
+	h.open()
+}
+
+// pass runs one pass of app synchronously and returns its status.
+func (h *harness) pass(app, trigger string) (AppStatus, error) {
+	h.t.Helper()
+	err := h.agent.reconcile(context.Background(), app, trigger)
+	st, _ := h.agent.App(app)
+	return st, err
+}
+
+func (h *harness) history(app string, kinds ...HistoryKind) []HistoryEntry {
+	h.t.Helper()
+	es, err := h.agent.History(HistoryQuery{App: app, Kinds: kinds, Limit: 500})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return es
+}
+
+func appConfig(name string) AppConfig {
+	return AppConfig{Name: name, Repo: "https://git.example.com/infra.git", Branch: "main", Interval: "30s",
+		SelfHeal: true, MaxRemovalPercent: 50}
+}
+
+func service(name, image string, replicas int) string {
+	return fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: %s\nspec:\n  image: %s\n  replicas: %d\n", name, image, replicas)
+}
+
+var errUnreachable = fmt.Errorf("fetch branch main from https://git.example.com/infra.git: %w: dial tcp: connection refused", gitsource.ErrUnreachable)
+
+var _ = errors.New

@@ -1,0 +1,174 @@
+// Package sync owns the control loop: a deduplicating work queue keyed by
+// app, the passes that fetch, validate, observe, diff and apply, and the
+// status and history they leave behind.
+package sync
+
+import (
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/gitsource"
+)
+
+// SyncStatus says whether the running state matches the revision.
+type SyncStatus string
+
+const (
+	Synced    SyncStatus = "Synced"
+	OutOfSync SyncStatus = "OutOfSync"
+	Unknown   SyncStatus = "Unknown"
+)
+
+// Health summarises whether the app's replicas serve.
+type Health string
+
+const (
+	Healthy       Health = "Healthy"
+	Progressing   Health = "Progressing"
+	Degraded      Health = "Degraded"
+	Suspended     Health = "Suspended"
+	Missing       Health = "Missing"
+	HealthUnknown Health = "Unknown"
+)
+
+// AppStatus is everything a person needs to know about one app. It is
+// written once at the end of every pass.
+type AppStatus struct {
+	Name    string       `json:"name"`
+	Source  SourceStatus `json:"source"`
+	Sync    SyncStatus   `json:"sync"`
+	Health  Health       `json:"health"`
+	Message string       `json:"message"` // one line a user can act on
+
+	Suspended bool `json:"suspended"`
+	SelfHeal  bool `json:"selfHeal"`
+	Prune     bool `json:"prune"`
+	// Pinned is set while the app is rolled back to an earlier revision and
+	// does not follow its branch.
+	Pinned *gitsource.Revision `json:"pinned,omitempty"`
+
+	Fetched *gitsource.Revision `json:"fetched,omitempty"` // head of the tracked ref
+	Applied *gitsource.Revision `json:"applied,omitempty"` // last good revision, the one running
+
+	Services []ServiceStatus `json:"services"`
+	Drift    *drift.Plan     `json:"drift,omitempty"` // the current gap; nil before the first observation
+	Errors   []Condition     `json:"errors,omitempty"`
+	Refused  *Refusal        `json:"refused,omitempty"`
+	Flapping []Flap          `json:"flapping,omitempty"`
+
+	Reconciling bool      `json:"reconciling"`
+	LastPass    time.Time `json:"lastPass,omitzero"`
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+}
+
+// SourceStatus describes the Git source of an app.
+type SourceStatus struct {
+	URL        string    `json:"url"` // credentials removed
+	Ref        string    `json:"ref"`
+	Path       string    `json:"path"`
+	LastFetch  time.Time `json:"lastFetch,omitzero"`
+	Error      string    `json:"error,omitempty"`
+	ErrorSince time.Time `json:"errorSince,omitzero"`
+}
+
+// ServiceStatus is one declared service.
+type ServiceStatus struct {
+	Name       string            `json:"name"`
+	Image      string            `json:"image"`
+	Desired    int               `json:"desired"`
+	Running    int               `json:"running"`
+	Ready      int               `json:"ready"`
+	Health     Health            `json:"health"`
+	Message    string            `json:"message,omitempty"`
+	Containers []ContainerStatus `json:"containers"`
+}
+
+// ContainerStatus is one replica.
+type ContainerStatus struct {
+	Name         string    `json:"name"`
+	ID           string    `json:"id"`
+	Slot         int       `json:"slot"`
+	State        string    `json:"state"`
+	Status       string    `json:"status"`
+	Ready        bool      `json:"ready"`
+	ReadyReason  string    `json:"readyReason,omitempty"`
+	RestartCount int       `json:"restartCount"`
+	Image        string    `json:"image"`
+	Revision     string    `json:"revision"`
+	Created      time.Time `json:"created"`
+}
+
+// Condition is an active problem and how long it has lasted.
+type Condition struct {
+	Kind    string    `json:"kind"` // source, validation, engine, apply, conflict, flapping
+	Message string    `json:"message"`
+	Since   time.Time `json:"since"`
+}
+
+// Refusal is a revision that was not applied, and why.
+type Refusal struct {
+	Revision gitsource.Revision `json:"revision"`
+	Reason   string             `json:"reason"`
+	Errors   []string           `json:"errors,omitempty"` // file:line:column: field: message
+}
+
+// Flap is a field repaired again and again: something outside Git is
+// fighting the agent.
+type Flap struct {
+	Container string    `json:"container"`
+	Field     string    `json:"field"`
+	Count     int       `json:"count"`
+	Since     time.Time `json:"since"`
+}
+
+// HistoryKind classifies history entries so the UI can filter them.
+type HistoryKind string
+
+const (
+	KindSync     HistoryKind = "sync"     // a revision was applied (revert commits are syncs whose revision has Revert set)
+	KindRepair   HistoryKind = "repair"   // drift repaired without a new commit
+	KindRefused  HistoryKind = "refused"  // a revision was refused
+	KindRollback HistoryKind = "rollback" // pinned to an earlier revision, or unpinned
+	KindFlapping HistoryKind = "flapping"
+	KindSource   HistoryKind = "source" // source failed or recovered
+	KindAction   HistoryKind = "action" // suspend, resume, self-heal toggled
+)
+
+// HistoryEntry is one recorded event. Entries are kept in the data
+// directory and survive restarts.
+type HistoryEntry struct {
+	ID       uint64              `json:"id"`
+	Time     time.Time           `json:"time"`
+	App      string              `json:"app"`
+	Kind     HistoryKind         `json:"kind"`
+	Trigger  string              `json:"trigger,omitempty"` // poll, commit, docker-event, resync, api, webhook, startup
+	Revision *gitsource.Revision `json:"revision,omitempty"`
+	Summary  string              `json:"summary"`          // "web-2 was removed outside Git; recreated"
+	Result   string              `json:"result,omitempty"` // succeeded, failed, partial
+	Plan     *drift.Plan         `json:"plan,omitempty"`
+	Outcomes []ChangeOutcome     `json:"outcomes,omitempty"`
+	Errors   []string            `json:"errors,omitempty"`
+	Duration time.Duration       `json:"duration,omitempty"`
+}
+
+// HistoryQuery selects history entries, newest first.
+type HistoryQuery struct {
+	App    string        // "" = all apps
+	Kinds  []HistoryKind // empty = all kinds
+	Before uint64        // page cursor: only entries with ID < Before; 0 = from the newest
+	Limit  int           // default 50, max 500
+}
+
+// Event tells subscribers (the UI's live updates) that something changed.
+type Event struct {
+	App  string `json:"app"`
+	Kind string `json:"kind"` // status, history
+}
+
+// ChangeOutcome is what happened to one change of an applied plan.
+type ChangeOutcome struct {
+	Change   drift.Change  `json:"change"`
+	Result   string        `json:"result"` // done, failed, skipped
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration"`
+}

@@ -1,0 +1,239 @@
+package sync
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	stdsync "sync"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/gitsource"
+	bolt "go.etcd.io/bbolt"
+)
+
+// DefaultHistoryRetention is how many history entries are kept in total.
+const DefaultHistoryRetention = 10000
+
+var (
+	bucketHistory = []byte("history")
+	bucketApps    = []byte("apps")
+)
+
+// store persists history and the per-app runtime state (toggles, pin, the
+// last applied revision) in DataDir/driftless.db.
+type store struct {
+	db        *bolt.DB
+	retention int
+
+	mu    stdsync.Mutex // serialises count bookkeeping with writes
+	count int
+}
+
+// persistedApp is what survives a restart for one app. Pointers are nil
+// until set at runtime; then they override the config.
+type persistedApp struct {
+	Suspended *bool               `json:"suspended,omitempty"`
+	SelfHeal  *bool               `json:"selfHeal,omitempty"`
+	Pinned    *gitsource.Revision `json:"pinned,omitempty"`
+	// Applied is the last revision applied successfully and what each
+	// service converged to, so a restart can keep enforcing it when the
+	// head is refused.
+	Applied      *gitsource.Revision             `json:"applied,omitempty"`
+	Accepted     *gitsource.Revision             `json:"accepted,omitempty"` // last valid revision being enforced
+	AppliedState map[string]drift.AppliedService `json:"appliedState,omitempty"`
+	LastRefused  string                          `json:"lastRefused,omitempty"`
+}
+
+func openStore(dataDir string, retention int) (*store, error) {
+	if dataDir == "" {
+		return nil, errors.New("data directory not set: set dataDir in the config or --data-dir")
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	path := filepath.Join(dataDir, "driftless.db")
+	// The timeout turns a second agent on the same data dir into an error
+	// instead of a hang.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open history store %s (is another driftless using this data directory?): %w", path, err)
+	}
+	if retention <= 0 {
+		retention = DefaultHistoryRetention
+	}
+	s := &store{db: db, retention: retention}
+	err = db.Update(func(tx *bolt.Tx) error {
+		h, err := tx.CreateBucketIfNotExists(bucketHistory)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketApps); err != nil {
+			return err
+		}
+		s.count = h.Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialise history store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *store) Close() error { return s.db.Close() }
+
+func idKey(id uint64) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, id)
+	return k
+}
+
+// Append stores entries, assigning IDs in order, and trims the oldest
+// entries beyond the retention. It returns the stored entries.
+func (s *store) Append(entries ...HistoryEntry) ([]HistoryEntry, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]HistoryEntry, len(entries))
+	added := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketHistory)
+		n := s.count
+		for i, e := range entries {
+			id, err := b.NextSequence()
+			if err != nil {
+				return err
+			}
+			e.ID = id
+			data, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(idKey(id), data); err != nil {
+				return err
+			}
+			out[i] = e
+			n++
+		}
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && n > s.retention; k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n--
+		}
+		added = n - s.count
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write history: %w", err)
+	}
+	s.count += added
+	return out, nil
+}
+
+// Query returns entries newest first.
+func (s *store) Query(q HistoryQuery) ([]HistoryEntry, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 500 {
+		limit = 500
+	}
+	var out []HistoryEntry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketHistory).Cursor()
+		var k, v []byte
+		if q.Before > 0 {
+			k, v = c.Seek(idKey(q.Before))
+			if k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev() // Seek lands on Before itself or the next one up
+			}
+		} else {
+			k, v = c.Last()
+		}
+		for ; k != nil && len(out) < limit; k, v = c.Prev() {
+			var e HistoryEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("entry %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			if q.Before > 0 && e.ID >= q.Before {
+				continue
+			}
+			if q.App != "" && e.App != q.App {
+				continue
+			}
+			if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, e.Kind) {
+				continue
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	return out, nil
+}
+
+func (s *store) Entry(id uint64) (HistoryEntry, bool) {
+	var e HistoryEntry
+	found := false
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketHistory).Get(idKey(id))
+		if v == nil {
+			return nil
+		}
+		found = json.Unmarshal(v, &e) == nil
+		return nil
+	})
+	return e, found
+}
+
+func (s *store) LoadApp(name string) (persistedApp, error) {
+	var p persistedApp
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketApps).Get([]byte(name))
+		if v == nil {
+			return nil
+		}
+		return json.Unmarshal(v, &p)
+	})
+	if err != nil {
+		return persistedApp{}, fmt.Errorf("read state of app %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// UpdateApp changes an app's persisted state in one transaction.
+func (s *store) UpdateApp(name string, change func(*persistedApp)) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketApps)
+		var p persistedApp
+		if v := b.Get([]byte(name)); v != nil {
+			if err := json.Unmarshal(v, &p); err != nil {
+				return err
+			}
+		}
+		change(&p)
+		data, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(name), data)
+	})
+	if err != nil {
+		return fmt.Errorf("write state of app %s: %w", name, err)
+	}
+	return nil
+}

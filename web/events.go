@@ -1,0 +1,63 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// sseHeartbeat keeps idle connections open through proxies that close
+// silent streams.
+const sseHeartbeat = 25 * time.Second
+
+// events streams "status" events while the client stays connected; pages
+// use them to refetch what changed.
+func (s *Server) events(c *gin.Context) {
+	flusher, ok := c.Writer.(http.Flusher)
+	if !ok {
+		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
+		return
+	}
+	ch, unsubscribe := s.opts.Agent.Subscribe()
+	defer unsubscribe()
+
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	// Tell the browser how long to wait before reconnecting, and get the
+	// headers out now so EventSource reports the stream as open.
+	fmt.Fprint(c.Writer, "retry: 3000\n\n")
+	flusher.Flush()
+
+	heartbeat := time.NewTicker(sseHeartbeat)
+	defer heartbeat.Stop()
+	ctx := c.Request.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-heartbeat.C:
+			if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			data, err := json.Marshal(ev)
+			if err != nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(c.Writer, "event: status\ndata: %s\n\n", data); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}

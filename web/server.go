@@ -1,0 +1,327 @@
+// Package web serves driftless's dashboard, JSON API, webhooks, metrics and
+// health endpoints. It reads status and history from the agent and enqueues
+// work; every decision about what to do stays in package sync.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	dsync "github.com/driftless-dev/driftless/sync"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Agent is what the web server needs from the sync agent.
+type Agent interface {
+	Apps() []dsync.AppStatus
+	App(name string) (dsync.AppStatus, bool)
+	History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error)
+	Entry(id uint64) (dsync.HistoryEntry, bool)
+	Enqueue(app, trigger string) error
+	SetSuspended(app string, suspended bool) error
+	SetSelfHeal(app string, on bool) error
+	Pin(ctx context.Context, app, sha string) error
+	Unpin(app string) error
+	Subscribe() (<-chan dsync.Event, func())
+	Ready() error
+}
+
+// AppSource is the part of an app's configuration webhooks need to decide
+// which apps a push concerns. It is never rendered or serialised.
+type AppSource struct {
+	Name          string
+	Repo          string
+	Branch        string
+	Tag           string
+	WebhookSecret string // per-app secret; empty means Options.WebhookSecret
+}
+
+// Options configure a Server.
+type Options struct {
+	Agent  Agent
+	Listen string // default 127.0.0.1:8080
+	// APIToken is the bearer token write actions need. Without it, writes are
+	// only accepted from loopback.
+	APIToken string
+	// WebhookSecret is used for apps without their own secret.
+	WebhookSecret string
+	// Sources lists the configured apps' repositories and webhook secrets.
+	// A function rather than a slice so configuration reloads are seen; the
+	// CLI maps its app configuration into AppSource.
+	Sources func() []AppSource
+	// PublicRead serves read-only pages and API to any address without a
+	// token.
+	PublicRead bool
+	// Registry is served at /metrics; web registers its webhook counters on
+	// it. Nil means a private registry holding only web's metrics.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	// MaxBodyBytes caps request bodies (webhooks, API); default 1 MiB.
+	MaxBodyBytes int64
+}
+
+// Server is the HTTP front end of the agent.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	engine   *gin.Engine
+	pages    map[string]*template.Template
+	csrfKey  []byte // per-process random key for CSRF tokens
+	webhooks *prometheus.CounterVec
+}
+
+// New builds a Server. It calls gin.SetMode(gin.ReleaseMode), which is gin's
+// package-level state: gin's debug output must never reach the operator's
+// logs, and there is no per-engine switch.
+func New(opts Options) (*Server, error) {
+	if opts.Agent == nil {
+		return nil, errors.New("web: Options.Agent is required")
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:8080"
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Sources == nil {
+		opts.Sources = func() []AppSource { return nil }
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{opts: opts, log: opts.Logger}
+
+	s.csrfKey = make([]byte, 32)
+	if _, err := rand.Read(s.csrfKey); err != nil {
+		return nil, fmt.Errorf("web: generating CSRF key: %w", err)
+	}
+
+	s.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driftless_webhook_requests_total",
+		Help: "Webhook requests received, by provider and result (queued, ignored, ping, unauthorized, bad_request, too_large).",
+	}, []string{"provider", "result"})
+	if err := opts.Registry.Register(s.webhooks); err != nil {
+		return nil, fmt.Errorf("web: registering webhook metrics: %w", err)
+	}
+
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s.pages = pages
+
+	gin.SetMode(gin.ReleaseMode)
+	s.engine = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving everything.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// ListenAndServe serves on Options.Listen until ctx ends, then shuts down
+// gracefully (open event streams are closed first so shutdown does not hang).
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("web: listening on %s: %w (pick another address with --listen)", s.opts.Listen, err)
+	}
+	// Request contexts derive from baseCtx, so cancelling it ends SSE streams.
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.log.Info("web UI and API listening", "url", "http://"+displayAddr(ln.Addr().String()))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("web: serving: %w", err)
+	case <-ctx.Done():
+	}
+	cancelBase()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("web: shutting down: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("web: serving: %w", err)
+	}
+	return nil
+}
+
+// displayAddr turns a wildcard listen address into one a browser can open.
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (s *Server) routes() *gin.Engine {
+	r := gin.New()
+	r.ContextWithFallback = true
+	// Client addresses come from RemoteAddr only; forwarded headers are
+	// never trusted for access decisions.
+	_ = r.SetTrustedProxies(nil)
+	r.Use(s.recovery(), s.logging(), securityHeaders(), s.limitBody())
+
+	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/readyz", s.readyz)
+
+	hooks := r.Group("/hooks")
+	for _, p := range providers() {
+		hooks.POST("/"+p.name, s.webhook(p))
+	}
+
+	static, _ := fs.Sub(staticFS, "static")
+	r.GET("/static/*file", s.serveStatic(static))
+
+	r.GET("/login", s.loginPage)
+	r.POST("/login", s.formGuard(), s.login)
+	r.POST("/logout", s.formGuard(), s.logout)
+
+	read := r.Group("/", s.requireRead())
+	read.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})))
+	read.GET("/events", s.events)
+	read.GET("/", s.overviewPage)
+	read.GET("/apps/:app", s.appPage)
+	read.GET("/apps/:app/history", s.historyPage)
+	read.GET("/history", s.historyPage)
+	read.GET("/history/:id", s.entryPage)
+
+	api := r.Group("/api/v1")
+	apiRead := api.Group("/", s.requireRead())
+	apiRead.GET("/apps", s.apiApps)
+	apiRead.GET("/apps/:app", s.apiApp)
+	apiRead.GET("/apps/:app/services", s.apiServices)
+	apiRead.GET("/apps/:app/plan", s.apiPlan)
+	apiRead.GET("/apps/:app/history", s.apiHistory)
+	apiRead.GET("/history", s.apiHistory)
+	apiRead.GET("/history/:id", s.apiEntry)
+
+	apiWrite := api.Group("/", s.requireWrite(), s.apiOriginGuard())
+	for _, a := range actions() {
+		apiWrite.POST("/apps/:app/"+a.name, s.apiAction(a))
+	}
+
+	forms := r.Group("/", s.requireWrite(), s.formGuard())
+	for _, a := range actions() {
+		forms.POST("/apps/:app/"+a.name, s.formAction(a))
+	}
+
+	r.NoRoute(func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			jsonError(c, http.StatusNotFound, "no such endpoint: "+c.Request.Method+" "+c.Request.URL.Path)
+			return
+		}
+		s.errorPage(c, http.StatusNotFound, "Page not found", "There is no page at "+c.Request.URL.Path+".")
+	})
+	return r
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	if err := s.opts.Agent.Ready(); err != nil {
+		c.String(http.StatusServiceUnavailable, "not ready: %s", err.Error())
+		return
+	}
+	c.String(http.StatusOK, "ready")
+}
+
+func (s *Server) serveStatic(files fs.FS) gin.HandlerFunc {
+	h := http.StripPrefix("/static/", http.FileServer(http.FS(files)))
+	return func(c *gin.Context) {
+		// Assets are embedded in the binary, so they change only on upgrade.
+		c.Header("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(c.Writer, c.Request)
+	}
+}
+
+// recovery turns a panic into a 500 and a logged error with the route, so a
+// bug in one handler never takes the agent down.
+func (s *Server) recovery() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler {
+				panic(rec)
+			}
+			s.log.Error("web handler panicked; request answered with 500",
+				"method", c.Request.Method, "path", c.Request.URL.Path, "panic", fmt.Sprint(rec))
+			if !c.Writer.Written() {
+				jsonError(c, http.StatusInternalServerError, "internal error; see the agent's log")
+			}
+			c.Abort()
+		}()
+		c.Next()
+	}
+}
+
+// logging logs one line per request. Query strings and headers are left out:
+// they may carry tokens.
+func (s *Server) logging() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		level := slog.LevelInfo
+		switch p := c.Request.URL.Path; {
+		case p == "/healthz" || p == "/readyz" || p == "/metrics" || strings.HasPrefix(p, "/static/"):
+			level = slog.LevelDebug
+		case c.Writer.Status() >= 500:
+			level = slog.LevelError
+		}
+		s.log.Log(c.Request.Context(), level, "http request",
+			"method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(),
+			"duration", time.Since(start).Round(time.Microsecond), "remote", c.Request.RemoteAddr)
+	}
+}
+
+func securityHeaders() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		h := c.Writer.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		c.Next()
+	}
+}
+
+func jsonError(c *gin.Context, code int, msg string) {
+	c.AbortWithStatusJSON(code, gin.H{"error": msg})
+}

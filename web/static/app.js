@@ -1,0 +1,57 @@
+// Live updates: when the agent reports a change, refetch this page and swap
+// the part that changed. No reloads, no frameworks.
+(function () {
+  "use strict";
+
+  // Confirm destructive actions (inline handlers are blocked by the CSP).
+  document.addEventListener("submit", function (ev) {
+    var btn = ev.submitter || ev.target.querySelector("button[data-confirm]");
+    var msg = btn && btn.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) ev.preventDefault();
+  });
+
+  var app = document.body.getAttribute("data-live-app");
+  if (app === null || !window.EventSource || !window.fetch || !window.DOMParser) return;
+  var indicator = document.getElementById("live");
+  function mark(state, word) {
+    if (!indicator) return;
+    indicator.className = "live " + state;
+    indicator.textContent = word;
+  }
+
+  var timer = null, busy = false, again = false;
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (res) { return res.ok ? res.text() : null; })
+      .then(function (html) {
+        if (!html) return;
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById("live-root");
+        var current = document.getElementById("live-root");
+        // Don't pull the page out from under someone typing.
+        var active = document.activeElement;
+        if (fresh && current && !(active && active.tagName === "INPUT" && current.contains(active))) {
+          current.replaceWith(fresh);
+        }
+      })
+      .catch(function () {})
+      .then(function () {
+        busy = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  var es = new EventSource("/events");
+  es.onopen = function () { mark("on", "live"); };
+  es.onerror = function () { mark("off", "reconnecting…"); };
+  es.addEventListener("status", function (ev) {
+    var data;
+    try { data = JSON.parse(ev.data); } catch (e) { return; }
+    if (app !== "" && data.app !== app) return;
+    // Coalesce bursts (a pass emits several events) into one refetch.
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 300);
+  });
+})();
