@@ -18,7 +18,10 @@ import (
 
 // notReadyError is a replica that did not become ready: the rollout of its
 // service stops and the service is reported degraded.
-type notReadyError struct{ msg string }
+type notReadyError struct {
+	summary string // one line: what happened
+	msg     string // summary plus the last log lines
+}
 
 func (e *notReadyError) Error() string { return e.msg }
 
@@ -174,7 +177,8 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, baseRestarts in
 				return ctx.Err()
 			}
 			if cerrdefs.IsNotFound(err) {
-				return &notReadyError{fmt.Sprintf("%s disappeared while waiting for it to become ready", name)}
+				msg := name + " disappeared while waiting for it to become ready"
+				return &notReadyError{summary: msg, msg: msg}
 			}
 			return fmt.Errorf("inspect %s: %w", name, err)
 		}
@@ -215,7 +219,8 @@ func restartedWords(n int) string {
 }
 
 // notReady builds the readiness failure with the replica's last log lines.
-func (r *run) notReady(ctx context.Context, id, msg string) error {
+func (r *run) notReady(ctx context.Context, id, summary string) error {
+	msg := summary
 	logs, err := r.e.Logs(ctx, id, logLines)
 	switch {
 	case err != nil:
@@ -225,7 +230,7 @@ func (r *run) notReady(ctx context.Context, id, msg string) error {
 	default:
 		msg += "; last log lines:\n    " + strings.ReplaceAll(logs, "\n", "\n    ")
 	}
-	return &notReadyError{msg}
+	return &notReadyError{summary: summary, msg: msg}
 }
 
 // stopTimeout is the grace period of the spec the container was created

@@ -312,7 +312,7 @@ func TestImportImageRunsBinaryAsEntrypoint(t *testing.T) {
 func TestApplyFromEmptyConvergesAndIsStable(t *testing.T) {
 	f := newFixture(t, deploy.Options{})
 	desired := f.load(
-		webYAML(3, `  networks: [backend]
+		webYAML(3, `  networks: [backend, default]
   dependsOn: [cache]
   env: {MESSAGE: hello, API_TOKEN: s3cret}
   secretEnv: [API_TOKEN]`),
@@ -363,11 +363,11 @@ spec: {driver: local}
 		if c.Spec == nil || c.Spec.Env["API_TOKEN"] == "s3cret" {
 			t.Errorf("%s: the recorded spec must be redacted: %+v", c.Name, c.Spec)
 		}
-		if strings.Join(c.Networks, ",") != f.app+"-backend" {
+		if strings.Join(c.Networks, ",") != f.app+"-backend,"+f.app+"-default" {
 			t.Errorf("%s networks = %v", c.Name, c.Networks)
 		}
 	}
-	if len(a.Networks) != 1 || a.Networks[0].Resource != "backend" || len(a.Volumes) != 1 || a.Volumes[0].Resource != "data" {
+	if len(a.Networks) != 2 || a.Networks[0].Resource != "backend" || len(a.Volumes) != 1 || a.Volumes[0].Resource != "data" {
 		t.Errorf("networks %+v volumes %+v", a.Networks, a.Volumes)
 	}
 
@@ -485,6 +485,24 @@ func TestRollingUpdateKeepsReadyReplicas(t *testing.T) {
 		}
 	}
 	f.requireConverged(desired, drift.Options{Revision: "rev2"})
+}
+
+func TestRollingUpdateWithoutSurgeStopsOldReplicaFirst(t *testing.T) {
+	f := newFixture(t, deploy.Options{})
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	port := 30000 + (int(b[0])<<8|int(b[1]))%10000
+	spec := `  ports: [{containerPort: 8080, hostPort: %d}]
+  update: {strategy: rolling, maxSurge: 0, maxUnavailable: 1}
+  env: {MESSAGE: %s}`
+	f.converge(f.load(webYAML(1, fmt.Sprintf(spec, port, "v1"))), drift.Options{})
+	// A host port is held by one container at a time: the new replica can
+	// only start once the old one is stopped.
+	f.converge(f.load(webYAML(1, fmt.Sprintf(spec, port, "v2"))), drift.Options{})
+	web := service(f.observe(), "web")
+	if len(web) != 1 || !web[0].Ready || web[0].Spec.Env["MESSAGE"] != "v2" || fmt.Sprint(web[0].HostPorts) != fmt.Sprintf("[%d]", port) {
+		t.Errorf("after update: %+v", web)
+	}
 }
 
 func TestRecreateStrategyRemovesAllBeforeCreating(t *testing.T) {
@@ -671,9 +689,12 @@ func TestForeignContainerWithOurNameIsLeftAlone(t *testing.T) {
 		_, _ = f.cli.ContainerRemove(context.Background(), foreign.ID, client.ContainerRemoveOptions{Force: true})
 	})
 	desired := f.load(webYAML(2, ""))
-	a := f.observe()
-	if len(a.ForeignContainers) != 1 || a.ForeignContainers[0].ID != foreign.ID {
-		t.Fatalf("foreign containers = %+v; want the one named %s", a.ForeignContainers, name)
+	reported := false
+	for _, c := range f.observe().ForeignContainers {
+		reported = reported || c.ID == foreign.ID && c.Name == name && c.App == ""
+	}
+	if !reported {
+		t.Fatalf("the foreign container named %s is not in Actual.ForeignContainers", name)
 	}
 
 	// Whatever the plan says, deploy refuses to touch what is not ours.

@@ -46,6 +46,7 @@ type probeEntry struct {
 	failures   int
 	probed     bool // an httpGet/tcpSocket probe has answered since the last start
 	stopProbes context.CancelFunc
+	loopGen    int // identifies the current probe loop; older loops' results are dropped
 }
 
 // prober is driftless's own readiness checker, like a kubelet's: it keeps
@@ -162,8 +163,9 @@ func (p *prober) update(info runtimeInfo) {
 	if needsLoop && e.stopProbes == nil {
 		ctx, cancel := context.WithCancel(p.ctx)
 		e.stopProbes = cancel
+		e.loopGen++
 		p.wg.Add(1)
-		go p.probeLoop(ctx, info.ID, *info.Readiness, info.StartedAt)
+		go p.probeLoop(ctx, info.ID, e.loopGen, *info.Readiness, info.StartedAt)
 	}
 	p.evaluate(e)
 }
@@ -202,8 +204,9 @@ func (p *prober) evaluate(e *probeEntry) {
 			e.reason = "healthcheck " + info.Health
 		}
 	default:
-		if !e.probed && e.reason == "" || strings.HasPrefix(e.reason, "container ") || strings.HasPrefix(e.reason, "exited") {
-			e.reason = "waiting for the first readiness probe"
+		// httpGet and tcpSocket: the probe loop sets ready and reason.
+		if !e.probed {
+			e.ready, e.reason = false, "waiting for the first readiness probe"
 		}
 	}
 }
@@ -256,7 +259,7 @@ func (p *prober) remove(id string) {
 
 // probeLoop runs one container's httpGet or tcpSocket probe at its period
 // until the container stops, restarts or is forgotten.
-func (p *prober) probeLoop(ctx context.Context, id string, r manifest.Readiness, startedAt time.Time) {
+func (p *prober) probeLoop(ctx context.Context, id string, gen int, r manifest.Readiness, startedAt time.Time) {
 	defer p.wg.Done()
 	period := secondsOr(r.PeriodSeconds, 10)
 	timeout := secondsOr(r.TimeoutSeconds, 1)
@@ -274,14 +277,21 @@ func (p *prober) probeLoop(ctx context.Context, id string, r manifest.Readiness,
 	defer ticker.Stop()
 	for {
 		p.mu.Lock()
-		ip := p.entries[id].info.IP
+		e, ok := p.entries[id]
+		var ip string
+		if ok {
+			ip = e.info.IP
+		}
 		p.mu.Unlock()
+		if !ok {
+			return // forgotten
+		}
 		err := p.probeOnce(ctx, ip, r, timeout)
 		if ctx.Err() != nil {
 			return
 		}
 		p.mu.Lock()
-		if e, ok := p.entries[id]; ok && e.stopProbes != nil {
+		if e, ok := p.entries[id]; ok && e.loopGen == gen && ctx.Err() == nil {
 			e.probed = true
 			if err == nil {
 				e.successes++
@@ -294,10 +304,12 @@ func (p *prober) probeLoop(ctx context.Context, id string, r manifest.Readiness,
 			} else {
 				e.failures++
 				e.successes = 0
+				// A ready replica stays ready until failureThreshold
+				// failures in a row.
 				if e.failures >= failureThreshold || !e.ready {
 					e.ready = false
+					e.reason = "readiness probe failed: " + err.Error()
 				}
-				e.reason = "readiness probe failed: " + err.Error()
 			}
 		}
 		p.mu.Unlock()

@@ -46,8 +46,15 @@ func rolloutBatches(n, maxSurge, maxUnavailable int) []rolloutBatch {
 // the remaining replacements are skipped.
 func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []indexed) bool {
 	u := svc.Spec.Update
+	surge, unavailable := u.MaxSurge, u.MaxUnavailable
+	if publishesHostPorts(&svc.Spec) {
+		// A host port is bound by one container at a time: a surge replica
+		// could never start, so old replicas are stopped first, one at a time
+		// at least.
+		surge, unavailable = 0, max(unavailable, 1)
+	}
 	next := 0
-	for _, b := range rolloutBatches(len(replaces), u.MaxSurge, u.MaxUnavailable) {
+	for _, b := range rolloutBatches(len(replaces), surge, unavailable) {
 		batch := replaces[next : next+b.Size]
 		next += b.Size
 		errs := make([]error, len(batch))
@@ -64,7 +71,7 @@ func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []ind
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
-			why := "rollout of " + svc.Name + " stopped: " + firstLine(err.Error())
+			why := "rollout of " + svc.Name + " stopped: " + summary(err)
 			if ctx.Err() != nil {
 				why = "apply cancelled: " + ctx.Err().Error()
 			}
@@ -75,9 +82,23 @@ func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []ind
 	return true
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
+// summary is the one-line form of a failure.
+func summary(err error) string {
+	var nr *notReadyError
+	if errors.As(err, &nr) {
+		return nr.summary
+	}
+	line, _, _ := strings.Cut(err.Error(), "\n")
 	return line
+}
+
+func publishesHostPorts(spec *manifest.ServiceSpec) bool {
+	for _, p := range spec.Ports {
+		if p.HostPort != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // replaceOne replaces one replica. The old container is renamed to
@@ -141,6 +162,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		cancel()
 		r.e.prober.remove(id)
 		restore()
+		r.emit(s, PhaseRemoved, "removed the new "+stable+" that did not become ready; the old replica stays in service", nil)
 		return err
 	}
 	if err := r.stopAndRemove(ctx, old, &svc.Spec); err != nil {

@@ -299,7 +299,13 @@ type reqOpt func(*http.Request)
 
 func from(addr string) reqOpt { return func(r *http.Request) { r.RemoteAddr = addr } }
 func header(k, v string) reqOpt {
-	return func(r *http.Request) { r.Header.Set(k, v) }
+	return func(r *http.Request) {
+		if k == "Host" {
+			r.Host = v
+			return
+		}
+		r.Header.Set(k, v)
+	}
 }
 func bearer(tok string) reqOpt { return header("Authorization", "Bearer "+tok) }
 

@@ -50,8 +50,8 @@ func hookCases() []hookCase {
 		},
 		{
 			provider: "gitlab", fixture: "gitlab_push.json", app: "blog", secret: testGlobalSecret,
-			events: map[string]string{"X-Gitlab-Event": "Push Hook"},
-			signed: func(_, secret string) map[string]string { return map[string]string{"X-Gitlab-Token": secret} },
+			events:      map[string]string{"X-Gitlab-Event": "Push Hook"},
+			signed:      func(_, secret string) map[string]string { return map[string]string{"X-Gitlab-Token": secret} },
 			otherBranch: setRef, repoPath: "acme/blog",
 		},
 		{
@@ -304,7 +304,9 @@ func TestWebhookPerAppSecret(t *testing.T) {
 func TestWebhookWithoutAnySecretConfigured(t *testing.T) {
 	env := newTestEnv(t, func(o *Options) {
 		o.WebhookSecret = ""
-		o.Sources = func() []AppSource { return []AppSource{{Name: "shop", Repo: "https://github.com/acme/shop", Branch: "main"}} }
+		o.Sources = func() []AppSource {
+			return []AppSource{{Name: "shop", Repo: "https://github.com/acme/shop", Branch: "main"}}
+		}
 	})
 	hc := hookCases()[0]
 	body := readFixture(t, hc.fixture)

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -294,7 +295,6 @@ func templateFuncs() template.FuncMap {
 		"tone":      tone,
 		"lower":     strings.ToLower,
 		"redactURL": redactURL,
-		"counts":    planCounts,
 		"actionTone": func(a drift.Action) string {
 			switch a {
 			case drift.ActionCreate:
@@ -414,6 +414,82 @@ func tone(word any) string {
 		return "info"
 	}
 	return "muted"
+}
+
+var urlCredentials = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'"]+@`)
+
+// scrubCredentials removes user:password@ from any URL in s. Source URLs
+// reach web already redacted; this catches credentials echoed in error
+// messages (git's "unable to access 'https://user:token@…'").
+func scrubCredentials(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return urlCredentials.ReplaceAllString(s, "$1")
+}
+
+// scrubStatus applies scrubCredentials to the free-text fields of a status.
+func scrubStatus(st dsync.AppStatus) dsync.AppStatus {
+	st.Source.URL = scrubCredentials(st.Source.URL)
+	st.Source.Error = scrubCredentials(st.Source.Error)
+	st.Message = scrubCredentials(st.Message)
+	if len(st.Errors) > 0 {
+		errs := slices.Clone(st.Errors)
+		for i := range errs {
+			errs[i].Message = scrubCredentials(errs[i].Message)
+		}
+		st.Errors = errs
+	}
+	if st.Refused != nil {
+		r := *st.Refused
+		r.Reason = scrubCredentials(r.Reason)
+		st.Refused = &r
+	}
+	return st
+}
+
+func scrubEntry(e dsync.HistoryEntry) dsync.HistoryEntry {
+	e.Summary = scrubCredentials(e.Summary)
+	if len(e.Errors) > 0 {
+		errs := slices.Clone(e.Errors)
+		for i := range errs {
+			errs[i] = scrubCredentials(errs[i])
+		}
+		e.Errors = errs
+	}
+	return e
+}
+
+// scrubbingAgent scrubs credentials from everything web reads, so no
+// handler can forget to.
+type scrubbingAgent struct{ Agent }
+
+func (a scrubbingAgent) Apps() []dsync.AppStatus {
+	apps := a.Agent.Apps()
+	out := make([]dsync.AppStatus, len(apps))
+	for i, st := range apps {
+		out[i] = scrubStatus(st)
+	}
+	return out
+}
+
+func (a scrubbingAgent) App(name string) (dsync.AppStatus, bool) {
+	st, ok := a.Agent.App(name)
+	return scrubStatus(st), ok
+}
+
+func (a scrubbingAgent) History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error) {
+	entries, err := a.Agent.History(q)
+	out := make([]dsync.HistoryEntry, len(entries))
+	for i, e := range entries {
+		out[i] = scrubEntry(e)
+	}
+	return out, err
+}
+
+func (a scrubbingAgent) Entry(id uint64) (dsync.HistoryEntry, bool) {
+	e, ok := a.Agent.Entry(id)
+	return scrubEntry(e), ok
 }
 
 // redactURL drops credentials from a URL before it is shown, in case a

@@ -111,6 +111,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
+	opts.Agent = scrubbingAgent{opts.Agent}
 	s := &Server{opts: opts, log: opts.Logger}
 
 	s.csrfKey = make([]byte, 32)

@@ -2,9 +2,320 @@ package main
 
 import (
 	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/examples"
+	dsync "github.com/driftless-dev/driftless/sync"
 )
 
+// The demo's app and images. --clean removes objects labelled with this app
+// and these image tags, and nothing else.
+const (
+	demoApp = "demo"
+)
+
+var demoImages = []string{"driftless-demo:v1", "driftless-demo:v2"}
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return 2
+	fs := newFlags("demo", "demo [--data DIR] [--listen ADDR] [--clean]",
+		`Try driftless on this machine, with no registry and no remote Git host:
+it packs this binary into the demo images driftless-demo:v1 and :v2, seeds a Git
+repository in DATA/repo with the example app (web x3 with a readiness probe, cache
+with a volume, one network), and runs the agent on it with the dashboard.
+A second run reuses what exists. --clean removes everything the demo created.`, stderr)
+	var f runFlags
+	f.register(fs, false)
+	clean := fs.Bool("clean", false, "remove the demo's containers, network, volume, images and data directory, then exit")
+	// The demo keeps its own data apart from a real agent's.
+	_ = fs.Set("data", filepath.Join(defaultDataDir(), "demo"))
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "driftless demo: unexpected argument %q\n", pos[0])
+		return exitError
+	}
+	data, err := filepath.Abs(f.data)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return exitError
+	}
+	if *clean {
+		if err := demoClean(ctx, data, stdout); err != nil {
+			fmt.Fprintln(stderr, "driftless demo --clean:", err)
+			return 1
+		}
+		return 0
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		fmt.Fprintln(stderr, "driftless demo: the demo keeps its manifests in a local Git repository and needs the git command: install git and run it again")
+		return 1
+	}
+	log, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return exitError
+	}
+
+	step := func(msg string) { fmt.Fprintf(stdout, "==> %s\n", msg) }
+	step("checking the Docker engine")
+	eng, err := connectEngine(ctx, 0)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return 1
+	}
+	defer eng.Close()
+
+	step("preparing the demo images " + strings.Join(demoImages, ", ") + " (built from this binary, no registry needed)")
+	if err := demoImagesEnsure(ctx, eng); err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return 1
+	}
+
+	repo := filepath.Join(data, "repo")
+	step("preparing the Git repository " + repo)
+	created, err := demoRepo(ctx, repo)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return 1
+	}
+	if !created {
+		fmt.Fprintln(stdout, "    (reusing it: your earlier commits are kept)")
+	}
+
+	cfg := dsync.Config{
+		DataDir: filepath.Join(data, "agent"),
+		Listen:  f.listen,
+		Apps: []dsync.AppConfig{{
+			Name: demoApp, Repo: repo, Branch: "main", Path: ".",
+			// Local polling is cheap; a short interval makes the tour snappy.
+			Interval: "@every 2s", SelfHeal: true,
+			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+		}},
+	}
+	if s, err := readSecret(f.apiTokenFile, "DRIFTLESS_API_TOKEN"); err == nil {
+		cfg.APIToken = s
+	}
+	step("starting the agent (Ctrl-C stops it; the containers keep running)")
+	err = serve(ctx, cfg, f, log, func(url string) { printTour(stdout, url, repo) })
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return 1
+	}
+	return 0
+}
+
+// selfCommand is how the user runs this binary again: the path when it is
+// installed, `go run ./cmd/driftless` when it came from go run.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil || strings.Contains(exe, "go-build") {
+		return "go run ./cmd/driftless"
+	}
+	if p, err := exec.LookPath("driftless"); err == nil && p == exe {
+		return "driftless"
+	}
+	return exe
+}
+
+func printTour(w io.Writer, url, repo string) {
+	self := selfCommand()
+	fmt.Fprintf(w, `
+driftless demo is running.
+
+  Dashboard:   %[1]s
+  Repository:  %[2]s   (app "demo": web x3 with a readiness probe, cache x1 with a volume, network backend)
+
+Try it, in another terminal:
+
+  1. Deploy by committing (a rolling update, one replica at a time):
+       cd %[2]s
+       sed -i 's/hello from driftless/hello again/' web.yaml
+       git commit -qam "Change the greeting" && sleep 10 && %[3]s status demo
+
+  2. Roll back by reverting (history marks the revert):
+       git revert --no-edit HEAD && sleep 10 && %[3]s history demo
+
+  3. Watch drift heal (no commit needed):
+       docker rm -f demo-web-1 ; sleep 5 ; docker ps --filter label=dev.driftless.app=demo
+
+  4. Watch a broken commit get refused (the running version stays):
+       sed -i 's/replicas: 3/replicas: -3/' web.yaml && git commit -qam "Break it" && sleep 5 && %[3]s status demo
+       git revert --no-edit HEAD
+
+  5. See it in the browser: %[1]s   and the plan on the command line: %[3]s diff --app demo %[2]s
+
+Stop with Ctrl-C. Remove everything the demo created with: %[3]s demo --clean
+
+`, url, repo, self)
+}
+
+// isStatic reports whether the ELF binary has no dynamic loader, so it runs
+// in an image from scratch.
+func isStatic(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func demoImagesEnsure(ctx context.Context, eng *deploy.Engine) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	static, err := isStatic(exe)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", exe, err)
+	}
+	if !static {
+		return errors.New("the demo packs this binary into an image from scratch, so it must be statically linked: run it as\n    CGO_ENABLED=0 go run ./cmd/driftless demo\nor build it with CGO_ENABLED=0 go build ./cmd/driftless")
+	}
+	for _, ref := range demoImages {
+		ok, err := eng.ImageExists(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err = eng.ImportImage(ictx, exe, ref, []string{"/driftless", "workload"}, nil)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("import %s: %w", ref, err)
+		}
+	}
+	return nil
+}
+
+// demoRepo creates the demo's Git repository with the example app, unless it
+// exists. It reports whether it created it.
+func demoRepo(ctx context.Context, dir string) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return false, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	err := fs.WalkDir(examples.Shop, "shop", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := examples.Shop.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+	})
+	if err != nil {
+		return false, err
+	}
+	readme := "# driftless demo\n\nEdit the manifests here and commit: the agent deploys what main declares.\nSee docs/manifests.md in the driftless repository for every field.\n"
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(readme), 0o644); err != nil {
+		return false, err
+	}
+	git := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		// A local identity, so the tour's commits work on machines without one.
+		{"config", "user.name", "driftless demo"},
+		{"config", "user.email", "demo@driftless.invalid"},
+		{"add", "."},
+		{"commit", "-q", "-m", "Add the demo app: web x3, cache, backend network, data volume"},
+	} {
+		if err := git(args...); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// demoClean removes what the demo created: objects labelled with the demo
+// app, the demo images, and the data directory.
+func demoClean(ctx context.Context, data string, stdout io.Writer) error {
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	filter := make(client.Filters).Add("label", drift.LabelApp+"="+demoApp)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return fmt.Errorf("list containers: %w (is Docker running?)", err)
+	}
+	for _, c := range cs.Items {
+		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed container %s\n", strings.TrimPrefix(firstName(c.Names), "/"))
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		return err
+	}
+	for _, n := range ns.Items {
+		if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed network %s\n", n.Name)
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
+	if err != nil {
+		return err
+	}
+	for _, v := range vs.Items {
+		if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed volume %s\n", v.Name)
+	}
+	for _, ref := range demoImages {
+		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err == nil {
+			fmt.Fprintf(stdout, "removed image %s\n", ref)
+		}
+	}
+	if _, err := os.Stat(data); err == nil {
+		if err := os.RemoveAll(data); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed %s\n", data)
+	}
+	fmt.Fprintln(stdout, "demo cleaned up")
+	return nil
+}
+
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }

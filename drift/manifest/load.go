@@ -280,16 +280,23 @@ func parseDocument(c *collector, app, file string, root *yaml.Node) *object {
 	}
 	validateHeader(c, doc, apiVersion, kind, meta, o)
 	known := kind == KindService || kind == KindNetwork || kind == KindVolume
-	if known && !w.bad {
-		// Structural errors would only echo here: validate well-formed
-		// documents only.
+	if known {
+		// Validate what is well-formed, dropping errors about fields the
+		// walker already reported (or their parents and children): they
+		// would only echo it.
+		vc := &collector{}
 		switch kind {
 		case KindService:
-			validateService(c, app, o)
+			validateService(vc, app, o)
 		case KindNetwork:
-			validateNetwork(c, o)
+			validateNetwork(vc, o)
 		case KindVolume:
-			validateVolume(c, o)
+			validateVolume(vc, o)
+		}
+		for _, e := range vc.errs {
+			if !w.bad || !doc.relatedToFailure(e.Field) {
+				c.errs = append(c.errs, e)
+			}
 		}
 	}
 	// A broken object keeps its name so other documents' references to it

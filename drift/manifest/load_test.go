@@ -510,3 +510,21 @@ func TestExampleShopIsValid(t *testing.T) {
 		t.Errorf("source = %v", app.Service("web").Source)
 	}
 }
+
+// Structural errors do not hide the other errors of the same document, and
+// validation does not echo them.
+func TestLoadStructuralAndSemanticErrorsInOneDocument(t *testing.T) {
+	_, err := loadFiles(t, map[string]string{"a.yaml": svc +
+		"  image: x\n  replicas: -3\n  imgae: x\n  env: {A: 5}\n  secretEnv: [7, NOPE]\n  readiness: {httpGet: /healthz}\n"})
+	want := []string{
+		"a.yaml:7:13: spec.replicas: must be >= 0",
+		`a.yaml:8:3: spec.imgae: unknown field (did you mean "image"?)`,
+		"a.yaml:9:12: spec.env.A: must be a string, got an integer: quote the value",
+		"a.yaml:10:15: spec.secretEnv[0]: must be a string, got an integer: quote the value",
+		`a.yaml:10:18: spec.secretEnv[1]: "NOPE" is not set in spec.env: add its value there`,
+		"a.yaml:11:24: spec.readiness.httpGet: must be a mapping, got a string",
+	}
+	if got := errorLines(t, err); !reflect.DeepEqual(got, want) {
+		t.Errorf("errors:\n got: %q\nwant: %q", got, want)
+	}
+}

@@ -274,13 +274,32 @@ func (w *walker) walkSlice(n *yaml.Node, t reflect.Type, path string) (any, bool
 		w.record(ip, nil, item)
 		if isNull(item) {
 			w.fail(item, ip, "must be %s, got null", want(t.Elem()))
-			continue
 		}
-		if val, present := w.walk(item, t.Elem(), ip); present {
-			out = append(out, val)
-		}
+		// A malformed item stays as a null placeholder so the indices of
+		// the items after it, and so their positions, do not shift.
+		val, _ := w.walk(item, t.Elem(), ip)
+		out = append(out, val)
 	}
 	return out, true
+}
+
+// relatedToFailure reports whether field is, contains or lies within a
+// path the walker reported: validation errors there would only echo it.
+func (d *docCtx) relatedToFailure(field string) bool {
+	for f := range d.failed {
+		if within(f, field) || within(field, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path p is ancestor-or-self of q.
+func within(p, q string) bool {
+	if p == "" || p == q {
+		return true
+	}
+	return strings.HasPrefix(q, p) && (q[len(p)] == '.' || q[len(p)] == '[')
 }
 
 func isNull(n *yaml.Node) bool {

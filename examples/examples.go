@@ -1,0 +1,11 @@
+// Package examples embeds the example apps so `driftless demo` can seed its
+// Git repository with exactly the manifests documented here.
+package examples
+
+import "embed"
+
+// Shop is the example app in examples/shop: a web service with three
+// replicas and a readiness probe, a cache with a volume, one network.
+//
+//go:embed shop/*.yaml
+var Shop embed.FS
