@@ -29,7 +29,8 @@ const (
 )
 
 // Event is one step of one change. Elapsed is the time since the change
-// started.
+// started. Message adds detail for people and does not repeat the object's
+// name (the Change carries it); it may be empty.
 type Event struct {
 	Time    time.Time
 	Change  drift.Change
@@ -129,7 +130,7 @@ func (r *run) emit(s *step, phase Phase, msg string, err error) {
 
 func (r *run) begin(index int, c drift.Change) *step {
 	s := &step{index: index, change: c, start: time.Now()}
-	r.emit(s, PhaseStart, describe(c), nil)
+	r.emit(s, PhaseStart, c.Reason, nil)
 	return s
 }
 
@@ -388,19 +389,4 @@ func (r *run) noteNotReady(service string, err error) {
 	if errors.As(err, &nr) {
 		r.markDegraded(service, nr.Error())
 	}
-}
-
-// describe is the human line for a change's start.
-func describe(c drift.Change) string {
-	switch c.Action {
-	case drift.ActionCreate:
-		return "create " + string(c.Kind) + " " + c.Name
-	case drift.ActionStart:
-		return "start " + c.Name
-	case drift.ActionReplace:
-		return "replace " + c.Name
-	case drift.ActionRemove:
-		return "remove " + string(c.Kind) + " " + c.Name
-	}
-	return string(c.Action) + " " + c.Name
 }

@@ -100,7 +100,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		}
 		return "", fmt.Errorf("create %s: %w", name, err)
 	}
-	r.emit(s, PhaseCreated, name+" created", nil)
+	r.emit(s, PhaseCreated, "", nil)
 	undo := func(cause error) error {
 		// A replica that cannot start is removed again, so the next plan
 		// starts from a clean slot instead of a half-made container.
@@ -123,7 +123,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if _, err := r.e.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return "", undo(fmt.Errorf("start %s: %w", name, err))
 	}
-	r.emit(s, PhaseStarted, name+" started", nil)
+	r.emit(s, PhaseStarted, "", nil)
 	return created.ID, nil
 }
 
@@ -155,7 +155,7 @@ func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) 
 	if _, err := r.e.api.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("start %s: %w", s.change.Name, err)
 	}
-	r.emit(s, PhaseStarted, s.change.Name+" started", nil)
+	r.emit(s, PhaseStarted, "", nil)
 	return r.waitReady(ctx, s, c.ID, c.RestartCount)
 }
 
@@ -164,7 +164,7 @@ func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) 
 // fine: it is not the steady state.
 func (r *run) waitReady(ctx context.Context, s *step, id string, baseRestarts int) error {
 	name := s.change.Name
-	r.emit(s, PhaseWaiting, "waiting for "+name+" to become ready", nil)
+	r.emit(s, PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", r.e.opts.ReadyTimeout), nil)
 	started := time.Now()
 	deadline := started.Add(r.e.opts.ReadyTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -185,7 +185,7 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, baseRestarts in
 		r.e.prober.update(info)
 		ready, reason, _, _ := r.e.prober.result(id)
 		if ready {
-			r.emit(s, PhaseReady, fmt.Sprintf("%s ready in %s", name, time.Since(started).Round(100*time.Millisecond)), nil)
+			r.emit(s, PhaseReady, fmt.Sprintf("ready in %s", time.Since(started).Round(100*time.Millisecond)), nil)
 			return nil
 		}
 		lastReason = reason
@@ -257,7 +257,7 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 	c, err := r.ownedContainer(ctx, s.change.ID)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			r.emit(s, PhaseRemoved, s.change.Name+" was already gone", nil)
+			r.emit(s, PhaseRemoved, "was already gone", nil)
 			return nil
 		}
 		return err
@@ -265,7 +265,7 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 	if err := r.stopAndRemove(ctx, c, spec); err != nil {
 		return err
 	}
-	r.emit(s, PhaseRemoved, s.change.Name+" removed", nil)
+	r.emit(s, PhaseRemoved, "", nil)
 	return nil
 }
 

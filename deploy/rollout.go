@@ -162,13 +162,13 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		cancel()
 		r.e.prober.remove(id)
 		restore()
-		r.emit(s, PhaseRemoved, "removed the new "+stable+" that did not become ready; the old replica stays in service", nil)
+		r.emit(s, PhaseRemoved, "removed the new replica that did not become ready; the old one ("+shortID(old.ID)+") stays in service", nil)
 		return err
 	}
 	if err := r.stopAndRemove(ctx, old, &svc.Spec); err != nil {
 		return fmt.Errorf("new %s is ready but the old replica stays: %w", stable, err)
 	}
-	r.emit(s, PhaseRemoved, "old "+stable+" ("+shortID(old.ID)+") removed", nil)
+	r.emit(s, PhaseRemoved, "old replica "+shortID(old.ID)+" removed", nil)
 	return nil
 }
 

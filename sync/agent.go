@@ -241,6 +241,10 @@ func (a *Agent) worker(ctx context.Context) {
 			a.queue.Forget(name)
 			a.log.Warn("pass stalled", "app", name, "err", err)
 		default:
+			// Waiting errors (Git server or engine unreachable) and generic
+			// ones both retry with per-app exponential backoff (1s doubling
+			// to 5m): a delay that grows is what both need, and the schedule
+			// and Docker events still enqueue the app meanwhile.
 			d := a.queue.AddRateLimited(name, "retry")
 			a.log.Warn("pass failed", "app", name, "err", err, "retryIn", d.Round(time.Millisecond))
 		}
@@ -349,9 +353,12 @@ func (a *Agent) setToggle(app, summary string, change func(*persistedApp, *appSt
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
 	a.mu.Lock()
+	before := st.cfg
 	err := a.store.UpdateApp(app, func(p *persistedApp) { change(p, st) })
+	unchanged := before.Suspend == st.cfg.Suspend && before.SelfHeal == st.cfg.SelfHeal
 	a.mu.Unlock()
-	if err != nil {
+	if err != nil || unchanged {
+		// Saying the same twice is not an event worth a history entry.
 		return err
 	}
 	a.record(HistoryEntry{App: app, Kind: KindAction, Trigger: "api", Summary: summary})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func kinds(es []HistoryEntry) []string {
@@ -229,6 +230,12 @@ func TestSelfHealToggleOverridesConfigAfterRestart(t *testing.T) {
 	h := newHarness(t, appConfig("shop"))
 	if err := h.agent.SetSelfHeal("shop", false); err != nil {
 		t.Fatal(err)
+	}
+	if err := h.agent.SetSelfHeal("shop", false); err != nil {
+		t.Fatal(err)
+	}
+	if es := h.history("shop", KindAction); len(es) != 1 || !strings.HasPrefix(es[0].Summary, "self-heal turned off") {
+		t.Fatalf("action entries = %q, want one for the one real change", summaries(es))
 	}
 	h.restart()
 	st, _ := h.agent.App("shop")
@@ -523,5 +530,73 @@ func TestRunDeploysOnStartupAndStopsCleanly(t *testing.T) {
 	h.open()
 	if n := len(h.history("")); n < 2 {
 		t.Fatalf("%d history entries after restart, want the two syncs", n)
+	}
+}
+
+func TestMetricsReflectStatus(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, appConfig("shop"))
+	h.agent.Close()
+	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Now: h.clock.Now, Registerer: reg,
+		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	h.agent = a
+	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 2)})
+	h.pass("shop", "startup")
+	h.engine.rm("shop-web-1")
+	h.pass("shop", "docker-event")
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			key := f.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	for key, want := range map[string]float64{
+		`driftless_app_sync_status{app=shop,status=Synced}`:    1,
+		`driftless_app_sync_status{app=shop,status=OutOfSync}`: 0,
+		`driftless_app_health{app=shop,health=Healthy}`:        1,
+		`driftless_app_desired_replicas{app=shop,service=web}`: 2,
+		`driftless_app_ready_replicas{app=shop,service=web}`:   2,
+		`driftless_drift_repairs_total{app=shop}`:              1,
+		`driftless_reconcile_duration_seconds{app=shop}`:       2,
+		`driftless_git_fetch_duration_seconds{app=shop}`:       2,
+		`driftless_queue_depth{}`:                              0,
+		`driftless_last_success_timestamp_seconds{app=shop}`:   float64(h.clock.Now().Unix()),
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+		}
+	}
+	h.sources["shop"].setFetchErr(errUnreachable)
+	h.pass("shop", "poll")
+	families, _ = reg.Gather()
+	found := false
+	for _, f := range families {
+		if f.GetName() == "driftless_git_fetch_errors_total" || f.GetName() == "driftless_reconcile_errors_total" {
+			found = found || len(f.GetMetric()) > 0
+		}
+	}
+	if !found {
+		t.Error("a failed fetch left no error counter")
 	}
 }

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -345,4 +344,3 @@ func service(name, image string, replicas int) string {
 
 var errUnreachable = fmt.Errorf("fetch branch main from https://git.example.com/infra.git: %w: dial tcp: connection refused", gitsource.ErrUnreachable)
 
-var _ = errors.New

@@ -59,7 +59,9 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		res = eng.Apply(ctx, desired, plan, func(ev deploy.Event) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintln(stdout, progressLine(ev))
+			if line := progressLine(ev); line != "" {
+				fmt.Fprintln(stdout, line)
+			}
 		})
 	}
 
@@ -115,18 +117,26 @@ func allReady(h drift.AppHealth) bool {
 	return true
 }
 
-// progressLine renders one live progress event: "  + shop-web-3 created … ready in 1.2s".
+// progressLine renders one live progress event, or "" for steps too small
+// to show: "  +   shop-web-3    ready in 1.2s".
 func progressLine(ev deploy.Event) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  %-3s %s %s", ev.Change.Action, ev.Change.Name, ev.Phase)
-	if ev.Message != "" {
-		fmt.Fprintf(&b, " … %s", ev.Message)
+	switch ev.Phase {
+	case "start", "created", "started":
+		return ""
+	case "done":
+		// A container's readiness line already said it is done.
+		if ev.Change.Kind == drift.KindContainer {
+			return ""
+		}
 	}
-	if ev.Elapsed > 0 {
-		fmt.Fprintf(&b, " (%s)", ev.Elapsed.Round(10*time.Millisecond))
+	what := ev.Message
+	if what == "" {
+		what = string(ev.Phase)
 	}
-	if ev.Err != nil {
-		fmt.Fprintf(&b, ": %v", ev.Err)
+	what = strings.TrimPrefix(what, ev.Change.Name+" ")
+	line := fmt.Sprintf("  %-3s %-24s %s", ev.Change.Action, ev.Change.Name, what)
+	if ev.Err != nil && !strings.Contains(what, ev.Err.Error()) {
+		line += ": " + ev.Err.Error()
 	}
-	return b.String()
+	return line
 }
