@@ -92,6 +92,8 @@ type Engine struct {
 	opts   Options
 	log    *slog.Logger
 	prober *prober
+	// watchBackoff is the first wait before reconnecting the event stream.
+	watchBackoff time.Duration
 }
 
 // New connects to the Docker engine. It does not fail when the engine is
@@ -111,7 +113,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
-	e := &Engine{api: api, opts: opts, log: opts.Logger}
+	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second}
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
 	return e
 }

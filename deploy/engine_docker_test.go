@@ -840,3 +840,24 @@ func TestPingNamesTheHost(t *testing.T) {
 		t.Errorf("Ping error = %v", err)
 	}
 }
+
+func TestFailingExecReadinessReportsHealthcheckOutput(t *testing.T) {
+	f := newFixture(t, deploy.Options{ReadyTimeout: 5 * time.Second})
+	desired := f.load(`apiVersion: driftless.dev/v1
+kind: Service
+metadata: {name: web}
+spec:
+  image: {{image}}
+  replicas: 1
+  stopGracePeriodSeconds: 1
+  readiness:
+    exec: {command: [/workload, probe, "http://127.0.0.1:1/healthz"]}
+    periodSeconds: 1
+    failureThreshold: 1
+`)
+	res, _ := f.apply(desired, f.plan(desired, drift.Options{}))
+	reason := res.Degraded["web"]
+	if !strings.Contains(reason, "not ready after 5s: healthcheck") || !strings.Contains(reason, "connection refused") {
+		t.Errorf("degraded = %q; want the healthcheck's output", reason)
+	}
+}

@@ -30,9 +30,7 @@ func containerFromSummary(s container.Summary) drift.Container {
 		c.Name = strings.TrimPrefix(s.Names[0], "/")
 	}
 	applyContainerLabels(&c, s.Labels)
-	if c.State == drift.StateExited || c.State == drift.StateDead {
-		c.ExitCode, _ = parseExitCode(s.Status)
-	}
+	c.ExitCode, _ = parseExitCode(s.Status)
 	c.Health = parseHealth(s.Status)
 	if s.NetworkSettings != nil {
 		for name := range s.NetworkSettings.Networks {
@@ -120,9 +118,10 @@ func volumeFromSummary(v volume.Volume) drift.Volume {
 	}
 }
 
-var exitCodeRE = regexp.MustCompile(`^Exited \((-?\d+)\)`)
+var exitCodeRE = regexp.MustCompile(`^(?:Exited|Restarting) \((-?\d+)\)`)
 
-// parseExitCode reads Docker's "Exited (137) 3 seconds ago".
+// parseExitCode reads the last exit code from Docker's "Exited (137) 3
+// seconds ago" or "Restarting (1) 2 seconds ago".
 func parseExitCode(status string) (int, bool) {
 	m := exitCodeRE.FindStringSubmatch(status)
 	if m == nil {
@@ -188,6 +187,9 @@ func infoFromInspect(c container.InspectResponse) runtimeInfo {
 			info.Health = string(c.State.Health.Status)
 			if info.Health == "none" {
 				info.Health = ""
+			}
+			if n := len(c.State.Health.Log); n > 0 && c.State.Health.Log[n-1] != nil {
+				info.HealthOutput = c.State.Health.Log[n-1].Output
 			}
 		}
 	}

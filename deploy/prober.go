@@ -30,7 +30,9 @@ type runtimeInfo struct {
 	IP        string
 	State     drift.ContainerState
 	Health    string
-	ExitCode  int
+	// HealthOutput is the last healthcheck's output (inspect only).
+	HealthOutput string
+	ExitCode     int
 	// StartedAt and RestartCount are only known from an inspect.
 	StartedAt    time.Time
 	RestartCount int
@@ -149,6 +151,9 @@ func (p *prober) update(info runtimeInfo) {
 	if info.IP == "" {
 		info.IP = old.IP
 	}
+	if info.HealthOutput == "" && info.Health == old.Health {
+		info.HealthOutput = old.HealthOutput
+	}
 	restarted := !ok || info.State != old.State || !info.StartedAt.Equal(old.StartedAt)
 	e.info = info
 	needsLoop := info.State == drift.StateRunning && info.Readiness != nil &&
@@ -170,8 +175,9 @@ func (p *prober) update(info runtimeInfo) {
 	p.evaluate(e)
 }
 
-// evaluate sets ready/reason for readiness that needs no probe loop.
-// Callers hold p.mu.
+// evaluate derives ready and reason from the known facts; for httpGet and
+// tcpSocket the probe loop's verdict stands once it has one. Callers hold
+// p.mu.
 func (p *prober) evaluate(e *probeEntry) {
 	info := e.info
 	if info.State != drift.StateRunning {
@@ -202,6 +208,9 @@ func (p *prober) evaluate(e *probeEntry) {
 			e.reason = "healthcheck has not run yet"
 		default:
 			e.reason = "healthcheck " + info.Health
+			if out := strings.TrimSpace(info.HealthOutput); out != "" {
+				e.reason += ": " + out
+			}
 		}
 	default:
 		// httpGet and tcpSocket: the probe loop sets ready and reason.

@@ -192,7 +192,7 @@ func TestParseStatus(t *testing.T) {
 		{"Up Less than a second (health: starting)", 0, false, "starting", 0, true},
 		{"Up About a minute", 0, false, "", time.Minute, true},
 		{"Up 2 hours", 0, false, "", 2 * time.Hour, true},
-		{"Restarting (1) 2 seconds ago", 0, false, "", 0, false},
+		{"Restarting (1) 2 seconds ago", 1, true, "", 0, false},
 		{"Created", 0, false, "", 0, false},
 	} {
 		code, ok := parseExitCode(tc.status)

@@ -24,7 +24,7 @@ var watchedActions = map[string]bool{
 // returns when ctx is done. onEvent is called from one goroutine.
 func (e *Engine) Watch(ctx context.Context, onEvent func(app, container, action string)) error {
 	const maxBackoff = 30 * time.Second
-	backoff := time.Second
+	backoff := e.watchBackoff
 	for {
 		connected := time.Now()
 		err := e.watchOnce(ctx, onEvent)
@@ -32,7 +32,7 @@ func (e *Engine) Watch(ctx context.Context, onEvent func(app, container, action 
 			return nil
 		}
 		if time.Since(connected) > time.Minute {
-			backoff = time.Second // the stream was healthy for a while
+			backoff = e.watchBackoff // the stream was healthy for a while
 		}
 		e.log.Warn("Docker event stream broke; reconnecting", "err", err, "in", backoff)
 		select {

@@ -26,12 +26,24 @@ import (
 
 // Server is a running git server; Stop simulates an outage.
 type Server struct {
-	URL  string // base URL; append "/<name>.git"
-	stop func()
+	URL   string // base URL; append "/<name>.git"
+	stop  func()
+	start func(t testing.TB) func() // serves again on the same address; nil for HTTP
 }
 
 // Stop shuts the server down; it is also done at test cleanup.
 func (s *Server) Stop() { s.stop() }
+
+// Start serves again on the same address and base directory after Stop,
+// as a git host coming back from an outage. Only git daemon servers can.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	if s.start == nil {
+		t.Fatal("gitserver: only a git daemon server can be started again")
+	}
+	s.stop()
+	s.stop = s.start(t)
+}
 
 // StartDaemon serves every repository under baseDir over git:// and
 // returns the base URL.
@@ -50,6 +62,18 @@ func StartHTTP(t testing.TB, baseDir, user, pass string) string {
 func RunDaemon(t testing.TB, baseDir string) *Server {
 	t.Helper()
 	port := freePort(t)
+	start := func(t testing.TB) func() { return startDaemon(t, baseDir, port) }
+	return &Server{
+		URL:   "git://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		stop:  start(t),
+		start: start,
+	}
+}
+
+// startDaemon runs git daemon on port until the returned stop is called
+// (or the test ends).
+func startDaemon(t testing.TB, baseDir string, port int) (stop func()) {
+	t.Helper()
 	// Run git-daemon directly: `git daemon` would fork it as a child that
 	// outlives a kill of the wrapper.
 	cmd := exec.Command(execPath(t, "git-daemon"),
@@ -63,7 +87,7 @@ func RunDaemon(t testing.TB, baseDir string) *Server {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	stop := func() {
+	stop = func() {
 		select {
 		case <-done:
 			return
@@ -92,7 +116,7 @@ func RunDaemon(t testing.TB, baseDir string) *Server {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return &Server{URL: "git://" + addr, stop: stop}
+	return stop
 }
 
 // RunHTTP is StartHTTP returning a stoppable Server.

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/web"
+)
+
+// TestAgentImage runs the agent as users are told to: its own image, built
+// by scripts/build-image.sh, in a container on the host network that
+// manages the host engine through the mounted socket and keeps its data on
+// a named volume. It checks that the containerised agent deploys an app
+// from Git, repairs a replica removed behind its back, and that a restart
+// of its container keeps the history and leaves the workloads running.
+//
+// The repository is served over git:// on the host's loopback: the image is
+// FROM scratch, without the git binary that file:// and local paths need.
+func TestAgentImage(t *testing.T) {
+	started := time.Now()
+	testenv.RequireDocker(t)
+	image := buildAgentImage(t)
+	workload := testenv.WorkloadImage(t, "v1")
+	app := testenv.UniqueApp(t)
+
+	base := t.TempDir()
+	server := gitserver.StartDaemon(t, base)
+	repo := gitserver.Init(t, base, "infra")
+	path := "apps/" + app
+	repo.WriteFile(path+"/web.yaml", webManifest(workload, 2, "from the image"))
+	sha := repo.Commit("deploy web")
+
+	volume := "driftless-e2e-" + app
+	docker(t, "volume", "create", volume)
+	t.Cleanup(func() { dockerQuiet(t, "volume", "rm", "--force", volume) })
+
+	addr := testenv.FreeAddr(t)
+	agent := "driftless-e2e-" + app
+	docker(t, "run", "--detach", "--name", agent, "--network", "host",
+		"--volume", "/var/run/docker.sock:/var/run/docker.sock",
+		"--volume", volume+":/data",
+		image, "run", "--repo", repo.URL(server), "--branch", "main", "--path", path, "--app", app,
+		"--interval", "1s", "--data", "/data", "--listen", addr)
+	// Registered after UniqueApp's clean-up, so it runs before it: the agent
+	// must be gone before its app's containers are removed, or it would
+	// recreate them.
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("docker", "logs", agent).CombinedOutput()
+			t.Logf("agent container logs:\n%s", logs)
+		}
+		dockerQuiet(t, "rm", "--force", agent)
+	})
+
+	api := &web.Client{BaseURL: "http://" + addr, HTTP: &http.Client{Timeout: 10 * time.Second}}
+	waitHealthz(t, api.BaseURL, agent)
+	converged := func(st dsync.AppStatus) bool {
+		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != dsync.Synced || st.Health != dsync.Healthy || len(st.Services) != 1 {
+			return false
+		}
+		svc := st.Services[0]
+		return svc.Ready == 2 && len(svc.Containers) == 2
+	}
+
+	// The commit is deployed as sibling containers on the host engine.
+	st := waitStatus(t, api, app, "the app to be Synced and Healthy with 2 replicas", converged)
+	ids := containerIDs(st)
+	for _, name := range []string{app + "-web-1", app + "-web-2"} {
+		if got := docker(t, "inspect", "--format", "{{.State.Running}} {{.Config.Image}}", name); got != "true "+workload {
+			t.Fatalf("docker inspect %s = %q, want a running %s", name, got, workload)
+		}
+	}
+
+	// A replica removed behind the agent's back is recreated and recorded.
+	victim := app + "-web-1"
+	oldVictim := docker(t, "inspect", "--format", "{{.Id}}", victim)
+	docker(t, "rm", "--force", victim)
+	repairSummary := victim + " was removed outside Git; recreated"
+	waitStatus(t, api, app, "the removed replica to be repaired", func(st dsync.AppStatus) bool {
+		return converged(st) && slices.ContainsFunc(history(t, api, app, "repair"), func(e dsync.HistoryEntry) bool {
+			return e.Summary == repairSummary
+		})
+	})
+	if id := docker(t, "inspect", "--format", "{{.Id}}", victim); id == oldVictim {
+		t.Fatalf("%s still has the removed container's ID %s", victim, id)
+	}
+	before := history(t, api, app, "")
+	st, err := api.App(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = containerIDs(st)
+
+	// Restarting the agent's container keeps its history (it lives on the
+	// volume) and leaves the running replicas alone.
+	docker(t, "restart", "--time", "20", agent)
+	waitHealthz(t, api.BaseURL, agent)
+	st = waitStatus(t, api, app, "the app to converge after the agent restarted", converged)
+	if got := containerIDs(st); !slices.Equal(got, ids) {
+		t.Errorf("after the agent restarted, containers = %v; want the same replicas %v kept running", got, ids)
+	}
+	after := history(t, api, app, "")
+	for _, e := range before {
+		i := slices.IndexFunc(after, func(a dsync.HistoryEntry) bool { return a.ID == e.ID })
+		if i < 0 {
+			t.Errorf("history entry %d (%s %q) is gone after the agent restarted", e.ID, e.Kind, e.Summary)
+			continue
+		}
+		if a := after[i]; a.Kind != e.Kind || a.Summary != e.Summary {
+			t.Errorf("history entry %d changed across the restart: %s %q, was %s %q", e.ID, a.Kind, a.Summary, e.Kind, e.Summary)
+		}
+	}
+	if !slices.ContainsFunc(after, func(e dsync.HistoryEntry) bool { return e.Kind == dsync.KindRepair && e.Summary == repairSummary }) {
+		t.Errorf("the repair entry is missing after the restart; history: %+v", after)
+	}
+
+	// SIGTERM from `docker stop` shuts the agent down cleanly: as PID 1 it
+	// only exits on signals it handles.
+	docker(t, "stop", "--time", "20", agent)
+	if code := docker(t, "inspect", "--format", "{{.State.ExitCode}}", agent); code != "0" {
+		t.Errorf("agent container exited with code %s after docker stop, want 0", code)
+	}
+	t.Logf("TestAgentImage took %s", time.Since(started).Round(time.Millisecond))
+}
+
+// buildAgentImage builds the image with scripts/build-image.sh under a
+// unique tag and removes it when the test ends.
+func buildAgentImage(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	tag := "driftless:e2e-" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(t), "scripts", "build-image.sh"), tag)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/build-image.sh %s: %v\n%s", tag, err, out)
+	}
+	t.Logf("built %s in %s", tag, time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { dockerQuiet(t, "image", "rm", "--force", tag) })
+	return tag
+}
+
+// docker runs the docker CLI and returns its trimmed stdout, failing the
+// test with its stderr.
+func docker(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", args...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// dockerQuiet is docker for clean-up: failures are logged, not fatal.
+func dockerQuiet(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput(); err != nil {
+		t.Logf("clean-up: docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// waitHealthz waits until the containerised agent serves, failing early if
+// its container stopped.
+func waitHealthz(t *testing.T, baseURL, container string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := hc.Get(baseURL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if state := docker(t, "inspect", "--format", "{{.State.Status}}", container); state == "exited" || state == "dead" {
+			t.Fatalf("agent container %s is %s before serving", container, state)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent container %s did not serve %s/healthz within 30s: %v", container, baseURL, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitStatus polls the agent's API until ok accepts the app's status.
+func waitStatus(t *testing.T, api *web.Client, app, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var last dsync.AppStatus
+	var lastErr error
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := api.App(ctx, app)
+		cancel()
+		if err == nil {
+			last = st
+			if ok(st) {
+				return st
+			}
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last status: sync %s health %s message %q errors %v (API error %v)",
+				what, last.Sync, last.Health, last.Message, last.Errors, lastErr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// history returns the app's newest history entries of one kind ("" = all).
+func history(t *testing.T, api *web.Client, app, kind string) []dsync.HistoryEntry {
+	t.Helper()
+	var kinds []string
+	if kind != "" {
+		kinds = []string{kind}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	page, err := api.History(ctx, app, kinds, 0, 500)
+	if err != nil {
+		t.Fatalf("history of %s: %v", app, err)
+	}
+	return page.Entries
+}

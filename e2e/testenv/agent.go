@@ -1,0 +1,168 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os/exec"
+	stdsync "sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/web"
+)
+
+// Agent is a `driftless run` (or `driftless demo`) process under test.
+type Agent struct {
+	URL  string
+	Data string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+	err  error
+}
+
+type lockedBuffer struct {
+	mu  stdsync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// FreeAddr returns a loopback address with a port nobody listens on now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// StartAgent runs the driftless binary with args plus --listen on a free
+// loopback port and --data dataDir, and waits until /healthz answers. The
+// process is stopped with SIGTERM when the test ends. Its output is in
+// Logs and is printed if the test failed.
+func StartAgent(t testing.TB, dataDir string, args ...string) *Agent {
+	t.Helper()
+	addr := FreeAddr(t)
+	a := &Agent{URL: "http://" + addr, Data: dataDir, out: &lockedBuffer{}, done: make(chan struct{})}
+	full := append([]string{}, args...)
+	full = append(full, "--listen", addr, "--data", dataDir)
+	a.cmd = exec.Command(DriftlessBinary(t), full...)
+	a.cmd.Stdout = a.out
+	a.cmd.Stderr = a.out
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start driftless: %v", err)
+	}
+	go func() {
+		a.err = a.cmd.Wait()
+		close(a.done)
+	}()
+	t.Cleanup(func() {
+		a.Stop(t)
+		if t.Failed() {
+			t.Logf("driftless output:\n%s", a.Logs())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(a.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a
+			}
+		}
+		select {
+		case <-a.done:
+			t.Fatalf("driftless exited before serving: %v\n%s", a.err, a.Logs())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("driftless did not serve /healthz within 30s:\n%s", a.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Logs is everything the process printed so far.
+func (a *Agent) Logs() string { return a.out.String() }
+
+// Client talks to the agent's API.
+func (a *Agent) Client() *web.Client {
+	return &web.Client{BaseURL: a.URL, HTTP: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// Kill ends the process with SIGKILL, as a crash or OOM kill would.
+func (a *Agent) Kill(t testing.TB) {
+	t.Helper()
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+}
+
+// Stop sends SIGTERM and waits for a clean exit (SIGKILL after 20s).
+func (a *Agent) Stop(t testing.TB) {
+	t.Helper()
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		t.Errorf("driftless did not stop within 20s of SIGTERM")
+	}
+}
+
+// Exited reports whether the process has ended, and how.
+func (a *Agent) Exited() (bool, error) {
+	select {
+	case <-a.done:
+		return true, a.err
+	default:
+		return false, nil
+	}
+}
+
+// WaitApp polls the agent's API until ok accepts the app's status.
+func WaitApp[T any](t testing.TB, a *Agent, timeout time.Duration, what string, get func(ctx context.Context, c *web.Client) (T, error), ok func(T) bool) T {
+	t.Helper()
+	c := a.Client()
+	deadline := time.Now().Add(timeout)
+	var last T
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		v, err := get(ctx, c)
+		cancel()
+		if err == nil {
+			last = v
+			if ok(v) {
+				return v
+			}
+		}
+		lastErr = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last: %+v (err %v)", timeout, what, last, lastErr)
+	return last
+}
+
