@@ -131,6 +131,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts deploy.Options) *fixture {
 	t.Helper()
+	// Each fixture has its own app, so the tests can share the engine.
+	t.Parallel()
 	eng := newEngine(t, opts)
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {

@@ -22,8 +22,9 @@ import (
 // by scripts/build-image.sh, in a container on the host network that
 // manages the host engine through the mounted socket and keeps its data on
 // a named volume. It checks that the containerised agent deploys an app
-// from Git, repairs a replica removed behind its back, and that a restart
-// of its container keeps the history and leaves the workloads running.
+// from Git, repairs a replica removed behind its back, stops cleanly on
+// docker stop, and that restarting or replacing its container keeps the
+// history and leaves the workloads running.
 //
 // The repository is served over git:// on the host's loopback: the image is
 // FROM scratch, without the git binary that file:// and local paths need.
@@ -42,16 +43,19 @@ func TestAgentImage(t *testing.T) {
 	sha := repo.Commit("deploy web")
 
 	volume := "driftless-e2e-" + app
-	docker(t, "volume", "create", volume)
+	dockerStdout(t, "volume", "create", volume)
 	t.Cleanup(func() { dockerQuiet(t, "volume", "rm", "--force", volume) })
 
 	addr := testenv.FreeAddr(t)
 	agent := "driftless-e2e-" + app
-	docker(t, "run", "--detach", "--name", agent, "--network", "host",
-		"--volume", "/var/run/docker.sock:/var/run/docker.sock",
-		"--volume", volume+":/data",
-		image, "run", "--repo", repo.URL(server), "--branch", "main", "--path", path, "--app", app,
-		"--interval", "1s", "--data", "/data", "--listen", addr)
+	runAgent := func() {
+		dockerStdout(t, "run", "--detach", "--name", agent, "--network", "host",
+			"--volume", "/var/run/docker.sock:/var/run/docker.sock",
+			"--volume", volume+":/data",
+			image, "run", "--repo", repo.URL(server), "--branch", "main", "--path", path, "--app", app,
+			"--interval", "1s", "--data", "/data", "--listen", addr)
+	}
+	runAgent()
 	// Registered after UniqueApp's clean-up, so it runs before it: the agent
 	// must be gone before its app's containers are removed, or it would
 	// recreate them.
@@ -77,22 +81,22 @@ func TestAgentImage(t *testing.T) {
 	st := waitStatus(t, api, app, "the app to be Synced and Healthy with 2 replicas", converged)
 	ids := containerIDs(st)
 	for _, name := range []string{app + "-web-1", app + "-web-2"} {
-		if got := docker(t, "inspect", "--format", "{{.State.Running}} {{.Config.Image}}", name); got != "true "+workload {
+		if got := dockerStdout(t, "inspect", "--format", "{{.State.Running}} {{.Config.Image}}", name); got != "true "+workload {
 			t.Fatalf("docker inspect %s = %q, want a running %s", name, got, workload)
 		}
 	}
 
 	// A replica removed behind the agent's back is recreated and recorded.
 	victim := app + "-web-1"
-	oldVictim := docker(t, "inspect", "--format", "{{.Id}}", victim)
-	docker(t, "rm", "--force", victim)
+	oldVictim := dockerStdout(t, "inspect", "--format", "{{.Id}}", victim)
+	dockerStdout(t, "rm", "--force", victim)
 	repairSummary := victim + " was removed outside Git; recreated"
 	waitStatus(t, api, app, "the removed replica to be repaired", func(st dsync.AppStatus) bool {
 		return converged(st) && slices.ContainsFunc(history(t, api, app, "repair"), func(e dsync.HistoryEntry) bool {
 			return e.Summary == repairSummary
 		})
 	})
-	if id := docker(t, "inspect", "--format", "{{.Id}}", victim); id == oldVictim {
+	if id := dockerStdout(t, "inspect", "--format", "{{.Id}}", victim); id == oldVictim {
 		t.Fatalf("%s still has the removed container's ID %s", victim, id)
 	}
 	before := history(t, api, app, "")
@@ -102,35 +106,46 @@ func TestAgentImage(t *testing.T) {
 	}
 	ids = containerIDs(st)
 
-	// Restarting the agent's container keeps its history (it lives on the
-	// volume) and leaves the running replicas alone.
-	docker(t, "restart", "--time", "20", agent)
-	waitHealthz(t, api.BaseURL, agent)
-	st = waitStatus(t, api, app, "the app to converge after the agent restarted", converged)
-	if got := containerIDs(st); !slices.Equal(got, ids) {
-		t.Errorf("after the agent restarted, containers = %v; want the same replicas %v kept running", got, ids)
-	}
-	after := history(t, api, app, "")
-	for _, e := range before {
-		i := slices.IndexFunc(after, func(a dsync.HistoryEntry) bool { return a.ID == e.ID })
-		if i < 0 {
-			t.Errorf("history entry %d (%s %q) is gone after the agent restarted", e.ID, e.Kind, e.Summary)
-			continue
+	// After the agent comes back, it has kept its history and has left the
+	// running replicas alone.
+	keptState := func(when string) {
+		t.Helper()
+		waitHealthz(t, api.BaseURL, agent)
+		st := waitStatus(t, api, app, "the app to converge "+when, converged)
+		if got := containerIDs(st); !slices.Equal(got, ids) {
+			t.Errorf("%s, containers = %v; want the same replicas %v kept running", when, got, ids)
 		}
-		if a := after[i]; a.Kind != e.Kind || a.Summary != e.Summary {
-			t.Errorf("history entry %d changed across the restart: %s %q, was %s %q", e.ID, a.Kind, a.Summary, e.Kind, e.Summary)
+		after := history(t, api, app, "")
+		for _, e := range before {
+			i := slices.IndexFunc(after, func(a dsync.HistoryEntry) bool { return a.ID == e.ID })
+			if i < 0 {
+				t.Errorf("%s, history entry %d (%s %q) is gone", when, e.ID, e.Kind, e.Summary)
+				continue
+			}
+			if a := after[i]; a.Kind != e.Kind || a.Summary != e.Summary {
+				t.Errorf("%s, history entry %d is %s %q, was %s %q", when, e.ID, a.Kind, a.Summary, e.Kind, e.Summary)
+			}
+		}
+		if !slices.ContainsFunc(after, func(e dsync.HistoryEntry) bool { return e.Kind == dsync.KindRepair && e.Summary == repairSummary }) {
+			t.Errorf("%s, the repair entry is missing; history: %+v", when, after)
 		}
 	}
-	if !slices.ContainsFunc(after, func(e dsync.HistoryEntry) bool { return e.Kind == dsync.KindRepair && e.Summary == repairSummary }) {
-		t.Errorf("the repair entry is missing after the restart; history: %+v", after)
-	}
+	dockerStdout(t, "restart", "--time", "20", agent)
+	keptState("after docker restart")
 
 	// SIGTERM from `docker stop` shuts the agent down cleanly: as PID 1 it
 	// only exits on signals it handles.
-	docker(t, "stop", "--time", "20", agent)
-	if code := docker(t, "inspect", "--format", "{{.State.ExitCode}}", agent); code != "0" {
+	dockerStdout(t, "stop", "--time", "20", agent)
+	if code := dockerStdout(t, "inspect", "--format", "{{.State.ExitCode}}", agent); code != "0" {
 		t.Errorf("agent container exited with code %s after docker stop, want 0", code)
 	}
+
+	// A new container on the same volume, as an upgrade makes, carries on
+	// where the old one stopped: the history lives on the volume, not in the
+	// container.
+	dockerStdout(t, "rm", agent)
+	runAgent()
+	keptState("after the container was replaced")
 	t.Logf("TestAgentImage took %s", time.Since(started).Round(time.Millisecond))
 }
 
@@ -154,9 +169,10 @@ func buildAgentImage(t *testing.T) string {
 	return tag
 }
 
-// docker runs the docker CLI and returns its trimmed stdout, failing the
-// test with its stderr.
-func docker(t *testing.T, args ...string) string {
+// dockerStdout runs the docker CLI and returns its trimmed stdout (without
+// the warnings cli_test.go's docker mixes in), failing the test with its
+// stderr.
+func dockerStdout(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -171,7 +187,7 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// dockerQuiet is docker for clean-up: failures are logged, not fatal.
+// dockerQuiet is dockerStdout for clean-up: failures are logged, not fatal.
 func dockerQuiet(t *testing.T, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -195,7 +211,7 @@ func waitHealthz(t *testing.T, baseURL, container string) {
 				return
 			}
 		}
-		if state := docker(t, "inspect", "--format", "{{.State.Status}}", container); state == "exited" || state == "dead" {
+		if state := dockerStdout(t, "inspect", "--format", "{{.State.Status}}", container); state == "exited" || state == "dead" {
 			t.Fatalf("agent container %s is %s before serving", container, state)
 		}
 		if time.Now().After(deadline) {

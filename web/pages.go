@@ -61,9 +61,13 @@ func (s *Server) header(c *gin.Context, title string) pageHeader {
 		Now:       time.Now(),
 	}
 	h.CanWrite = h.LoggedIn || (!h.TokenMode && trustedLoopback(r))
-	for _, a := range s.opts.Agent.Apps() {
-		if a.Pinned != nil {
-			h.Pinned = append(h.Pinned, a)
+	// The login and error pages are shown to anyone; app state only to
+	// readers.
+	if s.opts.PublicRead || h.LoggedIn || trustedLoopback(r) {
+		for _, a := range s.opts.Agent.Apps() {
+			if a.Pinned != nil {
+				h.Pinned = append(h.Pinned, a)
+			}
 		}
 	}
 	if ck, err := r.Cookie(flashCookie); err == nil {

@@ -104,6 +104,10 @@ func TestReadAccess(t *testing.T) {
 	if w := tok.do(http.MethodGet, "/api/v1/apps", "", from(remote)); w.Code != http.StatusUnauthorized {
 		t.Errorf("remote API read without token: status %d", w.Code)
 	}
+	// The login page, open to all, shows no app state.
+	if w := tok.do(http.MethodGet, "/login", "", from(remote)); strings.Contains(w.Body.String(), "blog") {
+		t.Error("login page shown to an anonymous remote visitor names a pinned app")
+	}
 	w := tok.do(http.MethodGet, "/apps/shop?x=1", "", from(remote))
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/login?next="+url.QueryEscape("/apps/shop?x=1") {
 		t.Errorf("remote page without login: status %d, Location %q", w.Code, w.Header().Get("Location"))

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+)
+
+func TestAppNameFor(t *testing.T) {
+	for _, tc := range []struct{ repo, path, want string }{
+		{"https://git.example.com/acme/deploy.git", "apps/shop", "shop"},
+		{"https://git.example.com/acme/deploy.git", ".", "deploy"},
+		{"git@host:acme/My_Repo.git", "", "my-repo"},
+		{"/srv/git/infra", "apps/Web Front/", "web-front"},
+		{"https://h/x/9lives.git", "", "app-9lives"},
+	} {
+		if got := appNameFor(tc.repo, tc.path); got != tc.want {
+			t.Errorf("appNameFor(%q, %q) = %q, want %q", tc.repo, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestFlagsMayFollowThePath(t *testing.T) {
+	fs := newFlags("diff", "diff", "", &bytes.Buffer{})
+	app := fs.String("app", "", "")
+	prune := fs.Bool("prune", false, "")
+	pos, err := parseFlags(fs, []string{"examples/shop", "--app", "shop", "--prune"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pos) != 1 || pos[0] != "examples/shop" || *app != "shop" || !*prune {
+		t.Fatalf("pos=%v app=%q prune=%v", pos, *app, *prune)
+	}
+}
+
+func TestLocalAppRejectsBadNames(t *testing.T) {
+	if _, _, err := localApp([]string{"."}, "Bad_Name"); err == nil || !strings.Contains(err.Error(), "--app") {
+		t.Fatalf("want an error naming --app, got %v", err)
+	}
+	if _, _, err := localApp([]string{"a", "b"}, ""); err == nil {
+		t.Fatal("two paths must be refused")
+	}
+	name, dir, err := localApp([]string{"../../examples/shop"}, "")
+	if err != nil || name != "shop" || dir != "../../examples/shop" {
+		t.Fatalf("got %q %q %v", name, dir, err)
+	}
+}
+
+func TestRunNeedsASource(t *testing.T) {
+	var f runFlags
+	f.data, f.listen, f.interval = defaultDataDir(), "127.0.0.1:8080", "30s"
+	if _, err := f.toConfig(); err == nil || !strings.Contains(err.Error(), "--repo") {
+		t.Fatalf("want a hint about --repo, got %v", err)
+	}
+	f.repo, f.interval = "https://example.com/x.git", "every minute"
+	if _, err := f.toConfig(); err == nil || !strings.Contains(err.Error(), "--interval") {
+		t.Fatalf("want an --interval error, got %v", err)
+	}
+	f.interval, f.path = "*/5 * * * *", "apps/shop"
+	cfg, err := f.toConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Apps) != 1 || cfg.Apps[0].Name != "shop" || !strings.HasPrefix(cfg.Apps[0].Interval, "*/5") {
+		t.Fatalf("config: %+v", cfg.Apps)
+	}
+}
+
+func TestProgressShowsMilestonesOnly(t *testing.T) {
+	web3 := drift.Change{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: "shop-web-3"}
+	if line := progressLine(deploy.Event{Change: web3, Phase: "created"}); line != "" {
+		t.Fatalf("created should be silent, got %q", line)
+	}
+	line := progressLine(deploy.Event{Change: web3, Phase: "ready", Message: "shop-web-3 ready in 1.2s"})
+	if !strings.Contains(line, "+") || !strings.Contains(line, "shop-web-3") || !strings.HasSuffix(line, "ready in 1.2s") {
+		t.Fatalf("ready line: %q", line)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"deploy"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
+		t.Fatalf("code %d, stderr %q", code, errb.String())
+	}
+	out.Reset()
+	if code := dispatch(context.Background(), []string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "validate") || strings.Contains(out.String(), "workload") {
+		t.Fatalf("help lists public commands only: %q", out.String())
+	}
+}
