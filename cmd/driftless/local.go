@@ -123,10 +123,10 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if *output == "json" {
 		res := struct {
-			App    string          `json:"app"`
-			Valid  bool            `json:"valid"`
-			Errors manifest.ErrorList `json:"errors"`
-			Desired *manifest.App  `json:"desired,omitempty"`
+			App     string             `json:"app"`
+			Valid   bool               `json:"valid"`
+			Errors  manifest.ErrorList `json:"errors"`
+			Desired *manifest.App      `json:"desired,omitempty"`
 		}{App: name, Valid: err == nil, Errors: list}
 		if err == nil {
 			res.Desired = app

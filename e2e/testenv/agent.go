@@ -165,4 +165,3 @@ func WaitApp[T any](t testing.TB, a *Agent, timeout time.Duration, what string, 
 	t.Fatalf("timed out after %s waiting for %s; last: %+v (err %v)", timeout, what, last, lastErr)
 	return last
 }
-
