@@ -295,6 +295,28 @@ func TestDriftRepairsAreRecordedOneByOne(t *testing.T) {
 	}
 }
 
+// A replica held back by a foreign container was never created, so creating
+// it once the way is clear is the revision's doing, not a drift repair.
+func TestReplicaHeldBackByConflictIsNotARepair(t *testing.T) {
+	h := newHarness(t, appConfig("shop"))
+	h.engine.outside(func(e *fakeEngine) {
+		e.foreign = []drift.Container{{ID: "f00", Name: "shop-web-1", Image: "other", State: drift.StateRunning}}
+	})
+	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	st, _ := h.pass("shop", "startup")
+	if len(st.Drift.Conflicts) != 1 || len(h.engine.running("shop")) != 0 {
+		t.Fatalf("want the create held back by a conflict: conflicts %+v, running %v", st.Drift.Conflicts, h.engine.running("shop"))
+	}
+	h.engine.outside(func(e *fakeEngine) { e.foreign = nil })
+	st, _ = h.pass("shop", "docker-event")
+	if len(h.engine.running("shop")) != 1 || st.Sync != Synced {
+		t.Fatalf("after the conflict cleared: %s, running %v", st.Sync, h.engine.running("shop"))
+	}
+	if repairs := summaries(h.history("shop", KindRepair)); len(repairs) != 0 {
+		t.Fatalf("a replica that never existed was reported as repaired: %q", repairs)
+	}
+}
+
 func TestCrashLoopBacksOffAndFlappingIsReported(t *testing.T) {
 	h := newHarness(t, appConfig("shop"))
 	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})

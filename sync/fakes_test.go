@@ -103,6 +103,7 @@ type fakeEngine struct {
 	containers []drift.Container
 	networks   []drift.Network
 	volumes    []drift.Volume
+	foreign    []drift.Container // containers driftless does not own
 	down       error
 	nextID     int
 	applies    int
@@ -141,6 +142,9 @@ func (e *fakeEngine) Observe(ctx context.Context, app string, withForeign bool) 
 		if v.App == app {
 			a.Volumes = append(a.Volumes, v)
 		}
+	}
+	if withForeign {
+		a.ForeignContainers = append(a.ForeignContainers, e.foreign...)
 	}
 	return a, nil
 }

@@ -404,7 +404,7 @@ func (p *pass) recordRefusal() {
 	rev := r.Revision
 	p.history = append(p.history, HistoryEntry{
 		App: p.cfg.Name, Kind: KindRefused, Trigger: p.trigger, Revision: &rev,
-		Summary: fmt.Sprintf("refused %s %q: %s; %s", rev.Short(), rev.Subject, r.Reason, keeping),
+		Summary: fmt.Sprintf("refused %s “%s”: %s; %s", rev.Short(), rev.Subject, r.Reason, keeping),
 		Result:  "refused", Errors: r.Errors,
 	})
 }
@@ -436,7 +436,7 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 		if revChange && !p.cfg.Suspend && len(plan.Changes) == 0 {
 			// A commit that changes nothing the engine runs (say, a README)
 			// still becomes the applied revision.
-			p.markApplied()
+			p.markApplied(plan)
 		}
 		p.setGap(plan)
 		return nil
@@ -479,7 +479,7 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 		p.history = append(p.history, entry)
 	}
 	if res.Err == nil {
-		p.markApplied()
+		p.markApplied(toApply)
 	}
 
 	// Observe again so status shows what runs now, not what ran before.
@@ -508,11 +508,27 @@ func (p *pass) setGap(plan drift.Plan) {
 	}
 }
 
-// markApplied records that the desired revision now runs.
-func (p *pass) markApplied() {
+// markApplied records that the desired revision now runs. Services the
+// plan could not converge (held back by a conflict or a crash-loop backoff)
+// keep what they were converged to before: a replica that was never created
+// must not later count as "removed outside Git".
+func (p *pass) markApplied(plan drift.Plan) {
 	rev := p.desired.rev
+	held := map[string]bool{}
+	for _, c := range plan.Conflicts {
+		held[c.Service] = true
+	}
+	for _, c := range plan.Deferred {
+		held[c.Service] = true
+	}
 	state := map[string]drift.AppliedService{}
 	for _, s := range p.desired.app.Services {
+		if held[s.Name] {
+			if prev, ok := p.st.appliedState[s.Name]; ok {
+				state[s.Name] = prev
+			}
+			continue
+		}
 		state[s.Name] = drift.AppliedService{Hash: s.Hash, Replicas: s.Spec.Replicas}
 	}
 	prev := p.st.appliedRev
@@ -558,7 +574,7 @@ func syncSummary(rev gitsource.Revision, plan drift.Plan, result string) string 
 	if rev.Revert {
 		what = "synced revert"
 	}
-	s := fmt.Sprintf("%s %s %q: %s", what, rev.Short(), rev.Subject, strings.TrimPrefix(plan.Summary(), "Plan: "))
+	s := fmt.Sprintf("%s %s “%s”: %s", what, rev.Short(), rev.Subject, strings.TrimPrefix(plan.Summary(), "Plan: "))
 	if result != "succeeded" {
 		s += " (" + result + ")"
 	}
