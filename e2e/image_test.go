@@ -55,7 +55,6 @@ func TestAgentImage(t *testing.T) {
 			image, "run", "--repo", repo.URL(server), "--branch", "main", "--path", path, "--app", app,
 			"--interval", "1s", "--data", "/data", "--listen", addr)
 	}
-	runAgent()
 	// Registered after UniqueApp's clean-up, so it runs before it: the agent
 	// must be gone before its app's containers are removed, or it would
 	// recreate them.
@@ -66,6 +65,7 @@ func TestAgentImage(t *testing.T) {
 		}
 		dockerQuiet(t, "rm", "--force", agent)
 	})
+	runAgent()
 
 	api := &web.Client{BaseURL: "http://" + addr, HTTP: &http.Client{Timeout: 10 * time.Second}}
 	waitHealthz(t, api.BaseURL, agent)
@@ -100,11 +100,7 @@ func TestAgentImage(t *testing.T) {
 		t.Fatalf("%s still has the removed container's ID %s", victim, id)
 	}
 	before := history(t, api, app, "")
-	st, err := api.App(context.Background(), app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids = containerIDs(st)
+	ids = containerIDs(waitStatus(t, api, app, "the repaired app's status", converged))
 
 	// After the agent comes back, it has kept its history and has left the
 	// running replicas alone.

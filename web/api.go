@@ -316,7 +316,7 @@ func (s *Server) runAction(ctx context.Context, a action, app string, in actionI
 		return http.StatusBadRequest, err.Error()
 	}
 	if err := a.run(ctx, s.opts.Agent, app, in); err != nil {
-		if _, ok := s.opts.Agent.App(app); !ok {
+		if _, ok := s.opts.Agent.App(app); !ok || errors.Is(err, dsync.ErrUnknownApp) {
 			return http.StatusNotFound, s.unknownAppMessage(app)
 		}
 		s.log.Warn("action refused by agent", "action", a.name, "app", app, "err", err)

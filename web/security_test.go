@@ -163,6 +163,11 @@ func TestFormsNeedSameOriginAndCSRFToken(t *testing.T) {
 		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/apps/shop" {
 			t.Errorf("same-origin form by %s: status %d, Location %q", name, w.Code, w.Header().Get("Location"))
 		}
+		// The next page says what happened, once.
+		flash := header("Cookie", strings.Split(w.Header().Get("Set-Cookie"), ";")[0])
+		if page := env.page("/apps/shop", flash); !strings.Contains(page, "sync of shop queued") {
+			t.Errorf("page after the form post does not confirm the action")
+		}
 	}
 	w := env.formPost("/apps/shop/selfheal", url.Values{"csrf": {token}, "enabled": {"false"}, "next": {"//evil.example/"}}, sameOrigin)
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/apps/shop" {

@@ -55,6 +55,27 @@ type AppSource struct {
 	WebhookSecret string // per-app secret; empty means Options.WebhookSecret
 }
 
+// appConfigLister is implemented by *sync.Agent; when the agent has it,
+// Options.Sources need not be set.
+type appConfigLister interface {
+	AppConfigs() []dsync.AppConfig
+}
+
+// SourcesFrom adapts the agent's app configs for webhook matching. Apps
+// fixed to a commit are left out: no push changes what they run.
+func SourcesFrom(configs func() []dsync.AppConfig) func() []AppSource {
+	return func() []AppSource {
+		var out []AppSource
+		for _, c := range configs() {
+			if c.Commit != "" {
+				continue
+			}
+			out = append(out, AppSource{Name: c.Name, Repo: c.Repo, Branch: c.Branch, Tag: c.Tag, WebhookSecret: c.WebhookSecret})
+		}
+		return out
+	}
+}
+
 // Options configure a Server.
 type Options struct {
 	Agent  Agent
@@ -65,8 +86,9 @@ type Options struct {
 	// WebhookSecret is used for apps without their own secret.
 	WebhookSecret string
 	// Sources lists the configured apps' repositories and webhook secrets.
-	// A function rather than a slice so configuration reloads are seen; the
-	// CLI maps its app configuration into AppSource.
+	// A function rather than a slice so configuration changes are seen.
+	// Nil: taken from the agent's AppConfigs when it has that method
+	// (*sync.Agent does), else no app matches any webhook.
 	Sources func() []AppSource
 	// PublicRead serves read-only pages and API to any address without a
 	// token.
@@ -106,7 +128,11 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Sources == nil {
-		opts.Sources = func() []AppSource { return nil }
+		if ac, ok := opts.Agent.(appConfigLister); ok {
+			opts.Sources = SourcesFrom(ac.AppConfigs)
+		} else {
+			opts.Sources = func() []AppSource { return nil }
+		}
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
@@ -199,8 +225,11 @@ func (s *Server) routes() *gin.Engine {
 	_ = r.SetTrustedProxies(nil)
 	r.Use(s.recovery(), s.logging(), securityHeaders(), s.limitBody())
 
-	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	healthz := func(c *gin.Context) { c.String(http.StatusOK, "ok") }
+	r.GET("/healthz", healthz)
+	r.HEAD("/healthz", healthz)
 	r.GET("/readyz", s.readyz)
+	r.HEAD("/readyz", s.readyz)
 
 	hooks := r.Group("/hooks")
 	for _, p := range providers() {
