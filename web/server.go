@@ -170,10 +170,25 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // ListenAndServe serves on Options.Listen until ctx ends, then shuts down
 // gracefully (open event streams are closed first so shutdown does not hang).
 func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Listen opens Options.Listen, so a caller can fail fast on a busy address
+// before starting anything else.
+func (s *Server) Listen() (net.Listener, error) {
 	ln, err := net.Listen("tcp", s.opts.Listen)
 	if err != nil {
-		return fmt.Errorf("web: listening on %s: %w (pick another address with --listen)", s.opts.Listen, err)
+		return nil, fmt.Errorf("web: listening on %s: %w (pick another address with --listen)", s.opts.Listen, err)
 	}
+	return ln, nil
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Request contexts derive from baseCtx, so cancelling it ends SSE streams.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()

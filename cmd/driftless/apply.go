@@ -66,11 +66,16 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	// Observe again: what counts is the state the engine is in now, not what
-	// the applier believes it did.
-	_, after, err := loadLocal(ctx, dir, name, eng, *prune)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
-		return 1
+	// the applier believes it did. With an empty plan nothing was done, and
+	// the first observation is the current state: a no-op apply stays one
+	// round of list calls.
+	after := in
+	if !plan.Empty() {
+		_, after, err = loadLocal(ctx, dir, name, eng, *prune)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
+			return 1
+		}
 	}
 	rest := drift.Compute(after)
 	health := drift.Assess(after, rest)

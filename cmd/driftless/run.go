@@ -298,10 +298,20 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	webErr := make(chan error, 1)
-	go func() { webErr <- srv.ListenAndServe(ctx) }()
+	go func() {
+		err := srv.Serve(ctx, ln)
+		webErr <- err
+		// Without its dashboard and API the agent would look silent and
+		// healthy: stop it instead.
+		stop()
+	}()
 	if started != nil {
 		started("http://" + cfg.Listen)
 	}
