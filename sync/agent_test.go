@@ -295,6 +295,27 @@ func TestDriftRepairsAreRecordedOneByOne(t *testing.T) {
 	}
 }
 
+// While a new revision rolls out, the status must not keep saying "Synced"
+// about the previous one.
+func TestStatusShowsProgressingDuringRollout(t *testing.T) {
+	h := newHarness(t, appConfig("shop"))
+	h.sources["shop"].commit("web v1", map[string]string{"web.yaml": service("web", "demo:v1", 2)})
+	h.pass("shop", "startup")
+	var during AppStatus
+	h.engine.duringApply = func() { during, _ = h.agent.App("shop") }
+	sha := h.sources["shop"].commit("web v2", map[string]string{"web.yaml": service("web", "demo:v2", 2)})
+	after, _ := h.pass("shop", "poll")
+	if during.Sync != OutOfSync || during.Health != Progressing || during.Drift == nil || len(during.Drift.Changes) != 2 {
+		t.Fatalf("during the rollout: sync %s, health %s, drift %+v", during.Sync, during.Health, during.Drift)
+	}
+	if !strings.Contains(during.Message, "applying "+sha[:7]) {
+		t.Fatalf("during the rollout the message should name the revision being applied: %q", during.Message)
+	}
+	if after.Sync != Synced || after.Health != Healthy {
+		t.Fatalf("after the rollout: %s %s", after.Sync, after.Health)
+	}
+}
+
 // A replica held back by a foreign container was never created, so creating
 // it once the way is clear is the revision's doing, not a drift repair.
 func TestReplicaHeldBackByConflictIsNotARepair(t *testing.T) {

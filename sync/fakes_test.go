@@ -104,9 +104,12 @@ type fakeEngine struct {
 	networks   []drift.Network
 	volumes    []drift.Volume
 	foreign    []drift.Container // containers driftless does not own
-	down       error
-	nextID     int
-	applies    int
+	// duringApply, if set, runs when Apply starts, as if the rollout took
+	// a while and someone looked at the status meanwhile.
+	duringApply func()
+	down        error
+	nextID      int
+	applies     int
 }
 
 func (e *fakeEngine) Ping(ctx context.Context) error {
@@ -155,6 +158,9 @@ func (e *fakeEngine) Watch(ctx context.Context, onEvent func(app, container, act
 }
 
 func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, progress func(deploy.Event)) deploy.Result {
+	if e.duringApply != nil {
+		e.duringApply()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.applies++
@@ -347,4 +353,3 @@ func service(name, image string, replicas int) string {
 }
 
 var errUnreachable = fmt.Errorf("fetch branch main from https://git.example.com/infra.git: %w: dial tcp: connection refused", gitsource.ErrUnreachable)
-

@@ -442,6 +442,7 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 		return nil
 	}
 
+	p.announceApply(toApply)
 	t0 := time.Now()
 	res := p.a.engine.Apply(ctx, p.desired.app, toApply, nil)
 	elapsed := time.Since(t0)
@@ -491,6 +492,24 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 	p.actual = &actual
 	p.setGap(p.compute(actual))
 	return nil
+}
+
+// announceApply shows, before a rollout that may take a while, that the app
+// is out of sync and progressing towards the plan, so nobody reads the
+// previous "Synced" as the new revision being done. The pass's final status
+// write replaces it.
+func (p *pass) announceApply(plan drift.Plan) {
+	planCopy := clonePlan(plan)
+	p.a.mu.Lock()
+	s := &p.st.status
+	s.Sync = OutOfSync
+	if s.Health != Degraded {
+		s.Health = Progressing
+	}
+	s.Drift = &planCopy
+	s.Message = fmt.Sprintf("applying %s: %s", p.desired.rev.Short(), strings.TrimPrefix(plan.Summary(), "Plan: "))
+	p.a.mu.Unlock()
+	p.a.notify(p.cfg.Name, "status")
 }
 
 func (p *pass) setGap(plan drift.Plan) {
