@@ -207,59 +207,75 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 // TestAgentSurvivesSIGKILLDuringRollout: an agent killed in the middle of a
 // rolling update, restarted on the same data directory, finishes the
 // rollout and leaves exactly the declared replicas, with no parked old
-// ones.
+// ones. It is killed at two points of replacing the first replica.
 func TestAgentSurvivesSIGKILLDuringRollout(t *testing.T) {
-	v1 := testenv.WorkloadImage(t, "v1")
-	v2 := testenv.WorkloadImage(t, "v2")
-	slow := map[string]string{"WORKLOAD_READY_AFTER": "2s"}
-	rig := startRig(t, func(string) string { return serviceManifest(v1, 3, slow) })
-	rig.waitConverged("v1 to be deployed", rig.repo.Head(), 3, v1)
-	initial := dockerContainers(t, rig.app)
-	oldHash := initial[0].SpecHash
-	if oldHash == "" {
-		t.Fatalf("containers carry no %s label: %+v", drift.LabelSpecHash, initial)
-	}
+	isParked := func(c dockerContainer) bool { return strings.Contains(c.Name, "-old-") }
+	for _, tc := range []struct {
+		name string
+		// killNow says, from the containers seen, that the agent is at the
+		// point to kill it.
+		killNow func(cs []dockerContainer, oldHash string) bool
+	}{
+		{"just after parking the old replica", func(cs []dockerContainer, oldHash string) bool {
+			return slices.ContainsFunc(cs, func(c dockerContainer) bool { return isParked(c) || c.SpecHash != oldHash })
+		}},
+		{"while the new replica is not ready yet", func(cs []dockerContainer, oldHash string) bool {
+			return slices.ContainsFunc(cs, isParked) && slices.ContainsFunc(cs, func(c dockerContainer) bool {
+				return c.SpecHash != oldHash && c.State == "running"
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v1 := testenv.WorkloadImage(t, "v1")
+			v2 := testenv.WorkloadImage(t, "v2")
+			// Replicas take 2s to become ready, so the rollout is slow
+			// enough to be caught half-way.
+			slow := map[string]string{"WORKLOAD_READY_AFTER": "2s"}
+			rig := startRig(t, func(string) string { return serviceManifest(v1, 3, slow) })
+			rig.waitConverged("v1 to be deployed", rig.repo.Head(), 3, v1)
+			oldHash := dockerContainers(t, rig.app)[0].SpecHash
+			if oldHash == "" {
+				t.Fatalf("containers carry no %s label", drift.LabelSpecHash)
+			}
 
-	second := rig.commit("web v2", serviceManifest(v2, 3, slow))
-	// Kill as soon as the rollout has visibly started: a replica parked as
-	// <name>-old-<id> or one carrying the new spec.
-	deadline := time.Now().Add(30 * time.Second)
-	var seen []dockerContainer
-	for {
-		seen = dockerContainers(t, rig.app)
-		if slices.ContainsFunc(seen, func(c dockerContainer) bool {
-			return c.SpecHash != oldHash || strings.Contains(c.Name, "-old-")
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no rollout started within 30s of the commit; containers: %+v", seen)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	rig.agent.Kill(t)
-	t.Logf("killed the agent mid-rollout with containers %+v", seen)
-	if !slices.ContainsFunc(seen, func(c dockerContainer) bool { return c.SpecHash == oldHash && !strings.Contains(c.Name, "-old-") }) {
-		t.Fatalf("the rollout had already finished when the agent was killed: %+v", seen)
-	}
+			second := rig.commit("web v2", serviceManifest(v2, 3, slow))
+			deadline := time.Now().Add(30 * time.Second)
+			var seen []dockerContainer
+			for {
+				seen = dockerContainers(t, rig.app)
+				if tc.killNow(seen, oldHash) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the rollout did not reach the kill point within 30s of the commit; containers: %+v", seen)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			rig.agent.Kill(t)
+			t.Logf("killed the agent mid-rollout with containers %+v", seen)
+			if !slices.ContainsFunc(seen, func(c dockerContainer) bool { return c.SpecHash == oldHash && !isParked(c) }) {
+				t.Fatalf("the rollout had already finished when the agent was killed: %+v", seen)
+			}
 
-	rig.restart()
-	rig.waitConverged("the restarted agent to finish the rollout", second, 3, v2)
-	got := dockerContainers(t, rig.app)
-	var names []string
-	for _, c := range got {
-		names = append(names, c.Name)
-	}
-	want := []string{rig.app + "-web-1", rig.app + "-web-2", rig.app + "-web-3"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("after the rollout the containers are %v, want exactly %v (no leftovers)", names, want)
-	}
-	newHash := got[0].SpecHash
-	for _, c := range got {
-		if c.State != "running" || c.SpecHash != newHash || c.SpecHash == oldHash {
-			t.Errorf("container %s: state %s, spec hash %s; want running with the new spec hash %s (old %s)",
-				c.Name, c.State, c.SpecHash, newHash, oldHash)
-		}
+			rig.restart()
+			rig.waitConverged("the restarted agent to finish the rollout", second, 3, v2)
+			got := dockerContainers(t, rig.app)
+			var names []string
+			for _, c := range got {
+				names = append(names, c.Name)
+			}
+			want := []string{rig.app + "-web-1", rig.app + "-web-2", rig.app + "-web-3"}
+			if !slices.Equal(names, want) {
+				t.Fatalf("after the rollout the containers are %v, want exactly %v (no leftovers)", names, want)
+			}
+			newHash := got[0].SpecHash
+			for _, c := range got {
+				if c.State != "running" || c.SpecHash != newHash || c.SpecHash == oldHash {
+					t.Errorf("container %s: state %s, spec hash %s; want running with the new spec hash %s (old %s)",
+						c.Name, c.State, c.SpecHash, newHash, oldHash)
+				}
+			}
+		})
 	}
 }
 
@@ -282,8 +298,8 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 			return c.Action == drift.ActionCreate && c.Kind == drift.KindContainer && c.Name == victim
 		})
 	})
-	if st.Message == "" {
-		t.Errorf("no message explains why the drift is not repaired")
+	if !strings.Contains(st.Message, "self-heal is off") {
+		t.Errorf("message %q does not say why the drift is not repaired", st.Message)
 	}
 	// Several passes run (1s interval, plus the Docker event); none may
 	// repair it.
@@ -313,6 +329,9 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 	st = rig.wait(5*time.Second, "status of the suspended app", func(dsync.AppStatus) bool { return true })
 	if st.Health != dsync.Suspended || st.Sync != dsync.OutOfSync || st.Applied == nil || st.Applied.SHA != first {
 		t.Errorf("while suspended: health %s, sync %s, applied %s; want Suspended, OutOfSync, %s", st.Health, st.Sync, revShort(st.Applied), first[:7])
+	}
+	if !strings.Contains(st.Message, "suspended") {
+		t.Errorf("message %q does not say the app is suspended", st.Message)
 	}
 	rig.call("resume", func(ctx context.Context, c *web.Client, app string) error { return c.Resume(ctx, app) })
 	rig.waitConverged("the held commit to deploy on resume", second, 3, v1)

@@ -251,7 +251,8 @@ func TestBenchConverge50(t *testing.T) {
 		dl[p] = &result{}
 	}
 	var cp result
-	for trial := range trials {
+	var floor, diff, version []time.Duration
+	runDriftless := func(trial int) {
 		for _, p := range parallels {
 			app := testenv.UniqueApp(t)
 			args := []string{"apply", dlDir, "--app", app, "--parallel", strconv.Itoa(p)}
@@ -259,9 +260,15 @@ func TestBenchConverge50(t *testing.T) {
 			n := timeCmd(t, root, nil, bin, args...)
 			dl[p].converge = append(dl[p].converge, c)
 			dl[p].noop = append(dl[p].noop, n)
+			// What a no-op is made of: one observation (diff) and process
+			// start (version).
+			diff = append(diff, timeCmd(t, root, nil, bin, "diff", dlDir, "--app", app))
+			version = append(version, timeCmd(t, root, nil, bin, "version"))
 			t.Logf("trial %d driftless --parallel %d: converge %s, no-op %s", trial+1, p, secs(c), ms(n))
 			removeAppFast(t, cli, app)
 		}
+	}
+	runCompose := func(trial int) {
 		project := "bench" + strconv.Itoa(trial) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 		env := []string{"COMPOSE_PROJECT_NAME=" + project}
 		c := timeCmd(t, cpDir, env, compose, "up", "-d")
@@ -270,6 +277,19 @@ func TestBenchConverge50(t *testing.T) {
 		cp.noop = append(cp.noop, n)
 		t.Logf("trial %d docker-compose: converge %s, no-op %s", trial+1, secs(c), ms(n))
 		timeCmd(t, cpDir, env, compose, "down", "-t", "1")
+	}
+	for trial := range trials {
+		// Alternate who goes first, so neither always runs on a warmer engine.
+		if trial%2 == 0 {
+			runDriftless(trial)
+			runCompose(trial)
+		} else {
+			runCompose(trial)
+			runDriftless(trial)
+		}
+		f := engineFloor(t, cli, image, services, 16)
+		floor = append(floor, f)
+		t.Logf("trial %d engine alone, 50 create+start 16 at a time: %s", trial+1, secs(f))
 	}
 
 	cc, cn := median(cp.converge), median(cp.noop)
@@ -282,6 +302,55 @@ func TestBenchConverge50(t *testing.T) {
 			p, secs(c), ms(n), c.Seconds()/cc.Seconds(), verdict(c.Seconds() <= 0.5*cc.Seconds()),
 			cn.Seconds()/n.Seconds(), verdict(cn.Seconds() >= 20*n.Seconds()))
 	}
+	fl := median(floor)
+	t.Logf("| engine alone: 50 × (create + start) via the API, 16 at a time, no waiting | %s | | %.2f× | |", secs(fl), fl.Seconds()/cc.Seconds())
+	t.Logf("")
+	t.Logf("no-op breakdown (medians): `driftless diff` (one cold observation) %s, `driftless version` (process start) %s", ms(median(diff)), ms(median(version)))
+}
+
+// engineFloor is how long the engine alone takes to create and start n
+// containers of image on a fresh network, par at a time, with nothing
+// waited for: no client can converge faster on this machine.
+func engineFloor(t *testing.T, cli *client.Client, image string, n, par int) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	label := map[string]string{"dev.driftless-bench.floor": "1"}
+	netName := "driftless-bench-floor"
+	_, _ = cli.NetworkRemove(ctx, netName, client.NetworkRemoveOptions{})
+	t0 := time.Now()
+	if _, err := cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{Labels: label}); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, n)
+	var mu stdsync.Mutex
+	var firstErr error
+	forEach(n, par, func(i int) {
+		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:       fmt.Sprintf("driftless-bench-floor-%d", i),
+			Config:     &container.Config{Image: image, Labels: label},
+			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(netName)},
+		})
+		if err == nil {
+			ids[i] = created.ID
+			_, err = cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{})
+		}
+		if err != nil {
+			mu.Lock()
+			firstErr = err
+			mu.Unlock()
+		}
+	})
+	d := time.Since(t0)
+	forEach(n, 8, func(i int) {
+		if ids[i] != "" {
+			_, _ = cli.ContainerRemove(ctx, ids[i], client.ContainerRemoveOptions{Force: true})
+		}
+	})
+	_, _ = cli.NetworkRemove(ctx, netName, client.NetworkRemoveOptions{})
+	if firstErr != nil {
+		t.Fatalf("engine floor: %v", firstErr)
+	}
+	return d
 }
 
 // TestBenchIdlePass1000 times one pass with nothing to do over 1,000
@@ -616,6 +685,7 @@ func TestBenchCommitToRunning(t *testing.T) {
 	t.Logf("| git commit + push (not counted) | %s | | |", ms(median(push)))
 	t.Logf("| engine create + start (same run) | %s | | 10 |", ms(cs))
 	t.Logf("| target: mean poll wait 500 ms + 300 ms + create/start = %s | %s | | |", ms(budget), verdict(p50 <= budget))
+	t.Logf("| driftless's own share: p50 − 500 ms − create/start | %s (target < 300 ms) | | |", ms(p50-500*time.Millisecond-cs))
 }
 
 // engineCreateStart is the p50 of Docker's create+start of image, for
@@ -691,6 +761,7 @@ func TestBenchWebhookToRunning(t *testing.T) {
 	t.Logf("| webhook HTTP round trip | %s | | |", ms(median(hook)))
 	t.Logf("| engine create + start (same run) | %s | | 10 |", ms(cs))
 	t.Logf("| target: 500 ms + create/start = %s | %s | | |", ms(budget), verdict(p50 <= budget))
+	t.Logf("| driftless's own share: p50 − create/start | %s (target < 500 ms) | | |", ms(p50-cs))
 }
 
 // TestBenchIdleAgent: `driftless run` with 100 converged replicas, 60s of
@@ -720,6 +791,7 @@ func TestBenchIdleAgent(t *testing.T) {
 	ticks1, rss1 := procStat(t, pid)
 	elapsed := time.Since(t0)
 	cpu := float64(ticks1-ticks0) / clkTck / elapsed.Seconds() * 100
+	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, ticks1-ticks0, elapsed.Round(time.Millisecond))
 	t.Logf("| idle agent, %d replicas, %s window | measured | target | |", replicas, window)
 	t.Logf("|---|---|---|---|")
 	t.Logf("| CPU (utime+stime delta) | %.2f%% of a core | < 1%% | %s |", cpu, verdict(cpu < 1))

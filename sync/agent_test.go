@@ -184,6 +184,10 @@ func TestSelfHealOffShowsDriftWithoutRepairing(t *testing.T) {
 	if st.Sync != OutOfSync || st.Drift == nil || len(st.Drift.Changes) != 1 || st.Drift.Changes[0].Cause != drift.CauseDrift || !strings.Contains(st.Message, "self-heal is off") {
 		t.Fatalf("status = %s %q drift %+v", st.Sync, st.Message, st.Drift)
 	}
+	// Nothing will repair it, so it is not "Progressing".
+	if st.Health != Degraded || st.Services[0].Health != Degraded || !strings.Contains(st.Services[0].Message, "self-heal is off") {
+		t.Fatalf("health with unrepaired drift = %s, service %s %q", st.Health, st.Services[0].Health, st.Services[0].Message)
+	}
 	if n := len(h.history("shop", KindRepair)); n != 0 {
 		t.Fatalf("%d repair entries with self-heal off", n)
 	}

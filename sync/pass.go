@@ -494,6 +494,27 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 	return nil
 }
 
+// unrepairedIsDegraded: with self-heal off, drift is left alone on purpose,
+// so a service waiting on it is not making progress and must not say so.
+func unrepairedIsDegraded(h *drift.AppHealth, plan drift.Plan) {
+	drifted := map[string]int{}
+	for _, c := range plan.Changes {
+		if c.Cause == drift.CauseDrift {
+			drifted[c.Service]++
+		}
+	}
+	for i := range h.Services {
+		sh := &h.Services[i]
+		n := drifted[sh.Service]
+		if n == 0 || sh.Health != drift.HealthProgressing {
+			continue
+		}
+		sh.Health = drift.HealthDegraded
+		sh.Message = fmt.Sprintf("%d change(s) made outside Git not repaired: self-heal is off; %s", n, sh.Message)
+		h.Health = drift.HealthDegraded
+	}
+}
+
 // announceApply shows, before a rollout that may take a while, that the app
 // is out of sync and progressing towards the plan, so nobody reads the
 // previous "Synced" as the new revision being done. The pass's final status
@@ -515,6 +536,9 @@ func (p *pass) announceApply(plan drift.Plan) {
 func (p *pass) setGap(plan drift.Plan) {
 	p.plan = &plan
 	h := drift.Assess(p.input, plan)
+	if !p.cfg.SelfHeal {
+		unrepairedIsDegraded(&h, plan)
+	}
 	p.health = &h
 	if len(plan.Deferred) > 0 {
 		first := plan.Deferred[0].NotBefore
