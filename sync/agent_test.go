@@ -320,6 +320,52 @@ func TestStatusShowsProgressingDuringRollout(t *testing.T) {
 	}
 }
 
+// A bad image is rolled out once, reported as Degraded with the reason, and
+// not tried again until its backoff ends — however many Docker events and
+// polls arrive meanwhile. A fixing commit is applied at once.
+func TestFailedRolloutBacksOffAndIsDegraded(t *testing.T) {
+	h := newHarness(t, appConfig("shop"))
+	v1 := h.sources["shop"].commit("v1", map[string]string{"web.yaml": service("web", "demo:v1", 2)})
+	h.pass("shop", "startup")
+	h.engine.outside(func(e *fakeEngine) { e.badImage = "demo:crash" })
+	h.sources["shop"].commit("bad", map[string]string{"web.yaml": service("web", "demo:crash", 2)})
+	h.pass("shop", "poll")
+	applies := h.engine.applyCount()
+	for _, trigger := range []string{"docker-event", "docker-event", "poll", "retry"} {
+		h.clock.Advance(time.Second)
+		st, _ := h.pass("shop", trigger)
+		if st.Health != Degraded || !strings.Contains(st.Services[0].Message, "exited with code 1") || !strings.Contains(st.Services[0].Message, "next attempt in") {
+			t.Fatalf("after a failed rollout: %s, service %q", st.Health, st.Services[0].Message)
+		}
+		if st.Applied == nil || st.Applied.SHA != v1 || st.Sync != OutOfSync {
+			t.Fatalf("the failed revision must not count as applied: applied %+v, %s", st.Applied, st.Sync)
+		}
+	}
+	if got := h.engine.applyCount(); got != applies {
+		t.Fatalf("the failed rollout was retried %d times within its backoff", got-applies)
+	}
+	if got := h.engine.running("shop"); len(got) != 2 {
+		t.Fatalf("the old replicas must keep running: %v", got)
+	}
+	// After the backoff it is tried once more, and the backoff doubles.
+	h.clock.Advance(10 * time.Second)
+	h.pass("shop", "poll")
+	if got := h.engine.applyCount(); got != applies+1 {
+		t.Fatalf("after the backoff: %d more applies, want 1", got-applies)
+	}
+	h.clock.Advance(15 * time.Second)
+	h.pass("shop", "poll")
+	if got := h.engine.applyCount(); got != applies+1 {
+		t.Fatal("the second backoff should be longer than the first")
+	}
+	// A commit that fixes the image is applied at once.
+	h.sources["shop"].commit("fix", map[string]string{"web.yaml": service("web", "demo:v2", 2)})
+	st, _ := h.pass("shop", "poll")
+	if st.Sync != Synced || st.Health != Healthy {
+		t.Fatalf("after the fix: %s %s %q", st.Sync, st.Health, st.Message)
+	}
+}
+
 // A replica held back by a foreign container was never created, so creating
 // it once the way is clear is the revision's doing, not a drift repair.
 func TestReplicaHeldBackByConflictIsNotARepair(t *testing.T) {

@@ -107,6 +107,9 @@ type fakeEngine struct {
 	// duringApply, if set, runs when Apply starts, as if the rollout took
 	// a while and someone looked at the status meanwhile.
 	duringApply func()
+	// badImage never becomes ready: a rollout to it stops at the first
+	// replica and leaves the old one serving, as deploy does.
+	badImage string
 	down        error
 	nextID      int
 	applies     int
@@ -165,7 +168,22 @@ func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drif
 	defer e.mu.Unlock()
 	e.applies++
 	var res deploy.Result
+	stopped := map[string]bool{}
 	for _, c := range plan.Changes {
+		if svc := desired.Service(c.Service); svc != nil && c.Kind == drift.KindContainer && c.Action != drift.ActionRemove && svc.Spec.Image == e.badImage {
+			if stopped[c.Service] {
+				res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseSkipped, Err: "rollout stopped"})
+				continue
+			}
+			stopped[c.Service] = true
+			res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseFailed, Err: "exited with code 1 (restarted 3 times)"})
+			if res.Degraded == nil {
+				res.Degraded = map[string]string{}
+			}
+			res.Degraded[c.Service] = "new replica exited with code 1 (restarted 3 times)"
+			res.Err = fmt.Errorf("rollout of %s stopped", c.Service)
+			continue
+		}
 		e.applyChange(desired, plan.Revision, c)
 		res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseDone, Duration: time.Millisecond})
 	}

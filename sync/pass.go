@@ -58,6 +58,16 @@ type crashState struct {
 	until      time.Time
 }
 
+// rolloutFailure is a service whose replicas failed to come up at a spec
+// hash (crash loop, never ready, image missing). The same hash is not tried
+// again until the backoff ends; a new commit (another hash) is tried at once.
+type rolloutFailure struct {
+	hash   string
+	reason string
+	delay  time.Duration
+	until  time.Time
+}
+
 type flapKey struct{ container, field string }
 
 // appState is one app. The fields up to status are guarded by Agent.mu;
@@ -80,6 +90,7 @@ type appState struct {
 	lastRefused  string
 	sourceFail   bool
 	crash        map[string]*crashState
+	failed       map[string]*rolloutFailure // by service
 	repairs      map[flapKey][]time.Time
 	flapping     map[flapKey]*Flap
 	conditions   map[string]Condition
@@ -102,6 +113,7 @@ func newAppState(cfg AppConfig, sched cron.Schedule, src Source) *appState {
 		},
 		parsed:     map[string]*revisionState{},
 		crash:      map[string]*crashState{},
+		failed:     map[string]*rolloutFailure{},
 		repairs:    map[flapKey][]time.Time{},
 		flapping:   map[flapKey]*Flap{},
 		conditions: map[string]Condition{},
@@ -368,6 +380,17 @@ func (p *pass) inputFor(rs *revisionState, actual drift.Actual) drift.Input {
 			backoff[name] = cs.until
 		}
 	}
+	if rs.app != nil {
+		for _, svc := range rs.app.Services {
+			f := p.st.failed[svc.Name]
+			if f == nil || f.hash != svc.Hash || !f.until.After(now) {
+				continue
+			}
+			for slot := 1; slot <= svc.Spec.Replicas; slot++ {
+				backoff[manifest.ContainerName(p.cfg.Name, svc.Name, slot)] = f.until
+			}
+		}
+	}
 	return drift.Input{
 		App:     p.cfg.Name,
 		Desired: rs.app,
@@ -433,7 +456,7 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 	}
 
 	if len(toApply.Changes) == 0 {
-		if revChange && !p.cfg.Suspend && len(plan.Changes) == 0 {
+		if revChange && !p.cfg.Suspend && len(plan.Changes) == 0 && len(plan.Deferred) == 0 {
 			// A commit that changes nothing the engine runs (say, a README)
 			// still becomes the applied revision.
 			p.markApplied(plan)
@@ -452,6 +475,7 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 		outcomes = append(outcomes, ChangeOutcome{Change: o.Change, Result: outcomeResult(o), Error: o.Err, Duration: o.Duration})
 	}
 	p.recordRepairs(outcomes)
+	p.noteRolloutFailures(outcomes, res.Degraded)
 	if res.Err != nil {
 		p.applyErr = fmt.Errorf("apply %s: %w", p.desired.rev.Short(), res.Err)
 	}
@@ -539,6 +563,7 @@ func (p *pass) setGap(plan drift.Plan) {
 	if !p.cfg.SelfHeal {
 		unrepairedIsDegraded(&h, plan)
 	}
+	p.failedRolloutsAreDegraded(&h)
 	p.health = &h
 	if len(plan.Deferred) > 0 {
 		first := plan.Deferred[0].NotBefore
@@ -622,6 +647,82 @@ func syncSummary(rev gitsource.Revision, plan drift.Plan, result string) string 
 		s += " (" + result + ")"
 	}
 	return s
+}
+
+// noteRolloutFailures backs off services whose new replicas failed, so a
+// bad image is reported and retried slowly instead of being rolled out in a
+// hot loop (each failed attempt causes Docker events that would otherwise
+// start the next one at once).
+func (p *pass) noteRolloutFailures(outcomes []ChangeOutcome, degraded map[string]string) {
+	now := p.a.now()
+	failedSvc, okSvc := map[string]string{}, map[string]bool{}
+	for _, o := range outcomes {
+		c := o.Change
+		if c.Kind != drift.KindContainer || c.Action == drift.ActionRemove || c.Service == "" {
+			continue
+		}
+		switch o.Result {
+		case "failed":
+			if _, ok := failedSvc[c.Service]; !ok {
+				failedSvc[c.Service] = o.Error
+			}
+		case "done":
+			okSvc[c.Service] = true
+		}
+	}
+	for svc, why := range degraded {
+		failedSvc[svc] = why
+	}
+	for name := range okSvc {
+		if _, bad := failedSvc[name]; !bad {
+			delete(p.st.failed, name)
+		}
+	}
+	for name, why := range failedSvc {
+		svc := p.desired.app.Service(name)
+		if svc == nil {
+			continue
+		}
+		f := p.st.failed[name]
+		if f == nil || f.hash != svc.Hash {
+			f = &rolloutFailure{hash: svc.Hash, delay: crashBaseDelay}
+			p.st.failed[name] = f
+		} else {
+			f.delay = min(f.delay*2, crashMaxDelay)
+		}
+		f.reason = why
+		f.until = now.Add(f.delay)
+	}
+}
+
+// failedRolloutsAreDegraded reports services whose rollout failed at the
+// desired spec: the old replicas may still serve, but the revision is not
+// running and will not be until someone fixes it.
+func (p *pass) failedRolloutsAreDegraded(h *drift.AppHealth) {
+	if p.desired == nil || p.desired.app == nil {
+		return
+	}
+	now := p.a.now()
+	for i := range h.Services {
+		sh := &h.Services[i]
+		svc := p.desired.app.Service(sh.Service)
+		f := p.st.failed[sh.Service]
+		if svc == nil || f == nil || f.hash != svc.Hash {
+			continue
+		}
+		next := "retrying now"
+		if f.until.After(now) {
+			next = fmt.Sprintf("next attempt in %s", f.until.Sub(now).Round(time.Second))
+		}
+		why, rest, _ := strings.Cut(f.reason, "\n")
+		if rest != "" {
+			why = strings.TrimSuffix(strings.TrimSpace(why), ":")
+			why = strings.TrimSuffix(why, "; last log lines") + " (last log lines in history)"
+		}
+		sh.Health = drift.HealthDegraded
+		sh.Message = fmt.Sprintf("rollout failed: %s; %s (fix the image or manifest in a new commit)", why, next)
+		h.Health = drift.HealthDegraded
+	}
 }
 
 // recordRepairs turns applied drift changes into repair entries, and
