@@ -503,8 +503,8 @@ func TestBenchIdlePass1000(t *testing.T) {
 	t.Logf("| Observe(app, withForeign=false) | %s |", ms(median(observe)))
 	t.Logf("| Observe(app, withForeign=true), as the agent's pass | %s |", ms(median(observeForeign)))
 	t.Logf("| drift.Compute (empty plan) | %s |", ms(median(compute)))
-	t.Logf("| pass = Observe(withForeign) + Compute | %s (target < 50 ms: %s); list call = %.0f%% of it |",
-		ms(p), verdict(p < 50*time.Millisecond), 100*median(list).Seconds()/p.Seconds())
+	t.Logf("| pass = Observe(withForeign) + Compute | %s (target < 50 ms: %s); its two container list calls (filtered + unfiltered) = %.0f%% of it |",
+		ms(p), verdict(p < 50*time.Millisecond), 100*(median(list)+median(listAll)).Seconds()/p.Seconds())
 }
 
 // startRepoAgent commits manifests to a git daemon repo and runs

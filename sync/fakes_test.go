@@ -110,9 +110,9 @@ type fakeEngine struct {
 	// badImage never becomes ready: a rollout to it stops at the first
 	// replica and leaves the old one serving, as deploy does.
 	badImage string
-	down        error
-	nextID      int
-	applies     int
+	down     error
+	nextID   int
+	applies  int
 }
 
 func (e *fakeEngine) Ping(ctx context.Context) error {
