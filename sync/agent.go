@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	stdsync "sync"
 	"time"
 
@@ -485,7 +486,11 @@ func (a *Agent) Ready() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := a.engine.Ping(ctx); err != nil {
-		return fmt.Errorf("Docker engine unreachable: %w", err)
+		// deploy's Ping error already says the engine is unreachable, and where.
+		if !strings.Contains(err.Error(), "unreachable") {
+			err = fmt.Errorf("Docker engine unreachable: %w", err)
+		}
+		return err
 	}
 	now := a.now()
 	a.mu.Lock()

@@ -266,6 +266,36 @@ func (s *Server) entryPage(c *gin.Context) {
 	s.render(c, http.StatusOK, "entry", d)
 }
 
+// revisionPage opens the newest sync of a commit, so a revert can link to
+// the commit it reverts. Only the kept history is searched.
+func (s *Server) revisionPage(c *gin.Context) {
+	sha := strings.ToLower(c.Param("sha"))
+	if len(sha) < 4 || len(sha) > 40 || strings.Trim(sha, "0123456789abcdef") != "" {
+		s.errorPage(c, http.StatusBadRequest, "Bad revision", "A revision is 4 to 40 hex digits of a commit SHA.")
+		return
+	}
+	q := dsync.HistoryQuery{Kinds: []dsync.HistoryKind{dsync.KindSync}, Limit: 500}
+	for page := 0; page < 20; page++ {
+		entries, err := s.opts.Agent.History(q)
+		if err != nil {
+			s.errorPage(c, http.StatusInternalServerError, "History unavailable", err.Error())
+			return
+		}
+		for _, e := range entries {
+			if e.Revision != nil && strings.HasPrefix(e.Revision.SHA, sha) {
+				c.Redirect(http.StatusFound, fmt.Sprintf("/history/%d", e.ID))
+				return
+			}
+		}
+		if len(entries) < q.Limit {
+			break
+		}
+		q.Before = entries[len(entries)-1].ID
+	}
+	s.errorPage(c, http.StatusNotFound, "Revision not in history",
+		fmt.Sprintf("No sync of %s is in the kept history: it ran before this agent started, or its entry was trimmed.", sha))
+}
+
 // formAction runs an action posted from a page and redirects back with a
 // one-shot message.
 func (s *Server) formAction(a action) gin.HandlerFunc {

@@ -75,6 +75,26 @@ func TestAppPage(t *testing.T) {
 	}
 }
 
+// A revert links to the sync of the commit it reverts.
+func TestRevertLinksToRevertedRevision(t *testing.T) {
+	env := newTestEnv(t, nil)
+	body := env.page("/history?limit=10")
+	assertContains(t, "history", body, `href="/revisions/a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"`)
+
+	w := env.do(http.MethodGet, "/revisions/"+strings.Repeat("0", 38)+"27", "")
+	if w.Code != http.StatusFound || w.Header().Get("Location") != "/history/27" {
+		t.Errorf("known revision: status %d, location %q", w.Code, w.Header().Get("Location"))
+	}
+	w = env.do(http.MethodGet, "/revisions/a1b2c3d", "")
+	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "kept history") {
+		t.Errorf("revision not in history: status %d", w.Code)
+	}
+	w = env.do(http.MethodGet, "/revisions/not-a-sha", "")
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("bad revision: status %d", w.Code)
+	}
+}
+
 func TestHistoryPages(t *testing.T) {
 	env := newTestEnv(t, nil)
 	body := env.page("/history?limit=10")

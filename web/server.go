@@ -266,6 +266,7 @@ func (s *Server) routes() *gin.Engine {
 	read.GET("/apps/:app/history", s.historyPage)
 	read.GET("/history", s.historyPage)
 	read.GET("/history/:id", s.entryPage)
+	read.GET("/revisions/:sha", s.revisionPage)
 
 	api := r.Group("/api/v1")
 	apiRead := api.Group("/", s.requireRead())
