@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -659,7 +660,10 @@ func scaleTrials(t *testing.T, cli *client.Client, repo *gitserver.Repo, app, im
 		}
 		commitToRunning = append(commitToRunning, t1.Sub(pushed))
 		push = append(push, pushed.Sub(t0))
-		time.Sleep(2500 * time.Millisecond) // the pass waits 2s for readiness
+		// The pass waits 2s for readiness; the random part spreads the
+		// next push uniformly over the poll period, which is aligned to
+		// whole seconds, so the poll wait is not the same in every trial.
+		time.Sleep(2500*time.Millisecond + rand.N(time.Second))
 	}
 	return commitToRunning, push
 }
