@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/client"
@@ -157,6 +158,10 @@ func (e *Engine) observeForeign(ctx context.Context, app string, actual *drift.A
 	return nil
 }
 
+// firstProbeWait caps how long Observe waits for the first readiness
+// answer of containers it has not seen before.
+const firstProbeWait = 2 * time.Second
+
 // fillReadiness brings the prober up to date with the listed containers
 // (one inspect only for containers it has not seen or whose state changed),
 // forgets vanished ones in scope, and copies the cached readiness in.
@@ -164,9 +169,13 @@ func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, e.opts.Parallelism)
 	keep := map[string]bool{}
+	var firstSight []string
 	for i := range containers {
 		c := &containers[i]
 		keep[c.ID] = true
+		if !e.prober.known(c.ID) {
+			firstSight = append(firstSight, c.ID)
+		}
 		info := infoFromContainer(c, ips[c.ID])
 		if !e.prober.needsInspect(info, c.Status) {
 			e.prober.update(info)
@@ -189,6 +198,13 @@ func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container
 		}()
 	}
 	wg.Wait()
+	if len(firstSight) > 0 {
+		// Bounded by the probes' own timeouts in practice; the cap keeps
+		// a pass from stalling on a misconfigured probe.
+		wctx, cancel := context.WithTimeout(ctx, firstProbeWait)
+		e.prober.awaitFirstProbes(wctx, firstSight)
+		cancel()
+	}
 	e.prober.forgetIf(func(id string, pe *probeEntry) bool { return !keep[id] && inScope(pe) })
 	for i := range containers {
 		c := &containers[i]

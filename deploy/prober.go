@@ -135,6 +135,41 @@ func (p *prober) inspectInfo(ctx context.Context, id string) (runtimeInfo, conta
 
 // update records fresh facts about a container and (re)starts or stops its
 // probe loop as needed.
+// known reports whether the prober has a record of the container.
+func (p *prober) known(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.entries[id]
+	return ok
+}
+
+// awaitFirstProbes waits, at most until ctx ends, until each container in
+// ids that runs an httpGet or tcpSocket probe loop has had its first answer.
+// Observe uses it for containers seen for the first time, so a fresh process
+// (the CLI, an agent after a restart) reports what the probe says rather
+// than "not probed yet".
+func (p *prober) awaitFirstProbes(ctx context.Context, ids []string) {
+	for {
+		pending := false
+		p.mu.Lock()
+		for _, id := range ids {
+			if e, ok := p.entries[id]; ok && e.stopProbes != nil && !e.probed {
+				pending = true
+				break
+			}
+		}
+		p.mu.Unlock()
+		if !pending {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 func (p *prober) update(info runtimeInfo) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -108,6 +108,19 @@ func removeAppFast(t *testing.T, cli *client.Client, app string) {
 		})
 	}
 	testenv.RemoveApp(t, app)
+	// Under load the engine may still be detaching the removed containers'
+	// endpoints when RemoveApp removes the network; retry briefly.
+	for range 10 {
+		ns, err := cli.NetworkList(ctx, client.NetworkListOptions{
+			Filters: make(client.Filters).Add("label", drift.LabelApp+"="+app)})
+		if err != nil || len(ns.Items) == 0 {
+			return
+		}
+		for _, n := range ns.Items {
+			_, _ = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // forEach runs fn(0..n-1) with at most par at once.
@@ -539,6 +552,7 @@ func TestBenchHeal(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
+	t.Cleanup(func() { removeAppFast(t, cli, app) })
 	ctx := context.Background()
 	_, _, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, trials)}, "--interval", "30s")
 	waitAllRunning(t, cli, app, trials, 3*time.Minute)
@@ -676,6 +690,7 @@ func TestBenchCommitToRunning(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
+	t.Cleanup(func() { removeAppFast(t, cli, app) })
 	repo, _, _ := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, 1)}, "--interval", "1s")
 	waitAllRunning(t, cli, app, 1, time.Minute)
 	time.Sleep(3 * time.Second)
@@ -728,6 +743,7 @@ func TestBenchWebhookToRunning(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
+	t.Cleanup(func() { removeAppFast(t, cli, app) })
 	repo, url, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, 1)}, "--interval", "10m")
 	waitAllRunning(t, cli, app, 1, time.Minute)
 	time.Sleep(3 * time.Second)

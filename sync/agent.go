@@ -252,14 +252,26 @@ func (a *Agent) worker(ctx context.Context) {
 	}
 }
 
-// watchEngine turns Docker events on an app's containers into passes. The
-// short delay lets a burst of events (die, stop, destroy) collapse into one
-// pass; the queue dedupes the rest.
+// eventDelay is how long a Docker event waits before it starts a pass. A
+// removed or stopped container is final: repair at once, since heal latency
+// is what users feel. Other events (a process dying that Docker's restart
+// policy is about to restart, health changes) wait a moment so a burst
+// collapses into one pass and Docker gets to do its part first.
+func eventDelay(action string) time.Duration {
+	switch action {
+	case "destroy", "stop":
+		return 0
+	}
+	return 300 * time.Millisecond
+}
+
+// watchEngine turns Docker events on an app's containers into passes; the
+// queue dedupes bursts.
 func (a *Agent) watchEngine(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := a.engine.Watch(ctx, func(app, container, action string) {
 			if _, known := a.apps[app]; known {
-				a.queue.AddAfter(app, "docker-event", 300*time.Millisecond)
+				a.queue.AddAfter(app, "docker-event", eventDelay(action))
 			}
 		})
 		if ctx.Err() != nil {

@@ -388,6 +388,25 @@ func TestReplicaHeldBackByConflictIsNotARepair(t *testing.T) {
 	}
 }
 
+// A container removed by hand again and again is recreated at once each
+// time (and reported as flapping): removal is not a crash.
+func TestRepeatedRemovalIsRepairedAtOnce(t *testing.T) {
+	h := newHarness(t, appConfig("shop"))
+	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	h.pass("shop", "startup")
+	for i := 0; i < 4; i++ {
+		h.engine.rm("shop-web-1")
+		h.clock.Advance(time.Second)
+		st, _ := h.pass("shop", "docker-event")
+		if len(h.engine.running("shop")) != 1 {
+			t.Fatalf("removal %d was not repaired at once: deferred %+v", i+1, st.Drift.Deferred)
+		}
+	}
+	if st, _ := h.agent.App("shop"); len(st.Flapping) != 1 {
+		t.Fatalf("four removals in a few seconds should be reported as flapping: %+v", st.Flapping)
+	}
+}
+
 func TestCrashLoopBacksOffAndFlappingIsReported(t *testing.T) {
 	h := newHarness(t, appConfig("shop"))
 	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})

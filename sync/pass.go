@@ -742,7 +742,9 @@ func (p *pass) recordRepairs(outcomes []ChangeOutcome) {
 			App: p.cfg.Name, Kind: KindRepair, Trigger: p.trigger, Revision: &rev,
 			Summary: repairSummary(c), Result: "succeeded", Outcomes: []ChangeOutcome{oc}, Duration: o.Duration,
 		})
-		if c.Kind == drift.KindContainer && (c.Action == drift.ActionStart || c.Action == drift.ActionCreate || c.Action == drift.ActionReplace) {
+		// Only a container that stopped again counts towards the crash
+		// backoff: one removed by hand is recreated at once every time.
+		if c.Kind == drift.KindContainer && c.Action == drift.ActionStart {
 			p.noteCrash(c.Name, now)
 		}
 		for _, field := range repairFields(c) {

@@ -66,19 +66,41 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	// Observe again: what counts is the state the engine is in now, not what
-	// the applier believes it did. With an empty plan nothing was done, and
-	// the first observation is the current state: a no-op apply stays one
-	// round of list calls.
+	// the applier believes it did. With an empty plan and every replica
+	// already ready, nothing was done and nothing is awaited: the first
+	// observation is the current state, and a no-op apply stays one round
+	// of list calls.
 	after := in
 	if !plan.Empty() {
-		_, after, err = loadLocal(ctx, dir, name, eng, *prune)
-		if err != nil {
+		if _, after, err = loadLocal(ctx, dir, name, eng, *prune); err != nil {
 			fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
 			return 1
 		}
 	}
 	rest := drift.Compute(after)
 	health := drift.Assess(after, rest)
+	// Replicas that exist but are not ready yet (still starting, or the
+	// applier's timeout ran out elsewhere): wait for them like
+	// `docker compose up --wait`, up to --ready-timeout.
+	if res.Err == nil && rest.Empty() && !allReady(health) {
+		fmt.Fprintln(stdout, "\nWaiting for every replica to become ready…")
+		deadline := time.Now().Add(*readyTimeout)
+		for !allReady(health) && time.Now().Before(deadline) && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			if _, after, err = loadLocal(ctx, dir, name, eng, *prune); err != nil {
+				fmt.Fprintln(stderr, "driftless apply: observing:", err)
+				return 1
+			}
+			rest = drift.Compute(after)
+			health = drift.Assess(after, rest)
+			if !rest.Empty() {
+				break
+			}
+		}
+	}
 	fmt.Fprintln(stdout)
 	for _, s := range health.Services {
 		line := fmt.Sprintf("  %-20s %d/%d ready  %s", s.Service, s.Ready, s.Desired, s.Health)
