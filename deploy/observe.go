@@ -14,37 +14,39 @@ import (
 
 // Observe lists the app's containers, networks and volumes: one list call
 // each, filtered by the app label; no per-container inspect in the steady
-// state. Readiness comes from the prober's cache. withForeign additionally
-// lists everything to find foreign objects that may collide with the app's
-// names or host ports.
+// state. Readiness comes from the prober's cache. withForeign lists
+// everything instead (still one call per kind), to also find foreign
+// objects that may collide with the app's names or host ports.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	owned := make(client.Filters).Add("label", drift.LabelApp+"="+app)
-	all, ips, err := e.observe(ctx, owned)
+	filters := make(client.Filters).Add("label", drift.LabelApp+"="+app)
+	if withForeign {
+		filters = nil
+	}
+	l, err := e.list(ctx, filters)
 	if err != nil {
 		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
 	}
-	actual := all[app]
+	actual := l.byApp()[app]
 	if withForeign {
-		if err := e.observeForeign(ctx, app, &actual); err != nil {
-			return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
-		}
+		l.foreign(app, &actual)
 	}
-	e.fillReadiness(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app })
+	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app })
 	return actual, nil
 }
 
 // ObserveAll lists every driftless-owned object in one call per kind and
 // splits them by app.
 func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error) {
-	all, ips, err := e.observe(ctx, make(client.Filters).Add("label", drift.LabelApp))
+	l, err := e.list(ctx, make(client.Filters).Add("label", drift.LabelApp))
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
+	all := l.byApp()
 	var containers []drift.Container
 	for _, a := range all {
 		containers = append(containers, a.Containers...)
 	}
-	e.fillReadiness(ctx, containers, ips, func(*probeEntry) bool { return true })
+	e.fillReadiness(ctx, containers, l.ips(), func(*probeEntry) bool { return true })
 	// fillReadiness worked on a copy; write the results back by ID.
 	byID := map[string]drift.Container{}
 	for _, c := range containers {
@@ -59,27 +61,50 @@ func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error
 	return all, nil
 }
 
-// observe lists containers, networks and volumes matching filters and
-// groups the owned ones by app. It also returns each container's IP address
-// (by ID) for the prober.
-func (e *Engine) observe(ctx context.Context, filters client.Filters) (map[string]drift.Actual, map[string]string, error) {
+// listing is one observation: the engine's answer to one list call per
+// kind, already parsed.
+type listing struct {
+	containers   []drift.Container
+	containerIPs map[string]string
+	networks     []drift.Network
+	volumes      []drift.Volume
+}
+
+// list makes the three list calls; nil filters list everything.
+func (e *Engine) list(ctx context.Context, filters client.Filters) (listing, error) {
 	containers, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list containers: %w", err)
+		return listing{}, fmt.Errorf("list containers: %w", err)
 	}
 	networks, err := e.api.NetworkList(ctx, client.NetworkListOptions{Filters: filters})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list networks: %w", err)
+		return listing{}, fmt.Errorf("list networks: %w", err)
 	}
 	volumes, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: filters})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list volumes: %w", err)
+		return listing{}, fmt.Errorf("list volumes: %w", err)
 	}
-	out := map[string]drift.Actual{}
-	ips := map[string]string{}
+	l := listing{containerIPs: map[string]string{}}
 	for _, s := range containers.Items {
 		c := containerFromSummary(s)
-		ips[c.ID] = summaryIP(s)
+		l.containers = append(l.containers, c)
+		l.containerIPs[c.ID] = summaryIP(s)
+	}
+	for _, s := range networks.Items {
+		l.networks = append(l.networks, networkFromSummary(s))
+	}
+	for _, v := range volumes.Items {
+		l.volumes = append(l.volumes, volumeFromSummary(v))
+	}
+	return l, nil
+}
+
+func (l listing) ips() map[string]string { return l.containerIPs }
+
+// byApp groups the owned objects by app, each list sorted by name.
+func (l listing) byApp() map[string]drift.Actual {
+	out := map[string]drift.Actual{}
+	for _, c := range l.containers {
 		if c.App == "" {
 			continue
 		}
@@ -87,8 +112,7 @@ func (e *Engine) observe(ctx context.Context, filters client.Filters) (map[strin
 		a.Containers = append(a.Containers, c)
 		out[c.App] = a
 	}
-	for _, s := range networks.Items {
-		n := networkFromSummary(s)
+	for _, n := range l.networks {
 		if n.App == "" {
 			continue
 		}
@@ -96,20 +120,19 @@ func (e *Engine) observe(ctx context.Context, filters client.Filters) (map[strin
 		a.Networks = append(a.Networks, n)
 		out[n.App] = a
 	}
-	for _, v := range volumes.Items {
-		vol := volumeFromSummary(v)
-		if vol.App == "" {
+	for _, v := range l.volumes {
+		if v.App == "" {
 			continue
 		}
-		a := out[vol.App]
-		a.Volumes = append(a.Volumes, vol)
-		out[vol.App] = a
+		a := out[v.App]
+		a.Volumes = append(a.Volumes, v)
+		out[v.App] = a
 	}
 	for app, a := range out {
 		sortActual(&a)
 		out[app] = a
 	}
-	return out, ips, nil
+	return out
 }
 
 func sortActual(a *drift.Actual) {
@@ -118,44 +141,25 @@ func sortActual(a *drift.Actual) {
 	sort.Slice(a.Volumes, func(i, j int) bool { return a.Volumes[i].Name < a.Volumes[j].Name })
 }
 
-// observeForeign lists everything and keeps what is not this app's but
-// holds one of its names ("<app>-...") or publishes a host port.
-func (e *Engine) observeForeign(ctx context.Context, app string, actual *drift.Actual) error {
-	containers, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true})
-	if err != nil {
-		return fmt.Errorf("list all containers: %w", err)
-	}
-	networks, err := e.api.NetworkList(ctx, client.NetworkListOptions{})
-	if err != nil {
-		return fmt.Errorf("list all networks: %w", err)
-	}
-	volumes, err := e.api.VolumeList(ctx, client.VolumeListOptions{})
-	if err != nil {
-		return fmt.Errorf("list all volumes: %w", err)
-	}
+// foreign adds to actual what is not this app's but holds one of its names
+// ("<app>-...") or publishes a host port.
+func (l listing) foreign(app string, actual *drift.Actual) {
 	prefix := app + "-"
-	for _, s := range containers.Items {
-		c := containerFromSummary(s)
-		if c.App == app {
-			continue
-		}
-		if strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 {
+	for _, c := range l.containers {
+		if c.App != app && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0) {
 			actual.ForeignContainers = append(actual.ForeignContainers, c)
 		}
 	}
-	for _, s := range networks.Items {
-		n := networkFromSummary(s)
+	for _, n := range l.networks {
 		if n.App != app && strings.HasPrefix(n.Name, prefix) {
 			actual.ForeignNetworks = append(actual.ForeignNetworks, n)
 		}
 	}
-	for _, v := range volumes.Items {
-		vol := volumeFromSummary(v)
-		if vol.App != app && strings.HasPrefix(vol.Name, prefix) {
-			actual.ForeignVolumes = append(actual.ForeignVolumes, vol)
+	for _, v := range l.volumes {
+		if v.App != app && strings.HasPrefix(v.Name, prefix) {
+			actual.ForeignVolumes = append(actual.ForeignVolumes, v)
 		}
 	}
-	return nil
 }
 
 // firstProbeWait caps how long Observe waits for the first readiness
