@@ -185,7 +185,14 @@ func (a *Agent) reconcile(ctx context.Context, name, trigger string) (err error)
 
 func (p *pass) run(ctx context.Context) error {
 	target := p.pinned
-	if target == nil {
+	switch {
+	case target != nil:
+	case p.trigger == "docker-event" && p.st.accepted != nil:
+		// Something changed on the engine, not in Git: repair against the
+		// revision being enforced without a round trip to the Git server,
+		// since heal latency is what users feel. New commits are found by
+		// the poll schedule and webhooks.
+	default:
 		target = p.fetch(ctx)
 	}
 	if target != nil && (p.st.accepted == nil || p.st.accepted.rev.SHA != target.SHA) {
