@@ -712,3 +712,21 @@ func TestMetricsReflectStatus(t *testing.T) {
 		t.Error("a failed fetch left no error counter")
 	}
 }
+
+// A pass that finds nothing new must not log or count as a change just
+// because Docker's "Up 3 minutes" moved on.
+func TestStatusChangedIgnoresDockersUptimeWords(t *testing.T) {
+	st := AppStatus{Name: "shop", Services: []ServiceStatus{{Name: "web", Containers: []ContainerStatus{{Name: "shop-web-1", Status: "Up 3 minutes", Ready: true}}}}}
+	later := cloneStatus(st)
+	later.Services[0].Containers[0].Status = "Up 4 minutes"
+	if statusChanged(st, later) {
+		t.Fatal("uptime words alone counted as a status change")
+	}
+	if st.Services[0].Containers[0].Status != "Up 3 minutes" {
+		t.Fatal("statusChanged modified its argument")
+	}
+	later.Services[0].Containers[0].Ready = false
+	if !statusChanged(st, later) {
+		t.Fatal("a replica going unready was not a change")
+	}
+}

@@ -287,9 +287,18 @@ func sortedFlaps(m map[flapKey]*Flap) []flapKey {
 	return keys
 }
 
-// statusChanged ignores the fields every pass touches.
+// statusChanged ignores the fields every pass touches, and Docker's status
+// words ("Up 3 minutes"), which change with the clock alone.
 func statusChanged(a, b AppStatus) bool {
+	a, b = cloneStatus(a), cloneStatus(b)
 	a.LastPass, a.LastSuccess, a.Reconciling, a.Source.LastFetch = b.LastPass, b.LastSuccess, b.Reconciling, b.Source.LastFetch
+	for _, s := range []*AppStatus{&a, &b} {
+		for i := range s.Services {
+			for j := range s.Services[i].Containers {
+				s.Services[i].Containers[j].Status = ""
+			}
+		}
+	}
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA != nil || errB != nil || !bytes.Equal(ja, jb)

@@ -110,8 +110,17 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 	if s, err := readSecret(f.apiTokenFile, "DRIFTLESS_API_TOKEN"); err == nil {
 		cfg.APIToken = s
 	}
+	self, err := selfCommand(data)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless demo:", err)
+		return 1
+	}
 	step("starting the agent (Ctrl-C stops it; the containers keep running)")
-	err = serve(ctx, cfg, f, log, func(url string) { printTour(stdout, url, repo) })
+	cleanCmd := self + " demo --clean"
+	if def, _ := filepath.Abs(filepath.Join(defaultDataDir(), "demo")); def != data {
+		cleanCmd += " --data " + data
+	}
+	err = serve(ctx, cfg, f, log, func(url string) { printTour(stdout, url, repo, self, cleanCmd) })
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless demo:", err)
 		return 1
@@ -119,21 +128,64 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 	return 0
 }
 
-// selfCommand is how the user runs this binary again: the path when it is
-// installed, `go run ./cmd/driftless` when it came from go run.
-func selfCommand() string {
+// selfCommand is how the user runs this binary again from any directory:
+// its name when it is on PATH, else a copy kept in the demo's data
+// directory (a binary from `go run` lives in a temporary directory that is
+// gone when go run exits).
+func selfCommand(data string) (string, error) {
 	exe, err := os.Executable()
-	if err != nil || strings.Contains(exe, "go-build") {
-		return "go run ./cmd/driftless"
+	if err != nil {
+		return "", err
 	}
-	if p, err := exec.LookPath("driftless"); err == nil && p == exe {
-		return "driftless"
+	if p, err := exec.LookPath("driftless"); err == nil {
+		if same, _ := sameFile(p, exe); same {
+			return "driftless", nil
+		}
 	}
-	return exe
+	if !strings.Contains(exe, "go-build") {
+		return exe, nil
+	}
+	dst := filepath.Join(data, "driftless")
+	if err := copyFile(exe, dst, 0o755); err != nil {
+		return "", fmt.Errorf("keep a copy of the driftless binary for the tour: %w", err)
+	}
+	return dst, nil
 }
 
-func printTour(w io.Writer, url, repo string) {
-	self := selfCommand()
+func sameFile(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+func printTour(w io.Writer, url, repo, self, clean string) {
 	fmt.Fprintf(w, `
 driftless demo is running.
 
@@ -159,9 +211,9 @@ Try it, in another terminal:
 
   5. See it in the browser: %[1]s   and the plan on the command line: %[3]s diff --app demo %[2]s
 
-Stop with Ctrl-C. Remove everything the demo created with: %[3]s demo --clean
+Stop with Ctrl-C. Remove everything the demo created with: %[4]s
 
-`, url, repo, self)
+`, url, repo, self, clean)
 }
 
 // isStatic reports whether the ELF binary has no dynamic loader, so it runs
