@@ -1,0 +1,42 @@
+package sync
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzParseConfig: any driftless.yaml either loads into a config whose apps
+// all have valid names and schedules, or fails with an error — never a
+// panic, and never an error that echoes a secret read from the environment.
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		"apps:\n  - name: shop\n    repo: https://git.example.com/x.git\n",
+		"apps:\n  - name: shop\n    repo: https://git.example.com/x.git\n    interval: \"*/5 * * * *\"\n    passwordEnv: GIT_TOKEN\n",
+		"listen: 127.0.0.1:9\nwebhookSecretEnv: HOOK\napps: []\n",
+		"apps:\n  - {name: Bad_Name, repo: x}\n",
+		"apps:\n  - name: a\n    repo: r\n    branch: main\n    tag: v1\n",
+		"{",
+		"apps: 3",
+	} {
+		f.Add(seed)
+	}
+	const secret = "s3cr3t-value-never-shown"
+	getenv := func(string) string { return secret }
+	f.Fuzz(func(t *testing.T, data string) {
+		cfg, err := parseConfig([]byte(data), t.TempDir(), getenv)
+		if err != nil {
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error echoes a secret: %v", err)
+			}
+			return
+		}
+		for _, a := range cfg.Apps {
+			if a.Name == "" || a.Repo == "" {
+				t.Fatalf("accepted an app without name or repo: %+v", a)
+			}
+			if _, err := ParseSchedule(a.Interval); err != nil {
+				t.Fatalf("accepted an app with a bad interval %q: %v", a.Interval, err)
+			}
+		}
+	})
+}
