@@ -98,7 +98,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) == 0 {
 		apps, err := cl.Apps(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "driftless status: %v\n(is the agent running at %s? start it with 'driftless run' or point --server at it)\n", err, r.server)
+			fmt.Fprintf(stderr, "driftless status: %v\nStart the agent with 'driftless run' (or 'driftless demo'), or point --server at it.\n", err)
 			return 1
 		}
 		if r.output == "json" {
