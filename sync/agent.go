@@ -393,6 +393,12 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 		return fmt.Errorf("pin %s to %s: %w", app, sha, err)
 	}
 	a.mu.Lock()
+	if st.pinned != nil && st.pinned.SHA == rev.SHA {
+		// Pressing Roll back twice is one rollback.
+		a.mu.Unlock()
+		a.queue.Add(app, "api")
+		return nil
+	}
 	err = a.store.UpdateApp(app, func(p *persistedApp) { p.Pinned = &rev })
 	if err == nil {
 		st.pinned = &rev
@@ -404,7 +410,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 		return err
 	}
 	a.record(HistoryEntry{App: app, Kind: KindRollback, Trigger: "api", Revision: &rev,
-		Summary: fmt.Sprintf("pinned to %s %q; not following %s until unpinned", rev.Short(), rev.Subject, ref)})
+		Summary: fmt.Sprintf("pinned to %s “%s”; not following %s until unpinned", rev.Short(), rev.Subject, ref)})
 	a.notify(app, "status")
 	a.queue.Add(app, "api")
 	return nil

@@ -539,6 +539,9 @@ func TestPinRollsBackAndUnpinFollowsBranch(t *testing.T) {
 	if st.Pinned == nil || st.Pinned.SHA != v1 || st.Applied.SHA != v1 || !slices.Equal(h.engine.running("shop"), []string{"shop-web-1@" + v1[:7]}) {
 		t.Fatalf("pinned %v applied %v running %v", st.Pinned, st.Applied, h.engine.running("shop"))
 	}
+	if err := h.agent.Pin(context.Background(), "shop", v1); err != nil {
+		t.Fatalf("pinning again to the same commit: %v", err)
+	}
 	if err := h.agent.Pin(context.Background(), "shop", "deadbeef"); err == nil {
 		t.Fatal("pinning an unknown commit succeeded")
 	}
