@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,3 +263,22 @@ type (
 	eventsAction  = events.Action
 	eventsActor   = events.Actor
 )
+
+func TestNotReadyReplicasAreReplacedFirst(t *testing.T) {
+	mk := func(ids ...string) []indexed {
+		var out []indexed
+		for i, id := range ids {
+			out = append(out, indexed{index: i, change: drift.Change{ID: id}})
+		}
+		return out
+	}
+	ready := map[string]bool{"a": true, "b": false, "c": true, "d": false}
+	got := notReadyFirst(mk("a", "b", "c", "d"), func(id string) bool { return ready[id] })
+	var order []string
+	for _, ic := range got {
+		order = append(order, ic.change.ID)
+	}
+	if strings.Join(order, ",") != "b,d,a,c" {
+		t.Fatalf("order %v, want the not-ready b and d first, each group in plan order", order)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,10 @@ func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []ind
 		// at least.
 		surge, unavailable = 0, max(unavailable, 1)
 	}
+	replaces = notReadyFirst(replaces, func(id string) bool {
+		ready, _, _, _ := r.e.prober.result(id)
+		return ready
+	})
 	next := 0
 	for _, b := range rolloutBatches(len(replaces), surge, unavailable) {
 		batch := replaces[next : next+b.Size]
@@ -80,6 +85,25 @@ func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []ind
 		}
 	}
 	return true
+}
+
+// notReadyFirst orders replacements so old replicas that do not serve
+// anyway go first: replacing them costs no ready capacity, so the
+// maxUnavailable budget is spent on them before any ready replica.
+func notReadyFirst(replaces []indexed, ready func(id string) bool) []indexed {
+	out := slices.Clone(replaces)
+	slices.SortStableFunc(out, func(a, b indexed) int {
+		ra, rb := ready(a.change.ID), ready(b.change.ID)
+		switch {
+		case ra == rb:
+			return 0
+		case !ra:
+			return -1
+		default:
+			return 1
+		}
+	})
+	return out
 }
 
 // summary is the one-line form of a failure.
