@@ -94,35 +94,6 @@ func dockerClient(t *testing.T) *client.Client {
 	return cli
 }
 
-// removeAppFast removes an app's containers concurrently (RemoveApp does
-// it one by one, which takes minutes for a thousand) and then the rest.
-func removeAppFast(t *testing.T, cli *client.Client, app string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
-		Filters: make(client.Filters).Add("label", drift.LabelApp+"="+app)})
-	if err == nil {
-		forEach(len(cs.Items), 8, func(i int) {
-			_, _ = cli.ContainerRemove(ctx, cs.Items[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		})
-	}
-	testenv.RemoveApp(t, app)
-	// Under load the engine may still be detaching the removed containers'
-	// endpoints when RemoveApp removes the network; retry briefly.
-	for range 10 {
-		ns, err := cli.NetworkList(ctx, client.NetworkListOptions{
-			Filters: make(client.Filters).Add("label", drift.LabelApp+"="+app)})
-		if err != nil || len(ns.Items) == 0 {
-			return
-		}
-		for _, n := range ns.Items {
-			_, _ = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // forEach runs fn(0..n-1) with at most par at once.
 func forEach(n, par int, fn func(i int)) {
 	sem := make(chan struct{}, par)
@@ -279,7 +250,7 @@ func TestBenchConverge50(t *testing.T) {
 			diff = append(diff, timeCmd(t, root, nil, bin, "diff", dlDir, "--app", app))
 			version = append(version, timeCmd(t, root, nil, bin, "version"))
 			t.Logf("trial %d driftless --parallel %d: converge %s, no-op %s", trial+1, p, secs(c), ms(n))
-			removeAppFast(t, cli, app)
+			testenv.RemoveApp(t, app)
 		}
 	}
 	runCompose := func(trial int) {
@@ -384,7 +355,7 @@ func TestBenchIdlePass1000(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
-	t.Cleanup(func() { removeAppFast(t, cli, app) })
+	t.Cleanup(func() { testenv.RemoveApp(t, app) })
 	ctx := context.Background()
 
 	dir := filepath.Join(t.TempDir(), app)
@@ -552,7 +523,7 @@ func TestBenchHeal(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
-	t.Cleanup(func() { removeAppFast(t, cli, app) })
+	t.Cleanup(func() { testenv.RemoveApp(t, app) })
 	ctx := context.Background()
 	_, _, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, trials)}, "--interval", "30s")
 	waitAllRunning(t, cli, app, trials, 3*time.Minute)
@@ -690,7 +661,7 @@ func TestBenchCommitToRunning(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
-	t.Cleanup(func() { removeAppFast(t, cli, app) })
+	t.Cleanup(func() { testenv.RemoveApp(t, app) })
 	repo, _, _ := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, 1)}, "--interval", "1s")
 	waitAllRunning(t, cli, app, 1, time.Minute)
 	time.Sleep(3 * time.Second)
@@ -743,7 +714,7 @@ func TestBenchWebhookToRunning(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
-	t.Cleanup(func() { removeAppFast(t, cli, app) })
+	t.Cleanup(func() { testenv.RemoveApp(t, app) })
 	repo, url, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, 1)}, "--interval", "10m")
 	waitAllRunning(t, cli, app, 1, time.Minute)
 	time.Sleep(3 * time.Second)
@@ -793,7 +764,7 @@ func TestBenchIdleAgent(t *testing.T) {
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := dockerClient(t)
-	t.Cleanup(func() { removeAppFast(t, cli, app) })
+	t.Cleanup(func() { testenv.RemoveApp(t, app) })
 	_, _, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, replicas)}, "--interval", "30s")
 	waitAllRunning(t, cli, app, replicas, 5*time.Minute)
 	time.Sleep(10 * time.Second) // readiness settle and the pass's bookkeeping

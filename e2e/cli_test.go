@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,20 +28,8 @@ func writeApp(t *testing.T, app string, files map[string]string) string {
 	return dir
 }
 
-func webService(image string, replicas int, env string) string {
-	return `apiVersion: driftless.dev/v1
-kind: Service
-metadata:
-  name: web
-spec:
-  image: ` + image + `
-  replicas: ` + strconv.Itoa(replicas) + `
-  env:
-    MESSAGE: "` + env + `"
-  readiness:
-    httpGet: {path: /healthz, port: 8080}
-    periodSeconds: 1
-`
+func webService(image string, replicas int, message string) string {
+	return serviceManifest(image, replicas, map[string]string{"MESSAGE": message})
 }
 
 func TestValidateReportsEveryErrorWithPosition(t *testing.T) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,20 +17,7 @@ import (
 )
 
 func webManifest(image string, replicas int, message string) string {
-	return fmt.Sprintf(`apiVersion: driftless.dev/v1
-kind: Service
-metadata:
-  name: web
-spec:
-  image: %s
-  replicas: %d
-  env:
-    MESSAGE: %q
-  readiness:
-    httpGet: {path: /healthz, port: 8080}
-    periodSeconds: 1
-  stopGracePeriodSeconds: 1
-`, image, replicas, message)
+	return serviceManifest(image, replicas, map[string]string{"MESSAGE": message})
 }
 
 // TestLoopFollowsGitAndRepairsDrift runs the whole loop against the real

@@ -379,13 +379,19 @@ func parseGitHub(h http.Header, body []byte) (push, error) {
 	default:
 		return push{Event: ev}, nil
 	}
-	if p.Ref == "" {
+	return forgePush(p.Ref, p.Repository)
+}
+
+// forgePush is a GitHub-shaped push (GitHub, Gitea, Forgejo): no ref means
+// a test delivery.
+func forgePush(ref string, repo *forgeRepo) (push, error) {
+	if ref == "" {
 		return push{Ping: true}, nil
 	}
-	if p.Repository == nil {
+	if repo == nil {
 		return push{}, fmt.Errorf("push payload has no repository")
 	}
-	return push{Repos: p.Repository.urls(), Refs: []string{p.Ref}}, nil
+	return push{Repos: repo.urls(), Refs: []string{ref}}, nil
 }
 
 func parseGitea(h http.Header, body []byte) (push, error) {
@@ -405,13 +411,7 @@ func parseGitea(h http.Header, body []byte) (push, error) {
 	default:
 		return push{Event: ev}, nil
 	}
-	if p.Ref == "" {
-		return push{Ping: true}, nil
-	}
-	if p.Repository == nil {
-		return push{}, fmt.Errorf("push payload has no repository")
-	}
-	return push{Repos: p.Repository.urls(), Refs: []string{p.Ref}}, nil
+	return forgePush(p.Ref, p.Repository)
 }
 
 func parseGitLab(h http.Header, body []byte) (push, error) {

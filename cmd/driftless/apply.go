@@ -29,12 +29,9 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError
 	}
-	eng, err := deploy.New(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout})
-	if err == nil {
-		err = eng.Ping(ctx)
-	}
+	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout})
 	if err != nil {
-		fmt.Fprintf(stderr, "driftless apply: %v (is Docker running? set DOCKER_HOST if it is not on the default socket)\n", err)
+		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1
 	}
 	defer eng.Close()

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/examples"
@@ -73,7 +71,7 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 
 	step := func(msg string) { fmt.Fprintf(stdout, "==> %s\n", msg) }
 	step("checking the Docker engine")
-	eng, err := connectEngine(ctx, 0)
+	eng, err := connectEngine(ctx, deploy.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless demo:", err)
 		return 1
@@ -314,44 +312,23 @@ func demoRepo(ctx context.Context, dir string) (bool, error) {
 // demoClean removes what the demo created: objects labelled with the demo
 // app, the demo images, and the data directory.
 func demoClean(ctx context.Context, data string, stdout io.Writer) error {
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	eng, err := connectEngine(ctx, deploy.Options{})
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	filter := make(client.Filters).Add("label", drift.LabelApp+"="+demoApp)
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
-	if err != nil {
-		return fmt.Errorf("list containers: %w (is Docker running?)", err)
-	}
-	for _, c := range cs.Items {
-		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "removed container %s\n", strings.TrimPrefix(firstName(c.Names), "/"))
-	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	defer eng.Close()
+	err = eng.RemoveApp(ctx, demoApp, func(kind drift.Kind, name string) {
+		fmt.Fprintf(stdout, "removed %s %s\n", kind, name)
+	})
 	if err != nil {
 		return err
-	}
-	for _, n := range ns.Items {
-		if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "removed network %s\n", n.Name)
-	}
-	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
-	if err != nil {
-		return err
-	}
-	for _, v := range vs.Items {
-		if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{}); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "removed volume %s\n", v.Name)
 	}
 	for _, ref := range demoImages {
-		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err == nil {
+		removed, err := eng.RemoveImage(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if removed {
 			fmt.Fprintf(stdout, "removed image %s\n", ref)
 		}
 	}
@@ -363,11 +340,4 @@ func demoClean(ctx context.Context, data string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "demo cleaned up")
 	return nil
-}
-
-func firstName(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return names[0]
 }

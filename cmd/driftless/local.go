@@ -168,8 +168,10 @@ func loadLocal(ctx context.Context, dir, name string, eng *deploy.Engine, prune 
 	return app, in, nil
 }
 
-func connectEngine(ctx context.Context, parallel int) (*deploy.Engine, error) {
-	eng, err := deploy.New(ctx, deploy.Options{Parallelism: parallel})
+// connectEngine opens the Docker engine and checks that it answers, with a
+// hint on what to do when it does not.
+func connectEngine(ctx context.Context, opts deploy.Options) (*deploy.Engine, error) {
+	eng, err := deploy.New(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +199,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}
-	eng, err := connectEngine(ctx, 0)
+	eng, err := connectEngine(ctx, deploy.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

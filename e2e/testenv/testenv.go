@@ -19,10 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/driftless-dev/driftless/deploy"
-	"github.com/driftless-dev/driftless/drift"
 )
 
 // build caches the driftless binary per test process: building it is the
@@ -136,32 +133,16 @@ func UniqueApp(t testing.TB) string {
 // RemoveApp removes everything labelled with the app.
 func RemoveApp(t testing.TB, app string) {
 	t.Helper()
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	eng, err := deploy.New(ctx, deploy.Options{})
 	if err != nil {
 		t.Logf("cleanup %s: %v", app, err)
 		return
 	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	filter := make(client.Filters).Add("label", drift.LabelApp+"="+app)
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
-	if err == nil {
-		for _, c := range cs.Items {
-			_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		}
-	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
-	if err == nil {
-		for _, n := range ns.Items {
-			_, _ = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-		}
-	}
-	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
-	if err == nil {
-		for _, v := range vs.Items {
-			_, _ = cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
-		}
+	defer eng.Close()
+	if err := eng.RemoveApp(ctx, app, nil); err != nil {
+		t.Logf("cleanup %s: %v", app, err)
 	}
 }
 
