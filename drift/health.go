@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
 )
@@ -80,10 +81,13 @@ func Assess(in Input, plan Plan) AppHealth {
 			byService[c.Service] = append(byService[c.Service], c)
 		}
 	}
-	pending := map[string]int{}
+	pending, outsideGit := map[string]int{}, map[string]int{}
 	for _, c := range plan.Changes {
 		if c.Service != "" {
 			pending[c.Service]++
+			if c.Cause == CauseDrift {
+				outsideGit[c.Service]++
+			}
 		}
 	}
 	deferred := map[string][]Change{}
@@ -112,7 +116,7 @@ func Assess(in Input, plan Plan) AppHealth {
 		for _, v := range s.Spec.Volumes {
 			held = append(held, byObject[string(KindVolume)+" "+manifest.ObjectName(in.App, v.Name)]...)
 		}
-		sh := assessService(in, s, byService[s.Name], pending[s.Name], deferred[s.Name], held)
+		sh := assessService(in, s, byService[s.Name], pending[s.Name], outsideGit[s.Name], deferred[s.Name], held)
 		if sh.Health.rank() > out.Health.rank() {
 			out.Health = sh.Health
 		}
@@ -121,7 +125,7 @@ func Assess(in Input, plan Plan) AppHealth {
 	return out
 }
 
-func assessService(in Input, svc *manifest.Service, containers []*Container, pending int, deferred []Change, conflicts []Conflict) ServiceHealth {
+func assessService(in Input, svc *manifest.Service, containers []*Container, pending, outsideGit int, deferred []Change, conflicts []Conflict) ServiceHealth {
 	want := svc.Spec.Replicas
 	sh := ServiceHealth{Service: svc.Name, Desired: want}
 	// The replica of a slot is the container the plan keeps for it.
@@ -183,7 +187,15 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 	}
 	ready := strconv.Itoa(sh.Ready) + "/" + strconv.Itoa(want) + " replicas ready"
 	pendingText := count(pending, "change", "changes") + " pending"
+	failed, rolloutFailed := in.Options.FailedRollouts[svc.Name]
+	rolloutFailed = rolloutFailed && failed.Hash == svc.Hash
 	switch {
+	case rolloutFailed:
+		// The old replicas may still serve, but the revision is not
+		// running and will not be until someone fixes it.
+		sh.Health = HealthDegraded
+		sh.Message = ready + "; rollout failed: " + firstLine(failed.Reason) + "; " + nextAttempt(failed.NotBefore, in.Options.Now) +
+			" (fix the image or manifest in a new commit)"
 	case want > 0 && len(containers) == 0:
 		sh.Health = HealthMissing
 		sh.Message = "no replica exists"
@@ -201,6 +213,10 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 	case exist < want && pending == 0 && len(held) > 0:
 		sh.Health = HealthDegraded
 		sh.Message = ready + "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
+	case in.Options.NoSelfHeal && outsideGit > 0:
+		// Nothing will repair it, so it is not progressing.
+		sh.Health = HealthDegraded
+		sh.Message = ready + "; " + count(outsideGit, "change", "changes") + " made outside Git not repaired: self-heal is off"
 	case pending > 0:
 		sh.Health = HealthProgressing
 		sh.Message = ready + "; " + pendingText
@@ -218,6 +234,24 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 		}
 	}
 	return sh
+}
+
+// firstLine shortens a multi-line failure (an exit code followed by log
+// lines) to its first line for a one-line status message.
+func firstLine(reason string) string {
+	line, rest, _ := strings.Cut(reason, "\n")
+	if rest == "" {
+		return line
+	}
+	line = strings.TrimSuffix(strings.TrimSpace(line), ":")
+	return strings.TrimSuffix(line, "; last log lines") + " (last log lines in history)"
+}
+
+func nextAttempt(at, now time.Time) string {
+	if !at.After(now) {
+		return "retrying now"
+	}
+	return "next attempt in " + at.Sub(now).Round(time.Second).String()
 }
 
 // preferContainer is Compute's choice of the container that holds a slot:

@@ -93,6 +93,35 @@ func TestAssess(t *testing.T) {
 				"1/2 replicas ready; waiting for shop-web-1 to become ready: connection refused"},
 		},
 		{
+			name: "self-heal off: a replica removed outside Git is not coming back",
+			in: func() Input {
+				act := converged(d)
+				drop(&act, "shop-web-2")
+				return input(d, act, Options{NoSelfHeal: true, Applied: map[string]AppliedService{"web": {Hash: web.Hash, Replicas: 2}}})
+			}(),
+			want: want{SyncOutOfSync, HealthDegraded, HealthDegraded, 2, 1, 1,
+				"1/2 replicas ready; 1 change made outside Git not repaired: self-heal is off"},
+		},
+		{
+			name: "a failed rollout at the desired spec is degraded while old replicas serve",
+			in: input(desiredApp(service("web", 2, image("shop/web:v2"))), converged(d), Options{
+				FailedRollouts: map[string]RolloutFailure{"web": {
+					Hash:      service("web", 2, image("shop/web:v2")).Hash,
+					Reason:    "shop-web-1 exited with code 1 (restarted 3 times); last log lines:\n  boom",
+					NotBefore: t0.Add(20 * time.Second),
+				}},
+			}),
+			want: want{SyncOutOfSync, HealthDegraded, HealthDegraded, 2, 2, 2,
+				"2/2 replicas ready; rollout failed: shop-web-1 exited with code 1 (restarted 3 times) (last log lines in history); next attempt in 20s (fix the image or manifest in a new commit)"},
+		},
+		{
+			name: "a failed rollout of an older spec no longer counts",
+			in: input(d, converged(d), Options{
+				FailedRollouts: map[string]RolloutFailure{"web": {Hash: "older", Reason: "exited with code 1", NotBefore: t0.Add(time.Minute)}},
+			}),
+			want: want{SyncSynced, HealthHealthy, HealthHealthy, 2, 2, 2, "2/2 replicas ready"},
+		},
+		{
 			name: "changes pending",
 			in:   input(desiredApp(service("web", 3)), converged(d), Options{}),
 			want: want{SyncOutOfSync, HealthProgressing, HealthProgressing, 3, 2, 2, "2/3 replicas ready; 1 change pending"},

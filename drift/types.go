@@ -136,6 +136,21 @@ type Options struct {
 	// counted from its creation, before Assess calls it Degraded. Zero
 	// means no deadline: such a replica stays Progressing.
 	ReadyDeadline time.Duration
+	// NoSelfHeal says changes made outside Git are left alone on purpose,
+	// so a service waiting only on them is Degraded, not Progressing.
+	// Assess only: Compute still plans them.
+	NoSelfHeal bool
+	// FailedRollouts are services (by name) whose new replicas failed to
+	// come up. Assess reports such a service Degraded while the failed spec
+	// hash is still the desired one.
+	FailedRollouts map[string]RolloutFailure
+}
+
+// RolloutFailure is a failed rollout of a service at one spec hash.
+type RolloutFailure struct {
+	Hash      string
+	Reason    string    // what the applier saw; may run over several lines
+	NotBefore time.Time // when it will be tried again
 }
 
 // AppliedService records what a service was converged to.

@@ -387,10 +387,15 @@ func (p *pass) inputFor(rs *revisionState, actual drift.Actual) drift.Input {
 			backoff[name] = cs.until
 		}
 	}
+	failed := map[string]drift.RolloutFailure{}
 	if rs.app != nil {
 		for _, svc := range rs.app.Services {
 			f := p.st.failed[svc.Name]
-			if f == nil || f.hash != svc.Hash || !f.until.After(now) {
+			if f == nil || f.hash != svc.Hash {
+				continue
+			}
+			failed[svc.Name] = drift.RolloutFailure{Hash: f.hash, Reason: f.reason, NotBefore: f.until}
+			if !f.until.After(now) {
 				continue
 			}
 			for slot := 1; slot <= svc.Spec.Replicas; slot++ {
@@ -403,12 +408,14 @@ func (p *pass) inputFor(rs *revisionState, actual drift.Actual) drift.Input {
 		Desired: rs.app,
 		Actual:  actual,
 		Options: drift.Options{
-			Revision:      rs.rev.SHA,
-			Prune:         p.cfg.Prune,
-			Now:           now,
-			Backoff:       backoff,
-			Applied:       p.st.appliedState,
-			ReadyDeadline: readyDeadline,
+			Revision:       rs.rev.SHA,
+			Prune:          p.cfg.Prune,
+			Now:            now,
+			Backoff:        backoff,
+			Applied:        p.st.appliedState,
+			ReadyDeadline:  readyDeadline,
+			NoSelfHeal:     !p.cfg.SelfHeal,
+			FailedRollouts: failed,
 		},
 	}
 }
@@ -525,27 +532,6 @@ func (p *pass) decideAndApply(ctx context.Context, plan drift.Plan) error {
 	return nil
 }
 
-// unrepairedIsDegraded: with self-heal off, drift is left alone on purpose,
-// so a service waiting on it is not making progress and must not say so.
-func unrepairedIsDegraded(h *drift.AppHealth, plan drift.Plan) {
-	drifted := map[string]int{}
-	for _, c := range plan.Changes {
-		if c.Cause == drift.CauseDrift {
-			drifted[c.Service]++
-		}
-	}
-	for i := range h.Services {
-		sh := &h.Services[i]
-		n := drifted[sh.Service]
-		if n == 0 || sh.Health != drift.HealthProgressing {
-			continue
-		}
-		sh.Health = drift.HealthDegraded
-		sh.Message = fmt.Sprintf("%d change(s) made outside Git not repaired: self-heal is off; %s", n, sh.Message)
-		h.Health = drift.HealthDegraded
-	}
-}
-
 // announceApply shows, before a rollout that may take a while, that the app
 // is out of sync and progressing towards the plan, so nobody reads the
 // previous "Synced" as the new revision being done. The pass's final status
@@ -567,10 +553,6 @@ func (p *pass) announceApply(plan drift.Plan) {
 func (p *pass) setGap(plan drift.Plan) {
 	p.plan = &plan
 	h := drift.Assess(p.input, plan)
-	if !p.cfg.SelfHeal {
-		unrepairedIsDegraded(&h, plan)
-	}
-	p.failedRolloutsAreDegraded(&h)
 	p.health = &h
 	if len(plan.Deferred) > 0 {
 		first := plan.Deferred[0].NotBefore
@@ -699,36 +681,6 @@ func (p *pass) noteRolloutFailures(outcomes []ChangeOutcome, degraded map[string
 		}
 		f.reason = why
 		f.until = now.Add(f.delay)
-	}
-}
-
-// failedRolloutsAreDegraded reports services whose rollout failed at the
-// desired spec: the old replicas may still serve, but the revision is not
-// running and will not be until someone fixes it.
-func (p *pass) failedRolloutsAreDegraded(h *drift.AppHealth) {
-	if p.desired == nil || p.desired.app == nil {
-		return
-	}
-	now := p.a.now()
-	for i := range h.Services {
-		sh := &h.Services[i]
-		svc := p.desired.app.Service(sh.Service)
-		f := p.st.failed[sh.Service]
-		if svc == nil || f == nil || f.hash != svc.Hash {
-			continue
-		}
-		next := "retrying now"
-		if f.until.After(now) {
-			next = fmt.Sprintf("next attempt in %s", f.until.Sub(now).Round(time.Second))
-		}
-		why, rest, _ := strings.Cut(f.reason, "\n")
-		if rest != "" {
-			why = strings.TrimSuffix(strings.TrimSpace(why), ":")
-			why = strings.TrimSuffix(why, "; last log lines") + " (last log lines in history)"
-		}
-		sh.Health = drift.HealthDegraded
-		sh.Message = fmt.Sprintf("rollout failed: %s; %s (fix the image or manifest in a new commit)", why, next)
-		h.Health = drift.HealthDegraded
 	}
 }
 
