@@ -178,7 +178,11 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 		if err != nil {
 			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
 		}
-		files[name] = &fstest.MapFile{Data: data, Mode: 0o644, ModTime: c.Committer.When}
+		mode := fs.FileMode(0o644)
+		if entry.Mode == filemode.Executable {
+			mode = 0o755 // kept: a bind-mounted script must stay runnable
+		}
+		files[name] = &fstest.MapFile{Data: data, Mode: mode, ModTime: c.Committer.When}
 	}
 	return files, nil
 }

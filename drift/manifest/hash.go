@@ -14,6 +14,7 @@ func HashService(labels map[string]string, spec ServiceSpec) string {
 	spec = canonicalService(spec)
 	spec.Replicas = 0
 	spec.DependsOn = nil
+	spec.DependsOnCondition = nil
 	return hashJSON(KindService, labels, spec)
 }
 

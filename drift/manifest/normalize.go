@@ -147,6 +147,23 @@ func canonicalService(spec ServiceSpec) ServiceSpec {
 	slices.SortFunc(out.Volumes, func(a, b VolumeMount) int {
 		return cmp.Or(cmp.Compare(a.MountPath, b.MountPath), cmp.Compare(a.Name, b.Name))
 	})
+	slices.SortFunc(out.Binds, func(a, b BindMount) int {
+		return cmp.Or(cmp.Compare(a.MountPath, b.MountPath), cmp.Compare(a.HostPath, b.HostPath), cmp.Compare(a.RepoPath, b.RepoPath))
+	})
+	slices.SortFunc(out.Tmpfs, func(a, b TmpfsMount) int { return cmp.Compare(a.MountPath, b.MountPath) })
+	slices.SortFunc(out.Devices, func(a, b Device) int {
+		return cmp.Or(cmp.Compare(a.ContainerPath, b.ContainerPath), cmp.Compare(a.HostPath, b.HostPath))
+	})
+	slices.SortFunc(out.Ulimits, func(a, b Ulimit) int { return cmp.Compare(a.Name, b.Name) })
+	out.CapAdd = sortedSet(out.CapAdd)
+	out.CapDrop = sortedSet(out.CapDrop)
+	out.ExtraHosts = sortedSet(out.ExtraHosts)
+	out.GroupAdd = sortedSet(out.GroupAdd)
+	for n, a := range out.Aliases {
+		out.Aliases[n] = sortedSet(a)
+	}
+	// DNS servers, search domains, options and security options keep their
+	// order: it means something to the resolver and the kernel.
 	return out
 }
 
@@ -162,6 +179,38 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.Networks = nonEmpty(spec.Networks)
 	out.Volumes = nonEmpty(spec.Volumes)
 	out.DependsOn = nonEmpty(spec.DependsOn)
+	out.DependsOnCondition = copyMap(spec.DependsOnCondition)
+	if spec.Healthcheck != nil {
+		h := *spec.Healthcheck
+		h.Test = slices.Clone(h.Test)
+		out.Healthcheck = &h
+	}
+	if len(spec.Aliases) > 0 {
+		out.Aliases = make(map[string][]string, len(spec.Aliases))
+		for n, a := range spec.Aliases {
+			out.Aliases[n] = slices.Clone(a)
+		}
+	} else {
+		out.Aliases = nil
+	}
+	out.ExtraHosts = nonEmpty(spec.ExtraHosts)
+	out.DNS = nonEmpty(spec.DNS)
+	out.DNSSearch = nonEmpty(spec.DNSSearch)
+	out.DNSOptions = nonEmpty(spec.DNSOptions)
+	out.Binds = nonEmpty(spec.Binds)
+	out.Tmpfs = nonEmpty(spec.Tmpfs)
+	out.CapAdd = nonEmpty(spec.CapAdd)
+	out.CapDrop = nonEmpty(spec.CapDrop)
+	out.SecurityOpt = nonEmpty(spec.SecurityOpt)
+	out.Devices = nonEmpty(spec.Devices)
+	out.GroupAdd = nonEmpty(spec.GroupAdd)
+	out.Sysctls = copyMap(spec.Sysctls)
+	out.Ulimits = nonEmpty(spec.Ulimits)
+	if spec.Logging != nil {
+		l := *spec.Logging
+		l.Options = copyMap(l.Options)
+		out.Logging = &l
+	}
 	if spec.Readiness != nil {
 		r := *spec.Readiness
 		if r.HTTPGet != nil {
@@ -173,7 +222,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 			r.TCPSocket = &t
 		}
 		if r.Exec != nil {
-			r.Exec = &ExecProbe{Command: slices.Clone(r.Exec.Command)}
+			r.Exec = &ExecProbe{Command: slices.Clone(r.Exec.Command), Shell: r.Exec.Shell}
 		}
 		out.Readiness = &r
 	}

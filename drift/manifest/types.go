@@ -9,6 +9,7 @@ package manifest
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // APIVersion is the only manifest apiVersion this release understands.
@@ -57,13 +58,30 @@ func (p Position) String() string {
 	}
 }
 
+// Formats of an app directory: the two front ends that produce an App.
+const (
+	FormatNative  = "driftless"
+	FormatCompose = "compose"
+)
+
 // App is the desired state of one app: every object declared under its path
 // in one revision, normalized, defaults applied, each list sorted by name.
+// Native manifests and compose files both become an App; nothing downstream
+// knows which front end produced it, except Format and the positions in
+// messages.
 type App struct {
 	Name     string    `json:"name"`
+	Format   string    `json:"format,omitempty"` // FormatNative or FormatCompose
 	Services []Service `json:"services"`
 	Networks []Network `json:"networks"`
 	Volumes  []Volume  `json:"volumes"`
+	// Warnings are problems that do not refuse the revision, such as a
+	// compose variable that is not set and interpolates to "".
+	Warnings ErrorList `json:"warnings,omitempty"`
+	// Content holds, by content hash, the repository files that bind
+	// mounts with a RepoPath materialize. It is not part of any hash
+	// itself: each mount's ContentHash is.
+	Content map[string]*RepoTree `json:"-"`
 }
 
 // Service returns the named service, or nil.
@@ -86,6 +104,27 @@ type Service struct {
 	// is replaced only when its recorded hash differs from this one.
 	Hash   string   `json:"hash"`
 	Source Position `json:"source"`
+	// Fields locates fields of the spec in the file that declared them, by
+	// model path ("privileged", "binds[0]", "capAdd[1]"), for messages
+	// about them (the host-power policy). Missing entries fall back to
+	// Source.
+	Fields map[string]FieldRef `json:"-"`
+}
+
+// FieldRef is where a model field was written, and how the user wrote its
+// path ("spec.privileged" in a native manifest, "services.web.privileged"
+// in a compose file).
+type FieldRef struct {
+	Pos   Position
+	Field string
+}
+
+// Field returns where the model field was declared.
+func (s *Service) Field(path string) FieldRef {
+	if r, ok := s.Fields[path]; ok {
+		return r
+	}
+	return FieldRef{Pos: s.Source, Field: path}
 }
 
 // ServiceSpec is the normalized spec of a service. Every field has its
@@ -109,6 +148,151 @@ type ServiceSpec struct {
 	DependsOn []string      `json:"dependsOn,omitempty"`
 	// StopGracePeriodSeconds is how long Docker waits after SIGTERM.
 	StopGracePeriodSeconds int `json:"stopGracePeriodSeconds"`
+
+	// Everything below was added for compose files and is optional in
+	// both formats. Each field is omitted from JSON when zero, so specs
+	// that do not use it keep the hash they had before it existed.
+
+	// DependsOnCondition says, per dependency, what "ready" means:
+	// DependsStarted, DependsHealthy or DependsCompleted. A dependency not
+	// listed here is DependsHealthy (driftless's readiness). Like
+	// DependsOn it is not hashed.
+	DependsOnCondition map[string]string `json:"dependsOnCondition,omitempty"`
+	// RestartMaxRetries bounds on-failure restarts; 0 is unbounded.
+	RestartMaxRetries int `json:"restartMaxRetries,omitempty"`
+	// Healthcheck is the Docker healthcheck of the replicas. nil keeps the
+	// image's own. A replica with a Docker healthcheck and no Readiness is
+	// ready when Docker says healthy.
+	Healthcheck *Healthcheck `json:"healthcheck,omitempty"`
+
+	User       string `json:"user,omitempty"`
+	WorkingDir string `json:"workingDir,omitempty"`
+	Hostname   string `json:"hostname,omitempty"`
+	Domainname string `json:"domainname,omitempty"`
+	Init       bool   `json:"init,omitempty"`
+	StopSignal string `json:"stopSignal,omitempty"`
+	TTY        bool   `json:"tty,omitempty"`
+	StdinOpen  bool   `json:"stdinOpen,omitempty"`
+
+	// NetworkMode is "" (join Networks, the normal case), NetworkBridge
+	// (Docker's default bridge), NetworkNone or NetworkHost (policy-gated).
+	// Networks is empty unless NetworkMode is "".
+	NetworkMode string `json:"networkMode,omitempty"`
+	// Aliases are extra DNS names per network (by manifest name); the
+	// service name is always one.
+	Aliases    map[string][]string `json:"aliases,omitempty"`
+	ExtraHosts []string            `json:"extraHosts,omitempty"` // "host:ip", sorted
+	DNS        []string            `json:"dns,omitempty"`
+	DNSSearch  []string            `json:"dnsSearch,omitempty"`
+	DNSOptions []string            `json:"dnsOptions,omitempty"`
+	MacAddress string              `json:"macAddress,omitempty"`
+
+	Binds []BindMount  `json:"binds,omitempty"`
+	Tmpfs []TmpfsMount `json:"tmpfs,omitempty"`
+
+	Privileged     bool              `json:"privileged,omitempty"`
+	ReadOnlyRootfs bool              `json:"readOnlyRootfs,omitempty"`
+	CapAdd         []string          `json:"capAdd,omitempty"`  // sorted, upper case without CAP_
+	CapDrop        []string          `json:"capDrop,omitempty"` // sorted, upper case without CAP_
+	SecurityOpt    []string          `json:"securityOpt,omitempty"`
+	Devices        []Device          `json:"devices,omitempty"`
+	GroupAdd       []string          `json:"groupAdd,omitempty"`
+	PID            string            `json:"pid,omitempty"` // "" or "host" (policy-gated)
+	IPC            string            `json:"ipc,omitempty"` // "", "private", "shareable" or "host" (policy-gated)
+	Sysctls        map[string]string `json:"sysctls,omitempty"`
+	Ulimits        []Ulimit          `json:"ulimits,omitempty"` // sorted by name
+	ShmSizeBytes   int64             `json:"shmSizeBytes,omitempty"`
+	Logging        *Logging          `json:"logging,omitempty"`
+}
+
+// Dependency conditions (compose's depends_on condition).
+const (
+	DependsStarted   = "started"   // the dependency's replicas run
+	DependsHealthy   = "healthy"   // the dependency's replicas are ready
+	DependsCompleted = "completed" // the dependency's replicas exited 0
+)
+
+// Network modes besides the default (the app's networks).
+const (
+	NetworkBridge = "bridge"
+	NetworkNone   = "none"
+	NetworkHost   = "host"
+)
+
+// DependsCondition is the condition the service waits for on dep.
+func (s *ServiceSpec) DependsCondition(dep string) string {
+	if c, ok := s.DependsOnCondition[dep]; ok {
+		return c
+	}
+	return DependsHealthy
+}
+
+// Healthcheck is a Docker healthcheck, as Docker takes it.
+type Healthcheck struct {
+	// Test is Docker's form: ["CMD", prog, args...], ["CMD-SHELL", line],
+	// or ["NONE"] to disable the image's healthcheck.
+	Test          []string      `json:"test"`
+	Interval      time.Duration `json:"interval,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"`
+	StartPeriod   time.Duration `json:"startPeriod,omitempty"`
+	StartInterval time.Duration `json:"startInterval,omitempty"`
+	Retries       int           `json:"retries,omitempty"`
+}
+
+// Disabled reports whether the healthcheck turns the image's off.
+func (h *Healthcheck) Disabled() bool {
+	return h != nil && len(h.Test) > 0 && h.Test[0] == "NONE"
+}
+
+// BindMount mounts a file or directory that is not a Docker volume:
+// exactly one of HostPath (an absolute path on the host, policy-gated) and
+// RepoPath (a path in the revision, materialized read-only by driftless
+// under its data directory) is set.
+type BindMount struct {
+	HostPath string `json:"hostPath,omitempty"`
+	// RepoPath is slash-separated and relative to the app directory.
+	RepoPath string `json:"repoPath,omitempty"`
+	// ContentHash identifies RepoPath's content at this revision (see
+	// RepoTree.Hash); it is part of the spec, so a changed file rolls the
+	// services that mount it.
+	ContentHash string `json:"contentHash,omitempty"`
+	MountPath   string `json:"mountPath"`
+	ReadOnly    bool   `json:"readOnly,omitempty"`
+	// CreateHostPath creates a missing HostPath (compose's short syntax);
+	// false makes a missing one an error at create time.
+	CreateHostPath bool `json:"createHostPath,omitempty"`
+	// Propagation is Docker's bind propagation ("rprivate", ...); "" is
+	// Docker's default.
+	Propagation string `json:"propagation,omitempty"`
+	// SELinux is "z" or "Z" to relabel; "" leaves labels alone.
+	SELinux string `json:"selinux,omitempty"`
+}
+
+// TmpfsMount is an in-memory file system.
+type TmpfsMount struct {
+	MountPath string `json:"mountPath"`
+	SizeBytes int64  `json:"sizeBytes,omitempty"`
+	Mode      uint32 `json:"mode,omitempty"` // permission bits, 0 = Docker's default
+}
+
+// Device gives the container a host device (policy-gated).
+type Device struct {
+	HostPath      string `json:"hostPath"`
+	ContainerPath string `json:"containerPath"`
+	Permissions   string `json:"permissions,omitempty"` // "rwm" when empty
+}
+
+// Ulimit is one resource limit of the container's processes.
+type Ulimit struct {
+	Name string `json:"name"`
+	Soft int64  `json:"soft"`
+	Hard int64  `json:"hard"`
+}
+
+// Logging is the container's log driver.
+type Logging struct {
+	Driver  string            `json:"driver,omitempty"`
+	Options map[string]string `json:"options,omitempty"`
 }
 
 // IsSecretEnv reports whether the env key's value must be redacted.
@@ -126,11 +310,20 @@ type Port struct {
 	ContainerPort int    `json:"containerPort"`
 	HostPort      int    `json:"hostPort,omitempty"`
 	Protocol      string `json:"protocol"` // tcp (default) or udp
+	// HostIP binds the published port to one host address; "" is all.
+	HostIP string `json:"hostIP,omitempty"`
 }
 
 func (p Port) String() string {
-	if p.HostPort == 0 {
+	switch {
+	case p.HostPort == 0:
 		return fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol)
+	case p.HostIP != "":
+		host := p.HostIP
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		return fmt.Sprintf("%s:%d:%d/%s", host, p.HostPort, p.ContainerPort, p.Protocol)
 	}
 	return fmt.Sprintf("%d:%d/%s", p.HostPort, p.ContainerPort, p.Protocol)
 }
@@ -146,6 +339,10 @@ type VolumeMount struct {
 type Resources struct {
 	MemoryBytes int64 `json:"memoryBytes,omitempty"`
 	NanoCPUs    int64 `json:"nanoCPUs,omitempty"`
+	// PidsLimit bounds the number of processes; 0 is unlimited.
+	PidsLimit int64 `json:"pidsLimit,omitempty"`
+	// MemoryReservationBytes is a soft limit; 0 is none.
+	MemoryReservationBytes int64 `json:"memoryReservationBytes,omitempty"`
 }
 
 // Readiness decides when a replica counts as ready. Exactly one of HTTPGet,
@@ -175,6 +372,8 @@ type TCPSocketProbe struct {
 // ExecProbe runs a command inside the container (as a Docker healthcheck).
 type ExecProbe struct {
 	Command []string `json:"command"`
+	// Shell runs Command[0] with the image's shell (Docker's CMD-SHELL).
+	Shell bool `json:"shell,omitempty"`
 }
 
 // Update says how a changed spec is rolled out.
@@ -182,6 +381,8 @@ type Update struct {
 	Strategy       string `json:"strategy"` // rolling (default) or recreate
 	MaxSurge       int    `json:"maxSurge"`
 	MaxUnavailable int    `json:"maxUnavailable"`
+	// Delay is the pause between batches of a rolling update.
+	Delay time.Duration `json:"delay,omitempty"`
 }
 
 // Network is a declared Docker network. Its Docker name is "<app>-<name>".
@@ -194,10 +395,25 @@ type Network struct {
 	Implicit bool              `json:"implicit,omitempty"` // the default network, not declared in a file
 }
 
+// DockerName is the network's name on the engine.
+func (n *Network) DockerName(app string) string {
+	if n.Spec.External {
+		return n.Spec.ExternalName
+	}
+	return ObjectName(app, n.Name)
+}
+
 // NetworkSpec is the normalized spec of a network.
 type NetworkSpec struct {
-	Driver   string `json:"driver"` // bridge (default)
-	Internal bool   `json:"internal,omitempty"`
+	Driver     string            `json:"driver"` // bridge (default)
+	Internal   bool              `json:"internal,omitempty"`
+	Attachable bool              `json:"attachable,omitempty"`
+	EnableIPv6 bool              `json:"enableIPv6,omitempty"`
+	DriverOpts map[string]string `json:"driverOpts,omitempty"`
+	// External networks exist already under ExternalName: driftless never
+	// creates, changes or removes them, and reports a missing one.
+	External     bool   `json:"external,omitempty"`
+	ExternalName string `json:"externalName,omitempty"`
 }
 
 // Volume is a declared Docker volume. Its Docker name is "<app>-<name>".
@@ -209,9 +425,59 @@ type Volume struct {
 	Source Position          `json:"source"`
 }
 
+// DockerName is the volume's name on the engine.
+func (v *Volume) DockerName(app string) string {
+	if v.Spec.External {
+		return v.Spec.ExternalName
+	}
+	return ObjectName(app, v.Name)
+}
+
 // VolumeSpec is the normalized spec of a volume.
 type VolumeSpec struct {
-	Driver string `json:"driver"` // local (default)
+	Driver     string            `json:"driver"` // local (default)
+	DriverOpts map[string]string `json:"driverOpts,omitempty"`
+	// External volumes exist already under ExternalName; see NetworkSpec.
+	External     bool   `json:"external,omitempty"`
+	ExternalName string `json:"externalName,omitempty"`
+}
+
+// Network returns the named network, or nil.
+func (a *App) Network(name string) *Network {
+	for i := range a.Networks {
+		if a.Networks[i].Name == name {
+			return &a.Networks[i]
+		}
+	}
+	return nil
+}
+
+// Volume returns the named volume, or nil.
+func (a *App) Volume(name string) *Volume {
+	for i := range a.Volumes {
+		if a.Volumes[i].Name == name {
+			return &a.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// NetworkDockerName is the Docker name of a network the app declares (or
+// the implicit default), by manifest name.
+func (a *App) NetworkDockerName(name string) string {
+	if n := a.Network(name); n != nil {
+		return n.DockerName(a.Name)
+	}
+	return ObjectName(a.Name, name)
+}
+
+// VolumeDockerName is the Docker name of a volume the app declares, by
+// manifest name.
+func (a *App) VolumeDockerName(name string) string {
+	if v := a.Volume(name); v != nil {
+		return v.DockerName(a.Name)
+	}
+	return ObjectName(a.Name, name)
 }
 
 // ObjectName is the Docker name of an app's network or volume.

@@ -1,0 +1,155 @@
+package manifest
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Host powers a manifest may only use when the app's configuration allows
+// them by name (driftless.yaml `allow:`, `driftless run --allow`). A commit
+// must not be able to take the host by default.
+const (
+	AllowPrivileged   = "privileged"    // privileged: true
+	AllowHostNetwork  = "host-network"  // network mode host
+	AllowHostPID      = "host-pid"      // pid: host
+	AllowHostIPC      = "host-ipc"      // ipc: host
+	AllowDevices      = "devices"       // host devices
+	AllowCapabilities = "capabilities"  // capabilities beyond Docker's defaults
+	AllowUnconfined   = "unconfined"    // security options that turn off seccomp, AppArmor or SELinux
+	AllowDockerSocket = "docker-socket" // a mount that reaches the Docker socket
+)
+
+// AllowNames are the names Policy.Allow accepts.
+var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowPrivileged, AllowUnconfined}
+
+// defaultCaps are the capabilities Docker grants every container; adding
+// one of them again gives nothing new.
+var defaultCaps = []string{
+	"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+	"NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+}
+
+// dockerSockets are where the Docker socket lives on a host.
+var dockerSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
+
+// Policy is what an app's manifests may do to the host. The zero Policy
+// allows no host power: no absolute host paths, nothing in AllowNames.
+type Policy struct {
+	Allow []string `json:"allow,omitempty"`
+	// HostPaths are absolute path prefixes that bind mounts of host paths
+	// may use ("/srv/shop" allows "/srv/shop/conf", not "/srv/shopping").
+	HostPaths []string `json:"hostPaths,omitempty"`
+}
+
+// Allows reports whether the named power is allowed.
+func (p Policy) Allows(name string) bool { return slices.Contains(p.Allow, name) }
+
+// Validate checks the policy's own values.
+func (p Policy) Validate() error {
+	for _, a := range p.Allow {
+		if !slices.Contains(AllowNames, a) {
+			return fmt.Errorf("allow: unknown name %q: must be one of %s", a, strings.Join(AllowNames, ", "))
+		}
+	}
+	for _, h := range p.HostPaths {
+		if !path.IsAbs(h) {
+			return fmt.Errorf("hostPaths: %q is not an absolute path", h)
+		}
+	}
+	return nil
+}
+
+func (p Policy) allowsHostPath(hp string) bool {
+	hp = path.Clean(hp)
+	for _, prefix := range p.HostPaths {
+		prefix = path.Clean(prefix)
+		if hp == prefix || prefix == "/" || strings.HasPrefix(hp, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// reachesDockerSocket reports whether mounting hp exposes the Docker
+// socket: the socket itself or a directory above it.
+func reachesDockerSocket(hp string) bool {
+	hp = path.Clean(hp)
+	for _, s := range dockerSockets {
+		if hp == s || hp == "/" || strings.HasPrefix(s, hp+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPolicy returns one error for every use of a host power the policy
+// does not allow, located where the manifest declares it, with the setting
+// that would allow it. Both front ends' apps go through it.
+func CheckPolicy(app *App, p Policy) ErrorList {
+	var errs ErrorList
+	deny := func(svc *Service, field, format string, args ...any) {
+		ref := svc.Field(field)
+		errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
+	}
+	hint := func(name string) string {
+		return fmt.Sprintf("allow it for this app with `allow: [%s]` in driftless.yaml (or `--allow %s`)", name, name)
+	}
+	for i := range app.Services {
+		svc := &app.Services[i]
+		s := &svc.Spec
+		if s.Privileged && !p.Allows(AllowPrivileged) {
+			deny(svc, "privileged", "a privileged container can take over the host; %s", hint(AllowPrivileged))
+		}
+		if s.NetworkMode == NetworkHost && !p.Allows(AllowHostNetwork) {
+			deny(svc, "networkMode", "the host's network namespace gives the container every host port and interface; %s", hint(AllowHostNetwork))
+		}
+		if s.PID == "host" && !p.Allows(AllowHostPID) {
+			deny(svc, "pid", "the host's PID namespace lets the container see and signal every host process; %s", hint(AllowHostPID))
+		}
+		if s.IPC == "host" && !p.Allows(AllowHostIPC) {
+			deny(svc, "ipc", "the host's IPC namespace is shared with every host process; %s", hint(AllowHostIPC))
+		}
+		for j, d := range s.Devices {
+			if !p.Allows(AllowDevices) {
+				deny(svc, indexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, hint(AllowDevices))
+			}
+		}
+		for j, c := range s.CapAdd {
+			if !slices.Contains(defaultCaps, c) && !p.Allows(AllowCapabilities) {
+				deny(svc, indexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, hint(AllowCapabilities))
+			}
+		}
+		for j, o := range s.SecurityOpt {
+			if unconfined(o) && !p.Allows(AllowUnconfined) {
+				deny(svc, indexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, hint(AllowUnconfined))
+			}
+		}
+		for j, b := range s.Binds {
+			if b.HostPath == "" {
+				continue
+			}
+			field := indexPath("binds", j)
+			switch {
+			case reachesDockerSocket(b.HostPath) && !p.Allows(AllowDockerSocket):
+				deny(svc, field, "mounting %s gives the container the Docker socket, which is root on the host; %s", b.HostPath, hint(AllowDockerSocket))
+			case reachesDockerSocket(b.HostPath):
+			case !p.allowsHostPath(b.HostPath):
+				deny(svc, field, "host path %s is outside the paths this app may mount; allow it with `hostPaths: [%s]` in driftless.yaml (or `--allow-host-path %s`), or mount a file from the repository with a relative path",
+					b.HostPath, b.HostPath, b.HostPath)
+			}
+		}
+	}
+	return errs
+}
+
+// unconfined reports a security option that disables a confinement.
+func unconfined(opt string) bool {
+	o := strings.ReplaceAll(opt, ":", "=")
+	switch o {
+	case "seccomp=unconfined", "apparmor=unconfined", "label=disable", "systempaths=unconfined":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,144 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// MaxRepoTreeBytes bounds what one bind mount may materialize from the
+// repository: config files, not data sets.
+const MaxRepoTreeBytes = 16 << 20
+
+// RepoTree is the content of a file or directory of one revision that a
+// bind mount materializes.
+type RepoTree struct {
+	// Dir: the mount source is a directory (Files' paths are relative to
+	// it); otherwise Files holds exactly one entry with an empty Path.
+	Dir   bool
+	Files []RepoFile // sorted by Path
+}
+
+// RepoFile is one regular file of a RepoTree.
+type RepoFile struct {
+	Path string // slash-separated, relative to the tree; "" for a single file
+	Exec bool   // executable bit
+	Data []byte
+}
+
+// Hash identifies the tree's content: the first 16 hex characters of a
+// SHA-256 over each file's path, executable bit and data. Two revisions with
+// the same content have the same hash.
+func (t *RepoTree) Hash() string {
+	h := sha256.New()
+	var n [8]byte
+	write := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	if t.Dir {
+		write([]byte("dir"))
+	} else {
+		write([]byte("file"))
+	}
+	for _, f := range t.Files {
+		write([]byte(f.Path))
+		if f.Exec {
+			write([]byte{1})
+		} else {
+			write([]byte{0})
+		}
+		write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Size is the number of bytes of file content in the tree.
+func (t *RepoTree) Size() int64 {
+	var n int64
+	for _, f := range t.Files {
+		n += int64(len(f.Data))
+	}
+	return n
+}
+
+// Errors of CleanRepoPath and ReadRepoTree.
+var (
+	ErrLeavesRepo   = errors.New("leaves the app directory")
+	ErrTreeTooLarge = fmt.Errorf("holds more than %d MiB", MaxRepoTreeBytes>>20)
+)
+
+// CleanRepoPath turns a relative bind source as written ("./conf",
+// "conf/nginx.conf", ".") into a clean slash path relative to the app
+// directory, refusing any path that leaves it.
+func CleanRepoPath(p string) (string, error) {
+	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") {
+		return "", fmt.Errorf("%q is not a relative path", p)
+	}
+	clean := path.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%q %w", p, ErrLeavesRepo)
+	}
+	return clean, nil
+}
+
+// ReadRepoTree reads the file or directory at p (a clean path from
+// CleanRepoPath) from the revision. Hidden entries are kept (a ".htpasswd"
+// is content like any other); symlinks are not in a revision's file system
+// and so cannot lead out of it.
+func ReadRepoTree(fsys fs.FS, p string) (*RepoTree, error) {
+	info, err := fs.Stat(fsys, p)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > MaxRepoTreeBytes {
+			return nil, fmt.Errorf("%s %w", p, ErrTreeTooLarge)
+		}
+		return &RepoTree{Files: []RepoFile{{Data: data, Exec: info.Mode()&0o111 != 0}}}, nil
+	}
+	t := &RepoTree{Dir: true}
+	var total int64
+	err = fs.WalkDir(fsys, p, func(fp string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, fp)
+		if err != nil {
+			return err
+		}
+		total += int64(len(data))
+		if total > MaxRepoTreeBytes {
+			return fmt.Errorf("%s %w", p, ErrTreeTooLarge)
+		}
+		rel := strings.TrimPrefix(fp, p+"/")
+		if p == "." {
+			rel = fp
+		}
+		t.Files = append(t.Files, RepoFile{Path: rel, Exec: fi.Mode()&0o111 != 0, Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(t.Files, func(a, b RepoFile) int { return strings.Compare(a.Path, b.Path) })
+	return t, nil
+}
