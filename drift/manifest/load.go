@@ -29,13 +29,50 @@ import (
 // path in fsys. A missing root or an unreadable file is a plain error
 // (wrapping the fs error). A root without documents yields an empty App.
 func Load(fsys fs.FS, root string, app string) (*App, error) {
-	return load(fsys, root, app, func(p string) string { return p })
+	return LoadWith(fsys, root, app, LoadOptions{})
+}
+
+// LoadOptions are what the app's configuration adds to its files.
+type LoadOptions struct {
+	// Policy is the host power the app's manifests may use; the zero
+	// Policy allows none (see CheckPolicy).
+	Policy Policy
+	// Profiles are the compose profiles to activate; services with other
+	// profiles are not part of the app.
+	Profiles []string
+	// Environment is what compose variables interpolate from, before the
+	// app directory's .env file (compose's precedence: these win).
+	Environment map[string]string
+}
+
+// LoadWith is Load with the app's options.
+func LoadWith(fsys fs.FS, root string, app string, opts LoadOptions) (*App, error) {
+	return loadChecked(fsys, root, app, opts, func(p string) string { return p })
+}
+
+// loadChecked loads the app with its front end, then checks the result
+// against the policy.
+func loadChecked(fsys fs.FS, root, app string, opts LoadOptions, display func(string) string) (*App, error) {
+	a, err := load(fsys, root, app, display)
+	if err != nil {
+		return nil, err
+	}
+	if errs := CheckPolicy(a, opts.Policy); len(errs) > 0 {
+		c := &collector{errs: errs}
+		return nil, c.sorted()
+	}
+	return a, nil
 }
 
 // LoadDir is Load over the directory dir of the local file system. Positions
 // name files as dir joined with their path below it, e.g.
 // "examples/shop/web.yaml", so they can be opened as printed.
 func LoadDir(dir string, app string) (*App, error) {
+	return LoadDirWith(dir, app, LoadOptions{})
+}
+
+// LoadDirWith is LoadDir with the app's options.
+func LoadDirWith(dir string, app string, opts LoadOptions) (*App, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -50,7 +87,7 @@ func LoadDir(dir string, app string) (*App, error) {
 		}
 		return dir + "/" + p
 	}
-	return load(os.DirFS(dir), ".", app, display)
+	return loadChecked(os.DirFS(dir), ".", app, opts, display)
 }
 
 func load(fsys fs.FS, root, app string, display func(string) string) (*App, error) {
