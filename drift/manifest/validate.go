@@ -430,7 +430,7 @@ func assemble(c *collector, app string, objs []*object) *App {
 	if len(c.errs) > 0 {
 		return nil
 	}
-	result := &App{Name: app, Services: []Service{}, Networks: []Network{}, Volumes: []Volume{}}
+	result := &App{Name: app, Format: FormatNative, Services: []Service{}, Networks: []Network{}, Volumes: []Volume{}}
 	usesDefault := false
 	for _, o := range objs {
 		switch o.kind {
