@@ -13,69 +13,26 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 )
 
-// Phase is a step of one change, as reported to progress.
-type Phase string
-
-const (
-	PhaseStart   Phase = "start"
-	PhaseCreated Phase = "created"
-	PhaseStarted Phase = "started"
-	PhaseWaiting Phase = "waiting"
-	PhaseReady   Phase = "ready"
-	PhaseRemoved Phase = "removed"
-	PhaseDone    Phase = "done"
-	PhaseFailed  Phase = "failed"
-	PhaseSkipped Phase = "skipped"
-)
-
-// Event is one step of one change. Elapsed is the time since the change
-// started. Message adds detail for people and does not repeat the object's
-// name (the Change carries it); it may be empty.
-type Event struct {
-	Time    time.Time
-	Change  drift.Change
-	Phase   Phase
-	Message string
-	Elapsed time.Duration
-	Err     error
-}
-
-// Outcome is how one change ended: Phase is done, failed or skipped.
-type Outcome struct {
-	Change   drift.Change  `json:"change"`
-	Err      string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration"`
-	Phase    Phase         `json:"phase"`
-}
-
-// Result is what Apply did.
-type Result struct {
-	// Outcomes are in plan order, one per change.
-	Outcomes []Outcome `json:"outcomes"`
-	// Degraded names services whose rollout stopped, with the reason
-	// (probe output, exit code, last log lines).
-	Degraded map[string]string `json:"degraded,omitempty"`
-	// Err is nil when every change succeeded and every touched replica
-	// became ready.
-	Err error `json:"-"`
-}
-
 // Apply carries out the plan's Changes (not Deferred or Conflicts) in a
 // safe order: networks and volumes first; then services in the plan's
 // (dependsOn) order, a service starting only once the services it depends
-// on that have changes here are done and ready; independent services run
-// concurrently; removed services' containers next; networks and volumes
-// removed last. progress may be nil; calls to it are serialized.
-func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, progress func(Event)) Result {
+// on that have changes here have met its condition; independent services
+// run concurrently; removed services' containers next; networks and
+// volumes removed last. opts.Progress may be nil; calls to it are
+// serialized. When opts.Stop closes, changes not yet begun are skipped
+// (FailureStopped) and changes under way finish: a replace completes or
+// puts the old replica back, never stops half-way.
+func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult {
 	r := &run{
 		e:        e,
 		app:      plan.App,
 		desired:  desired,
 		revision: plan.Revision,
-		progress: progress,
+		progress: opts.Progress,
+		stop:     opts.Stop,
 		sem:      make(chan struct{}, e.opts.Parallelism),
-		outcomes: make([]Outcome, len(plan.Changes)),
-		degraded: map[string]string{},
+		outcomes: make([]drift.Outcome, len(plan.Changes)),
+		degraded: map[string]*drift.Failure{},
 		images:   map[string]*imageCheck{},
 	}
 	if r.app == "" && desired != nil {
@@ -85,7 +42,8 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 		r.desired = &manifest.App{Name: r.app}
 	}
 	for i, c := range plan.Changes {
-		r.outcomes[i] = Outcome{Change: c, Phase: PhaseSkipped, Err: "not attempted"}
+		r.outcomes[i] = drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: "not attempted",
+			Failure: &drift.Failure{Cause: drift.FailureOther, Summary: "not attempted"}}
 	}
 	r.execute(ctx, plan.Changes)
 	return r.result()
@@ -97,14 +55,15 @@ type run struct {
 	app      string
 	desired  *manifest.App
 	revision string
-	progress func(Event)
+	progress func(drift.Event)
+	stop     <-chan struct{}
 	sem      chan struct{}
 
 	progressMu sync.Mutex
 
 	mu       sync.Mutex
-	outcomes []Outcome
-	degraded map[string]string
+	outcomes []drift.Outcome
+	degraded map[string]*drift.Failure
 
 	imagesMu sync.Mutex
 	images   map[string]*imageCheck
@@ -117,12 +76,25 @@ type step struct {
 	start  time.Time
 }
 
-func (r *run) emit(s *step, phase Phase, msg string, err error) {
+// stopped reports whether the apply was asked to stop at its next safe
+// point.
+func (r *run) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+var errStopped = &drift.Failure{Cause: drift.FailureStopped, Summary: "apply stopped at a safe point: something newer arrived; the next pass plans again from what runs"}
+
+func (r *run) emit(s *step, phase drift.Phase, msg string, err error) {
 	if r.progress == nil {
 		return
 	}
 	now := time.Now()
-	ev := Event{Time: now, Change: s.change, Phase: phase, Message: msg, Elapsed: now.Sub(s.start), Err: err}
+	ev := drift.Event{Time: now, Change: s.change, Phase: phase, Message: msg, Elapsed: now.Sub(s.start), Err: err}
 	r.progressMu.Lock()
 	defer r.progressMu.Unlock()
 	r.progress(ev)
@@ -130,52 +102,54 @@ func (r *run) emit(s *step, phase Phase, msg string, err error) {
 
 func (r *run) begin(index int, c drift.Change) *step {
 	s := &step{index: index, change: c, start: time.Now()}
-	r.emit(s, PhaseStart, c.Reason, nil)
+	r.emit(s, drift.PhaseStart, c.Reason, nil)
 	return s
 }
 
-// finish records the outcome of a step: done when err is nil.
+// finish records the outcome of a step: done when err is nil, otherwise
+// failed with the error classified by its cause.
 func (r *run) finish(s *step, err error) {
 	d := time.Since(s.start)
-	out := Outcome{Change: s.change, Duration: d, Phase: PhaseDone}
+	out := drift.Outcome{Change: s.change, Duration: d, Result: drift.ResultDone}
 	if err != nil {
-		out.Phase, out.Err = PhaseFailed, err.Error()
-		r.emit(s, PhaseFailed, err.Error(), err)
+		f := classify(err)
+		out.Result, out.Error, out.Failure = drift.ResultFailed, err.Error(), f
+		r.emit(s, drift.PhaseFailed, err.Error(), err)
 	} else {
-		r.emit(s, PhaseDone, "", nil)
+		r.emit(s, drift.PhaseDone, "", nil)
 	}
 	r.mu.Lock()
 	r.outcomes[s.index] = out
 	r.mu.Unlock()
 }
 
-func (r *run) skip(index int, c drift.Change, why string) {
+func (r *run) skip(index int, c drift.Change, why *drift.Failure) {
 	s := &step{index: index, change: c, start: time.Now()}
-	r.emit(s, PhaseSkipped, why, nil)
+	r.emit(s, drift.PhaseSkipped, why.Summary, nil)
 	r.mu.Lock()
-	r.outcomes[index] = Outcome{Change: c, Phase: PhaseSkipped, Err: why}
+	r.outcomes[index] = drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: why.Summary, Failure: why}
 	r.mu.Unlock()
 }
 
-func (r *run) markDegraded(service, reason string) {
+func (r *run) markDegraded(service string, f *drift.Failure) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.degraded[service]; !ok {
-		r.degraded[service] = reason
+		r.degraded[service] = f
 	}
 }
 
-func (r *run) result() Result {
+func (r *run) result() drift.ApplyResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := Result{Outcomes: r.outcomes}
+	res := drift.ApplyResult{Outcomes: r.outcomes}
 	if len(r.degraded) > 0 {
 		res.Degraded = r.degraded
 	}
 	var failed []string
 	for _, o := range r.outcomes {
-		if o.Phase != PhaseDone {
-			failed = append(failed, fmt.Sprintf("%s %s: %s", o.Change.Action, o.Change.Name, o.Err))
+		if o.Result != drift.ResultDone {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", o.Change.Action, o.Change.Name, o.Error))
 		}
 	}
 	services := make([]string, 0, len(r.degraded))
@@ -270,11 +244,12 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 				case <-ctx.Done():
 				}
 				if ctx.Err() != nil {
-					r.skipAll(g.changes, "apply cancelled: "+ctx.Err().Error())
+					r.skipAll(g.changes, cancelled(ctx))
 					return
 				}
 				if !dg.ok {
-					r.skipAll(g.changes, fmt.Sprintf("waits for service %s, which did not become ready", dep))
+					r.skipAll(g.changes, &drift.Failure{Cause: drift.FailureDependency,
+						Summary: fmt.Sprintf("waits for service %s, which did not become ready", dep)})
 					return
 				}
 			}
@@ -293,7 +268,12 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 	r.parallel(ctx, resourceRemoves, r.applyResource)
 }
 
-func (r *run) skipAll(changes []indexed, why string) {
+// cancelled is the failure of changes skipped because ctx ended.
+func cancelled(ctx context.Context) *drift.Failure {
+	return &drift.Failure{Cause: drift.FailureStopped, Summary: "apply cancelled: " + ctx.Err().Error()}
+}
+
+func (r *run) skipAll(changes []indexed, why *drift.Failure) {
 	for _, ic := range changes {
 		r.skip(ic.index, ic.change, why)
 	}
@@ -304,7 +284,12 @@ func (r *run) parallel(ctx context.Context, changes []indexed, fn func(context.C
 	var wg sync.WaitGroup
 	for _, ic := range changes {
 		if err := r.acquire(ctx); err != nil {
-			r.skip(ic.index, ic.change, "apply cancelled: "+err.Error())
+			r.skip(ic.index, ic.change, cancelled(ctx))
+			continue
+		}
+		if r.stopped() {
+			r.release()
+			r.skip(ic.index, ic.change, errStopped)
 			continue
 		}
 		wg.Add(1)
@@ -331,7 +316,7 @@ func (r *run) applyService(ctx context.Context, g *serviceGroup) bool {
 		case drift.ActionReplace:
 			replaces = append(replaces, ic)
 		default:
-			r.skip(ic.index, ic.change, fmt.Sprintf("unknown action %q", ic.change.Action))
+			r.skip(ic.index, ic.change, &drift.Failure{Cause: drift.FailureOther, Summary: fmt.Sprintf("unknown action %q", ic.change.Action)})
 		}
 	}
 	var mu sync.Mutex
@@ -343,6 +328,11 @@ func (r *run) applyService(ctx context.Context, g *serviceGroup) bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if r.stopped() {
+				r.skip(ic.index, ic.change, errStopped)
+				fail()
+				return
+			}
 			s := r.begin(ic.index, ic.change)
 			var err error
 			if ic.change.Action == drift.ActionCreate {
@@ -382,11 +372,11 @@ func (r *run) applyService(ctx context.Context, g *serviceGroup) bool {
 	return ok
 }
 
-// noteNotReady marks the service degraded when a replica failed to become
-// ready (as opposed to a Docker call failing).
+// noteNotReady marks the service degraded when a replica failed on its
+// own (as opposed to someone removing it, or a Docker call failing).
 func (r *run) noteNotReady(service string, err error) {
-	var nr *notReadyError
-	if errors.As(err, &nr) {
-		r.markDegraded(service, nr.Error())
+	var f *drift.Failure
+	if errors.As(err, &f) && f.Cause == drift.FailureRollout {
+		r.markDegraded(service, f)
 	}
 }

@@ -16,15 +16,6 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// notReadyError is a replica that did not become ready: the rollout of its
-// service stops and the service is reported degraded.
-type notReadyError struct {
-	summary string // one line: what happened
-	msg     string // summary plus the last log lines
-}
-
-func (e *notReadyError) Error() string { return e.msg }
-
 // crashRestarts is how many restarts during a readiness wait count as a
 // crash loop: fail fast instead of waiting for ReadyTimeout.
 const crashRestarts = 3
@@ -57,7 +48,11 @@ func (r *run) ensureImage(ctx context.Context, ref string) error {
 			return
 		}
 		if err := r.e.pullImage(ctx, ref); err != nil {
-			c.err = fmt.Errorf("image %s is not present and could not be pulled: %v", ref, err)
+			if isEngineDown(err) {
+				c.err = fmt.Errorf("pull image %s: %w", ref, err)
+				return
+			}
+			c.err = &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("image %s is not present and could not be pulled: %v", ref, err)}
 		}
 	})
 	return c.err
@@ -93,6 +88,9 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		return "", err
 	}
 	defer r.release()
+	if r.stopped() {
+		return "", errStopped
+	}
 	created, err := r.e.api.ContainerCreate(ctx, rc.Create)
 	if err != nil {
 		if cerrdefs.IsConflict(err) {
@@ -100,7 +98,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		}
 		return "", fmt.Errorf("create %s: %w", name, err)
 	}
-	r.emit(s, PhaseCreated, "", nil)
+	r.emit(s, drift.PhaseCreated, "", nil)
 	undo := func(cause error) error {
 		// A replica that cannot start is removed again, so the next plan
 		// starts from a clean slot instead of a half-made container.
@@ -123,7 +121,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if _, err := r.e.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return "", undo(fmt.Errorf("start %s: %w", name, err))
 	}
-	r.emit(s, PhaseStarted, "", nil)
+	r.emit(s, drift.PhaseStarted, "", nil)
 	return created.ID, nil
 }
 
@@ -134,7 +132,7 @@ func (r *run) nameConflict(ctx context.Context, name string, cause error) error 
 		return fmt.Errorf("create %s: %w", name, cause)
 	}
 	if res.Container.Config == nil || res.Container.Config.Labels[drift.LabelApp] != r.app {
-		return fmt.Errorf("name %s is held by a container driftless does not own; rename or remove it", name)
+		return &drift.Failure{Cause: drift.FailureConflict, Summary: fmt.Sprintf("name %s is held by a container driftless does not own; rename or remove it", name)}
 	}
 	return fmt.Errorf("name %s is held by another container of app %s (%s); the next plan will sort it out: %w", name, r.app, shortID(res.Container.ID), cause)
 }
@@ -144,7 +142,7 @@ func (r *run) createAndWait(ctx context.Context, s *step, svc *manifest.Service,
 	if err != nil {
 		return "", err
 	}
-	return id, r.waitReady(ctx, s, id, 0)
+	return id, r.waitReady(ctx, s, id, &svc.Spec, 0, true)
 }
 
 func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) error {
@@ -155,57 +153,109 @@ func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) 
 	if _, err := r.e.api.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("start %s: %w", s.change.Name, err)
 	}
-	r.emit(s, PhaseStarted, "", nil)
-	return r.waitReady(ctx, s, c.ID, c.RestartCount)
+	r.emit(s, drift.PhaseStarted, "", nil)
+	return r.waitReady(ctx, s, c.ID, &svc.Spec, c.RestartCount, true)
 }
 
 // waitReady polls a new or started replica until the prober says it is
-// ready, it crash-loops, or ReadyTimeout passes. Polling inspect here is
-// fine: it is not the steady state.
-func (r *run) waitReady(ctx context.Context, s *step, id string, baseRestarts int) error {
+// ready, it fails on its own, someone else removes or stops it, or
+// ReadyTimeout passes. Polling inspect here is fine: it is not the steady
+// state. stoppable: the wait may end early when the apply is asked to stop
+// (a new replica that exists is safe to leave to the next pass; a replace
+// is not, so it waits on).
+func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.ServiceSpec, baseRestarts int, stoppable bool) error {
 	name := s.change.Name
-	r.emit(s, PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", r.e.opts.ReadyTimeout), nil)
+	r.emit(s, drift.PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", r.e.opts.ReadyTimeout), nil)
 	started := time.Now()
 	deadline := started.Add(r.e.opts.ReadyTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	lastReason := "not checked yet"
 	for {
-		info, _, err := r.e.prober.inspectInfo(ctx, id)
+		info, ins, err := r.e.prober.inspectInfo(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return cancelled(ctx)
 			}
 			if cerrdefs.IsNotFound(err) {
-				msg := name + " disappeared while waiting for it to become ready"
-				return &notReadyError{summary: msg, msg: msg}
+				return &drift.Failure{Cause: drift.FailureInterference,
+					Summary: name + " was removed outside driftless while waiting for it to become ready"}
 			}
 			return fmt.Errorf("inspect %s: %w", name, err)
 		}
 		r.e.prober.update(info)
 		ready, reason, _, _ := r.e.prober.result(id)
 		if ready {
-			r.emit(s, PhaseReady, fmt.Sprintf("ready in %s", time.Since(started).Round(100*time.Millisecond)), nil)
+			r.emit(s, drift.PhaseReady, fmt.Sprintf("ready in %s", time.Since(started).Round(100*time.Millisecond)), nil)
 			return nil
 		}
 		lastReason = reason
-		restarts := info.RestartCount - baseRestarts
-		switch {
-		case info.State == drift.StateExited || info.State == drift.StateDead:
-			return r.notReady(ctx, id, fmt.Sprintf("%s exited with code %d%s", name, info.ExitCode, restartedWords(restarts)))
-		case restarts >= crashRestarts:
-			return r.notReady(ctx, id, fmt.Sprintf("%s exited with code %d%s", name, info.ExitCode, restartedWords(restarts)))
+		if done, err := r.judgeExit(ctx, s, id, info, ins, spec, info.RestartCount-baseRestarts); done {
+			return err
 		}
 		if time.Now().After(deadline) {
-			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, r.e.opts.ReadyTimeout, lastReason))
+			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, r.e.opts.ReadyTimeout, lastReason), info.ExitCode, info.RestartCount-baseRestarts)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return cancelled(ctx)
+		case <-r.stopIf(stoppable):
+			return errStopped
 		case <-tick.C:
 		}
 	}
 }
+
+// stopIf is the stop channel when the wait may stop early, else a channel
+// that never fires.
+func (r *run) stopIf(stoppable bool) <-chan struct{} {
+	if stoppable {
+		return r.stop
+	}
+	return nil
+}
+
+// judgeExit decides whether a replica that is not ready has ended its
+// readiness wait: it completed (a job that exited 0 under a restart policy
+// that leaves it so), someone stopped, killed or paused it (drift), or it
+// failed on its own (exited, crash-looping).
+func (r *run) judgeExit(ctx context.Context, s *step, id string, info runtimeInfo, ins container.InspectResponse, spec *manifest.ServiceSpec, restarts int) (bool, error) {
+	name := s.change.Name
+	switch {
+	case info.State == drift.StatePaused:
+		return true, &drift.Failure{Cause: drift.FailureInterference, Summary: name + " was paused outside driftless while waiting for it to become ready"}
+	case info.State == drift.StateExited && info.ExitCode == 0 && spec != nil &&
+		(spec.Restart == manifest.RestartNever || spec.Restart == manifest.RestartOnFailure):
+		r.emit(s, drift.PhaseReady, "completed with exit code 0", nil)
+		return true, nil
+	case (info.State == drift.StateExited || info.State == drift.StateDead) && stoppedFromOutside(info, ins):
+		return true, &drift.Failure{Cause: drift.FailureInterference, ExitCode: info.ExitCode,
+			Summary: fmt.Sprintf("%s was stopped outside driftless while waiting for it to become ready (exit code %d)", name, info.ExitCode)}
+	case info.State == drift.StateExited || info.State == drift.StateDead, restarts >= crashRestarts:
+		return true, r.notReady(ctx, id, fmt.Sprintf("%s exited with code %d%s", name, info.ExitCode, restartedWords(restarts)), info.ExitCode, restarts)
+	}
+	return false, nil
+}
+
+// stoppedFromOutside reports whether an exited replica was stopped by a
+// signal from outside (docker stop, docker kill) rather than exiting on its
+// own: killed by SIGTERM or SIGKILL, not by the kernel's OOM killer, and
+// not restarted by its policy since (a crash loop restarts).
+func stoppedFromOutside(info runtimeInfo, ins container.InspectResponse) bool {
+	if info.ExitCode != exitSIGKILL && info.ExitCode != exitSIGTERM {
+		return false
+	}
+	if ins.State != nil && ins.State.OOMKilled {
+		return false
+	}
+	return info.RestartCount == 0
+}
+
+// Exit codes of a process ended by a signal sent from outside.
+const (
+	exitSIGKILL = 137
+	exitSIGTERM = 143
+)
 
 func restartedWords(n int) string {
 	switch {
@@ -218,19 +268,20 @@ func restartedWords(n int) string {
 	}
 }
 
-// notReady builds the readiness failure with the replica's last log lines.
-func (r *run) notReady(ctx context.Context, id, summary string) error {
-	msg := summary
+// notReady builds the failure of a replica that failed on its own, with
+// its last log lines.
+func (r *run) notReady(ctx context.Context, id, summary string, exitCode, restarts int) error {
+	f := &drift.Failure{Cause: drift.FailureRollout, Summary: summary, ExitCode: exitCode, Restarts: max(restarts, 0)}
 	logs, err := r.e.Logs(ctx, id, logLines)
 	switch {
 	case err != nil:
-		msg += "; logs unavailable: " + err.Error()
+		f.Summary += "; logs unavailable: " + err.Error()
 	case strings.TrimSpace(logs) == "":
-		msg += "; no log output"
+		f.Summary += "; no log output"
 	default:
-		msg += "; last log lines:\n    " + strings.ReplaceAll(logs, "\n", "\n    ")
+		f.Logs = strings.Split(logs, "\n")
 	}
-	return &notReadyError{summary: summary, msg: msg}
+	return f
 }
 
 // stopTimeout is the grace period of the spec the container was created
@@ -257,7 +308,7 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 	c, err := r.ownedContainer(ctx, s.change.ID)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			r.emit(s, PhaseRemoved, "was already gone", nil)
+			r.emit(s, drift.PhaseRemoved, "was already gone", nil)
 			return nil
 		}
 		return err
@@ -265,7 +316,7 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 	if err := r.stopAndRemove(ctx, c, spec); err != nil {
 		return err
 	}
-	r.emit(s, PhaseRemoved, "", nil)
+	r.emit(s, drift.PhaseRemoved, "", nil)
 	return nil
 }
 
@@ -281,6 +332,51 @@ func (r *run) stopAndRemove(ctx context.Context, c container.InspectResponse, sp
 	}
 	r.e.prober.remove(c.ID)
 	return nil
+}
+
+// classify types an apply error by what the loop should do about it.
+func classify(err error) *drift.Failure {
+	var f *drift.Failure
+	switch {
+	case errors.As(err, &f):
+		return f
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &drift.Failure{Cause: drift.FailureStopped, Summary: "apply cancelled: " + firstLine(err.Error())}
+	case isEngineDown(err):
+		return &drift.Failure{Cause: drift.FailureEngine, Summary: firstLine(err.Error())}
+	case isNotFound(err):
+		// A container or network that was there when the plan was made is
+		// gone: someone removed it meanwhile.
+		return &drift.Failure{Cause: drift.FailureInterference, Summary: firstLine(err.Error())}
+	case anyIs(err, cerrdefs.IsConflict):
+		return &drift.Failure{Cause: drift.FailureConflict, Summary: firstLine(err.Error())}
+	}
+	return &drift.Failure{Cause: drift.FailureOther, Summary: firstLine(err.Error())}
+}
+
+// isEngineDown reports an engine that cannot be reached or failed on its
+// side: connection refused, 5xx, unavailable.
+func isEngineDown(err error) bool {
+	if client.IsErrConnectionFailed(err) {
+		return true
+	}
+	return anyIs(err, func(e error) bool {
+		return cerrdefs.IsUnavailable(e) || cerrdefs.IsInternal(e) || cerrdefs.IsUnknown(e) && strings.Contains(e.Error(), "connection")
+	})
+}
+
+func anyIs(err error, pred func(error) bool) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if pred(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // isNotFound reports a Docker 404 anywhere in err's chain.

@@ -23,6 +23,8 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/drift"
 )
 
 // dockerAPI is the part of the Docker client deploy uses. It is kept narrow
@@ -128,7 +130,7 @@ func (e *Engine) Close() error {
 // Ping checks that the engine answers.
 func (e *Engine) Ping(ctx context.Context) error {
 	if _, err := e.api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("Docker engine unreachable at %s: %w", e.api.DaemonHost(), err)
+		return fmt.Errorf("%w at %s: %w", drift.ErrEngineUnreachable, e.api.DaemonHost(), err)
 	}
 	return nil
 }

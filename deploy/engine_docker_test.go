@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -179,27 +180,27 @@ func (f *fixture) plan(desired *manifest.App, opts drift.Options) drift.Plan {
 // recorder collects progress events.
 type recorder struct {
 	mu     sync.Mutex
-	events []deploy.Event
+	events []drift.Event
 }
 
-func (r *recorder) add(e deploy.Event) {
+func (r *recorder) add(e drift.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 }
 
-func (r *recorder) all() []deploy.Event {
+func (r *recorder) all() []drift.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]deploy.Event(nil), r.events...)
+	return append([]drift.Event(nil), r.events...)
 }
 
-func (f *fixture) apply(desired *manifest.App, plan drift.Plan) (deploy.Result, *recorder) {
+func (f *fixture) apply(desired *manifest.App, plan drift.Plan) (drift.ApplyResult, *recorder) {
 	f.t.Helper()
 	rec := &recorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res := f.eng.Apply(ctx, desired, plan, rec.add)
+	res := f.eng.Apply(ctx, desired, plan, drift.ApplyOptions{Progress: rec.add})
 	if testing.Verbose() {
 		for _, e := range rec.all() {
 			f.t.Logf("%s %-8s %-20s %s", e.Time.Format("15:04:05.000"), e.Phase, e.Change.Name, e.Message)
@@ -348,8 +349,8 @@ spec: {driver: local}
 		t.Fatalf("apply: %v", res.Err)
 	}
 	for _, o := range res.Outcomes {
-		if o.Phase != deploy.PhaseDone {
-			t.Errorf("%s %s: %s %s", o.Change.Action, o.Change.Name, o.Phase, o.Err)
+		if o.Result != drift.ResultDone {
+			t.Errorf("%s %s: %s %s", o.Change.Action, o.Change.Name, o.Result, o.Error)
 		}
 	}
 
@@ -376,10 +377,10 @@ spec: {driver: local}
 	// dependsOn: no web replica starts before the cache is ready.
 	var cacheReady, firstWebStart time.Time
 	for _, e := range rec.all() {
-		if e.Change.Service == "cache" && e.Phase == deploy.PhaseReady {
+		if e.Change.Service == "cache" && e.Phase == drift.PhaseReady {
 			cacheReady = e.Time
 		}
-		if e.Change.Service == "web" && e.Phase == deploy.PhaseStart && firstWebStart.IsZero() {
+		if e.Change.Service == "web" && e.Phase == drift.PhaseStart && firstWebStart.IsZero() {
 			firstWebStart = e.Time
 		}
 	}
@@ -470,7 +471,7 @@ func TestRollingUpdateKeepsReadyReplicas(t *testing.T) {
 	}
 	var renamed bool
 	for _, e := range rec.all() {
-		if e.Phase == deploy.PhaseRemoved && strings.Contains(e.Message, "old") {
+		if e.Phase == drift.PhaseRemoved && strings.Contains(e.Message, "old") {
 			renamed = true
 		}
 	}
@@ -521,9 +522,9 @@ func TestRecreateStrategyRemovesAllBeforeCreating(t *testing.T) {
 	var lastRemoved, firstCreated time.Time
 	for _, e := range rec.all() {
 		switch e.Phase {
-		case deploy.PhaseRemoved:
+		case drift.PhaseRemoved:
 			lastRemoved = e.Time
-		case deploy.PhaseCreated:
+		case drift.PhaseCreated:
 			if firstCreated.IsZero() {
 				firstCreated = e.Time
 			}
@@ -588,13 +589,16 @@ func TestNeverReadyUpdateStopsRolloutAndKeepsOldReplicas(t *testing.T) {
 	if res.Err == nil {
 		t.Fatal("apply of a never-ready update succeeded")
 	}
-	reason := res.Degraded["web"]
+	reason := degraded(res, "web")
 	if !strings.Contains(reason, "not ready after 5s") || !strings.Contains(reason, "503") {
 		t.Errorf("degraded reason = %q; want the timeout and the probe's answer", reason)
 	}
-	phases := []deploy.Phase{res.Outcomes[0].Phase, res.Outcomes[1].Phase}
-	if phases[0] != deploy.PhaseFailed || phases[1] != deploy.PhaseSkipped {
-		t.Errorf("outcomes = %v; want the first replacement failed and the rest skipped", phases)
+	results := []string{res.Outcomes[0].Result, res.Outcomes[1].Result}
+	if results[0] != drift.ResultFailed || results[1] != drift.ResultSkipped {
+		t.Errorf("outcomes = %v; want the first replacement failed and the rest skipped", results)
+	}
+	if f := res.Outcomes[0].Failure; f == nil || f.Cause != drift.FailureRollout {
+		t.Errorf("failure %+v; want a rollout failure (the replica failed on its own)", f)
 	}
 	now := service(f.observe(), "web")
 	if len(now) != 2 {
@@ -614,6 +618,14 @@ func TestNeverReadyUpdateStopsRolloutAndKeepsOldReplicas(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("old replica answers %s", resp.Status)
 	}
+}
+
+// degraded is the service's rollout failure as people read it, or "".
+func degraded(res drift.ApplyResult, service string) string {
+	if f := res.Degraded[service]; f != nil {
+		return f.Error()
+	}
+	return ""
 }
 
 func containerIP(t *testing.T, f *fixture, id string) string {
@@ -641,9 +653,12 @@ func TestCrashLoopIsReportedFast(t *testing.T) {
 	if res.Err == nil {
 		t.Fatal("a crash-looping replica was reported ready")
 	}
-	reason := res.Degraded["web"]
+	reason := degraded(res, "web")
 	if !strings.Contains(reason, "exited with code 1 (restarted") || !strings.Contains(reason, "crashing at start") {
 		t.Errorf("degraded reason = %q; want exit code, restarts and the log line", reason)
+	}
+	if f := res.Degraded["web"]; f.Cause != drift.FailureRollout || f.ExitCode != 1 || f.Restarts < 1 || len(f.Logs) == 0 {
+		t.Errorf("failure %+v; want a typed rollout failure with exit code, restarts and log lines", f)
 	}
 	if took > 30*time.Second {
 		t.Errorf("took %s to notice the crash loop; it must not wait for ReadyTimeout (60s)", took)
@@ -654,8 +669,8 @@ func TestExitingReplicaWithRestartNeverFailsAtOnce(t *testing.T) {
 	f := newFixture(t, deploy.Options{ReadyTimeout: 60 * time.Second})
 	desired := f.load(webYAML(1, "  restart: never\n  env: {WORKLOAD_CRASH: \"true\"}"))
 	res, _ := f.apply(desired, f.plan(desired, drift.Options{}))
-	if !strings.Contains(res.Degraded["web"], "exited with code 1; last log lines") {
-		t.Errorf("degraded = %q", res.Degraded["web"])
+	if got := degraded(res, "web"); !strings.Contains(got, "exited with code 1; last log lines") {
+		t.Errorf("degraded = %q", got)
 	}
 }
 
@@ -707,13 +722,13 @@ func TestForeignContainerWithOurNameIsLeftAlone(t *testing.T) {
 		{Action: drift.ActionRemove, Kind: drift.KindContainer, Name: name, Service: "gone", Slot: 1, ID: foreign.ID},
 	}}
 	res, _ := f.apply(desired, plan)
-	if got := res.Outcomes[1].Err; got != "name "+name+" is held by a container driftless does not own; rename or remove it" {
+	if got := res.Outcomes[1].Error; got != "name "+name+" is held by a container driftless does not own; rename or remove it" {
 		t.Errorf("create over a foreign name: %q", got)
 	}
-	if res.Outcomes[2].Phase != deploy.PhaseDone {
+	if res.Outcomes[2].Result != drift.ResultDone {
 		t.Errorf("slot 2 should still be created: %+v", res.Outcomes[2])
 	}
-	if got := res.Outcomes[3].Err; !strings.Contains(got, "not owned by driftless") {
+	if got := res.Outcomes[3].Error; !strings.Contains(got, "not owned by driftless") {
 		t.Errorf("remove of a foreign container: %q", got)
 	}
 	if _, err := f.cli.ContainerInspect(ctx, foreign.ID, client.ContainerInspectOptions{}); err != nil {
@@ -778,12 +793,12 @@ spec:
 	for _, o := range res.Outcomes {
 		switch o.Change.Service {
 		case "api":
-			if o.Phase != deploy.PhaseFailed || !strings.HasPrefix(o.Err, "image "+missing+" is not present and could not be pulled: ") {
-				t.Errorf("%s: %s %q", o.Change.Name, o.Phase, o.Err)
+			if o.Result != drift.ResultFailed || !strings.HasPrefix(o.Error, "image "+missing+" is not present and could not be pulled: ") {
+				t.Errorf("%s: %s %q", o.Change.Name, o.Result, o.Error)
 			}
 		default:
-			if o.Phase != deploy.PhaseDone {
-				t.Errorf("%s: %s %q; other services must still be applied", o.Change.Name, o.Phase, o.Err)
+			if o.Result != drift.ResultDone {
+				t.Errorf("%s: %s %q; other services must still be applied", o.Change.Name, o.Result, o.Error)
 			}
 		}
 	}
@@ -800,15 +815,23 @@ func TestWatchReportsDie(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan string, 16)
+	connected := make(chan struct{}, 1)
 	watchDone := make(chan error, 1)
 	go func() {
-		watchDone <- f.eng.Watch(ctx, func(app, name, action string) {
-			if app == f.app {
-				got <- name + " " + action
+		watchDone <- f.eng.Watch(ctx, func(ev drift.EngineEvent) {
+			switch {
+			case ev.Action == drift.EventConnected:
+				connected <- struct{}{}
+			case ev.App == f.app:
+				got <- ev.Container + " " + ev.Action
 			}
 		})
 	}()
-	time.Sleep(300 * time.Millisecond) // let the stream connect before the event
+	select {
+	case <-connected: // the stream is up: the event cannot be missed
+	case <-time.After(15 * time.Second):
+		t.Fatal("the event stream never connected")
+	}
 	if _, err := f.cli.ContainerKill(context.Background(), victim.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatal(err)
 	}
@@ -838,8 +861,11 @@ func TestPingNamesTheHost(t *testing.T) {
 	}
 	defer eng.Close()
 	err = eng.Ping(context.Background())
-	if err == nil || !strings.HasPrefix(err.Error(), "Docker engine unreachable at unix:///nonexistent/docker.sock: ") {
-		t.Errorf("Ping error = %v", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "Docker engine unreachable at unix:///nonexistent/docker.sock: ") || !errors.Is(err, drift.ErrEngineUnreachable) {
+		t.Errorf("Ping error = %v; want it to say where, and to carry drift.ErrEngineUnreachable", err)
+	}
+	if _, err := eng.Observe(context.Background(), "shop", true); !errors.Is(err, drift.ErrEngineUnreachable) {
+		t.Errorf("Observe error = %v; want drift.ErrEngineUnreachable in its chain", err)
 	}
 }
 
@@ -858,7 +884,7 @@ spec:
     failureThreshold: 1
 `)
 	res, _ := f.apply(desired, f.plan(desired, drift.Options{}))
-	reason := res.Degraded["web"]
+	reason := degraded(res, "web")
 	if !strings.Contains(reason, "not ready after 5s: healthcheck") || !strings.Contains(reason, "connection refused") {
 		t.Errorf("degraded = %q; want the healthcheck's output", reason)
 	}

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,7 +25,7 @@ func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (dri
 	}
 	l, err := e.list(ctx, filters)
 	if err != nil {
-		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
+		return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
 	}
 	actual := l.byApp()[app]
 	if withForeign {
@@ -32,6 +33,15 @@ func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (dri
 	}
 	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app })
 	return actual, nil
+}
+
+// engineErr marks an error that means the engine could not be reached or
+// failed, so the loop retries soon instead of judging the app.
+func engineErr(err error) error {
+	if isEngineDown(err) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", drift.ErrEngineUnreachable, err)
+	}
+	return err
 }
 
 // ObserveAll lists every driftless-owned object in one call per kind and

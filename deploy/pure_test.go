@@ -237,29 +237,40 @@ func TestRolloutBatches(t *testing.T) {
 }
 
 func TestWatchedEvent(t *testing.T) {
-	msg := func(action string, attrs map[string]string) eventsMessage {
-		return eventsMessage{Type: "container", Action: eventsAction(action), Actor: eventsActor{ID: "abc", Attributes: attrs}}
+	msg := func(typ, action string, attrs map[string]string) eventsMessage {
+		return eventsMessage{Type: eventsType(typ), Action: eventsAction(action), Actor: eventsActor{ID: "abc", Attributes: attrs}}
 	}
 	owned := map[string]string{drift.LabelApp: "shop", "name": "shop-web-1"}
+	foreign := map[string]string{"name": "redis-by-hand"}
 	for _, tc := range []struct {
-		m          eventsMessage
-		wantAction string
-		want       bool
+		m    eventsMessage
+		want string // app/container/id/action/network, or "" when ignored
 	}{
-		{msg("die", owned), "die", true},
-		{msg("health_status: unhealthy", owned), "health_status", true},
-		{msg("exec_start: /bin/sh", owned), "", false},
-		{msg("die", map[string]string{"name": "other"}), "", false},
+		{msg("container", "die", owned), "shop/shop-web-1/abc/die/"},
+		{msg("container", "health_status: unhealthy", owned), "shop/shop-web-1/abc/health_status/"},
+		{msg("container", "update", owned), "shop/shop-web-1/abc/update/"},
+		{msg("container", "rename", owned), "shop/shop-web-1/abc/rename/"},
+		{msg("container", "exec_start: /bin/sh", owned), ""},
+		{msg("container", "destroy", foreign), "/redis-by-hand/abc/destroy/"},
+		{msg("container", "start", foreign), ""},
+		{msg("network", "disconnect", map[string]string{"container": "c1", "name": "shop-default"}), "//c1/disconnect/shop-default"},
+		{msg("network", "create", map[string]string{"name": "x"}), ""},
+		{msg("image", "pull", owned), ""},
 	} {
-		app, name, action, ok := watchedEvent(tc.m)
-		if ok != tc.want || (ok && (app != "shop" || name != "shop-web-1" || action != tc.wantAction)) {
-			t.Errorf("watchedEvent(%s) = %q %q %q %v", tc.m.Action, app, name, action, ok)
+		ev, ok := watchedEvent(tc.m)
+		got := ""
+		if ok {
+			got = ev.App + "/" + ev.Container + "/" + ev.ID + "/" + ev.Action + "/" + ev.Network
+		}
+		if got != tc.want {
+			t.Errorf("watchedEvent(%s %s) = %q, want %q", tc.m.Type, tc.m.Action, got, tc.want)
 		}
 	}
 }
 
 type (
 	eventsMessage = events.Message
+	eventsType    = events.Type
 	eventsAction  = events.Action
 	eventsActor   = events.Actor
 )

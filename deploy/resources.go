@@ -77,7 +77,7 @@ func (r *run) createNetwork(ctx context.Context, s *step) error {
 		if n.Labels[drift.LabelApp] != r.app {
 			return fmt.Errorf("name %s is held by a network driftless does not own; rename or remove it", name)
 		}
-		r.emit(s, PhaseCreated, "already exists", nil)
+		r.emit(s, drift.PhaseCreated, "already exists", nil)
 		return nil
 	}
 	driver := decl.Spec.Driver
@@ -92,7 +92,7 @@ func (r *run) createNetwork(ctx context.Context, s *step) error {
 	if err != nil {
 		return fmt.Errorf("create network %s: %w", name, err)
 	}
-	r.emit(s, PhaseCreated, "", nil)
+	r.emit(s, drift.PhaseCreated, "", nil)
 	return nil
 }
 
@@ -104,7 +104,7 @@ func (r *run) removeNetwork(ctx context.Context, s *step) error {
 	res, err := r.e.api.NetworkInspect(ctx, ref, client.NetworkInspectOptions{})
 	if err != nil {
 		if isNotFound(err) {
-			r.emit(s, PhaseRemoved, "was already gone", nil)
+			r.emit(s, drift.PhaseRemoved, "was already gone", nil)
 			return nil
 		}
 		return fmt.Errorf("inspect network %s: %w", s.change.Name, err)
@@ -124,7 +124,7 @@ func (r *run) removeNetwork(ctx context.Context, s *step) error {
 	if _, err := r.e.api.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
 		return fmt.Errorf("remove network %s: %w", n.Name, err)
 	}
-	r.emit(s, PhaseRemoved, "", nil)
+	r.emit(s, drift.PhaseRemoved, "", nil)
 	return nil
 }
 
@@ -146,7 +146,7 @@ func (r *run) createVolume(ctx context.Context, s *step) error {
 		if res.Volume.Labels[drift.LabelApp] != r.app {
 			return fmt.Errorf("name %s is held by a volume driftless does not own; rename or remove it", dockerName)
 		}
-		r.emit(s, PhaseCreated, "already exists", nil)
+		r.emit(s, drift.PhaseCreated, "already exists", nil)
 		return nil
 	} else if !isNotFound(err) {
 		return fmt.Errorf("inspect volume %s: %w", dockerName, err)
@@ -163,7 +163,7 @@ func (r *run) createVolume(ctx context.Context, s *step) error {
 	if err != nil {
 		return fmt.Errorf("create volume %s: %w", dockerName, err)
 	}
-	r.emit(s, PhaseCreated, "", nil)
+	r.emit(s, drift.PhaseCreated, "", nil)
 	return nil
 }
 
@@ -174,7 +174,7 @@ func (r *run) removeVolume(ctx context.Context, s *step) error {
 	res, err := r.e.api.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
 	if err != nil {
 		if isNotFound(err) {
-			r.emit(s, PhaseRemoved, "was already gone", nil)
+			r.emit(s, drift.PhaseRemoved, "was already gone", nil)
 			return nil
 		}
 		return fmt.Errorf("inspect volume %s: %w", name, err)
@@ -185,6 +185,6 @@ func (r *run) removeVolume(ctx context.Context, s *step) error {
 	if _, err := r.e.api.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil {
 		return fmt.Errorf("remove volume %s: %w", name, err)
 	}
-	r.emit(s, PhaseRemoved, "", nil)
+	r.emit(s, drift.PhaseRemoved, "", nil)
 	return nil
 }

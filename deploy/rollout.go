@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/moby/moby/client"
 )
@@ -76,12 +77,27 @@ func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []ind
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
-			why := "rollout of " + svc.Name + " stopped: " + summary(err)
+			f := classify(err)
+			why := &drift.Failure{Cause: f.Cause, Summary: "rollout of " + svc.Name + " stopped: " + f.Summary}
 			if ctx.Err() != nil {
-				why = "apply cancelled: " + ctx.Err().Error()
+				why = cancelled(ctx)
 			}
 			r.skipAll(replaces[next:], why)
 			return false
+		}
+		if next < len(replaces) {
+			if r.stopped() {
+				r.skipAll(replaces[next:], errStopped)
+				return false
+			}
+			if d := svc.Spec.Update.Delay; d > 0 {
+				select {
+				case <-ctx.Done():
+					r.skipAll(replaces[next:], cancelled(ctx))
+					return false
+				case <-time.After(d):
+				}
+			}
 		}
 	}
 	return true
@@ -104,16 +120,6 @@ func notReadyFirst(replaces []indexed, ready func(id string) bool) []indexed {
 		}
 	})
 	return out
-}
-
-// summary is the one-line form of a failure.
-func summary(err error) string {
-	var nr *notReadyError
-	if errors.As(err, &nr) {
-		return nr.summary
-	}
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
 }
 
 func publishesHostPorts(spec *manifest.ServiceSpec) bool {
@@ -178,7 +184,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		restore()
 		return err
 	}
-	if err := r.waitReady(ctx, s, id, 0); err != nil {
+	if err := r.waitReady(ctx, s, id, &svc.Spec, 0, false); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		if _, rmErr := r.e.api.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rmErr != nil {
 			r.e.log.Error("could not remove the replica that failed to become ready", "container", stable, "err", rmErr)
@@ -186,13 +192,13 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		cancel()
 		r.e.prober.remove(id)
 		restore()
-		r.emit(s, PhaseRemoved, "removed the new replica that did not become ready; the old one ("+shortID(old.ID)+") stays in service", nil)
+		r.emit(s, drift.PhaseRemoved, "removed the new replica that did not become ready; the old one ("+shortID(old.ID)+") stays in service", nil)
 		return err
 	}
 	if err := r.stopAndRemove(ctx, old, &svc.Spec); err != nil {
 		return fmt.Errorf("new %s is ready but the old replica stays: %w", stable, err)
 	}
-	r.emit(s, PhaseRemoved, "old replica "+shortID(old.ID)+" removed", nil)
+	r.emit(s, drift.PhaseRemoved, "old replica "+shortID(old.ID)+" removed", nil)
 	return nil
 }
 
@@ -202,6 +208,10 @@ func (r *run) recreate(ctx context.Context, svc *manifest.Service, replaces []in
 	steps := make([]*step, len(replaces))
 	errs := make([]error, len(replaces))
 	var wg sync.WaitGroup
+	if r.stopped() {
+		r.skipAll(replaces, errStopped)
+		return false
+	}
 	for j, ic := range replaces {
 		steps[j] = r.begin(ic.index, ic.change)
 		wg.Add(1)

@@ -10,19 +10,33 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// watchedActions are the container events that can mean drift or a
-// readiness change.
-var watchedActions = map[string]bool{
+// ownedActions are the container events on driftless's containers that can
+// mean drift or a readiness change: removal, stopping, dying, a restart by
+// policy, health, and changes made with `docker update` or `docker rename`.
+var ownedActions = map[string]bool{
 	"die": true, "stop": true, "destroy": true, "kill": true, "oom": true, "start": true, "health_status": true,
+	"update": true, "rename": true, "pause": true, "unpause": true,
 }
 
-// Watch streams Docker events for driftless-owned containers and calls
-// onEvent(app, containerName, action) for die, stop, destroy, kill, oom,
-// start and health_status ("health_status: healthy" is reported as
-// "health_status"). It reconnects with backoff when the stream breaks
-// (events missed meanwhile are covered by the loop's periodic resync) and
-// returns when ctx is done. onEvent is called from one goroutine.
-func (e *Engine) Watch(ctx context.Context, onEvent func(app, container, action string)) error {
+// foreignActions are the events on other containers that can free a name
+// or host port an app waits for.
+var foreignActions = map[string]bool{"destroy": true, "die": true, "stop": true, "rename": true}
+
+// networkActions are network events that can mean drift: one of our
+// containers disconnected from (or connected to) a network, or a network
+// holding one of our names removed.
+var networkActions = map[string]bool{"connect": true, "disconnect": true, "destroy": true}
+
+// Watch streams Docker events that may concern driftless and calls onEvent
+// for each: every watched event of its own containers (with their app),
+// network connects and disconnects (the loop finds the app by container),
+// and foreign containers and networks going away (which may clear a
+// conflict). Each time the stream is connected, first and again after a
+// break (the engine restarted, its socket went away; it reconnects with
+// backoff), it reports drift.EventConnected, since events may have been
+// missed before. It returns when ctx is done. onEvent is called from one
+// goroutine.
+func (e *Engine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error {
 	const maxBackoff = 30 * time.Second
 	backoff := e.watchBackoff
 	for {
@@ -44,13 +58,18 @@ func (e *Engine) Watch(ctx context.Context, onEvent func(app, container, action 
 	}
 }
 
-func (e *Engine) watchOnce(ctx context.Context, onEvent func(app, container, action string)) error {
+// watchOnce follows one event stream until it breaks. Once the engine
+// answers a ping on the new connection it reports EventConnected.
+func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	filters := make(client.Filters).
-		Add("type", string(events.ContainerEventType)).
-		Add("label", drift.LabelApp)
+		Add("type", string(events.ContainerEventType), string(events.NetworkEventType))
 	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
+	if err := e.Ping(ctx); err != nil {
+		return err
+	}
+	onEvent(drift.EngineEvent{Action: drift.EventConnected})
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,24 +80,31 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(app, container, act
 			if !ok {
 				return nil
 			}
-			app, name, action, ok := watchedEvent(m)
-			if ok {
-				onEvent(app, name, action)
+			if ev, ok := watchedEvent(m); ok {
+				onEvent(ev)
 			}
 		}
 	}
 }
 
-// watchedEvent picks the app, container name and action out of an event.
-func watchedEvent(m events.Message) (app, name, action string, ok bool) {
-	if m.Type != "" && m.Type != events.ContainerEventType {
-		return "", "", "", false
-	}
-	action, _, _ = strings.Cut(string(m.Action), ":")
+// watchedEvent turns a Docker event into an EngineEvent, or reports it
+// does not concern driftless.
+func watchedEvent(m events.Message) (drift.EngineEvent, bool) {
+	action, _, _ := strings.Cut(string(m.Action), ":")
 	action = strings.TrimSpace(action)
-	app = m.Actor.Attributes[drift.LabelApp]
-	if !watchedActions[action] || app == "" {
-		return "", "", "", false
+	attrs := m.Actor.Attributes
+	switch m.Type {
+	case events.NetworkEventType:
+		if !networkActions[action] {
+			return drift.EngineEvent{}, false
+		}
+		// A network event names the container by ID in "container".
+		return drift.EngineEvent{Action: action, ID: attrs["container"], Network: attrs["name"]}, true
+	case events.ContainerEventType, "":
+		ev := drift.EngineEvent{App: attrs[drift.LabelApp], Container: attrs["name"], ID: m.Actor.ID, Action: action}
+		if ev.App != "" && ownedActions[action] || ev.App == "" && foreignActions[action] {
+			return ev, true
+		}
 	}
-	return app, m.Actor.Attributes["name"], action, true
+	return drift.EngineEvent{}, false
 }

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -15,6 +16,12 @@ type flakyEvents struct {
 	dockerAPI
 	connects int
 }
+
+func (f *flakyEvents) Ping(context.Context, client.PingOptions) (client.PingResult, error) {
+	return client.PingResult{}, nil
+}
+
+func (f *flakyEvents) DaemonHost() string { return "unix:///fake.sock" }
 
 func (f *flakyEvents) Events(ctx context.Context, o client.EventsListOptions) client.EventsResult {
 	f.connects++
@@ -38,14 +45,17 @@ func TestWatchReconnectsAfterTheStreamBreaks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got []string
-	err := e.Watch(ctx, func(app, name, action string) {
-		got = append(got, app+" "+name+" "+action)
-		cancel()
+	err := e.Watch(ctx, func(ev drift.EngineEvent) {
+		got = append(got, strings.TrimSpace(ev.App+" "+ev.Container+" "+ev.Action))
+		if ev.Action == "die" {
+			cancel()
+		}
 	})
 	if err != nil {
 		t.Errorf("Watch returned %v when its context ended", err)
 	}
-	if fake.connects != 2 || len(got) != 1 || got[0] != "shop shop-web-1 die" {
-		t.Errorf("connects %d, events %v; want a reconnect and the die event", fake.connects, got)
+	want := "connected,connected,shop shop-web-1 die"
+	if fake.connects != 2 || strings.Join(got, ",") != want {
+		t.Errorf("connects %d, events %v; want %s: each connection reported, so the loop looks again after a break", fake.connects, got, want)
 	}
 }

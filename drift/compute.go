@@ -61,6 +61,9 @@ type planner struct {
 	// replacedNetworks are Docker names of networks this plan recreates.
 	replacedNetworks []string
 	conflictSeen     map[Conflict]bool
+	// heldServices are services a conflict keeps a replica of from being
+	// created, started or replaced.
+	heldServices map[string]bool
 	// owned networks and volumes by manifest name.
 	ownedNetworks map[string]*Network
 	ownedVolumes  map[string]*Volume
@@ -115,6 +118,12 @@ func (p *planner) addPortHolder(port int, name string) {
 }
 
 func (p *planner) conflict(c Conflict) {
+	if c.Service != "" {
+		if p.heldServices == nil {
+			p.heldServices = make(map[string]bool)
+		}
+		p.heldServices[c.Service] = true
+	}
 	if p.conflictSeen == nil {
 		p.conflictSeen = make(map[Conflict]bool)
 	}
@@ -409,12 +418,53 @@ func (p *planner) containers() {
 		perService[si] = p.service(&services[si], refs[start:end])
 		start = end
 	}
+	// A service waits while a service it depends on cannot come up: it
+	// is held back by a conflict, backs off, or waits itself, and none of
+	// its replicas is ready. Starting it anyway would only make it wait
+	// for a dependency that is not there.
+	stuck := map[string]string{}
 	for _, si := range dependencyOrder(services) {
+		svc := &services[si]
+		waits := ""
+		for _, dep := range svc.Spec.DependsOn {
+			if why, ok := stuck[dep]; ok {
+				waits = "waits for service " + dep + ", which " + why
+				break
+			}
+		}
+		deferredBefore := len(p.plan.Deferred)
 		for _, c := range perService[si] {
+			if waits != "" && c.Action != ActionRemove {
+				c.Reason = waits
+				p.plan.Deferred = append(p.plan.Deferred, c)
+				continue
+			}
 			p.add(c)
+		}
+		if p.anyReady(svc.Name) {
+			continue
+		}
+		switch {
+		case waits != "":
+			stuck[svc.Name] = "waits for a dependency"
+		case p.heldServices[svc.Name]:
+			stuck[svc.Name] = "is held back by a conflict"
+		case len(p.plan.Deferred) > deferredBefore:
+			stuck[svc.Name] = "keeps failing"
 		}
 	}
 	p.pruneContainers(undeclared)
+}
+
+// anyReady reports whether some replica of the service runs and is ready.
+func (p *planner) anyReady(service string) bool {
+	for i := range p.in.Actual.Containers {
+		c := &p.in.Actual.Containers[i]
+		if c.App == p.app && c.Service == service && c.State == StateRunning && c.Ready {
+			return true
+		}
+	}
+	return false
 }
 
 // add puts a container change in Changes, or in Deferred while its
@@ -561,6 +611,10 @@ func (p *planner) findBlockers(sc *serviceCtx) {
 func (p *planner) held(sc *serviceCtx) bool {
 	if sc.hasBlockers {
 		p.conflict(sc.blockedBy)
+		if p.heldServices == nil {
+			p.heldServices = make(map[string]bool)
+		}
+		p.heldServices[sc.svc.Name] = true
 	}
 	return sc.hasBlockers
 }

@@ -42,6 +42,16 @@ const (
 	SyncOutOfSync SyncStatus = "OutOfSync"
 )
 
+// SyncOf is the one judgement of whether the running state matches the
+// revision: any change to make, change held back (backoff, a dependency),
+// conflict, or a refused newer revision leaves the app OutOfSync.
+func SyncOf(plan Plan, revisionRefused bool) SyncStatus {
+	if !plan.Empty() || len(plan.Deferred) > 0 || len(plan.Conflicts) > 0 || revisionRefused {
+		return SyncOutOfSync
+	}
+	return SyncSynced
+}
+
 // ServiceHealth is the assessment of one declared service.
 type ServiceHealth struct {
 	Service string `json:"service"`
@@ -66,11 +76,7 @@ type AppHealth struct {
 // plan computed from the same input. It is pure: the clock is
 // in.Options.Now.
 func Assess(in Input, plan Plan) AppHealth {
-	out := AppHealth{App: in.App, Revision: in.Options.Revision, Sync: SyncSynced, Health: HealthHealthy}
-	// Held-back changes (backoff, conflicts) leave the gap open too.
-	if !plan.Empty() || len(plan.Deferred) > 0 || len(plan.Conflicts) > 0 {
-		out.Sync = SyncOutOfSync
-	}
+	out := AppHealth{App: in.App, Revision: in.Options.Revision, Sync: SyncOf(plan, false), Health: HealthHealthy}
 	if in.Desired == nil {
 		return out
 	}
@@ -178,9 +184,15 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 			}
 		}
 	}
+	var waitsFor []string
 	for _, d := range deferred {
+		if d.NotBefore.IsZero() {
+			waitsFor = append(waitsFor, d.Reason)
+			continue
+		}
 		problems = append(problems, d.Name+" keeps failing; next repair not before "+d.NotBefore.Format("15:04:05"))
 	}
+	waitsFor = slices.Compact(waitsFor)
 	held := make([]string, 0, len(conflicts))
 	for _, c := range conflicts {
 		held = append(held, string(c.Kind)+" "+c.Name+": "+c.Reason)
@@ -194,7 +206,7 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 		// The old replicas may still serve, but the revision is not
 		// running and will not be until someone fixes it.
 		sh.Health = HealthDegraded
-		sh.Message = ready + "; rollout failed: " + firstLine(failed.Reason) + "; " + nextAttempt(failed.NotBefore, in.Options.Now) +
+		sh.Message = ready + "; rollout failed: " + failed.Failure.Detail() + "; " + nextAttempt(failed.NotBefore, in.Options.Now) +
 			" (fix the image or manifest in a new commit)"
 	case want > 0 && len(containers) == 0:
 		sh.Health = HealthMissing
@@ -202,6 +214,8 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 		switch {
 		case len(held) > 0:
 			sh.Message += "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
+		case len(waitsFor) > 0:
+			sh.Message += "; " + strings.Join(waitsFor, "; ")
 		case pending > 0:
 			sh.Message += "; " + pendingText
 		case len(deferred) > 0:
@@ -210,6 +224,11 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 	case len(problems) > 0:
 		sh.Health = HealthDegraded
 		sh.Message = ready + "; " + strings.Join(problems, "; ")
+	case len(waitsFor) > 0 && sh.Ready < want:
+		// It waits on a dependency that cannot come up; it is as stuck
+		// as the dependency.
+		sh.Health = HealthDegraded
+		sh.Message = ready + "; " + strings.Join(waitsFor, "; ")
 	case exist < want && pending == 0 && len(held) > 0:
 		sh.Health = HealthDegraded
 		sh.Message = ready + "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
@@ -234,17 +253,6 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 		}
 	}
 	return sh
-}
-
-// firstLine shortens a multi-line failure (an exit code followed by log
-// lines) to its first line for a one-line status message.
-func firstLine(reason string) string {
-	line, rest, _ := strings.Cut(reason, "\n")
-	if rest == "" {
-		return line
-	}
-	line = strings.TrimSuffix(strings.TrimSpace(line), ":")
-	return strings.TrimSuffix(line, "; last log lines") + " (last log lines in history)"
 }
 
 func nextAttempt(at, now time.Time) string {

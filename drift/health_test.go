@@ -107,7 +107,7 @@ func TestAssess(t *testing.T) {
 			in: input(desiredApp(service("web", 2, image("shop/web:v2"))), converged(d), Options{
 				FailedRollouts: map[string]RolloutFailure{"web": {
 					Hash:      service("web", 2, image("shop/web:v2")).Hash,
-					Reason:    "shop-web-1 exited with code 1 (restarted 3 times); last log lines:\n  boom",
+					Failure:   Failure{Cause: FailureRollout, Summary: "shop-web-1 exited with code 1 (restarted 3 times)", ExitCode: 1, Restarts: 3, Logs: []string{"boom"}},
 					NotBefore: t0.Add(20 * time.Second),
 				}},
 			}),
@@ -117,7 +117,7 @@ func TestAssess(t *testing.T) {
 		{
 			name: "a failed rollout of an older spec no longer counts",
 			in: input(d, converged(d), Options{
-				FailedRollouts: map[string]RolloutFailure{"web": {Hash: "older", Reason: "exited with code 1", NotBefore: t0.Add(time.Minute)}},
+				FailedRollouts: map[string]RolloutFailure{"web": {Hash: "older", Failure: Failure{Cause: FailureRollout, Summary: "exited with code 1"}, NotBefore: t0.Add(time.Minute)}},
 			}),
 			want: want{SyncSynced, HealthHealthy, HealthHealthy, 2, 2, 2, "2/2 replicas ready"},
 		},

@@ -35,7 +35,11 @@ func (p Plan) Render(w io.Writer) {
 		changes = append(changes, changeLine(c, c.Reason))
 	}
 	for _, c := range p.Deferred {
-		l := changeLine(c, "not before "+c.NotBefore.Format("15:04:05")+" ("+c.Reason+")")
+		reason := c.Reason
+		if !c.NotBefore.IsZero() {
+			reason = "not before " + c.NotBefore.Format("15:04:05") + " (" + c.Reason + ")"
+		}
+		l := changeLine(c, reason)
 		l.fields = nil
 		deferred = append(deferred, l)
 	}
@@ -82,7 +86,13 @@ func (p Plan) Render(w io.Writer) {
 		b.WriteByte('\n')
 	}
 	section("", changes)
-	section("Deferred (crash-loop backoff):", deferred)
+	deferredHeader := "Deferred (crash-loop backoff):"
+	for _, c := range p.Deferred {
+		if c.NotBefore.IsZero() {
+			deferredHeader = "Held back (waiting for a dependency or a backoff):"
+		}
+	}
+	section(deferredHeader, deferred)
 	section("Would be removed with --prune:", pruneable)
 	section("Conflicts (driftless will not touch these):", conflicts)
 	b.WriteString(p.Summary() + "\n")

@@ -148,9 +148,9 @@ type Options struct {
 
 // RolloutFailure is a failed rollout of a service at one spec hash.
 type RolloutFailure struct {
-	Hash      string
-	Reason    string    // what the applier saw; may run over several lines
-	NotBefore time.Time // when it will be tried again
+	Hash      string    `json:"hash"`
+	Failure   Failure   `json:"failure"`   // what the applier saw
+	NotBefore time.Time `json:"notBefore"` // when it will be tried again
 }
 
 // AppliedService records what a service was converged to.

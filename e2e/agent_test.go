@@ -80,7 +80,7 @@ func (r *agentRig) waitConverged(what, sha string, replicas int, image string) d
 
 func convergedTo(sha string, replicas int, image string) func(dsync.AppStatus) bool {
 	return func(st dsync.AppStatus) bool {
-		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != dsync.Synced || st.Health != dsync.Healthy || len(st.Services) != 1 {
+		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 			return false
 		}
 		svc := st.Services[0]
@@ -294,7 +294,7 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 	victim := rig.app + "-web-1"
 	docker(t, "rm", "-f", victim)
 	st := rig.wait(15*time.Second, "the removed replica to show as drift", func(st dsync.AppStatus) bool {
-		return st.Sync == dsync.OutOfSync && st.Drift != nil && slices.ContainsFunc(st.Drift.Changes, func(c drift.Change) bool {
+		return st.Sync == drift.SyncOutOfSync && st.Drift != nil && slices.ContainsFunc(st.Drift.Changes, func(c drift.Change) bool {
 			return c.Action == drift.ActionCreate && c.Kind == drift.KindContainer && c.Name == victim
 		})
 	})
@@ -314,7 +314,7 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 
 	rig.call("suspend", func(ctx context.Context, c *web.Client, app string) error { return c.Suspend(ctx, app) })
 	rig.wait(5*time.Second, "the app to show as suspended", func(st dsync.AppStatus) bool {
-		return st.Suspended && st.Health == dsync.Suspended
+		return st.Suspended && st.Health == dsync.HealthSuspended
 	})
 	second := rig.commit("scale to 3", serviceManifest(v1, 3, env))
 	st = rig.wait(15*time.Second, "the suspended agent to see the new commit", func(st dsync.AppStatus) bool {
@@ -327,7 +327,7 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	st = rig.wait(5*time.Second, "status of the suspended app", func(dsync.AppStatus) bool { return true })
-	if st.Health != dsync.Suspended || st.Sync != dsync.OutOfSync || st.Applied == nil || st.Applied.SHA != first {
+	if st.Health != dsync.HealthSuspended || st.Sync != drift.SyncOutOfSync || st.Applied == nil || st.Applied.SHA != first {
 		t.Errorf("while suspended: health %s, sync %s, applied %s; want Suspended, OutOfSync, %s", st.Health, st.Sync, revShort(st.Applied), first[:7])
 	}
 	if !strings.Contains(st.Message, "suspended") {

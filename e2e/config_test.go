@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/driftless-dev/driftless/drift"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,7 +58,7 @@ func TestAgentRunsSeveralAppsFromConfig(t *testing.T) {
 				for _, s := range a.Services {
 					total += s.Ready
 				}
-				if a.Sync != dsync.Synced || total != want[a.Name] {
+				if a.Sync != drift.SyncSynced || total != want[a.Name] {
 					return false
 				}
 			}

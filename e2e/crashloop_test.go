@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/driftless-dev/driftless/drift"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestAgentReportsCrashingImageWithoutHotLoop(t *testing.T) {
 
 	bad := r.commit("crash at start", serviceManifest(v1, 2, map[string]string{"MESSAGE": "two", "WORKLOAD_CRASH": "true"}))
 	st := r.wait(60*time.Second, "the crashing rollout reported", func(st dsync.AppStatus) bool {
-		return st.Health == dsync.Degraded && len(st.Services) == 1 &&
+		return st.Health == drift.HealthDegraded && len(st.Services) == 1 &&
 			strings.Contains(st.Services[0].Message, "exited with code 1")
 	})
 	t.Logf("degraded: %s", st.Services[0].Message)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/driftless-dev/driftless/drift"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +71,7 @@ func TestAgentImage(t *testing.T) {
 	api := &web.Client{BaseURL: "http://" + addr, HTTP: &http.Client{Timeout: 10 * time.Second}}
 	waitHealthz(t, api.BaseURL, agent)
 	converged := func(st dsync.AppStatus) bool {
-		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != dsync.Synced || st.Health != dsync.Healthy || len(st.Services) != 1 {
+		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 			return false
 		}
 		svc := st.Services[0]

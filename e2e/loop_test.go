@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/driftless-dev/driftless/drift"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,7 +79,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	}
 	converged := func(sha string, replicas int, image string) func(dsync.AppStatus) bool {
 		return func(st dsync.AppStatus) bool {
-			if st.Applied == nil || st.Applied.SHA != sha || st.Sync != dsync.Synced || st.Health != dsync.Healthy || len(st.Services) != 1 {
+			if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 				return false
 			}
 			svc := st.Services[0]

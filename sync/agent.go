@@ -12,7 +12,6 @@ import (
 	stdsync "sync"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
@@ -22,13 +21,45 @@ import (
 
 // Engine is the Docker side of a pass. *deploy.Engine satisfies it.
 type Engine interface {
+	// Ping and Observe errors that mean the engine is unreachable wrap
+	// drift.ErrEngineUnreachable.
 	Ping(ctx context.Context) error
 	Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error)
-	Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, progress func(deploy.Event)) deploy.Result
-	// Watch calls onEvent for Docker events on driftless's containers until
-	// ctx ends or the connection drops.
-	Watch(ctx context.Context, onEvent func(app, container, action string)) error
+	Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult
+	// Watch calls onEvent for Docker events that may concern driftless
+	// until ctx ends, reconnecting when the stream breaks; every
+	// connection is reported as drift.EventConnected.
+	Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error
 }
+
+// Triggers say why a pass runs; history records them.
+const (
+	TriggerStartup     = "startup"
+	TriggerPoll        = "poll"
+	TriggerResync      = "resync"
+	TriggerDockerEvent = "docker-event"
+	TriggerWebhook     = "webhook"
+	TriggerAPI         = "api"
+	// TriggerManual is a person's "Sync now": it applies the whole plan,
+	// drift included, even with self-heal off.
+	TriggerManual = "manual"
+	TriggerRetry  = "retry"
+	// TriggerBackoff: a backoff ended.
+	TriggerBackoff = "backoff"
+	// TriggerRepair: the previous pass stopped early (someone interfered,
+	// or something newer came) and plans again at once.
+	TriggerRepair = "repair"
+	// TriggerEngine: the engine's event stream came back after a break.
+	TriggerEngine = "engine-reconnected"
+)
+
+// engineRetryMax caps the backoff of passes that failed because the engine
+// was unreachable: when it comes back, the app converges within seconds.
+const engineRetryMax = 5 * time.Second
+
+// shutdownGrace is how long a pass under way may take to reach its next
+// safe point after the agent is told to stop.
+const shutdownGrace = 30 * time.Second
 
 // Source is one app's Git source. *gitsource.Source satisfies it.
 type Source interface {
@@ -178,23 +209,26 @@ func (a *Agent) Close() error {
 // steps, which is safe because the next start re-reads the world.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	var wg stdsync.WaitGroup
+	// Passes run on their own context: on shutdown they are first asked
+	// to stop at a safe point (a replace completes), and only cancelled
+	// if that takes longer than shutdownGrace.
+	passCtx, cancelPasses := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelPasses()
+	var workers stdsync.WaitGroup
 	for range a.opts.Workers {
-		wg.Go(func() { a.worker(ctx) })
+		workers.Go(func() { a.worker(passCtx) })
 	}
 	for _, name := range a.names {
-		a.queue.Add(name, "startup")
+		a.queue.Add(name, TriggerStartup)
 	}
+	var wg stdsync.WaitGroup
 
 	sched := cron.New()
 	for _, name := range a.names {
 		a.mu.Lock()
 		s := a.apps[name].sched
 		a.mu.Unlock()
-		sched.Schedule(s, cron.FuncJob(func() { a.queue.Add(name, "poll") }))
+		sched.Schedule(s, cron.FuncJob(func() { a.trigger(ctx, name, TriggerPoll) }))
 	}
 	sched.Start()
 
@@ -208,7 +242,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 				for _, name := range a.names {
-					a.queue.Add(name, "resync")
+					a.queue.Add(name, TriggerResync)
 				}
 			}
 		}
@@ -217,6 +251,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-ctx.Done()
 	<-sched.Stop().Done()
 	a.queue.ShutDown()
+	a.stopAll()
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		a.log.Warn("a pass did not reach a safe point in time; cancelling it", "grace", shutdownGrace)
+		cancelPasses()
+		<-done
+	}
 	wg.Wait()
 	a.log.Info("sync loop stopped")
 	return nil
@@ -228,27 +272,42 @@ func (a *Agent) worker(ctx context.Context) {
 		if shutdown {
 			return
 		}
-		err := a.reconcile(ctx, name, joinTriggers(triggers))
+		res, err := a.reconcile(ctx, name, triggers)
 		a.queue.Done(name)
 		if ctx.Err() != nil {
 			continue
 		}
-		var stalled *stalledError
-		switch {
-		case err == nil:
-			a.queue.Forget(name)
-		case errors.As(err, &stalled):
-			// Retrying cannot fix it; the next poll or commit will.
-			a.queue.Forget(name)
-			a.log.Warn("pass stalled", "app", name, "err", err)
-		default:
-			// Waiting errors (Git server or engine unreachable) and generic
-			// ones both retry with per-app exponential backoff (1s doubling
-			// to 5m): a delay that grows is what both need, and the schedule
-			// and Docker events still enqueue the app meanwhile.
-			d := a.queue.AddRateLimited(name, "retry")
-			a.log.Warn("pass failed", "app", name, "err", err, "retryIn", d.Round(time.Millisecond))
-		}
+		a.requeue(name, res, err)
+	}
+}
+
+// requeue schedules the app's next pass from how this one ended.
+func (a *Agent) requeue(name string, res Result, err error) {
+	var stalled *stalledError
+	switch {
+	case err == nil:
+		a.queue.Forget(name)
+	case errors.As(err, &stalled):
+		// Retrying cannot fix it; the next poll or commit will.
+		a.queue.Forget(name)
+		a.log.Warn("pass stalled", "app", name, "err", err)
+	case errors.Is(err, drift.ErrEngineUnreachable):
+		// The engine's fault, not the app's: retry soon, so the app
+		// converges as soon as the engine is back.
+		d := a.queue.AddRateLimitedMax(name, TriggerRetry, engineRetryMax)
+		a.log.Warn("pass failed: engine unreachable", "app", name, "err", err, "retryIn", d.Round(time.Millisecond))
+	default:
+		// Source errors and failed applies retry with per-app exponential
+		// backoff (1s doubling to 5m); the schedule and Docker events
+		// still enqueue the app meanwhile.
+		d := a.queue.AddRateLimited(name, TriggerRetry)
+		a.log.Warn("pass failed", "app", name, "err", err, "retryIn", d.Round(time.Millisecond))
+	}
+	if res.Requeue {
+		a.queue.Add(name, TriggerRepair)
+	}
+	if res.RequeueAfter > 0 {
+		a.queue.AddAfter(name, TriggerBackoff, res.RequeueAfter)
 	}
 }
 
@@ -259,21 +318,17 @@ func (a *Agent) worker(ctx context.Context) {
 // collapses into one pass and Docker gets to do its part first.
 func eventDelay(action string) time.Duration {
 	switch action {
-	case "destroy", "stop":
+	case "destroy", "stop", "update", "rename", "disconnect", "connect":
 		return 0
 	}
 	return 300 * time.Millisecond
 }
 
-// watchEngine turns Docker events on an app's containers into passes; the
-// queue dedupes bursts.
+// watchEngine turns Docker events into passes of the apps they concern;
+// the queue dedupes bursts.
 func (a *Agent) watchEngine(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := a.engine.Watch(ctx, func(app, container, action string) {
-			if _, known := a.apps[app]; known {
-				a.queue.AddAfter(app, "docker-event", eventDelay(action))
-			}
-		})
+		err := a.engine.Watch(ctx, a.onEngineEvent)
 		if ctx.Err() != nil {
 			return
 		}
@@ -283,6 +338,187 @@ func (a *Agent) watchEngine(ctx context.Context) {
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+func (a *Agent) onEngineEvent(ev drift.EngineEvent) {
+	switch {
+	case ev.Action == drift.EventConnected:
+		// Events may have been missed while the stream was down (the
+		// engine may have restarted): look at every app again.
+		for _, name := range a.names {
+			a.queue.Add(name, TriggerEngine)
+		}
+	case ev.App != "":
+		if _, known := a.apps[ev.App]; known {
+			a.queue.AddAfter(ev.App, TriggerDockerEvent, eventDelay(ev.Action))
+		}
+	default:
+		// An event without our label: a network change of one of our
+		// containers, or a foreign object going away that may have held a
+		// name or port an app waits for.
+		for _, name := range a.appsConcernedBy(ev) {
+			a.queue.AddAfter(name, TriggerDockerEvent, eventDelay(ev.Action))
+		}
+	}
+}
+
+// appsConcernedBy finds the apps an unlabelled event matters to: the app
+// whose container it names, or apps with a conflict on that name.
+func (a *Agent) appsConcernedBy(ev drift.EngineEvent) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, name := range a.names {
+		st := a.apps[name].status
+		concerned := false
+		for _, svc := range st.Services {
+			for _, c := range svc.Containers {
+				concerned = concerned || (ev.ID != "" && c.ID == ev.ID) || (ev.Container != "" && c.Name == ev.Container)
+			}
+		}
+		if st.Drift != nil {
+			for _, c := range st.Drift.Conflicts {
+				concerned = concerned || c.Name == ev.Container || (ev.Network != "" && c.Name == ev.Network)
+			}
+		}
+		if concerned {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// trigger enqueues a pass of the app and, when a pass is already applying
+// an older revision, checks whether the source moved on; if so the pass is
+// asked to stop at its next safe point, so a new commit never waits behind
+// a long rollout.
+func (a *Agent) trigger(ctx context.Context, name, trigger string) {
+	a.queue.Add(name, trigger)
+	st := a.apps[name]
+	a.mu.Lock()
+	r := st.running
+	if r == nil || r.stopped || r.checking || r.target == "" || st.pinned != nil {
+		a.mu.Unlock()
+		return
+	}
+	r.checking = true
+	target := r.target
+	a.mu.Unlock()
+	go func() {
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := st.source.Fetch(fctx)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		r.checking = false
+		if err == nil && res.Revision.SHA != target && st.running == r {
+			a.log.Info("a newer revision arrived during a rollout; stopping it at the next safe point", "app", name,
+				"applying", shortSHA(target), "head", res.Revision.Short())
+			r.stopNow()
+		}
+	}()
+}
+
+// preempt asks a pass under way to stop at its next safe point, because a
+// person changed what it should do (suspend, pin, unpin).
+func (a *Agent) preempt(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.apps[name].running; r != nil {
+		r.stopNow()
+	}
+}
+
+// stopAll asks every pass under way to stop at its next safe point.
+func (a *Agent) stopAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, st := range a.apps {
+		if st.running != nil {
+			st.running.stopNow()
+		}
+	}
+}
+
+// setTarget records which revision the pass under way enforces.
+func (a *Agent) setTarget(name, sha string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.apps[name].running; r != nil {
+		r.target = sha
+	}
+}
+
+func shortSHA(sha string) string { return drift.ShortRevision(sha) }
+
+// reconcile runs one pass of the app and writes its status once.
+func (a *Agent) reconcile(ctx context.Context, name string, triggers []string) (Result, error) {
+	st := a.apps[name]
+	stop := make(chan struct{})
+	a.mu.Lock()
+	in := passInput{cfg: st.cfg, pinned: cloneRev(st.pinned), triggers: triggers, start: a.now(), mem: st.mem, stop: stop}
+	st.running = &runningPass{stop: stop}
+	st.status.Reconciling = true
+	a.mu.Unlock()
+	a.notify(name, "status")
+	p := &pass{a: a, st: st, in: in}
+	return a.finishPass(name, st, in, p.run(ctx))
+}
+
+// finishPass is the thin caller around nextStatus: it stores what changed,
+// records history, updates metrics and tells subscribers.
+func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcome) (Result, error) {
+	now := a.now()
+	a.mu.Lock()
+	sin := statusInput{prev: cloneStatus(st.status), mem: st.mem, cfg: st.cfg, pinned: cloneRev(st.pinned), trigger: in.trigger(), now: now, out: o}
+	a.mu.Unlock()
+	u := nextStatus(sin)
+	var storeErr error
+	if u.persist != nil {
+		storeErr = a.store.UpdateApp(name, u.persist)
+	}
+	if err := a.record(u.history...); err != nil {
+		storeErr = errors.Join(storeErr, err)
+	}
+	if storeErr != nil {
+		a.log.Error("app state or history not saved; enforcement goes on", "app", name, "err", storeErr)
+	}
+	u.status = withStorageError(u.status, &u.mem, storeErr, now)
+	for _, kind := range u.errors {
+		a.metrics.errors.WithLabelValues(name, kind).Inc()
+	}
+	a.metrics.repairs.WithLabelValues(name).Add(float64(u.repairs))
+
+	a.mu.Lock()
+	changed := statusChanged(st.status, u.status)
+	st.status, st.mem, st.running = u.status, u.mem, nil
+	snapshot := cloneStatus(st.status)
+	a.mu.Unlock()
+
+	a.metrics.observe(snapshot, name, now, in.start)
+	if changed || len(u.history) > 0 {
+		a.log.Info("pass", "app", name, "trigger", sin.trigger, "sync", snapshot.Sync, "health", snapshot.Health, "message", snapshot.Message)
+	}
+	a.notify(name, "status")
+	return passResult(o, now)
+}
+
+// announceApply shows, before a rollout that may take a while, that the app
+// is out of sync and progressing towards the plan, so nobody reads the
+// previous "Synced" as the new revision being done. The pass's status
+// write replaces it.
+func (a *Agent) announceApply(name string, desired *revisionState, plan drift.Plan) {
+	planCopy := clonePlan(plan)
+	a.mu.Lock()
+	s := &a.apps[name].status
+	s.Sync = drift.SyncOutOfSync
+	if s.Health != drift.HealthDegraded {
+		s.Health = drift.HealthProgressing
+	}
+	s.Drift = &planCopy
+	s.Message = fmt.Sprintf("applying %s: %s", desired.rev.Short(), strings.TrimPrefix(plan.Summary(), "Plan: "))
+	a.mu.Unlock()
+	a.notify(name, "status")
 }
 
 // Apps returns a copy of every app's status, sorted by name.
@@ -324,12 +560,13 @@ func (a *Agent) History(q HistoryQuery) ([]HistoryEntry, error) { return a.store
 // Entry returns one history entry.
 func (a *Agent) Entry(id uint64) (HistoryEntry, bool) { return a.store.Entry(id) }
 
-// Enqueue asks for a pass of app.
+// Enqueue asks for a pass of app. A webhook or manual trigger also lets
+// a rollout under way notice a newer revision.
 func (a *Agent) Enqueue(app, trigger string) error {
 	if _, ok := a.apps[app]; !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
-	a.queue.Add(app, trigger)
+	a.trigger(context.Background(), app, trigger)
 	return nil
 }
 
@@ -340,11 +577,15 @@ func (a *Agent) SetSuspended(app string, suspended bool) error {
 	if !suspended {
 		summary = "resumed: changes are applied again"
 	}
-	return a.setToggle(app, summary, func(p *persistedApp, st *appState) {
+	err := a.setToggle(app, summary, func(p *persistedApp, st *appState) {
 		p.Suspended = &suspended
 		st.cfg.Suspend = suspended
 		st.status.Suspended = suspended
 	})
+	if err == nil && suspended {
+		a.preempt(app)
+	}
+	return err
 }
 
 // SetSelfHeal turns repairing drift on or off.
@@ -374,9 +615,9 @@ func (a *Agent) setToggle(app, summary string, change func(*persistedApp, *appSt
 		// Saying the same twice is not an event worth a history entry.
 		return err
 	}
-	a.record(HistoryEntry{App: app, Kind: KindAction, Trigger: "api", Summary: summary})
+	a.recordLogged(HistoryEntry{App: app, Kind: KindAction, Trigger: TriggerAPI, Summary: summary})
 	a.notify(app, "status")
-	a.queue.Add(app, "api")
+	a.queue.Add(app, TriggerAPI)
 	return nil
 }
 
@@ -396,7 +637,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 	if st.pinned != nil && st.pinned.SHA == rev.SHA {
 		// Pressing Roll back twice is one rollback.
 		a.mu.Unlock()
-		a.queue.Add(app, "api")
+		a.queue.Add(app, TriggerAPI)
 		return nil
 	}
 	err = a.store.UpdateApp(app, func(p *persistedApp) { p.Pinned = &rev })
@@ -409,10 +650,11 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 	if err != nil {
 		return err
 	}
-	a.record(HistoryEntry{App: app, Kind: KindRollback, Trigger: "api", Revision: &rev,
+	a.recordLogged(HistoryEntry{App: app, Kind: KindRollback, Trigger: TriggerAPI, Revision: &rev,
 		Summary: fmt.Sprintf("pinned to %s “%s”; not following %s until unpinned", rev.Short(), rev.Subject, ref)})
 	a.notify(app, "status")
-	a.queue.Add(app, "api")
+	a.preempt(app)
+	a.queue.Add(app, TriggerAPI)
 	return nil
 }
 
@@ -435,11 +677,12 @@ func (a *Agent) Unpin(app string) error {
 		return err
 	}
 	if was != nil {
-		a.record(HistoryEntry{App: app, Kind: KindRollback, Trigger: "api", Revision: was,
+		a.recordLogged(HistoryEntry{App: app, Kind: KindRollback, Trigger: TriggerAPI, Revision: was,
 			Summary: fmt.Sprintf("unpinned from %s; following %s again", was.Short(), ref)})
+		a.preempt(app)
 	}
 	a.notify(app, "status")
-	a.queue.Add(app, "api")
+	a.queue.Add(app, TriggerAPI)
 	return nil
 }
 
@@ -475,10 +718,18 @@ func (a *Agent) notify(app, kind string) {
 	}
 }
 
+// recordLogged records entries outside a pass; a failure is logged (the
+// next pass shows it in status).
+func (a *Agent) recordLogged(entries ...HistoryEntry) {
+	if err := a.record(entries...); err != nil {
+		a.log.Error("history not written", "err", err)
+	}
+}
+
 // record stores history entries and tells subscribers.
-func (a *Agent) record(entries ...HistoryEntry) {
+func (a *Agent) record(entries ...HistoryEntry) error {
 	if len(entries) == 0 {
-		return
+		return nil
 	}
 	for i := range entries {
 		if entries[i].Time.IsZero() {
@@ -486,8 +737,7 @@ func (a *Agent) record(entries ...HistoryEntry) {
 		}
 	}
 	if _, err := a.store.Append(entries...); err != nil {
-		a.log.Error("history not written", "err", err)
-		return
+		return err
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -496,6 +746,7 @@ func (a *Agent) record(entries ...HistoryEntry) {
 			a.notify(e.App, "history")
 		}
 	}
+	return nil
 }
 
 // Ready is nil when the Docker engine answers and every app completed a
@@ -504,11 +755,7 @@ func (a *Agent) Ready() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := a.engine.Ping(ctx); err != nil {
-		// deploy's Ping error already says the engine is unreachable, and where.
-		if !strings.Contains(err.Error(), "unreachable") {
-			err = fmt.Errorf("Docker engine unreachable: %w", err)
-		}
-		return err
+		return engineError(err)
 	}
 	now := a.now()
 	a.mu.Lock()
@@ -535,6 +782,8 @@ func cloneStatus(s AppStatus) AppStatus {
 	}
 	s.Errors = slices.Clone(s.Errors)
 	s.Flapping = slices.Clone(s.Flapping)
+	s.Held = slices.Clone(s.Held)
+	s.Warnings = slices.Clone(s.Warnings)
 	if s.Drift != nil {
 		p := clonePlan(*s.Drift)
 		s.Drift = &p
@@ -573,9 +822,6 @@ func clonePlan(p drift.Plan) drift.Plan {
 	return p
 }
 
-// The real implementations satisfy the loop's interfaces; the CLI passes
-// them in unchanged.
-var (
-	_ Engine = (*deploy.Engine)(nil)
-	_ Source = (*gitsource.Source)(nil)
-)
+// The real source satisfies the loop's interface (deploy.Engine's check
+// is in the CLI, which wires both: sync does not import deploy).
+var _ Source = (*gitsource.Source)(nil)

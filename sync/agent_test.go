@@ -40,7 +40,7 @@ func TestPassDeploysHeadAndRecordsSync(t *testing.T) {
 	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + sha[:7], "shop-web-2@" + sha[:7]}) {
 		t.Fatalf("running = %v", got)
 	}
-	if st.Sync != Synced || st.Health != Healthy || st.Applied == nil || st.Applied.SHA != sha || st.Fetched.SHA != sha {
+	if st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || st.Applied == nil || st.Applied.SHA != sha || st.Fetched.SHA != sha {
 		t.Fatalf("status = sync %s health %s applied %v: %s", st.Sync, st.Health, st.Applied, st.Message)
 	}
 	if len(st.Services) != 1 || st.Services[0].Desired != 2 || st.Services[0].Ready != 2 || len(st.Services[0].Containers) != 2 {
@@ -181,11 +181,11 @@ func TestSelfHealOffShowsDriftWithoutRepairing(t *testing.T) {
 	if h.engine.applyCount() != applies || len(h.engine.running("shop")) != 1 {
 		t.Fatal("drift was repaired with self-heal off")
 	}
-	if st.Sync != OutOfSync || st.Drift == nil || len(st.Drift.Changes) != 1 || st.Drift.Changes[0].Cause != drift.CauseDrift || !strings.Contains(st.Message, "self-heal is off") {
+	if st.Sync != drift.SyncOutOfSync || st.Drift == nil || len(st.Drift.Changes) != 1 || st.Drift.Changes[0].Cause != drift.CauseDrift || !strings.Contains(st.Message, "self-heal is off") {
 		t.Fatalf("status = %s %q drift %+v", st.Sync, st.Message, st.Drift)
 	}
 	// Nothing will repair it, so it is not "Progressing".
-	if st.Health != Degraded || st.Services[0].Health != Degraded || !strings.Contains(st.Services[0].Message, "self-heal is off") {
+	if st.Health != drift.HealthDegraded || st.Services[0].Health != drift.HealthDegraded || !strings.Contains(st.Services[0].Message, "self-heal is off") {
 		t.Fatalf("health with unrepaired drift = %s, service %s %q", st.Health, st.Services[0].Health, st.Services[0].Message)
 	}
 	if n := len(h.history("shop", KindRepair)); n != 0 {
@@ -214,7 +214,7 @@ func TestSuspendAppliesNothingAndSurvivesRestart(t *testing.T) {
 	if h.engine.applyCount() != applies {
 		t.Fatal("a suspended app was changed")
 	}
-	if !st.Suspended || st.Health != Suspended || st.Applied.SHA != v1 || st.Sync != OutOfSync {
+	if !st.Suspended || st.Health != HealthSuspended || st.Applied.SHA != v1 || st.Sync != drift.SyncOutOfSync {
 		t.Fatalf("status = suspended %v health %s applied %s sync %s", st.Suspended, st.Health, st.Applied.Short(), st.Sync)
 	}
 	actions := h.history("shop", KindAction)
@@ -225,7 +225,7 @@ func TestSuspendAppliesNothingAndSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = h.pass("shop", "api")
-	if st.Suspended || st.Sync != Synced || len(h.engine.running("shop")) != 1 {
+	if st.Suspended || st.Sync != drift.SyncSynced || len(h.engine.running("shop")) != 1 {
 		t.Fatalf("after resume: %s %q", st.Sync, st.Message)
 	}
 }
@@ -294,7 +294,7 @@ func TestDriftRepairsAreRecordedOneByOne(t *testing.T) {
 	if n := len(h.history("shop", KindSync)); n != 1 {
 		t.Fatalf("a repair without a new commit wrote a sync entry (%d sync entries)", n)
 	}
-	if st.Sync != Synced || len(h.engine.running("shop")) != 2 {
+	if st.Sync != drift.SyncSynced || len(h.engine.running("shop")) != 2 {
 		t.Fatalf("after repair: %s, running %v", st.Sync, h.engine.running("shop"))
 	}
 }
@@ -309,13 +309,13 @@ func TestStatusShowsProgressingDuringRollout(t *testing.T) {
 	h.engine.duringApply = func() { during, _ = h.agent.App("shop") }
 	sha := h.sources["shop"].commit("web v2", map[string]string{"web.yaml": service("web", "demo:v2", 2)})
 	after, _ := h.pass("shop", "poll")
-	if during.Sync != OutOfSync || during.Health != Progressing || during.Drift == nil || len(during.Drift.Changes) != 2 {
+	if during.Sync != drift.SyncOutOfSync || during.Health != drift.HealthProgressing || during.Drift == nil || len(during.Drift.Changes) != 2 {
 		t.Fatalf("during the rollout: sync %s, health %s, drift %+v", during.Sync, during.Health, during.Drift)
 	}
 	if !strings.Contains(during.Message, "applying "+sha[:7]) {
 		t.Fatalf("during the rollout the message should name the revision being applied: %q", during.Message)
 	}
-	if after.Sync != Synced || after.Health != Healthy {
+	if after.Sync != drift.SyncSynced || after.Health != drift.HealthHealthy {
 		t.Fatalf("after the rollout: %s %s", after.Sync, after.Health)
 	}
 }
@@ -334,10 +334,10 @@ func TestFailedRolloutBacksOffAndIsDegraded(t *testing.T) {
 	for _, trigger := range []string{"docker-event", "docker-event", "poll", "retry"} {
 		h.clock.Advance(time.Second)
 		st, _ := h.pass("shop", trigger)
-		if st.Health != Degraded || !strings.Contains(st.Services[0].Message, "exited with code 1") || !strings.Contains(st.Services[0].Message, "next attempt in") {
+		if st.Health != drift.HealthDegraded || !strings.Contains(st.Services[0].Message, "exited with code 1") || !strings.Contains(st.Services[0].Message, "next attempt in") {
 			t.Fatalf("after a failed rollout: %s, service %q", st.Health, st.Services[0].Message)
 		}
-		if st.Applied == nil || st.Applied.SHA != v1 || st.Sync != OutOfSync {
+		if st.Applied == nil || st.Applied.SHA != v1 || st.Sync != drift.SyncOutOfSync {
 			t.Fatalf("the failed revision must not count as applied: applied %+v, %s", st.Applied, st.Sync)
 		}
 	}
@@ -361,7 +361,7 @@ func TestFailedRolloutBacksOffAndIsDegraded(t *testing.T) {
 	// A commit that fixes the image is applied at once.
 	h.sources["shop"].commit("fix", map[string]string{"web.yaml": service("web", "demo:v2", 2)})
 	st, _ := h.pass("shop", "poll")
-	if st.Sync != Synced || st.Health != Healthy {
+	if st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy {
 		t.Fatalf("after the fix: %s %s %q", st.Sync, st.Health, st.Message)
 	}
 }
@@ -380,7 +380,7 @@ func TestReplicaHeldBackByConflictIsNotARepair(t *testing.T) {
 	}
 	h.engine.outside(func(e *fakeEngine) { e.foreign = nil })
 	st, _ = h.pass("shop", "docker-event")
-	if len(h.engine.running("shop")) != 1 || st.Sync != Synced {
+	if len(h.engine.running("shop")) != 1 || st.Sync != drift.SyncSynced {
 		t.Fatalf("after the conflict cleared: %s, running %v", st.Sync, h.engine.running("shop"))
 	}
 	if repairs := summaries(h.history("shop", KindRepair)); len(repairs) != 0 {
@@ -510,7 +510,7 @@ func TestEngineDownMakesAgentNotReady(t *testing.T) {
 	}
 	h.engine.setDown(errors.New("dial unix /var/run/docker.sock: connect: no such file or directory"))
 	st, _ := h.pass("shop", "poll")
-	if !strings.HasPrefix(st.Message, "Docker engine unreachable") || st.Sync != Unknown || !hasCondition(st, "engine") {
+	if !strings.HasPrefix(st.Message, "Docker engine unreachable") || st.Sync != SyncUnknown || !hasCondition(st, "engine") {
 		t.Fatalf("status = %s %q", st.Sync, st.Message)
 	}
 	if err := h.agent.Ready(); err == nil || !strings.Contains(err.Error(), "Docker engine unreachable") {

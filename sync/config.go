@@ -47,6 +47,20 @@ type AppConfig struct {
 	// WebhookSecret verifies webhooks for this app; it falls back to the
 	// global one.
 	WebhookSecret string
+	// Policy is the host power the app's manifests may use (privileged,
+	// host paths, ...); none by default.
+	Policy manifest.Policy
+	// Profiles are the compose profiles to activate.
+	Profiles []string
+	// Environment is what compose files interpolate from (with the app
+	// directory's .env file; these win). The agent's own environment is
+	// never used: it holds the agent's secrets.
+	Environment map[string]string
+}
+
+// loadOptions are what the config adds to the app's files.
+func (c AppConfig) loadOptions() manifest.LoadOptions {
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment}
 }
 
 // Config is the whole driftless.yaml.
@@ -96,6 +110,11 @@ type fileAppConfig struct {
 
 	WebhookSecretEnv  string `json:"webhookSecretEnv"`
 	WebhookSecretFile string `json:"webhookSecretFile"`
+
+	Allow       []string          `json:"allow"`
+	HostPaths   []string          `json:"hostPaths"`
+	Profiles    []string          `json:"profiles"`
+	Environment map[string]string `json:"environment"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -248,6 +267,11 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.WebhookSecret, err = secret("webhookSecret", fa.WebhookSecretEnv, fa.WebhookSecretFile); err != nil {
 		errs = append(errs, err)
 	}
+	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	if err := app.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	return app, errs
 }
 

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	stdsync "sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
@@ -113,6 +113,9 @@ type fakeEngine struct {
 	down     error
 	nextID   int
 	applies  int
+	// interfere makes the next change of the named container fail as if
+	// someone removed it during the rollout.
+	interfere map[string]drift.Failure
 }
 
 func (e *fakeEngine) Ping(ctx context.Context) error {
@@ -155,37 +158,46 @@ func (e *fakeEngine) Observe(ctx context.Context, app string, withForeign bool) 
 	return a, nil
 }
 
-func (e *fakeEngine) Watch(ctx context.Context, onEvent func(app, container, action string)) error {
+func (e *fakeEngine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
 
-func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, progress func(deploy.Event)) deploy.Result {
+func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult {
 	if e.duringApply != nil {
 		e.duringApply()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.applies++
-	var res deploy.Result
+	var res drift.ApplyResult
 	stopped := map[string]bool{}
 	for _, c := range plan.Changes {
+		if f, ok := e.interfere[c.Name]; ok {
+			// Someone removes the replica while it is being rolled out.
+			delete(e.interfere, c.Name)
+			res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultFailed, Error: f.Summary, Failure: &f})
+			res.Err = fmt.Errorf("1 of %d changes did not complete", len(plan.Changes))
+			continue
+		}
 		if svc := desired.Service(c.Service); svc != nil && c.Kind == drift.KindContainer && c.Action != drift.ActionRemove && svc.Spec.Image == e.badImage {
 			if stopped[c.Service] {
-				res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseSkipped, Err: "rollout stopped"})
+				res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: "rollout stopped",
+					Failure: &drift.Failure{Cause: drift.FailureRollout, Summary: "rollout stopped"}})
 				continue
 			}
 			stopped[c.Service] = true
-			res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseFailed, Err: "exited with code 1 (restarted 3 times)"})
+			f := &drift.Failure{Cause: drift.FailureRollout, Summary: "new replica exited with code 1 (restarted 3 times)", ExitCode: 1, Restarts: 3}
+			res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultFailed, Error: f.Summary, Failure: f})
 			if res.Degraded == nil {
-				res.Degraded = map[string]string{}
+				res.Degraded = map[string]*drift.Failure{}
 			}
-			res.Degraded[c.Service] = "new replica exited with code 1 (restarted 3 times)"
+			res.Degraded[c.Service] = f
 			res.Err = fmt.Errorf("rollout of %s stopped", c.Service)
 			continue
 		}
 		e.applyChange(desired, plan.Revision, c)
-		res.Outcomes = append(res.Outcomes, deploy.Outcome{Change: c, Phase: deploy.PhaseDone, Duration: time.Millisecond})
+		res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultDone, Duration: time.Millisecond})
 	}
 	return res
 }
@@ -313,6 +325,8 @@ type harness struct {
 	clock   *fakeClock
 	apps    []AppConfig
 	agent   *Agent
+	// lastResult is how the last pass asked to be requeued.
+	lastResult Result
 }
 
 func newHarness(t *testing.T, apps ...AppConfig) *harness {
@@ -347,7 +361,8 @@ func (h *harness) restart() {
 // pass runs one pass of app synchronously and returns its status.
 func (h *harness) pass(app, trigger string) (AppStatus, error) {
 	h.t.Helper()
-	err := h.agent.reconcile(context.Background(), app, trigger)
+	res, err := h.agent.reconcile(context.Background(), app, strings.Split(trigger, "+"))
+	h.lastResult = res
 	st, _ := h.agent.App(app)
 	return st, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -53,10 +54,10 @@ func (m *metrics) observe(s AppStatus, app string, now, start time.Time) {
 	if !s.LastSuccess.IsZero() {
 		m.lastSuccess.WithLabelValues(app).Set(float64(s.LastSuccess.Unix()))
 	}
-	for _, st := range []SyncStatus{Synced, OutOfSync, Unknown} {
+	for _, st := range []drift.SyncStatus{drift.SyncSynced, drift.SyncOutOfSync, SyncUnknown} {
 		m.syncStatus.WithLabelValues(app, string(st)).Set(boolFloat(s.Sync == st))
 	}
-	for _, h := range []Health{Healthy, Progressing, Degraded, Suspended, Missing, HealthUnknown} {
+	for _, h := range []drift.Health{drift.HealthHealthy, drift.HealthProgressing, drift.HealthDegraded, HealthSuspended, drift.HealthMissing, HealthUnknown} {
 		m.health.WithLabelValues(app, string(h)).Set(boolFloat(s.Health == h))
 	}
 	// Services come and go with revisions; drop series of removed ones.

@@ -78,6 +78,17 @@ func (q *queue) AddRateLimited(key, trigger string) time.Duration {
 	return d
 }
 
+// AddRateLimitedMax is AddRateLimited with the delay capped at max, for
+// failures that should be retried soon whatever their count.
+func (q *queue) AddRateLimitedMax(key, trigger string, max time.Duration) time.Duration {
+	q.mu.Lock()
+	q.failures[key]++
+	d := backoffDelay(q.failures[key], q.baseDelay, min(max, q.maxDelay), rand.Float64())
+	q.mu.Unlock()
+	q.AddAfter(key, trigger, d)
+	return d
+}
+
 // Forget resets key's failure count after a success (or a failure that
 // retrying cannot fix).
 func (q *queue) Forget(key string) {

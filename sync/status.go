@@ -4,41 +4,34 @@
 package sync
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 )
 
-// SyncStatus says whether the running state matches the revision.
-type SyncStatus string
-
+// Sync and health are drift's judgements (drift.SyncStatus, drift.Health).
+// The loop adds only what it alone knows, as values of the same types.
 const (
-	Synced    SyncStatus = "Synced"
-	OutOfSync SyncStatus = "OutOfSync"
-	Unknown   SyncStatus = "Unknown"
-)
-
-// Health summarises whether the app's replicas serve.
-type Health string
-
-const (
-	Healthy       Health = "Healthy"
-	Progressing   Health = "Progressing"
-	Degraded      Health = "Degraded"
-	Suspended     Health = "Suspended"
-	Missing       Health = "Missing"
-	HealthUnknown Health = "Unknown"
+	// SyncUnknown: the engine could not be observed, or nothing valid was
+	// ever fetched.
+	SyncUnknown drift.SyncStatus = "Unknown"
+	// HealthSuspended: a person suspended the app; nothing is applied.
+	HealthSuspended drift.Health = "Suspended"
+	// HealthUnknown: the engine could not be observed.
+	HealthUnknown drift.Health = "Unknown"
 )
 
 // AppStatus is everything a person needs to know about one app. It is
 // written once at the end of every pass.
 type AppStatus struct {
-	Name    string       `json:"name"`
-	Source  SourceStatus `json:"source"`
-	Sync    SyncStatus   `json:"sync"`
-	Health  Health       `json:"health"`
-	Message string       `json:"message"` // one line a user can act on
+	Name    string           `json:"name"`
+	Source  SourceStatus     `json:"source"`
+	Sync    drift.SyncStatus `json:"sync"`
+	Health  drift.Health     `json:"health"`
+	Message string           `json:"message"` // one line a user can act on
 
 	Suspended bool `json:"suspended"`
 	SelfHeal  bool `json:"selfHeal"`
@@ -55,6 +48,12 @@ type AppStatus struct {
 	Errors   []Condition     `json:"errors,omitempty"`
 	Refused  *Refusal        `json:"refused,omitempty"`
 	Flapping []Flap          `json:"flapping,omitempty"`
+	// Held are changes of the current plan that are shown but not applied
+	// (suspended, self-heal off), with the reason.
+	Held []drift.HeldChange `json:"held,omitempty"`
+	// Warnings are problems of the enforced revision that did not refuse
+	// it (a compose variable that is not set).
+	Warnings []string `json:"warnings,omitempty"`
 
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
@@ -78,7 +77,7 @@ type ServiceStatus struct {
 	Desired    int               `json:"desired"`
 	Running    int               `json:"running"`
 	Ready      int               `json:"ready"`
-	Health     Health            `json:"health"`
+	Health     drift.Health      `json:"health"`
 	Message    string            `json:"message,omitempty"`
 	Containers []ContainerStatus `json:"containers"`
 }
@@ -100,7 +99,7 @@ type ContainerStatus struct {
 
 // Condition is an active problem and how long it has lasted.
 type Condition struct {
-	Kind    string    `json:"kind"` // source, validation, engine, apply, conflict, flapping
+	Kind    string    `json:"kind"` // source, validation, engine, apply, conflict, flapping, history
 	Message string    `json:"message"`
 	Since   time.Time `json:"since"`
 }
@@ -146,7 +145,7 @@ type HistoryEntry struct {
 	Summary  string              `json:"summary"`          // "web-2 was removed outside Git; recreated"
 	Result   string              `json:"result,omitempty"` // succeeded, failed, partial
 	Plan     *drift.Plan         `json:"plan,omitempty"`
-	Outcomes []ChangeOutcome     `json:"outcomes,omitempty"`
+	Outcomes []drift.Outcome     `json:"outcomes,omitempty"`
 	Errors   []string            `json:"errors,omitempty"`
 	Duration time.Duration       `json:"duration,omitempty"`
 }
@@ -165,10 +164,19 @@ type Event struct {
 	Kind string `json:"kind"` // status, history
 }
 
-// ChangeOutcome is what happened to one change of an applied plan.
-type ChangeOutcome struct {
-	Change   drift.Change  `json:"change"`
-	Result   string        `json:"result"` // done, failed, skipped
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration"`
+// statusChanged ignores the fields every pass touches, and Docker's status
+// words ("Up 3 minutes"), which change with the clock alone.
+func statusChanged(a, b AppStatus) bool {
+	a, b = cloneStatus(a), cloneStatus(b)
+	a.LastPass, a.LastSuccess, a.Reconciling, a.Source.LastFetch = b.LastPass, b.LastSuccess, b.Reconciling, b.Source.LastFetch
+	for _, s := range []*AppStatus{&a, &b} {
+		for i := range s.Services {
+			for j := range s.Services[i].Containers {
+				s.Services[i].Containers[j].Status = ""
+			}
+		}
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA != nil || errB != nil || !bytes.Equal(ja, jb)
 }

@@ -48,7 +48,7 @@ func TestAPIAppsAndDetail(t *testing.T) {
 
 	w = env.do(http.MethodGet, "/api/v1/apps/shop", "")
 	st := decodeJSON[dsync.AppStatus](t, w)
-	if w.Code != http.StatusOK || st.Name != "shop" || st.Sync != dsync.OutOfSync || st.Refused == nil {
+	if w.Code != http.StatusOK || st.Name != "shop" || st.Sync != drift.SyncOutOfSync || st.Refused == nil {
 		t.Errorf("detail: status %d, %+v", w.Code, st)
 	}
 
@@ -216,7 +216,7 @@ func TestAPIActions(t *testing.T) {
 	}
 
 	w := env.do(http.MethodPost, "/api/v1/apps/shop/sync", "")
-	if w.Code != http.StatusAccepted || !slices.Equal(env.agent.enqueuedCalls(), []string{"shop/api"}) {
+	if w.Code != http.StatusAccepted || !slices.Equal(env.agent.enqueuedCalls(), []string{"shop/manual"}) { // a person's sync: applies drift even with self-heal off
 		t.Errorf("sync: status %d, enqueued %v", w.Code, env.agent.enqueuedCalls())
 	}
 
@@ -275,7 +275,7 @@ func TestClient(t *testing.T) {
 	if err != nil || len(apps) != 5 {
 		t.Fatalf("Apps: %v, %d apps", err, len(apps))
 	}
-	if st, err := c.App(ctx, "shop"); err != nil || st.Health != dsync.Degraded {
+	if st, err := c.App(ctx, "shop"); err != nil || st.Health != drift.HealthDegraded {
 		t.Errorf("App: %v, %+v", err, st)
 	}
 	page, err := c.History(ctx, "shop", []string{"sync"}, 0, 2)

@@ -205,13 +205,13 @@ func newFakeAgent() *fakeAgent {
 	shop := dsync.AppStatus{
 		Name:   "shop",
 		Source: dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Ref: "main", Path: "deploy", LastFetch: fixedTime},
-		Sync:   dsync.OutOfSync, Health: dsync.Degraded,
+		Sync:   drift.SyncOutOfSync, Health: drift.HealthDegraded,
 		Message:  "web-2 was removed outside Git; self-heal will recreate it",
 		SelfHeal: true,
 		Fetched:  rev("a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", "Bump web to nginx 1.27"),
 		Applied:  rev("0f1e2d3c4b5a69788796a5b4c3d2e1f001234567", "Add worker service"),
 		Services: []dsync.ServiceStatus{{
-			Name: "web", Image: "nginx:1.27", Desired: 3, Running: 2, Ready: 2, Health: dsync.Degraded,
+			Name: "web", Image: "nginx:1.27", Desired: 3, Running: 2, Ready: 2, Health: drift.HealthDegraded,
 			Containers: []dsync.ContainerStatus{
 				{Name: "shop-web-1", ID: "c1", Slot: 1, State: "running", Status: "Up 3 minutes", Ready: true, Image: "nginx:1.27", Revision: "0f1e2d3c", Created: fixedTime},
 				{Name: "shop-web-3", ID: "c3", Slot: 3, State: "exited", Status: "Exited (1) 2 seconds ago", ReadyReason: "exit code 1", RestartCount: 4, Image: "nginx:1.27", Revision: "0f1e2d3c", Created: fixedTime},
@@ -230,7 +230,7 @@ func newFakeAgent() *fakeAgent {
 	blog := dsync.AppStatus{
 		Name:   "blog",
 		Source: dsync.SourceStatus{URL: "https://gitlab.com/acme/blog.git", Ref: "release"},
-		Sync:   dsync.Synced, Health: dsync.Healthy,
+		Sync:   drift.SyncSynced, Health: drift.HealthHealthy,
 		Pinned:  rev("99aa88bb77cc66dd55ee44ff3300112233445566", "Known good"),
 		Applied: rev("99aa88bb77cc66dd55ee44ff3300112233445566", "Known good"),
 		Drift:   &drift.Plan{App: "blog", Revision: "99aa88bb77cc66dd55ee44ff3300112233445566"},
@@ -247,7 +247,7 @@ func newFakeAgent() *fakeAgent {
 		if e.Kind == dsync.KindSync {
 			e.Revision = rev(fmt.Sprintf("%040d", id), fmt.Sprintf("commit %d", id))
 			e.Plan = &drift.Plan{App: e.App, Revision: e.Revision.SHA, Changes: []drift.Change{{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: e.App + "-web-1", Cause: drift.CauseGit, Reason: "new service"}}}
-			e.Outcomes = []dsync.ChangeOutcome{{Change: e.Plan.Changes[0], Result: "done", Duration: time.Second}}
+			e.Outcomes = []drift.Outcome{{Change: e.Plan.Changes[0], Result: "done", Duration: time.Second}}
 		}
 		if id == 30 {
 			e.Revision = &gitsource.Revision{SHA: "7777777777777777777777777777777777777777", Subject: `Revert "Bump web"`, Revert: true, Reverts: "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", Time: fixedTime}
@@ -280,7 +280,7 @@ func newTestEnv(t *testing.T, mod func(*Options)) *testEnv {
 	agent := newFakeAgent()
 	// Make the webhook-only apps known to the agent too.
 	for _, n := range []string{"shop-staging", "wiki", "docs"} {
-		agent.apps = append(agent.apps, dsync.AppStatus{Name: n, Sync: dsync.Synced, Health: dsync.Healthy})
+		agent.apps = append(agent.apps, dsync.AppStatus{Name: n, Sync: drift.SyncSynced, Health: drift.HealthHealthy})
 	}
 	reg := prometheus.NewRegistry()
 	opts := Options{Agent: agent, WebhookSecret: testGlobalSecret, Sources: testSources, Registry: reg, MaxBodyBytes: 64 << 10}

@@ -42,6 +42,9 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	plan := drift.Compute(in)
+	// A person runs apply: like the agent's "Sync now", the whole plan is
+	// applied, changes made outside Git included.
+	decision := drift.Decide(in, plan, drift.Policy{SelfHeal: true, Manual: true, MaxRemovalPercent: 100, AllowEmpty: true})
 	fmt.Fprint(stdout, plan.String())
 	if *dryRun {
 		fmt.Fprintln(stdout, "\nDry run: nothing was changed.")
@@ -49,17 +52,17 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	start := time.Now()
-	var res deploy.Result
-	if !plan.Empty() {
+	var res drift.ApplyResult
+	if !decision.Apply.Empty() {
 		fmt.Fprintln(stdout, "\nApplying:")
 		var mu stdsync.Mutex
-		res = eng.Apply(ctx, desired, plan, func(ev deploy.Event) {
+		res = eng.Apply(ctx, desired, decision.Apply, drift.ApplyOptions{Progress: func(ev drift.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			if line := progressLine(ev); line != "" {
 				fmt.Fprintln(stdout, line)
 			}
-		})
+		}})
 	}
 
 	// Observe again: what counts is the state the engine is in now, not what
@@ -120,7 +123,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "  %v\n", res.Err)
 		}
 		for svc, why := range res.Degraded {
-			fmt.Fprintf(stdout, "  service %s is Degraded: %s\n", svc, why)
+			fmt.Fprintf(stdout, "  service %s is Degraded: %v\n", svc, why)
 		}
 		if !rest.Empty() {
 			fmt.Fprintf(stdout, "  still to do: %s\n", rest.Summary())
@@ -143,7 +146,7 @@ func allReady(h drift.AppHealth) bool {
 
 // progressLine renders one live progress event, or "" for steps too small
 // to show: "  +   shop-web-3    ready in 1.2s".
-func progressLine(ev deploy.Event) string {
+func progressLine(ev drift.Event) string {
 	switch ev.Phase {
 	case "start", "created", "started":
 		return ""

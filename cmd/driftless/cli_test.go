@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -72,10 +71,10 @@ func TestRunNeedsASource(t *testing.T) {
 
 func TestProgressShowsMilestonesOnly(t *testing.T) {
 	web3 := drift.Change{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: "shop-web-3"}
-	if line := progressLine(deploy.Event{Change: web3, Phase: "created"}); line != "" {
+	if line := progressLine(drift.Event{Change: web3, Phase: "created"}); line != "" {
 		t.Fatalf("created should be silent, got %q", line)
 	}
-	line := progressLine(deploy.Event{Change: web3, Phase: "ready", Message: "shop-web-3 ready in 1.2s"})
+	line := progressLine(drift.Event{Change: web3, Phase: "ready", Message: "shop-web-3 ready in 1.2s"})
 	if !strings.Contains(line, "+") || !strings.Contains(line, "shop-web-3") || !strings.HasSuffix(line, "ready in 1.2s") {
 		t.Fatalf("ready line: %q", line)
 	}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -221,5 +220,3 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return exitChanges
 }
-
-var _ = os.Stdout

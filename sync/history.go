@@ -1,0 +1,107 @@
+package sync
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/gitsource"
+)
+
+// How history entries read. Wording lives here so a change of words is a
+// change of one file.
+
+func syncSummary(rev gitsource.Revision, plan drift.Plan, result string) string {
+	what := "synced"
+	if rev.Revert {
+		what = "synced revert"
+	}
+	s := what + " " + rev.Short() + " “" + rev.Subject + "”: " + strings.TrimPrefix(plan.Summary(), "Plan: ")
+	if result != "succeeded" {
+		s += " (" + result + ")"
+	}
+	return s
+}
+
+// resultWord is a sync's result: succeeded, partial (some changes done)
+// or failed.
+func resultWord(res drift.ApplyResult) string {
+	if res.Err == nil {
+		return "succeeded"
+	}
+	for _, o := range res.Outcomes {
+		if o.Result == drift.ResultDone {
+			return "partial"
+		}
+	}
+	return "failed"
+}
+
+func refusedSummary(r Refusal, running *gitsource.Revision) string {
+	keeping := "nothing was deployed before"
+	if running != nil {
+		keeping = "still running " + running.Short()
+	}
+	return "refused " + r.Revision.Short() + " “" + r.Revision.Subject + "”: " + r.Reason + "; " + keeping
+}
+
+// repairSummary says in words what was changed outside Git and what was
+// done about it.
+func repairSummary(c drift.Change) string {
+	what := c.Name
+	if c.Kind != drift.KindContainer {
+		what = string(c.Kind) + " " + c.Name
+	}
+	switch c.Action {
+	case drift.ActionCreate:
+		return what + " was removed outside Git; recreated"
+	case drift.ActionStart:
+		return what + " was stopped outside Git; started"
+	case drift.ActionRemove:
+		return what + " was added outside Git; removed"
+	}
+	fields := fieldPaths(c)
+	if len(fields) == 0 {
+		return what + " was changed outside Git; recreated"
+	}
+	return what + " was changed outside Git (" + strings.Join(fields, ", ") + "); recreated"
+}
+
+// interferenceSummary says what someone did to a container while driftless
+// worked on it, and that it is repaired like any drift.
+func interferenceSummary(o drift.Outcome) string {
+	return o.Failure.Summary + "; driftless repairs it at once"
+}
+
+// repairFields are the keys flapping is counted by.
+func repairFields(c drift.Change) []string {
+	switch c.Action {
+	case drift.ActionCreate:
+		return []string{"removed"}
+	case drift.ActionStart:
+		return []string{"state"}
+	case drift.ActionRemove:
+		return []string{"added"}
+	}
+	if fields := fieldPaths(c); len(fields) > 0 {
+		return fields
+	}
+	return []string{"spec"}
+}
+
+func fieldPaths(c drift.Change) []string {
+	var fields []string
+	for _, f := range c.Fields {
+		fields = append(fields, f.Path)
+	}
+	return fields
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

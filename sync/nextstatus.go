@@ -1,0 +1,485 @@
+package sync
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/gitsource"
+)
+
+// statusInput is what nextStatus judges: the app before the pass, and
+// what the pass found and did.
+type statusInput struct {
+	prev    AppStatus
+	mem     memory
+	cfg     AppConfig
+	pinned  *gitsource.Revision
+	trigger string
+	now     time.Time
+	out     passOutcome
+}
+
+// statusUpdate is the app after the pass, and what to record about it.
+type statusUpdate struct {
+	status  AppStatus
+	mem     memory
+	history []HistoryEntry
+	// persist changes the app's durable state; nil when nothing durable
+	// changed.
+	persist func(*persistedApp)
+	repairs int      // drift repairs made, for metrics
+	errors  []string // kinds of failure in this pass, for metrics
+}
+
+// nextStatus is the one place where a pass's outcome becomes status,
+// history and memory. It is pure: the clock is in.now, and in.prev and
+// in.mem are not changed.
+func nextStatus(in statusInput) statusUpdate {
+	u := &statusUpdate{mem: in.mem.clone()}
+	o := in.out
+	if o.accepted != nil && (u.mem.accepted == nil || u.mem.accepted.rev.SHA != o.accepted.rev.SHA) {
+		u.mem.accepted = o.accepted
+		rev := o.accepted.rev
+		u.addPersist(func(pa *persistedApp) { pa.Accepted = &rev })
+	}
+	if o.refusal != nil {
+		u.noteRefusal(in, *o.refusal)
+	}
+	if o.apply != nil {
+		u.noteApply(in, o.apply)
+	} else if o.gap != nil && o.accepted != nil && !in.cfg.Suspend && revisionChanged(u.mem, o.accepted) &&
+		len(o.gap.Changes) == 0 && len(o.gap.Deferred) == 0 {
+		// A commit that changes nothing the engine runs (say, a README)
+		// still becomes the applied revision.
+		u.markApplied(in, o.accepted, *o.gap, true)
+	}
+	if !o.cancelled {
+		u.noteSource(in)
+	}
+	u.noteErrors(o)
+	conds := u.conditions(in)
+	u.status = buildStatus(in, u.mem, conds)
+	return *u
+}
+
+func (u *statusUpdate) addPersist(f func(*persistedApp)) {
+	prev := u.persist
+	u.persist = func(pa *persistedApp) {
+		if prev != nil {
+			prev(pa)
+		}
+		f(pa)
+	}
+}
+
+func (u *statusUpdate) record(in statusInput, e HistoryEntry) {
+	e.App, e.Trigger = in.cfg.Name, in.trigger
+	u.history = append(u.history, e)
+}
+
+func revisionChanged(m memory, rs *revisionState) bool {
+	return m.appliedRev == nil || m.appliedRev.SHA != rs.rev.SHA
+}
+
+// noteRefusal records a refused revision once, however often it is seen.
+func (u *statusUpdate) noteRefusal(in statusInput, r Refusal) {
+	if u.mem.lastRefused == r.Revision.SHA {
+		return
+	}
+	u.mem.lastRefused = r.Revision.SHA
+	sha := r.Revision.SHA
+	u.addPersist(func(pa *persistedApp) { pa.LastRefused = sha })
+	rev := r.Revision
+	// "Still running" names what runs: the last applied revision, not
+	// one that was accepted but never came up.
+	u.record(in, HistoryEntry{Kind: KindRefused, Revision: &rev, Summary: refusedSummary(r, u.mem.appliedRev),
+		Result: "refused", Errors: r.Errors})
+}
+
+// noteApply records what an apply did: repairs, interference, failed
+// rollouts, the sync itself, and the new applied revision.
+func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
+	desired := in.out.accepted
+	rev := desired.rev
+	res := a.result
+	for _, o := range res.Outcomes {
+		switch {
+		case o.Change.Cause == drift.CauseDrift && o.Result == drift.ResultDone:
+			u.noteRepair(in, o)
+		case o.Result == drift.ResultFailed && o.Failure != nil && o.Failure.Cause == drift.FailureInterference:
+			r := rev
+			u.record(in, HistoryEntry{Kind: KindRepair, Revision: &r, Summary: interferenceSummary(o), Result: "interrupted",
+				Outcomes: []drift.Outcome{o}, Duration: o.Duration})
+			u.noteFlapOf(in, o.Change)
+		}
+	}
+	noteRolloutFailures(&u.mem, desired.app, res, in.now)
+
+	hasGit := slices.ContainsFunc(a.plan.Changes, func(c drift.Change) bool { return c.Cause != drift.CauseDrift })
+	if revisionChanged(u.mem, desired) || hasGit {
+		r := rev
+		planCopy := clonePlan(a.plan)
+		entry := HistoryEntry{Kind: KindSync, Revision: &r, Plan: &planCopy, Outcomes: res.Outcomes,
+			Duration: a.elapsed, Result: resultWord(res)}
+		entry.Summary = syncSummary(rev, a.plan, entry.Result)
+		if res.Err != nil {
+			entry.Errors = append(entry.Errors, res.Err.Error())
+		}
+		for _, svc := range sortedKeys(res.Degraded) {
+			entry.Errors = append(entry.Errors, svc+": "+res.Degraded[svc].Error())
+		}
+		u.record(in, entry)
+	}
+	if res.Err == nil {
+		u.markApplied(in, desired, a.plan, false)
+	}
+}
+
+func (u *statusUpdate) noteRepair(in statusInput, o drift.Outcome) {
+	c := o.Change
+	u.repairs++
+	rev := in.out.accepted.rev
+	u.record(in, HistoryEntry{Kind: KindRepair, Revision: &rev, Summary: repairSummary(c), Result: "succeeded",
+		Outcomes: []drift.Outcome{o}, Duration: o.Duration})
+	// Only a container that stopped again counts towards the crash
+	// backoff: one removed by hand is recreated at once every time.
+	if c.Kind == drift.KindContainer && c.Action == drift.ActionStart {
+		noteCrash(&u.mem, c.Name, in.now)
+	}
+	u.noteFlapOf(in, c)
+}
+
+func (u *statusUpdate) noteFlapOf(in statusInput, c drift.Change) {
+	for _, field := range repairFields(c) {
+		if f, started := noteFlap(&u.mem, flapKey{c.Name, field}, in.now); started {
+			u.record(in, HistoryEntry{Kind: KindFlapping, Summary: flapEntry(f)})
+		}
+	}
+}
+
+// markApplied records that the desired revision now runs. Services the
+// plan could not converge (held back by a conflict, a backoff or a
+// dependency) keep what they were converged to before: a replica that was
+// never created must not later count as "removed outside Git".
+func (u *statusUpdate) markApplied(in statusInput, desired *revisionState, plan drift.Plan, entry bool) {
+	rev := desired.rev
+	held := map[string]bool{}
+	for _, c := range plan.Conflicts {
+		held[c.Service] = true
+	}
+	for _, c := range plan.Deferred {
+		held[c.Service] = true
+	}
+	state := map[string]drift.AppliedService{}
+	for _, s := range desired.app.Services {
+		if held[s.Name] {
+			if prev, ok := u.mem.appliedState[s.Name]; ok {
+				state[s.Name] = prev
+			}
+			continue
+		}
+		state[s.Name] = drift.AppliedService{Hash: s.Hash, Replicas: s.Spec.Replicas}
+	}
+	prev := u.mem.appliedRev
+	u.mem.appliedRev = &rev
+	u.mem.appliedState = state
+	u.addPersist(func(pa *persistedApp) {
+		pa.Applied = &rev
+		pa.AppliedState = state
+	})
+	if entry && prev != nil && prev.SHA != rev.SHA {
+		r := rev
+		u.record(in, HistoryEntry{Kind: KindSync, Revision: &r, Result: "succeeded", Summary: syncSummary(rev, drift.Plan{}, "succeeded")})
+	}
+}
+
+// noteSource records source transitions once, not on every failed poll.
+func (u *statusUpdate) noteSource(in statusInput) {
+	o := in.out
+	switch {
+	case o.sourceErr != nil && !u.mem.sourceFail:
+		u.mem.sourceFail = true
+		keeping := "nothing is deployed yet"
+		if u.mem.accepted != nil {
+			keeping = "keeping " + u.mem.accepted.rev.Short() + " running"
+		}
+		u.record(in, HistoryEntry{Kind: KindSource, Result: "failed",
+			Summary: fmt.Sprintf("source failed: %v; %s and retrying with backoff", o.sourceErr, keeping)})
+	case o.sourceErr == nil && o.fetched != nil && u.mem.sourceFail:
+		u.mem.sourceFail = false
+		u.record(in, HistoryEntry{Kind: KindSource, Result: "succeeded", Revision: cloneRev(o.fetched),
+			Summary: "source recovered: fetched " + o.fetched.Short()})
+	}
+}
+
+func (u *statusUpdate) noteErrors(o passOutcome) {
+	if o.cancelled {
+		return
+	}
+	if o.sourceErr != nil {
+		u.errors = append(u.errors, "source")
+	}
+	if o.engineErr != nil {
+		u.errors = append(u.errors, "engine")
+	}
+	if o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) {
+		u.errors = append(u.errors, "apply")
+	}
+	if o.refusal != nil {
+		u.errors = append(u.errors, "validation")
+	}
+}
+
+// conditionOrder is how active problems are listed, most fundamental first.
+var conditionOrder = []string{"engine", "source", "validation", "apply", "conflict", "flapping", "history"}
+
+// conditions are the active problems; each keeps its Since while the same
+// kind of problem lasts.
+func (u *statusUpdate) conditions(in statusInput) map[string]Condition {
+	o := in.out
+	active := map[string]string{}
+	if o.sourceErr != nil {
+		active["source"] = o.sourceErr.Error()
+	}
+	if o.refusal != nil {
+		active["validation"] = fmt.Sprintf("revision %s refused: %s", o.refusal.Revision.Short(), o.refusal.Reason)
+	}
+	if o.engineErr != nil {
+		active["engine"] = engineMessage(o.engineErr)
+	}
+	if o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) {
+		active["apply"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
+	}
+	if o.gap != nil && len(o.gap.Conflicts) > 0 {
+		var msgs []string
+		for _, c := range o.gap.Conflicts {
+			msgs = append(msgs, c.Name+": "+c.Reason)
+		}
+		active["conflict"] = strings.Join(msgs, "; ")
+	}
+	if len(u.mem.flapping) > 0 {
+		var msgs []string
+		for _, f := range sortedFlaps(u.mem.flapping) {
+			msgs = append(msgs, fmt.Sprintf("%s %s repaired %d times", f.Container, f.Field, f.Count))
+		}
+		active["flapping"] = "something outside Git keeps changing the app: " + strings.Join(msgs, "; ")
+	}
+	if c, ok := u.mem.conditions["history"]; ok {
+		// Set by the caller when the store fails; it lasts until a write
+		// succeeds.
+		active["history"] = c.Message
+	}
+	if o.cancelled {
+		// A cancelled pass says nothing new about the world.
+		for kind := range active {
+			if _, had := u.mem.conditions[kind]; !had {
+				delete(active, kind)
+			}
+		}
+	}
+	conds := map[string]Condition{}
+	for kind, msg := range active {
+		since := in.now
+		if old, ok := u.mem.conditions[kind]; ok {
+			since = old.Since
+		}
+		conds[kind] = Condition{Kind: kind, Message: msg, Since: since}
+	}
+	u.mem.conditions = conds
+	return conds
+}
+
+// buildStatus writes the status every field at once from the pass.
+func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStatus {
+	o := in.out
+	s := cloneStatus(in.prev)
+	s.Reconciling = false
+	s.LastPass = in.now
+	if success(o) && !o.cancelled {
+		s.LastSuccess = in.now
+	}
+	s.Suspended, s.SelfHeal, s.Prune = in.cfg.Suspend, in.cfg.SelfHeal, in.cfg.Prune
+	s.Pinned = cloneRev(in.pinned)
+	sourceStatus(&s, in, conds)
+	s.Applied = cloneRev(mem.appliedRev)
+	if o.refusal != nil {
+		r := *o.refusal
+		s.Refused = &r
+	} else if o.accepted != nil && (o.fetched != nil || in.pinned != nil) {
+		s.Refused = nil
+	}
+	s.Errors = nil
+	for _, kind := range conditionOrder {
+		if c, ok := conds[kind]; ok {
+			s.Errors = append(s.Errors, c)
+		}
+	}
+	s.Flapping = sortedFlaps(mem.flapping)
+	s.Warnings = nil
+	if o.accepted != nil && o.accepted.app != nil {
+		for _, w := range o.accepted.app.Warnings {
+			s.Warnings = append(s.Warnings, w.Error())
+		}
+	}
+	switch {
+	case o.engineErr != nil && !o.cancelled:
+		s.Sync, s.Health, s.Drift, s.Held = SyncUnknown, HealthUnknown, nil, nil
+	case o.gap != nil:
+		plan := clonePlan(*o.gap)
+		s.Drift = &plan
+		s.Sync = drift.SyncOf(*o.gap, s.Refused != nil)
+		s.Health = o.health.Health
+		s.Services = serviceStatuses(o.accepted, o.health, o.actual)
+		s.Held = slices.Clone(o.decision.Held)
+	case o.accepted == nil && !o.cancelled:
+		s.Sync, s.Health, s.Drift, s.Services, s.Held = SyncUnknown, drift.HealthMissing, nil, nil, nil
+	}
+	if s.Suspended {
+		s.Health = HealthSuspended
+	}
+	s.Message = message(o, mem, &s)
+	return s
+}
+
+// success: the pass did what it could; a refused revision is not a failed
+// pass (the last good one is enforced), a failed source or engine is.
+func success(o passOutcome) bool {
+	if o.engineErr != nil || o.sourceErr != nil {
+		return false
+	}
+	if o.apply != nil && o.apply.result.Err != nil {
+		return o.apply.result.OnlyCause(drift.FailureInterference, drift.FailureStopped, drift.FailureDependency)
+	}
+	return true
+}
+
+func sourceStatus(s *AppStatus, in statusInput, conds map[string]Condition) {
+	o := in.out
+	if o.fetched != nil {
+		s.Fetched = cloneRev(o.fetched)
+		s.Source.LastFetch = in.now
+	}
+	if o.sourceErr != nil {
+		s.Source.Error = o.sourceErr.Error()
+		s.Source.ErrorSince = conds["source"].Since
+	} else if o.fetched != nil || in.pinned != nil {
+		s.Source.Error = ""
+		s.Source.ErrorSince = time.Time{}
+	}
+}
+
+// message is the one line a user reads first: the most pressing problem,
+// what it means, and what the loop does next.
+func message(o passOutcome, mem memory, s *AppStatus) string {
+	running := "nothing deployed yet"
+	if mem.appliedRev != nil {
+		running = "still running " + mem.appliedRev.Short()
+	}
+	switch {
+	case o.engineErr != nil:
+		return engineMessage(o.engineErr) + "; retrying"
+	case o.refusal != nil:
+		return fmt.Sprintf("revision %s refused: %s; %s", o.refusal.Revision.Short(), o.refusal.Reason, running)
+	case o.sourceErr != nil:
+		return fmt.Sprintf("cannot read the Git source: %v; %s, retrying", o.sourceErr, running)
+	case o.apply != nil && o.apply.result.Err != nil && !success(o):
+		return fmt.Sprintf("apply %s: %v; retrying with backoff", o.accepted.rev.Short(), o.apply.result.Err)
+	case len(s.Flapping) > 0:
+		return s.Errors[len(s.Errors)-1].Message
+	case o.gap != nil && o.decision.HeldReason() != "":
+		return o.decision.HeldReason() + " (" + o.gap.Summary() + ")"
+	case o.gap != nil && len(o.gap.Conflicts) > 0:
+		return fmt.Sprintf("%d conflict(s) with objects driftless does not own; remove or rename them", len(o.gap.Conflicts))
+	case o.health != nil && o.health.Health != drift.HealthHealthy:
+		for _, svc := range o.health.Services {
+			if svc.Health != drift.HealthHealthy && svc.Message != "" {
+				return svc.Service + ": " + svc.Message
+			}
+		}
+	}
+	if s.Applied != nil && s.Sync == drift.SyncSynced {
+		return "synced to " + s.Applied.Short()
+	}
+	if o.gap != nil {
+		return o.gap.Summary()
+	}
+	return s.Message
+}
+
+func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {
+	if desired == nil || desired.app == nil {
+		return nil
+	}
+	health := map[string]drift.ServiceHealth{}
+	if h != nil {
+		for _, sh := range h.Services {
+			health[sh.Service] = sh
+		}
+	}
+	var out []ServiceStatus
+	for _, svc := range desired.app.Services {
+		sh := health[svc.Name]
+		ss := ServiceStatus{
+			Name: svc.Name, Image: svc.Spec.Image, Desired: svc.Spec.Replicas,
+			Running: sh.Running, Ready: sh.Ready, Health: sh.Health, Message: sh.Message,
+			Containers: []ContainerStatus{},
+		}
+		if ss.Health == "" {
+			ss.Health = HealthUnknown
+		}
+		if actual != nil {
+			for _, c := range actual.Containers {
+				if c.Service != svc.Name {
+					continue
+				}
+				ss.Containers = append(ss.Containers, ContainerStatus{
+					Name: c.Name, ID: c.ID, Slot: c.Slot, State: string(c.State), Status: c.Status,
+					Ready: c.Ready, ReadyReason: c.ReadyReason, RestartCount: c.RestartCount,
+					Image: c.Image, Revision: c.Revision, Created: c.Created,
+				})
+			}
+		}
+		out = append(out, ss)
+	}
+	return out
+}
+
+func sortedFlaps(m map[flapKey]Flap) []Flap {
+	out := make([]Flap, 0, len(m))
+	for _, f := range m {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Flap) int {
+		if c := strings.Compare(a.Container, b.Container); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Field, b.Field)
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// withStorageError adds (or clears) the condition that history could not
+// be written: enforcement goes on, but the record of it does not.
+func withStorageError(s AppStatus, mem *memory, err error, now time.Time) AppStatus {
+	if err == nil {
+		if _, had := mem.conditions["history"]; !had {
+			return s
+		}
+		delete(mem.conditions, "history")
+		s.Errors = slices.DeleteFunc(slices.Clone(s.Errors), func(c Condition) bool { return c.Kind == "history" })
+		return s
+	}
+	c := Condition{Kind: "history", Message: "history and state could not be written to the data directory (" + err.Error() + "); healing goes on, but is not recorded", Since: now}
+	if old, ok := mem.conditions["history"]; ok {
+		c.Since = old.Since
+	}
+	mem.conditions["history"] = c
+	s.Errors = append(slices.DeleteFunc(slices.Clone(s.Errors), func(c Condition) bool { return c.Kind == "history" }), c)
+	return s
+}

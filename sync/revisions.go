@@ -1,0 +1,103 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/gitsource"
+)
+
+// revisionCacheSize is how many parsed revisions an app keeps: the head,
+// the enforced one, and a few recent ones to flip between on reverts.
+const revisionCacheSize = 8
+
+// revisionState is a parsed revision: valid (app set) or refused.
+type revisionState struct {
+	rev     gitsource.Revision
+	app     *manifest.App
+	refusal *Refusal
+}
+
+// revisionCache parses each commit once. It belongs to the worker that
+// processes the app.
+type revisionCache struct {
+	parsed map[string]*revisionState
+	order  []string
+}
+
+func newRevisionCache() *revisionCache {
+	return &revisionCache{parsed: map[string]*revisionState{}}
+}
+
+// load parses rev's manifests with the app's options, once per commit. A
+// revision that cannot be read (Git trouble) is an error; one whose
+// manifests are wrong is a revisionState with a refusal.
+func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev gitsource.Revision) (*revisionState, error) {
+	if rs, ok := c.parsed[rev.SHA]; ok {
+		rs.rev = rev
+		return rs, nil
+	}
+	rs := &revisionState{rev: rev}
+	fsys, err := src.Files(ctx, rev.SHA)
+	switch {
+	case errors.Is(err, gitsource.ErrPathMissing):
+		rs.refusal = &Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit; fix the path in the config or add it to the repository", displayPath(cfg.Path))}
+	case err != nil:
+		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
+	default:
+		app, err := manifest.LoadWith(fsys, ".", cfg.Name, cfg.loadOptions())
+		if rs.refusal, err = refusalOf(rev, cfg, err); err != nil {
+			return nil, err
+		}
+		rs.app = app
+	}
+	c.parsed[rev.SHA] = rs
+	c.order = append(c.order, rev.SHA)
+	if len(c.order) > revisionCacheSize {
+		delete(c.parsed, c.order[0])
+		c.order = c.order[1:]
+	}
+	return rs, nil
+}
+
+// refusalOf turns a load error into a refusal of the revision (the
+// manifests are wrong: wait for a new commit), or returns it as an error
+// (the files could not be read: retry).
+func refusalOf(rev gitsource.Revision, cfg AppConfig, err error) (*Refusal, error) {
+	var list manifest.ErrorList
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &list):
+		r := &Refusal{Revision: rev, Reason: fmt.Sprintf("%d manifest error(s); fix them in a new commit", len(list))}
+		for _, e := range list {
+			located := *e
+			located.Pos.File = path.Join(cfg.Path, e.Pos.File)
+			r.Errors = append(r.Errors, located.Error())
+		}
+		return r, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return &Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit: %v", displayPath(cfg.Path), err)}, nil
+	}
+	return nil, fmt.Errorf("read manifests of %s: %w", rev.Short(), err)
+}
+
+// loadSHA parses the revision with the given SHA.
+func (c *revisionCache) loadSHA(ctx context.Context, src Source, cfg AppConfig, sha string) (*revisionState, error) {
+	rev, err := src.Revision(ctx, sha)
+	if err != nil {
+		return nil, err
+	}
+	return c.load(ctx, src, cfg, rev)
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
