@@ -173,6 +173,15 @@ func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drif
 	var res drift.ApplyResult
 	stopped := map[string]bool{}
 	for _, c := range plan.Changes {
+		select {
+		case <-opts.Stop:
+			// Asked to stop at a safe point: what is not begun is skipped.
+			res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: "stopped",
+				Failure: &drift.Failure{Cause: drift.FailureStopped, Summary: "stopped"}})
+			res.Err = fmt.Errorf("stopped")
+			continue
+		default:
+		}
 		if f, ok := e.interfere[c.Name]; ok {
 			// Someone removes the replica while it is being rolled out.
 			delete(e.interfere, c.Name)
