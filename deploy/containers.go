@@ -48,7 +48,9 @@ func (r *run) ensureImage(ctx context.Context, ref string) error {
 			return
 		}
 		if err := r.e.pullImage(ctx, ref); err != nil {
-			if isEngineDown(err) {
+			// A 5xx on a pull is the registry's answer relayed by the
+			// engine; only a failed connection to the engine is its fault.
+			if client.IsErrConnectionFailed(err) {
 				c.err = fmt.Errorf("pull image %s: %w", ref, err)
 				return
 			}

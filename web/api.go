@@ -244,8 +244,10 @@ func actions() []action {
 		{
 			name:  "sync",
 			parse: noInput,
-			run:   func(_ context.Context, a Agent, app string, _ actionInput) error { return a.Enqueue(app, dsync.TriggerManual) },
-			done:  func(app string, _ actionInput) string { return "sync of " + app + " queued" },
+			run: func(_ context.Context, a Agent, app string, _ actionInput) error {
+				return a.Enqueue(app, dsync.TriggerManual)
+			},
+			done: func(app string, _ actionInput) string { return "sync of " + app + " queued" },
 		},
 		{
 			name:  "suspend",
