@@ -103,7 +103,7 @@ type Engine struct {
 // down; call Ping to find out.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	opts = opts.withDefaults()
-	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	clientOpts := []client.Opt{client.FromEnv}
 	if opts.Host != "" {
 		clientOpts = append(clientOpts, client.WithHost(opts.Host))
 	}

@@ -45,7 +45,7 @@ var imageTag = func() string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if images.ref != "" {
-		if cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
+		if cli, err := client.New(client.FromEnv); err == nil {
 			_, _ = cli.ImageRemove(context.Background(), images.ref, client.ImageRemoveOptions{Force: true})
 			cli.Close()
 		}
@@ -135,7 +135,7 @@ func newFixture(t *testing.T, opts deploy.Options) *fixture {
 	// Each fixture has its own app, so the tests can share the engine.
 	t.Parallel()
 	eng := newEngine(t, opts)
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestImportImageRunsBinaryAsEntrypoint(t *testing.T) {
 	bin := buildWorkload(t, t.TempDir())
 	ref := "driftless-deploy-test-import:" + imageTag
 	ctx := context.Background()
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,7 @@ package drift
 
 import (
 	"errors"
-	"strconv"
-	"strings"
+		"strings"
 	"time"
 )
 
@@ -170,18 +169,6 @@ func (r *ApplyResult) OnlyCause(causes ...FailureCause) bool {
 	return n > 0
 }
 
-// exitWords renders an exit code and restart count the way status reads.
-func exitWords(code, restarts int) string {
-	s := "exit code " + strconv.Itoa(code)
-	switch {
-	case restarts == 1:
-		s += " (restarted once)"
-	case restarts > 1:
-		s += " (restarted " + strconv.Itoa(restarts) + " times)"
-	}
-	return s
-}
-
 // ApplyOptions tune one apply.
 type ApplyOptions struct {
 	// Progress, if set, is told every step of every change.
@@ -195,6 +182,8 @@ type ApplyOptions struct {
 // ErrEngineUnreachable is in the chain of every error that means the
 // Docker engine could not be reached or failed on its side: the loop
 // reports the app Unknown, does nothing destructive, and retries soon.
+//
+//lint:ignore ST1005 Docker is a name, and the text starts status lines.
 var ErrEngineUnreachable = errors.New("Docker engine unreachable")
 
 // EngineEvent is something the engine reported about an object driftless

@@ -86,7 +86,7 @@ func verdict(ok bool) string {
 
 func dockerClient(t *testing.T) *client.Client {
 	t.Helper()
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

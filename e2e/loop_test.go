@@ -115,7 +115,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	}
 
 	// A replica removed outside Git comes back without a commit.
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func kinds(es []HistoryEntry) []string {
-	var out []string
-	for _, e := range es {
-		out = append(out, string(e.Kind))
-	}
-	return out
-}
-
 func summaries(es []HistoryEntry) []string {
 	var out []string
 	for _, e := range es {

@@ -242,6 +242,25 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 		}
 	}
 
+	auth, authErrs := parseAuth(fa, rel, secret, getenv)
+	errs = append(errs, authErrs...)
+	app.Auth = auth
+	var err error
+	if app.WebhookSecret, err = secret("webhookSecret", fa.WebhookSecretEnv, fa.WebhookSecretFile); err != nil {
+		errs = append(errs, err)
+	}
+	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	if err := app.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	app.Profiles, app.Environment = fa.Profiles, fa.Environment
+	return app, errs
+}
+
+// parseAuth reads an app's Git credentials from the environment variables
+// and files the config names.
+func parseAuth(fa fileAppConfig, rel func(string) string, secret func(what, env, file string) (string, error), getenv func(string) string) (gitsource.Auth, []error) {
+	var errs []error
 	auth := gitsource.Auth{SSHKeyFile: rel(fa.SSHKeyFile), KnownHostsFile: rel(fa.KnownHostsFile), InsecureIgnoreHostKey: fa.InsecureIgnoreHostKey}
 	if fa.UsernameEnv != "" {
 		if auth.Username = getenv(fa.UsernameEnv); auth.Username == "" {
@@ -263,16 +282,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if auth.SSHKeyPassphrase, err = secret("sshKeyPassphrase", fa.SSHKeyPassphraseEnv, ""); err != nil {
 		errs = append(errs, err)
 	}
-	app.Auth = auth
-	if app.WebhookSecret, err = secret("webhookSecret", fa.WebhookSecretEnv, fa.WebhookSecretFile); err != nil {
-		errs = append(errs, err)
-	}
-	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
-	if err := app.Policy.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	app.Profiles, app.Environment = fa.Profiles, fa.Environment
-	return app, errs
+	return auth, errs
 }
 
 // ParseSchedule reads an interval: a Go duration ("30s", "5m") or a cron

@@ -374,21 +374,10 @@ func sourceStatus(s *AppStatus, in statusInput, conds map[string]Condition) {
 // message is the one line a user reads first: the most pressing problem,
 // what it means, and what the loop does next.
 func message(o passOutcome, mem memory, s *AppStatus) string {
-	running := "nothing deployed yet"
-	if mem.appliedRev != nil {
-		running = "still running " + mem.appliedRev.Short()
+	if m := failureMessage(o, mem, s); m != "" {
+		return m
 	}
 	switch {
-	case o.engineErr != nil:
-		return engineMessage(o.engineErr) + "; retrying"
-	case o.refusal != nil:
-		return fmt.Sprintf("revision %s refused: %s; %s", o.refusal.Revision.Short(), o.refusal.Reason, running)
-	case o.sourceErr != nil:
-		return fmt.Sprintf("cannot read the Git source: %v; %s, retrying", o.sourceErr, running)
-	case o.apply != nil && o.apply.result.Err != nil && !success(o):
-		return fmt.Sprintf("apply %s: %v; retrying with backoff", o.accepted.rev.Short(), o.apply.result.Err)
-	case len(s.Flapping) > 0:
-		return s.Errors[len(s.Errors)-1].Message
 	case o.gap != nil && o.decision.HeldReason() != "":
 		return o.decision.HeldReason() + " (" + o.gap.Summary() + ")"
 	case o.gap != nil && len(o.gap.Conflicts) > 0:
@@ -407,6 +396,32 @@ func message(o passOutcome, mem memory, s *AppStatus) string {
 		return o.gap.Summary()
 	}
 	return s.Message
+}
+
+// failureMessage is the message of a pass that could not do its work, or
+// "".
+func failureMessage(o passOutcome, mem memory, s *AppStatus) string {
+	running := "nothing deployed yet"
+	if mem.appliedRev != nil {
+		running = "still running " + mem.appliedRev.Short()
+	}
+	switch {
+	case o.engineErr != nil:
+		return engineMessage(o.engineErr) + "; retrying"
+	case o.refusal != nil:
+		return fmt.Sprintf("revision %s refused: %s; %s", o.refusal.Revision.Short(), o.refusal.Reason, running)
+	case o.sourceErr != nil:
+		return fmt.Sprintf("cannot read the Git source: %v; %s, retrying", o.sourceErr, running)
+	case o.apply != nil && o.apply.result.Err != nil && !success(o):
+		return fmt.Sprintf("apply %s: %v; retrying with backoff", o.accepted.rev.Short(), o.apply.result.Err)
+	case len(s.Flapping) > 0:
+		for _, c := range s.Errors {
+			if c.Kind == "flapping" {
+				return c.Message
+			}
+		}
+	}
+	return ""
 }
 
 func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {

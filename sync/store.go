@@ -153,8 +153,7 @@ func (s *store) Query(q HistoryQuery) ([]HistoryEntry, error) {
 		c := tx.Bucket(bucketHistory).Cursor()
 		var k, v []byte
 		if q.Before > 0 {
-			k, v = c.Seek(idKey(q.Before))
-			if k == nil {
+			if k, _ = c.Seek(idKey(q.Before)); k == nil {
 				k, v = c.Last()
 			} else {
 				k, v = c.Prev() // Seek lands on Before itself or the next one up
