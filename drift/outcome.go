@@ -2,7 +2,7 @@ package drift
 
 import (
 	"errors"
-		"strings"
+	"strings"
 	"time"
 )
 
