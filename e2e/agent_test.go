@@ -37,14 +37,20 @@ type agentRig struct {
 // polling every second.
 func startRig(t *testing.T, manifest func(app string) string) *agentRig {
 	t.Helper()
+	return startRigWith(t, manifest, "--interval", "1s")
+}
+
+// startRigWith is startRig with the agent's flags after the source flags.
+func startRigWith(t *testing.T, manifest func(app string) string, flags ...string) *agentRig {
+	t.Helper()
 	app := testenv.UniqueApp(t)
 	base := t.TempDir()
 	r := &agentRig{t: t, app: app, path: "apps/" + app, server: gitserver.RunDaemon(t, base), data: t.TempDir()}
 	r.repo = gitserver.Init(t, base, "infra")
 	r.repo.WriteFile(r.path+"/web.yaml", manifest(app))
 	r.repo.Commit("deploy web")
-	r.args = []string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path,
-		"--app", app, "--interval", "1s"}
+	r.args = append([]string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path,
+		"--app", app}, flags...)
 	r.agent = testenv.StartAgent(t, r.data, r.args...)
 	return r
 }

@@ -87,7 +87,7 @@ func (s *Server) apiPlan(c *gin.Context) {
 		return
 	}
 	if format == "text" {
-		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(planText(*st.Drift)))
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(st.Drift.String()))
 		return
 	}
 	c.JSON(http.StatusOK, st.Drift)

@@ -376,7 +376,7 @@ func templateFuncs() template.FuncMap {
 			}
 			return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 		},
-		"planText":   planText,
+		"planText":   drift.Plan.String,
 		"isRollback": func(k dsync.HistoryKind) bool { return k == dsync.KindRollback },
 		"isSync":     func(k dsync.HistoryKind) bool { return k == dsync.KindSync },
 		"str":        func(v any) string { return fmt.Sprint(v) },
