@@ -306,11 +306,13 @@ func (r *run) parallel(ctx context.Context, changes []indexed, fn func(context.C
 // first, then removals, then replacements by the service's update strategy.
 // It reports whether every change completed with its replica ready.
 func (r *run) applyService(ctx context.Context, g *serviceGroup) bool {
-	var bring, removes, replaces []indexed
+	var bring, removes, replaces, updates []indexed
 	for _, ic := range g.changes {
 		switch ic.change.Action {
 		case drift.ActionCreate, drift.ActionStart:
 			bring = append(bring, ic)
+		case drift.ActionUpdate:
+			updates = append(updates, ic)
 		case drift.ActionRemove:
 			removes = append(removes, ic)
 		case drift.ActionReplace:
@@ -352,6 +354,15 @@ func (r *run) applyService(ctx context.Context, g *serviceGroup) bool {
 	r.parallel(ctx, removes, func(ctx context.Context, ic indexed) {
 		s := r.begin(ic.index, ic.change)
 		err := r.removeContainer(ctx, s, &g.svc.Spec)
+		if err != nil {
+			fail()
+		}
+		r.finish(s, err)
+	})
+
+	r.parallel(ctx, updates, func(ctx context.Context, ic indexed) {
+		s := r.begin(ic.index, ic.change)
+		err := r.updateContainer(ctx, s, g.svc)
 		if err != nil {
 			fail()
 		}

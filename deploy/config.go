@@ -59,20 +59,11 @@ func resourceLabels(app, resource, hash, revision string, meta map[string]string
 	return labels
 }
 
-// restartPolicy maps the manifest's words to Docker's.
-func restartPolicy(restart string) container.RestartPolicy {
-	switch restart {
-	case manifest.RestartNever:
-		return container.RestartPolicy{Name: container.RestartPolicyDisabled}
-	case manifest.RestartOnFailure:
-		return container.RestartPolicy{Name: container.RestartPolicyOnFailure}
-	default:
-		// "always" becomes unless-stopped, not always: a replica someone
-		// stopped by hand must stay stopped across a daemon restart, so it
-		// shows up as drift that driftless heals (and records) instead of
-		// being silently revived by the daemon.
-		return container.RestartPolicy{Name: container.RestartPolicyUnlessStopped}
-	}
+// restartPolicy is the spec's Docker restart policy (see
+// manifest.ServiceSpec.DockerRestartPolicy, the one mapping).
+func restartPolicy(spec *manifest.ServiceSpec) *container.RestartPolicy {
+	name, retries := spec.DockerRestartPolicy()
+	return &container.RestartPolicy{Name: container.RestartPolicyMode(name), MaximumRetryCount: retries}
 }
 
 // buildReplicaConfig turns a service spec into the Docker create call for
@@ -98,7 +89,7 @@ func buildReplicaConfig(app string, svc *manifest.Service, slot int, revision st
 	cfg.StopTimeout = &grace
 
 	host := &container.HostConfig{
-		RestartPolicy: restartPolicy(spec.Restart),
+		RestartPolicy: *restartPolicy(&spec),
 		Resources:     container.Resources{Memory: spec.Resources.MemoryBytes, NanoCPUs: spec.Resources.NanoCPUs},
 	}
 	for _, p := range spec.Ports {

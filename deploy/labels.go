@@ -196,5 +196,27 @@ func infoFromInspect(c container.InspectResponse) runtimeInfo {
 	if c.NetworkSettings != nil {
 		info.IP = firstIP(c.NetworkSettings.Networks)
 	}
+	info.Config = runtimeConfig(c)
 	return info
+}
+
+// runtimeConfig is what an inspect shows of the settings that can change
+// on a running container.
+func runtimeConfig(c container.InspectResponse) *drift.RuntimeConfig {
+	cfg := &drift.RuntimeConfig{Aliases: map[string][]string{}}
+	if h := c.HostConfig; h != nil {
+		cfg.MemoryBytes, cfg.NanoCPUs, cfg.MemoryReservationBytes = h.Memory, h.NanoCPUs, h.MemoryReservation
+		if h.PidsLimit != nil {
+			cfg.PidsLimit = *h.PidsLimit
+		}
+		cfg.RestartPolicy, cfg.RestartMaxRetries = string(h.RestartPolicy.Name), h.RestartPolicy.MaximumRetryCount
+	}
+	if c.NetworkSettings != nil {
+		for name, ep := range c.NetworkSettings.Networks {
+			if ep != nil {
+				cfg.Aliases[name] = slices.Clone(ep.Aliases)
+			}
+		}
+	}
+	return cfg
 }

@@ -223,6 +223,7 @@ func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container
 	for i := range containers {
 		c := &containers[i]
 		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.result(c.ID)
+		c.Config = e.prober.config(c.ID)
 	}
 }
 

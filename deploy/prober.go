@@ -33,15 +33,20 @@ type runtimeInfo struct {
 	// HealthOutput is the last healthcheck's output (inspect only).
 	HealthOutput string
 	ExitCode     int
-	// StartedAt and RestartCount are only known from an inspect.
+	// StartedAt, RestartCount and Config are only known from an inspect.
 	StartedAt    time.Time
 	RestartCount int
+	Config       *drift.RuntimeConfig
 	inspected    bool
 }
 
 // probeEntry is the prober's record of one container.
 type probeEntry struct {
-	info       runtimeInfo
+	info runtimeInfo
+	// inspectedAt is when the last inspect was taken; dirty says an event
+	// (docker update, rename, network connect or disconnect) made it stale.
+	inspectedAt time.Time
+	dirty       bool
 	ready      bool
 	reason     string
 	successes  int
@@ -101,7 +106,7 @@ func (p *prober) needsInspect(info runtimeInfo, status string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.entries[info.ID]
-	if !ok || !e.info.inspected || e.info.State != info.State {
+	if !ok || !e.info.inspected || e.info.State != info.State || e.dirty || p.now().Sub(e.inspectedAt) > deepCheckInterval {
 		return true
 	}
 	if info.State == drift.StateRunning {
@@ -110,6 +115,39 @@ func (p *prober) needsInspect(info runtimeInfo, status string) bool {
 		}
 	}
 	return false
+}
+
+// deepCheckInterval is how old an inspect may get before Observe takes a
+// new one: it catches changes whose events were missed.
+const deepCheckInterval = 5 * time.Minute
+
+// markDirty makes the next Observe inspect the container again.
+func (p *prober) markDirty(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.entries[id]; ok {
+		e.dirty = true
+	}
+}
+
+// markAllDirty makes the next Observe inspect every known container again:
+// events may have been missed.
+func (p *prober) markAllDirty() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.entries {
+		e.dirty = true
+	}
+}
+
+// config is the container's runtime config from its last inspect, or nil.
+func (p *prober) config(id string) *drift.RuntimeConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.entries[id]; ok {
+		return e.info.Config
+	}
+	return nil
 }
 
 // uptimeSlack is how coarse Docker's "Up ..." words are at that uptime.
@@ -181,7 +219,10 @@ func (p *prober) update(info runtimeInfo) {
 	old := e.info
 	if !info.inspected && old.inspected {
 		// A summary refresh keeps what only an inspect knows.
-		info.StartedAt, info.RestartCount, info.inspected = old.StartedAt, old.RestartCount, true
+		info.StartedAt, info.RestartCount, info.Config, info.inspected = old.StartedAt, old.RestartCount, old.Config, true
+	}
+	if info.inspected && !old.inspected || info.Config != old.Config {
+		e.inspectedAt, e.dirty = p.now(), false
 	}
 	if info.IP == "" {
 		info.IP = old.IP

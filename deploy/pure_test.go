@@ -122,7 +122,7 @@ func TestRestartPolicies(t *testing.T) {
 		manifest.RestartOnFailure: container.RestartPolicyOnFailure,
 		manifest.RestartNever:     container.RestartPolicyDisabled,
 	} {
-		if got := restartPolicy(restart).Name; got != want {
+		if got := restartPolicy(&manifest.ServiceSpec{Restart: restart}).Name; got != want {
 			t.Errorf("restart %s -> %s, want %s", restart, got, want)
 		}
 	}

@@ -69,6 +69,9 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	if err := e.Ping(ctx); err != nil {
 		return err
 	}
+	// Events may have been missed while the stream was down: look at
+	// every container's settings again.
+	e.prober.markAllDirty()
 	onEvent(drift.EngineEvent{Action: drift.EventConnected})
 	for {
 		select {
@@ -81,8 +84,20 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 				return nil
 			}
 			if ev, ok := watchedEvent(m); ok {
+				e.noteEvent(ev)
 				onEvent(ev)
 			}
+		}
+	}
+}
+
+// noteEvent makes the next observation inspect a container whose settings
+// an event says changed.
+func (e *Engine) noteEvent(ev drift.EngineEvent) {
+	switch ev.Action {
+	case "update", "rename", "connect", "disconnect", "oom":
+		if ev.ID != "" {
+			e.prober.markDirty(ev.ID)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -488,6 +489,9 @@ type serviceCtx struct {
 	anyHash bool // some container of the service carries the desired hash
 	// networks are the Docker names of the networks the spec joins, sorted.
 	networks []string
+	// aliases are the DNS aliases each replica must have, per Docker
+	// network name: the service name and the spec's extra aliases.
+	aliases map[string][]string
 	// blockedBy is what keeps every replica from being created, started or
 	// replaced right now, when hasBlockers.
 	blockedBy   Conflict
@@ -508,8 +512,11 @@ func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
 		sc.maxSlot = int(refs[n-1].slot)
 	}
 	sc.networks = make([]string, len(svc.Spec.Networks))
+	sc.aliases = make(map[string][]string, len(svc.Spec.Networks))
 	for i, n := range svc.Spec.Networks {
-		sc.networks[i] = manifest.ObjectName(p.app, n)
+		docker := p.desired.NetworkDockerName(n)
+		sc.networks[i] = docker
+		sc.aliases[docker] = append([]string{svc.Name}, svc.Spec.Aliases[n]...)
 	}
 	slices.Sort(sc.networks)
 	p.findBlockers(&sc)
@@ -680,13 +687,17 @@ func (p *planner) keep(sc *serviceCtx, c *Container, hashOK bool) (Change, bool)
 	case c.State == StateDead:
 		ch.Action, ch.Cause, ch.Reason = ActionReplace, CauseDrift, "dead outside Git: "+statusOf(c)
 	default:
-		if fields := observedDrift(c, spec, sc.networks); len(fields) > 0 {
-			paths := make([]string, len(fields))
-			for i, f := range fields {
-				paths[i] = f.Path
-			}
+		if fields := observedDrift(c, spec); len(fields) > 0 {
 			ch.Action, ch.Cause, ch.Fields = ActionReplace, CauseDrift, fields
-			ch.Reason = "changed outside Git: " + strings.Join(paths, ", ")
+			ch.Reason = "changed outside Git: " + joinPaths(fields)
+			break
+		}
+		if fields := p.updatableDrift(sc, c); len(fields) > 0 && c.State == StateRunning {
+			ch.Action, ch.Cause, ch.Fields = ActionUpdate, CauseDrift, fields
+			if limitAdded(fields) {
+				ch.Action = ActionReplace
+			}
+			ch.Reason = "changed outside Git: " + joinPaths(fields)
 			break
 		}
 		if replaced := p.onReplacedNetwork(c); replaced != "" {
@@ -750,20 +761,107 @@ func statusOf(c *Container) string {
 }
 
 // observedDrift compares what Docker shows with the spec the container was
-// created from (same hash as desired): a difference was made outside Git.
-func observedDrift(c *Container, spec *manifest.ServiceSpec, networks []string) []FieldChange {
+// created from (same hash as desired): a difference made outside Git that
+// only a new container can undo.
+func observedDrift(c *Container, spec *manifest.ServiceSpec) []FieldChange {
 	var fields []FieldChange
 	if c.Image != "" && c.Image != spec.Image {
 		fields = append(fields, FieldChange{Path: "image", Before: c.Image, After: spec.Image})
 	}
-	for _, n := range networks {
+	return fields
+}
+
+// updatableDrift compares what Docker shows with the spec for the
+// settings that can be put back on the running container: its name, its
+// networks and aliases, its limits and restart policy.
+func (p *planner) updatableDrift(sc *serviceCtx, c *Container) []FieldChange {
+	var fields []FieldChange
+	spec := &sc.svc.Spec
+	name := dockerName(c.Name)
+	stable := manifest.ContainerName(p.app, sc.svc.Name, c.Slot)
+	if name != stable && !strings.HasPrefix(name, stable+"-old-") {
+		fields = append(fields, FieldChange{Path: "name", Before: name, After: stable})
+	}
+	for _, n := range sc.networks {
 		if !slices.Contains(c.Networks, n) {
 			have := slices.Sorted(slices.Values(c.Networks))
-			fields = append(fields, FieldChange{Path: "networks", Before: listOrNone(have), After: listOrNone(networks)})
+			fields = append(fields, FieldChange{Path: "networks", Before: listOrNone(have), After: listOrNone(sc.networks)})
 			break
 		}
 	}
+	if c.Config == nil {
+		return fields
+	}
+	return append(fields, configDrift(c.Config, spec, sc.aliases)...)
+}
+
+// configDrift compares an inspected runtime config with the spec.
+func configDrift(cfg *RuntimeConfig, spec *manifest.ServiceSpec, aliases map[string][]string) []FieldChange {
+	var fields []FieldChange
+	add := func(path, before, after string) {
+		if before != after {
+			fields = append(fields, FieldChange{Path: path, Before: before, After: after})
+		}
+	}
+	add("resources.memory", formatMemory(cfg.MemoryBytes), formatMemory(spec.Resources.MemoryBytes))
+	add("resources.cpus", formatCPUs(cfg.NanoCPUs), formatCPUs(spec.Resources.NanoCPUs))
+	add("resources.memoryReservation", formatMemory(cfg.MemoryReservationBytes), formatMemory(spec.Resources.MemoryReservationBytes))
+	add("resources.pids", pidsLimit(cfg.PidsLimit), pidsLimit(spec.Resources.PidsLimit))
+	policy, retries := spec.DockerRestartPolicy()
+	add("restart", restartWords(cfg.RestartPolicy, cfg.RestartMaxRetries), restartWords(policy, retries))
+	for _, n := range slices.Sorted(maps.Keys(aliases)) {
+		have, connected := cfg.Aliases[n]
+		if !connected {
+			continue // a missing network is reported as such
+		}
+		for _, want := range aliases[n] {
+			if !slices.Contains(have, want) {
+				add("aliases."+n, listOrNone(slices.Sorted(slices.Values(have))), listOrNone(aliases[n]))
+				break
+			}
+		}
+	}
 	return fields
+}
+
+// limitAdded reports a limit set outside Git where the spec has none:
+// Docker cannot lift a memory or CPU limit in place (0 means "unchanged"
+// to docker update), so only a new container undoes it.
+func limitAdded(fields []FieldChange) bool {
+	for _, f := range fields {
+		switch f.Path {
+		case "resources.memory", "resources.cpus", "resources.memoryReservation":
+			if f.After == "unlimited" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func pidsLimit(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func restartWords(policy string, retries int) string {
+	if policy == "" {
+		policy = "no"
+	}
+	if policy == "on-failure" && retries > 0 {
+		return policy + ":" + strconv.Itoa(retries)
+	}
+	return policy
+}
+
+func joinPaths(fields []FieldChange) string {
+	paths := make([]string, len(fields))
+	for i, f := range fields {
+		paths[i] = f.Path
+	}
+	return strings.Join(paths, ", ")
 }
 
 func listOrNone(l []string) string {

@@ -229,15 +229,15 @@ Plan: 0 to create, 1 to replace, 0 to start, 0 to remove.
 `,
 		},
 		{
-			name: "network detached outside Git",
+			name: "network detached outside Git is reconnected in place",
 			in:   input(desiredApp(before), netDrift, Options{}),
 			want: `
 Plan for app shop at revision abc1234:
 
-  -/+ container shop-web-2  changed outside Git: networks
+  ~ container shop-web-2 (update in place)  changed outside Git: networks
         networks: bridge → shop-default
 
-Plan: 0 to create, 1 to replace, 0 to start, 0 to remove.
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
 `,
 		},
 		{

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
 )
 
 // facts renders the changes of a plan as the applier sees them: action,
@@ -166,4 +168,66 @@ func TestSyncOfMatrix(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
+}
+
+// Changes someone makes to a running container that can be undone on it
+// (docker update, network disconnect, docker rename) are repaired in
+// place; an image change needs a new container.
+func TestComputeRepairsRuntimeChangesInPlace(t *testing.T) {
+	web := service("web", 1, func(s *manifest.ServiceSpec) {
+		s.Resources.MemoryBytes = 64 << 20
+		s.Aliases = map[string][]string{"default": {"www"}}
+	})
+	inspected := func(mod func(*RuntimeConfig)) Actual {
+		act := converged(desiredApp(web))
+		cfg := &RuntimeConfig{MemoryBytes: 64 << 20, RestartPolicy: "unless-stopped",
+			Aliases: map[string][]string{"shop-default": {"web", "www", "0123456789ab"}}}
+		if mod != nil {
+			mod(cfg)
+		}
+		act.Containers[0].Config = cfg
+		return act
+	}
+	if plan := Compute(input(desiredApp(web), inspected(nil), Options{})); !plan.Empty() {
+		t.Fatalf("as created: %s", plan)
+	}
+	updated := inspected(func(c *RuntimeConfig) { c.MemoryBytes, c.RestartPolicy, c.PidsLimit = 256<<20, "no", 100 })
+	checkPlan(t, input(desiredApp(web), updated, Options{}), `
+Plan for app shop at revision abc1234:
+
+  ~ container shop-web-1 (update in place)  changed outside Git: resources.memory, resources.pids, restart
+        resources.memory: 256Mi → 64Mi
+        resources.pids: 100 → unlimited
+        restart: no → unless-stopped
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`)
+	aliases := inspected(func(c *RuntimeConfig) { c.Aliases["shop-default"] = []string{"web"} })
+	checkFacts(t, "alias repair", Compute(input(desiredApp(web), aliases, Options{})).Changes, `
+update container shop-web-1 svc=web/1 id=id-shop-web-1 cause=drift
+`)
+	renamed := inspected(nil)
+	renamed.Containers[0].Name = "hotfix"
+	plan := Compute(input(desiredApp(web), renamed, Options{}))
+	if len(plan.Changes) != 1 || plan.Changes[0].Action != ActionUpdate || plan.Changes[0].Fields[0] != (FieldChange{Path: "name", Before: "hotfix", After: "shop-web-1"}) {
+		t.Fatalf("renamed: %s", plan)
+	}
+	// A replica parked during a replace keeps its -old- name: not drift.
+	parked := inspected(nil)
+	parked.Containers[0].Name = "shop-web-1-old-0123456789ab"
+	if plan := Compute(input(desiredApp(web), parked, Options{})); !plan.Empty() {
+		t.Fatalf("parked: %s", plan)
+	}
+	// An image change needs a new container, whatever else changed.
+	both := inspected(func(c *RuntimeConfig) { c.MemoryBytes = 1 << 30 })
+	both.Containers[0].Image = "shop/web:hotfix"
+	checkFacts(t, "image drift", Compute(input(desiredApp(web), both, Options{})).Changes, `
+-/+ container shop-web-1 svc=web/1 id=id-shop-web-1 cause=drift
+`)
+	// A stopped container is started, not updated.
+	stopped := inspected(func(c *RuntimeConfig) { c.MemoryBytes = 1 << 30 })
+	edit(&stopped, "shop-web-1", func(c *Container) { c.State, c.ExitCode, c.Status = StateExited, 137, "Exited (137)" })
+	checkFacts(t, "stopped", Compute(input(desiredApp(web), stopped, Options{})).Changes, `
+~ container shop-web-1 svc=web/1 id=id-shop-web-1 cause=drift
+`)
 }

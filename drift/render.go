@@ -24,9 +24,12 @@ func (p Plan) Render(w io.Writer) {
 		fields        []FieldChange
 	}
 	changeLine := func(c Change, reason string) line {
-		label := "  " + string(c.Action) + " " + string(c.Kind) + " " + c.Name
-		if c.Action == ActionStart {
+		label := "  " + c.Action.Symbol() + " " + string(c.Kind) + " " + c.Name
+		switch c.Action {
+		case ActionStart:
 			label += " (start)"
+		case ActionUpdate:
+			label += " (update in place)"
 		}
 		return line{label: label, reason: reason, fields: c.Fields}
 	}
@@ -118,7 +121,7 @@ func (p Plan) Summary() string {
 		}
 		return "No changes: running state matches revision " + ShortRevision(p.Revision) + "."
 	}
-	var create, replace, start, remove int
+	var create, replace, start, remove, update int
 	for _, c := range p.Changes {
 		switch c.Action {
 		case ActionCreate:
@@ -129,10 +132,16 @@ func (p Plan) Summary() string {
 			start++
 		case ActionRemove:
 			remove++
+		case ActionUpdate:
+			update++
 		}
 	}
-	return "Plan: " + strconv.Itoa(create) + " to create, " + strconv.Itoa(replace) + " to replace, " +
-		strconv.Itoa(start) + " to start, " + strconv.Itoa(remove) + " to remove."
+	s := "Plan: " + strconv.Itoa(create) + " to create, " + strconv.Itoa(replace) + " to replace, " +
+		strconv.Itoa(start) + " to start, " + strconv.Itoa(remove) + " to remove"
+	if update > 0 {
+		s += ", " + strconv.Itoa(update) + " to update in place"
+	}
+	return s + "."
 }
 
 func count(n int, one, many string) string {

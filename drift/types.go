@@ -73,6 +73,25 @@ type Container struct {
 	// RestartCount comes from the prober's inspect on state changes, not from
 	// the list call; zero when unknown.
 	RestartCount int `json:"restartCount,omitempty"`
+	// Config is what an inspect shows of the settings that can be changed
+	// on a running container (docker update, network connect/disconnect,
+	// docker rename); nil when the container was not inspected.
+	Config *RuntimeConfig `json:"-"`
+}
+
+// RuntimeConfig is the part of a container's configuration that can be
+// changed without recreating it, as the engine reports it.
+type RuntimeConfig struct {
+	MemoryBytes            int64
+	MemoryReservationBytes int64
+	NanoCPUs               int64
+	PidsLimit              int64
+	// RestartPolicy is Docker's name: "no", "always", "unless-stopped",
+	// "on-failure".
+	RestartPolicy     string
+	RestartMaxRetries int
+	// Aliases are the DNS aliases per Docker network name.
+	Aliases map[string][]string
 }
 
 // Network is one observed Docker network.
@@ -167,7 +186,8 @@ type Input struct {
 	Options Options
 }
 
-// Action is what a change does; its string doubles as its display symbol.
+// Action is what a change does; its string doubles as its display symbol,
+// except for ActionUpdate (see Symbol).
 type Action string
 
 const (
@@ -175,7 +195,20 @@ const (
 	ActionStart   Action = "~" // start a stopped or exited container in place
 	ActionReplace Action = "-/+"
 	ActionRemove  Action = "-"
+	// ActionUpdate changes a running container in place: resources and
+	// restart policy (docker update), networks and aliases (connect),
+	// its name (rename). The process keeps running.
+	ActionUpdate Action = "update"
 )
+
+// Symbol is how the action is shown: "+", "~", "-/+", "-"; an in-place
+// update shows as "~" like a start (Terraform's "update in-place").
+func (a Action) Symbol() string {
+	if a == ActionUpdate {
+		return "~"
+	}
+	return string(a)
+}
 
 // Kind is the kind of Docker object a change acts on.
 type Kind string

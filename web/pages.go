@@ -329,6 +329,7 @@ func templateFuncs() template.FuncMap {
 		"tone":      tone,
 		"lower":     strings.ToLower,
 		"redactURL": redactURL,
+		"symbol": drift.Action.Symbol,
 		"actionTone": func(a drift.Action) string {
 			switch a {
 			case drift.ActionCreate:
@@ -338,7 +339,7 @@ func templateFuncs() template.FuncMap {
 			case drift.ActionReplace:
 				return "replace"
 			}
-			return "start"
+			return "start" // start and update in place: a change to a container that stays
 		},
 		"replicas": func(a dsync.AppStatus) string {
 			var desired, ready int

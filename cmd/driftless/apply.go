@@ -161,7 +161,7 @@ func progressLine(ev drift.Event) string {
 		what = string(ev.Phase)
 	}
 	what = strings.TrimPrefix(what, ev.Change.Name+" ")
-	line := fmt.Sprintf("  %-3s %-24s %s", ev.Change.Action, ev.Change.Name, what)
+	line := fmt.Sprintf("  %-3s %-24s %s", ev.Change.Action.Symbol(), ev.Change.Name, what)
 	if ev.Err != nil && !strings.Contains(what, ev.Err.Error()) {
 		line += ": " + ev.Err.Error()
 	}

@@ -219,6 +219,21 @@ const (
 	NetworkHost   = "host"
 )
 
+// DockerRestartPolicy is the Docker restart policy the spec's Restart
+// means. "always" becomes unless-stopped, not always: a replica someone
+// stopped by hand must stay stopped across a daemon restart, so it shows
+// up as drift that driftless heals (and records) instead of being
+// silently revived by the daemon.
+func (s *ServiceSpec) DockerRestartPolicy() (name string, maxRetries int) {
+	switch s.Restart {
+	case RestartNever:
+		return "no", 0
+	case RestartOnFailure:
+		return "on-failure", s.RestartMaxRetries
+	}
+	return "unless-stopped", 0
+}
+
 // DependsCondition is the condition the service waits for on dep.
 func (s *ServiceSpec) DependsCondition(dep string) string {
 	if c, ok := s.DependsOnCondition[dep]; ok {

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	dsync "github.com/driftless-dev/driftless/sync"
+)
+
+// healManifest is a web service that becomes ready 2s after start, with a
+// memory limit, so both the readiness wait and `docker update` can be
+// interfered with.
+func healManifest(image string, replicas int, message string) string {
+	return strings.Replace(serviceManifest(image, replicas, map[string]string{"MESSAGE": message, "WORKLOAD_READY_AFTER": "2s"}),
+		"  readiness:", "  resources: {memory: 64Mi}\n  readiness:", 1)
+}
+
+// repairs lists the app's repair summaries from the API, oldest first.
+func (r *agentRig) repairs() []string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	page, err := r.agent.Client().History(ctx, r.app, []string{"repair"}, 0, 500)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for i := len(page.Entries) - 1; i >= 0; i-- {
+		out = append(out, page.Entries[i].Summary)
+	}
+	return out
+}
+
+// waitRepair waits until a repair summary containing want is recorded.
+func (r *agentRig) waitRepair(want string, timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, s := range r.repairs() {
+			if strings.Contains(s, want) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.t.Fatalf("no repair %q within %s; repairs: %q", want, timeout, r.repairs())
+}
+
+// TestHealAtAnyMoment: a replica removed while its replacement waits to
+// become ready is drift, healed at once and recorded as a repair, never a
+// failed rollout; limits and restart policy changed with docker update, a
+// network disconnect and a rename are put back in place.
+func TestHealAtAnyMoment(t *testing.T) {
+	v1 := testenv.WorkloadImage(t, "v1")
+	r := startRig(t, func(app string) string { return healManifest(v1, 2, "one") })
+	r.waitConverged("first deploy", r.repo.Head(), 2, v1)
+
+	// 1. A rollout, and the new replica removed during its readiness wait.
+	second := r.commit("new message", healManifest(v1, 2, "two"))
+	victim := waitForContainer(t, r.app, func(c dockerContainer, ready bool) bool {
+		return strings.HasPrefix(c.Name, r.app+"-web-") && !strings.Contains(c.Name, "-old-") && c.State == "running" && !ready
+	})
+	removedAt := time.Now()
+	docker(t, "rm", "-f", victim)
+	st := r.wait(60*time.Second, "the rollout finished after the removal", convergedTo(second, 2, v1))
+	took := time.Since(removedAt)
+	t.Logf("removed %s during its readiness wait; the rollout finished %s later", victim, took.Round(time.Millisecond))
+	if took > 20*time.Second {
+		t.Errorf("the rollout took %s to finish after the removal; interference must not back off", took)
+	}
+	if strings.Contains(st.Message, "fix the image") {
+		t.Errorf("status blames the image: %q", st.Message)
+	}
+	r.waitRepair("removed outside driftless while waiting for it to become ready", 10*time.Second)
+
+	// 2. docker update is put back in place: the same container, the
+	//    declared limit and restart policy.
+	web1 := r.app + "-web-1"
+	before := docker(t, "inspect", "-f", "{{.Id}}", web1)
+	docker(t, "update", "--memory", "128m", "--memory-swap", "256m", "--restart", "no", web1)
+	waitInspect(t, web1, "{{.HostConfig.Memory}} {{.HostConfig.RestartPolicy.Name}}", "67108864 unless-stopped", 10*time.Second)
+	if after := docker(t, "inspect", "-f", "{{.Id}}", web1); after != before {
+		t.Errorf("docker update was repaired by a new container (%s → %s), not in place", before[:12], after[:12])
+	}
+	r.waitRepair(web1+" was changed outside Git (resources.memory, restart)", 10*time.Second)
+	t.Logf("docker update repaired in place")
+
+	// 3. A network disconnect is reconnected, with the service's alias.
+	web2 := r.app + "-web-2"
+	net := r.app + "-default"
+	docker(t, "network", "disconnect", net, web2)
+	waitInspect(t, web2, `{{with index .NetworkSettings.Networks "`+net+`"}}{{range .Aliases}}{{if eq . "web"}}alias{{end}}{{end}}{{end}}`, "alias", 10*time.Second)
+	r.waitRepair(web2+" was changed outside Git (networks)", 10*time.Second)
+
+	// 4. A rename is undone.
+	docker(t, "rename", web1, r.app+"-hotfix")
+	waitInspect(t, web1, "{{.Id}}", before, 10*time.Second)
+
+	final := r.wait(30*time.Second, "synced and healthy", func(s dsync.AppStatus) bool {
+		return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy
+	})
+	if len(final.Errors) != 0 {
+		t.Errorf("errors after the repairs: %+v", final.Errors)
+	}
+}
+
+// waitForContainer polls the app's containers until one matches, and
+// returns its name. Readiness is not in docker ps, so ready is judged by
+// age: a container started less than 1.5s ago is still in its 2s
+// readiness wait.
+func waitForContainer(t *testing.T, app string, match func(c dockerContainer, ready bool) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range dockerContainers(t, app) {
+			started := docker(t, "inspect", "-f", "{{.State.StartedAt}}", c.ID)
+			at, err := time.Parse(time.RFC3339Nano, started)
+			young := err == nil && time.Since(at) < 1500*time.Millisecond
+			if match(c, !young) {
+				return c.Name
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no matching container appeared")
+	return ""
+}
+
+// waitInspect waits until docker inspect -f format on the container
+// prints want.
+func waitInspect(t *testing.T, container, format, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var got string
+	for time.Now().Before(deadline) {
+		out, err := dockerTry("inspect", "-f", format, container)
+		if got = strings.TrimSpace(out); err == nil && got == want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("docker inspect -f %q %s = %q, want %q within %s", format, container, got, want, timeout)
+}
+
+// dockerTry runs docker and returns its output and error without failing.
+func dockerTry(args ...string) (string, error) {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	return string(out), err
+}
