@@ -47,13 +47,13 @@ type probeEntry struct {
 	// (docker update, rename, network connect or disconnect) made it stale.
 	inspectedAt time.Time
 	dirty       bool
-	ready      bool
-	reason     string
-	successes  int
-	failures   int
-	probed     bool // an httpGet/tcpSocket probe has answered since the last start
-	stopProbes context.CancelFunc
-	loopGen    int // identifies the current probe loop; older loops' results are dropped
+	ready       bool
+	reason      string
+	successes   int
+	failures    int
+	probed      bool // an httpGet/tcpSocket probe has answered since the last start
+	stopProbes  context.CancelFunc
+	loopGen     int // identifies the current probe loop; older loops' results are dropped
 }
 
 // prober is driftless's own readiness checker, like a kubelet's: it keeps

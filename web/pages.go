@@ -329,7 +329,7 @@ func templateFuncs() template.FuncMap {
 		"tone":      tone,
 		"lower":     strings.ToLower,
 		"redactURL": redactURL,
-		"symbol": drift.Action.Symbol,
+		"symbol":    drift.Action.Symbol,
 		"actionTone": func(a drift.Action) string {
 			switch a {
 			case drift.ActionCreate:
