@@ -52,12 +52,16 @@ func peelToCommit(repo *git.Repository, h plumbing.Hash) (*object.Commit, error)
 			return nil, err
 		}
 		if tag.TargetType != plumbing.CommitObject && tag.TargetType != plumbing.TagObject {
-			return nil, fmt.Errorf("tag %s points at a %s, not a commit", tag.Name, tag.TargetType)
+			return nil, fmt.Errorf("tag %s points at a %s: %w", tag.Name, tag.TargetType, errNotCommit)
 		}
 		h = tag.Target
 	}
-	return nil, errors.New("tag chain too deep")
+	return nil, fmt.Errorf("tag chain too deep: %w", errNotCommit)
 }
+
+// errNotCommit: a ref leads to something that is not a commit, which is
+// the repository's doing, not a damaged clone's.
+var errNotCommit = errors.New("not a commit")
 
 // resolveCommit finds a commit by full or abbreviated SHA.
 func resolveCommit(repo *git.Repository, sha string) (*object.Commit, error) {
@@ -133,6 +137,7 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 	}
 	tree, err := c.Tree()
 	if err != nil {
+		s.suspect = true
 		return nil, s.newError(nil, fmt.Sprintf("read tree of commit %s", c.Hash), err)
 	}
 	if s.path != "" {
@@ -155,6 +160,7 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 			break
 		}
 		if err != nil {
+			s.suspect = true
 			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", s.path, c.Hash), err)
 		}
 		switch entry.Mode {
@@ -168,6 +174,7 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 		}
 		blob, err := repo.BlobObject(entry.Hash)
 		if err != nil {
+			s.suspect = true
 			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
 		}
 		total += int(blob.Size)
@@ -176,6 +183,7 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 		}
 		data, err := readBlob(blob)
 		if err != nil {
+			s.suspect = true
 			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
 		}
 		mode := fs.FileMode(0o644)

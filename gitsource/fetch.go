@@ -105,17 +105,55 @@ func (s *Source) Fetch(ctx context.Context) (FetchResult, error) {
 	if err != nil {
 		return FetchResult{}, err
 	}
-
-	var head *object.Commit
-	if s.cfg.Commit != "" {
-		head, err = s.fetchCommit(ctx, repo)
-	} else {
-		head, err = s.fetchRef(ctx, repo)
+	head, err := s.fetchHead(ctx, repo)
+	if err != nil && ctx.Err() == nil && (s.suspect || localFailure(err)) {
+		// Not the network, the credentials or the ref: the clone itself
+		// is broken (a truncated pack, a missing object). It holds nothing
+		// that Git does not: delete it and clone again.
+		s.log.Warn("git clone looks corrupt; deleting it and cloning again", "dir", s.cfg.Dir, "error", err)
+		if repo, err = s.reclone(); err != nil {
+			return FetchResult{}, err
+		}
+		head, err = s.fetchHead(ctx, repo)
 	}
 	if err != nil {
 		return FetchResult{}, err
 	}
+	s.suspect = false
 	return s.result(repo, head), nil
+}
+
+func (s *Source) fetchHead(ctx context.Context, repo *git.Repository) (*object.Commit, error) {
+	if s.cfg.Commit != "" {
+		return s.fetchCommit(ctx, repo)
+	}
+	return s.fetchRef(ctx, repo)
+}
+
+// localFailure reports an error that no remote condition explains.
+func localFailure(err error) bool {
+	for _, known := range []error{ErrUnreachable, ErrAuth, ErrRepoNotFound, ErrRefNotFound, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, known) {
+			return false
+		}
+	}
+	return true
+}
+
+// reclone empties the clone directory and starts a new clone. Callers
+// hold s.mu.
+func (s *Source) reclone() (*git.Repository, error) {
+	s.repo, s.last, s.suspect = nil, "", false
+	entries, err := os.ReadDir(s.cfg.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("gitsource: clone directory %s: %w", s.cfg.Dir, err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(s.cfg.Dir, e.Name())); err != nil {
+			return nil, fmt.Errorf("gitsource: cannot clear clone directory %s: %w", s.cfg.Dir, err)
+		}
+	}
+	return s.initRepo()
 }
 
 // fetchRef fetches the tracked branch/tag/HEAD into its local ref and
@@ -163,6 +201,12 @@ func (s *Source) fetchRef(ctx context.Context, repo *git.Repository) (*object.Co
 		return nil, s.newError(ErrRefNotFound, fmt.Sprintf("fetch %s from %s", s.refName(), s.url), err)
 	}
 	c, err := peelToCommit(repo, ref.Hash())
+	if err != nil && !errors.Is(err, errNotCommit) && !errors.Is(err, plumbing.ErrInvalidType) {
+		// The fetch succeeded, so the remote has the commit: the clone
+		// cannot read it.
+		s.suspect = true
+		return nil, s.newError(nil, fmt.Sprintf("read %s of %s from the local clone", s.refName(), s.url), err)
+	}
 	if err != nil {
 		return nil, s.newError(ErrRefNotFound, fmt.Sprintf("fetch %s from %s: it does not point at a commit", s.refName(), s.url), err)
 	}

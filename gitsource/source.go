@@ -83,6 +83,9 @@ type Source struct {
 	repo    *git.Repository
 	last    string // head returned by the previous Fetch (or stored in the clone)
 	fetched bool   // Fetch has succeeded once on this Source
+	// suspect: reading the clone failed in a way the network cannot
+	// explain; the next Fetch clones again if it fails the same way.
+	suspect bool
 }
 
 var hexSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,40}$`)

@@ -571,3 +571,45 @@ func TestEmptyRemoteHasNoRef(t *testing.T) {
 		t.Errorf("empty repository: err = %v, want ErrRefNotFound", err)
 	}
 }
+
+// A clone whose objects were damaged on disk (a truncated pack, a lost
+// object) is deleted and cloned again by the next Fetch; nothing is lost,
+// since the clone holds nothing that Git does not.
+func TestCorruptCloneIsClonedAgain(t *testing.T) {
+	base := t.TempDir()
+	repo := gitserver.Init(t, base, "app")
+	repo.WriteFile("deploy/web.yaml", "image: web:1\n")
+	first := repo.Commit("one")
+	url := repo.URL(gitserver.StartDaemon(t, base))
+	dir := filepath.Join(t.TempDir(), "clone")
+	s := newSource(t, gitsource.Config{URL: url, Path: "deploy", Dir: dir})
+	fetch(t, s)
+
+	// Damage every object the clone holds.
+	damaged := 0
+	err := filepath.WalkDir(filepath.Join(dir, "objects"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		damaged++
+		return os.WriteFile(p, []byte("garbage"), 0o644)
+	})
+	if err != nil || damaged == 0 {
+		t.Fatalf("damaging the clone: %v (%d files)", err, damaged)
+	}
+
+	// A fresh Source (as after a restart) on the damaged directory: the
+	// head has not moved, the fetch cannot read it locally, so it clones
+	// again, and the revision reads.
+	s = newSource(t, gitsource.Config{URL: url, Path: "deploy", Dir: dir})
+	if res := fetch(t, s); res.Revision.SHA != first {
+		t.Fatalf("fetch after damage: %+v", res)
+	}
+	files, err := s.Files(context.Background(), first)
+	if err != nil {
+		t.Fatalf("files after re-clone: %v", err)
+	}
+	if got := readFile(t, files, "web.yaml"); got != "image: web:1\n" {
+		t.Fatalf("web.yaml = %q", got)
+	}
+}
