@@ -188,6 +188,12 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.apps[name].restore(p)
 	}
+	if st.recovered != "" {
+		a.log.Error("history store was unreadable; starting a new one", "detail", st.recovered)
+		for _, name := range a.names {
+			a.recordLogged(HistoryEntry{App: name, Kind: KindAction, Trigger: TriggerStartup, Result: "failed", Summary: st.recovered})
+		}
+	}
 	m, err := newMetrics(opts.Registerer, a.queue.Len)
 	if err != nil {
 		st.Close()

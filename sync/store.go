@@ -29,6 +29,9 @@ var (
 type store struct {
 	db        *bolt.DB
 	retention int
+	// recovered says where an unreadable database was moved when the
+	// store started fresh; "" when it opened normally.
+	recovered string
 
 	mu    stdsync.Mutex // serialises count bookkeeping with writes
 	count int
@@ -57,16 +60,51 @@ func openStore(dataDir string, retention int) (*store, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	path := filepath.Join(dataDir, "driftless.db")
-	// The timeout turns a second agent on the same data dir into an error
-	// instead of a hang.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open history store %s (is another driftless using this data directory?): %w", path, err)
-	}
 	if retention <= 0 {
 		retention = DefaultHistoryRetention
 	}
-	s := &store{db: db, retention: retention}
+	s, err := openStoreFile(path, retention)
+	if err == nil || errors.Is(err, bolt.ErrTimeout) {
+		return s, err
+	}
+	// The database is unreadable (a crash mid-write on a file system
+	// that lies about fsync, a disk error, a partial copy). The running
+	// containers and Git are the truth; history is not. Keep the file for
+	// a person to look at, and start over.
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, fmt.Errorf("history store %s is unreadable (%v) and cannot be moved aside: %w", path, err, rerr)
+	}
+	s, ferr := openStoreFile(path, retention)
+	if ferr != nil {
+		return nil, ferr
+	}
+	s.recovered = fmt.Sprintf("the history database was unreadable (%v); it was moved to %s and history starts over here", err, aside)
+	return s, nil
+}
+
+// openStoreFile opens and checks one database file.
+func openStoreFile(path string, retention int) (s *store, err error) {
+	defer func() {
+		// bbolt panics on some damaged pages; that is a corrupt file too.
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("history store %s is damaged: %v", path, r)
+		}
+	}()
+	// The timeout turns a second agent on the same data dir into an error
+	// instead of a hang.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open history store %s (is another driftless using this data directory?): %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open history store %s: %w", path, err)
+	}
+	if err := checkStore(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("history store %s is damaged: %w", path, err)
+	}
+	s = &store{db: db, retention: retention}
 	err = db.Update(func(tx *bolt.Tx) error {
 		h, err := tx.CreateBucketIfNotExists(bucketHistory)
 		if err != nil {
@@ -83,6 +121,20 @@ func openStore(dataDir string, retention int) (*store, error) {
 		return nil, fmt.Errorf("initialise history store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// checkStore walks the whole database, so damage shows now, at start,
+// rather than in the middle of a pass.
+func checkStore(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() { // drained to the end: Check's goroutine must finish
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	})
 }
 
 func (s *store) Close() error { return s.db.Close() }

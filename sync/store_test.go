@@ -1,9 +1,15 @@
 package sync
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/drift"
 )
 
 func appendN(t *testing.T, s *store, app string, kind HistoryKind, n int) {
@@ -114,5 +120,39 @@ func TestStoreQueryFiltersAndPages(t *testing.T) {
 	all, _ := s.Query(HistoryQuery{Before: 1000})
 	if len(all) != 10 {
 		t.Fatalf("Before beyond the newest returned %d entries, want 10", len(all))
+	}
+}
+
+// An unreadable database is moved aside and a new one started, with an
+// entry that says so; a database locked by another agent is not.
+func TestCorruptStoreIsMovedAsideAndHistoryStartsOver(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "driftless.db")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("not a bolt database "), 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, dir: dir, engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []AppConfig{appConfig("shop")}}
+	h.open()
+	es := h.history("shop")
+	if len(es) != 1 || !strings.Contains(es[0].Summary, "history database was unreadable") || !strings.Contains(es[0].Summary, "driftless.db.corrupt-") {
+		t.Fatalf("history after recovery: %q", summaries(es))
+	}
+	aside, _ := filepath.Glob(path + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("moved-aside files: %v", aside)
+	}
+	// The agent works on the new store.
+	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	if st, err := h.pass("shop", TriggerStartup); err != nil || st.Sync != drift.SyncSynced {
+		t.Fatalf("after recovery: %v %s", err, st.Sync)
+	}
+
+	// A second agent on the same directory is refused, not "recovered".
+	if _, err := openStore(dir, 0); err == nil || !strings.Contains(err.Error(), "another driftless") {
+		t.Fatalf("second store on a locked database: %v", err)
+	}
+	if aside2, _ := filepath.Glob(path + ".corrupt-*"); len(aside2) != 1 {
+		t.Fatalf("a locked database was moved aside: %v", aside2)
 	}
 }
