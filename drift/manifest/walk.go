@@ -80,6 +80,8 @@ type walker struct {
 
 var (
 	quantityType = reflect.TypeOf(quantity(""))
+	durationType = reflect.TypeOf(duration(""))
+	scalarType   = reflect.TypeOf(scalar(""))
 	ignoredType  = reflect.TypeOf(ignored{})
 	stringType   = reflect.TypeOf("")
 )
@@ -120,6 +122,20 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool
 			return n.Value, true
 		}
 		w.fail(n, path, "must be a quantity such as 512Mi or \"0.5\", got %s", describe(n))
+		return nil, false
+	}
+	switch t {
+	case durationType:
+		if n.Kind == yaml.ScalarNode && tag == "!!str" {
+			return n.Value, true
+		}
+		w.fail(n, path, "must be a duration such as 10s, 1m30s or 500ms, got %s", describe(n))
+		return nil, false
+	case scalarType:
+		if n.Kind == yaml.ScalarNode && (tag == "!!str" || tag == "!!int") {
+			return n.Value, true
+		}
+		w.fail(n, path, "must be a string or an integer, got %s", describe(n))
 		return nil, false
 	}
 	switch t.Kind() {
@@ -339,6 +355,10 @@ func want(t reflect.Type) string {
 	switch {
 	case t == quantityType:
 		return "a quantity"
+	case t == durationType:
+		return "a duration"
+	case t == scalarType:
+		return "a string or an integer"
 	case t.Kind() == reflect.Struct, t.Kind() == reflect.Map:
 		return "a mapping"
 	case t.Kind() == reflect.Slice:
