@@ -333,8 +333,13 @@ spec:
 		t.Errorf("materialized file: %v %v", fi, err)
 	}
 
-	// Changed content: a new hash, a new tree, a rolling replacement; the
-	// old tree stays until nothing mounts it.
+	changeMountedContent(t, f, files, filesDir, dirHash)
+}
+
+// changeMountedContent: a new hash, a new tree, a rolling replacement; the
+// old tree stays until nothing mounts it.
+func changeMountedContent(t *testing.T, f *fixture, files map[string]string, filesDir, dirHash string) {
+	wantDir := filepath.Join(filesDir, dirHash)
 	files["conf/motd"] = "v2\n"
 	app2 := f.loadWith(manifest.LoadOptions{}, files)
 	newHash := app2.Services[0].Spec.Binds[0].ContentHash

@@ -381,8 +381,11 @@ func TestResolveRepoBinds(t *testing.T) {
 	if changed := load(); changed.Services[0].Hash == hash || changed.Services[0].Spec.Binds[0].ContentHash == dir.ContentHash {
 		t.Error("changed content must change the content and service hashes")
 	}
+}
 
-	delete(fsys, "apps/shop/conf/main.conf")
+func TestResolveRepoBindsMissingPath(t *testing.T) {
+	doc := svc + "  image: x\n  binds:\n    - {repoPath: ./conf, mountPath: /etc/app}\n    - {repoPath: conf/main.conf, mountPath: /main.conf}\n"
+	fsys := fstest.MapFS{"apps/shop/web.yaml": {Data: []byte(doc)}, "apps/shop/conf/other": {Data: []byte("x")}}
 	app, err := Load(fsys, "apps/shop", "shop")
 	if err != nil {
 		t.Fatal(err)

@@ -144,152 +144,24 @@ func validateService(c *collector, app string, o *object) {
 		r.errorf("spec.image", "invalid image reference %q: %v", raw.Image, err)
 	}
 	r.intRange("spec.replicas", raw.Replicas, 0, int(^uint(0)>>1))
-
-	for _, k := range sortedKeys(raw.Env) {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			r.errorf(childPath("spec.env", k), "invalid variable name %q: must not be empty or contain '='", k)
-		}
-	}
-	seen := map[string]int{}
-	for i, k := range raw.SecretEnv {
-		p := indexPath("spec.secretEnv", i)
-		if j, dup := seen[k]; dup {
-			r.errorf(p, "%q is already listed at spec.secretEnv[%d]", k, j)
-			continue
-		}
-		seen[k] = i
-		if _, ok := raw.Env[k]; !ok {
-			r.errorf(p, "%q is not set in spec.env: add its value there", k)
-		}
-	}
-
-	seen = map[string]int{}
-	for i, p := range raw.Ports {
-		pp := indexPath("spec.ports", i)
-		if p.ContainerPort == nil {
-			r.required(pp + ".containerPort")
-		} else {
-			r.port(pp+".containerPort", *p.ContainerPort)
-		}
-		if p.HostPort != nil {
-			r.port(pp+".hostPort", *p.HostPort)
-		}
-		if p.Protocol != "" && p.Protocol != "tcp" && p.Protocol != "udp" {
-			r.errorf(pp+".protocol", "must be tcp or udp, got %q", p.Protocol)
-		}
-		if p.HostIP != "" {
-			if _, err := netip.ParseAddr(p.HostIP); err != nil {
-				r.errorf(pp+".hostIP", "invalid IP address %q", p.HostIP)
-			} else if p.HostPort == nil {
-				r.errorf(pp+".hostIP", "only applies with hostPort")
-			}
-		}
-		np := normalizePort(p)
-		key := fmt.Sprintf("%d/%s", np.ContainerPort, np.Protocol)
-		if j, dup := seen[key]; dup && p.ContainerPort != nil {
-			r.errorf(pp+".containerPort", "port %s is already listed at spec.ports[%d]", key, j)
-		} else {
-			seen[key] = i
-		}
-	}
-
-	seen = map[string]int{}
-	for i, n := range raw.Networks {
-		p := indexPath("spec.networks", i)
-		if j, dup := seen[n]; dup {
-			r.errorf(p, "network %q is already listed at spec.networks[%d]", n, j)
-		}
-		seen[n] = i
-	}
-
-	mounts := map[string]string{} // clean mount path -> field that mounts it
-	seen = map[string]int{}
-	for i, v := range raw.Volumes {
-		vp := indexPath("spec.volumes", i)
-		if v.Name == "" {
-			r.required(vp + ".name")
-		}
-		switch {
-		case v.MountPath == "":
-			r.required(vp + ".mountPath")
-		case !path.IsAbs(v.MountPath):
-			r.errorf(vp+".mountPath", "must be an absolute path, got %q", v.MountPath)
-		default:
-			clean := path.Clean(v.MountPath)
-			if j, dup := seen[clean]; dup {
-				r.errorf(vp+".mountPath", "%q is already mounted by spec.volumes[%d]", v.MountPath, j)
-			} else {
-				mounts[clean] = vp
-			}
-			seen[clean] = i
-		}
-	}
-
+	validateEnv(r, raw)
+	validatePorts(r, raw)
+	validateNetworkList(r, raw)
+	mounts := validateVolumeMounts(r, raw)
 	if res := raw.Resources; res != nil {
-		if res.Memory != nil {
-			if b, err := ParseMemory(string(*res.Memory)); err != nil {
-				r.errorf("spec.resources.memory", "%v", err)
-			} else if b > 0 && b < minMemory {
-				r.errorf("spec.resources.memory", "must be at least 6Mi (Docker's minimum), or 0 for no limit")
-			}
-		}
-		if res.CPUs != nil {
-			if _, err := ParseCPUs(string(*res.CPUs)); err != nil {
-				r.errorf("spec.resources.cpus", "%v", err)
-			}
-		}
-		validateResourceExtras(r, res)
+		validateResources(r, res)
 	}
-
 	if rd := raw.Readiness; rd != nil {
 		validateReadiness(r, rd)
-		if rd.Exec != nil && raw.Healthcheck != nil {
-			r.errorf("spec.healthcheck", "readiness.exec is also a Docker healthcheck: use one of them")
-		}
-		if (rd.HTTPGet != nil || rd.TCPSocket != nil) && (raw.NetworkMode == NetworkHost || raw.NetworkMode == NetworkNone) {
-			r.errorf("spec.readiness", "httpGet and tcpSocket probes need the container's own network address, which networkMode %s does not give: use exec readiness or a healthcheck", raw.NetworkMode)
-		}
+		validateReadinessWith(r, raw)
 	}
-
 	if raw.Restart != "" && raw.Restart != RestartAlways && raw.Restart != RestartOnFailure && raw.Restart != RestartNever {
 		r.errorf("spec.restart", "must be always, on-failure or never, got %q", raw.Restart)
 	}
-
 	if u := raw.Update; u != nil {
-		switch u.Strategy {
-		case "", StrategyRolling:
-			r.intRange("spec.update.maxSurge", u.MaxSurge, 0, 1<<20)
-			r.intRange("spec.update.maxUnavailable", u.MaxUnavailable, 0, 1<<20)
-			if spec.Update.MaxSurge == 0 && spec.Update.MaxUnavailable == 0 {
-				field := "spec.update.maxSurge"
-				if u.MaxSurge == nil {
-					field = "spec.update.maxUnavailable"
-				}
-				r.errorf(field, "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
-			}
-		case StrategyRecreate:
-			if u.MaxSurge != nil {
-				r.errorf("spec.update.maxSurge", "only applies to strategy rolling")
-			}
-			if u.MaxUnavailable != nil {
-				r.errorf("spec.update.maxUnavailable", "only applies to strategy rolling")
-			}
-		default:
-			r.errorf("spec.update.strategy", "must be rolling or recreate, got %q", u.Strategy)
-		}
+		validateUpdate(r, u, spec.Update)
 	}
-
-	seen = map[string]int{}
-	for i, d := range raw.DependsOn {
-		p := indexPath("spec.dependsOn", i)
-		switch j, dup := seen[d]; {
-		case d == o.name:
-			r.errorf(p, "a service cannot depend on itself")
-		case dup:
-			r.errorf(p, "%q is already listed at spec.dependsOn[%d]", d, j)
-		}
-		seen[d] = i
-	}
+	validateDependsOn(r, raw, o.name)
 	r.intRange("spec.stopGracePeriodSeconds", raw.StopGracePeriodSeconds, 0, maxSeconds)
 	validateProcess(r, raw)
 	validateNetworking(r, raw)
@@ -312,6 +184,167 @@ func validateService(c *collector, app string, o *object) {
 		Hash:   HashService(o.labels, spec),
 		Source: o.source(),
 		Fields: serviceFields(o.doc, raw, spec),
+	}
+}
+
+func validateEnv(r reporter, raw *rawServiceSpec) {
+	for _, k := range sortedKeys(raw.Env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			r.errorf(childPath("spec.env", k), "invalid variable name %q: must not be empty or contain '='", k)
+		}
+	}
+	seen := map[string]int{}
+	for i, k := range raw.SecretEnv {
+		p := indexPath("spec.secretEnv", i)
+		if j, dup := seen[k]; dup {
+			r.errorf(p, "%q is already listed at spec.secretEnv[%d]", k, j)
+			continue
+		}
+		seen[k] = i
+		if _, ok := raw.Env[k]; !ok {
+			r.errorf(p, "%q is not set in spec.env: add its value there", k)
+		}
+	}
+}
+
+func validatePorts(r reporter, raw *rawServiceSpec) {
+	seen := map[string]int{}
+	for i, p := range raw.Ports {
+		pp := indexPath("spec.ports", i)
+		if p.ContainerPort == nil {
+			r.required(pp + ".containerPort")
+		} else {
+			r.port(pp+".containerPort", *p.ContainerPort)
+		}
+		if p.HostPort != nil {
+			r.port(pp+".hostPort", *p.HostPort)
+		}
+		if p.Protocol != "" && p.Protocol != "tcp" && p.Protocol != "udp" {
+			r.errorf(pp+".protocol", "must be tcp or udp, got %q", p.Protocol)
+		}
+		validateHostIP(r, pp, p)
+		np := normalizePort(p)
+		key := fmt.Sprintf("%d/%s", np.ContainerPort, np.Protocol)
+		if j, dup := seen[key]; dup && p.ContainerPort != nil {
+			r.errorf(pp+".containerPort", "port %s is already listed at spec.ports[%d]", key, j)
+		} else {
+			seen[key] = i
+		}
+	}
+}
+
+func validateHostIP(r reporter, pp string, p rawPort) {
+	if p.HostIP == "" {
+		return
+	}
+	if _, err := netip.ParseAddr(p.HostIP); err != nil {
+		r.errorf(pp+".hostIP", "invalid IP address %q", p.HostIP)
+	} else if p.HostPort == nil {
+		r.errorf(pp+".hostIP", "only applies with hostPort")
+	}
+}
+
+func validateNetworkList(r reporter, raw *rawServiceSpec) {
+	seen := map[string]int{}
+	for i, n := range raw.Networks {
+		p := indexPath("spec.networks", i)
+		if j, dup := seen[n]; dup {
+			r.errorf(p, "network %q is already listed at spec.networks[%d]", n, j)
+		}
+		seen[n] = i
+	}
+}
+
+// validateVolumeMounts checks the volume mounts and returns the mount
+// paths they use (clean path -> field), for the other kinds of mounts.
+func validateVolumeMounts(r reporter, raw *rawServiceSpec) map[string]string {
+	mounts := map[string]string{}
+	seen := map[string]int{}
+	for i, v := range raw.Volumes {
+		vp := indexPath("spec.volumes", i)
+		if v.Name == "" {
+			r.required(vp + ".name")
+		}
+		switch {
+		case v.MountPath == "":
+			r.required(vp + ".mountPath")
+		case !path.IsAbs(v.MountPath):
+			r.errorf(vp+".mountPath", "must be an absolute path, got %q", v.MountPath)
+		default:
+			clean := path.Clean(v.MountPath)
+			if j, dup := seen[clean]; dup {
+				r.errorf(vp+".mountPath", "%q is already mounted by spec.volumes[%d]", v.MountPath, j)
+			} else {
+				mounts[clean] = vp
+			}
+			seen[clean] = i
+		}
+	}
+	return mounts
+}
+
+func validateResources(r reporter, res *rawResources) {
+	if res.Memory != nil {
+		if b, err := ParseMemory(string(*res.Memory)); err != nil {
+			r.errorf("spec.resources.memory", "%v", err)
+		} else if b > 0 && b < minMemory {
+			r.errorf("spec.resources.memory", "must be at least 6Mi (Docker's minimum), or 0 for no limit")
+		}
+	}
+	if res.CPUs != nil {
+		if _, err := ParseCPUs(string(*res.CPUs)); err != nil {
+			r.errorf("spec.resources.cpus", "%v", err)
+		}
+	}
+	validateResourceExtras(r, res)
+}
+
+// validateReadinessWith checks readiness against the rest of the spec.
+func validateReadinessWith(r reporter, raw *rawServiceSpec) {
+	rd := raw.Readiness
+	if rd.Exec != nil && raw.Healthcheck != nil {
+		r.errorf("spec.healthcheck", "readiness.exec is also a Docker healthcheck: use one of them")
+	}
+	if (rd.HTTPGet != nil || rd.TCPSocket != nil) && (raw.NetworkMode == NetworkHost || raw.NetworkMode == NetworkNone) {
+		r.errorf("spec.readiness", "httpGet and tcpSocket probes need the container's own network address, which networkMode %s does not give: use exec readiness or a healthcheck", raw.NetworkMode)
+	}
+}
+
+func validateUpdate(r reporter, u *rawUpdate, normalized Update) {
+	switch u.Strategy {
+	case "", StrategyRolling:
+		r.intRange("spec.update.maxSurge", u.MaxSurge, 0, 1<<20)
+		r.intRange("spec.update.maxUnavailable", u.MaxUnavailable, 0, 1<<20)
+		if normalized.MaxSurge == 0 && normalized.MaxUnavailable == 0 {
+			field := "spec.update.maxSurge"
+			if u.MaxSurge == nil {
+				field = "spec.update.maxUnavailable"
+			}
+			r.errorf(field, "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
+		}
+	case StrategyRecreate:
+		if u.MaxSurge != nil {
+			r.errorf("spec.update.maxSurge", "only applies to strategy rolling")
+		}
+		if u.MaxUnavailable != nil {
+			r.errorf("spec.update.maxUnavailable", "only applies to strategy rolling")
+		}
+	default:
+		r.errorf("spec.update.strategy", "must be rolling or recreate, got %q", u.Strategy)
+	}
+}
+
+func validateDependsOn(r reporter, raw *rawServiceSpec, self string) {
+	seen := map[string]int{}
+	for i, d := range raw.DependsOn {
+		p := indexPath("spec.dependsOn", i)
+		switch j, dup := seen[d]; {
+		case d == self:
+			r.errorf(p, "a service cannot depend on itself")
+		case dup:
+			r.errorf(p, "%q is already listed at spec.dependsOn[%d]", d, j)
+		}
+		seen[d] = i
 	}
 }
 
@@ -642,6 +675,12 @@ func validateProcess(r reporter, raw *rawServiceSpec) {
 			r.errorf("spec.stopSignal", "%v", err)
 		}
 	}
+	validateLifecycle(r, raw)
+}
+
+// validateLifecycle checks restarts, startup conditions, update pacing,
+// the healthcheck and logging.
+func validateLifecycle(r reporter, raw *rawServiceSpec) {
 	if raw.RestartMaxRetries != nil {
 		r.intRange("spec.restartMaxRetries", raw.RestartMaxRetries, 0, 1<<20)
 		if raw.Restart != RestartOnFailure {
@@ -667,13 +706,17 @@ func validateProcess(r reporter, raw *rawServiceSpec) {
 		validateHealthcheck(r, h)
 	}
 	if l := raw.Logging; l != nil {
-		if l.Driver != "" && !driverName.MatchString(l.Driver) {
-			r.errorf("spec.logging.driver", "invalid driver name %q", l.Driver)
-		}
-		for _, k := range sortedKeys(l.Options) {
-			if k == "" {
-				r.errorf("spec.logging.options", "option names must not be empty")
-			}
+		validateLogging(r, l)
+	}
+}
+
+func validateLogging(r reporter, l *rawLogging) {
+	if l.Driver != "" && !driverName.MatchString(l.Driver) {
+		r.errorf("spec.logging.driver", "invalid driver name %q", l.Driver)
+	}
+	for _, k := range sortedKeys(l.Options) {
+		if k == "" {
+			r.errorf("spec.logging.options", "option names must not be empty")
 		}
 	}
 }
@@ -728,6 +771,11 @@ func validateNetworking(r reporter, raw *rawServiceSpec) {
 			r.errorf("spec.ports", "cannot publish ports with networkMode %s", raw.NetworkMode)
 		}
 	}
+	validateAliases(r, raw)
+	validateResolution(r, raw)
+}
+
+func validateAliases(r reporter, raw *rawServiceSpec) {
 	joined := raw.Networks
 	if len(joined) == 0 {
 		joined = []string{DefaultNetwork}
@@ -743,6 +791,10 @@ func validateNetworking(r reporter, raw *rawServiceSpec) {
 			}
 		}
 	}
+}
+
+// validateResolution checks name resolution and the MAC address.
+func validateResolution(r reporter, raw *rawServiceSpec) {
 	for i, e := range raw.ExtraHosts {
 		if err := CheckExtraHost(e); err != nil {
 			r.errorf(indexPath("spec.extraHosts", i), "%v", err)
@@ -846,23 +898,7 @@ func validateBind(r reporter, bp string, b rawBind, mounts map[string]string) {
 
 // validateSecurity checks privileges, capabilities, devices and namespaces.
 func validateSecurity(r reporter, raw *rawServiceSpec) {
-	for _, list := range []struct {
-		field string
-		caps  []string
-	}{{"spec.capAdd", raw.CapAdd}, {"spec.capDrop", raw.CapDrop}} {
-		seen := map[string]int{}
-		for i, c := range list.caps {
-			p, n := indexPath(list.field, i), NormalizeCapability(c)
-			if !ValidCapability(n) {
-				r.errorf(p, "unknown capability %q: use a Linux capability such as NET_ADMIN (CAP_ prefix optional) or ALL", c)
-				continue
-			}
-			if j, dup := seen[n]; dup {
-				r.errorf(p, "%s is already listed at %s[%d]", n, list.field, j)
-			}
-			seen[n] = i
-		}
-	}
+	validateCapabilities(r, raw)
 	for i, o := range raw.SecurityOpt {
 		if !strings.ContainsAny(o, "=:") && o != "no-new-privileges" {
 			r.errorf(indexPath("spec.securityOpt", i), "invalid security option %q: write key=value (seccomp=..., apparmor=..., label=...) or no-new-privileges", o)
@@ -895,6 +931,28 @@ func validateSecurity(r reporter, raw *rawServiceSpec) {
 	case "", "host", "private", "shareable":
 	default:
 		r.errorf("spec.ipc", "must be host, private or shareable, got %q", raw.IPC)
+	}
+}
+
+// validateCapabilities checks capAdd and capDrop: known names, no
+// duplicates (after normalizing case and CAP_).
+func validateCapabilities(r reporter, raw *rawServiceSpec) {
+	for _, list := range []struct {
+		field string
+		caps  []string
+	}{{"spec.capAdd", raw.CapAdd}, {"spec.capDrop", raw.CapDrop}} {
+		seen := map[string]int{}
+		for i, c := range list.caps {
+			p, n := indexPath(list.field, i), NormalizeCapability(c)
+			if !ValidCapability(n) {
+				r.errorf(p, "unknown capability %q: use a Linux capability such as NET_ADMIN (CAP_ prefix optional) or ALL", c)
+				continue
+			}
+			if j, dup := seen[n]; dup {
+				r.errorf(p, "%s is already listed at %s[%d]", n, list.field, j)
+			}
+			seen[n] = i
+		}
 	}
 }
 
