@@ -100,6 +100,10 @@ func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
 	defer e.filesMu.Unlock()
 	final := filepath.Join(e.opts.FilesDir, hash)
 	if fi, err := os.Lstat(final); err == nil && fi.IsDir() {
+		// Reused: a fresh time keeps RemoveUnusedFiles's minAge from
+		// taking it before the replica that needs it is created.
+		now := time.Now()
+		_ = os.Chtimes(final, now, now)
 		return nil
 	}
 	if err := os.MkdirAll(e.opts.FilesDir, 0o755); err != nil {

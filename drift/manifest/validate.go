@@ -770,6 +770,9 @@ func validateNetworking(r reporter, raw *rawServiceSpec) {
 		if len(raw.Ports) > 0 && raw.NetworkMode != NetworkBridge {
 			r.errorf("spec.ports", "cannot publish ports with networkMode %s", raw.NetworkMode)
 		}
+		if raw.Hostname != "" && raw.NetworkMode == NetworkHost {
+			r.errorf("spec.hostname", "the host's network namespace has the host's name: remove hostname or networkMode host")
+		}
 	}
 	validateAliases(r, raw)
 	validateResolution(r, raw)
