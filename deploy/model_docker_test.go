@@ -412,9 +412,7 @@ spec:
   healthcheck: {test: [CMD, /workload, probe, "http://127.0.0.1:9/"], interval: 200ms, retries: 1}
 `)
 	plan := f.plan(sick, drift.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res := f.eng.Apply(ctx, sick, plan, nil)
+	res, _ := f.apply(sick, plan)
 	if res.Err == nil || !strings.Contains(res.Degraded["web"], "healthcheck unhealthy") {
 		t.Errorf("a replica Docker calls unhealthy must not be ready: err %v degraded %q", res.Err, res.Degraded["web"])
 	}
