@@ -247,7 +247,10 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 					r.skipAll(g.changes, cancelled(ctx))
 					return
 				}
-				if !dg.ok {
+				// "started" (compose's service_started) only needs the
+				// dependency's changes carried out; "healthy" and
+				// "completed" need its replicas ready or exited 0.
+				if !dg.ok && g.svc.Spec.DependsCondition(dep) != manifest.DependsStarted {
 					r.skipAll(g.changes, &drift.Failure{Cause: drift.FailureDependency,
 						Summary: fmt.Sprintf("waits for service %s, which did not become ready", dep)})
 					return

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -22,8 +25,25 @@ import (
 // one network at create time on API 1.41).
 type replicaConfig struct {
 	Create        client.ContainerCreateOptions
-	ExtraNetworks []string // Docker network names, joined with the same alias
-	Alias         string
+	ExtraNetworks []extraNetwork
+}
+
+// extraNetwork is a network joined after create, with the replica's
+// aliases on it.
+type extraNetwork struct {
+	Name    string // Docker name
+	Aliases []string
+}
+
+// replicaInput is what one replica's create call is made from.
+type replicaInput struct {
+	App      *manifest.App // the desired state: Docker names of networks and volumes, repository content
+	Service  *manifest.Service
+	Slot     int
+	Revision string
+	// FilesDir is where repository bind mounts are materialized (see
+	// materializedPath); the create call only names the paths.
+	FilesDir string
 }
 
 // containerLabels are the labels on every replica: the service's metadata
@@ -67,17 +87,50 @@ func restartPolicy(spec *manifest.ServiceSpec) *container.RestartPolicy {
 }
 
 // buildReplicaConfig turns a service spec into the Docker create call for
-// one replica. It is pure.
-func buildReplicaConfig(app string, svc *manifest.Service, slot int, revision string) (replicaConfig, error) {
-	spec := svc.Spec
-	labels, err := containerLabels(app, svc, slot, revision)
+// one replica, setting each field the way docker compose v2 does for the
+// same setting. It is pure.
+func buildReplicaConfig(in replicaInput) (replicaConfig, error) {
+	svc := in.Service
+	labels, err := containerLabels(in.App.Name, svc, in.Slot, in.Revision)
 	if err != nil {
 		return replicaConfig{}, err
 	}
+	cfg := containerConfig(&svc.Spec, labels)
+	host := hostConfig(&svc.Spec)
+	if err := publishPorts(&svc.Spec, cfg, host); err != nil {
+		return replicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
+	}
+	if err := mounts(in, host); err != nil {
+		return replicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
+	}
+	rc := replicaConfig{}
+	netCfg, err := networking(in, host, &rc)
+	if err != nil {
+		return replicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
+	}
+	rc.Create = client.ContainerCreateOptions{
+		Name:             manifest.ContainerName(in.App.Name, svc.Name, in.Slot),
+		Config:           cfg,
+		HostConfig:       host,
+		NetworkingConfig: netCfg,
+	}
+	return rc, nil
+}
+
+// containerConfig is the process: image, command, environment, identity,
+// terminal, stop signal and healthcheck.
+func containerConfig(spec *manifest.ServiceSpec, labels map[string]string) *container.Config {
 	cfg := &container.Config{
-		Image:  spec.Image,
-		Labels: labels,
-		Env:    envList(spec.Env),
+		Image:      spec.Image,
+		Labels:     labels,
+		Env:        envList(spec.Env),
+		User:       spec.User,
+		WorkingDir: spec.WorkingDir,
+		Hostname:   spec.Hostname,
+		Domainname: spec.Domainname,
+		StopSignal: spec.StopSignal,
+		Tty:        spec.TTY,
+		OpenStdin:  spec.StdinOpen,
 	}
 	if len(spec.Command) > 0 {
 		cfg.Entrypoint = slices.Clone(spec.Command)
@@ -87,11 +140,96 @@ func buildReplicaConfig(app string, svc *manifest.Service, slot int, revision st
 	}
 	grace := spec.StopGracePeriodSeconds
 	cfg.StopTimeout = &grace
+	cfg.Healthcheck = healthConfig(spec)
+	return cfg
+}
 
-	host := &container.HostConfig{
-		RestartPolicy: *restartPolicy(&spec),
-		Resources:     container.Resources{Memory: spec.Resources.MemoryBytes, NanoCPUs: spec.Resources.NanoCPUs},
+// healthConfig is the Docker healthcheck: exec readiness (driftless reads
+// Docker's verdict instead of exec-ing into containers itself) or the
+// declared healthcheck; nil keeps the image's.
+func healthConfig(spec *manifest.ServiceSpec) *container.HealthConfig {
+	if r := spec.Readiness; r != nil && r.Exec != nil {
+		test := append([]string{"CMD"}, r.Exec.Command...)
+		if r.Exec.Shell {
+			test = []string{"CMD-SHELL", strings.Join(r.Exec.Command, " ")}
+		}
+		return &container.HealthConfig{
+			Test:        test,
+			Interval:    secondsOr(r.PeriodSeconds, 10),
+			Timeout:     secondsOr(r.TimeoutSeconds, 1),
+			Retries:     max(r.FailureThreshold, 1),
+			StartPeriod: time.Duration(r.InitialDelaySeconds) * time.Second,
+		}
 	}
+	h := spec.Healthcheck
+	if h == nil {
+		return nil
+	}
+	if h.Disabled() {
+		return &container.HealthConfig{Test: []string{"NONE"}}
+	}
+	return &container.HealthConfig{
+		Test:          slices.Clone(h.Test),
+		Interval:      h.Interval,
+		Timeout:       h.Timeout,
+		StartPeriod:   h.StartPeriod,
+		StartInterval: h.StartInterval, // Docker API 1.44+; older engines ignore it
+		Retries:       h.Retries,
+	}
+}
+
+// hostConfig is what the host grants: restart policy, resources,
+// privileges, namespaces, kernel parameters, limits and logging.
+func hostConfig(spec *manifest.ServiceSpec) *container.HostConfig {
+	host := &container.HostConfig{
+		RestartPolicy: *restartPolicy(spec),
+		Resources: container.Resources{
+			Memory:            spec.Resources.MemoryBytes,
+			NanoCPUs:          spec.Resources.NanoCPUs,
+			MemoryReservation: spec.Resources.MemoryReservationBytes,
+		},
+		Privileged:     spec.Privileged,
+		ReadonlyRootfs: spec.ReadOnlyRootfs,
+		CapAdd:         slices.Clone(spec.CapAdd),
+		CapDrop:        slices.Clone(spec.CapDrop),
+		SecurityOpt:    slices.Clone(spec.SecurityOpt),
+		GroupAdd:       slices.Clone(spec.GroupAdd),
+		PidMode:        container.PidMode(spec.PID),
+		IpcMode:        container.IpcMode(spec.IPC),
+		Sysctls:        maps.Clone(spec.Sysctls),
+		ShmSize:        spec.ShmSizeBytes,
+		ExtraHosts:     slices.Clone(spec.ExtraHosts),
+		DNSOptions:     slices.Clone(spec.DNSOptions),
+		DNSSearch:      slices.Clone(spec.DNSSearch),
+	}
+	if spec.Resources.PidsLimit != 0 {
+		pids := spec.Resources.PidsLimit
+		host.PidsLimit = &pids
+	}
+	if spec.Init {
+		init := true
+		host.Init = &init
+	}
+	for _, d := range spec.DNS {
+		if a, err := netip.ParseAddr(d); err == nil {
+			host.DNS = append(host.DNS, a)
+		}
+	}
+	for _, d := range spec.Devices {
+		host.Devices = append(host.Devices, container.DeviceMapping{PathOnHost: d.HostPath, PathInContainer: d.ContainerPath, CgroupPermissions: d.Permissions})
+	}
+	for _, u := range spec.Ulimits {
+		host.Ulimits = append(host.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
+	}
+	if l := spec.Logging; l != nil {
+		host.LogConfig = container.LogConfig{Type: l.Driver, Config: maps.Clone(l.Options)}
+	}
+	return host
+}
+
+// publishPorts exposes every container port and publishes those with a
+// host port, on HostIP or every address.
+func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *container.HostConfig) error {
 	for _, p := range spec.Ports {
 		proto := network.IPProtocol(p.Protocol)
 		if proto == "" {
@@ -99,61 +237,128 @@ func buildReplicaConfig(app string, svc *manifest.Service, slot int, revision st
 		}
 		port, ok := network.PortFrom(uint16(p.ContainerPort), proto)
 		if !ok {
-			return replicaConfig{}, fmt.Errorf("service %s: invalid port %s", svc.Name, p)
+			return fmt.Errorf("invalid port %s", p)
 		}
 		if cfg.ExposedPorts == nil {
 			cfg.ExposedPorts = network.PortSet{}
 		}
 		cfg.ExposedPorts[port] = struct{}{}
-		if p.HostPort != 0 {
-			if host.PortBindings == nil {
-				host.PortBindings = network.PortMap{}
-			}
-			host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{
-				HostIP: netip.IPv4Unspecified(), HostPort: strconv.Itoa(p.HostPort),
-			})
+		if p.HostPort == 0 {
+			continue
 		}
+		hostIP := netip.IPv4Unspecified()
+		if p.HostIP != "" {
+			a, err := netip.ParseAddr(p.HostIP)
+			if err != nil {
+				return fmt.Errorf("port %s: invalid host IP: %w", p, err)
+			}
+			hostIP = a
+		}
+		if host.PortBindings == nil {
+			host.PortBindings = network.PortMap{}
+		}
+		host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: hostIP, HostPort: strconv.Itoa(p.HostPort)})
 	}
+	return nil
+}
+
+// mounts adds volumes, binds and tmpfs mounts. A host bind that may create
+// its missing source goes through the legacy Binds form, as compose does:
+// the mounts API refuses a missing source and cannot relabel (z/Z) on API
+// 1.41. A repository bind mounts its materialized content, read-only.
+func mounts(in replicaInput, host *container.HostConfig) error {
+	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
 		host.Mounts = append(host.Mounts, mount.Mount{
 			Type:     mount.TypeVolume,
-			Source:   manifest.ObjectName(app, v.Name),
+			Source:   in.App.VolumeDockerName(v.Name),
 			Target:   v.MountPath,
 			ReadOnly: v.ReadOnly,
 		})
 	}
-	if r := spec.Readiness; r != nil && r.Exec != nil {
-		// exec readiness is Docker's own healthcheck; driftless reads its
-		// verdict instead of exec-ing into containers itself.
-		cfg.Healthcheck = &container.HealthConfig{
-			Test:        append([]string{"CMD"}, r.Exec.Command...),
-			Interval:    secondsOr(r.PeriodSeconds, 10),
-			Timeout:     secondsOr(r.TimeoutSeconds, 1),
-			Retries:     max(r.FailureThreshold, 1),
-			StartPeriod: time.Duration(r.InitialDelaySeconds) * time.Second,
+	for _, b := range spec.Binds {
+		switch {
+		case b.RepoPath != "":
+			src, err := materializedPath(in.App, in.FilesDir, b)
+			if err != nil {
+				return err
+			}
+			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: b.MountPath, ReadOnly: true})
+		case b.CreateHostPath || b.SELinux != "":
+			host.Binds = append(host.Binds, bindString(b))
+		default:
+			m := mount.Mount{Type: mount.TypeBind, Source: b.HostPath, Target: b.MountPath, ReadOnly: b.ReadOnly}
+			if b.Propagation != "" {
+				m.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(b.Propagation)}
+			}
+			host.Mounts = append(host.Mounts, m)
 		}
 	}
+	for _, t := range spec.Tmpfs {
+		m := mount.Mount{Type: mount.TypeTmpfs, Target: t.MountPath}
+		if t.SizeBytes != 0 || t.Mode != 0 {
+			m.TmpfsOptions = &mount.TmpfsOptions{SizeBytes: t.SizeBytes, Mode: os.FileMode(t.Mode)}
+		}
+		host.Mounts = append(host.Mounts, m)
+	}
+	return nil
+}
 
-	rc := replicaConfig{Alias: svc.Name}
+// bindString is the legacy bind form "source:target:options", as compose
+// writes it (access, SELinux label, propagation).
+func bindString(b manifest.BindMount) string {
+	opts := []string{"rw"}
+	if b.ReadOnly {
+		opts[0] = "ro"
+	}
+	if b.SELinux != "" {
+		opts = append(opts, b.SELinux)
+	}
+	if b.Propagation != "" {
+		opts = append(opts, b.Propagation)
+	}
+	return b.HostPath + ":" + b.MountPath + ":" + strings.Join(opts, ",")
+}
+
+// networking attaches the replica: to its first network at create (with
+// the service name and its aliases there), the others after create; or to
+// Docker's bridge, the host's network or none, without aliases.
+func networking(in replicaInput, host *container.HostConfig, rc *replicaConfig) (*network.NetworkingConfig, error) {
+	spec := &in.Service.Spec
+	var mac network.HardwareAddr
+	if spec.MacAddress != "" {
+		hw, err := net.ParseMAC(spec.MacAddress)
+		if err != nil {
+			return nil, fmt.Errorf("invalid MAC address %q", spec.MacAddress)
+		}
+		mac = network.HardwareAddr(hw)
+	}
+	switch spec.NetworkMode {
+	case manifest.NetworkHost, manifest.NetworkNone:
+		host.NetworkMode = container.NetworkMode(spec.NetworkMode)
+		return &network.NetworkingConfig{}, nil
+	case manifest.NetworkBridge:
+		host.NetworkMode = container.NetworkMode(spec.NetworkMode)
+		ep := map[string]*network.EndpointSettings{}
+		if mac != nil {
+			ep[manifest.NetworkBridge] = &network.EndpointSettings{MacAddress: mac}
+		}
+		return &network.NetworkingConfig{EndpointsConfig: ep}, nil
+	}
 	networks := spec.Networks
 	if len(networks) == 0 {
 		networks = []string{manifest.DefaultNetwork}
 	}
-	first := manifest.ObjectName(app, networks[0])
+	aliases := func(n string) []string {
+		return append([]string{in.Service.Name}, spec.Aliases[n]...)
+	}
+	first := in.App.NetworkDockerName(networks[0])
 	host.NetworkMode = container.NetworkMode(first)
-	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-		first: {Aliases: []string{svc.Name}},
-	}}
+	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac}
 	for _, n := range networks[1:] {
-		rc.ExtraNetworks = append(rc.ExtraNetworks, manifest.ObjectName(app, n))
+		rc.ExtraNetworks = append(rc.ExtraNetworks, extraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n)})
 	}
-	rc.Create = client.ContainerCreateOptions{
-		Name:             manifest.ContainerName(app, svc.Name, slot),
-		Config:           cfg,
-		HostConfig:       host,
-		NetworkingConfig: netCfg,
-	}
-	return rc, nil
+	return &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{first: ep}}, nil
 }
 
 // envList renders env as sorted KEY=VALUE, so identical specs give

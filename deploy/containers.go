@@ -81,7 +81,16 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if err := r.ensureImage(ctx, svc.Spec.Image); err != nil {
 		return "", err
 	}
-	rc, err := buildReplicaConfig(r.app, svc, slot, r.revision)
+	app := r.desired
+	if app.Name != r.app {
+		named := *app
+		named.Name = r.app
+		app = &named
+	}
+	if err := r.e.materializeService(app, svc); err != nil {
+		return "", err
+	}
+	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir})
 	if err != nil {
 		return "", err
 	}
@@ -112,12 +121,12 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		return cause
 	}
 	for _, n := range rc.ExtraNetworks {
-		_, err := r.e.api.NetworkConnect(ctx, n, client.NetworkConnectOptions{
+		_, err := r.e.api.NetworkConnect(ctx, n.Name, client.NetworkConnectOptions{
 			Container:      created.ID,
-			EndpointConfig: &network.EndpointSettings{Aliases: []string{rc.Alias}},
+			EndpointConfig: &network.EndpointSettings{Aliases: n.Aliases},
 		})
 		if err != nil {
-			return "", undo(fmt.Errorf("connect %s to network %s: %w", name, n, err))
+			return "", undo(fmt.Errorf("connect %s to network %s: %w", name, n.Name, err))
 		}
 	}
 	if _, err := r.e.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {

@@ -16,7 +16,9 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -70,8 +72,13 @@ type Options struct {
 	Host         string        // "" = DOCKER_HOST / default socket
 	Parallelism  int           // bounded concurrency for independent creates/removes; default 4
 	ReadyTimeout time.Duration // how long a new replica may take to become ready before the rollout stops; default 60s
-	SettleTime   time.Duration // no readiness section: running this long without restarting = ready; default 2s
-	Logger       *slog.Logger
+	SettleTime   time.Duration // no readiness section and no Docker healthcheck: running this long without restarting = ready; default 2s
+	// FilesDir is where repository files of bind mounts are materialized,
+	// one read-only directory per content hash (the agent passes
+	// <data>/files); default DefaultFilesDir(). It must be a path the
+	// Docker daemon sees as the same host path.
+	FilesDir string
+	Logger   *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +94,12 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.FilesDir == "" {
+		o.FilesDir = DefaultFilesDir()
+	}
+	if abs, err := filepath.Abs(o.FilesDir); err == nil {
+		o.FilesDir = abs
+	}
 	return o
 }
 
@@ -99,6 +112,8 @@ type Engine struct {
 	prober *prober
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
+	// filesMu serializes writing and removing materialized trees.
+	filesMu sync.Mutex
 }
 
 // New connects to the Docker engine. It does not fail when the engine is

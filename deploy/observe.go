@@ -17,7 +17,9 @@ import (
 // each, filtered by the app label; no per-container inspect in the steady
 // state. Readiness comes from the prober's cache. withForeign lists
 // everything instead (still one call per kind), to also find foreign
-// objects that may collide with the app's names or host ports.
+// objects that may collide with the app's names or host ports, and the
+// external networks and volumes the app uses: without it, those look
+// missing to the differ.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
 	filters := make(client.Filters).Add("label", drift.LabelApp+"="+app)
 	if withForeign {
@@ -151,8 +153,10 @@ func sortActual(a *drift.Actual) {
 	sort.Slice(a.Volumes, func(i, j int) bool { return a.Volumes[i].Name < a.Volumes[j].Name })
 }
 
-// foreign adds to actual what is not this app's but holds one of its names
-// ("<app>-...") or publishes a host port.
+// foreign adds to actual what is not this app's: containers that hold one
+// of its names ("<app>-...") or publish a host port, and every network and
+// volume (they are few), which the differ needs both to find name
+// collisions and to see whether the external ones the app uses exist.
 func (l listing) foreign(app string, actual *drift.Actual) {
 	prefix := app + "-"
 	for _, c := range l.containers {
@@ -161,12 +165,12 @@ func (l listing) foreign(app string, actual *drift.Actual) {
 		}
 	}
 	for _, n := range l.networks {
-		if n.App != app && strings.HasPrefix(n.Name, prefix) {
+		if n.App != app {
 			actual.ForeignNetworks = append(actual.ForeignNetworks, n)
 		}
 	}
 	for _, v := range l.volumes {
-		if v.App != app && strings.HasPrefix(v.Name, prefix) {
+		if v.App != app {
 			actual.ForeignVolumes = append(actual.ForeignVolumes, v)
 		}
 	}

@@ -263,6 +263,10 @@ func (p *prober) evaluate(e *probeEntry) {
 	}
 	r := info.Readiness
 	switch {
+	case r == nil && info.Health != "":
+		// No readiness section, but a Docker healthcheck (declared or the
+		// image's): Docker's verdict is the readiness.
+		e.ready, e.reason = healthVerdict(info)
 	case r == nil:
 		if !info.inspected {
 			e.ready, e.reason = false, "start time not yet known"
@@ -276,24 +280,29 @@ func (p *prober) evaluate(e *probeEntry) {
 			e.reason = ""
 		}
 	case r.Exec != nil:
-		e.ready = info.Health == "healthy"
-		switch info.Health {
-		case "healthy":
-			e.reason = ""
-		case "":
-			e.reason = "healthcheck has not run yet"
-		default:
-			e.reason = "healthcheck " + info.Health
-			if out := strings.TrimSpace(info.HealthOutput); out != "" {
-				e.reason += ": " + out
-			}
-		}
+		e.ready, e.reason = healthVerdict(info)
 	default:
 		// httpGet and tcpSocket: the probe loop sets ready and reason.
 		if !e.probed {
 			e.ready, e.reason = false, "waiting for the first readiness probe"
 		}
 	}
+}
+
+// healthVerdict reads Docker's healthcheck status: ready when healthy,
+// otherwise the status with the last check's output.
+func healthVerdict(info runtimeInfo) (bool, string) {
+	switch info.Health {
+	case "healthy":
+		return true, ""
+	case "":
+		return false, "healthcheck has not run yet"
+	}
+	reason := "healthcheck " + info.Health
+	if out := strings.TrimSpace(info.HealthOutput); out != "" {
+		reason += ": " + out
+	}
+	return false, reason
 }
 
 func notRunningReason(state drift.ContainerState, exitCode int) string {

@@ -43,7 +43,7 @@ func testService() *manifest.Service {
 
 func TestReplicaConfigFromSpec(t *testing.T) {
 	svc := testService()
-	rc, err := buildReplicaConfig("shop", svc, 2, "abc123")
+	rc, err := buildReplicaConfig(replicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 2, Revision: "abc123"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +106,8 @@ func TestReplicaConfigFromSpec(t *testing.T) {
 	if ep == nil || !reflect.DeepEqual(ep.Aliases, []string{"web"}) || len(rc.Create.NetworkingConfig.EndpointsConfig) != 1 {
 		t.Errorf("create-time networks = %+v", rc.Create.NetworkingConfig.EndpointsConfig)
 	}
-	if !reflect.DeepEqual(rc.ExtraNetworks, []string{"shop-default"}) || rc.Alias != "web" {
-		t.Errorf("extra networks = %v alias %q", rc.ExtraNetworks, rc.Alias)
+	if want := []extraNetwork{{Name: "shop-default", Aliases: []string{"web"}}}; !reflect.DeepEqual(rc.ExtraNetworks, want) {
+		t.Errorf("extra networks = %+v, want %+v", rc.ExtraNetworks, want)
 	}
 	hc := cfg.Healthcheck
 	if hc == nil || !reflect.DeepEqual(hc.Test, []string{"CMD", "/server", "check"}) || hc.Interval != 2*time.Second ||
@@ -130,7 +130,7 @@ func TestRestartPolicies(t *testing.T) {
 
 func TestContainerFromSummary(t *testing.T) {
 	svc := testService()
-	rc, err := buildReplicaConfig("shop", svc, 3, "abc123")
+	rc, err := buildReplicaConfig(replicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 3, Revision: "abc123"})
 	if err != nil {
 		t.Fatal(err)
 	}

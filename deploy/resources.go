@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -63,7 +64,10 @@ func (r *run) createNetwork(ctx context.Context, s *step) error {
 	if err != nil {
 		return err
 	}
-	name := manifest.ObjectName(r.app, decl.Name)
+	if decl.Spec.External {
+		return fmt.Errorf("network %s is external: driftless never creates it", decl.DockerName(r.app))
+	}
+	name := decl.DockerName(r.app)
 	// Docker allows two networks with one name; driftless does not create
 	// a second one, and never adopts a foreign one.
 	existing, err := r.e.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
@@ -84,11 +88,18 @@ func (r *run) createNetwork(ctx context.Context, s *step) error {
 	if driver == "" {
 		driver = "bridge"
 	}
-	_, err = r.e.api.NetworkCreate(ctx, name, client.NetworkCreateOptions{
-		Driver:   driver,
-		Internal: decl.Spec.Internal,
-		Labels:   resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
-	})
+	opts := client.NetworkCreateOptions{
+		Driver:     driver,
+		Internal:   decl.Spec.Internal,
+		Attachable: decl.Spec.Attachable,
+		Options:    maps.Clone(decl.Spec.DriverOpts),
+		Labels:     resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
+	}
+	if decl.Spec.EnableIPv6 {
+		ipv6 := true
+		opts.EnableIPv6 = &ipv6
+	}
+	_, err = r.e.api.NetworkCreate(ctx, name, opts)
 	if err != nil {
 		return fmt.Errorf("create network %s: %w", name, err)
 	}
@@ -139,7 +150,10 @@ func (r *run) createVolume(ctx context.Context, s *step) error {
 	if decl == nil {
 		return fmt.Errorf("volume %s is not declared in app %s", name, r.app)
 	}
-	dockerName := manifest.ObjectName(r.app, decl.Name)
+	if decl.Spec.External {
+		return fmt.Errorf("volume %s is external: driftless never creates it", decl.DockerName(r.app))
+	}
+	dockerName := decl.DockerName(r.app)
 	// VolumeCreate on an existing name returns the existing volume: check
 	// first so a foreign volume is never adopted.
 	if res, err := r.e.api.VolumeInspect(ctx, dockerName, client.VolumeInspectOptions{}); err == nil {
@@ -156,9 +170,10 @@ func (r *run) createVolume(ctx context.Context, s *step) error {
 		driver = "local"
 	}
 	_, err := r.e.api.VolumeCreate(ctx, client.VolumeCreateOptions{
-		Name:   dockerName,
-		Driver: driver,
-		Labels: resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
+		Name:       dockerName,
+		Driver:     driver,
+		DriverOpts: maps.Clone(decl.Spec.DriverOpts),
+		Labels:     resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
 	})
 	if err != nil {
 		return fmt.Errorf("create volume %s: %w", dockerName, err)

@@ -178,7 +178,11 @@ func (p *planner) networks() {
 	slices.SortFunc(nets, func(a, b manifest.Network) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range nets {
 		d := &nets[i]
-		name := manifest.ObjectName(p.app, d.Name)
+		name := d.DockerName(p.app)
+		if d.Spec.External {
+			p.externalNetwork(d)
+			continue
+		}
 		have, ok := owned[d.Name]
 		switch {
 		case !ok:
@@ -210,6 +214,18 @@ func (p *planner) networks() {
 		}
 	}
 	p.ownedNetworks = owned
+}
+
+// externalNetwork checks that a network the app uses but does not own
+// exists: driftless never creates, replaces or removes it. A missing one is
+// a conflict that holds back the services joining it.
+func (p *planner) externalNetwork(d *manifest.Network) {
+	name := d.DockerName(p.app)
+	exists := func(n Network) bool { return n.Name == name }
+	if slices.ContainsFunc(p.in.Actual.Networks, exists) || slices.ContainsFunc(p.in.Actual.ForeignNetworks, exists) {
+		return
+	}
+	p.blockNetwork(d.Name, name, "external network "+name+" does not exist; driftless never creates external networks: create it with `docker network create "+name+"`")
 }
 
 func (p *planner) blockNetwork(resource, name, why string) {
@@ -257,17 +273,16 @@ func (p *planner) volumes() {
 	slices.SortFunc(vols, func(a, b manifest.Volume) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range vols {
 		d := &vols[i]
-		name := manifest.ObjectName(p.app, d.Name)
+		name := d.DockerName(p.app)
+		if d.Spec.External {
+			p.externalVolume(d)
+			continue
+		}
 		have, ok := owned[d.Name]
 		switch {
 		case !ok:
 			if why, taken := foreign[name]; taken {
-				if p.blockedVolumes == nil {
-					p.blockedVolumes = map[string]Conflict{}
-				}
-				c := Conflict{Kind: KindVolume, Name: name, Reason: why}
-				p.blockedVolumes[d.Name] = c
-				p.conflict(c)
+				p.blockVolume(d.Name, name, why)
 				continue
 			}
 			p.plan.Changes = append(p.plan.Changes, Change{
@@ -283,10 +298,39 @@ func (p *planner) volumes() {
 	p.ownedVolumes = owned
 }
 
+// externalVolume checks that a volume the app uses but does not own
+// exists; see externalNetwork.
+func (p *planner) externalVolume(d *manifest.Volume) {
+	name := d.DockerName(p.app)
+	exists := func(v Volume) bool { return v.Name == name }
+	if slices.ContainsFunc(p.in.Actual.Volumes, exists) || slices.ContainsFunc(p.in.Actual.ForeignVolumes, exists) {
+		return
+	}
+	p.blockVolume(d.Name, name, "external volume "+name+" does not exist; driftless never creates external volumes: create it with `docker volume create "+name+"`")
+}
+
+func (p *planner) blockVolume(resource, name, why string) {
+	if p.blockedVolumes == nil {
+		p.blockedVolumes = map[string]Conflict{}
+	}
+	c := Conflict{Kind: KindVolume, Name: name, Reason: why}
+	p.blockedVolumes[resource] = c
+	p.conflict(c)
+}
+
+// declaresOwned reports whether a declaration still covers the owned
+// object with Docker name name: one that is now external under another
+// Docker name does not.
+func declaresOwned(name string, external bool, externalName string) bool {
+	return !external || externalName == name
+}
+
 func (p *planner) pruneNetworks() {
 	var gone []*Network
 	for key, n := range p.ownedNetworks {
-		if !slices.ContainsFunc(p.desired.Networks, func(d manifest.Network) bool { return d.Name == key }) {
+		if !slices.ContainsFunc(p.desired.Networks, func(d manifest.Network) bool {
+			return d.Name == key && declaresOwned(n.Name, d.Spec.External, d.Spec.ExternalName)
+		}) {
 			gone = append(gone, n)
 		}
 	}
@@ -308,7 +352,9 @@ func (p *planner) pruneNetworks() {
 func (p *planner) pruneVolumes() {
 	var gone []*Volume
 	for key, v := range p.ownedVolumes {
-		if !slices.ContainsFunc(p.desired.Volumes, func(d manifest.Volume) bool { return d.Name == key }) {
+		if !slices.ContainsFunc(p.desired.Volumes, func(d manifest.Volume) bool {
+			return d.Name == key && declaresOwned(v.Name, d.Spec.External, d.Spec.ExternalName)
+		}) {
 			gone = append(gone, v)
 		}
 	}

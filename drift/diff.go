@@ -1,9 +1,11 @@
 package drift
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
 )
@@ -74,6 +76,209 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 	add("update.maxSurge", strconv.Itoa(before.Update.MaxSurge), strconv.Itoa(after.Update.MaxSurge))
 	add("update.maxUnavailable", strconv.Itoa(before.Update.MaxUnavailable), strconv.Itoa(after.Update.MaxUnavailable))
 	add("stopGracePeriodSeconds", strconv.Itoa(before.StopGracePeriodSeconds), strconv.Itoa(after.StopGracePeriodSeconds))
+	for _, f := range extraFields {
+		add(f.path, f.show(&before), f.show(&after))
+	}
+	return out
+}
+
+// extraFields are the fields added for compose files, in the model's
+// order, each shown the way a manifest would say it. dependsOnCondition is
+// left out like dependsOn: it never forces a recreate.
+var extraFields = []struct {
+	path string
+	show func(*manifest.ServiceSpec) string
+}{
+	{"restartMaxRetries", func(s *manifest.ServiceSpec) string { return intOr(int64(s.RestartMaxRetries), "unlimited") }},
+	{"resources.pids", func(s *manifest.ServiceSpec) string { return intOr(s.Resources.PidsLimit, "unlimited") }},
+	{"resources.memoryReservation", func(s *manifest.ServiceSpec) string { return formatMemoryOr(s.Resources.MemoryReservationBytes, none) }},
+	{"update.delay", func(s *manifest.ServiceSpec) string { return s.Update.Delay.String() }},
+	{"healthcheck", func(s *manifest.ServiceSpec) string { return healthcheck(s.Healthcheck) }},
+	{"user", func(s *manifest.ServiceSpec) string { return stringOr(s.User, "(image's)") }},
+	{"workingDir", func(s *manifest.ServiceSpec) string { return stringOr(s.WorkingDir, "(image's)") }},
+	{"hostname", func(s *manifest.ServiceSpec) string { return stringOr(s.Hostname, "(container ID)") }},
+	{"domainname", func(s *manifest.ServiceSpec) string { return stringOr(s.Domainname, none) }},
+	{"init", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.Init) }},
+	{"stopSignal", func(s *manifest.ServiceSpec) string { return stringOr(s.StopSignal, "(image's)") }},
+	{"tty", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.TTY) }},
+	{"stdinOpen", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.StdinOpen) }},
+	{"networkMode", func(s *manifest.ServiceSpec) string { return stringOr(s.NetworkMode, "(app networks)") }},
+	{"aliases", func(s *manifest.ServiceSpec) string { return aliases(s.Aliases) }},
+	{"extraHosts", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.ExtraHosts), none) }},
+	{"dns", func(s *manifest.ServiceSpec) string { return listOr(s.DNS, none) }},
+	{"dnsSearch", func(s *manifest.ServiceSpec) string { return listOr(s.DNSSearch, none) }},
+	{"dnsOptions", func(s *manifest.ServiceSpec) string { return listOr(s.DNSOptions, none) }},
+	{"macAddress", func(s *manifest.ServiceSpec) string { return stringOr(s.MacAddress, none) }},
+	{"binds", func(s *manifest.ServiceSpec) string { return binds(s.Binds) }},
+	{"tmpfs", func(s *manifest.ServiceSpec) string { return tmpfs(s.Tmpfs) }},
+	{"privileged", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.Privileged) }},
+	{"readOnlyRootfs", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.ReadOnlyRootfs) }},
+	{"capAdd", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.CapAdd), none) }},
+	{"capDrop", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.CapDrop), none) }},
+	{"securityOpt", func(s *manifest.ServiceSpec) string { return listOr(s.SecurityOpt, none) }},
+	{"devices", func(s *manifest.ServiceSpec) string { return devices(s.Devices) }},
+	{"groupAdd", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.GroupAdd), none) }},
+	{"pid", func(s *manifest.ServiceSpec) string { return stringOr(s.PID, "(own)") }},
+	{"ipc", func(s *manifest.ServiceSpec) string { return stringOr(s.IPC, "(Docker's default)") }},
+	{"sysctls", func(s *manifest.ServiceSpec) string { return keyValues(s.Sysctls, nil) }},
+	{"ulimits", func(s *manifest.ServiceSpec) string { return ulimits(s.Ulimits) }},
+	{"shmSize", func(s *manifest.ServiceSpec) string { return formatMemoryOr(s.ShmSizeBytes, "(Docker's default)") }},
+	{"logging", func(s *manifest.ServiceSpec) string { return logging(s.Logging) }},
+}
+
+func stringOr(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	return s
+}
+
+func intOr(n int64, zero string) string {
+	if n == 0 {
+		return zero
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func formatMemoryOr(b int64, zero string) string {
+	if b == 0 {
+		return zero
+	}
+	return manifest.FormatMemory(b)
+}
+
+func healthcheck(h *manifest.Healthcheck) string {
+	switch {
+	case h == nil:
+		return "(image's)"
+	case h.Disabled():
+		return "disabled"
+	}
+	out := quoteList(h.Test)
+	for _, d := range []struct {
+		word string
+		v    time.Duration
+	}{{"every", h.Interval}, {"timeout", h.Timeout}, {"start period", h.StartPeriod}, {"start interval", h.StartInterval}} {
+		if d.v != 0 {
+			out += ", " + d.word + " " + d.v.String()
+		}
+	}
+	if h.Retries != 0 {
+		out += ", retries " + strconv.Itoa(h.Retries)
+	}
+	return out
+}
+
+func aliases(m map[string][]string) string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		if len(m[n]) > 0 {
+			parts = append(parts, n+": "+strings.Join(sortedCopy(m[n]), " "))
+		}
+	}
+	return listOr(parts, none)
+}
+
+// binds shows each bind as source:target[:options]; a repository source
+// carries its content hash, so a changed file shows as a change.
+func binds(bs []manifest.BindMount) string {
+	s := make([]string, len(bs))
+	for i, b := range bs {
+		src := b.HostPath
+		if b.RepoPath != "" {
+			src = "repo:" + b.RepoPath
+			if b.ContentHash != "" {
+				src += "@" + b.ContentHash
+			}
+		}
+		var opts []string
+		for _, o := range []struct {
+			on   bool
+			word string
+		}{{b.ReadOnly, "ro"}, {b.CreateHostPath, "create"}, {b.Propagation != "", b.Propagation}, {b.SELinux != "", b.SELinux}} {
+			if o.on {
+				opts = append(opts, o.word)
+			}
+		}
+		s[i] = src + ":" + b.MountPath
+		if len(opts) > 0 {
+			s[i] += ":" + strings.Join(opts, ",")
+		}
+	}
+	slices.Sort(s)
+	return listOr(s, none)
+}
+
+func tmpfs(ts []manifest.TmpfsMount) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = t.MountPath
+		if t.SizeBytes != 0 {
+			s[i] += " size=" + manifest.FormatMemory(t.SizeBytes)
+		}
+		if t.Mode != 0 {
+			s[i] += " mode=" + strconv.FormatUint(uint64(t.Mode), 8)
+		}
+	}
+	slices.Sort(s)
+	return listOr(s, none)
+}
+
+func devices(ds []manifest.Device) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = d.HostPath + ":" + d.ContainerPath
+		if d.Permissions != "" {
+			s[i] += ":" + d.Permissions
+		}
+	}
+	slices.Sort(s)
+	return listOr(s, none)
+}
+
+func ulimits(us []manifest.Ulimit) string {
+	s := make([]string, len(us))
+	for i, u := range us {
+		s[i] = u.Name + "=" + strconv.FormatInt(u.Soft, 10) + ":" + strconv.FormatInt(u.Hard, 10)
+	}
+	slices.Sort(s)
+	return listOr(s, none)
+}
+
+// keyValues shows a map as sorted k=v pairs; values whose key secret
+// reports are shown as Sensitive.
+func keyValues(m map[string]string, secret func(string) bool) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if secret != nil && secret(k) {
+			v = Sensitive
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return listOr(parts, none)
+}
+
+// secretOption reports a log driver option that usually holds a credential
+// (splunk-token, awslogs credentials, ...): its value is never shown.
+func secretOption(key string) bool {
+	k := strings.ToLower(key)
+	for _, w := range []string{"token", "password", "secret", "key", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func logging(l *manifest.Logging) string {
+	if l == nil {
+		return "(Docker's default)"
+	}
+	out := stringOr(l.Driver, "(Docker's default driver)")
+	if len(l.Options) > 0 {
+		out += " (" + keyValues(l.Options, secretOption) + ")"
+	}
 	return out
 }
 
@@ -132,6 +337,8 @@ func readiness(r *manifest.Readiness) string {
 		probe = "httpGet :" + strconv.Itoa(r.HTTPGet.Port) + r.HTTPGet.Path
 	case r.TCPSocket != nil:
 		probe = "tcpSocket :" + strconv.Itoa(r.TCPSocket.Port)
+	case r.Exec != nil && r.Exec.Shell:
+		probe = "exec shell " + quoteList(r.Exec.Command)
 	case r.Exec != nil:
 		probe = "exec " + quoteList(r.Exec.Command)
 	default:

@@ -117,10 +117,10 @@ func Assess(in Input, plan Plan) AppHealth {
 		s := &services[i]
 		held := conflicts[s.Name]
 		for _, n := range s.Spec.Networks {
-			held = append(held, byObject[string(KindNetwork)+" "+manifest.ObjectName(in.App, n)]...)
+			held = append(held, byObject[string(KindNetwork)+" "+in.Desired.NetworkDockerName(n)]...)
 		}
 		for _, v := range s.Spec.Volumes {
-			held = append(held, byObject[string(KindVolume)+" "+manifest.ObjectName(in.App, v.Name)]...)
+			held = append(held, byObject[string(KindVolume)+" "+in.Desired.VolumeDockerName(v.Name)]...)
 		}
 		sh := assessService(in, s, byService[s.Name], pending[s.Name], outsideGit[s.Name], deferred[s.Name], held)
 		if sh.Health.rank() > out.Health.rank() {

@@ -250,6 +250,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				for _, name := range a.names {
 					a.queue.Add(name, TriggerResync)
 				}
+				a.collectFiles(ctx)
 			}
 		}
 	})
@@ -392,6 +393,32 @@ func (a *Agent) appsConcernedBy(ev drift.EngineEvent) []string {
 		}
 	}
 	return out
+}
+
+// fileCollector is an engine that keeps repository files for bind mounts
+// and can drop those no container uses any more.
+type fileCollector interface {
+	RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error)
+}
+
+// unusedFilesAge keeps a materialized tree this long after its last user
+// went: a rollout under way may be about to mount it again.
+const unusedFilesAge = 10 * time.Minute
+
+// collectFiles removes repository files that no container mounts.
+func (a *Agent) collectFiles(ctx context.Context) {
+	fc, ok := a.engine.(fileCollector)
+	if !ok {
+		return
+	}
+	removed, err := fc.RemoveUnusedFiles(ctx, unusedFilesAge)
+	if err != nil {
+		a.log.Warn("removing unused repository files", "err", err)
+		return
+	}
+	if len(removed) > 0 {
+		a.log.Info("removed repository files no container mounts", "count", len(removed))
+	}
 }
 
 // trigger enqueues a pass of the app and, when a pass is already applying

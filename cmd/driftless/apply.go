@@ -20,6 +20,8 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dryRun := fs.Bool("dry-run", false, "show the plan and change nothing")
 	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
 	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
+	var lf loadFlags
+	lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return exitError
@@ -29,14 +31,19 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError
 	}
-	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout})
+	opts, err := lf.options(processEnv())
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless apply:", err)
+		return exitError
+	}
+	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, FilesDir: deploy.DefaultFilesDir()})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1
 	}
 	defer eng.Close()
 
-	desired, in, err := loadLocal(ctx, dir, name, eng, *prune)
+	desired, in, err := loadLocal(ctx, dir, name, opts, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1
@@ -72,7 +79,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// of list calls.
 	after := in
 	if !plan.Empty() {
-		if _, after, err = loadLocal(ctx, dir, name, eng, *prune); err != nil {
+		if _, after, err = loadLocal(ctx, dir, name, opts, eng, *prune); err != nil {
 			fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
 			return 1
 		}
@@ -90,7 +97,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
 			}
-			if _, after, err = loadLocal(ctx, dir, name, eng, *prune); err != nil {
+			if _, after, err = loadLocal(ctx, dir, name, opts, eng, *prune); err != nil {
 				fmt.Fprintln(stderr, "driftless apply: observing:", err)
 				return 1
 			}

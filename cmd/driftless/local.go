@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -51,6 +52,55 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// loadFlags are what a user adds to an app's files: the host power its
+// manifests may use, and the compose profiles to activate.
+type loadFlags struct {
+	allow, hostPaths, profiles string
+}
+
+func (l *loadFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(manifest.AllowNames, ", "))
+	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
+	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
+}
+
+// options are the load options; env is what compose files interpolate
+// from (nil: nothing but the app's .env file).
+func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error) {
+	opts := manifest.LoadOptions{
+		Policy:      manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
+		Profiles:    splitList(l.profiles),
+		Environment: env,
+	}
+	if err := opts.Policy.Validate(); err != nil {
+		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
+	}
+	return opts, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// processEnv is the environment as compose sees it on a person's machine.
+func processEnv() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // localApp resolves PATH and --app into the app name and directory.
@@ -105,6 +155,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		"Parse every manifest under PATH (default .) strictly and report all errors with file:line:column.\nExit 0 when valid, 1 when not, 2 on usage errors.", stderr)
 	appFlag := fs.String("app", "", "app name (default: the directory name)")
 	output := fs.String("output", "text", "output format: text or json")
+	var lf loadFlags
+	lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return exitError
@@ -114,7 +166,12 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "driftless validate:", err)
 		return exitError
 	}
-	app, err := manifest.LoadDir(dir, name)
+	opts, err := lf.options(processEnv())
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless validate:", err)
+		return exitError
+	}
+	app, err := manifest.LoadDirWith(dir, name, opts)
 	var list manifest.ErrorList
 	if err != nil && !errors.As(err, &list) {
 		fmt.Fprintln(stderr, "driftless validate:", err)
@@ -147,8 +204,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // loadLocal parses the manifests and observes the engine for one app.
-func loadLocal(ctx context.Context, dir, name string, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
-	app, err := manifest.LoadDir(dir, name)
+func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
+	app, err := manifest.LoadDirWith(dir, name, opts)
 	if err != nil {
 		return nil, drift.Input{}, err
 	}
@@ -189,11 +246,18 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	appFlag := fs.String("app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "include removal of objects no longer declared")
 	output := fs.String("output", "text", "output format: text or json")
+	var lf loadFlags
+	lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return exitError
 	}
 	name, dir, err := localApp(pos, *appFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
+	opts, err := lf.options(processEnv())
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
@@ -204,7 +268,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer eng.Close()
-	_, in, err := loadLocal(ctx, dir, name, eng, *prune)
+	_, in, err := loadLocal(ctx, dir, name, opts, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

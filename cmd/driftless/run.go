@@ -46,6 +46,7 @@ type runFlags struct {
 	resync        time.Duration
 	readyTimeout  time.Duration
 	logLevel      string
+	load          loadFlags
 }
 
 func defaultDataDir() string {
@@ -96,6 +97,7 @@ func (f *runFlags) register(fs interface {
 		fs.StringVar(&f.gitTokenFile, "git-token-file", "", "file holding an HTTPS token for the repository")
 		fs.StringVar(&f.sshKey, "ssh-key", "", "SSH private key file for ssh:// repositories")
 		fs.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file to check the SSH host key against")
+		f.load.register(fs)
 	}
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address of the dashboard, API, webhooks and metrics")
@@ -178,6 +180,11 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 			Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
 			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 		}
+		opts, err := f.load.options(nil)
+		if err != nil {
+			return cfg, err
+		}
+		app.Policy, app.Profiles = opts.Policy, opts.Profiles
 		app.Auth.Username = os.Getenv("DRIFTLESS_GIT_USERNAME")
 		app.Auth.Password = os.Getenv("DRIFTLESS_GIT_PASSWORD")
 		if tok, err := readSecret(f.gitTokenFile, "DRIFTLESS_GIT_TOKEN"); err != nil {
@@ -255,7 +262,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, Logger: log})
+	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files")})
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,11 @@ func FuzzLoad(f *testing.F) {
 		"kind: !custom Service\n",
 		"\xff\xfe",
 		"? [a]\n: b\n",
+		fullService,
+		svc + "  image: x\n  networkMode: host\n  networks: [a]\n  aliases: {a: [\"-\"]}\n  stopSignal: 0x10\n  tmpfs: [{mountPath: /t, mode: 0o17777}]\n",
+		svc + "  image: x\n  healthcheck: {test: [CMD-SHELL], interval: 1ns, disable: true}\n  ulimits: [{name: nofile, soft: -1, hard: 0}]\n",
+		svc + "  image: x\n  binds: [{repoPath: /x, hostPath: ./y, mountPath: /}, {repoPath: ., mountPath: /, selinux: Z}]\n  sysctls: {net.a: [1]}\n",
+		"apiVersion: driftless.dev/v1\nkind: Network\nmetadata: {name: n}\nspec: {external: true, name: \"\", driverOpts: {\"\": x}}\n",
 		svc + "  image: x\n  env: {\"a.b\": \"\\u2028\\t\\0 ✓\", '1': \"<&>\"}\n  replicas: 0x10\n  resources: {cpus: .5, memory: 1e9}\n",
 	} {
 		f.Add([]byte(seed))

@@ -57,7 +57,15 @@ func loadChecked(fsys fs.FS, root, app string, opts LoadOptions, display func(st
 	if err != nil {
 		return nil, err
 	}
-	if errs := CheckPolicy(a, opts.Policy); len(errs) > 0 {
+	errs := CheckPolicy(a, opts.Policy)
+	if err := ResolveRepoBinds(fsys, root, a); err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		errs = append(errs, list...)
+	}
+	if len(errs) > 0 {
 		c := &collector{errs: errs}
 		return nil, c.sorted()
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 )
 
 // Defaults. Every default is applied here and nowhere else.
@@ -20,6 +22,8 @@ const (
 	defaultStopGrace        = 10
 	defaultNetworkDriver    = "bridge"
 	defaultVolumeDriver     = "local"
+	// defaultDevicePermissions is Docker's: read, write, mknod.
+	defaultDevicePermissions = "rwm"
 )
 
 func orDefault[T comparable](v *T, def T) T {
@@ -53,7 +57,7 @@ func normalizeService(raw *rawServiceSpec) ServiceSpec {
 		Update:                 normalizeUpdate(raw.Update),
 		Readiness:              normalizeReadiness(raw.Readiness),
 	}
-	if len(spec.Networks) == 0 {
+	if len(spec.Networks) == 0 && raw.NetworkMode == "" {
 		spec.Networks = []string{DefaultNetwork}
 	}
 	for _, p := range raw.Ports {
@@ -69,8 +73,160 @@ func normalizeService(raw *rawServiceSpec) ServiceSpec {
 		if res.CPUs != nil {
 			spec.Resources.NanoCPUs, _ = ParseCPUs(string(*res.CPUs))
 		}
+		if res.Pids != nil {
+			spec.Resources.PidsLimit = int64(*res.Pids)
+		}
+		if res.MemoryReservation != nil {
+			spec.Resources.MemoryReservationBytes, _ = ParseMemory(string(*res.MemoryReservation))
+		}
 	}
+	normalizeProcess(raw, &spec)
+	normalizeNetworking(raw, &spec)
+	normalizeMounts(raw, &spec)
+	normalizeSecurity(raw, &spec)
+	normalizeLimits(raw, &spec)
 	return canonicalService(spec)
+}
+
+// normalizeProcess maps what the container's process runs as and how it
+// is started, stopped and checked.
+func normalizeProcess(raw *rawServiceSpec, spec *ServiceSpec) {
+	spec.DependsOnCondition = copyMap(raw.DependsOnCondition)
+	spec.RestartMaxRetries = orDefault(raw.RestartMaxRetries, 0)
+	spec.User = raw.User
+	spec.WorkingDir = raw.WorkingDir
+	spec.Hostname = raw.Hostname
+	spec.Domainname = raw.Domainname
+	spec.Init = raw.Init
+	spec.TTY = raw.TTY
+	spec.StdinOpen = raw.StdinOpen
+	if raw.StopSignal != nil {
+		spec.StopSignal, _ = ParseSignal(string(*raw.StopSignal))
+	}
+	spec.Healthcheck = normalizeHealthcheck(raw.Healthcheck)
+	if raw.Update != nil && raw.Update.Delay != nil {
+		spec.Update.Delay, _ = ParseDuration(string(*raw.Update.Delay))
+	}
+	if l := raw.Logging; l != nil {
+		spec.Logging = &Logging{Driver: l.Driver, Options: copyMap(l.Options)}
+	}
+}
+
+func normalizeHealthcheck(h *rawHealthcheck) *Healthcheck {
+	if h == nil {
+		return nil
+	}
+	if h.Disable {
+		return &Healthcheck{Test: []string{"NONE"}}
+	}
+	d := func(v *duration) time.Duration {
+		if v == nil {
+			return 0
+		}
+		out, _ := ParseDuration(string(*v))
+		return out
+	}
+	return &Healthcheck{
+		Test:          slices.Clone(h.Test),
+		Interval:      d(h.Interval),
+		Timeout:       d(h.Timeout),
+		StartPeriod:   d(h.StartPeriod),
+		StartInterval: d(h.StartInterval),
+		Retries:       orDefault(h.Retries, 0),
+	}
+}
+
+func normalizeNetworking(raw *rawServiceSpec, spec *ServiceSpec) {
+	spec.NetworkMode = raw.NetworkMode
+	if len(raw.Aliases) > 0 {
+		spec.Aliases = make(map[string][]string, len(raw.Aliases))
+		for n, a := range raw.Aliases {
+			if len(a) > 0 {
+				spec.Aliases[n] = slices.Clone(a)
+			}
+		}
+	}
+	spec.ExtraHosts = slices.Clone(raw.ExtraHosts)
+	spec.DNS = slices.Clone(raw.DNS)
+	spec.DNSSearch = slices.Clone(raw.DNSSearch)
+	spec.DNSOptions = slices.Clone(raw.DNSOptions)
+	spec.MacAddress = strings.ToLower(raw.MacAddress)
+}
+
+// normalizeMounts maps binds and tmpfs mounts. A repository bind is always
+// read-only: its source is content-addressed and shared.
+func normalizeMounts(raw *rawServiceSpec, spec *ServiceSpec) {
+	for _, b := range raw.Binds {
+		m := BindMount{
+			HostPath:       b.HostPath,
+			MountPath:      b.MountPath,
+			ReadOnly:       orDefault(b.ReadOnly, false),
+			CreateHostPath: b.CreateHostPath,
+			Propagation:    b.Propagation,
+			SELinux:        b.SELinux,
+		}
+		if b.RepoPath != "" {
+			m.RepoPath, _ = CleanRepoPath(b.RepoPath)
+			m.ReadOnly = true
+		}
+		spec.Binds = append(spec.Binds, m)
+	}
+	for _, t := range raw.Tmpfs {
+		m := TmpfsMount{MountPath: t.MountPath}
+		if t.Size != nil {
+			m.SizeBytes, _ = ParseMemory(string(*t.Size))
+		}
+		if t.Mode != nil {
+			m.Mode, _ = parseMode(string(*t.Mode))
+		}
+		spec.Tmpfs = append(spec.Tmpfs, m)
+	}
+}
+
+// normalizeSecurity maps privileges, capabilities and namespaces.
+func normalizeSecurity(raw *rawServiceSpec, spec *ServiceSpec) {
+	spec.Privileged = raw.Privileged
+	spec.ReadOnlyRootfs = raw.ReadOnlyRootfs
+	for _, c := range raw.CapAdd {
+		spec.CapAdd = append(spec.CapAdd, NormalizeCapability(c))
+	}
+	for _, c := range raw.CapDrop {
+		spec.CapDrop = append(spec.CapDrop, NormalizeCapability(c))
+	}
+	spec.SecurityOpt = slices.Clone(raw.SecurityOpt)
+	for _, d := range raw.Devices {
+		spec.Devices = append(spec.Devices, Device{
+			HostPath:      d.HostPath,
+			ContainerPath: orDefaultString(d.ContainerPath, d.HostPath),
+			Permissions:   orDefaultString(d.Permissions, defaultDevicePermissions),
+		})
+	}
+	for _, g := range raw.GroupAdd {
+		spec.GroupAdd = append(spec.GroupAdd, string(g))
+	}
+	spec.PID = raw.PID
+	spec.IPC = raw.IPC
+}
+
+// normalizeLimits maps kernel parameters and resource limits.
+func normalizeLimits(raw *rawServiceSpec, spec *ServiceSpec) {
+	if len(raw.Sysctls) > 0 {
+		spec.Sysctls = make(map[string]string, len(raw.Sysctls))
+		for k, v := range raw.Sysctls {
+			spec.Sysctls[k] = string(v)
+		}
+	}
+	for _, u := range raw.Ulimits {
+		soft := int64(orDefault(u.Soft, 0))
+		hard := soft
+		if u.Hard != nil {
+			hard = int64(*u.Hard)
+		}
+		spec.Ulimits = append(spec.Ulimits, Ulimit{Name: u.Name, Soft: soft, Hard: hard})
+	}
+	if raw.ShmSize != nil {
+		spec.ShmSizeBytes, _ = ParseMemory(string(*raw.ShmSize))
+	}
 }
 
 func normalizePort(p rawPort) Port {
@@ -78,6 +234,7 @@ func normalizePort(p rawPort) Port {
 		ContainerPort: orDefault(p.ContainerPort, 0),
 		HostPort:      orDefault(p.HostPort, 0),
 		Protocol:      orDefaultString(p.Protocol, defaultProtocol),
+		HostIP:        p.HostIP,
 	}
 }
 
@@ -115,7 +272,7 @@ func normalizeReadiness(r *rawReadiness) *Readiness {
 		n.TCPSocket = &TCPSocketProbe{Port: orDefault(r.TCPSocket.Port, 0)}
 	}
 	if r.Exec != nil {
-		n.Exec = &ExecProbe{Command: slices.Clone(r.Exec.Command)}
+		n.Exec = &ExecProbe{Command: slices.Clone(r.Exec.Command), Shell: r.Exec.Shell}
 	}
 	return n
 }
@@ -124,14 +281,27 @@ func normalizeNetwork(raw *rawNetworkSpec) NetworkSpec {
 	if raw == nil {
 		raw = &rawNetworkSpec{}
 	}
-	return NetworkSpec{Driver: orDefaultString(raw.Driver, defaultNetworkDriver), Internal: raw.Internal}
+	if raw.External {
+		// An external network is Docker's, not ours: only its name counts.
+		return NetworkSpec{External: true, ExternalName: raw.Name}
+	}
+	return NetworkSpec{
+		Driver:     orDefaultString(raw.Driver, defaultNetworkDriver),
+		Internal:   raw.Internal,
+		Attachable: raw.Attachable,
+		EnableIPv6: raw.EnableIPv6,
+		DriverOpts: copyMap(raw.DriverOpts),
+	}
 }
 
 func normalizeVolume(raw *rawVolumeSpec) VolumeSpec {
 	if raw == nil {
 		raw = &rawVolumeSpec{}
 	}
-	return VolumeSpec{Driver: orDefaultString(raw.Driver, defaultVolumeDriver)}
+	if raw.External {
+		return VolumeSpec{External: true, ExternalName: raw.Name}
+	}
+	return VolumeSpec{Driver: orDefaultString(raw.Driver, defaultVolumeDriver), DriverOpts: copyMap(raw.DriverOpts)}
 }
 
 // canonicalService returns a deep copy of spec with set-like lists sorted

@@ -9,6 +9,15 @@ package manifest
 // ("512Mi", 1073741824, "0.5", 0.5). The walker passes its text through.
 type quantity string
 
+// duration is a time span written as a string in Go/compose notation
+// ("10s", "1m30s", "500ms"). The walker passes its text through.
+type duration string
+
+// scalar is a value written as a string or an integer (a stop signal as
+// "SIGTERM" or 15, a group as "audio" or 1000, a sysctl value, a tmpfs
+// mode). The walker passes its text through.
+type scalar string
+
 // ignored marks a field whose content is not checked: the spec of a
 // document whose kind is unknown (the kind error says enough).
 type ignored struct{}
@@ -63,12 +72,91 @@ type rawServiceSpec struct {
 	Update                 *rawUpdate        `json:"update"`
 	DependsOn              []string          `json:"dependsOn"`
 	StopGracePeriodSeconds *int              `json:"stopGracePeriodSeconds"`
+
+	// Optional fields shared with compose files (see ServiceSpec).
+	DependsOnCondition map[string]string   `json:"dependsOnCondition"`
+	RestartMaxRetries  *int                `json:"restartMaxRetries"`
+	Healthcheck        *rawHealthcheck     `json:"healthcheck"`
+	User               string              `json:"user"`
+	WorkingDir         string              `json:"workingDir"`
+	Hostname           string              `json:"hostname"`
+	Domainname         string              `json:"domainname"`
+	Init               bool                `json:"init"`
+	StopSignal         *scalar             `json:"stopSignal"`
+	TTY                bool                `json:"tty"`
+	StdinOpen          bool                `json:"stdinOpen"`
+	NetworkMode        string              `json:"networkMode"`
+	Aliases            map[string][]string `json:"aliases"`
+	ExtraHosts         []string            `json:"extraHosts"`
+	DNS                []string            `json:"dns"`
+	DNSSearch          []string            `json:"dnsSearch"`
+	DNSOptions         []string            `json:"dnsOptions"`
+	MacAddress         string              `json:"macAddress"`
+	Binds              []rawBind           `json:"binds"`
+	Tmpfs              []rawTmpfs          `json:"tmpfs"`
+	Privileged         bool                `json:"privileged"`
+	ReadOnlyRootfs     bool                `json:"readOnlyRootfs"`
+	CapAdd             []string            `json:"capAdd"`
+	CapDrop            []string            `json:"capDrop"`
+	SecurityOpt        []string            `json:"securityOpt"`
+	Devices            []rawDevice         `json:"devices"`
+	GroupAdd           []scalar            `json:"groupAdd"`
+	PID                string              `json:"pid"`
+	IPC                string              `json:"ipc"`
+	Sysctls            map[string]scalar   `json:"sysctls"`
+	Ulimits            []rawUlimit         `json:"ulimits"`
+	ShmSize            *quantity           `json:"shmSize"`
+	Logging            *rawLogging         `json:"logging"`
+}
+
+type rawHealthcheck struct {
+	Test          []string  `json:"test"`
+	Interval      *duration `json:"interval"`
+	Timeout       *duration `json:"timeout"`
+	StartPeriod   *duration `json:"startPeriod"`
+	StartInterval *duration `json:"startInterval"`
+	Retries       *int      `json:"retries"`
+	Disable       bool      `json:"disable"`
+}
+
+type rawBind struct {
+	HostPath       string `json:"hostPath"`
+	RepoPath       string `json:"repoPath"`
+	MountPath      string `json:"mountPath"`
+	ReadOnly       *bool  `json:"readOnly"`
+	CreateHostPath bool   `json:"createHostPath"`
+	Propagation    string `json:"propagation"`
+	SELinux        string `json:"selinux"`
+}
+
+type rawTmpfs struct {
+	MountPath string    `json:"mountPath"`
+	Size      *quantity `json:"size"`
+	Mode      *scalar   `json:"mode"`
+}
+
+type rawDevice struct {
+	HostPath      string `json:"hostPath"`
+	ContainerPath string `json:"containerPath"`
+	Permissions   string `json:"permissions"`
+}
+
+type rawUlimit struct {
+	Name string `json:"name"`
+	Soft *int   `json:"soft"`
+	Hard *int   `json:"hard"`
+}
+
+type rawLogging struct {
+	Driver  string            `json:"driver"`
+	Options map[string]string `json:"options"`
 }
 
 type rawPort struct {
 	ContainerPort *int   `json:"containerPort"`
 	HostPort      *int   `json:"hostPort"`
 	Protocol      string `json:"protocol"`
+	HostIP        string `json:"hostIP"`
 }
 
 type rawMount struct {
@@ -80,6 +168,10 @@ type rawMount struct {
 type rawResources struct {
 	Memory *quantity `json:"memory"`
 	CPUs   *quantity `json:"cpus"`
+	// Pids bounds the number of processes; MemoryReservation is a soft
+	// memory limit.
+	Pids              *int      `json:"pids"`
+	MemoryReservation *quantity `json:"memoryReservation"`
 }
 
 type rawReadiness struct {
@@ -104,19 +196,30 @@ type rawTCPSocket struct {
 
 type rawExec struct {
 	Command []string `json:"command"`
+	Shell   bool     `json:"shell"`
 }
 
 type rawUpdate struct {
-	Strategy       string `json:"strategy"`
-	MaxSurge       *int   `json:"maxSurge"`
-	MaxUnavailable *int   `json:"maxUnavailable"`
+	Strategy       string    `json:"strategy"`
+	MaxSurge       *int      `json:"maxSurge"`
+	MaxUnavailable *int      `json:"maxUnavailable"`
+	Delay          *duration `json:"delay"`
 }
 
 type rawNetworkSpec struct {
-	Driver   string `json:"driver"`
-	Internal bool   `json:"internal"`
+	Driver     string            `json:"driver"`
+	Internal   bool              `json:"internal"`
+	Attachable bool              `json:"attachable"`
+	EnableIPv6 bool              `json:"enableIPv6"`
+	DriverOpts map[string]string `json:"driverOpts"`
+	// External: the network exists under Name (default metadata.name).
+	External bool   `json:"external"`
+	Name     string `json:"name"`
 }
 
 type rawVolumeSpec struct {
-	Driver string `json:"driver"`
+	Driver     string            `json:"driver"`
+	DriverOpts map[string]string `json:"driverOpts"`
+	External   bool              `json:"external"`
+	Name       string            `json:"name"`
 }

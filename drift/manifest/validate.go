@@ -1,11 +1,15 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/netip"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/distribution/reference"
 )
@@ -140,7 +144,50 @@ func validateService(c *collector, app string, o *object) {
 		r.errorf("spec.image", "invalid image reference %q: %v", raw.Image, err)
 	}
 	r.intRange("spec.replicas", raw.Replicas, 0, int(^uint(0)>>1))
+	validateEnv(r, raw)
+	validatePorts(r, raw)
+	validateNetworkList(r, raw)
+	mounts := validateVolumeMounts(r, raw)
+	if res := raw.Resources; res != nil {
+		validateResources(r, res)
+	}
+	if rd := raw.Readiness; rd != nil {
+		validateReadiness(r, rd)
+		validateReadinessWith(r, raw)
+	}
+	if raw.Restart != "" && raw.Restart != RestartAlways && raw.Restart != RestartOnFailure && raw.Restart != RestartNever {
+		r.errorf("spec.restart", "must be always, on-failure or never, got %q", raw.Restart)
+	}
+	if u := raw.Update; u != nil {
+		validateUpdate(r, u, spec.Update)
+	}
+	validateDependsOn(r, raw, o.name)
+	r.intRange("spec.stopGracePeriodSeconds", raw.StopGracePeriodSeconds, 0, maxSeconds)
+	validateProcess(r, raw)
+	validateNetworking(r, raw)
+	validateMounts(r, raw, mounts)
+	validateSecurity(r, raw)
+	validateLimits(r, raw)
 
+	if ValidName(o.name) {
+		// The highest slot gives the longest name (slots are 1-based).
+		name := ContainerName(app, o.name, max(spec.Replicas, 1))
+		if len(name) > maxDNSLabel || !dockerName.MatchString(name) {
+			r.errorf("metadata.name", "container name %q would be longer than %d characters (Docker's DNS limit): shorten the app or service name", name, maxDNSLabel)
+		}
+	}
+
+	o.service = Service{
+		Name:   o.name,
+		Labels: o.labels,
+		Spec:   spec,
+		Hash:   HashService(o.labels, spec),
+		Source: o.source(),
+		Fields: serviceFields(o.doc, raw, spec),
+	}
+}
+
+func validateEnv(r reporter, raw *rawServiceSpec) {
 	for _, k := range sortedKeys(raw.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			r.errorf(childPath("spec.env", k), "invalid variable name %q: must not be empty or contain '='", k)
@@ -158,8 +205,10 @@ func validateService(c *collector, app string, o *object) {
 			r.errorf(p, "%q is not set in spec.env: add its value there", k)
 		}
 	}
+}
 
-	seen = map[string]int{}
+func validatePorts(r reporter, raw *rawServiceSpec) {
+	seen := map[string]int{}
 	for i, p := range raw.Ports {
 		pp := indexPath("spec.ports", i)
 		if p.ContainerPort == nil {
@@ -173,6 +222,7 @@ func validateService(c *collector, app string, o *object) {
 		if p.Protocol != "" && p.Protocol != "tcp" && p.Protocol != "udp" {
 			r.errorf(pp+".protocol", "must be tcp or udp, got %q", p.Protocol)
 		}
+		validateHostIP(r, pp, p)
 		np := normalizePort(p)
 		key := fmt.Sprintf("%d/%s", np.ContainerPort, np.Protocol)
 		if j, dup := seen[key]; dup && p.ContainerPort != nil {
@@ -181,8 +231,21 @@ func validateService(c *collector, app string, o *object) {
 			seen[key] = i
 		}
 	}
+}
 
-	seen = map[string]int{}
+func validateHostIP(r reporter, pp string, p rawPort) {
+	if p.HostIP == "" {
+		return
+	}
+	if _, err := netip.ParseAddr(p.HostIP); err != nil {
+		r.errorf(pp+".hostIP", "invalid IP address %q", p.HostIP)
+	} else if p.HostPort == nil {
+		r.errorf(pp+".hostIP", "only applies with hostPort")
+	}
+}
+
+func validateNetworkList(r reporter, raw *rawServiceSpec) {
+	seen := map[string]int{}
 	for i, n := range raw.Networks {
 		p := indexPath("spec.networks", i)
 		if j, dup := seen[n]; dup {
@@ -190,8 +253,13 @@ func validateService(c *collector, app string, o *object) {
 		}
 		seen[n] = i
 	}
+}
 
-	seen = map[string]int{}
+// validateVolumeMounts checks the volume mounts and returns the mount
+// paths they use (clean path -> field), for the other kinds of mounts.
+func validateVolumeMounts(r reporter, raw *rawServiceSpec) map[string]string {
+	mounts := map[string]string{}
+	seen := map[string]int{}
 	for i, v := range raw.Volumes {
 		vp := indexPath("spec.volumes", i)
 		if v.Name == "" {
@@ -206,85 +274,77 @@ func validateService(c *collector, app string, o *object) {
 			clean := path.Clean(v.MountPath)
 			if j, dup := seen[clean]; dup {
 				r.errorf(vp+".mountPath", "%q is already mounted by spec.volumes[%d]", v.MountPath, j)
+			} else {
+				mounts[clean] = vp
 			}
 			seen[clean] = i
 		}
 	}
+	return mounts
+}
 
-	if res := raw.Resources; res != nil {
-		if res.Memory != nil {
-			if b, err := ParseMemory(string(*res.Memory)); err != nil {
-				r.errorf("spec.resources.memory", "%v", err)
-			} else if b > 0 && b < minMemory {
-				r.errorf("spec.resources.memory", "must be at least 6Mi (Docker's minimum), or 0 for no limit")
-			}
-		}
-		if res.CPUs != nil {
-			if _, err := ParseCPUs(string(*res.CPUs)); err != nil {
-				r.errorf("spec.resources.cpus", "%v", err)
-			}
+func validateResources(r reporter, res *rawResources) {
+	if res.Memory != nil {
+		if b, err := ParseMemory(string(*res.Memory)); err != nil {
+			r.errorf("spec.resources.memory", "%v", err)
+		} else if b > 0 && b < minMemory {
+			r.errorf("spec.resources.memory", "must be at least 6Mi (Docker's minimum), or 0 for no limit")
 		}
 	}
-
-	if rd := raw.Readiness; rd != nil {
-		validateReadiness(r, rd)
-	}
-
-	if raw.Restart != "" && raw.Restart != RestartAlways && raw.Restart != RestartOnFailure && raw.Restart != RestartNever {
-		r.errorf("spec.restart", "must be always, on-failure or never, got %q", raw.Restart)
-	}
-
-	if u := raw.Update; u != nil {
-		switch u.Strategy {
-		case "", StrategyRolling:
-			r.intRange("spec.update.maxSurge", u.MaxSurge, 0, 1<<20)
-			r.intRange("spec.update.maxUnavailable", u.MaxUnavailable, 0, 1<<20)
-			if spec.Update.MaxSurge == 0 && spec.Update.MaxUnavailable == 0 {
-				field := "spec.update.maxSurge"
-				if u.MaxSurge == nil {
-					field = "spec.update.maxUnavailable"
-				}
-				r.errorf(field, "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
-			}
-		case StrategyRecreate:
-			if u.MaxSurge != nil {
-				r.errorf("spec.update.maxSurge", "only applies to strategy rolling")
-			}
-			if u.MaxUnavailable != nil {
-				r.errorf("spec.update.maxUnavailable", "only applies to strategy rolling")
-			}
-		default:
-			r.errorf("spec.update.strategy", "must be rolling or recreate, got %q", u.Strategy)
+	if res.CPUs != nil {
+		if _, err := ParseCPUs(string(*res.CPUs)); err != nil {
+			r.errorf("spec.resources.cpus", "%v", err)
 		}
 	}
+	validateResourceExtras(r, res)
+}
 
-	seen = map[string]int{}
+// validateReadinessWith checks readiness against the rest of the spec.
+func validateReadinessWith(r reporter, raw *rawServiceSpec) {
+	rd := raw.Readiness
+	if rd.Exec != nil && raw.Healthcheck != nil {
+		r.errorf("spec.healthcheck", "readiness.exec is also a Docker healthcheck: use one of them")
+	}
+	if (rd.HTTPGet != nil || rd.TCPSocket != nil) && (raw.NetworkMode == NetworkHost || raw.NetworkMode == NetworkNone) {
+		r.errorf("spec.readiness", "httpGet and tcpSocket probes need the container's own network address, which networkMode %s does not give: use exec readiness or a healthcheck", raw.NetworkMode)
+	}
+}
+
+func validateUpdate(r reporter, u *rawUpdate, normalized Update) {
+	switch u.Strategy {
+	case "", StrategyRolling:
+		r.intRange("spec.update.maxSurge", u.MaxSurge, 0, 1<<20)
+		r.intRange("spec.update.maxUnavailable", u.MaxUnavailable, 0, 1<<20)
+		if normalized.MaxSurge == 0 && normalized.MaxUnavailable == 0 {
+			field := "spec.update.maxSurge"
+			if u.MaxSurge == nil {
+				field = "spec.update.maxUnavailable"
+			}
+			r.errorf(field, "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
+		}
+	case StrategyRecreate:
+		if u.MaxSurge != nil {
+			r.errorf("spec.update.maxSurge", "only applies to strategy rolling")
+		}
+		if u.MaxUnavailable != nil {
+			r.errorf("spec.update.maxUnavailable", "only applies to strategy rolling")
+		}
+	default:
+		r.errorf("spec.update.strategy", "must be rolling or recreate, got %q", u.Strategy)
+	}
+}
+
+func validateDependsOn(r reporter, raw *rawServiceSpec, self string) {
+	seen := map[string]int{}
 	for i, d := range raw.DependsOn {
 		p := indexPath("spec.dependsOn", i)
 		switch j, dup := seen[d]; {
-		case d == o.name:
+		case d == self:
 			r.errorf(p, "a service cannot depend on itself")
 		case dup:
 			r.errorf(p, "%q is already listed at spec.dependsOn[%d]", d, j)
 		}
 		seen[d] = i
-	}
-	r.intRange("spec.stopGracePeriodSeconds", raw.StopGracePeriodSeconds, 0, maxSeconds)
-
-	if ValidName(o.name) {
-		// The highest slot gives the longest name (slots are 1-based).
-		name := ContainerName(app, o.name, max(spec.Replicas, 1))
-		if len(name) > maxDNSLabel || !dockerName.MatchString(name) {
-			r.errorf("metadata.name", "container name %q would be longer than %d characters (Docker's DNS limit): shorten the app or service name", name, maxDNSLabel)
-		}
-	}
-
-	o.service = Service{
-		Name:   o.name,
-		Labels: o.labels,
-		Spec:   spec,
-		Hash:   HashService(o.labels, spec),
-		Source: o.source(),
 	}
 }
 
@@ -333,7 +393,23 @@ func validateReadiness(r reporter, rd *rawReadiness) {
 func validateNetwork(c *collector, o *object) {
 	r := reporter{c, o.doc}
 	spec := normalizeNetwork(o.networkRaw)
-	if !driverName.MatchString(spec.Driver) {
+	if raw := o.networkRaw; raw != nil {
+		var managed []string
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}} {
+			if f.set {
+				managed = append(managed, f.name)
+			}
+		}
+		validateExternal(r, o, "network", raw.External, raw.Name, managed)
+		validateDriverOpts(r, raw.DriverOpts)
+	}
+	if spec.External && spec.ExternalName == "" {
+		spec.ExternalName = o.name
+	}
+	if !spec.External && !driverName.MatchString(spec.Driver) {
 		r.errorf("spec.driver", "invalid driver name %q", spec.Driver)
 	}
 	o.network = Network{
@@ -348,7 +424,21 @@ func validateNetwork(c *collector, o *object) {
 func validateVolume(c *collector, o *object) {
 	r := reporter{c, o.doc}
 	spec := normalizeVolume(o.volumeRaw)
-	if !driverName.MatchString(spec.Driver) {
+	if raw := o.volumeRaw; raw != nil {
+		var managed []string
+		if raw.Driver != "" {
+			managed = append(managed, "driver")
+		}
+		if len(raw.DriverOpts) > 0 {
+			managed = append(managed, "driverOpts")
+		}
+		validateExternal(r, o, "volume", raw.External, raw.Name, managed)
+		validateDriverOpts(r, raw.DriverOpts)
+	}
+	if spec.External && spec.ExternalName == "" {
+		spec.ExternalName = o.name
+	}
+	if !spec.External && !driverName.MatchString(spec.Driver) {
 		r.errorf("spec.driver", "invalid driver name %q", spec.Driver)
 	}
 	o.volume = Volume{
@@ -357,6 +447,34 @@ func validateVolume(c *collector, o *object) {
 		Spec:   spec,
 		Hash:   HashVolume(o.labels, spec),
 		Source: o.source(),
+	}
+}
+
+// validateExternal checks the fields of an external network or volume:
+// driftless never creates it, so only its Docker name means something.
+func validateExternal(r reporter, o *object, kind string, external bool, name string, managed []string) {
+	if !external {
+		if name != "" {
+			r.errorf("spec.name", "only applies with external: true (driftless names its own %ss <app>-<name>)", kind)
+		}
+		return
+	}
+	if name != "" && !dockerName.MatchString(name) {
+		r.errorf("spec.name", "invalid Docker %s name %q", kind, name)
+	}
+	for _, f := range managed {
+		r.errorf("spec."+f, "does not apply to an external %s: driftless never creates or changes it", kind)
+	}
+	if len(o.labels) > 0 {
+		r.errorf("metadata.labels", "are not applied to an external %s: driftless never creates or changes it", kind)
+	}
+}
+
+func validateDriverOpts(r reporter, opts map[string]string) {
+	for _, k := range sortedKeys(opts) {
+		if k == "" {
+			r.errorf("spec.driverOpts", "option names must not be empty")
+		}
 	}
 }
 
@@ -503,4 +621,490 @@ func reportCycles(c *collector, services map[string]*object) {
 			visit(name)
 		}
 	}
+}
+
+// ---- fields shared with compose files ----
+
+func validateResourceExtras(r reporter, res *rawResources) {
+	r.intRange("spec.resources.pids", res.Pids, 0, 1<<22)
+	if res.MemoryReservation == nil {
+		return
+	}
+	b, err := ParseMemory(string(*res.MemoryReservation))
+	if err != nil {
+		r.errorf("spec.resources.memoryReservation", "%v", err)
+		return
+	}
+	if res.Memory != nil {
+		if limit, err := ParseMemory(string(*res.Memory)); err == nil && limit > 0 && b > limit {
+			r.errorf("spec.resources.memoryReservation", "must not exceed resources.memory (%s)", FormatMemory(limit))
+		}
+	}
+}
+
+func (r reporter) duration(field string, v *duration, min time.Duration) {
+	if v == nil {
+		return
+	}
+	d, err := ParseDuration(string(*v))
+	switch {
+	case err != nil:
+		r.errorf(field, "%v", err)
+	case d != 0 && d < min:
+		r.errorf(field, "must be 0 or at least %s", min)
+	}
+}
+
+// validateProcess checks what the process runs as and how it is started,
+// stopped and checked.
+func validateProcess(r reporter, raw *rawServiceSpec) {
+	if raw.User != "" && !ValidUser(raw.User) {
+		r.errorf("spec.user", "invalid user %q: write name, uid, name:group or uid:gid", raw.User)
+	}
+	if raw.WorkingDir != "" && !path.IsAbs(raw.WorkingDir) {
+		r.errorf("spec.workingDir", "must be an absolute path, got %q", raw.WorkingDir)
+	}
+	if raw.Hostname != "" && (!ValidHostname(raw.Hostname) || len(raw.Hostname) > maxDNSLabel) {
+		r.errorf("spec.hostname", "invalid host name %q: letters, digits, '-' and '.', at most 63 characters", raw.Hostname)
+	}
+	if raw.Domainname != "" && !ValidHostname(raw.Domainname) {
+		r.errorf("spec.domainname", "invalid domain name %q", raw.Domainname)
+	}
+	if raw.StopSignal != nil {
+		if _, err := ParseSignal(string(*raw.StopSignal)); err != nil {
+			r.errorf("spec.stopSignal", "%v", err)
+		}
+	}
+	validateLifecycle(r, raw)
+}
+
+// validateLifecycle checks restarts, startup conditions, update pacing,
+// the healthcheck and logging.
+func validateLifecycle(r reporter, raw *rawServiceSpec) {
+	if raw.RestartMaxRetries != nil {
+		r.intRange("spec.restartMaxRetries", raw.RestartMaxRetries, 0, 1<<20)
+		if raw.Restart != RestartOnFailure {
+			r.errorf("spec.restartMaxRetries", "only applies with restart: on-failure")
+		}
+	}
+	for _, dep := range sortedKeys(raw.DependsOnCondition) {
+		field := childPath("spec.dependsOnCondition", dep)
+		switch cond := raw.DependsOnCondition[dep]; {
+		case cond != DependsStarted && cond != DependsHealthy && cond != DependsCompleted:
+			r.errorf(field, "must be started, healthy or completed, got %q", cond)
+		case !slices.Contains(raw.DependsOn, dep):
+			r.errorf(field, "%q is not in spec.dependsOn: add it there", dep)
+		}
+	}
+	if u := raw.Update; u != nil && u.Delay != nil {
+		r.duration("spec.update.delay", u.Delay, 0)
+		if u.Strategy == StrategyRecreate {
+			r.errorf("spec.update.delay", "only applies to strategy rolling")
+		}
+	}
+	if h := raw.Healthcheck; h != nil {
+		validateHealthcheck(r, h)
+	}
+	if l := raw.Logging; l != nil {
+		validateLogging(r, l)
+	}
+}
+
+func validateLogging(r reporter, l *rawLogging) {
+	if l.Driver != "" && !driverName.MatchString(l.Driver) {
+		r.errorf("spec.logging.driver", "invalid driver name %q", l.Driver)
+	}
+	for _, k := range sortedKeys(l.Options) {
+		if k == "" {
+			r.errorf("spec.logging.options", "option names must not be empty")
+		}
+	}
+}
+
+func validateHealthcheck(r reporter, h *rawHealthcheck) {
+	const hp = "spec.healthcheck"
+	if h.Disable {
+		if len(h.Test) > 0 || h.Interval != nil || h.Timeout != nil || h.StartPeriod != nil || h.StartInterval != nil || h.Retries != nil {
+			r.errorf(hp+".disable", "turns the image's healthcheck off: remove the other healthcheck fields")
+		}
+		return
+	}
+	switch {
+	case len(h.Test) == 0:
+		r.errorf(hp+".test", "is required (or set disable: true)")
+	case h.Test[0] == "CMD":
+		if len(h.Test) < 2 {
+			r.errorf(hp+".test", "CMD needs a command: [CMD, program, args...]")
+		}
+	case h.Test[0] == "CMD-SHELL":
+		if len(h.Test) != 2 {
+			r.errorf(hp+".test", "CMD-SHELL takes exactly one command line: [CMD-SHELL, \"line\"]")
+		}
+	case h.Test[0] == "NONE":
+		r.errorf(hp+".test", "write disable: true to turn the image's healthcheck off")
+	default:
+		r.errorf(hp+".test[0]", "must be CMD or CMD-SHELL, got %q", h.Test[0])
+	}
+	// Docker's minimum for the intervals is one millisecond.
+	r.duration(hp+".interval", h.Interval, time.Millisecond)
+	r.duration(hp+".timeout", h.Timeout, time.Millisecond)
+	r.duration(hp+".startPeriod", h.StartPeriod, time.Millisecond)
+	r.duration(hp+".startInterval", h.StartInterval, time.Millisecond)
+	r.intRange(hp+".retries", h.Retries, 0, 1000)
+}
+
+// validateNetworking checks network mode, aliases and name resolution.
+func validateNetworking(r reporter, raw *rawServiceSpec) {
+	switch raw.NetworkMode {
+	case "", NetworkBridge, NetworkNone, NetworkHost:
+	default:
+		r.errorf("spec.networkMode", "must be bridge, none or host, got %q", raw.NetworkMode)
+	}
+	if raw.NetworkMode != "" {
+		if len(raw.Networks) > 0 {
+			r.errorf("spec.networks", "must be empty with networkMode %s: the container joins no app network", raw.NetworkMode)
+		}
+		if len(raw.Aliases) > 0 {
+			r.errorf("spec.aliases", "network aliases need app networks; networkMode %s has none", raw.NetworkMode)
+		}
+		if len(raw.Ports) > 0 && raw.NetworkMode != NetworkBridge {
+			r.errorf("spec.ports", "cannot publish ports with networkMode %s", raw.NetworkMode)
+		}
+		if raw.Hostname != "" && raw.NetworkMode == NetworkHost {
+			r.errorf("spec.hostname", "the host's network namespace has the host's name: remove hostname or networkMode host")
+		}
+	}
+	validateAliases(r, raw)
+	validateResolution(r, raw)
+}
+
+func validateAliases(r reporter, raw *rawServiceSpec) {
+	joined := raw.Networks
+	if len(joined) == 0 {
+		joined = []string{DefaultNetwork}
+	}
+	for _, n := range sortedKeys(raw.Aliases) {
+		field := childPath("spec.aliases", n)
+		if raw.NetworkMode == "" && !slices.Contains(joined, n) {
+			r.errorf(field, "the service does not join network %q: aliases must name one of spec.networks", n)
+		}
+		for i, a := range raw.Aliases[n] {
+			if !ValidHostname(a) {
+				r.errorf(indexPath(field, i), "invalid alias %q: must be a host name", a)
+			}
+		}
+	}
+}
+
+// validateResolution checks name resolution and the MAC address.
+func validateResolution(r reporter, raw *rawServiceSpec) {
+	for i, e := range raw.ExtraHosts {
+		if err := CheckExtraHost(e); err != nil {
+			r.errorf(indexPath("spec.extraHosts", i), "%v", err)
+		}
+	}
+	for i, d := range raw.DNS {
+		if _, err := netip.ParseAddr(d); err != nil {
+			r.errorf(indexPath("spec.dns", i), "invalid DNS server %q: must be an IP address", d)
+		}
+	}
+	for i, d := range raw.DNSSearch {
+		if !ValidHostname(d) {
+			r.errorf(indexPath("spec.dnsSearch", i), "invalid search domain %q", d)
+		}
+	}
+	for i, d := range raw.DNSOptions {
+		if strings.TrimSpace(d) == "" || strings.ContainsAny(d, " \t\n") {
+			r.errorf(indexPath("spec.dnsOptions", i), "invalid resolver option %q: one word such as ndots:2", d)
+		}
+	}
+	if raw.MacAddress != "" {
+		if err := CheckMAC(raw.MacAddress); err != nil {
+			r.errorf("spec.macAddress", "%v", err)
+		}
+		if raw.NetworkMode == NetworkHost || raw.NetworkMode == NetworkNone {
+			r.errorf("spec.macAddress", "does not apply with networkMode %s", raw.NetworkMode)
+		}
+	}
+}
+
+// mountPath checks a mount target and that nothing else mounts there.
+func (r reporter) mountPath(field, p string, mounts map[string]string) {
+	switch {
+	case p == "":
+		r.required(field)
+	case !path.IsAbs(p):
+		r.errorf(field, "must be an absolute path, got %q", p)
+	default:
+		clean := path.Clean(p)
+		if prev, dup := mounts[clean]; dup {
+			r.errorf(field, "%q is already mounted by %s", p, prev)
+			return
+		}
+		mounts[clean] = parentPath(field)
+	}
+}
+
+// validateMounts checks binds and tmpfs mounts.
+func validateMounts(r reporter, raw *rawServiceSpec, mounts map[string]string) {
+	for i, b := range raw.Binds {
+		validateBind(r, indexPath("spec.binds", i), b, mounts)
+	}
+	for i, t := range raw.Tmpfs {
+		tp := indexPath("spec.tmpfs", i)
+		r.mountPath(tp+".mountPath", t.MountPath, mounts)
+		if t.Size != nil {
+			if _, err := ParseMemory(string(*t.Size)); err != nil {
+				r.errorf(tp+".size", "%v", err)
+			}
+		}
+		if t.Mode != nil {
+			if _, err := parseMode(string(*t.Mode)); err != nil {
+				r.errorf(tp+".mode", "%v", err)
+			}
+		}
+	}
+}
+
+func validateBind(r reporter, bp string, b rawBind, mounts map[string]string) {
+	switch {
+	case b.HostPath != "" && b.RepoPath != "":
+		r.errorf(bp, "has hostPath and repoPath: use exactly one")
+	case b.HostPath == "" && b.RepoPath == "":
+		r.errorf(bp, "needs hostPath (an absolute path on the host) or repoPath (a path in the repository)")
+	case b.HostPath != "":
+		if !path.IsAbs(b.HostPath) {
+			r.errorf(bp+".hostPath", "must be an absolute path, got %q: a relative path is repoPath", b.HostPath)
+		}
+	default:
+		if _, err := CleanRepoPath(b.RepoPath); err != nil {
+			r.errorf(bp+".repoPath", "%v", err)
+		}
+		if b.ReadOnly != nil && !*b.ReadOnly {
+			r.errorf(bp+".readOnly", "repository files are always mounted read-only: they are shared by every replica and revision with the same content")
+		}
+		if b.CreateHostPath {
+			r.errorf(bp+".createHostPath", "only applies to hostPath")
+		}
+		if b.SELinux == "Z" {
+			r.errorf(bp+".selinux", "Z would relabel repository files shared with other containers for this one only: use z")
+		}
+	}
+	r.mountPath(bp+".mountPath", b.MountPath, mounts)
+	if b.Propagation != "" && !slices.Contains(propagations, b.Propagation) {
+		r.errorf(bp+".propagation", "must be one of %s, got %q", strings.Join(propagations, ", "), b.Propagation)
+	}
+	if b.SELinux != "" && b.SELinux != "z" && b.SELinux != "Z" {
+		r.errorf(bp+".selinux", "must be z (shared label) or Z (private label), got %q", b.SELinux)
+	}
+}
+
+// validateSecurity checks privileges, capabilities, devices and namespaces.
+func validateSecurity(r reporter, raw *rawServiceSpec) {
+	validateCapabilities(r, raw)
+	for i, o := range raw.SecurityOpt {
+		if !strings.ContainsAny(o, "=:") && o != "no-new-privileges" {
+			r.errorf(indexPath("spec.securityOpt", i), "invalid security option %q: write key=value (seccomp=..., apparmor=..., label=...) or no-new-privileges", o)
+		}
+	}
+	for i, d := range raw.Devices {
+		dp := indexPath("spec.devices", i)
+		switch {
+		case d.HostPath == "":
+			r.required(dp + ".hostPath")
+		case !path.IsAbs(d.HostPath):
+			r.errorf(dp+".hostPath", "must be an absolute path, got %q", d.HostPath)
+		}
+		if d.ContainerPath != "" && !path.IsAbs(d.ContainerPath) {
+			r.errorf(dp+".containerPath", "must be an absolute path, got %q", d.ContainerPath)
+		}
+		if p := d.Permissions; p != "" && (strings.Trim(p, "rwm") != "" || len(p) > 3) {
+			r.errorf(dp+".permissions", "must be made of r, w and m, got %q", p)
+		}
+	}
+	for i, g := range raw.GroupAdd {
+		if !ValidUser(string(g)) || strings.Contains(string(g), ":") {
+			r.errorf(indexPath("spec.groupAdd", i), "invalid group %q: a group name or gid", g)
+		}
+	}
+	if raw.PID != "" && raw.PID != "host" {
+		r.errorf("spec.pid", "must be host (or absent for the container's own), got %q", raw.PID)
+	}
+	switch raw.IPC {
+	case "", "host", "private", "shareable":
+	default:
+		r.errorf("spec.ipc", "must be host, private or shareable, got %q", raw.IPC)
+	}
+}
+
+// validateCapabilities checks capAdd and capDrop: known names, no
+// duplicates (after normalizing case and CAP_).
+func validateCapabilities(r reporter, raw *rawServiceSpec) {
+	for _, list := range []struct {
+		field string
+		caps  []string
+	}{{"spec.capAdd", raw.CapAdd}, {"spec.capDrop", raw.CapDrop}} {
+		seen := map[string]int{}
+		for i, c := range list.caps {
+			p, n := indexPath(list.field, i), NormalizeCapability(c)
+			if !ValidCapability(n) {
+				r.errorf(p, "unknown capability %q: use a Linux capability such as NET_ADMIN (CAP_ prefix optional) or ALL", c)
+				continue
+			}
+			if j, dup := seen[n]; dup {
+				r.errorf(p, "%s is already listed at %s[%d]", n, list.field, j)
+			}
+			seen[n] = i
+		}
+	}
+}
+
+// validateLimits checks kernel parameters and resource limits.
+func validateLimits(r reporter, raw *rawServiceSpec) {
+	for _, k := range sortedKeys(raw.Sysctls) {
+		if err := CheckSysctl(k, raw.NetworkMode); err != nil {
+			r.errorf(childPath("spec.sysctls", k), "%v", err)
+		}
+	}
+	seen := map[string]int{}
+	for i, u := range raw.Ulimits {
+		up := indexPath("spec.ulimits", i)
+		switch j, dup := seen[u.Name]; {
+		case u.Name == "":
+			r.required(up + ".name")
+		case !slices.Contains(ulimitNames, u.Name):
+			r.errorf(up+".name", "unknown limit %q: one of %s", u.Name, strings.Join(ulimitNames, ", "))
+		case dup:
+			r.errorf(up+".name", "%s is already limited at spec.ulimits[%d]", u.Name, j)
+		}
+		seen[u.Name] = i
+		if u.Soft == nil {
+			r.required(up + ".soft")
+		}
+		r.intRange(up+".soft", u.Soft, -1, 1<<62)
+		r.intRange(up+".hard", u.Hard, -1, 1<<62)
+		if u.Soft != nil && u.Hard != nil && ulimitAbove(*u.Soft, *u.Hard) {
+			r.errorf(up+".soft", "soft limit %d is above the hard limit %d", *u.Soft, *u.Hard)
+		}
+	}
+	if raw.ShmSize != nil {
+		if _, err := ParseMemory(string(*raw.ShmSize)); err != nil {
+			r.errorf("spec.shmSize", "%v", err)
+		}
+	}
+}
+
+// ulimitNames are the resource limits Docker knows (setrlimit without
+// RLIMIT_, lower case).
+var ulimitNames = []string{
+	"as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc", "rss",
+	"rtprio", "rttime", "sigpending", "stack",
+}
+
+// ulimitAbove reports soft > hard, where -1 is unlimited.
+func ulimitAbove(soft, hard int) bool {
+	switch {
+	case hard == -1:
+		return false
+	case soft == -1:
+		return true
+	}
+	return soft > hard
+}
+
+// serviceFields locates the spec's fields by model path for messages about
+// the normalized spec (the host-power policy): every top-level field
+// written in the document, and the items of the lists the policy checks,
+// at their index in the normalized (sorted) spec.
+func serviceFields(doc *docCtx, raw *rawServiceSpec, spec ServiceSpec) map[string]FieldRef {
+	fields := map[string]FieldRef{}
+	add := func(model, written string) {
+		if pos, ok := doc.pos[written]; ok {
+			fields[model] = FieldRef{Pos: pos, Field: written}
+		}
+	}
+	for written := range doc.pos {
+		if key, ok := strings.CutPrefix(written, "spec."); ok && plainKey.MatchString(key) {
+			add(key, written)
+		}
+	}
+	add("shmSizeBytes", "spec.shmSize")
+	for i, b := range raw.Binds {
+		if j := slices.IndexFunc(spec.Binds, func(m BindMount) bool { return m.MountPath == b.MountPath }); j >= 0 {
+			add(indexPath("binds", j), indexPath("spec.binds", i))
+		}
+	}
+	for i, d := range raw.Devices {
+		target := orDefaultString(d.ContainerPath, d.HostPath)
+		if j := slices.IndexFunc(spec.Devices, func(m Device) bool { return m.ContainerPath == target && m.HostPath == d.HostPath }); j >= 0 {
+			add(indexPath("devices", j), indexPath("spec.devices", i))
+		}
+	}
+	for i, c := range raw.CapAdd {
+		if j := slices.Index(spec.CapAdd, NormalizeCapability(c)); j >= 0 {
+			if _, done := fields[indexPath("capAdd", j)]; !done {
+				add(indexPath("capAdd", j), indexPath("spec.capAdd", i))
+			}
+		}
+	}
+	for i := range raw.SecurityOpt {
+		add(indexPath("securityOpt", i), indexPath("spec.securityOpt", i))
+	}
+	return fields
+}
+
+// ResolveRepoBinds reads the repository content of every bind mount with a
+// RepoPath from the revision (fsys, the app directory at root), records its
+// ContentHash in the spec (so changed content rolls the service; the
+// service's Hash is recomputed) and keeps the content in app.Content.
+// Both front ends' apps go through it after parsing. Problems come back as
+// an ErrorList located where the mount is declared.
+func ResolveRepoBinds(fsys fs.FS, root string, app *App) error {
+	var errs ErrorList
+	for i := range app.Services {
+		svc := &app.Services[i]
+		changed := false
+		for j := range svc.Spec.Binds {
+			b := &svc.Spec.Binds[j]
+			if b.RepoPath == "" {
+				continue
+			}
+			tree, err := readBindTree(fsys, root, b.RepoPath)
+			if err != nil {
+				ref := svc.Field(indexPath("binds", j))
+				errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: err.Error()})
+				continue
+			}
+			b.ContentHash = tree.Hash()
+			if app.Content == nil {
+				app.Content = map[string]*RepoTree{}
+			}
+			app.Content[b.ContentHash] = tree
+			changed = true
+		}
+		if changed {
+			svc.Hash = HashService(svc.Labels, svc.Spec)
+		}
+	}
+	if len(errs) > 0 {
+		return (&collector{errs: errs}).sorted()
+	}
+	return nil
+}
+
+func readBindTree(fsys fs.FS, root, repoPath string) (*RepoTree, error) {
+	clean, err := CleanRepoPath(repoPath)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := ReadRepoTree(fsys, path.Join(root, clean))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("repoPath %s does not exist in this revision", clean)
+	case errors.Is(err, ErrTreeTooLarge):
+		return nil, fmt.Errorf("repoPath %s holds more than %d MiB: mount config files, not data (use a volume)", clean, MaxRepoTreeBytes>>20)
+	case err != nil:
+		return nil, fmt.Errorf("reading repoPath %s: %v", clean, err)
+	}
+	return tree, nil
 }

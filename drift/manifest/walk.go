@@ -80,8 +80,9 @@ type walker struct {
 
 var (
 	quantityType = reflect.TypeOf(quantity(""))
+	durationType = reflect.TypeOf(duration(""))
+	scalarType   = reflect.TypeOf(scalar(""))
 	ignoredType  = reflect.TypeOf(ignored{})
-	stringType   = reflect.TypeOf("")
 )
 
 func (w *walker) fail(n *yaml.Node, field, format string, args ...any) {
@@ -122,13 +123,43 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool
 		w.fail(n, path, "must be a quantity such as 512Mi or \"0.5\", got %s", describe(n))
 		return nil, false
 	}
-	switch t.Kind() {
-	case reflect.Struct:
+	switch {
+	case t == durationType, t == scalarType:
+		return w.walkText(n, t, path, tag)
+	case t.Kind() == reflect.Struct:
 		return w.walkStruct(n, t, path)
-	case reflect.Map:
+	case t.Kind() == reflect.Map:
 		return w.walkMap(n, t, path)
-	case reflect.Slice:
+	case t.Kind() == reflect.Slice:
 		return w.walkSlice(n, t, path)
+	case t.Kind() == reflect.String, t.Kind() == reflect.Int, t.Kind() == reflect.Bool:
+		return w.walkScalar(n, t.Kind(), path, tag)
+	}
+	// Only reachable if a raw type grows a field kind the walker lacks.
+	w.fail(n, path, "internal error: unsupported schema type %s", t)
+	return nil, false
+}
+
+// walkText passes through the text of a duration or a string-or-integer
+// scalar.
+func (w *walker) walkText(n *yaml.Node, t reflect.Type, path, tag string) (any, bool) {
+	if t == durationType {
+		if n.Kind == yaml.ScalarNode && tag == "!!str" {
+			return n.Value, true
+		}
+		w.fail(n, path, "must be a duration such as 10s, 1m30s or 500ms, got %s", describe(n))
+		return nil, false
+	}
+	if n.Kind == yaml.ScalarNode && (tag == "!!str" || tag == "!!int") {
+		return n.Value, true
+	}
+	w.fail(n, path, "must be a string or an integer, got %s", describe(n))
+	return nil, false
+}
+
+// walkScalar checks a string, integer or boolean.
+func (w *walker) walkScalar(n *yaml.Node, kind reflect.Kind, path, tag string) (any, bool) {
+	switch kind {
 	case reflect.String:
 		if n.Kind == yaml.ScalarNode && tag == "!!str" {
 			return n.Value, true
@@ -150,18 +181,13 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool
 		}
 		w.fail(n, path, "must be an integer, got %s", describe(n))
 		return nil, false
-	case reflect.Bool:
-		if n.Kind == yaml.ScalarNode && tag == "!!bool" {
-			b, err := strconv.ParseBool(strings.ToLower(n.Value))
-			if err == nil {
-				return b, true
-			}
-		}
-		w.fail(n, path, "must be true or false, got %s", describe(n))
-		return nil, false
 	}
-	// Only reachable if a raw type grows a field kind the walker lacks.
-	w.fail(n, path, "internal error: unsupported schema type %s", t)
+	if n.Kind == yaml.ScalarNode && tag == "!!bool" {
+		if b, err := strconv.ParseBool(strings.ToLower(n.Value)); err == nil {
+			return b, true
+		}
+	}
+	w.fail(n, path, "must be true or false, got %s", describe(n))
 	return nil, false
 }
 
@@ -339,6 +365,10 @@ func want(t reflect.Type) string {
 	switch {
 	case t == quantityType:
 		return "a quantity"
+	case t == durationType:
+		return "a duration"
+	case t == scalarType:
+		return "a string or an integer"
 	case t.Kind() == reflect.Struct, t.Kind() == reflect.Map:
 		return "a mapping"
 	case t.Kind() == reflect.Slice:

@@ -1,0 +1,274 @@
+package deploy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/moby/moby/client"
+)
+
+// Repository bind mounts are never a mutable checkout: each content tree
+// (manifest.RepoTree, by its content hash) is written once, read-only, to
+// FilesDir/<hash>/, and every replica of every revision with the same
+// content mounts that directory read-only. A directory tree is the
+// directory itself; a single file is FilesDir/<hash>/file (a fixed name, so
+// the content hash alone names it whatever the mount path).
+
+// singleFileName is the name of a single-file tree inside its directory.
+const singleFileName = "file"
+
+// tmpPrefix marks a tree being written; it never takes part in a mount.
+const tmpPrefix = ".tmp-"
+
+// DefaultFilesDir is where repository files are materialized when Options
+// leave FilesDir empty: files/ in driftless's data directory
+// ($DRIFTLESS_DATA, $XDG_DATA_HOME/driftless or ~/.local/share/driftless,
+// as the CLI's --data default).
+func DefaultFilesDir() string {
+	data := os.Getenv("DRIFTLESS_DATA")
+	switch {
+	case data != "":
+	case os.Getenv("XDG_DATA_HOME") != "":
+		data = filepath.Join(os.Getenv("XDG_DATA_HOME"), "driftless")
+	default:
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(".driftless", "files")
+		}
+		data = filepath.Join(home, ".local", "share", "driftless")
+	}
+	return filepath.Join(data, "files")
+}
+
+// materializedPath is the host path a repository bind mounts: pure, it only
+// names the path materialize writes.
+func materializedPath(app *manifest.App, filesDir string, b manifest.BindMount) (string, error) {
+	tree := app.Content[b.ContentHash]
+	if b.ContentHash == "" || tree == nil {
+		return "", fmt.Errorf("the content of repoPath %s (mounted at %s) was not loaded with the app", b.RepoPath, b.MountPath)
+	}
+	if filesDir == "" {
+		return "", errors.New("no files directory for repository bind mounts (deploy.Options.FilesDir)")
+	}
+	dir := filepath.Join(filesDir, b.ContentHash)
+	if !tree.Dir {
+		return filepath.Join(dir, singleFileName), nil
+	}
+	return dir, nil
+}
+
+// materializeService writes the content of the service's repository binds
+// that is not yet on disk.
+func (e *Engine) materializeService(app *manifest.App, svc *manifest.Service) error {
+	for _, b := range svc.Spec.Binds {
+		if b.RepoPath == "" {
+			continue
+		}
+		tree := app.Content[b.ContentHash]
+		if tree == nil {
+			return fmt.Errorf("service %s: the content of repoPath %s was not loaded with the app", svc.Name, b.RepoPath)
+		}
+		if err := e.materialize(b.ContentHash, tree); err != nil {
+			return fmt.Errorf("service %s: repoPath %s: %w", svc.Name, b.RepoPath, err)
+		}
+	}
+	return nil
+}
+
+// materialize writes tree to FilesDir/<hash>/ once: into a temporary
+// directory beside it, synced and made read-only, then renamed into place,
+// so a directory under its final name is always complete. An existing one
+// is reused.
+func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
+	if e.opts.FilesDir == "" {
+		return errors.New("no files directory for repository bind mounts (deploy.Options.FilesDir)")
+	}
+	if hash == "" || strings.ContainsAny(hash, `/\`) || strings.HasPrefix(hash, ".") {
+		return fmt.Errorf("invalid content hash %q", hash)
+	}
+	e.filesMu.Lock()
+	defer e.filesMu.Unlock()
+	final := filepath.Join(e.opts.FilesDir, hash)
+	if fi, err := os.Lstat(final); err == nil && fi.IsDir() {
+		// Reused: a fresh time keeps RemoveUnusedFiles's minAge from
+		// taking it before the replica that needs it is created.
+		now := time.Now()
+		_ = os.Chtimes(final, now, now)
+		return nil
+	}
+	if err := os.MkdirAll(e.opts.FilesDir, 0o755); err != nil {
+		return fmt.Errorf("create files directory: %w", err)
+	}
+	tmp, err := os.MkdirTemp(e.opts.FilesDir, tmpPrefix+hash+"-")
+	if err != nil {
+		return fmt.Errorf("materialize %s: %w", hash, err)
+	}
+	if err := writeTree(tmp, tree); err != nil {
+		_ = removeTree(tmp)
+		return fmt.Errorf("materialize %s: %w", hash, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		_ = removeTree(tmp)
+		if fi, serr := os.Lstat(final); serr == nil && fi.IsDir() {
+			return nil // another process put the same content there
+		}
+		return fmt.Errorf("materialize %s: %w", hash, err)
+	}
+	return syncDir(e.opts.FilesDir)
+}
+
+// writeTree writes the files, fsyncs them, and makes files 0444 (0555 when
+// executable) and directories 0555, deepest first (a read-only directory
+// cannot be changed below any more).
+func writeTree(root string, tree *manifest.RepoTree) error {
+	for _, f := range tree.Files {
+		rel := f.Path
+		if !tree.Dir {
+			rel = singleFileName
+		}
+		if !filepath.IsLocal(filepath.FromSlash(rel)) {
+			return fmt.Errorf("file path %q leaves the tree", f.Path)
+		}
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := writeFileSync(p, f.Data); err != nil {
+			return err
+		}
+		mode := os.FileMode(0o444)
+		if f.Exec {
+			mode = 0o555
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+	}
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(dirs, func(a, b string) int {
+		return cmp.Compare(strings.Count(b, string(filepath.Separator)), strings.Count(a, string(filepath.Separator)))
+	})
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, 0o555); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileSync(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeTree removes a materialized (read-only) tree: its directories are
+// made writable first.
+func removeTree(root string) error {
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(root)
+}
+
+// RemoveUnusedFiles deletes the materialized repository trees that no
+// container of driftless (running or not) mounts any more, and leftovers of
+// interrupted writes, once they are older than minAge: a tree written for a
+// replica that is still being created is younger than that. It returns the
+// removed directories' names (content hashes).
+func (e *Engine) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error) {
+	if e.opts.FilesDir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(e.opts.FilesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list files directory: %w", err)
+	}
+	used, err := e.mountedFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.filesMu.Lock()
+	defer e.filesMu.Unlock()
+	var removed []string
+	for _, ent := range entries {
+		info, err := ent.Info()
+		if err != nil || !ent.IsDir() || used[ent.Name()] || time.Since(info.ModTime()) < minAge {
+			continue
+		}
+		if err := removeTree(filepath.Join(e.opts.FilesDir, ent.Name())); err != nil {
+			return removed, fmt.Errorf("remove %s: %w", ent.Name(), err)
+		}
+		removed = append(removed, ent.Name())
+	}
+	return removed, nil
+}
+
+// mountedFiles lists, in one call, the tree names under FilesDir that a
+// container of driftless mounts.
+func (e *Engine) mountedFiles(ctx context.Context) (map[string]bool, error) {
+	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", drift.LabelApp)})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	used := map[string]bool{}
+	prefix := filepath.Clean(e.opts.FilesDir) + string(filepath.Separator)
+	for _, c := range res.Items {
+		for _, m := range c.Mounts {
+			if rest, ok := strings.CutPrefix(filepath.Clean(m.Source), prefix); ok {
+				used[strings.SplitN(rest, string(filepath.Separator), 2)[0]] = true
+			}
+		}
+	}
+	return used, nil
+}

@@ -1,0 +1,102 @@
+package drift
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// Every field added for compose files shows in a diff, readably, in a
+// fixed order; credentials in log options never show.
+func TestDiffServiceSpecNewFields(t *testing.T) {
+	base := manifest.ServiceSpec{Image: "web:v1", Replicas: 1, Networks: []string{"default"}, Restart: manifest.RestartOnFailure}
+	tests := []struct {
+		name   string
+		change func(*manifest.ServiceSpec)
+		want   []FieldChange
+	}{
+		{"restart retries", func(s *manifest.ServiceSpec) { s.RestartMaxRetries = 3 }, []FieldChange{{"restartMaxRetries", "unlimited", "3"}}},
+		{"pids and reservation", func(s *manifest.ServiceSpec) {
+			s.Resources.PidsLimit, s.Resources.MemoryReservationBytes = 100, 64<<20
+		}, []FieldChange{{"resources.pids", "unlimited", "100"}, {"resources.memoryReservation", "(none)", "64Mi"}}},
+		{"update delay", func(s *manifest.ServiceSpec) { s.Update.Delay = 90 * time.Second }, []FieldChange{{"update.delay", "0s", "1m30s"}}},
+		{"healthcheck", func(s *manifest.ServiceSpec) {
+			s.Healthcheck = &manifest.Healthcheck{Test: []string{"CMD-SHELL", "curl -f localhost"}, Interval: 10 * time.Second, Timeout: 500 * time.Millisecond, Retries: 3}
+		}, []FieldChange{{"healthcheck", "(image's)", `["CMD-SHELL" "curl -f localhost"], every 10s, timeout 500ms, retries 3`}}},
+		{"healthcheck disabled", func(s *manifest.ServiceSpec) { s.Healthcheck = &manifest.Healthcheck{Test: []string{"NONE"}} },
+			[]FieldChange{{"healthcheck", "(image's)", "disabled"}}},
+		{"process", func(s *manifest.ServiceSpec) {
+			s.User, s.WorkingDir, s.Hostname, s.Domainname = "1000:1000", "/srv", "h", "example.org"
+			s.Init, s.StopSignal, s.TTY, s.StdinOpen = true, "SIGQUIT", true, true
+		}, []FieldChange{
+			{"user", "(image's)", "1000:1000"}, {"workingDir", "(image's)", "/srv"}, {"hostname", "(container ID)", "h"},
+			{"domainname", "(none)", "example.org"}, {"init", "false", "true"}, {"stopSignal", "(image's)", "SIGQUIT"},
+			{"tty", "false", "true"}, {"stdinOpen", "false", "true"}}},
+		{"networking", func(s *manifest.ServiceSpec) {
+			s.Aliases = map[string][]string{"default": {"www", "api"}, "b": {"x"}}
+			s.ExtraHosts, s.DNS, s.DNSSearch, s.DNSOptions = []string{"db:10.0.0.5"}, []string{"1.1.1.1", "8.8.8.8"}, []string{"example.org"}, []string{"ndots:2"}
+			s.MacAddress = "02:42:ac:11:00:02"
+			s.Ports = []manifest.Port{{ContainerPort: 80, HostPort: 8080, Protocol: "tcp", HostIP: "127.0.0.1"}}
+		}, []FieldChange{
+			{"ports", "(none)", "127.0.0.1:8080:80/tcp"},
+			{"aliases", "(none)", "b: x, default: api www"}, {"extraHosts", "(none)", "db:10.0.0.5"},
+			{"dns", "(none)", "1.1.1.1, 8.8.8.8"}, {"dnsSearch", "(none)", "example.org"}, {"dnsOptions", "(none)", "ndots:2"},
+			{"macAddress", "(none)", "02:42:ac:11:00:02"}}},
+		{"network mode", func(s *manifest.ServiceSpec) { s.NetworkMode, s.Networks = manifest.NetworkHost, nil },
+			[]FieldChange{{"networks", "default", "(none)"}, {"networkMode", "(app networks)", "host"}}},
+		{"mounts", func(s *manifest.ServiceSpec) {
+			s.Binds = []manifest.BindMount{
+				{HostPath: "/srv/data", MountPath: "/data", CreateHostPath: true, Propagation: "rslave", SELinux: "z"},
+				{RepoPath: "conf", ContentHash: "0123456789abcdef", MountPath: "/etc/app", ReadOnly: true},
+			}
+			s.Tmpfs = []manifest.TmpfsMount{{MountPath: "/tmp", SizeBytes: 64 << 20, Mode: 0o1777}}
+		}, []FieldChange{
+			{"binds", "(none)", "/srv/data:/data:create,rslave,z, repo:conf@0123456789abcdef:/etc/app:ro"},
+			{"tmpfs", "(none)", "/tmp size=64Mi mode=1777"}}},
+		{"security", func(s *manifest.ServiceSpec) {
+			s.Privileged, s.ReadOnlyRootfs = true, true
+			s.CapAdd, s.CapDrop, s.SecurityOpt = []string{"SYS_TIME", "NET_ADMIN"}, []string{"ALL"}, []string{"no-new-privileges"}
+			s.Devices = []manifest.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse", Permissions: "rwm"}}
+			s.GroupAdd, s.PID, s.IPC = []string{"audio"}, "host", "shareable"
+		}, []FieldChange{
+			{"privileged", "false", "true"}, {"readOnlyRootfs", "false", "true"}, {"capAdd", "(none)", "NET_ADMIN, SYS_TIME"},
+			{"capDrop", "(none)", "ALL"}, {"securityOpt", "(none)", "no-new-privileges"}, {"devices", "(none)", "/dev/fuse:/dev/fuse:rwm"},
+			{"groupAdd", "(none)", "audio"}, {"pid", "(own)", "host"}, {"ipc", "(Docker's default)", "shareable"}}},
+		{"limits and logging", func(s *manifest.ServiceSpec) {
+			s.Sysctls = map[string]string{"net.core.somaxconn": "1024"}
+			s.Ulimits = []manifest.Ulimit{{Name: "nofile", Soft: 1024, Hard: 4096}}
+			s.ShmSizeBytes = 128 << 20
+			s.Logging = &manifest.Logging{Driver: "splunk", Options: map[string]string{"splunk-url": "https://s", "splunk-token": "t0ps3cret"}}
+		}, []FieldChange{
+			{"sysctls", "(none)", "net.core.somaxconn=1024"}, {"ulimits", "(none)", "nofile=1024:4096"},
+			{"shmSize", "(Docker's default)", "128Mi"}, {"logging", "(Docker's default)", "splunk (splunk-token=(sensitive), splunk-url=https://s)"}}},
+		{"exec shell", func(s *manifest.ServiceSpec) {
+			s.Readiness = &manifest.Readiness{Exec: &manifest.ExecProbe{Command: []string{"pg_isready"}, Shell: true}, PeriodSeconds: 2, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+		}, []FieldChange{{"readiness", "(none)", `exec shell ["pg_isready"] (delay 0s, every 2s, timeout 1s, success 1, failure 3)`}}},
+		{"conditions are not listed", func(s *manifest.ServiceSpec) {
+			s.DependsOn, s.DependsOnCondition = []string{"db"}, map[string]string{"db": manifest.DependsStarted}
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			after := base
+			tt.change(&after)
+			got := DiffServiceSpec(base, after)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d fields, want %d:\n%v", len(got), len(tt.want), got)
+			}
+			for i := range tt.want {
+				if got[i] != tt.want[i] {
+					t.Errorf("field %d = %v, want %v", i, got[i], tt.want[i])
+				}
+			}
+			for _, f := range got {
+				if strings.Contains(f.After, "t0ps3cret") {
+					t.Errorf("secret log option shown: %v", f)
+				}
+			}
+		})
+	}
+}
