@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/format"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/template"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -139,6 +140,13 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	if len(l.errs.errs) == 0 {
 		for _, f := range l.ix.files {
 			for _, d := range f.docs {
+				checkShortSyntax(l.errs, f, d, l.in)
+			}
+		}
+	}
+	if len(l.errs.errs) == 0 {
+		for _, f := range l.ix.files {
+			for _, d := range f.docs {
 				if d != nil {
 					validateComposeDoc(l.errs, l.ix, f, d, l.in)
 				}
@@ -155,6 +163,9 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	}
 	a := l.mapProject(project)
 	if len(l.errs.errs) > 0 {
+		// The policy's refusals belong to the same list; on success the
+		// caller checks the policy.
+		l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)
 		return nil, l.errs.sorted()
 	}
 	a.Warnings = l.warnings.sorted()
@@ -265,6 +276,49 @@ func refuseFileReferences(c *collector, f *composeFile, doc *yaml.Node) {
 			c.add(Position{File: f.display, Line: k.Line, Column: k.Column}, childPath("services", name)+".extends.file",
 				"is not supported: extend a service of the same file (extends: {service: NAME})")
 		}
+	}
+}
+
+// checkShortSyntax parses the short syntax of ports and volumes the way
+// compose-go will, so a malformed entry is reported at its position (and
+// with the others) rather than as compose-go's first error.
+func checkShortSyntax(c *collector, f *composeFile, doc *yaml.Node, in *interpolator) {
+	_, services := child(doc, "services")
+	services = deref(services)
+	if services == nil || services.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		base := childPath("services", services.Content[i].Value)
+		svc := services.Content[i+1]
+		check := func(attr string, parse func(string) error) {
+			_, list := child(svc, attr)
+			list = deref(list)
+			if list == nil || list.Kind != yaml.SequenceNode {
+				return
+			}
+			for j, e := range list.Content {
+				e = deref(e)
+				if e.Kind != yaml.ScalarNode {
+					continue
+				}
+				text, _, err := in.substitute(e.Value)
+				if err == nil {
+					err = parse(text)
+				}
+				if err != nil {
+					c.add(Position{File: f.display, Line: e.Line, Column: e.Column}, indexPath(base+"."+attr, j), "%v", err)
+				}
+			}
+		}
+		check("ports", func(s string) error {
+			_, err := types.ParsePortConfig(s)
+			return err
+		})
+		check("volumes", func(s string) error {
+			_, err := format.ParseVolume(s)
+			return err
+		})
 	}
 }
 

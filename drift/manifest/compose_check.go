@@ -24,8 +24,8 @@ func (m *composeMapper) checkAcross() {
 			if p.HostPort == 0 {
 				continue
 			}
-			pos := sm.portPos[p]
-			field := sm.path("ports")
+			o := sm.portPos[p]
+			pos, field := o.pos, o.field
 			switch {
 			case spec.Replicas > 1:
 				sm.refuseAt(pos, field, "host port %d would collide across the %d replicas: publish it from a service with one replica, or remove it", p.HostPort, spec.Replicas)

@@ -50,7 +50,8 @@ func (sm *serviceMap) mapEnvironment() {
 			continue
 		}
 		if _, fromFile := env[k]; !fromFile {
-			sm.warn(childPath("environment", k), "variable %s has no value and is not set in the interpolation environment: the container does not get it (as in compose)", k)
+			field, pos := sm.envEntry(k)
+			sm.m.warnings.add(pos, field, "variable %s has no value and is not set in the interpolation environment: the container does not get it (as in compose)", k)
 		}
 	}
 	for _, k := range sortedKeys(env) {
@@ -59,6 +60,21 @@ func (sm *serviceMap) mapEnvironment() {
 		}
 	}
 	sm.spec.Env = copyMap(env)
+}
+
+// envEntry locates the environment entry of key k, in the mapping or the
+// list form.
+func (sm *serviceMap) envEntry(k string) (string, Position) {
+	if attr := childPath("environment", k); sm.m.ix.declared(sm.path(attr)) {
+		return sm.path(attr), sm.at(attr)
+	}
+	list := sm.path("environment")
+	for i, fn := range sm.m.ix.itemNodes(list) {
+		if fn.node.Value == k || strings.HasPrefix(fn.node.Value, k+"=") {
+			return indexPath(list, i), fn.pos()
+		}
+	}
+	return list, sm.at("environment")
 }
 
 func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, lookup func(string) (string, bool)) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -187,7 +188,18 @@ func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yam
 	}
 	var leaves []*jsonschema.ValidationError
 	schemaLeaves(verr, &leaves)
+	failed := map[string]bool{}
 	for _, e := range leaves {
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); !ok {
+			failed[strings.Join(e.InstanceLocation, "\x00")] = true
+		}
+	}
+	for _, e := range leaves {
+		// A known attribute with a bad value also fails "no other
+		// attributes": the type error says enough.
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok && failed[strings.Join(e.InstanceLocation, "\x00")] {
+			continue
+		}
 		reportSchemaError(c, f, doc, e)
 	}
 }
@@ -195,17 +207,33 @@ func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yam
 // reportInterpolationCasts reports values that interpolate to something
 // of the wrong type ("replicas: ${N}" with N=many).
 func reportInterpolationCasts(c *collector, f *composeFile, doc *yaml.Node, err error) {
-	for _, line := range strings.Split(err.Error(), "\n") {
-		m := interpolatingPath.FindStringSubmatch(line)
+	for _, e := range leafErrors(err) {
+		m := interpolatingPath.FindStringSubmatch(e.Error())
 		if m == nil {
 			continue
 		}
 		// tree.Path writes list items as "[]": point at the list.
 		p, _, _ := strings.Cut(m[1], ".[]")
-		parts := strings.Split(p, ".")
-		field, at, _ := nodePath(f, doc, parts)
-		c.add(at, field, "%s", m[2])
+		field, at, _ := nodePath(f, doc, strings.Split(p, "."))
+		msg := strings.TrimPrefix(m[2], "failed to cast to expected type: ")
+		var num *strconv.NumError
+		if errors.As(e, &num) {
+			msg = fmt.Sprintf("must be a number, got %q", num.Num)
+		}
+		c.add(at, field, "%s", msg)
 	}
+}
+
+// leafErrors flattens errors.Join trees.
+func leafErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leafErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // schemaLeaves collects one error per failing place: every leaf, except
@@ -326,6 +354,9 @@ func reportSchemaError(c *collector, f *composeFile, doc *yaml.Node, e *jsonsche
 func unknownComposeField(parent []string, key string) string {
 	msg := "unknown field: not part of the compose specification"
 	if len(parent) == 2 && parent[0] == "services" {
+		if key == "replicas" {
+			return msg + " (use deploy.replicas or scale)"
+		}
 		if s := suggest(key, serviceFieldNames()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}

@@ -24,7 +24,7 @@ type serviceMap struct {
 	ok    bool // the name could be mapped
 	// where model entries come from, to locate messages about them
 	fields   map[string]FieldRef
-	portPos  map[Port]Position
+	portPos  map[Port]origin
 	bindFrom map[string]string // mountPath -> compose field
 	capFrom  map[string]string // capability -> compose field
 	devFrom  map[string]string // containerPath -> compose field
@@ -39,7 +39,7 @@ func newServiceMap(m *composeMapper, cname string, s *types.ServiceConfig) *serv
 		m: m, cname: cname, name: name, ok: ok, s: s,
 		base:     childPath("services", cname),
 		fields:   map[string]FieldRef{},
-		portPos:  map[Port]Position{},
+		portPos:  map[Port]origin{},
 		bindFrom: map[string]string{},
 		capFrom:  map[string]string{},
 		devFrom:  map[string]string{},
@@ -194,7 +194,7 @@ func (sm *serviceMap) mapPorts() {
 		}
 		sm.spec.Ports = append(sm.spec.Ports, port)
 		if _, seen := sm.portPos[port]; !seen {
-			sm.portPos[port] = pos
+			sm.portPos[port] = origin{field, pos}
 		}
 	}
 	for i, e := range sm.s.Expose {
@@ -439,12 +439,9 @@ func (sm *serviceMap) mapHealthcheck() {
 func (sm *serviceMap) mapDependsOn() {
 	for _, dep := range slices.Sorted(mapKeys(sm.s.DependsOn)) {
 		d := sm.s.DependsOn[dep]
-		attr := "depends_on"
-		if !sm.dependsOnDeclared(dep) {
+		attr, declared := sm.dependsOnEntry(dep)
+		if !declared {
 			continue
-		}
-		if sm.m.ix.declared(sm.path(childPath("depends_on", dep))) {
-			attr = childPath("depends_on", dep)
 		}
 		field := sm.path(attr)
 		target, active := sm.m.svcNames[dep]
@@ -487,21 +484,18 @@ func (sm *serviceMap) mapDependsOn() {
 	}
 }
 
-// dependsOnDeclared reports whether a file lists dep under depends_on (in
-// the list or the mapping form).
-func (sm *serviceMap) dependsOnDeclared(dep string) bool {
-	if sm.m.ix.declared(sm.path(childPath("depends_on", dep))) {
-		return true
+// dependsOnEntry finds where a file lists dep under depends_on (in the
+// list or the mapping form).
+func (sm *serviceMap) dependsOnEntry(dep string) (string, bool) {
+	if attr := childPath("depends_on", dep); sm.m.ix.declared(sm.path(attr)) {
+		return attr, true
 	}
-	for _, fn := range sm.m.ix.itemNodes(sm.path("depends_on")) {
-		if fn.node.Value == dep {
-			return true
-		}
+	for i, fn := range sm.m.ix.itemNodes(sm.path("depends_on")) {
 		if v, _, err := sm.m.in.substitute(fn.node.Value); err == nil && v == dep {
-			return true
+			return indexPath("depends_on", i), true
 		}
 	}
-	return false
+	return "", false
 }
 
 // mapRestart maps restart (and deploy.restart_policy, which compose takes
