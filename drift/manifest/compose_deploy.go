@@ -330,7 +330,7 @@ func (sm *serviceMap) mapExtension() {
 // walkExtension checks one file's x-driftless against rawXDriftless, with
 // positions; fields are reported as services.NAME.x-driftless.FIELD.
 func (sm *serviceMap) walkExtension(f *composeFile, n *yaml.Node) (map[string]any, bool, bool) {
-	yn := deref(n)
+	yn := resolved(n, 0)
 	doc := &docCtx{file: f.display, start: Position{File: f.display, Line: yn.Line, Column: yn.Column}, pos: map[string]Position{}, failed: map[string]bool{}}
 	tmp := &collector{}
 	w := &walker{doc: doc, errs: tmp}

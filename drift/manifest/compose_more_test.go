@@ -218,9 +218,9 @@ func TestDriftlessIgnoreNative(t *testing.T) {
 func TestIgnorePatterns(t *testing.T) {
 	l := parseIgnoreList("*.md\n/build\nlogs/\n**/tmp/**\ndocs/*.yaml\n!docs/keep.yaml\n\\#hash.yaml\na?c.yaml\n[xy].yaml\n")
 	for _, tc := range []struct {
-		path  string
-		dir   bool
-		want  bool
+		path string
+		dir  bool
+		want bool
 	}{
 		{"README.md", false, true},
 		{"sub/README.md", false, true},

@@ -294,3 +294,57 @@ func nodePos(f *composeFile, k, v *yaml.Node) Position {
 	}
 	return Position{File: f.display, Line: at.Line, Column: at.Column}
 }
+
+// resolved returns a copy of n with aliases replaced by what they name and
+// merge keys (<<) applied, as a YAML decoder would see it; nodes keep the
+// positions where they are written (an alias's content where its anchor
+// is).
+func resolved(n *yaml.Node, depth int) *yaml.Node {
+	n = deref(n)
+	if n == nil || depth > 32 {
+		return n
+	}
+	out := *n
+	out.Anchor = ""
+	switch n.Kind {
+	case yaml.SequenceNode:
+		out.Content = make([]*yaml.Node, len(n.Content))
+		for i, c := range n.Content {
+			out.Content[i] = resolved(c, depth+1)
+		}
+	case yaml.MappingNode:
+		out.Content = nil
+		explicit := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].ShortTag() != "!!merge" {
+				explicit[n.Content[i].Value] = true
+			}
+		}
+		var merged []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.ShortTag() != "!!merge" {
+				out.Content = append(out.Content, k, resolved(v, depth+1))
+				continue
+			}
+			sources := []*yaml.Node{deref(v)}
+			if s := deref(v); s != nil && s.Kind == yaml.SequenceNode {
+				sources = s.Content
+			}
+			for _, src := range sources {
+				r := resolved(src, depth+1)
+				if r == nil || r.Kind != yaml.MappingNode {
+					continue
+				}
+				for j := 0; j+1 < len(r.Content); j += 2 {
+					if !explicit[r.Content[j].Value] {
+						explicit[r.Content[j].Value] = true
+						merged = append(merged, r.Content[j], r.Content[j+1])
+					}
+				}
+			}
+		}
+		out.Content = append(out.Content, merged...)
+	}
+	return &out
+}
