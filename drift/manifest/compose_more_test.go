@@ -265,3 +265,73 @@ func TestComposeIgnoresOtherYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The same service written natively and as compose is the same model: the
+// hash (which leaves out dependsOn) is equal, so switching an app's format
+// replaces no container. This is the example of docs/manifests.md.
+func TestComposeAndNativeAgree(t *testing.T) {
+	native, err := loadFiles(t, map[string]string{
+		"web.yaml": `apiVersion: driftless.dev/v1
+kind: Service
+metadata:
+  name: web
+  labels: {team: shop}
+spec:
+  image: shop/web:v7
+  replicas: 3
+  env: {LOG_LEVEL: info, API_TOKEN: s3cret}
+  secretEnv: [API_TOKEN]
+  ports: [{containerPort: 8080}]
+  networks: [backend]
+  volumes: [{name: data, mountPath: /data}]
+  resources: {memory: 512Mi, cpus: "0.5"}
+  readiness:
+    httpGet: {path: /healthz, port: 8080}
+  restart: always
+  update: {maxSurge: 1, maxUnavailable: 0}
+  dependsOn: [db]
+`,
+		"db.yaml":  "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: db}\nspec: {image: shop/db:1, networks: [backend]}\n",
+		"net.yaml": "apiVersion: driftless.dev/v1\nkind: Network\nmetadata: {name: backend}\n---\napiVersion: driftless.dev/v1\nkind: Volume\nmetadata: {name: data}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose := mustLoadCompose(t, map[string]string{"compose.yaml": `services:
+  web:
+    image: shop/web:v7
+    labels: {team: shop}
+    environment:
+      LOG_LEVEL: info
+      API_TOKEN: s3cret
+    deploy:
+      replicas: 3
+      resources:
+        limits: {memory: 512M, cpus: "0.5"}
+      update_config: {order: start-first}
+    restart: unless-stopped
+    expose: ["8080"]
+    networks: [backend]
+    volumes: [data:/data]
+    depends_on:
+      db: {condition: service_healthy}
+    x-driftless:
+      readiness:
+        httpGet: {path: /healthz, port: 8080}
+      secretEnv: [API_TOKEN]
+  db: {image: shop/db:1, networks: [backend]}
+networks: {backend: {}}
+volumes: {data: {}}
+`}, LoadOptions{})
+	n, c := native.Service("web"), compose.Service("web")
+	c.Spec.DependsOnCondition = nil // native: healthy by default
+	if !reflect.DeepEqual(n.Spec, c.Spec) || !reflect.DeepEqual(n.Labels, c.Labels) {
+		t.Errorf("specs differ:\nnative  %+v\ncompose %+v", n.Spec, c.Spec)
+	}
+	if n.Hash != c.Hash {
+		t.Errorf("hash native %s, compose %s", n.Hash, c.Hash)
+	}
+	if native.Network("backend").Hash != compose.Network("backend").Hash || native.Volume("data").Hash != compose.Volume("data").Hash {
+		t.Error("network or volume hashes differ")
+	}
+}

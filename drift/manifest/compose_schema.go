@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/interpolation"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/schema"
-	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/tree"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -142,7 +141,6 @@ func stringKeys(v any) any {
 	return v
 }
 
-var interpolatingPath = regexp.MustCompile(`^error while interpolating (\S+): (.*)$`)
 
 // validateComposeDoc checks one document against the compose schema and
 // reports every failing place.
@@ -161,15 +159,11 @@ func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yam
 	if !ok {
 		return // reported by the caller
 	}
-	m, err = interpolation.Interpolate(m, interpolation.Options{
-		LookupValue:     in.lookup,
-		TypeCastMapping: composeCasts,
-		Substitute: func(s string, mp template.Mapping) (string, error) {
-			return template.SubstituteWithOptions(s, mp, template.WithoutLogging)
-		},
-	})
-	if err != nil {
-		reportInterpolationCasts(c, f, doc, err)
+	if errs := in.interpolateDoc(m); len(errs) > 0 {
+		for _, e := range errs {
+			field, at, _ := nodePath(f, doc, e.path)
+			c.add(at, field, "%s", e.msg)
+		}
 		return
 	}
 	b, err := json.Marshal(m)
@@ -204,36 +198,87 @@ func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yam
 	}
 }
 
-// reportInterpolationCasts reports values that interpolate to something
-// of the wrong type ("replicas: ${N}" with N=many).
-func reportInterpolationCasts(c *collector, f *composeFile, doc *yaml.Node, err error) {
-	for _, e := range leafErrors(err) {
-		m := interpolatingPath.FindStringSubmatch(e.Error())
-		if m == nil {
-			continue
-		}
-		// tree.Path writes list items as "[]": point at the list.
-		p, _, _ := strings.Cut(m[1], ".[]")
-		field, at, _ := nodePath(f, doc, strings.Split(p, "."))
-		msg := strings.TrimPrefix(m[2], "failed to cast to expected type: ")
-		var num *strconv.NumError
-		if errors.As(e, &num) {
-			msg = fmt.Sprintf("must be a number, got %q", num.Num)
-		}
-		c.add(at, field, "%s", msg)
-	}
+// castPattern is one of compose-go's interpolation casts, split once.
+type castPattern struct {
+	parts []string
+	cast  interpolation.Cast
 }
 
-// leafErrors flattens errors.Join trees.
-func leafErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leafErrors(e)...)
-		}
-		return out
+var composeCastPatterns = func() []castPattern {
+	var out []castPattern
+	for p, c := range composeCasts {
+		out = append(out, castPattern{strings.Split(string(p), "."), c})
 	}
-	return []error{err}
+	return out
+}()
+
+func castFor(path []string) interpolation.Cast {
+	for _, p := range composeCastPatterns {
+		if len(p.parts) != len(path) {
+			continue
+		}
+		ok := true
+		for i, part := range p.parts {
+			if part != tree.PathMatchAll && part != path[i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p.cast
+		}
+	}
+	return nil
+}
+
+type castError struct {
+	path []string
+	msg  string
+}
+
+// interpolateDoc interpolates a decoded document in place and applies
+// compose-go's type casts, as compose-go's interpolation does; list items
+// are matched as "[]", as compose-go's paths write them.
+func (in *interpolator) interpolateDoc(m map[string]any) []castError {
+	var errs []castError
+	var walk func(v any, path []string, loc []string) any
+	walk = func(v any, path, loc []string) any {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, e := range t {
+				t[k] = walk(e, append(path, k), append(loc, k))
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e, append(path, tree.PathMatchList), append(loc, strconv.Itoa(i)))
+			}
+		case string:
+			s, _, err := in.substitute(t)
+			if err != nil {
+				return t // reported with its position before
+			}
+			cast := castFor(path)
+			if cast == nil {
+				return s
+			}
+			out, err := cast(s)
+			if err != nil {
+				msg := strings.TrimPrefix(err.Error(), "failed to cast to expected type: ")
+				var num *strconv.NumError
+				if errors.As(err, &num) {
+					msg = fmt.Sprintf("must be a number, got %q", num.Num)
+				}
+				errs = append(errs, castError{slices.Clone(loc), msg})
+				return t
+			}
+			return out
+		}
+		return v
+	}
+	for k, v := range m {
+		m[k] = walk(v, []string{k}, []string{k})
+	}
+	return errs
 }
 
 // schemaLeaves collects one error per failing place: every leaf, except
