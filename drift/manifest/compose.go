@@ -130,29 +130,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	}
 	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment)
 	l.in = &interpolator{env: env, errs: l.errs, warnings: l.warnings}
-	for _, f := range l.ix.files {
-		for _, d := range f.docs {
-			checkKeys(l.errs, f, d, "", 0)
-			l.in.check(f, d, "", 0)
-			refuseFileReferences(l.errs, f, d)
-		}
-	}
-	if len(l.errs.errs) == 0 {
-		for _, f := range l.ix.files {
-			for _, d := range f.docs {
-				checkShortSyntax(l.errs, f, d, l.in)
-			}
-		}
-	}
-	if len(l.errs.errs) == 0 {
-		for _, f := range l.ix.files {
-			for _, d := range f.docs {
-				if d != nil {
-					validateComposeDoc(l.errs, l.ix, f, d, l.in)
-				}
-			}
-		}
-	}
+	l.precheck()
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
@@ -173,6 +151,36 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		a.Warnings = nil
 	}
 	return a, nil
+}
+
+// precheck finds, with positions, everything compose-go would stop at
+// (with its first error and no position): keys, interpolation, files it
+// would read from the host, short syntax, the schema.
+func (l *composeLoad) precheck() {
+	l.eachDoc(func(f *composeFile, d *yaml.Node) {
+		checkKeys(l.errs, f, d, "", 0)
+		l.in.check(f, d, "", 0)
+		refuseFileReferences(l.errs, f, d)
+	})
+	if len(l.errs.errs) > 0 {
+		return
+	}
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	if len(l.errs.errs) > 0 {
+		return
+	}
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+}
+
+// eachDoc calls fn for every non-empty document, in load order.
+func (l *composeLoad) eachDoc(fn func(*composeFile, *yaml.Node)) {
+	for _, f := range l.ix.files {
+		for _, d := range f.docs {
+			if d != nil {
+				fn(f, d)
+			}
+		}
+	}
 }
 
 func hasDocument(f *composeFile) bool {

@@ -141,7 +141,6 @@ func stringKeys(v any) any {
 	return v
 }
 
-
 // validateComposeDoc checks one document against the compose schema and
 // reports every failing place.
 func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yaml.Node, in *interpolator) {
