@@ -14,8 +14,10 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/format"
+	"github.com/compose-spec/compose-go/v2/interpolation"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/tree"
 	"github.com/compose-spec/compose-go/v2/types"
 	"gopkg.in/yaml.v3"
 )
@@ -134,7 +136,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
-	project, err := runComposeGo(l.ix, env, app, opts.Profiles)
+	project, err := runComposeGo(l.ix, env, app, opts.Profiles, l.in.usedCasts)
 	if err != nil {
 		l.composeGoError(err)
 		return nil, l.errs.sorted()
@@ -380,7 +382,12 @@ func nativeDocuments(file string, data []byte) []Position {
 // the environment is the one given, env_file and label_file are not read
 // (env_file is resolved through the fs.FS afterwards), and the project name
 // is the app's. A panic inside compose-go is an error, never a crash.
-func runComposeGo(ix *composeIndex, env map[string]string, app string, profiles []string) (p *types.Project, err error) {
+//
+// casts are the interpolation casts that apply to some string of the files
+// (found by the schema check, which applies them the same way): giving
+// compose-go only these keeps its interpolation from trying all of them on
+// every value, with the same result.
+func runComposeGo(ix *composeIndex, env map[string]string, app string, profiles []string, casts map[tree.Path]interpolation.Cast) (p *types.Project, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("compose-go: %v", r)
@@ -401,6 +408,10 @@ func runComposeGo(ix *composeIndex, env map[string]string, app string, profiles 
 		o.SkipConsistencyCheck = true
 		o.SkipInclude = true
 		o.Profiles = append([]string(nil), profiles...)
+		o.Interpolate.TypeCastMapping = casts
+		if casts == nil {
+			o.Interpolate.TypeCastMapping = map[tree.Path]interpolation.Cast{}
+		}
 		o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
 			return template.SubstituteWithOptions(s, m, template.WithoutLogging)
 		}

@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/interpolation"
 	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/tree"
 	"gopkg.in/yaml.v3"
 )
 
@@ -83,6 +85,9 @@ type interpolator struct {
 	env      map[string]string
 	errs     *collector
 	warnings *collector
+	// usedCasts are the type casts some string value of the files is at:
+	// compose-go tries every cast on every value, so it gets only these.
+	usedCasts map[tree.Path]interpolation.Cast
 }
 
 func (in *interpolator) lookup(k string) (string, bool) {

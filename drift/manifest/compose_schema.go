@@ -199,6 +199,7 @@ func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yam
 
 // castPattern is one of compose-go's interpolation casts, split once.
 type castPattern struct {
+	path  tree.Path
 	parts []string
 	cast  interpolation.Cast
 }
@@ -206,13 +207,14 @@ type castPattern struct {
 var composeCastPatterns = func() []castPattern {
 	var out []castPattern
 	for p, c := range composeCasts {
-		out = append(out, castPattern{strings.Split(string(p), "."), c})
+		out = append(out, castPattern{p, strings.Split(string(p), "."), c})
 	}
 	return out
 }()
 
-func castFor(path []string) interpolation.Cast {
-	for _, p := range composeCastPatterns {
+func castFor(path []string) *castPattern {
+	for i := range composeCastPatterns {
+		p := &composeCastPatterns[i]
 		if len(p.parts) != len(path) {
 			continue
 		}
@@ -224,7 +226,7 @@ func castFor(path []string) interpolation.Cast {
 			}
 		}
 		if ok {
-			return p.cast
+			return p
 		}
 	}
 	return nil
@@ -256,11 +258,15 @@ func (in *interpolator) interpolateDoc(m map[string]any) []castError {
 			if err != nil {
 				return t // reported with its position before
 			}
-			cast := castFor(path)
-			if cast == nil {
+			cp := castFor(path)
+			if cp == nil {
 				return s
 			}
-			out, err := cast(s)
+			if in.usedCasts == nil {
+				in.usedCasts = map[tree.Path]interpolation.Cast{}
+			}
+			in.usedCasts[cp.path] = cp.cast
+			out, err := cp.cast(s)
 			if err != nil {
 				msg := strings.TrimPrefix(err.Error(), "failed to cast to expected type: ")
 				var num *strconv.NumError
