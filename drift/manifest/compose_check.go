@@ -32,7 +32,7 @@ func (m *composeMapper) checkAcross() {
 			case spec.Update.Strategy == StrategyRolling && spec.Update.MaxSurge > 0:
 				sm.refuseAt(pos, field, "host port %d would collide when a rolling update starts the new replica before stopping the old one: use deploy.update_config.order: stop-first (compose's default) or x-driftless.update: {maxSurge: 0, maxUnavailable: 1}", p.HostPort)
 			}
-			key := fmt.Sprintf("%s:%d/%s", p.HostIP, p.HostPort, p.Protocol)
+			key := fmt.Sprintf("%d/%s", p.HostPort, p.Protocol) // as natively: unique per protocol
 			if prev, used := hostPorts[key]; used {
 				sm.refuseAt(pos, field, "host port %d/%s is already published by service %q at %s", p.HostPort, p.Protocol, prev.service, prev.pos)
 				continue
