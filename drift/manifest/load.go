@@ -53,7 +53,7 @@ func LoadWith(fsys fs.FS, root string, app string, opts LoadOptions) (*App, erro
 // loadChecked loads the app with its front end, then checks the result
 // against the policy.
 func loadChecked(fsys fs.FS, root, app string, opts LoadOptions, display func(string) string) (*App, error) {
-	a, err := load(fsys, root, app, display)
+	a, err := load(fsys, root, app, opts, display)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,24 @@ func LoadDirWith(dir string, app string, opts LoadOptions) (*App, error) {
 	return loadChecked(os.DirFS(dir), ".", app, opts, display)
 }
 
-func load(fsys fs.FS, root, app string, display func(string) string) (*App, error) {
+// load dispatches to the app directory's front end: a compose file makes
+// it a compose app, anything else is read as driftless manifests.
+func load(fsys fs.FS, root, app string, opts LoadOptions, display func(string) string) (*App, error) {
 	if !ValidName(app) {
 		return nil, fmt.Errorf("invalid app name %q: %s", app, nameRule)
 	}
-	files, err := manifestFiles(fsys, root)
+	ign, err := readIgnoreList(fsys, root, display)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := findCompose(fsys, root, ign)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", display(root), err)
+	}
+	if len(layout.files) > 0 {
+		return loadCompose(fsys, root, app, layout, ign, opts, display)
+	}
+	files, err := manifestFiles(fsys, root, ign)
 	if err != nil {
 		return nil, fmt.Errorf("reading manifests under %s: %w", display(root), err)
 	}
@@ -122,8 +135,9 @@ func load(fsys fs.FS, root, app string, display func(string) string) (*App, erro
 	return result, nil
 }
 
-// manifestFiles lists the YAML files under root in lexical order.
-func manifestFiles(fsys fs.FS, root string) ([]string, error) {
+// manifestFiles lists the YAML files under root in lexical order, less
+// those the app's .driftlessignore excludes.
+func manifestFiles(fsys fs.FS, root string, ign *ignoreList) ([]string, error) {
 	var files []string
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -131,9 +145,12 @@ func manifestFiles(fsys fs.FS, root string) ([]string, error) {
 		}
 		hidden := p != root && strings.HasPrefix(d.Name(), ".")
 		if d.IsDir() {
-			if hidden {
+			if hidden || (p != root && ign.ignored(relTo(root, p), true)) {
 				return fs.SkipDir // .git, .github: never manifests
 			}
+			return nil
+		}
+		if ign.ignored(relTo(root, p), false) {
 			return nil
 		}
 		if ext := path.Ext(p); !hidden && (ext == ".yaml" || ext == ".yml") {

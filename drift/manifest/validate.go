@@ -1066,8 +1066,8 @@ func ResolveRepoBinds(fsys fs.FS, root string, app *App) error {
 		changed := false
 		for j := range svc.Spec.Binds {
 			b := &svc.Spec.Binds[j]
-			if b.RepoPath == "" {
-				continue
+			if b.RepoPath == "" || b.ContentHash != "" && app.Content[b.ContentHash] != nil {
+				continue // not from the repository, or already read (compose)
 			}
 			tree, err := readBindTree(fsys, root, b.RepoPath)
 			if err != nil {

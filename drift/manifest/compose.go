@@ -1,0 +1,478 @@
+package manifest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/format"
+	"github.com/compose-spec/compose-go/v2/interpolation"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/tree"
+	"github.com/compose-spec/compose-go/v2/types"
+	"gopkg.in/yaml.v3"
+)
+
+// The compose front end: an app directory holding a compose file is loaded
+// with compose-go, the loader docker compose uses, and normalized into the
+// same App a native app becomes.
+
+// composeWorkDir is the directory compose-go is told the files live in. It
+// is virtual: compose-go gets the files' content and never reads this
+// path, and every relative path is resolved here against the fs.FS.
+const composeWorkDir = "/driftless/app"
+
+// composeLayout names the compose files of an app directory, in the order
+// compose loads them.
+type composeLayout struct {
+	files    []string // the compose file, then its override file if any
+	shadowed []string // other compose files compose's precedence ignores
+}
+
+// findCompose applies compose's discovery to the app directory: the first
+// of cli.DefaultFileNames, plus the first of cli.DefaultOverrideFileNames.
+// Files the ignore list excludes do not count.
+func findCompose(fsys fs.FS, root string, ign *ignoreList) (composeLayout, error) {
+	var l composeLayout
+	present := func(name string) (bool, error) {
+		p := path.Join(root, name)
+		if ign.ignored(name, false) {
+			return false, nil
+		}
+		info, err := fs.Stat(fsys, p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return !info.IsDir(), nil
+	}
+	var candidates []string
+	for _, n := range cli.DefaultFileNames {
+		ok, err := present(n)
+		if err != nil {
+			return l, err
+		}
+		if ok {
+			candidates = append(candidates, n)
+		}
+	}
+	if len(candidates) == 0 {
+		return l, nil
+	}
+	l.files = []string{path.Join(root, candidates[0])}
+	for _, n := range candidates[1:] {
+		l.shadowed = append(l.shadowed, path.Join(root, n))
+	}
+	first := true
+	for _, n := range cli.DefaultOverrideFileNames {
+		ok, err := present(n)
+		if err != nil {
+			return l, err
+		}
+		switch {
+		case ok && first:
+			l.files = append(l.files, path.Join(root, n))
+			first = false
+		case ok:
+			l.shadowed = append(l.shadowed, path.Join(root, n))
+		}
+	}
+	return l, nil
+}
+
+// composeLoad is one compose app being loaded.
+type composeLoad struct {
+	fsys     fs.FS
+	root     string
+	app      string
+	opts     LoadOptions
+	display  func(string) string
+	errs     *collector
+	warnings *collector
+	ix       *composeIndex
+	in       *interpolator
+}
+
+func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignoreList, opts LoadOptions, display func(string) string) (*App, error) {
+	l := &composeLoad{
+		fsys: fsys, root: root, app: app, opts: opts, display: display,
+		errs: &collector{}, warnings: &collector{}, ix: &composeIndex{},
+	}
+	for _, p := range layout.files {
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, fmt.Errorf("reading compose file %s: %w", display(p), err)
+		}
+		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data))
+	}
+	main := l.ix.files[0]
+	for _, p := range layout.shadowed {
+		l.warnings.add(Position{File: display(p)}, "", "ignored: %s takes precedence, as in docker compose", main.display)
+	}
+	if err := checkMixedFormats(l.errs, fsys, root, layout, ign, main.display, display); err != nil {
+		return nil, err
+	}
+	if len(l.errs.errs) > 0 {
+		return nil, l.errs.sorted()
+	}
+	if !hasDocument(main) {
+		l.errs.add(Position{File: main.display, Line: 1}, "", "the compose file is empty: declare services")
+		return nil, l.errs.sorted()
+	}
+	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment)
+	l.in = &interpolator{env: env, errs: l.errs, warnings: l.warnings}
+	l.precheck()
+	if len(l.errs.errs) > 0 {
+		return nil, l.errs.sorted()
+	}
+	project, err := runComposeGo(l.ix, env, app, opts.Profiles, l.in.usedCasts)
+	if err != nil {
+		l.composeGoError(err)
+		return nil, l.errs.sorted()
+	}
+	a := l.mapProject(project)
+	if len(l.errs.errs) > 0 {
+		// The policy's refusals belong to the same list; on success the
+		// caller checks the policy.
+		l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)
+		return nil, l.errs.sorted()
+	}
+	a.Warnings = l.warnings.sorted()
+	if len(a.Warnings) == 0 {
+		a.Warnings = nil
+	}
+	return a, nil
+}
+
+// precheck finds, with positions, everything compose-go would stop at
+// (with its first error and no position): keys, interpolation, files it
+// would read from the host, short syntax, the schema.
+func (l *composeLoad) precheck() {
+	l.eachDoc(func(f *composeFile, d *yaml.Node) {
+		checkKeys(l.errs, f, d, "", 0)
+		l.in.check(f, d, "", 0)
+		refuseFileReferences(l.errs, f, d)
+	})
+	if len(l.errs.errs) > 0 {
+		return
+	}
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	if len(l.errs.errs) > 0 {
+		return
+	}
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+}
+
+// eachDoc calls fn for every non-empty document, in load order.
+func (l *composeLoad) eachDoc(fn func(*composeFile, *yaml.Node)) {
+	for _, f := range l.ix.files {
+		for _, d := range f.docs {
+			if d != nil {
+				fn(f, d)
+			}
+		}
+	}
+}
+
+func hasDocument(f *composeFile) bool {
+	for _, d := range f.docs {
+		if d != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// parseComposeFile parses a compose file into yaml.v3 documents for
+// positions, reporting syntax errors.
+func parseComposeFile(c *collector, p, display string, data []byte) *composeFile {
+	f := &composeFile{path: p, display: display, data: data}
+	if !utf8.Valid(data) {
+		c.add(invalidUTF8(display, data), "", "file is not valid UTF-8")
+		return f
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		err := decodeNode(dec, &n)
+		if errors.Is(err, io.EOF) {
+			return f
+		}
+		if err != nil {
+			pos, msg := syntaxError(display, data, err)
+			c.add(pos, "", "YAML syntax error: %s", msg)
+			return f
+		}
+		if len(n.Content) == 0 || isNull(n.Content[0]) {
+			f.docs = append(f.docs, nil)
+			continue
+		}
+		root := n.Content[0]
+		if root.Kind != yaml.MappingNode {
+			c.add(Position{File: display, Line: root.Line, Column: root.Column}, "",
+				"a compose file must be a mapping of top-level keys (services, networks, volumes, ...), got %s", describe(root))
+			f.docs = append(f.docs, nil)
+			continue
+		}
+		f.docs = append(f.docs, root)
+	}
+}
+
+// checkKeys reports mapping keys compose cannot take: non-strings and
+// duplicates.
+func checkKeys(c *collector, f *composeFile, n *yaml.Node, field string, depth int) {
+	if n == nil || depth > 64 {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			pos := Position{File: f.display, Line: k.Line, Column: k.Column}
+			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				checkKeys(c, f, v, field, depth+1)
+				continue
+			}
+			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+				c.add(pos, field, "keys must be strings, got %s: quote the key", describe(k))
+				continue
+			}
+			cp := childPath(field, k.Value)
+			if first, dup := seen[k.Value]; dup {
+				c.add(pos, cp, "duplicate key (first at line %d)", first.Line)
+				continue
+			}
+			seen[k.Value] = k
+			checkKeys(c, f, v, cp, depth+1)
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			checkKeys(c, f, e, indexPath(field, i), depth+1)
+		}
+	}
+}
+
+// refuseFileReferences refuses what would make compose-go read other files
+// from the host: include and extends.file.
+func refuseFileReferences(c *collector, f *composeFile, doc *yaml.Node) {
+	if doc == nil {
+		return
+	}
+	if k, _ := child(doc, "include"); k != nil {
+		c.add(Position{File: f.display, Line: k.Line, Column: k.Column}, "include",
+			"is not supported: an app is one directory; merge the included services into %s, or use an override file (compose.override.yaml)", path.Base(f.path))
+	}
+	_, services := child(doc, "services")
+	services = deref(services)
+	if services == nil || services.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		name := services.Content[i].Value
+		_, ext := child(services.Content[i+1], "extends")
+		if k, _ := child(ext, "file"); k != nil {
+			c.add(Position{File: f.display, Line: k.Line, Column: k.Column}, childPath("services", name)+".extends.file",
+				"is not supported: extend a service of the same file (extends: {service: NAME})")
+		}
+	}
+}
+
+// checkShortSyntax parses the short syntax of ports and volumes the way
+// compose-go will, so a malformed entry is reported at its position (and
+// with the others) rather than as compose-go's first error.
+func checkShortSyntax(c *collector, f *composeFile, doc *yaml.Node, in *interpolator) {
+	_, services := child(doc, "services")
+	services = deref(services)
+	if services == nil || services.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		base := childPath("services", services.Content[i].Value)
+		svc := services.Content[i+1]
+		check := func(attr string, parse func(string) error) {
+			_, list := child(svc, attr)
+			list = deref(list)
+			if list == nil || list.Kind != yaml.SequenceNode {
+				return
+			}
+			for j, e := range list.Content {
+				e = deref(e)
+				if e.Kind != yaml.ScalarNode {
+					continue
+				}
+				text, _, err := in.substitute(e.Value)
+				if err == nil {
+					err = parse(text)
+				}
+				if err != nil {
+					c.add(Position{File: f.display, Line: e.Line, Column: e.Column}, indexPath(base+"."+attr, j), "%v", err)
+				}
+			}
+		}
+		check("ports", func(s string) error {
+			_, err := types.ParsePortConfig(s)
+			return err
+		})
+		check("volumes", func(s string) error {
+			_, err := format.ParseVolume(s)
+			return err
+		})
+	}
+}
+
+// checkMixedFormats refuses driftless manifests beside a compose file: an
+// app directory has one format. Other YAML (CI configs, docs) is ignored.
+func checkMixedFormats(c *collector, fsys fs.FS, root string, layout composeLayout, ign *ignoreList, composeName string, display func(string) string) error {
+	files, err := manifestFiles(fsys, root, ign)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", display(root), err)
+	}
+	for _, p := range files {
+		if p == layout.files[0] || (len(layout.files) > 1 && p == layout.files[1]) {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", display(p), err)
+		}
+		for _, pos := range nativeDocuments(display(p), data) {
+			c.add(pos, "apiVersion", "a driftless manifest beside the compose file %s: an app directory holds either a compose file or driftless manifests, not both; move the manifests to their own app directory, or list this file in .driftlessignore", composeName)
+		}
+	}
+	return nil
+}
+
+// nativeDocuments returns where each document of data declares a driftless
+// apiVersion. Files that do not parse are not manifests.
+func nativeDocuments(file string, data []byte) []Position {
+	if !bytes.Contains(data, []byte("driftless.dev/")) {
+		return nil
+	}
+	var out []Position
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := decodeNode(dec, &n); err != nil {
+			return out
+		}
+		if len(n.Content) == 0 {
+			continue
+		}
+		_, v := child(n.Content[0], "apiVersion")
+		if v != nil && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, "driftless.dev/") {
+			out = append(out, Position{File: file, Line: v.Line, Column: v.Column})
+		}
+	}
+}
+
+// runComposeGo loads the project with compose-go, kept away from the host:
+// the files are given as content, paths stay relative (ResolvePaths off),
+// the environment is the one given, env_file and label_file are not read
+// (env_file is resolved through the fs.FS afterwards), and the project name
+// is the app's. A panic inside compose-go is an error, never a crash.
+//
+// casts are the interpolation casts that apply to some string of the files
+// (found by the schema check, which applies them the same way): giving
+// compose-go only these keeps its interpolation from trying all of them on
+// every value, with the same result.
+func runComposeGo(ix *composeIndex, env map[string]string, app string, profiles []string, casts map[tree.Path]interpolation.Cast) (p *types.Project, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("compose-go: %v", r)
+		}
+	}()
+	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: env}
+	for _, f := range ix.files {
+		details.ConfigFiles = append(details.ConfigFiles, types.ConfigFile{
+			Filename: path.Join(composeWorkDir, f.path),
+			Content:  f.data,
+		})
+	}
+	return loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName(app, true)
+		o.ResolvePaths = false
+		o.SkipResolveEnvironment = true
+		o.SkipResolveLabels = true
+		o.SkipConsistencyCheck = true
+		o.SkipInclude = true
+		o.Profiles = append([]string(nil), profiles...)
+		o.Interpolate.TypeCastMapping = casts
+		if casts == nil {
+			o.Interpolate.TypeCastMapping = map[tree.Path]interpolation.Cast{}
+		}
+		o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
+			return template.SubstituteWithOptions(s, m, template.WithoutLogging)
+		}
+	})
+}
+
+var (
+	composeFilePrefix = regexp.MustCompile(`(?:validating |failed to parse )?` + regexp.QuoteMeta(composeWorkDir) + `/(\S+?):? `)
+	composePathStart  = regexp.MustCompile(`^(services|networks|volumes|secrets|configs|models|jobs|include|name)(\.[^\s:]+)?`)
+	composeServiceRef = regexp.MustCompile(`service "([^"]+)"`)
+)
+
+// composeGoError reports an error compose-go returned where it belongs:
+// the file it names, the path it starts with, or the service it names.
+func (l *composeLoad) composeGoError(err error) {
+	msg := err.Error()
+	f := l.ix.files[len(l.ix.files)-1]
+	if m := composeFilePrefix.FindStringSubmatch(msg); m != nil {
+		for _, cf := range l.ix.files {
+			if cf.path == m[1] {
+				f = cf
+			}
+		}
+		msg = strings.Replace(msg, m[0], "", 1)
+	}
+	msg = strings.ReplaceAll(msg, composeWorkDir+"/", "")
+	if m := composePathStart.FindString(msg); m != "" {
+		field, pos := l.locateDotted(m)
+		rest := strings.TrimLeft(strings.TrimPrefix(msg, m), ": ")
+		l.errs.add(pos, field, "%s", rest)
+		return
+	}
+	if m := composeServiceRef.FindStringSubmatch(msg); m != nil {
+		svc := childPath("services", m[1])
+		l.errs.add(l.ix.keyAt(svc), svc, "%s", msg)
+		return
+	}
+	l.errs.add(Position{File: f.display, Line: 1}, "", "%s", msg)
+}
+
+// locateDotted locates a path written compose's way (services.web.ports.0).
+func (l *composeLoad) locateDotted(dotted string) (string, Position) {
+	parts := strings.Split(dotted, ".")
+	var bestField string
+	var best Position
+	bestDepth := -1
+	for i := len(l.ix.files) - 1; i >= 0; i-- {
+		f := l.ix.files[i]
+		for _, d := range f.docs {
+			if d == nil {
+				continue
+			}
+			field, pos, n := nodePath(f, d, parts)
+			depth := 0
+			if n != nil {
+				depth = len(parts)
+			}
+			if depth > bestDepth {
+				bestField, best, bestDepth = field, pos, depth
+			}
+		}
+	}
+	return bestField, best
+}

@@ -1,0 +1,445 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/types"
+	"gopkg.in/yaml.v3"
+	k8syaml "sigs.k8s.io/yaml"
+)
+
+// mapEnvironment resolves the environment as compose does: a KEY without a
+// value takes it from the interpolation environment; env_file entries are
+// read (from the revision) in order, later ones winning; environment wins
+// over every env_file. A KEY that stays without a value is not set in the
+// container, as in compose.
+func (sm *serviceMap) mapEnvironment() {
+	s := sm.s
+	project := sm.m.in.env
+	explicit := types.MappingWithEquals{}
+	for k, v := range s.Environment {
+		explicit[k] = v
+	}
+	explicit.Resolve(func(k string) (string, bool) {
+		v, ok := project[k]
+		return v, ok
+	})
+	env := explicit.ToMapping()
+	for i, ef := range s.EnvFiles {
+		sm.readEnvFile(i, ef, env, func(k string) (string, bool) {
+			if v, ok := project[k]; ok {
+				return v, true
+			}
+			if v, ok := explicit[k]; ok && v != nil {
+				return *v, true
+			}
+			return "", false
+		})
+	}
+	for k, v := range explicit {
+		if v != nil {
+			env[k] = *v
+			continue
+		}
+		if _, fromFile := env[k]; !fromFile {
+			field, pos := sm.envEntry(k)
+			sm.m.warnings.add(pos, field, "variable %s has no value and is not set in the interpolation environment: the container does not get it (as in compose)", k)
+		}
+	}
+	for _, k := range sortedKeys(env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			sm.refuse("environment", "invalid variable name %q", k)
+		}
+	}
+	sm.spec.Env = copyMap(env)
+}
+
+// envEntry locates the environment entry of key k, in the mapping or the
+// list form.
+func (sm *serviceMap) envEntry(k string) (string, Position) {
+	if attr := childPath("environment", k); sm.m.ix.declared(sm.path(attr)) {
+		return sm.path(attr), sm.at(attr)
+	}
+	list := sm.path("environment")
+	for i, fn := range sm.m.ix.itemNodes(list) {
+		if fn.node.Value == k || strings.HasPrefix(fn.node.Value, k+"=") {
+			return indexPath(list, i), fn.pos()
+		}
+	}
+	return list, sm.at("environment")
+}
+
+func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, lookup func(string) (string, bool)) {
+	pos := sm.m.ix.item(sm.path("env_file"), i)
+	field := indexPath(sm.path("env_file"), i)
+	if path.IsAbs(ef.Path) {
+		sm.refuseAt(pos, field, "%q: env files are read from the revision, so the path must be relative to the app directory", ef.Path)
+		return
+	}
+	p, err := CleanRepoPath(ef.Path)
+	if err != nil {
+		sm.refuseAt(pos, field, "env file %v", err)
+		return
+	}
+	data, err := fs.ReadFile(sm.m.fsys, path.Join(sm.m.root, p))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !bool(ef.Required):
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		sm.refuseAt(pos, field, "env file %q does not exist in the repository: commit it, or mark it required: false", ef.Path)
+		return
+	case err != nil:
+		sm.refuseAt(pos, field, "cannot read env file %q: %v", ef.Path, err)
+		return
+	}
+	if ef.Format != "" {
+		sm.refuseAt(pos, field, "env file format %q is not supported", ef.Format)
+		return
+	}
+	vars := map[string]string{}
+	if err := dotenv.ParseWithFormat(bytes.NewReader(data), p, vars, lookup, ""); err != nil {
+		ep := dotenvErrorPos(sm.m.display(path.Join(sm.m.root, p)), err)
+		sm.refuseAt(ep, field, "%s", strings.TrimPrefix(dotenvMessage(err), "failed to read "+p+": "))
+		return
+	}
+	for k, v := range vars {
+		into[k] = v
+	}
+}
+
+// mapDeploy maps deploy: replicas (and scale), update_config, mode.
+func (sm *serviceMap) mapDeploy() {
+	s := sm.s
+	d := s.Deploy
+	if s.Scale != nil {
+		sm.spec.Replicas = *s.Scale
+	}
+	// compose's default is stop-first with parallelism 1: stop one old
+	// replica, then start its replacement.
+	sm.spec.Update = Update{Strategy: StrategyRolling, MaxSurge: 0, MaxUnavailable: 1}
+	if d == nil {
+		sm.checkReplicas()
+		return
+	}
+	if d.Replicas != nil {
+		if s.Scale != nil && *s.Scale != *d.Replicas && sm.m.ix.declared(sm.path("scale")) {
+			sm.refuse("scale", "scale: %d and deploy.replicas: %d differ: keep one of them", *s.Scale, *d.Replicas)
+		}
+		sm.spec.Replicas = *d.Replicas
+	}
+	sm.checkReplicas()
+	switch d.Mode {
+	case "", "replicated":
+	default:
+		sm.refuse("deploy.mode", "%q is not supported: driftless runs replicated services on one engine", d.Mode)
+	}
+	if len(d.Labels) > 0 {
+		sm.refuse("deploy.labels", "are swarm service labels and not supported: put container labels under labels:")
+	}
+	if d.RollbackConfig != nil {
+		sm.refuse("deploy.rollback_config", "is not supported: a failed rollout stops and keeps the old replicas serving")
+	}
+	if len(d.Placement.Constraints) > 0 || len(d.Placement.Preferences) > 0 || d.Placement.MaxReplicas != 0 {
+		sm.refuse("deploy.placement", "is a swarm feature and not supported: driftless runs on one engine")
+	}
+	if d.EndpointMode != "" {
+		sm.refuse("deploy.endpoint_mode", "is a swarm feature and not supported")
+	}
+	if u := d.UpdateConfig; u != nil {
+		sm.mapUpdateConfig(u)
+	}
+}
+
+func (sm *serviceMap) checkReplicas() {
+	if sm.spec.Replicas < 0 {
+		sm.refuse("deploy.replicas", "must be >= 0")
+	}
+}
+
+// mapUpdateConfig maps update_config: parallelism replicas at a time,
+// started before (start-first) or after (stop-first) the old ones stop.
+func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
+	const attr = "deploy.update_config"
+	par := 1
+	if u.Parallelism != nil {
+		if *u.Parallelism == 0 || *u.Parallelism > 1<<20 {
+			sm.refuse(attr+".parallelism", "must be between 1 and %d (0, all at once, is not supported: use x-driftless.update)", 1<<20)
+		}
+		par = int(min(*u.Parallelism, 1<<20))
+	}
+	switch u.Order {
+	case "", "stop-first":
+		sm.spec.Update = Update{Strategy: StrategyRolling, MaxSurge: 0, MaxUnavailable: par}
+	case "start-first":
+		sm.spec.Update = Update{Strategy: StrategyRolling, MaxSurge: par, MaxUnavailable: 0}
+	default:
+		sm.refuse(attr+".order", "must be stop-first or start-first, got %q", u.Order)
+	}
+	sm.spec.Update.Delay = time.Duration(u.Delay)
+	switch u.FailureAction {
+	case "", "pause", "rollback":
+		// driftless stops a failing rollout and keeps the old replicas
+		// serving: that is both.
+	default:
+		sm.refuse(attr+".failure_action", "%q is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)", u.FailureAction)
+	}
+	if u.Monitor != 0 {
+		sm.refuse(attr+".monitor", "is not supported: a replica counts once it is ready (see x-driftless.readiness)")
+	}
+	if u.MaxFailureRatio != 0 {
+		sm.refuse(attr+".max_failure_ratio", "is not supported: any replica that does not become ready stops the rollout")
+	}
+}
+
+// mapResources maps limits (deploy.resources or the older cpus, mem_limit,
+// pids_limit, mem_reservation; both set and different is an error, as in
+// compose).
+func (sm *serviceMap) mapResources() {
+	s := sm.s
+	var lim, res *types.Resource
+	if s.Deploy != nil {
+		lim, res = s.Deploy.Resources.Limits, s.Deploy.Resources.Reservations
+	}
+	r := &sm.spec.Resources
+	r.MemoryBytes = sm.pickInt("mem_limit", int64(s.MemLimit), "deploy.resources.limits.memory", lim, func(x *types.Resource) int64 { return int64(x.MemoryBytes) })
+	r.PidsLimit = sm.pickInt("pids_limit", s.PidsLimit, "deploy.resources.limits.pids", lim, func(x *types.Resource) int64 { return x.Pids })
+	r.MemoryReservationBytes = sm.pickInt("mem_reservation", int64(s.MemReservation), "deploy.resources.reservations.memory", res, func(x *types.Resource) int64 { return int64(x.MemoryBytes) })
+	r.NanoCPUs = sm.pickInt("cpus", sm.nanoCPUs("cpus"), "deploy.resources.limits.cpus", lim, func(*types.Resource) int64 { return sm.nanoCPUs("deploy.resources.limits.cpus") })
+	if r.MemoryBytes != 0 && r.MemoryBytes < minMemory {
+		sm.refuse(sm.declaredOf("deploy.resources.limits.memory", "mem_limit"), "must be at least 6m (Docker's minimum)")
+	}
+	if r.MemoryBytes < 0 || r.PidsLimit < 0 || r.MemoryReservationBytes < 0 || r.NanoCPUs < 0 {
+		sm.refuse("deploy.resources", "limits must not be negative")
+	}
+	sm.refuseResourceExtras("deploy.resources.limits", lim)
+	sm.refuseResourceExtras("deploy.resources.reservations", res)
+	if res != nil {
+		if res.NanoCPUs != 0 {
+			sm.refuse("deploy.resources.reservations.cpus", "CPU reservations are not supported: set a limit")
+		}
+		if res.Pids != 0 {
+			sm.refuse("deploy.resources.reservations.pids", "is not supported")
+		}
+	}
+}
+
+func (sm *serviceMap) declaredOf(a, b string) string {
+	if sm.m.ix.declared(sm.path(a)) {
+		return a
+	}
+	return b
+}
+
+// pickInt takes a limit from the old attribute or deploy.resources.
+func (sm *serviceMap) pickInt(old string, oldVal int64, attr string, r *types.Resource, get func(*types.Resource) int64) int64 {
+	if r == nil || !sm.m.ix.declared(sm.path(attr)) {
+		return oldVal
+	}
+	v := get(r)
+	if oldVal != 0 && v != oldVal {
+		sm.refuse(old, "%s and %s differ: keep one of them", old, attr)
+	}
+	return v
+}
+
+// nanoCPUs reads a cpus value exactly from its text (compose-go keeps a
+// float32, which cannot hold 0.1).
+func (sm *serviceMap) nanoCPUs(attr string) int64 {
+	_, _, v, ok := sm.m.ix.find(sm.path(attr))
+	if !ok || v == nil {
+		return 0
+	}
+	text, _, err := sm.m.in.substitute(v.Value)
+	if err != nil {
+		return 0
+	}
+	n, err := ParseCPUs(text)
+	if err != nil || strings.HasSuffix(strings.TrimSpace(text), "m") {
+		sm.refuse(attr, "invalid cpus %q: write a number of CPUs such as 0.5", text)
+		return 0
+	}
+	return n
+}
+
+func (sm *serviceMap) refuseResourceExtras(attr string, r *types.Resource) {
+	if r == nil {
+		return
+	}
+	if len(r.Devices) > 0 {
+		sm.refuse(attr+".devices", "device requests (GPUs) are not supported yet")
+	}
+	if len(r.GenericResources) > 0 {
+		sm.refuse(attr+".generic_resources", "are a swarm feature and not supported")
+	}
+}
+
+// rawXDriftless is the x-driftless extension of a service: what compose
+// cannot say, with the native format's field names and defaults.
+type rawXDriftless struct {
+	Readiness *rawReadiness `json:"readiness"`
+	Update    *rawXUpdate   `json:"update"`
+	SecretEnv []string      `json:"secretEnv"`
+}
+
+type rawXUpdate struct {
+	MaxSurge       *int `json:"maxSurge"`
+	MaxUnavailable *int `json:"maxUnavailable"`
+}
+
+// mapExtension reads x-driftless with the native format's checker, from
+// each file that writes it (later files win, key by key).
+func (sm *serviceMap) mapExtension() {
+	attr := sm.path("x-driftless")
+	merged := map[string]any{}
+	bad := false
+	for _, f := range sm.m.ix.files {
+		for _, d := range f.docs {
+			if d == nil {
+				continue
+			}
+			_, n, ok := walkPath(d, splitPath(attr))
+			if !ok || isNull(n) {
+				continue
+			}
+			val, ok, failed := sm.walkExtension(f, n)
+			bad = bad || failed
+			if ok {
+				deepMerge(merged, val)
+			}
+		}
+	}
+	if bad || len(merged) == 0 {
+		return
+	}
+	x := &rawXDriftless{}
+	if err := decodeStrict(sm.m.in.interpolateValues(merged), x); err != nil {
+		sm.refuse("x-driftless", "%v", err)
+		return
+	}
+	sm.applyExtension(x)
+}
+
+// walkExtension checks one file's x-driftless against rawXDriftless, with
+// positions; fields are reported as services.NAME.x-driftless.FIELD.
+func (sm *serviceMap) walkExtension(f *composeFile, n *yaml.Node) (map[string]any, bool, bool) {
+	yn := resolved(n, 0)
+	doc := &docCtx{file: f.display, start: Position{File: f.display, Line: yn.Line, Column: yn.Column}, pos: map[string]Position{}, failed: map[string]bool{}}
+	tmp := &collector{}
+	w := &walker{doc: doc, errs: tmp}
+	val, ok := w.walk(yn, reflect.TypeOf(rawXDriftless{}), "spec")
+	for _, e := range tmp.errs {
+		e.Field = sm.extField(e.Field)
+		sm.m.errs.errs = append(sm.m.errs.errs, e)
+	}
+	sm.extDoc = doc
+	m, _ := val.(map[string]any)
+	return m, ok && m != nil, w.bad
+}
+
+// extField rewrites "spec.readiness.x" as the compose path.
+func (sm *serviceMap) extField(f string) string {
+	rest := strings.TrimPrefix(f, "spec")
+	return sm.path("x-driftless") + rest
+}
+
+func (sm *serviceMap) applyExtension(x *rawXDriftless) {
+	if x.Readiness != nil {
+		vc := &collector{}
+		validateReadiness(reporter{vc, sm.extDoc}, x.Readiness)
+		for _, e := range vc.errs {
+			e.Field = sm.extField(e.Field)
+			sm.m.errs.errs = append(sm.m.errs.errs, e)
+		}
+		sm.spec.Readiness = normalizeReadiness(x.Readiness)
+	}
+	if u := x.Update; u != nil {
+		at := func(k string) Position { return sm.extDoc.at("spec.update." + k) }
+		for _, k := range []struct {
+			name string
+			v    *int
+		}{{"maxSurge", u.MaxSurge}, {"maxUnavailable", u.MaxUnavailable}} {
+			if k.v != nil && (*k.v < 0 || *k.v > 1<<20) {
+				sm.refuseAt(at(k.name), sm.path("x-driftless.update."+k.name), "must be between 0 and %d", 1<<20)
+			}
+		}
+		if u.MaxSurge != nil {
+			sm.spec.Update.MaxSurge = *u.MaxSurge
+		}
+		if u.MaxUnavailable != nil {
+			sm.spec.Update.MaxUnavailable = *u.MaxUnavailable
+		}
+		if sm.spec.Update.MaxSurge == 0 && sm.spec.Update.MaxUnavailable == 0 {
+			sm.refuseAt(sm.extDoc.at("spec.update"), sm.path("x-driftless.update"), "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
+		}
+	}
+	seen := map[string]bool{}
+	for i, k := range x.SecretEnv {
+		field := indexPath(sm.path("x-driftless.secretEnv"), i)
+		pos := sm.extDoc.at(indexPath("spec.secretEnv", i))
+		switch _, ok := sm.spec.Env[k]; {
+		case seen[k]:
+			sm.refuseAt(pos, field, "%q is listed twice", k)
+		case !ok:
+			sm.refuseAt(pos, field, "%q is not in the service's environment", k)
+		}
+		seen[k] = true
+		sm.spec.SecretEnv = append(sm.spec.SecretEnv, k)
+	}
+}
+
+// deepMerge merges src into dst: mappings key by key, anything else
+// replaced.
+func deepMerge(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				deepMerge(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// interpolateValues interpolates the strings of an extension value.
+func (in *interpolator) interpolateValues(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = in.interpolateValues(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = in.interpolateValues(e)
+		}
+		return out
+	case string:
+		s, _, err := in.substitute(t)
+		if err != nil {
+			return t
+		}
+		return s
+	}
+	return v
+}
+
+// decodeStrict decodes a checked value into a raw type, as the native
+// parser does after its walker.
+func decodeStrict(v any, target any) error {
+	js, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return k8syaml.UnmarshalStrict(js, target)
+}

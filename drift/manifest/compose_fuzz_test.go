@@ -1,0 +1,121 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// FuzzLoadCompose checks that no compose file panics the front end and
+// that every error is an ErrorList located in the app's files (or a plain
+// fs error). `go test` runs the seed corpus; run
+// `go test -fuzz FuzzLoadCompose ./drift/manifest` to explore.
+func FuzzLoadCompose(f *testing.F) {
+	files, _ := filepath.Glob("testdata/compose/*/*compose*.y*ml")
+	for _, name := range files {
+		if data, err := os.ReadFile(name); err == nil {
+			f.Add(data, []byte("A=1\n"))
+		}
+	}
+	for _, seed := range []string{
+		"",
+		"services: {}\n",
+		"services:\n  web: {image: x, ports: ['1-2:3-4'], volumes: ['./a:/b:ro,z']}\n",
+		"services:\n  web: {image: x, environment: ['${A:?boom}', '${B:-${C}}', '$${D}', '${']}\n",
+		"services:\n  web: &w {image: x}\n  api: *w\n  job: {<<: *w, deploy: {replicas: '${A}'}}\n",
+		"x-a: &a {image: x}\nservices:\n  web:\n    <<: *a\n    x-driftless: {readiness: {<<: {tcpSocket: {port: 1}}}}\n",
+		"services:\n  web: {image: x, depends_on: {api: {condition: service_healthy}}}\n  api: {image: y, depends_on: [web]}\n",
+		"services:\n  web: {image: x, networks: {n: {aliases: [a]}}, secrets: [s], configs: [c]}\nnetworks: {n: {external: true}}\nsecrets: {s: {file: a}}\nconfigs: {c: {content: x}}\n",
+		"services:\n  web: !reset\n  api: {image: x, ports: !override ['1:1']}\n",
+		"services:\n  1: {image: x}\n",
+		"- a\n- b\n",
+		"services:\n  web:\n    image: x\n    image: y\n",
+		"\xff\xfe",
+	} {
+		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
+	}
+	f.Fuzz(func(t *testing.T, compose, dotenv []byte) {
+		fsys := fstest.MapFS{
+			"compose.yaml": {Data: compose},
+			".env":         {Data: dotenv},
+			"a":            {Data: []byte("file")},
+			"conf/x.conf":  {Data: []byte("conf")},
+		}
+		app, err := LoadWith(fsys, ".", "fuzz", LoadOptions{Profiles: []string{"*"}})
+		if err == nil {
+			if app == nil || app.Format != FormatCompose {
+				t.Fatalf("no compose app without error: %#v", app)
+			}
+			for _, s := range app.Services {
+				if !ValidName(s.Name) || s.Hash != HashService(s.Labels, s.Spec) {
+					t.Fatalf("service %q: invalid name or hash", s.Name)
+				}
+			}
+			return
+		}
+		var list ErrorList
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return
+		}
+		if !errors.As(err, &list) || len(list) == 0 {
+			t.Fatalf("want a non-empty ErrorList, got %T: %v", err, err)
+		}
+		for _, e := range list {
+			if (e.Pos.File != "compose.yaml" && e.Pos.File != ".env") || e.Pos.Line <= 0 {
+				t.Fatalf("error without a position in the app's files: %#v (%v)", e.Pos, e)
+			}
+			if strings.Contains(e.Msg, composeWorkDir) {
+				t.Fatalf("error names compose-go's virtual directory: %v", e)
+			}
+		}
+	})
+}
+
+// BenchmarkLoadCompose50 loads a compose file of 50 services.
+func BenchmarkLoadCompose50(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("services:\n")
+	for i := range 50 {
+		fmt.Fprintf(&sb, `  svc_%d:
+    image: shop/svc%d:1.%d
+    command: ["serve", "--port", "8080"]
+    environment:
+      ID: "%d"
+      LOG_LEVEL: ${LOG_LEVEL:-info}
+    env_file: [common.env]
+    ports: ["%d:8080"]
+    volumes: ["data%d:/data", "./conf:/etc/svc:ro"]
+    networks: [front, back]
+    healthcheck: {test: ["CMD", "true"], interval: 5s}
+    deploy:
+      resources: {limits: {cpus: "0.5", memory: 128M}}
+    depends_on:
+      db: {condition: service_healthy}
+    labels: {team: shop, index: "%d"}
+`, i, i, i, i, 20000+i, i, i)
+	}
+	sb.WriteString("  db:\n    image: shop/postgres:16\n    networks: [back]\n    healthcheck: {test: pg_isready}\nnetworks: {front: {}, back: {internal: true}}\nvolumes:\n")
+	for i := range 50 {
+		fmt.Fprintf(&sb, "  data%d: {}\n", i)
+	}
+	fsys := fstest.MapFS{
+		"compose.yaml": {Data: []byte(sb.String())},
+		"common.env":   {Data: []byte("TZ=UTC\n")},
+		"conf/a.conf":  {Data: []byte("a")},
+	}
+	if _, err := Load(fsys, ".", "bench"); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Load(fsys, ".", "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

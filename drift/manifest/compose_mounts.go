@@ -1,0 +1,282 @@
+package manifest
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/go-units"
+	"gopkg.in/yaml.v3"
+)
+
+// mapVolumes maps a service's volumes: named volumes, binds (from the
+// repository when relative, from the host when absolute) and tmpfs.
+func (sm *serviceMap) mapVolumes() {
+	origins := sm.m.ix.itemNodes(sm.path("volumes"))
+	if len(origins) != len(sm.s.Volumes) {
+		origins = nil
+	}
+	for i, v := range sm.s.Volumes {
+		attr := indexPath("volumes", i)
+		if origins != nil {
+			sm.checkShortVolume(attr, origins[i])
+		}
+		switch v.Type {
+		case types.VolumeTypeVolume:
+			sm.mapNamedVolume(attr, v)
+		case types.VolumeTypeBind:
+			sm.mapBind(attr, v)
+		case types.VolumeTypeTmpfs:
+			sm.mapTmpfsVolume(attr, v)
+		default:
+			sm.refuse(attr, "volume type %q is not supported: use volume, bind or tmpfs", v.Type)
+		}
+	}
+}
+
+// shortVolumeOptions are the options of the short syntax; compose-go
+// ignores others, driftless refuses them rather than drop them.
+var shortVolumeOptions = map[string]bool{
+	"ro": true, "rw": true, "nocopy": true, "z": true, "Z": true,
+	"rprivate": true, "private": true, "rshared": true, "shared": true, "rslave": true, "slave": true,
+	"cached": true, "delegated": true, "consistent": true,
+}
+
+func (sm *serviceMap) checkShortVolume(attr string, fn fileNode) {
+	if fn.node.Kind != yaml.ScalarNode {
+		return
+	}
+	text, _, err := sm.m.in.substitute(fn.node.Value)
+	if err != nil {
+		return
+	}
+	parts := strings.Split(text, ":")
+	if len(parts) < 3 {
+		return
+	}
+	for _, o := range strings.Split(parts[len(parts)-1], ",") {
+		if !shortVolumeOptions[o] {
+			sm.refuseAt(fn.pos(), sm.path(attr), "unknown volume option %q: use ro, rw, z, Z, nocopy or a propagation", o)
+		}
+	}
+}
+
+func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
+	if v.Source == "" {
+		sm.refuse(attr, "anonymous volumes are not supported: name the volume (NAME:%s) and declare it under the top-level volumes:", v.Target)
+		return
+	}
+	if _, ok := sm.m.p.Volumes[v.Source]; !ok {
+		sm.refuse(attr, "volume %q is not declared: add it under the top-level volumes:", v.Source)
+		return
+	}
+	if vv := v.Volume; vv != nil {
+		if vv.NoCopy {
+			sm.refuse(attr, "nocopy is not supported yet: driftless lets Docker copy the image's content into a new volume")
+		}
+		if vv.Subpath != "" {
+			sm.refuse(attr+".volume.subpath", "volume subpaths are not supported yet")
+		}
+		if len(vv.Labels) > 0 {
+			sm.refuse(attr+".volume.labels", "is not supported: set labels on the top-level volume")
+		}
+	}
+	if v.Bind != nil || v.Tmpfs != nil || v.Image != nil {
+		sm.refuse(attr, "bind, tmpfs or image options on a named volume are not supported")
+	}
+	name, ok := sm.m.volNames[v.Source]
+	if !ok {
+		return
+	}
+	sm.spec.Volumes = append(sm.spec.Volumes, VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly})
+}
+
+func (sm *serviceMap) mapBind(attr string, v types.ServiceVolumeConfig) {
+	b := BindMount{MountPath: v.Target, ReadOnly: v.ReadOnly}
+	if bo := v.Bind; bo != nil {
+		b.CreateHostPath = bool(bo.CreateHostPath)
+		b.Propagation = bo.Propagation
+		b.SELinux = bo.SELinux
+		if bo.Recursive != "" && bo.Recursive != "enabled" {
+			sm.refuse(attr+".bind.recursive", "%q is not supported", bo.Recursive)
+		}
+	}
+	if v.Volume != nil && v.Volume.NoCopy {
+		sm.refuse(attr, "nocopy applies to volumes, not binds")
+	}
+	switch src := v.Source; {
+	case strings.HasPrefix(src, "~"):
+		sm.refuse(attr, "%q: the home directory of the agent's host is not a place to mount from; use an absolute path (policy hostPaths) or a file of the repository", src)
+		return
+	case path.IsAbs(src):
+		b.HostPath = path.Clean(src)
+	default:
+		p, tree, ok := sm.repoTree(attr, src, "bind source")
+		if !ok {
+			return
+		}
+		b.RepoPath, b.ContentHash = p, tree.Hash()
+		b.CreateHostPath = false
+	}
+	sm.addBind(attr, b)
+}
+
+// addBind adds a bind, refusing a second mount on the same path.
+func (sm *serviceMap) addBind(attr string, b BindMount) {
+	if !path.IsAbs(b.MountPath) {
+		sm.refuse(attr, "the target %q must be an absolute path", b.MountPath)
+		return
+	}
+	if prev, dup := sm.bindFrom[b.MountPath]; dup {
+		sm.refuse(attr, "%s is already mounted by %s", b.MountPath, sm.path(prev))
+		return
+	}
+	sm.bindFrom[b.MountPath] = attr
+	sm.spec.Binds = append(sm.spec.Binds, b)
+}
+
+// repoTree reads a file or directory of the revision that a service
+// mounts, and adds it to the app's content.
+func (sm *serviceMap) repoTree(attr, src, what string) (string, *RepoTree, bool) {
+	p, err := CleanRepoPath(src)
+	if err != nil {
+		if errors.Is(err, ErrLeavesRepo) {
+			sm.refuse(attr, "%s %q leaves the app directory: driftless mounts files of the app's directory in the repository only", what, src)
+		} else {
+			sm.refuse(attr, "%s %v", what, err)
+		}
+		return "", nil, false
+	}
+	tree, err := ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		sm.refuse(attr, "%s %q does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume", what, src)
+		return "", nil, false
+	case errors.Is(err, ErrTreeTooLarge):
+		sm.refuse(attr, "%s %q holds more than %d MiB: mount configuration, keep data in a volume", what, src, MaxRepoTreeBytes>>20)
+		return "", nil, false
+	case err != nil:
+		sm.refuse(attr, "cannot read %s %q: %v", what, src, err)
+		return "", nil, false
+	}
+	hash := tree.Hash()
+	sm.m.content[hash] = tree
+	return p, tree, true
+}
+
+func (sm *serviceMap) mapTmpfsVolume(attr string, v types.ServiceVolumeConfig) {
+	t := TmpfsMount{MountPath: v.Target}
+	if v.Tmpfs != nil {
+		t.SizeBytes = int64(v.Tmpfs.Size)
+		t.Mode = v.Tmpfs.Mode
+	}
+	if v.Source != "" {
+		sm.refuse(attr, "a tmpfs mount has no source")
+	}
+	sm.addTmpfs(attr, t)
+}
+
+// mapTmpfs maps the service's tmpfs list ("/run" or "/run:size=64m,mode=1777").
+func (sm *serviceMap) mapTmpfs() {
+	for i, entry := range sm.s.Tmpfs {
+		attr := indexPath("tmpfs", i)
+		target, opts, _ := strings.Cut(entry, ":")
+		t := TmpfsMount{MountPath: target}
+		for _, o := range strings.Split(opts, ",") {
+			if o == "" {
+				continue
+			}
+			k, val, _ := strings.Cut(o, "=")
+			switch k {
+			case "size":
+				n, err := units.RAMInBytes(val)
+				if err != nil || n < 0 {
+					sm.refuse(attr, "invalid size %q", val)
+				}
+				t.SizeBytes = n
+			case "mode":
+				m, err := strconv.ParseUint(val, 8, 32)
+				if err != nil {
+					sm.refuse(attr, "invalid mode %q: write octal permission bits such as 1777", val)
+				}
+				t.Mode = uint32(m)
+			default:
+				sm.refuse(attr, "tmpfs option %q is not supported: use size and mode", k)
+			}
+		}
+		sm.addTmpfs(attr, t)
+	}
+}
+
+func (sm *serviceMap) addTmpfs(attr string, t TmpfsMount) {
+	if !path.IsAbs(t.MountPath) {
+		sm.refuse(attr, "the target %q must be an absolute path", t.MountPath)
+		return
+	}
+	if prev, dup := sm.bindFrom[t.MountPath]; dup {
+		sm.refuse(attr, "%s is already mounted by %s", t.MountPath, sm.path(prev))
+		return
+	}
+	sm.bindFrom[t.MountPath] = attr
+	sm.spec.Tmpfs = append(sm.spec.Tmpfs, t)
+}
+
+// mapFileMounts mounts file-based secrets or configs read-only, where
+// compose puts them: /run/secrets/NAME, /NAME, or the target.
+func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretConfig, dir string) {
+	for i, r := range refs {
+		attr := indexPath(section, i)
+		obj, ok := sm.fileObject(section, r.Source)
+		if !ok {
+			sm.refuse(attr, "%s %q is not declared: add it under the top-level %s:", strings.TrimSuffix(section, "s"), r.Source, section)
+			continue
+		}
+		if r.UID != "" || r.GID != "" || r.Mode != nil {
+			sm.refuse(attr, "uid, gid and mode are not supported for file-based %s (as in compose, the file is bind-mounted as it is)", section)
+		}
+		if obj.File == "" {
+			continue // refused at the top level
+		}
+		target := r.Target
+		switch {
+		case target == "":
+			target = dir + r.Source
+		case !path.IsAbs(target):
+			target = dir + target
+		}
+		top := childPath(section, r.Source) + ".file"
+		p, tree, ok := sm.repoTreeAt(top, obj.File)
+		if !ok {
+			continue
+		}
+		sm.addBind(attr, BindMount{RepoPath: p, ContentHash: tree.Hash(), MountPath: target, ReadOnly: true})
+	}
+}
+
+func (sm *serviceMap) fileObject(section, name string) (types.FileObjectConfig, bool) {
+	if section == "secrets" {
+		o, ok := sm.m.p.Secrets[name]
+		return types.FileObjectConfig(o), ok
+	}
+	o, ok := sm.m.p.Configs[name]
+	return types.FileObjectConfig(o), ok
+}
+
+// repoTreeAt reads a file that a top-level object names; problems are
+// reported there, once.
+func (sm *serviceMap) repoTreeAt(field, src string) (string, *RepoTree, bool) {
+	if sm.m.reported == nil {
+		sm.m.reported = map[string]bool{}
+	}
+	errsBefore := len(sm.m.errs.errs)
+	at := &serviceMap{m: sm.m, base: field, cname: sm.cname}
+	p, tree, ok := at.repoTree("", src, "file")
+	if !ok && sm.m.reported[field] {
+		sm.m.errs.errs = sm.m.errs.errs[:errsBefore]
+	}
+	sm.m.reported[field] = true
+	return p, tree, ok
+}
