@@ -63,16 +63,30 @@ func (r *run) ensureImage(ctx context.Context, ref string) error {
 // ownedContainer inspects a container before a destructive action and
 // refuses it unless the container carries this app's label.
 func (r *run) ownedContainer(ctx context.Context, id string) (container.InspectResponse, error) {
-	res, err := r.e.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	return r.changeableContainer(ctx, drift.Change{ID: id})
+}
+
+// changeableContainer inspects the container a change acts on and refuses
+// it unless it carries this app's label — or the change adopts a docker
+// compose project and the container belongs to that project.
+func (r *run) changeableContainer(ctx context.Context, ch drift.Change) (container.InspectResponse, error) {
+	res, err := r.e.api.ContainerInspect(ctx, ch.ID, client.ContainerInspectOptions{})
 	if err != nil {
 		return container.InspectResponse{}, err
 	}
 	c := res.Container
-	if c.Config == nil || c.Config.Labels[drift.LabelApp] != r.app {
-		return c, fmt.Errorf("container %s (%s) is not owned by driftless app %s; leaving it alone",
-			strings.TrimPrefix(c.Name, "/"), shortID(c.ID), r.app)
+	var labels map[string]string
+	if c.Config != nil {
+		labels = c.Config.Labels
 	}
-	return c, nil
+	switch {
+	case labels[drift.LabelApp] == r.app:
+		return c, nil
+	case ch.Adopt != "" && labels[drift.LabelApp] == "" && labels[drift.LabelComposeProject] == ch.Adopt:
+		return c, nil
+	}
+	return c, fmt.Errorf("container %s (%s) is not owned by driftless app %s; leaving it alone",
+		strings.TrimPrefix(c.Name, "/"), shortID(c.ID), r.app)
 }
 
 // createReplica creates, connects and starts one replica under its stable
@@ -316,7 +330,7 @@ func stopTimeout(c container.InspectResponse, spec *manifest.ServiceSpec) *int {
 // containers with its anonymous volumes; named volumes are never removed
 // with a container.
 func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.ServiceSpec) error {
-	c, err := r.ownedContainer(ctx, s.change.ID)
+	c, err := r.changeableContainer(ctx, s.change)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			r.emit(s, drift.PhaseRemoved, "was already gone", nil)

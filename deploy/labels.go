@@ -30,6 +30,8 @@ func containerFromSummary(s container.Summary) drift.Container {
 		c.Name = strings.TrimPrefix(s.Names[0], "/")
 	}
 	applyContainerLabels(&c, s.Labels)
+	c.ComposeProject, c.ComposeService = s.Labels[drift.LabelComposeProject], s.Labels[drift.LabelComposeService]
+	c.ComposeNumber, _ = strconv.Atoi(s.Labels[drift.LabelComposeNumber])
 	c.ExitCode, _ = parseExitCode(s.Status)
 	c.Health = parseHealth(s.Status)
 	if s.NetworkSettings != nil {

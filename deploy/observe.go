@@ -160,7 +160,9 @@ func sortActual(a *drift.Actual) {
 func (l listing) foreign(app string, actual *drift.Actual) {
 	prefix := app + "-"
 	for _, c := range l.containers {
-		if c.App != app && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0) {
+		// Compose's containers are listed whatever their names: the
+		// app may run as a compose project today.
+		if c.App != app && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 || c.ComposeProject != "") {
 			actual.ForeignContainers = append(actual.ForeignContainers, c)
 		}
 	}

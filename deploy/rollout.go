@@ -138,7 +138,7 @@ func publishesHostPorts(spec *manifest.ServiceSpec) bool {
 // old one is removed. Without surge the old one is stopped first.
 func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, surge bool) error {
 	stable := manifest.ContainerName(r.app, svc.Name, s.change.Slot)
-	old, err := r.ownedContainer(ctx, s.change.ID)
+	old, err := r.changeableContainer(ctx, s.change)
 	if err != nil {
 		if !isNotFound(err) {
 			return err

@@ -65,6 +65,10 @@ type planner struct {
 	// heldServices are services a conflict keeps a replica of from being
 	// created, started or replaced.
 	heldServices map[string]bool
+	// project is the docker compose project that belongs to the app;
+	// compose holds its containers by compose service name.
+	project string
+	compose map[string][]*Container
 	// owned networks and volumes by manifest name.
 	ownedNetworks map[string]*Network
 	ownedVolumes  map[string]*Volume
@@ -84,9 +88,22 @@ func newPlanner(in Input) *planner {
 	}
 	p.foreignContainers = make(map[string]string, len(in.Actual.ForeignContainers))
 	p.portHolders = make(map[int]string)
+	p.project = in.Options.composeProject(in.App)
 	for i := range in.Actual.ForeignContainers {
 		c := &in.Actual.ForeignContainers[i]
+		if c.App == "" && c.ComposeProject == p.project && c.ComposeService != "" {
+			if p.compose == nil {
+				p.compose = map[string][]*Container{}
+			}
+			p.compose[c.ComposeService] = append(p.compose[c.ComposeService], c)
+			if in.Options.Adopt {
+				continue // its name and ports pass to the replicas that replace it
+			}
+		}
 		p.addForeignContainer(c)
+	}
+	for _, cs := range p.compose {
+		slices.SortFunc(cs, func(a, b *Container) int { return cmp.Or(cmp.Compare(a.ComposeNumber, b.ComposeNumber), cmp.Compare(a.ID, b.ID)) })
 	}
 	for i := range in.Actual.Containers {
 		if c := &in.Actual.Containers[i]; c.App != in.App {
@@ -99,8 +116,11 @@ func newPlanner(in Input) *planner {
 func (p *planner) addForeignContainer(c *Container) {
 	name := dockerName(c.Name)
 	why := "name is held by a container driftless does not own"
-	if c.App != "" {
+	switch {
+	case c.App != "":
 		why = "name is held by a container of app " + c.App
+	case c.ComposeProject != "":
+		why = "name is held by a container of docker compose project " + c.ComposeProject
 	}
 	if prev, ok := p.foreignContainers[name]; !ok || why < prev {
 		p.foreignContainers[name] = why
@@ -285,6 +305,11 @@ func (p *planner) volumes() {
 				p.blockVolume(d.Name, name, why)
 				continue
 			}
+			if cv := p.composeVolume(d); cv != "" {
+				// A new empty volume would shadow the data compose keeps.
+				p.blockVolume(d.Name, cv, "docker compose project "+p.project+" keeps this volume's data; set adopt: compose for this app to use it")
+				continue
+			}
 			p.plan.Changes = append(p.plan.Changes, Change{
 				Action: ActionCreate, Kind: KindVolume, Name: name, Resource: d.Name,
 				Cause: CauseGit, Reason: "declared in " + p.revisionPhrase(),
@@ -323,6 +348,18 @@ func (p *planner) blockVolume(resource, name, why string) {
 // Docker name does not.
 func declaresOwned(name string, external bool, externalName string) bool {
 	return !external || externalName == name
+}
+
+// composeVolume is the name of the app's compose project's volume for the
+// declared volume, or "".
+func (p *planner) composeVolume(d *manifest.Volume) string {
+	key := cmp.Or(d.ComposeName, d.Name)
+	for _, fv := range p.in.Actual.ForeignVolumes {
+		if fv.App == "" && fv.Labels[LabelComposeProject] == p.project && fv.Labels[LabelComposeVolume] == key {
+			return fv.Name
+		}
+	}
+	return ""
 }
 
 func (p *planner) pruneNetworks() {
@@ -542,6 +579,9 @@ type serviceCtx struct {
 	// replaced right now, when hasBlockers.
 	blockedBy   Conflict
 	hasBlockers bool
+	// adopt holds, by slot, the docker compose container a new replica
+	// replaces when the app adopts its compose project.
+	adopt map[int]*Container
 }
 
 func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
@@ -566,6 +606,7 @@ func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
 	}
 	slices.Sort(sc.networks)
 	p.findBlockers(&sc)
+	adoptRemoves := p.composeContainers(&sc, refs)
 
 	var removes, replaces, starts, creates []Change
 	next := 1 // next slot in 1..replicas not yet seen
@@ -613,6 +654,7 @@ func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
 			creates = append(creates, c)
 		}
 	}
+	removes = append(removes, adoptRemoves...)
 	// Scale-down removes go highest slot first; refs are ascending.
 	slices.SortStableFunc(removes, func(a, b Change) int { return cmp.Compare(b.Slot, a.Slot) })
 	n := len(removes) + len(replaces) + len(starts) + len(creates)
@@ -624,6 +666,50 @@ func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
 	out = append(out, replaces...)
 	out = append(out, starts...)
 	return append(out, creates...)
+}
+
+// composeContainers sorts out the service's docker compose containers.
+// Without adoption they are conflicts that hold the whole service back:
+// running compose's and driftless's replicas side by side would double
+// the service. With adoption each compose container with a free slot is
+// replaced by the replica of that slot; the rest are removed (returned).
+func (p *planner) composeContainers(sc *serviceCtx, refs []cref) []Change {
+	key := sc.svc.ComposeName
+	if key == "" {
+		key = sc.svc.Name
+	}
+	cs := p.compose[key]
+	if len(cs) == 0 {
+		return nil
+	}
+	if !p.in.Options.Adopt {
+		for _, c := range cs {
+			conf := Conflict{Kind: KindContainer, Name: dockerName(c.Name), Service: sc.svc.Name,
+				Reason: "managed by docker compose (project " + p.project + ", service " + key + "); set adopt: compose for this app to move it to driftless without downtime"}
+			p.conflict(conf)
+			if !sc.hasBlockers {
+				sc.blockedBy, sc.hasBlockers = conf, true
+			}
+		}
+		return nil
+	}
+	taken := map[int]bool{}
+	for _, r := range refs {
+		taken[int(r.slot)] = true
+	}
+	sc.adopt = map[int]*Container{}
+	var removes []Change
+	for _, c := range cs {
+		n := c.ComposeNumber
+		if n >= 1 && n <= sc.svc.Spec.Replicas && !taken[n] && sc.adopt[n] == nil {
+			sc.adopt[n] = c
+			continue
+		}
+		removes = append(removes, Change{Action: ActionRemove, Kind: KindContainer, Name: dockerName(c.Name), Service: sc.svc.Name,
+			Slot: n, ID: c.ID, Cause: CauseGit, Adopt: p.project,
+			Reason: "docker compose project " + p.project + " runs more replicas than declared; adopting"})
+	}
+	return removes
 }
 
 // findBlockers finds what keeps every replica of the service from being
@@ -690,6 +776,13 @@ func (p *planner) converged(sc *serviceCtx, slot int) bool {
 
 func (p *planner) createChange(sc *serviceCtx, slot int) (Change, bool) {
 	name := manifest.ContainerName(p.app, sc.svc.Name, slot)
+	if c, ok := sc.adopt[slot]; ok {
+		if p.held(sc) {
+			return Change{}, false
+		}
+		return Change{Action: ActionReplace, Kind: KindContainer, Name: name, Service: sc.svc.Name, Slot: slot, ID: c.ID,
+			Cause: CauseGit, Adopt: p.project, Reason: "adopt " + dockerName(c.Name) + " from docker compose project " + p.project}, true
+	}
 	if why, taken := p.foreignContainers[name]; taken {
 		p.conflict(Conflict{Kind: KindContainer, Name: name, Reason: why, Service: sc.svc.Name})
 		return Change{}, false
@@ -1009,4 +1102,45 @@ func dependencyOrder(services []manifest.Service) []int {
 		}
 	}
 	return order
+}
+
+// AdoptComposeVolumes returns the app with every volume the app does not
+// own yet, but its docker compose project does, turned into an external
+// volume of compose's name: replicas that adopt compose's containers keep
+// compose's data instead of starting on an empty volume. It returns app
+// itself when there is nothing to adopt.
+func AdoptComposeVolumes(app *manifest.App, actual Actual, project string) *manifest.App {
+	if app == nil {
+		return nil
+	}
+	owned := map[string]bool{}
+	for _, v := range actual.Volumes {
+		owned[v.Resource] = true
+	}
+	var out *manifest.App
+	for i, v := range app.Volumes {
+		if v.Spec.External || owned[v.Name] {
+			continue
+		}
+		key := v.ComposeName
+		if key == "" {
+			key = v.Name
+		}
+		for _, fv := range actual.ForeignVolumes {
+			if fv.App != "" || fv.Labels[LabelComposeProject] != project || fv.Labels[LabelComposeVolume] != key {
+				continue
+			}
+			if out == nil {
+				c := *app
+				c.Volumes = slices.Clone(app.Volumes)
+				out = &c
+			}
+			out.Volumes[i].Spec.External, out.Volumes[i].Spec.ExternalName = true, fv.Name
+			break
+		}
+	}
+	if out == nil {
+		return app
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +231,52 @@ update container shop-web-1 svc=web/1 id=id-shop-web-1 cause=drift
 	checkFacts(t, "stopped", Compute(input(desiredApp(web), stopped, Options{})).Changes, `
 ~ container shop-web-1 svc=web/1 id=id-shop-web-1 cause=drift
 `)
+}
+
+// Containers that docker compose runs for the app's project are "managed
+// by compose" conflicts; with adoption each is replaced by the replica of
+// its slot (new one ready first, by the applier), extras removed, and
+// compose's volumes kept.
+func TestComputeAdoptsComposeProject(t *testing.T) {
+	web := service("web", 2)
+	web.ComposeName = "web_app"
+	d := desiredApp(web, service("db", 1, mount("data")))
+	d.Volumes[0].ComposeName = "data"
+	composeC := func(id, name, svc string, n int) Container {
+		return Container{ID: id, Name: "/" + name, State: StateRunning, ComposeProject: "shop", ComposeService: svc, ComposeNumber: n}
+	}
+	act := Actual{ForeignContainers: []Container{
+		composeC("c1", "shop-web_app-1", "web_app", 1), composeC("c2", "shop-web_app-2", "web_app", 2),
+		composeC("c3", "shop-web_app-3", "web_app", 3), composeC("c4", "shop_db_1", "db", 1),
+		{ID: "x1", Name: "/other_web_1", State: StateRunning, ComposeProject: "other", ComposeService: "web_app", ComposeNumber: 1},
+	}, ForeignVolumes: []Volume{{Name: "shop_data", Labels: map[string]string{LabelComposeProject: "shop", LabelComposeVolume: "data"}}}}
+
+	plan := Compute(input(d, act, Options{}))
+	if len(plan.Changes) != 1 || plan.Changes[0].Kind != KindNetwork || len(plan.Conflicts) != 5 ||
+		!strings.Contains(plan.Conflicts[3].Reason, "managed by docker compose (project shop, service db); set adopt: compose") ||
+		plan.Conflicts[4] != (Conflict{Kind: KindVolume, Name: "shop_data", Reason: "docker compose project shop keeps this volume's data; set adopt: compose for this app to use it"}) {
+		t.Fatalf("without adoption: %s", plan)
+	}
+
+	in := input(d, act, Options{Adopt: true})
+	in.Desired = AdoptComposeVolumes(d, act, "shop")
+	if v := in.Desired.Volume("data"); !v.Spec.External || v.Spec.ExternalName != "shop_data" {
+		t.Fatalf("volume: %+v", v)
+	}
+	plan = Compute(in)
+	checkFacts(t, "adoption", plan.Changes, `
++ network shop-default cause=git
+-/+ container shop-db-1 svc=db/1 id=c4 cause=git
+- container shop-web_app-3 svc=web/3 id=c3 cause=git
+-/+ container shop-web-1 svc=web/1 id=c1 cause=git
+-/+ container shop-web-2 svc=web/2 id=c2 cause=git
+`)
+	for _, c := range plan.Changes[1:] {
+		if c.Adopt != "shop" {
+			t.Errorf("%s: adopt %q", c.Name, c.Adopt)
+		}
+	}
+	if len(plan.Conflicts) != 0 || slices.ContainsFunc(plan.Changes, func(c Change) bool { return c.ID == "x1" }) {
+		t.Fatalf("another project's container must be left alone: %s", plan)
+	}
 }

@@ -26,6 +26,15 @@ const (
 	LabelSpec = LabelPrefix + "spec"
 )
 
+// Labels docker compose puts on what it creates. driftless never changes
+// such an object unless the app adopts its project.
+const (
+	LabelComposeProject = "com.docker.compose.project"
+	LabelComposeService = "com.docker.compose.service"
+	LabelComposeNumber  = "com.docker.compose.container-number"
+	LabelComposeVolume  = "com.docker.compose.volume"
+)
+
 // ContainerState is Docker's state word for a container.
 type ContainerState string
 
@@ -73,6 +82,11 @@ type Container struct {
 	// RestartCount comes from the prober's inspect on state changes, not from
 	// the list call; zero when unknown.
 	RestartCount int `json:"restartCount,omitempty"`
+	// ComposeProject, ComposeService and ComposeNumber are docker
+	// compose's labels, on containers compose made.
+	ComposeProject string `json:"composeProject,omitempty"`
+	ComposeService string `json:"composeService,omitempty"`
+	ComposeNumber  int    `json:"composeNumber,omitempty"`
 	// Config is what an inspect shows of the settings that can be changed
 	// on a running container (docker update, network connect/disconnect,
 	// docker rename); nil when the container was not inspected.
@@ -163,6 +177,21 @@ type Options struct {
 	// come up. Assess reports such a service Degraded while the failed spec
 	// hash is still the desired one.
 	FailedRollouts map[string]RolloutFailure
+	// ComposeProject is the docker compose project whose containers run
+	// this app's services today ("" = the app name). Without Adopt they
+	// are conflicts that hold their services back.
+	ComposeProject string
+	// Adopt replaces the compose project's containers with the app's own
+	// replicas, one at a time, each new one ready before the old one goes.
+	Adopt bool
+}
+
+// composeProject is the compose project name that belongs to the app.
+func (o Options) composeProject(app string) string {
+	if o.ComposeProject != "" {
+		return o.ComposeProject
+	}
+	return app
 }
 
 // RolloutFailure is a failed rollout of a service at one spec hash.
@@ -252,6 +281,10 @@ type Change struct {
 	Resource string `json:"resource,omitempty"`
 	// NotBefore is set on deferred changes: when the backoff ends.
 	NotBefore time.Time `json:"notBefore,omitzero"`
+	// Adopt names the docker compose project whose container ID is: the
+	// applier may replace or remove that container although driftless does
+	// not own it, and only because the app adopts that project.
+	Adopt string `json:"adopt,omitempty"`
 }
 
 // Conflict is something in the way that driftless will not touch: a foreign

@@ -56,7 +56,14 @@ type AppConfig struct {
 	// directory's .env file; these win). The agent's own environment is
 	// never used: it holds the agent's secrets.
 	Environment map[string]string
+	// Adopt is "compose" to take over the containers `docker compose` runs
+	// for ComposeProject (default: the app name), one replica at a time.
+	Adopt          string
+	ComposeProject string
 }
+
+// AdoptCompose is the Adopt value that takes over a compose project.
+const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
@@ -111,10 +118,12 @@ type fileAppConfig struct {
 	WebhookSecretEnv  string `json:"webhookSecretEnv"`
 	WebhookSecretFile string `json:"webhookSecretFile"`
 
-	Allow       []string          `json:"allow"`
-	HostPaths   []string          `json:"hostPaths"`
-	Profiles    []string          `json:"profiles"`
-	Environment map[string]string `json:"environment"`
+	Allow          []string          `json:"allow"`
+	HostPaths      []string          `json:"hostPaths"`
+	Profiles       []string          `json:"profiles"`
+	Environment    map[string]string `json:"environment"`
+	Adopt          string            `json:"adopt"`
+	ComposeProject string            `json:"composeProject"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -254,6 +263,10 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 		errs = append(errs, err)
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
+	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	if app.Adopt != "" && app.Adopt != AdoptCompose {
+		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
+	}
 	return app, errs
 }
 

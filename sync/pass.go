@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 )
 
@@ -68,6 +70,8 @@ type pass struct {
 	a  *Agent
 	st *appState
 	in passInput
+	// lastActual is the latest observation.
+	lastActual *drift.Actual
 }
 
 func (p *pass) run(ctx context.Context) (o passOutcome) {
@@ -157,6 +161,7 @@ func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
 		return false
 	}
 	o.actual = &actual
+	p.lastActual = &actual
 	return true
 }
 
@@ -187,7 +192,7 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 // agent closes the pass's stop channel.
 func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Plan) *applyReport {
 	t0 := time.Now()
-	res := p.a.engine.Apply(ctx, desired.app, plan, drift.ApplyOptions{Stop: p.in.stop})
+	res := p.a.engine.Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop})
 	return &applyReport{plan: plan, result: res, elapsed: time.Since(t0)}
 }
 
@@ -216,12 +221,22 @@ func (p *pass) policy(guard bool) drift.Policy {
 	}
 }
 
+// appFor is the desired app as the differ and the applier see it: when
+// adopting a compose project, volumes compose already has are used as
+// they are, so the adopted replicas keep their data.
+func (p *pass) appFor(rs *revisionState, actual drift.Actual) *manifest.App {
+	if p.in.cfg.Adopt != AdoptCompose {
+		return rs.app
+	}
+	return drift.AdoptComposeVolumes(rs.app, actual, cmp.Or(p.in.cfg.ComposeProject, p.in.cfg.Name))
+}
+
 func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input {
 	now := p.a.now()
 	backoff, failed := backoffInputs(p.in.mem, rs.app, p.in.cfg.Name, now)
 	return drift.Input{
 		App:     p.in.cfg.Name,
-		Desired: rs.app,
+		Desired: p.appFor(rs, actual),
 		Actual:  actual,
 		Options: drift.Options{
 			Revision:       rs.rev.SHA,
@@ -232,6 +247,8 @@ func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input 
 			ReadyDeadline:  readyDeadline,
 			NoSelfHeal:     !p.in.cfg.SelfHeal,
 			FailedRollouts: failed,
+			ComposeProject: p.in.cfg.ComposeProject,
+			Adopt:          p.in.cfg.Adopt == AdoptCompose,
 		},
 	}
 }

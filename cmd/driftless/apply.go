@@ -36,6 +36,11 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError
 	}
+	adopt, err := lf.adoptCompose()
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless apply:", err)
+		return exitError
+	}
 	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, FilesDir: deploy.DefaultFilesDir()})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
@@ -43,7 +48,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer eng.Close()
 
-	desired, in, err := loadLocal(ctx, dir, name, opts, eng, *prune)
+	desired, in, err := loadLocal(ctx, dir, name, opts, adopt, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1
@@ -79,7 +84,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// of list calls.
 	after := in
 	if !plan.Empty() {
-		if _, after, err = loadLocal(ctx, dir, name, opts, eng, *prune); err != nil {
+		if _, after, err = loadLocal(ctx, dir, name, opts, adopt, eng, *prune); err != nil {
 			fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
 			return 1
 		}
@@ -97,7 +102,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
 			}
-			if _, after, err = loadLocal(ctx, dir, name, opts, eng, *prune); err != nil {
+			if _, after, err = loadLocal(ctx, dir, name, opts, adopt, eng, *prune); err != nil {
 				fmt.Fprintln(stderr, "driftless apply: observing:", err)
 				return 1
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	dsync "github.com/driftless-dev/driftless/sync"
 )
 
 // Exit codes of diff follow `argocd app diff` and `flux diff`.
@@ -58,6 +59,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 // manifests may use, and the compose profiles to activate.
 type loadFlags struct {
 	allow, hostPaths, profiles string
+	adopt                      string
 }
 
 func (l *loadFlags) register(fs interface {
@@ -66,6 +68,19 @@ func (l *loadFlags) register(fs interface {
 	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(manifest.AllowNames, ", "))
 	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
+	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers `docker compose` runs for the app's project, one replica at a time")
+}
+
+// adoptCompose reports whether --adopt asks to take over a compose
+// project.
+func (l *loadFlags) adoptCompose() (bool, error) {
+	switch l.adopt {
+	case "":
+		return false, nil
+	case dsync.AdoptCompose:
+		return true, nil
+	}
+	return false, fmt.Errorf("--adopt %q: the only value is %q", l.adopt, dsync.AdoptCompose)
 }
 
 // options are the load options; env is what compose files interpolate
@@ -204,7 +219,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // loadLocal parses the manifests and observes the engine for one app.
-func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
+func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, adopt bool, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
 	app, err := manifest.LoadDirWith(dir, name, opts)
 	if err != nil {
 		return nil, drift.Input{}, err
@@ -215,11 +230,14 @@ func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions,
 	if err != nil {
 		return nil, drift.Input{}, err
 	}
+	if adopt {
+		app = drift.AdoptComposeVolumes(app, actual, name)
+	}
 	in := drift.Input{
 		App:     name,
 		Desired: app,
 		Actual:  actual,
-		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now()},
+		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt},
 	}
 	return app, in, nil
 }
@@ -262,13 +280,18 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}
+	adopt, err := lf.adoptCompose()
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
 	eng, err := connectEngine(ctx, deploy.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}
 	defer eng.Close()
-	_, in, err := loadLocal(ctx, dir, name, opts, eng, *prune)
+	_, in, err := loadLocal(ctx, dir, name, opts, adopt, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sirupsen/logrus"
 	"io"
 	"os"
 	"os/signal"
@@ -37,6 +38,10 @@ func commands() []command {
 }
 
 func main() {
+	// compose-go logs through logrus's standard logger; every warning it
+	// has is also reported by the compose front end, with its position,
+	// as App.Warnings. Its own copies would only be noise on stderr.
+	logrus.SetOutput(io.Discard)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -185,6 +185,11 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 			return cfg, err
 		}
 		app.Policy, app.Profiles = opts.Policy, opts.Profiles
+		if adopt, err := f.load.adoptCompose(); err != nil {
+			return cfg, err
+		} else if adopt {
+			app.Adopt = dsync.AdoptCompose
+		}
 		app.Auth.Username = os.Getenv("DRIFTLESS_GIT_USERNAME")
 		app.Auth.Password = os.Getenv("DRIFTLESS_GIT_PASSWORD")
 		if tok, err := readSecret(f.gitTokenFile, "DRIFTLESS_GIT_TOKEN"); err != nil {

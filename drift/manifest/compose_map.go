@@ -208,7 +208,7 @@ func (m *composeMapper) mapVolumes() []Volume {
 		}
 		labels := copyMap(v.Labels)
 		m.refuseReserved(base+".labels", labels)
-		out = append(out, Volume{Name: name, Labels: labels, Spec: spec, Hash: HashVolume(labels, spec), Source: m.ix.firstKeyAt(base)})
+		out = append(out, Volume{Name: name, ComposeName: key, Labels: labels, Spec: spec, Hash: HashVolume(labels, spec), Source: m.ix.firstKeyAt(base)})
 	}
 	return out
 }

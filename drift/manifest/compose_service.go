@@ -137,12 +137,13 @@ func configRefs(c []types.ServiceConfigObjConfig) []types.ServiceSecretConfig {
 // service is the mapped service.
 func (sm *serviceMap) service() Service {
 	return Service{
-		Name:   sm.name,
-		Labels: sm.labels,
-		Spec:   sm.spec,
-		Hash:   HashService(sm.labels, sm.spec),
-		Source: sm.m.ix.firstKeyAt(sm.base),
-		Fields: sm.fields,
+		Name:        sm.name,
+		Labels:      sm.labels,
+		Spec:        sm.spec,
+		Hash:        HashService(sm.labels, sm.spec),
+		Source:      sm.m.ix.firstKeyAt(sm.base),
+		Fields:      sm.fields,
+		ComposeName: sm.cname,
 	}
 }
 

@@ -220,8 +220,8 @@ volumes:
 		t.Errorf("networks:\n got %+v\nwant %+v", a.Networks, want)
 	}
 	wantVol := []Volume{
-		{Name: "db-data", Labels: map[string]string{"backup": "daily"}, Spec: VolumeSpec{Driver: "local", DriverOpts: map[string]string{"type": "none", "o": "bind", "device": "/srv/db"}}},
-		{Name: "shared", Spec: VolumeSpec{Driver: "local", External: true, ExternalName: "shared"}},
+		{Name: "db-data", ComposeName: "db_data", Labels: map[string]string{"backup": "daily"}, Spec: VolumeSpec{Driver: "local", DriverOpts: map[string]string{"type": "none", "o": "bind", "device": "/srv/db"}}},
+		{Name: "shared", ComposeName: "shared", Spec: VolumeSpec{Driver: "local", External: true, ExternalName: "shared"}},
 	}
 	for i := range a.Volumes {
 		a.Volumes[i].Hash, a.Volumes[i].Source = "", Position{}

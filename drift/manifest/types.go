@@ -109,6 +109,10 @@ type Service struct {
 	// about them (the host-power policy). Missing entries fall back to
 	// Source.
 	Fields map[string]FieldRef `json:"-"`
+	// ComposeName is the service's name in the compose file ("my_api"),
+	// which `docker compose` labels its containers with; "" for native
+	// manifests. It identifies containers to adopt from compose.
+	ComposeName string `json:"composeName,omitempty"`
 }
 
 // FieldRef is where a model field was written, and how the user wrote its
@@ -433,11 +437,14 @@ type NetworkSpec struct {
 
 // Volume is a declared Docker volume. Its Docker name is "<app>-<name>".
 type Volume struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
-	Spec   VolumeSpec        `json:"spec"`
-	Hash   string            `json:"hash"`
-	Source Position          `json:"source"`
+	Name string `json:"name"`
+	// ComposeName is the volume's key in the compose file; see
+	// Service.ComposeName.
+	ComposeName string            `json:"composeName,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Spec        VolumeSpec        `json:"spec"`
+	Hash        string            `json:"hash"`
+	Source      Position          `json:"source"`
 }
 
 // DockerName is the volume's name on the engine.
