@@ -103,7 +103,9 @@ func newPlanner(in Input) *planner {
 		p.addForeignContainer(c)
 	}
 	for _, cs := range p.compose {
-		slices.SortFunc(cs, func(a, b *Container) int { return cmp.Or(cmp.Compare(a.ComposeNumber, b.ComposeNumber), cmp.Compare(a.ID, b.ID)) })
+		slices.SortFunc(cs, func(a, b *Container) int {
+			return cmp.Or(cmp.Compare(a.ComposeNumber, b.ComposeNumber), cmp.Compare(a.ID, b.ID))
+		})
 	}
 	for i := range in.Actual.Containers {
 		if c := &in.Actual.Containers[i]; c.App != in.App {
