@@ -9,3 +9,10 @@ import "embed"
 //
 //go:embed shop/*.yaml
 var Shop embed.FS
+
+// ComposeShop is the example compose app in examples/compose-shop: a plain
+// compose.yaml with .env interpolation, a config file from the repository
+// and an x-driftless readiness probe.
+//
+//go:embed all:compose-shop
+var ComposeShop embed.FS

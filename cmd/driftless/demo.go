@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"debug/elf"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ import (
 // and these image tags, and nothing else.
 const (
 	demoApp = "demo"
+	// demoComposeApp is the demo's compose app: examples/compose-shop.
+	demoComposeApp = "demo-shop"
 )
 
 var demoImages = []string{"driftless-demo:v1", "driftless-demo:v2"}
@@ -85,14 +88,25 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 	}
 
 	repo := filepath.Join(data, "repo")
-	step("preparing the Git repository " + repo)
-	created, err := demoRepo(ctx, repo)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless demo:", err)
-		return 1
-	}
-	if !created {
-		fmt.Fprintln(stdout, "    (reusing it: your earlier commits are kept)")
+	composeRepo := filepath.Join(data, "compose-repo")
+	for _, r := range []struct {
+		dir   string
+		files embed.FS
+		root  string
+		msg   string
+	}{
+		{repo, examples.Shop, "shop", "Add the demo app: web x3, cache, backend network, data volume"},
+		{composeRepo, examples.ComposeShop, "compose-shop", "Add a compose app: web x2 with a config file, cache with a volume"},
+	} {
+		step("preparing the Git repository " + r.dir)
+		created, err := demoRepo(ctx, r.dir, r.files, r.root, r.msg)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless demo:", err)
+			return 1
+		}
+		if !created {
+			fmt.Fprintln(stdout, "    (reusing it: your earlier commits are kept)")
+		}
 	}
 
 	cfg := dsync.Config{
@@ -101,6 +115,10 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 		Apps: []dsync.AppConfig{{
 			Name: demoApp, Repo: repo, Branch: "main", Path: ".",
 			// Local polling is cheap; a short interval makes the tour snappy.
+			Interval: "@every 2s", SelfHeal: true,
+			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+		}, {
+			Name: demoComposeApp, Repo: composeRepo, Branch: "main", Path: ".",
 			Interval: "@every 2s", SelfHeal: true,
 			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 		}},
@@ -118,7 +136,7 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 	if def, _ := filepath.Abs(filepath.Join(defaultDataDir(), "demo")); def != data {
 		cleanCmd += " --data " + data
 	}
-	err = serve(ctx, cfg, f, log, func(url string) { printTour(stdout, url, repo, self, cleanCmd) })
+	err = serve(ctx, cfg, f, log, func(url string) { printTour(stdout, url, repo, composeRepo, self, cleanCmd) })
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless demo:", err)
 		return 1
@@ -183,12 +201,13 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return os.Rename(tmp, dst)
 }
 
-func printTour(w io.Writer, url, repo, self, clean string) {
+func printTour(w io.Writer, url, repo, composeRepo, self, clean string) {
 	fmt.Fprintf(w, `
 driftless demo is running.
 
-  Dashboard:   %[1]s
-  Repository:  %[2]s   (app "demo": web x3 with a readiness probe, cache x1 with a volume, network backend)
+  Dashboard:     %[1]s
+  Repository:    %[2]s   (app "demo": web x3 with a readiness probe, cache x1 with a volume, network backend)
+  Compose app:   %[5]s   (app "demo-shop": a plain compose.yaml, web x2, cache)
 
 Try it, in another terminal:
 
@@ -209,9 +228,14 @@ Try it, in another terminal:
 
   5. See it in the browser: %[1]s   and the plan on the command line: %[3]s diff --app demo %[2]s
 
+  6. A compose file, deployed as it is: change the config file the web service mounts, and only web rolls:
+       cd %[5]s
+       echo "Prices are down." > greeting.txt
+       git commit -qam "New greeting" && sleep 10 && %[3]s status demo-shop
+
 Stop with Ctrl-C. Remove everything the demo created with: %[4]s
 
-`, url, repo, self, clean)
+`, url, repo, self, clean, composeRepo)
 }
 
 // isStatic reports whether the ELF binary has no dynamic loader, so it runs
@@ -251,7 +275,8 @@ func demoImagesEnsure(ctx context.Context, eng *deploy.Engine) error {
 			continue
 		}
 		ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err = eng.ImportImage(ictx, exe, ref, []string{"/driftless", "workload"}, nil)
+		// The binary keeps its file name in the image, whatever it is.
+		err = eng.ImportImage(ictx, exe, ref, []string{"/" + filepath.Base(exe), "workload"}, nil)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("import %s: %w", ref, err)
@@ -260,20 +285,20 @@ func demoImagesEnsure(ctx context.Context, eng *deploy.Engine) error {
 	return nil
 }
 
-// demoRepo creates the demo's Git repository with the example app, unless it
+// demoRepo creates a demo Git repository with an example app, unless it
 // exists. It reports whether it created it.
-func demoRepo(ctx context.Context, dir string) (bool, error) {
+func demoRepo(ctx context.Context, dir string, files fs.FS, root, message string) (bool, error) {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
 	}
-	err := fs.WalkDir(examples.Shop, "shop", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := examples.Shop.ReadFile(p)
+		b, err := fs.ReadFile(files, p)
 		if err != nil {
 			return err
 		}
@@ -300,7 +325,7 @@ func demoRepo(ctx context.Context, dir string) (bool, error) {
 		{"config", "user.name", "driftless demo"},
 		{"config", "user.email", "demo@driftless.invalid"},
 		{"add", "."},
-		{"commit", "-q", "-m", "Add the demo app: web x3, cache, backend network, data volume"},
+		{"commit", "-q", "-m", message},
 	} {
 		if err := git(args...); err != nil {
 			return false, err
@@ -317,11 +342,13 @@ func demoClean(ctx context.Context, data string, stdout io.Writer) error {
 		return err
 	}
 	defer eng.Close()
-	err = eng.RemoveApp(ctx, demoApp, func(kind drift.Kind, name string) {
-		fmt.Fprintf(stdout, "removed %s %s\n", kind, name)
-	})
-	if err != nil {
-		return err
+	for _, app := range []string{demoApp, demoComposeApp} {
+		err = eng.RemoveApp(ctx, app, func(kind drift.Kind, name string) {
+			fmt.Fprintf(stdout, "removed %s %s\n", kind, name)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	for _, ref := range demoImages {
 		removed, err := eng.RemoveImage(ctx, ref)

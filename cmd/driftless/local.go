@@ -209,8 +209,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", dir, len(list))
 	} else {
-		fmt.Fprintf(stdout, "%s: valid: app %s with %d service(s), %d network(s), %d volume(s).\n",
-			dir, name, len(app.Services), len(app.Networks), len(app.Volumes))
+		for _, w := range app.Warnings {
+			fmt.Fprintln(stdout, "warning: "+w.Error())
+		}
+		what := "app"
+		if app.Format == manifest.FormatCompose {
+			what = "compose app"
+		}
+		fmt.Fprintf(stdout, "%s: valid: %s %s with %d service(s), %d network(s), %d volume(s).\n",
+			dir, what, name, len(app.Services), len(app.Networks), len(app.Volumes))
 	}
 	if err != nil {
 		return 1
