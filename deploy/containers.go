@@ -195,6 +195,10 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 	deadline := started.Add(r.e.opts.ReadyTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	// With the event stream running (the agent), a removal or exit is
+	// noticed at once; the poll is the fallback (the CLI).
+	woken, stopWaking := r.e.waker(id)
+	defer stopWaking()
 	lastReason := "not checked yet"
 	for {
 		info, ins, err := r.e.prober.inspectInfo(ctx, id)
@@ -226,6 +230,7 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 			return cancelled(ctx)
 		case <-r.stopIf(stoppable):
 			return errStopped
+		case <-woken:
 		case <-tick.C:
 		}
 	}

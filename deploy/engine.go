@@ -114,6 +114,50 @@ type Engine struct {
 	watchBackoff time.Duration
 	// filesMu serializes writing and removing materialized trees.
 	filesMu sync.Mutex
+
+	// wakers are readiness waits to wake early when the event stream says
+	// something happened to their container (it died, was removed, turned
+	// healthy), by container ID.
+	wakeMu sync.Mutex
+	wakers map[string][]chan struct{}
+}
+
+// waker returns a channel that is signalled when an event concerns the
+// container, and a function that stops it.
+func (e *Engine) waker(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	e.wakeMu.Lock()
+	if e.wakers == nil {
+		e.wakers = map[string][]chan struct{}{}
+	}
+	e.wakers[id] = append(e.wakers[id], ch)
+	e.wakeMu.Unlock()
+	return ch, func() {
+		e.wakeMu.Lock()
+		defer e.wakeMu.Unlock()
+		chs := e.wakers[id]
+		for i, c := range chs {
+			if c == ch {
+				e.wakers[id] = append(chs[:i], chs[i+1:]...)
+				break
+			}
+		}
+		if len(e.wakers[id]) == 0 {
+			delete(e.wakers, id)
+		}
+	}
+}
+
+// wake signals the readiness waits of a container.
+func (e *Engine) wake(id string) {
+	e.wakeMu.Lock()
+	defer e.wakeMu.Unlock()
+	for _, ch := range e.wakers[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // New connects to the Docker engine. It does not fail when the engine is

@@ -100,6 +100,11 @@ func (e *Engine) noteEvent(ev drift.EngineEvent) {
 			e.prober.markDirty(ev.ID)
 		}
 	}
+	if ev.ID != "" {
+		// A readiness wait on this container looks again at once instead
+		// of at its next poll.
+		e.wake(ev.ID)
+	}
 }
 
 // watchedEvent turns a Docker event into an EngineEvent, or reports it

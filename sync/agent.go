@@ -49,6 +49,9 @@ const (
 	// TriggerRepair: the previous pass stopped early (someone interfered,
 	// or something newer came) and plans again at once.
 	TriggerRepair = "repair"
+	// TriggerPreempted: the previous pass stopped for something newer (a
+	// commit, suspend, pin) and the source must be read again.
+	TriggerPreempted = "preempted"
 	// TriggerEngine: the engine's event stream came back after a break.
 	TriggerEngine = "engine-reconnected"
 )
@@ -310,7 +313,10 @@ func (a *Agent) requeue(name string, res Result, err error) {
 		d := a.queue.AddRateLimited(name, TriggerRetry)
 		a.log.Warn("pass failed", "app", name, "err", err, "retryIn", d.Round(time.Millisecond))
 	}
-	if res.Requeue {
+	switch {
+	case res.Preempted:
+		a.queue.Add(name, TriggerPreempted)
+	case res.Requeue:
 		a.queue.Add(name, TriggerRepair)
 	}
 	if res.RequeueAfter > 0 {

@@ -124,13 +124,13 @@ func TestNewerCommitStopsARolloutAtASafePoint(t *testing.T) {
 	default:
 		t.Fatal("the rollout was not asked to stop when a newer commit arrived")
 	}
-	if err != nil || !h.lastResult.Requeue {
-		t.Fatalf("a stopped apply: err %v, result %+v; want an immediate requeue", err, h.lastResult)
+	if err != nil || !h.lastResult.Requeue || !h.lastResult.Preempted {
+		t.Fatalf("a stopped apply: err %v, result %+v; want an immediate requeue that reads the source", err, h.lastResult)
 	}
 	if n := len(h.engine.running("shop")); n != 0 {
 		t.Fatalf("%d replicas created after the stop", n)
 	}
-	st, _ := h.pass("shop", TriggerRepair)
+	st, _ := h.pass("shop", TriggerPreempted)
 	if n := len(h.engine.running("shop")); n != 1 || st.Sync != drift.SyncSynced {
 		t.Fatalf("after the new commit: %d running, %s %q", n, st.Sync, st.Message)
 	}

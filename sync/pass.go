@@ -36,6 +36,17 @@ type passInput struct {
 
 func (in passInput) trigger() string { return joinTriggers(in.triggers) }
 
+// engineOnly reports whether only the engine asked for this pass: Docker
+// events, or the repair of an interference in the previous pass.
+func (in passInput) engineOnly() bool {
+	for _, t := range in.triggers {
+		if t != TriggerDockerEvent && t != TriggerRepair {
+			return false
+		}
+	}
+	return len(in.triggers) > 0
+}
+
 // manual reports whether a person asked for this pass ("Sync now").
 func (in passInput) manual() bool { return slices.Contains(in.triggers, TriggerManual) }
 
@@ -88,6 +99,11 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 	if !dec.Apply.Empty() {
 		p.a.announceApply(p.in.cfg.Name, desired, dec.Apply)
 		o.apply = p.apply(ctx, desired, dec.Apply)
+		if o.apply.result.OnlyCause(drift.FailureInterference, drift.FailureStopped) {
+			// The next pass runs at once and looks again; heal latency
+			// is what matters now, not this pass's picture.
+			return o
+		}
 		if !p.observe(ctx, &o) {
 			return o
 		}
@@ -104,7 +120,7 @@ func (p *pass) target(ctx context.Context, o *passOutcome) *gitsource.Revision {
 	switch {
 	case p.in.pinned != nil:
 		return p.in.pinned
-	case p.in.trigger() == TriggerDockerEvent && p.in.mem.accepted != nil:
+	case p.in.engineOnly() && p.in.mem.accepted != nil:
 		// Something changed on the engine, not in Git: repair against the
 		// revision being enforced without a round trip to the Git server,
 		// since heal latency is what users feel. New commits are found by
@@ -259,6 +275,9 @@ type Result struct {
 	// Requeue: run again at once, e.g. someone removed a replica while it
 	// was being rolled out and the pass ended early to repair it.
 	Requeue bool
+	// Preempted: the apply stopped at a safe point because something newer
+	// came; the next pass must look at the source again.
+	Preempted bool
 	// RequeueAfter: run again after this long, e.g. when a backoff ends.
 	RequeueAfter time.Duration
 }
@@ -301,6 +320,7 @@ func passResult(o passOutcome, now time.Time) (Result, error) {
 			// Drift during the rollout, or something newer: plan again at
 			// once from what runs now, without any backoff.
 			res.Requeue = true
+			res.Preempted = r.Causes()[drift.FailureStopped] > 0
 		case r.Causes()[drift.FailureEngine] > 0:
 			return res, &waitingError{engineError(r.Err)}
 		default:
