@@ -193,14 +193,61 @@ func normalizeColumns(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// checkPlan computes the plan and compares its rendering with want.
+// checkPlan computes the plan and compares its rendering with want; every
+// change is also checked for what the applier relies on (checkStructure).
 func checkPlan(t *testing.T, in Input, want string) Plan {
 	t.Helper()
 	plan := Compute(in)
+	checkStructure(t, in, plan)
 	got := normalizeColumns(plan.String())
 	want = strings.TrimLeft(want, "\n")
 	if got != want {
 		t.Errorf("plan differs\n--- got:\n%s\n--- want:\n%s", got, want)
 	}
 	return plan
+}
+
+// checkStructure checks what the applier acts on, beyond the words: each
+// container change names its service and slot, a new replica gets the
+// stable name of its slot, and every change to an existing container
+// carries the ID of that container, in that slot, with a cause.
+func checkStructure(t *testing.T, in Input, plan Plan) {
+	t.Helper()
+	byID := map[string]Container{}
+	for _, c := range in.Actual.Containers {
+		byID[c.ID] = c
+	}
+	for _, c := range in.Actual.ForeignContainers {
+		byID[c.ID] = c
+	}
+	for _, list := range [][]Change{plan.Changes, plan.Deferred, plan.Pruneable} {
+		for _, c := range list {
+			if c.Cause != CauseGit && c.Cause != CauseDrift {
+				t.Errorf("%s %s: cause %q", c.Action, c.Name, c.Cause)
+			}
+			if c.Kind != KindContainer {
+				continue
+			}
+			if c.Action == ActionCreate || c.Action == ActionReplace {
+				if want := manifest.ContainerName(in.App, c.Service, c.Slot); c.Name != want {
+					t.Errorf("%s %s: a new replica of %s/%d must be named %s", c.Action, c.Name, c.Service, c.Slot, want)
+				}
+			}
+			if c.Action == ActionCreate {
+				if c.ID != "" {
+					t.Errorf("create %s carries ID %s", c.Name, c.ID)
+				}
+				continue
+			}
+			have, ok := byID[c.ID]
+			switch {
+			case !ok:
+				t.Errorf("%s %s: ID %q is not an observed container", c.Action, c.Name, c.ID)
+			case c.Adopt == "" && have.Slot != c.Slot:
+				t.Errorf("%s %s: slot %d, but container %s holds slot %d", c.Action, c.Name, c.Slot, c.ID, have.Slot)
+			case c.Adopt == "" && c.Action != ActionReplace && dockerName(have.Name) != c.Name:
+				t.Errorf("%s %s: container %s is named %s", c.Action, c.Name, c.ID, dockerName(have.Name))
+			}
+		}
+	}
 }
