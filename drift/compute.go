@@ -504,10 +504,16 @@ func (p *planner) containers() {
 		perService[si] = p.service(&services[si], refs[start:end])
 		start = end
 	}
-	// A service waits while a service it depends on cannot come up: it
-	// is held back by a conflict, backs off, or waits itself, and none of
-	// its replicas is ready. Starting it anyway would only make it wait
-	// for a dependency that is not there.
+	p.addInDependencyOrder(services, perService)
+	p.pruneContainers(undeclared)
+}
+
+// addInDependencyOrder adds each service's changes, dependencies first. A
+// service waits while a service it depends on cannot come up: it is held
+// back by a conflict, backs off, or waits itself, and none of its replicas
+// is ready. Starting it anyway would only make it wait for a dependency
+// that is not there.
+func (p *planner) addInDependencyOrder(services []manifest.Service, perService [][]Change) {
 	stuck := map[string]string{}
 	for _, si := range dependencyOrder(services) {
 		svc := &services[si]
@@ -527,19 +533,25 @@ func (p *planner) containers() {
 			}
 			p.add(c)
 		}
-		if p.anyReady(svc.Name) {
-			continue
-		}
-		switch {
-		case waits != "":
-			stuck[svc.Name] = "waits for a dependency"
-		case p.heldServices[svc.Name]:
-			stuck[svc.Name] = "is held back by a conflict"
-		case len(p.plan.Deferred) > deferredBefore:
-			stuck[svc.Name] = "keeps failing"
+		if why := p.stuckBecause(svc.Name, waits, len(p.plan.Deferred) > deferredBefore); why != "" {
+			stuck[svc.Name] = why
 		}
 	}
-	p.pruneContainers(undeclared)
+}
+
+// stuckBecause says why a service cannot come up for its dependents, or "".
+func (p *planner) stuckBecause(service, waits string, deferred bool) string {
+	switch {
+	case p.anyReady(service):
+		return ""
+	case waits != "":
+		return "waits for a dependency"
+	case p.heldServices[service]:
+		return "is held back by a conflict"
+	case deferred:
+		return "keeps failing"
+	}
+	return ""
 }
 
 // anyReady reports whether some replica of the service runs and is ready.
@@ -589,25 +601,7 @@ type serviceCtx struct {
 func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
 	all := p.in.Actual.Containers
 	replicas := svc.Spec.Replicas
-	sc := serviceCtx{svc: svc}
-	if p.in.Options.Applied != nil {
-		sc.applied, sc.known = p.in.Options.Applied[svc.Name]
-	}
-	for _, r := range refs {
-		sc.anyHash = sc.anyHash || r.hashOK
-	}
-	if n := len(refs); n > 0 {
-		sc.maxSlot = int(refs[n-1].slot)
-	}
-	sc.networks = make([]string, len(svc.Spec.Networks))
-	sc.aliases = make(map[string][]string, len(svc.Spec.Networks))
-	for i, n := range svc.Spec.Networks {
-		docker := p.desired.NetworkDockerName(n)
-		sc.networks[i] = docker
-		sc.aliases[docker] = append([]string{svc.Name}, svc.Spec.Aliases[n]...)
-	}
-	slices.Sort(sc.networks)
-	p.findBlockers(&sc)
+	sc := p.newServiceCtx(svc, refs)
 	adoptRemoves := p.composeContainers(&sc, refs)
 
 	var removes, replaces, starts, creates []Change
@@ -668,6 +662,30 @@ func (p *planner) service(svc *manifest.Service, refs []cref) []Change {
 	out = append(out, replaces...)
 	out = append(out, starts...)
 	return append(out, creates...)
+}
+
+// newServiceCtx gathers what the per-slot decisions of a service share.
+func (p *planner) newServiceCtx(svc *manifest.Service, refs []cref) serviceCtx {
+	sc := serviceCtx{svc: svc}
+	if p.in.Options.Applied != nil {
+		sc.applied, sc.known = p.in.Options.Applied[svc.Name]
+	}
+	for _, r := range refs {
+		sc.anyHash = sc.anyHash || r.hashOK
+	}
+	if n := len(refs); n > 0 {
+		sc.maxSlot = int(refs[n-1].slot)
+	}
+	sc.networks = make([]string, len(svc.Spec.Networks))
+	sc.aliases = make(map[string][]string, len(svc.Spec.Networks))
+	for i, n := range svc.Spec.Networks {
+		docker := p.desired.NetworkDockerName(n)
+		sc.networks[i] = docker
+		sc.aliases[docker] = append([]string{svc.Name}, svc.Spec.Aliases[n]...)
+	}
+	slices.Sort(sc.networks)
+	p.findBlockers(&sc)
+	return sc
 }
 
 // composeContainers sorts out the service's docker compose containers.

@@ -131,10 +131,49 @@ func Assess(in Input, plan Plan) AppHealth {
 	return out
 }
 
+// serviceFindings is what the replicas of one service and the plan say,
+// before it is judged.
+type serviceFindings struct {
+	problems  []string // Degraded: something is wrong that waiting does not fix
+	waiting   []string // replicas still becoming ready
+	waitsFor  []string // held back until a dependency comes up
+	held      []string // conflicts that hold the service back
+	completed int      // replicas that finished with exit code 0, as their policy allows
+	exist     int      // slots with a replica
+	pending   int      // changes the plan will make
+	drift     int      // of which changes made outside Git
+	deferred  []Change
+	any       bool // some container of the service exists at all
+}
+
 func assessService(in Input, svc *manifest.Service, containers []*Container, pending, outsideGit int, deferred []Change, conflicts []Conflict) ServiceHealth {
+	sh := ServiceHealth{Service: svc.Name, Desired: svc.Spec.Replicas}
+	f := serviceFindings{pending: pending, drift: outsideGit, deferred: deferred, any: len(containers) > 0}
+	for _, c := range slotReplicas(svc, containers) {
+		if c != nil {
+			f.exist++
+			observeReplica(in, svc, c, &sh, &f)
+		}
+	}
+	for _, d := range deferred {
+		if d.NotBefore.IsZero() {
+			f.waitsFor = append(f.waitsFor, d.Reason)
+			continue
+		}
+		f.problems = append(f.problems, d.Name+" keeps failing; next repair not before "+d.NotBefore.Format("15:04:05"))
+	}
+	f.waitsFor = slices.Compact(f.waitsFor)
+	for _, c := range conflicts {
+		f.held = append(f.held, string(c.Kind)+" "+c.Name+": "+c.Reason)
+	}
+	sh.Health, sh.Message = judgeService(in, svc, sh, f)
+	return sh
+}
+
+// slotReplicas is, per slot 1..replicas, the container the plan keeps for
+// it (nil where there is none).
+func slotReplicas(svc *manifest.Service, containers []*Container) []*Container {
 	want := svc.Spec.Replicas
-	sh := ServiceHealth{Service: svc.Name, Desired: want}
-	// The replica of a slot is the container the plan keeps for it.
 	best := make([]*Container, want+1)
 	for _, c := range containers {
 		if c.Slot < 1 || c.Slot > want {
@@ -144,115 +183,103 @@ func assessService(in Input, svc *manifest.Service, containers []*Container, pen
 			best[c.Slot] = c
 		}
 	}
-	var problems, waiting []string
-	completed, exist := 0, 0
-	for _, c := range best[1:] {
-		if c == nil {
-			continue
-		}
-		exist++
-		name := dockerName(c.Name)
-		if c.State == StateRunning {
-			sh.Running++
-			if c.Ready {
-				sh.Ready++
-			}
-		}
-		killed := c.ExitCode == exitSIGKILL || c.ExitCode == exitSIGTERM
-		switch {
-		case c.State == StateRestarting || (c.State == StateExited && c.ExitCode != 0 && !killed) ||
-			// Past restarts of a replica that is ready again are history.
-			(c.RestartCount >= 3 && !(c.State == StateRunning && c.Ready)):
-			problems = append(problems, name+" is crash-looping: exit code "+strconv.Itoa(c.ExitCode)+", "+
-				count(c.RestartCount, "restart", "restarts")+", "+statusOf(c)+"; see docker logs "+name)
-		case c.State == StatePaused:
-			problems = append(problems, name+" is paused outside Git; run docker unpause "+name)
-		case c.State == StateExited && c.ExitCode == 0 &&
-			(svc.Spec.Restart == manifest.RestartNever || svc.Spec.Restart == manifest.RestartOnFailure):
-			// A clean exit under these policies is a finished job, not a failure.
-			completed++
-		case c.State == StateRunning && !c.Ready:
-			why := ""
-			if c.ReadyReason != "" {
-				why = ": " + c.ReadyReason
-			}
-			if d := in.Options.ReadyDeadline; d > 0 && in.Options.Now.Sub(c.Created) > d {
-				problems = append(problems, name+" has not become ready within "+d.String()+why+
-					"; check its readiness probe and logs")
-			} else {
-				waiting = append(waiting, "waiting for "+name+" to become ready"+why)
-			}
+	return best[1:]
+}
+
+// observeReplica counts one replica and notes what is wrong with it.
+func observeReplica(in Input, svc *manifest.Service, c *Container, sh *ServiceHealth, f *serviceFindings) {
+	name := dockerName(c.Name)
+	if c.State == StateRunning {
+		sh.Running++
+		if c.Ready {
+			sh.Ready++
 		}
 	}
-	var waitsFor []string
-	for _, d := range deferred {
-		if d.NotBefore.IsZero() {
-			waitsFor = append(waitsFor, d.Reason)
-			continue
-		}
-		problems = append(problems, d.Name+" keeps failing; next repair not before "+d.NotBefore.Format("15:04:05"))
-	}
-	waitsFor = slices.Compact(waitsFor)
-	held := make([]string, 0, len(conflicts))
-	for _, c := range conflicts {
-		held = append(held, string(c.Kind)+" "+c.Name+": "+c.Reason)
-	}
-	ready := strconv.Itoa(sh.Ready) + "/" + strconv.Itoa(want) + " replicas ready"
-	pendingText := count(pending, "change", "changes") + " pending"
-	failed, rolloutFailed := in.Options.FailedRollouts[svc.Name]
-	rolloutFailed = rolloutFailed && failed.Hash == svc.Hash
 	switch {
-	case rolloutFailed:
+	case crashLooping(c):
+		f.problems = append(f.problems, name+" is crash-looping: exit code "+strconv.Itoa(c.ExitCode)+", "+
+			count(c.RestartCount, "restart", "restarts")+", "+statusOf(c)+"; see docker logs "+name)
+	case c.State == StatePaused:
+		f.problems = append(f.problems, name+" is paused outside Git; run docker unpause "+name)
+	case c.State == StateExited && c.ExitCode == 0 &&
+		(svc.Spec.Restart == manifest.RestartNever || svc.Spec.Restart == manifest.RestartOnFailure):
+		// A clean exit under these policies is a finished job, not a failure.
+		f.completed++
+	case c.State == StateRunning && !c.Ready:
+		why := ""
+		if c.ReadyReason != "" {
+			why = ": " + c.ReadyReason
+		}
+		if d := in.Options.ReadyDeadline; d > 0 && in.Options.Now.Sub(c.Created) > d {
+			f.problems = append(f.problems, name+" has not become ready within "+d.String()+why+"; check its readiness probe and logs")
+		} else {
+			f.waiting = append(f.waiting, "waiting for "+name+" to become ready"+why)
+		}
+	}
+}
+
+// crashLooping reports a replica that keeps failing on its own: Docker is
+// restarting it, it exited with an error nobody sent it, or it restarted
+// repeatedly and is not ready now (past restarts of a replica that is
+// ready again are history).
+func crashLooping(c *Container) bool {
+	killed := c.ExitCode == exitSIGKILL || c.ExitCode == exitSIGTERM
+	return c.State == StateRestarting || (c.State == StateExited && c.ExitCode != 0 && !killed) ||
+		(c.RestartCount >= 3 && !(c.State == StateRunning && c.Ready))
+}
+
+// judgeService turns the findings into a health and the message that
+// says what is wrong and what to do, most pressing first.
+func judgeService(in Input, svc *manifest.Service, sh ServiceHealth, f serviceFindings) (Health, string) {
+	want := svc.Spec.Replicas
+	ready := strconv.Itoa(sh.Ready) + "/" + strconv.Itoa(want) + " replicas ready"
+	failed, rolloutFailed := in.Options.FailedRollouts[svc.Name]
+	switch {
+	case rolloutFailed && failed.Hash == svc.Hash:
 		// The old replicas may still serve, but the revision is not
 		// running and will not be until someone fixes it.
-		sh.Health = HealthDegraded
-		sh.Message = ready + "; rollout failed: " + failed.Failure.Detail() + "; " + nextAttempt(failed.NotBefore, in.Options.Now) +
+		return HealthDegraded, ready + "; rollout failed: " + failed.Failure.Detail() + "; " + nextAttempt(failed.NotBefore, in.Options.Now) +
 			" (fix the image or manifest in a new commit)"
-	case want > 0 && len(containers) == 0:
-		sh.Health = HealthMissing
-		sh.Message = "no replica exists"
-		switch {
-		case len(held) > 0:
-			sh.Message += "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
-		case len(waitsFor) > 0:
-			sh.Message += "; " + strings.Join(waitsFor, "; ")
-		case pending > 0:
-			sh.Message += "; " + pendingText
-		case len(deferred) > 0:
-			sh.Message += "; it keeps failing, next attempt not before " + deferred[0].NotBefore.Format("15:04:05")
-		}
-	case len(problems) > 0:
-		sh.Health = HealthDegraded
-		sh.Message = ready + "; " + strings.Join(problems, "; ")
-	case len(waitsFor) > 0 && sh.Ready < want:
+	case want > 0 && !f.any:
+		return HealthMissing, missingMessage(f)
+	case len(f.problems) > 0:
+		return HealthDegraded, ready + "; " + strings.Join(f.problems, "; ")
+	case len(f.waitsFor) > 0 && sh.Ready < want:
 		// It waits on a dependency that cannot come up; it is as stuck
 		// as the dependency.
-		sh.Health = HealthDegraded
-		sh.Message = ready + "; " + strings.Join(waitsFor, "; ")
-	case exist < want && pending == 0 && len(held) > 0:
-		sh.Health = HealthDegraded
-		sh.Message = ready + "; held back by a conflict: " + strings.Join(held, "; ") + "; remove or rename it"
-	case in.Options.NoSelfHeal && outsideGit > 0:
+		return HealthDegraded, ready + "; " + strings.Join(f.waitsFor, "; ")
+	case f.exist < want && f.pending == 0 && len(f.held) > 0:
+		return HealthDegraded, ready + "; held back by a conflict: " + strings.Join(f.held, "; ") + "; remove or rename it"
+	case in.Options.NoSelfHeal && f.drift > 0:
 		// Nothing will repair it, so it is not progressing.
-		sh.Health = HealthDegraded
-		sh.Message = ready + "; " + count(outsideGit, "change", "changes") + " made outside Git not repaired: self-heal is off"
-	case pending > 0:
-		sh.Health = HealthProgressing
-		sh.Message = ready + "; " + pendingText
-	case sh.Ready+completed < want:
-		sh.Health = HealthProgressing
-		sh.Message = ready
-		if len(waiting) > 0 {
-			sh.Message += "; " + strings.Join(waiting, "; ")
+		return HealthDegraded, ready + "; " + count(f.drift, "change", "changes") + " made outside Git not repaired: self-heal is off"
+	case f.pending > 0:
+		return HealthProgressing, ready + "; " + count(f.pending, "change", "changes") + " pending"
+	case sh.Ready+f.completed < want:
+		if len(f.waiting) > 0 {
+			return HealthProgressing, ready + "; " + strings.Join(f.waiting, "; ")
 		}
-	default:
-		sh.Health = HealthHealthy
-		sh.Message = ready
-		if completed > 0 {
-			sh.Message += " (" + strconv.Itoa(completed) + " completed with exit code 0; restart policy " + svc.Spec.Restart + ")"
-		}
+		return HealthProgressing, ready
+	case f.completed > 0:
+		return HealthHealthy, ready + " (" + strconv.Itoa(f.completed) + " completed with exit code 0; restart policy " + svc.Spec.Restart + ")"
 	}
-	return sh
+	return HealthHealthy, ready
+}
+
+// missingMessage explains a service without any replica.
+func missingMessage(f serviceFindings) string {
+	msg := "no replica exists"
+	switch {
+	case len(f.held) > 0:
+		return msg + "; held back by a conflict: " + strings.Join(f.held, "; ") + "; remove or rename it"
+	case len(f.waitsFor) > 0:
+		return msg + "; " + strings.Join(f.waitsFor, "; ")
+	case f.pending > 0:
+		return msg + "; " + count(f.pending, "change", "changes") + " pending"
+	case len(f.deferred) > 0:
+		return msg + "; it keeps failing, next attempt not before " + f.deferred[0].NotBefore.Format("15:04:05")
+	}
+	return msg
 }
 
 func nextAttempt(at, now time.Time) string {

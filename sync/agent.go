@@ -128,24 +128,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.NewSource == nil {
 		return nil, errors.New("sync: Options.NewSource is required")
 	}
-	if opts.Workers <= 0 {
-		opts.Workers = 2
-	}
-	if opts.ResyncInterval <= 0 {
-		opts.ResyncInterval = 5 * time.Minute
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.RetryBase <= 0 {
-		opts.RetryBase = time.Second
-	}
-	if opts.RetryMax <= 0 {
-		opts.RetryMax = 5 * time.Minute
-	}
+	opts = opts.withDefaults()
 	a := &Agent{
 		opts:   opts,
 		log:    opts.Logger,
@@ -156,25 +139,9 @@ func New(opts Options) (*Agent, error) {
 		subs:   map[int]chan Event{},
 	}
 	for _, cfg := range opts.Apps {
-		if !manifest.ValidName(cfg.Name) {
-			return nil, fmt.Errorf("app %q: invalid name", cfg.Name)
+		if err := a.addApp(cfg); err != nil {
+			return nil, err
 		}
-		if _, dup := a.apps[cfg.Name]; dup {
-			return nil, fmt.Errorf("app %q is configured twice", cfg.Name)
-		}
-		if cfg.Interval == "" {
-			cfg.Interval = DefaultInterval
-		}
-		sched, err := ParseSchedule(cfg.Interval)
-		if err != nil {
-			return nil, fmt.Errorf("app %s: interval: %w", cfg.Name, err)
-		}
-		src, err := opts.NewSource(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("app %s: source: %w", cfg.Name, err)
-		}
-		a.apps[cfg.Name] = newAppState(cfg, sched, src)
-		a.names = append(a.names, cfg.Name)
 	}
 	sort.Strings(a.names)
 
@@ -204,6 +171,52 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.metrics = m
 	return a, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.ResyncInterval <= 0 {
+		o.ResyncInterval = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = 5 * time.Minute
+	}
+	return o
+}
+
+// addApp checks one app's config and prepares its state and source.
+func (a *Agent) addApp(cfg AppConfig) error {
+	if !manifest.ValidName(cfg.Name) {
+		return fmt.Errorf("app %q: invalid name", cfg.Name)
+	}
+	if _, dup := a.apps[cfg.Name]; dup {
+		return fmt.Errorf("app %q is configured twice", cfg.Name)
+	}
+	if cfg.Interval == "" {
+		cfg.Interval = DefaultInterval
+	}
+	sched, err := ParseSchedule(cfg.Interval)
+	if err != nil {
+		return fmt.Errorf("app %s: interval: %w", cfg.Name, err)
+	}
+	src, err := a.opts.NewSource(cfg)
+	if err != nil {
+		return fmt.Errorf("app %s: source: %w", cfg.Name, err)
+	}
+	a.apps[cfg.Name] = newAppState(cfg, sched, src)
+	a.names = append(a.names, cfg.Name)
+	return nil
 }
 
 // Close closes the history store. Run calls it on return.

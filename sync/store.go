@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // DefaultHistoryRetention is how many history entries are kept in total.
@@ -64,7 +65,7 @@ func openStore(dataDir string, retention int) (*store, error) {
 		retention = DefaultHistoryRetention
 	}
 	s, err := openStoreFile(path, retention)
-	if err == nil || errors.Is(err, bolt.ErrTimeout) {
+	if err == nil || errors.Is(err, berrors.ErrTimeout) {
 		return s, err
 	}
 	// The database is unreadable (a crash mid-write on a file system
@@ -94,7 +95,7 @@ func openStoreFile(path string, retention int) (s *store, err error) {
 	// The timeout turns a second agent on the same data dir into an error
 	// instead of a hang.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open history store %s (is another driftless using this data directory?): %w", path, err)
 	}
 	if err != nil {

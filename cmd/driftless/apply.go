@@ -10,33 +10,73 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
 )
+
+// localFlags are the flags every local command (validate, diff, apply)
+// shares after its own.
+type localFlags struct {
+	app string
+	lf  loadFlags
+}
+
+// localTarget is what a local command works on.
+type localTarget struct {
+	name, dir string
+	opts      manifestLoad
+}
+
+// manifestLoad is how a local app's files are read.
+type manifestLoad struct {
+	opts  manifest.LoadOptions
+	adopt bool
+}
+
+// resolve turns the positional PATH and the flags into the target.
+func (l *localFlags) resolve(pos []string) (localTarget, error) {
+	name, dir, err := localApp(pos, l.app)
+	if err != nil {
+		return localTarget{}, err
+	}
+	opts, err := l.lf.options(processEnv())
+	if err != nil {
+		return localTarget{}, err
+	}
+	adopt, err := l.lf.adoptCompose()
+	if err != nil {
+		return localTarget{}, err
+	}
+	return localTarget{name: name, dir: dir, opts: manifestLoad{opts: opts, adopt: adopt}}, nil
+}
+
+// applyRun is one `driftless apply`.
+type applyRun struct {
+	target       localTarget
+	prune        bool
+	readyTimeout time.Duration
+	eng          *deploy.Engine
+	stdout       io.Writer
+}
+
+func (a *applyRun) load(ctx context.Context) (*manifest.App, drift.Input, error) {
+	return loadLocal(ctx, a.target.dir, a.target.name, a.target.opts.opts, a.target.opts.adopt, a.eng, a.prune)
+}
 
 func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("apply", "apply [PATH] [--app NAME] [--prune] [--dry-run]",
 		"Converge the local Docker engine to the manifests under PATH once, like 'docker compose up -d':\nshow the plan, carry it out with live progress, wait until every replica is ready.\nExit 0 when the app converged and every replica is ready; 1 otherwise, with the reason; 2 on usage errors.", stderr)
-	appFlag := fs.String("app", "", "app name (default: the directory name)")
+	var lfl localFlags
+	fs.StringVar(&lfl.app, "app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "remove containers and networks no longer declared (volumes are always kept)")
 	dryRun := fs.Bool("dry-run", false, "show the plan and change nothing")
 	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
 	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
-	var lf loadFlags
-	lf.register(fs)
+	lfl.lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return exitError
 	}
-	name, dir, err := localApp(pos, *appFlag)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless apply:", err)
-		return exitError
-	}
-	opts, err := lf.options(processEnv())
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless apply:", err)
-		return exitError
-	}
-	adopt, err := lf.adoptCompose()
+	target, err := lfl.resolve(pos)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError
@@ -47,36 +87,42 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	defer eng.Close()
-
-	desired, in, err := loadLocal(ctx, dir, name, opts, adopt, eng, *prune)
+	a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, stdout: stdout}
+	code, err := a.run(ctx, *dryRun)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
-		return 1
+	}
+	return code
+}
+
+// run plans, applies, waits for readiness and reports.
+func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
+	desired, in, err := a.load(ctx)
+	if err != nil {
+		return 1, err
 	}
 	plan := drift.Compute(in)
 	// A person runs apply: like the agent's "Sync now", the whole plan is
 	// applied, changes made outside Git included.
 	decision := drift.Decide(in, plan, drift.Policy{SelfHeal: true, Manual: true, MaxRemovalPercent: 100, AllowEmpty: true})
-	fmt.Fprint(stdout, plan.String())
-	if *dryRun {
-		fmt.Fprintln(stdout, "\nDry run: nothing was changed.")
-		return exitOK
+	fmt.Fprint(a.stdout, plan.String())
+	if dryRun {
+		fmt.Fprintln(a.stdout, "\nDry run: nothing was changed.")
+		return exitOK, nil
 	}
-
 	start := time.Now()
 	var res drift.ApplyResult
 	if !decision.Apply.Empty() {
-		fmt.Fprintln(stdout, "\nApplying:")
+		fmt.Fprintln(a.stdout, "\nApplying:")
 		var mu stdsync.Mutex
-		res = eng.Apply(ctx, desired, decision.Apply, drift.ApplyOptions{Progress: func(ev drift.Event) {
+		res = a.eng.Apply(ctx, desired, decision.Apply, drift.ApplyOptions{Progress: func(ev drift.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			if line := progressLine(ev); line != "" {
-				fmt.Fprintln(stdout, line)
+				fmt.Fprintln(a.stdout, line)
 			}
 		}})
 	}
-
 	// Observe again: what counts is the state the engine is in now, not what
 	// the applier believes it did. With an empty plan and every replica
 	// already ready, nothing was done and nothing is awaited: the first
@@ -84,42 +130,55 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// of list calls.
 	after := in
 	if !plan.Empty() {
-		if _, after, err = loadLocal(ctx, dir, name, opts, adopt, eng, *prune); err != nil {
-			fmt.Fprintln(stderr, "driftless apply: observing after apply:", err)
-			return 1
+		if _, after, err = a.load(ctx); err != nil {
+			return 1, fmt.Errorf("observing after apply: %w", err)
 		}
 	}
+	rest, health, err := a.awaitReady(ctx, after, res.Err == nil)
+	if err != nil {
+		return 1, err
+	}
+	return a.report(plan, res, rest, health, start), nil
+}
+
+// awaitReady waits, like `docker compose up --wait` and up to
+// --ready-timeout, for replicas that exist but are not ready yet.
+func (a *applyRun) awaitReady(ctx context.Context, after drift.Input, applied bool) (drift.Plan, drift.AppHealth, error) {
 	rest := drift.Compute(after)
 	health := drift.Assess(after, rest)
-	// Replicas that exist but are not ready yet (still starting, or the
-	// applier's timeout ran out elsewhere): wait for them like
-	// `docker compose up --wait`, up to --ready-timeout.
-	if res.Err == nil && rest.Empty() && !allReady(health) {
-		fmt.Fprintln(stdout, "\nWaiting for every replica to become ready…")
-		deadline := time.Now().Add(*readyTimeout)
-		for !allReady(health) && time.Now().Before(deadline) && ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-			if _, after, err = loadLocal(ctx, dir, name, opts, adopt, eng, *prune); err != nil {
-				fmt.Fprintln(stderr, "driftless apply: observing:", err)
-				return 1
-			}
-			rest = drift.Compute(after)
-			health = drift.Assess(after, rest)
-			if !rest.Empty() {
-				break
-			}
+	if !applied || !rest.Empty() || allReady(health) {
+		return rest, health, nil
+	}
+	fmt.Fprintln(a.stdout, "\nWaiting for every replica to become ready…")
+	deadline := time.Now().Add(a.readyTimeout)
+	for !allReady(health) && time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+		var err error
+		if _, after, err = a.load(ctx); err != nil {
+			return rest, health, fmt.Errorf("observing: %w", err)
+		}
+		rest = drift.Compute(after)
+		health = drift.Assess(after, rest)
+		if !rest.Empty() {
+			break
 		}
 	}
-	fmt.Fprintln(stdout)
+	return rest, health, nil
+}
+
+// report prints the readiness summary and the verdict; it returns the
+// exit code.
+func (a *applyRun) report(plan drift.Plan, res drift.ApplyResult, rest drift.Plan, health drift.AppHealth, start time.Time) int {
+	fmt.Fprintln(a.stdout)
 	for _, s := range health.Services {
 		line := fmt.Sprintf("  %-20s %d/%d ready  %s", s.Service, s.Ready, s.Desired, s.Health)
 		if s.Message != "" {
 			line += ": " + s.Message
 		}
-		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+		fmt.Fprintln(a.stdout, strings.TrimRight(line, " "))
 	}
 	converged := res.Err == nil && rest.Empty() && allReady(health)
 	switch {
@@ -127,24 +186,23 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// plan.String already said "No changes".
 		return exitOK
 	case converged:
-		fmt.Fprintf(stdout, "\nApply complete in %s: app %s converged, every replica ready.\n", time.Since(start).Round(10*time.Millisecond), name)
+		fmt.Fprintf(a.stdout, "\nApply complete in %s: app %s converged, every replica ready.\n", time.Since(start).Round(10*time.Millisecond), a.target.name)
 		return exitOK
-	default:
-		fmt.Fprintf(stdout, "\nApply did not converge app %s:\n", name)
-		if res.Err != nil {
-			fmt.Fprintf(stdout, "  %v\n", res.Err)
-		}
-		for svc, why := range res.Degraded {
-			fmt.Fprintf(stdout, "  service %s is Degraded: %v\n", svc, why)
-		}
-		if !rest.Empty() {
-			fmt.Fprintf(stdout, "  still to do: %s\n", rest.Summary())
-		}
-		for _, c := range rest.Conflicts {
-			fmt.Fprintf(stdout, "  conflict: %s %s: %s\n", c.Kind, c.Name, c.Reason)
-		}
-		return 1
 	}
+	fmt.Fprintf(a.stdout, "\nApply did not converge app %s:\n", a.target.name)
+	if res.Err != nil {
+		fmt.Fprintf(a.stdout, "  %v\n", res.Err)
+	}
+	for svc, why := range res.Degraded {
+		fmt.Fprintf(a.stdout, "  service %s is Degraded: %v\n", svc, why)
+	}
+	if !rest.Empty() {
+		fmt.Fprintf(a.stdout, "  still to do: %s\n", rest.Summary())
+	}
+	for _, c := range rest.Conflicts {
+		fmt.Fprintf(a.stdout, "  conflict: %s %s: %s\n", c.Kind, c.Name, c.Reason)
+	}
+	return 1
 }
 
 func allReady(h drift.AppHealth) bool {

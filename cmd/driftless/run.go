@@ -149,6 +149,48 @@ func appNameFor(repo, path string) string {
 	return name
 }
 
+// appFromFlags is the one app that --repo and its flags describe.
+func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
+	if f.repo == "" {
+		return dsync.AppConfig{}, errors.New("nothing to watch: pass --repo URL (one app) or --config driftless.yaml (several apps)")
+	}
+	name := f.app
+	if name == "" {
+		name = appNameFor(f.repo, f.path)
+	}
+	if !manifest.ValidName(name) {
+		return dsync.AppConfig{}, fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter)", name)
+	}
+	if _, err := dsync.ParseSchedule(f.interval); err != nil {
+		return dsync.AppConfig{}, fmt.Errorf("--interval %q: %v", f.interval, err)
+	}
+	app := dsync.AppConfig{
+		Name: name, Repo: f.repo, Branch: f.branch, Tag: f.tag, Commit: f.commit, Path: f.path,
+		Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
+		MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+	}
+	opts, err := f.load.options(nil)
+	if err != nil {
+		return app, err
+	}
+	app.Policy, app.Profiles = opts.Policy, opts.Profiles
+	if adopt, err := f.load.adoptCompose(); err != nil {
+		return app, err
+	} else if adopt {
+		app.Adopt = dsync.AdoptCompose
+	}
+	app.Auth.Username = os.Getenv("DRIFTLESS_GIT_USERNAME")
+	app.Auth.Password = os.Getenv("DRIFTLESS_GIT_PASSWORD")
+	if tok, err := readSecret(f.gitTokenFile, "DRIFTLESS_GIT_TOKEN"); err != nil {
+		return app, err
+	} else if tok != "" {
+		app.Auth.Password = tok
+	}
+	app.Auth.SSHKeyFile = f.sshKey
+	app.Auth.KnownHostsFile = f.knownHosts
+	return app, nil
+}
+
 // config turns flags (or the config file) into the agent's configuration.
 func (f *runFlags) toConfig() (dsync.Config, error) {
 	var cfg dsync.Config
@@ -162,43 +204,10 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		}
 		cfg = c
 	} else {
-		if f.repo == "" {
-			return cfg, errors.New("nothing to watch: pass --repo URL (one app) or --config driftless.yaml (several apps)")
-		}
-		name := f.app
-		if name == "" {
-			name = appNameFor(f.repo, f.path)
-		}
-		if !manifest.ValidName(name) {
-			return cfg, fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter)", name)
-		}
-		if _, err := dsync.ParseSchedule(f.interval); err != nil {
-			return cfg, fmt.Errorf("--interval %q: %v", f.interval, err)
-		}
-		app := dsync.AppConfig{
-			Name: name, Repo: f.repo, Branch: f.branch, Tag: f.tag, Commit: f.commit, Path: f.path,
-			Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
-			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
-		}
-		opts, err := f.load.options(nil)
+		app, err := f.appFromFlags()
 		if err != nil {
 			return cfg, err
 		}
-		app.Policy, app.Profiles = opts.Policy, opts.Profiles
-		if adopt, err := f.load.adoptCompose(); err != nil {
-			return cfg, err
-		} else if adopt {
-			app.Adopt = dsync.AdoptCompose
-		}
-		app.Auth.Username = os.Getenv("DRIFTLESS_GIT_USERNAME")
-		app.Auth.Password = os.Getenv("DRIFTLESS_GIT_PASSWORD")
-		if tok, err := readSecret(f.gitTokenFile, "DRIFTLESS_GIT_TOKEN"); err != nil {
-			return cfg, err
-		} else if tok != "" {
-			app.Auth.Password = tok
-		}
-		app.Auth.SSHKeyFile = f.sshKey
-		app.Auth.KnownHostsFile = f.knownHosts
 		cfg.Apps = []dsync.AppConfig{app}
 	}
 	// Flags win over the file for the process-level settings.

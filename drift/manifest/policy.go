@@ -89,59 +89,78 @@ func reachesDockerSocket(hp string) bool {
 // that would allow it. Both front ends' apps go through it.
 func CheckPolicy(app *App, p Policy) ErrorList {
 	var errs ErrorList
-	deny := func(svc *Service, field, format string, args ...any) {
-		ref := svc.Field(field)
-		errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
-	}
-	hint := func(name string) string {
-		return fmt.Sprintf("allow it for this app with `allow: [%s]` in driftless.yaml (or `--allow %s`)", name, name)
-	}
 	for i := range app.Services {
 		svc := &app.Services[i]
-		s := &svc.Spec
-		if s.Privileged && !p.Allows(AllowPrivileged) {
-			deny(svc, "privileged", "a privileged container can take over the host; %s", hint(AllowPrivileged))
+		deny := func(field, format string, args ...any) {
+			ref := svc.Field(field)
+			errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
 		}
-		if s.NetworkMode == NetworkHost && !p.Allows(AllowHostNetwork) {
-			deny(svc, "networkMode", "the host's network namespace gives the container every host port and interface; %s", hint(AllowHostNetwork))
-		}
-		if s.PID == "host" && !p.Allows(AllowHostPID) {
-			deny(svc, "pid", "the host's PID namespace lets the container see and signal every host process; %s", hint(AllowHostPID))
-		}
-		if s.IPC == "host" && !p.Allows(AllowHostIPC) {
-			deny(svc, "ipc", "the host's IPC namespace is shared with every host process; %s", hint(AllowHostIPC))
-		}
-		for j, d := range s.Devices {
-			if !p.Allows(AllowDevices) {
-				deny(svc, indexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, hint(AllowDevices))
-			}
-		}
-		for j, c := range s.CapAdd {
-			if !slices.Contains(defaultCaps, c) && !p.Allows(AllowCapabilities) {
-				deny(svc, indexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, hint(AllowCapabilities))
-			}
-		}
-		for j, o := range s.SecurityOpt {
-			if unconfined(o) && !p.Allows(AllowUnconfined) {
-				deny(svc, indexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, hint(AllowUnconfined))
-			}
-		}
-		for j, b := range s.Binds {
-			if b.HostPath == "" {
-				continue
-			}
-			field := indexPath("binds", j)
-			switch {
-			case reachesDockerSocket(b.HostPath) && !p.Allows(AllowDockerSocket):
-				deny(svc, field, "mounting %s gives the container the Docker socket, which is root on the host; %s", b.HostPath, hint(AllowDockerSocket))
-			case reachesDockerSocket(b.HostPath):
-			case !p.allowsHostPath(b.HostPath):
-				deny(svc, field, "host path %s is outside the paths this app may mount; allow it with `hostPaths: [%s]` in driftless.yaml (or `--allow-host-path %s`), or mount a file from the repository with a relative path",
-					b.HostPath, b.HostPath, b.HostPath)
-			}
-		}
+		p.checkNamespaces(&svc.Spec, deny)
+		p.checkPrivileges(&svc.Spec, deny)
+		p.checkBinds(&svc.Spec, deny)
 	}
 	return errs
+}
+
+// denyFunc records a refusal of the field at model path field.
+type denyFunc func(field, format string, args ...any)
+
+func allowHint(name string) string {
+	return fmt.Sprintf("allow it for this app with `allow: [%s]` in driftless.yaml (or `--allow %s`)", name, name)
+}
+
+// checkNamespaces refuses the host's namespaces.
+func (p Policy) checkNamespaces(s *ServiceSpec, deny denyFunc) {
+	if s.NetworkMode == NetworkHost && !p.Allows(AllowHostNetwork) {
+		deny("networkMode", "the host's network namespace gives the container every host port and interface; %s", allowHint(AllowHostNetwork))
+	}
+	if s.PID == "host" && !p.Allows(AllowHostPID) {
+		deny("pid", "the host's PID namespace lets the container see and signal every host process; %s", allowHint(AllowHostPID))
+	}
+	if s.IPC == "host" && !p.Allows(AllowHostIPC) {
+		deny("ipc", "the host's IPC namespace is shared with every host process; %s", allowHint(AllowHostIPC))
+	}
+}
+
+// checkPrivileges refuses privilege beyond Docker's defaults.
+func (p Policy) checkPrivileges(s *ServiceSpec, deny denyFunc) {
+	if s.Privileged && !p.Allows(AllowPrivileged) {
+		deny("privileged", "a privileged container can take over the host; %s", allowHint(AllowPrivileged))
+	}
+	for j, d := range s.Devices {
+		if !p.Allows(AllowDevices) {
+			deny(indexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
+		}
+	}
+	for j, c := range s.CapAdd {
+		if !slices.Contains(defaultCaps, c) && !p.Allows(AllowCapabilities) {
+			deny(indexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
+		}
+	}
+	for j, o := range s.SecurityOpt {
+		if unconfined(o) && !p.Allows(AllowUnconfined) {
+			deny(indexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
+		}
+	}
+}
+
+// checkBinds refuses host paths outside the allowed prefixes, and the
+// Docker socket unless allowed by name.
+func (p Policy) checkBinds(s *ServiceSpec, deny denyFunc) {
+	for j, b := range s.Binds {
+		if b.HostPath == "" {
+			continue
+		}
+		field := indexPath("binds", j)
+		switch {
+		case reachesDockerSocket(b.HostPath) && !p.Allows(AllowDockerSocket):
+			deny(field, "mounting %s gives the container the Docker socket, which is root on the host; %s", b.HostPath, allowHint(AllowDockerSocket))
+		case reachesDockerSocket(b.HostPath):
+		case !p.allowsHostPath(b.HostPath):
+			deny(field, "host path %s is outside the paths this app may mount; allow it with `hostPaths: [%s]` in driftless.yaml (or `--allow-host-path %s`), or mount a file from the repository with a relative path",
+				b.HostPath, b.HostPath, b.HostPath)
+		}
+	}
 }
 
 // unconfined reports a security option that disables a confinement.
