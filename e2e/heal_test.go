@@ -152,3 +152,33 @@ func dockerTry(args ...string) (string, error) {
 	out, err := exec.Command("docker", args...).CombinedOutput()
 	return string(out), err
 }
+
+// TestConflictClearedIsRetriedAtOnce: a container driftless does not own
+// holds a replica's name; when someone removes it, the replica is created
+// at once — not at the next poll (here ten minutes away).
+func TestConflictClearedIsRetriedAtOnce(t *testing.T) {
+	v1 := testenv.WorkloadImage(t, "v1")
+	var app string
+	r := startRigWith(t, func(a string) string {
+		app = a
+		// The squatter exists before the agent's first pass.
+		docker(t, "run", "-d", "--network", "none", "--name", a+"-web-1", "--entrypoint", "/driftless", v1, "workload")
+		t.Cleanup(func() { _, _ = dockerTry("rm", "-f", a+"-web-1") })
+		return webManifest(v1, 1, "one")
+	}, "--interval", "10m")
+	r.wait(30*time.Second, "the conflict reported", func(s dsync.AppStatus) bool {
+		return s.Sync == drift.SyncOutOfSync && s.Drift != nil && len(s.Drift.Conflicts) == 1
+	})
+	squatter := docker(t, "inspect", "-f", "{{.Id}}", app+"-web-1")
+	docker(t, "rm", "-f", app+"-web-1")
+	removed := time.Now()
+	st := r.wait(30*time.Second, "the replica created once the name is free", func(s dsync.AppStatus) bool {
+		return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy
+	})
+	if took := time.Since(removed); took > 15*time.Second {
+		t.Errorf("the replica came %s after the conflict cleared; the poll is 10 minutes away, so only the event can explain it", took)
+	}
+	if id := docker(t, "inspect", "-f", "{{.Id}}", app+"-web-1"); id == squatter || len(st.Services) != 1 {
+		t.Fatalf("web-1 is still the squatter (%s)", id)
+	}
+}
