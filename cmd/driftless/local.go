@@ -194,6 +194,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", dir, len(list))
 	} else {
+		for _, w := range app.Warnings {
+			fmt.Fprintln(stdout, "warning:", w.Error())
+		}
 		fmt.Fprintf(stdout, "%s: valid: app %s with %d service(s), %d network(s), %d volume(s).\n",
 			dir, name, len(app.Services), len(app.Networks), len(app.Volumes))
 	}
