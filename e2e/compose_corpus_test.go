@@ -213,6 +213,8 @@ func (r *stackRun) runAll() {
 		}
 		var finish func(*testing.T)
 		done := make(chan struct{})
+		stopWatching := stdsync.OnceFunc(func() { close(done) })
+		defer stopWatching() // also when the wait below fails the test
 		if ch.during != nil {
 			finish = ch.during(r, done)
 		}
@@ -224,7 +226,7 @@ func (r *stackRun) runAll() {
 			replicas = ch.replicas
 		}
 		r.waitConverged(ch.what, sha, replicas)
-		close(done)
+		stopWatching()
 		if finish != nil {
 			finish(t)
 		}
