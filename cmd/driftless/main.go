@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/driftless-dev/driftless/internal/workload"
 )
@@ -77,9 +78,28 @@ func usage(w io.Writer) {
 }
 
 func runWorkload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "probe" {
+		return runProbe(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := workload.ParseArgs(args, os.Getenv)
 	if err != nil {
 		return 2
 	}
 	return workload.Run(ctx, cfg, stdout)
+}
+
+// runProbe is `driftless workload probe URL`: a healthcheck test for
+// workload images, which have no shell, curl or wget. Exit 0 when
+// healthy, 1 when not, 2 on usage errors.
+func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: driftless workload probe (http://HOST:PORT/PATH | tcp://HOST:PORT)")
+		return 2
+	}
+	if err := workload.Probe(ctx, args[0], 5*time.Second); err != nil {
+		fmt.Fprintln(stdout, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok")
+	return 0
 }

@@ -4,8 +4,15 @@
 // alone, with no registry.
 //
 // Its behaviour is steered by flags or, so that manifests can change it
-// through env, by WORKLOAD_* variables: crash at start, exit after a while,
-// become ready only after a delay, or never become ready.
+// through env, by WORKLOAD_* variables: crash at start, exit after a while
+// (with a chosen exit code, so it can stand in for a one-shot job), become
+// ready only after a delay, or never become ready.
+//
+// Arguments it does not know (a compose file's `command: [redis-server,
+// --appendonly, yes]` meant for the real image) are tolerated: they are
+// logged and shown on /, so an image of the workload can stand in for any
+// image. Probe is the other half: a healthcheck `test` for images that
+// have no curl or wget.
 package workload
 
 import (
@@ -31,13 +38,19 @@ type Config struct {
 	Listen     string
 	Message    string
 	Crash      bool          // exit 1 at once
-	ExitAfter  time.Duration // exit 1 after this long; 0 = never
+	ExitAfter  time.Duration // exit with ExitCode after this long; 0 = never
+	ExitCode   int           // the exit code of ExitAfter; default 1
 	ReadyAfter time.Duration // /healthz answers 503 until then
 	NeverReady bool          // /healthz always answers 503
 	DataDir    string        // if set, / counts visits in a file there
+	// Args are the arguments that are not the workload's own flags, in
+	// order: tolerated, logged and shown on /.
+	Args []string
 }
 
 // ParseArgs reads flags, with WORKLOAD_* env variables as defaults.
+// Arguments that are not its flags (positional ones, unknown flags) end up
+// in Config.Args; a known flag with a bad value is still an error.
 func ParseArgs(args []string, getenv func(string) string) (Config, error) {
 	fs := flag.NewFlagSet("workload", flag.ContinueOnError)
 	cfg := Config{}
@@ -56,14 +69,44 @@ func ParseArgs(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&cfg.Listen, "listen", listen, "address to serve on")
 	fs.StringVar(&cfg.Message, "message", getenv("MESSAGE"), "message shown on /")
 	fs.BoolVar(&cfg.Crash, "crash", envBool("WORKLOAD_CRASH"), "exit with code 1 at start")
-	fs.DurationVar(&cfg.ExitAfter, "exit-after", envDur("WORKLOAD_EXIT_AFTER"), "exit with code 1 after this long")
+	fs.DurationVar(&cfg.ExitAfter, "exit-after", envDur("WORKLOAD_EXIT_AFTER"), "exit with --exit-code after this long")
+	exitCode := 1
+	if v, err := strconv.Atoi(getenv("WORKLOAD_EXIT_CODE")); err == nil {
+		exitCode = v
+	}
+	fs.IntVar(&cfg.ExitCode, "exit-code", exitCode, "exit code of --exit-after (0 makes it a job that completes)")
 	fs.DurationVar(&cfg.ReadyAfter, "ready-after", envDur("WORKLOAD_READY_AFTER"), "answer /healthz with 503 until this long after start")
 	fs.BoolVar(&cfg.NeverReady, "never-ready", envBool("WORKLOAD_NEVER_READY"), "always answer /healthz with 503")
 	fs.StringVar(&cfg.DataDir, "data", getenv("WORKLOAD_DATA"), "directory where / counts visits")
-	if err := fs.Parse(args); err != nil {
+	own, extra := splitArgs(fs, args)
+	if err := fs.Parse(own); err != nil {
 		return Config{}, err
 	}
+	cfg.Args = append(extra, fs.Args()...)
 	return cfg, nil
+}
+
+// splitArgs separates the flags fs defines (with their values) from every
+// other argument, keeping the order of each.
+func splitArgs(fs *flag.FlagSet, args []string) (own, extra []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return own, append(extra, args[i+1:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if !strings.HasPrefix(a, "-") || a == "-" || f == nil {
+			extra = append(extra, a)
+			continue
+		}
+		own = append(own, a)
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) && i+1 < len(args) {
+			i++
+			own = append(own, args[i])
+		}
+	}
+	return own, extra
 }
 
 // Run serves until ctx ends or the configured exit happens. It returns the
@@ -74,12 +117,15 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) int {
 		log.Error("crashing at start as configured (WORKLOAD_CRASH)")
 		return 1
 	}
+	if len(cfg.Args) > 0 {
+		log.Info("ignoring arguments meant for the image the workload stands in for", "args", strings.Join(cfg.Args, " "))
+	}
 	start := time.Now()
 	var visits atomic.Int64
 	hostname, _ := os.Hostname()
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	healthz := func(w http.ResponseWriter, r *http.Request) {
 		if cfg.NeverReady {
 			http.Error(w, "never ready (WORKLOAD_NEVER_READY)", http.StatusServiceUnavailable)
 			return
@@ -89,7 +135,9 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) int {
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	})
+	}
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/ready", healthz)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		n := visits.Add(1)
 		if cfg.DataDir != "" {
@@ -108,6 +156,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) int {
 			"visits":   n,
 			"uptime":   time.Since(start).Round(time.Second).String(),
 			"env":      env,
+			"args":     cfg.Args,
 		})
 	})
 
@@ -130,8 +179,8 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) int {
 	case <-ctx.Done():
 		log.Info("stopping on signal")
 	case <-exitTimer:
-		log.Error("exiting as configured (WORKLOAD_EXIT_AFTER)", "after", cfg.ExitAfter)
-		code = 1
+		log.Info("exiting as configured (WORKLOAD_EXIT_AFTER)", "after", cfg.ExitAfter, "code", cfg.ExitCode)
+		code = cfg.ExitCode
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
 			log.Error("server failed", "err", err)
