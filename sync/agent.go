@@ -535,7 +535,11 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	if storeErr != nil {
 		a.log.Error("app state or history not saved; enforcement goes on", "app", name, "err", storeErr)
 	}
-	u.status = withStorageError(u.status, &u.mem, storeErr, now)
+	if u.persist != nil || len(u.history) > 0 {
+		// Only a write says whether the store works again; a pass that
+		// wrote nothing keeps the history condition as it was.
+		u.status = withStorageError(u.status, &u.mem, storeErr, now)
+	}
 	for _, kind := range u.errors {
 		a.metrics.errors.WithLabelValues(name, kind).Inc()
 	}

@@ -1,0 +1,519 @@
+// Package privengine runs a private Docker engine for one test: its own
+// dockerd (and the containerd it starts), socket, data root, exec root,
+// pid file and empty config file, so a test may stop, restart or take the
+// socket away from an engine without touching the shared host engine.
+//
+// The engine runs with no iptables, no IP forwarding change and the vfs
+// storage driver. Its default bridge is one made for it ("dle" and 8 hex
+// digits, on a 10.x.255.0/24 no host route uses). Two dockerd settings
+// are avoided on purpose, because with either dockerd deletes the host's
+// docker0 (daemon_unix.go, removeDefaultBridgeInterface) and breaks the
+// host engine's default network: "--bridge none" (at every start) and
+// "--default-address-pool" (at every restart, when it clears the stale
+// default network). User-defined networks therefore come from Docker's
+// default pools; dockerd skips subnets that a host route already covers. User-defined bridge networks work
+// and their containers are reachable from the host at their addresses,
+// which is how driftless's readiness prober reaches them. Containers get
+// their own cgroup parent.
+//
+// Everything is cleaned up when the test ends: the engine's containers and
+// networks (so no bridge interface is left on the host), the engine
+// itself, its default bridge, mounts under its directory, its cgroup
+// parent and its files.
+package privengine
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	stdsync "sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Engine is a private dockerd.
+type Engine struct {
+	// Host is the engine's address for DOCKER_HOST: unix://<Dir>/docker.sock.
+	Host string
+	// Dir holds the socket, data root, exec root, pid file, config file
+	// and the engine's log.
+	Dir string
+
+	t            testing.TB
+	bridge       string   // the engine's default bridge, made for it
+	lock         *os.File // flock held while the engine's directory is in use
+	sock         string
+	bridgeNet    string // the default bridge's subnet, 10.x.255.0/24
+	cgroupParent string
+
+	mu      stdsync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logFile *os.File
+	// Starts and Stops are how long each start (until the engine answers
+	// a ping) and each stop (until the process exited) took.
+	starts, stops []time.Duration
+}
+
+// StopTimeout is how long Stop waits after SIGTERM before SIGKILL. dockerd
+// stops its running containers first, each with its own stop timeout.
+const StopTimeout = 30 * time.Second
+
+// startTimeout bounds the wait for the first ping.
+const startTimeout = 30 * time.Second
+
+// Start starts a private engine and registers its clean-up.
+func Start(t testing.TB) *Engine {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		unavailable(t, "a private Docker engine needs root")
+	}
+	for _, bin := range []string{"dockerd", "containerd", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			unavailable(t, "a private Docker engine needs "+bin+" (packages docker.io, containerd, iproute2)")
+		}
+	}
+	reapStale(t)
+	// A short directory: the engine's and containerd's socket paths must
+	// fit in 108 bytes.
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	id := make([]byte, 4)
+	for i := range id {
+		id[i] = byte(rand.IntN(256))
+	}
+	e := &Engine{
+		t:            t,
+		bridge:       "dle" + hex.EncodeToString(id),
+		lock:         lock,
+		Dir:          dir,
+		sock:         filepath.Join(dir, "docker.sock"),
+		cgroupParent: "/driftless-privengine-" + hex.EncodeToString(id),
+	}
+	e.Host = "unix://" + e.sock
+	e.bridgeNet, err = freeBridgeNet()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	for _, d := range []string{"data", "exec"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An empty config: nothing from the host's /etc/docker/daemon.json.
+	if err := os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.cleanup)
+	// What a later run needs to clean up after this one if this process
+	// dies without running its clean-up (a test timeout, a SIGKILL).
+	if err := writeMarker(dir, e.marker()); err != nil {
+		t.Fatal(err)
+	}
+	// The default bridge: dockerd uses a bridge it is given as it is.
+	gw := strings.TrimSuffix(e.bridgeNet, "0/24") + "1/24"
+	for _, args := range [][]string{
+		{"link", "add", e.bridge, "type", "bridge"},
+		{"addr", "add", gw, "dev", e.bridge},
+		{"link", "set", e.bridge, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("privengine: ip %s: %v %s", strings.Join(args, " "), err, out)
+		}
+	}
+	e.Start()
+	return e
+}
+
+func (e *Engine) marker() marker {
+	return marker{CgroupParent: e.cgroupParent, Bridge: e.bridge}
+}
+
+// unavailable skips the test locally and fails it on CI, where the
+// private engine is part of the test environment.
+func unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// freeBridgeNet picks 10.X.255.0/24 with X such that no host route lies
+// in 10.X.0.0/16, for the engine's default bridge.
+func freeBridgeNet() (string, error) {
+	routes, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return "", err
+	}
+	used := map[byte]bool{}
+	for line := range strings.Lines(string(routes)) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1] == "Destination" {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 16, 32)
+		if err != nil {
+			continue
+		}
+		// Little-endian: the first octet is the lowest byte.
+		if byte(v) == 10 {
+			used[byte(v>>8)] = true
+		}
+	}
+	start := rand.IntN(50)
+	for i := range 50 {
+		x := byte(200 + (start+i)%50)
+		if !used[x] {
+			return fmt.Sprintf("10.%d.255.0/24", x), nil
+		}
+	}
+	return "", errors.New("privengine: no free 10.x.255.0/24 for the default bridge")
+}
+
+// DefaultBridgeNet is the subnet of the engine's default bridge.
+func (e *Engine) DefaultBridgeNet() string { return e.bridgeNet }
+
+func (e *Engine) args() []string {
+	return []string{
+		"--config-file", filepath.Join(e.Dir, "daemon.json"),
+		"--host", e.Host,
+		"--data-root", filepath.Join(e.Dir, "data"),
+		"--exec-root", filepath.Join(e.Dir, "exec"),
+		"--pidfile", filepath.Join(e.Dir, "docker.pid"),
+		"--bridge", e.bridge, // never "none": see the package doc
+		"--iptables=false",
+		"--ip6tables=false",
+		"--ip-forward=false",
+		"--ip-masq=false",
+		"--userland-proxy=false",
+		"--storage-driver", "vfs",
+		"--cgroup-parent", e.cgroupParent,
+		"--live-restore=false",
+	}
+}
+
+// Start starts the engine, on the same data root as before after a Stop
+// (an engine restart), waits until it answers a ping and returns how long
+// that took.
+func (e *Engine) Start() time.Duration {
+	e.t.Helper()
+	d, err := e.start()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+func (e *Engine) start() (time.Duration, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cmd != nil {
+		return 0, errors.New("privengine: Start while the engine runs")
+	}
+	logFile, err := os.OpenFile(filepath.Join(e.Dir, "dockerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(logFile, "=== privengine: starting dockerd at %s\n", time.Now().Format(time.RFC3339Nano))
+	t0 := time.Now()
+	cmd := exec.Command("dockerd", e.args()...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = withoutDockerEnv(os.Environ())
+	// Its own process group (a terminal's ^C is not for it), and killed if
+	// the test binary dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return 0, fmt.Errorf("privengine: start dockerd: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	e.cmd, e.done, e.logFile = cmd, done, logFile
+
+	deadline := time.Now().Add(startTimeout)
+	for e.pingLocked() != nil {
+		select {
+		case <-done:
+			e.cmd = nil
+			logFile.Close()
+			return 0, fmt.Errorf("privengine: dockerd exited at start: %v\n%s", cmd.ProcessState, e.LogTail(40))
+		default:
+		}
+		if time.Now().After(deadline) {
+			e.stopLocked(5 * time.Second)
+			return 0, fmt.Errorf("privengine: dockerd did not answer within %s:\n%s", startTimeout, e.LogTail(40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d := time.Since(t0)
+	e.starts = append(e.starts, d)
+	return d, nil
+}
+
+// Stop stops the engine by PID: SIGTERM, then SIGKILL after StopTimeout.
+// dockerd stops its containers first; those with a restart policy of
+// always or unless-stopped are started again by the next Start.
+func (e *Engine) Stop() time.Duration {
+	e.t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d, killed := e.stopLocked(StopTimeout)
+	if killed {
+		e.t.Errorf("privengine: dockerd did not stop within %s of SIGTERM; killed it", StopTimeout)
+	}
+	return d
+}
+
+func (e *Engine) stopLocked(timeout time.Duration) (time.Duration, bool) {
+	if e.cmd == nil {
+		return 0, false
+	}
+	t0 := time.Now()
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	killed := false
+	select {
+	case <-e.done:
+	case <-time.After(timeout):
+		killed = true
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+	d := time.Since(t0)
+	fmt.Fprintf(e.logFile, "=== privengine: dockerd exited after %s (%v)\n", d, e.cmd.ProcessState)
+	e.logFile.Close()
+	e.cmd = nil
+	if killed {
+		// dockerd had no chance to stop its containerd.
+		e.killContainerd()
+	}
+	e.stops = append(e.stops, d)
+	return d, killed
+}
+
+// killContainerd ends the containerd this engine started, by its pid file.
+func (e *Engine) killContainerd() {
+	data, err := os.ReadFile(filepath.Join(e.Dir, "exec", "containerd", "containerd.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	// Only if it is still the containerd of this engine.
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if strings.Contains(string(cmdline), e.Dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// Running reports whether the engine process runs.
+func (e *Engine) Running() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cmd != nil
+}
+
+// Durations returns how long every start and stop took so far.
+func (e *Engine) Durations() (starts, stops []time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.starts), slices.Clone(e.stops)
+}
+
+// Ping asks the engine's socket for /_ping.
+func (e *Engine) Ping() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pingLocked()
+}
+
+func (e *Engine) pingLocked() error {
+	c := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", e.sock)
+		}},
+	}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("http://docker/_ping")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("ping: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// HideSocket renames the engine's socket away while the engine runs:
+// connections made from now on fail as if the engine were gone, those
+// already open go on.
+func (e *Engine) HideSocket() {
+	e.t.Helper()
+	if err := os.Rename(e.sock, e.sock+".hidden"); err != nil {
+		e.t.Fatalf("privengine: hide socket: %v", err)
+	}
+}
+
+// HiddenEnv is Env for the socket's hidden name, so a test can still
+// reach the engine while HideSocket is in effect.
+func (e *Engine) HiddenEnv() []string {
+	return append(withoutDockerEnv(os.Environ()), "DOCKER_HOST=unix://"+e.sock+".hidden")
+}
+
+// RestoreSocket puts the socket back after HideSocket.
+func (e *Engine) RestoreSocket() {
+	e.t.Helper()
+	if err := os.Rename(e.sock+".hidden", e.sock); err != nil {
+		e.t.Fatalf("privengine: restore socket: %v", err)
+	}
+}
+
+// Env is os.Environ with DOCKER_HOST set to this engine (and any other
+// DOCKER_* connection settings removed).
+func (e *Engine) Env() []string {
+	return append(withoutDockerEnv(os.Environ()), "DOCKER_HOST="+e.Host)
+}
+
+func withoutDockerEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		for _, k := range []string{"DOCKER_HOST=", "DOCKER_CONTEXT=", "DOCKER_TLS_VERIFY=", "DOCKER_CERT_PATH="} {
+			if strings.HasPrefix(kv, k) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// DockerTry runs the docker CLI against the engine.
+func (e *Engine) DockerTry(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd.Env = e.Env()
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Docker runs the docker CLI against the engine and fails the test on an
+// error.
+func (e *Engine) Docker(args ...string) string {
+	e.t.Helper()
+	out, err := e.DockerTry(args...)
+	if err != nil {
+		e.t.Fatalf("docker %s (private engine): %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// LoadImages copies images from the host engine: docker save | docker load.
+func (e *Engine) LoadImages(refs ...string) time.Duration {
+	e.t.Helper()
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	save := exec.CommandContext(ctx, "docker", append([]string{"save"}, refs...)...)
+	save.Env = withoutDockerEnv(os.Environ())
+	load := exec.CommandContext(ctx, "docker", "load", "--quiet")
+	load.Env = e.Env()
+	pr, pw := io.Pipe()
+	var saveErr strings.Builder
+	save.Stdout, save.Stderr = pw, &saveErr
+	load.Stdin = pr
+	var loadOut strings.Builder
+	load.Stdout, load.Stderr = &loadOut, &loadOut
+	if err := load.Start(); err != nil {
+		e.t.Fatalf("privengine: docker load: %v", err)
+	}
+	err := save.Run()
+	pw.CloseWithError(err)
+	lerr := load.Wait()
+	if err != nil || lerr != nil {
+		e.t.Fatalf("privengine: docker save %v | docker load: %v / %v\n%s%s", refs, err, lerr, saveErr.String(), loadOut.String())
+	}
+	return time.Since(t0)
+}
+
+// LogTail is the last n lines of the engine's log.
+func (e *Engine) LogTail(n int) string {
+	f, err := os.Open(filepath.Join(e.Dir, "dockerd.log"))
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cleanup removes everything the engine made. Containers and networks are
+// removed through the engine (started again if it is stopped), so no
+// bridge interface or route stays on the host; then the engine stops and
+// its directory, mounts and cgroup parent go.
+func (e *Engine) cleanup() {
+	t := e.t
+	if t.Failed() {
+		t.Logf("private engine log (last lines):\n%s", e.LogTail(30))
+	}
+	e.mu.Lock()
+	running := e.cmd != nil
+	e.mu.Unlock()
+	if _, err := os.Stat(e.sock + ".hidden"); err == nil {
+		_ = os.Rename(e.sock+".hidden", e.sock)
+	}
+	if !running {
+		if _, err := e.start(); err != nil {
+			t.Logf("privengine cleanup: could not start the engine again to remove its networks: %v", err)
+		}
+	}
+	if e.Running() {
+		if ids, err := e.DockerTry("ps", "-aq"); err == nil && ids != "" {
+			if out, err := e.DockerTry(append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil {
+				t.Logf("privengine cleanup: docker rm: %v\n%s", err, out)
+			}
+		}
+		if out, err := e.DockerTry("network", "prune", "-f"); err != nil {
+			t.Logf("privengine cleanup: docker network prune: %v\n%s", err, out)
+		}
+		e.mu.Lock()
+		e.stopLocked(StopTimeout)
+		e.mu.Unlock()
+	}
+	if err := reap(e.Dir, e.marker()); err != nil {
+		t.Logf("privengine cleanup: %v", err)
+	}
+	e.lock.Close()
+}
