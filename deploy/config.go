@@ -246,7 +246,9 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 		if p.HostPort == 0 {
 			continue
 		}
-		hostIP := netip.IPv4Unspecified()
+		// No host IP, as `docker run -p` and compose leave it: Docker
+		// publishes on every address, IPv4 and IPv6.
+		var hostIP netip.Addr
 		if p.HostIP != "" {
 			a, err := netip.ParseAddr(p.HostIP)
 			if err != nil {

@@ -81,8 +81,8 @@ func TestReplicaConfigFromSpec(t *testing.T) {
 	if _, ok := cfg.ExposedPorts[p8080]; !ok {
 		t.Errorf("8080/tcp not exposed: %v", cfg.ExposedPorts)
 	}
-	if b := host.PortBindings[p9090]; len(b) != 1 || b[0].HostPort != "19090" || b[0].HostIP.String() != "0.0.0.0" {
-		t.Errorf("9090 binding = %v, want 0.0.0.0:19090", b)
+	if b := host.PortBindings[p9090]; len(b) != 1 || b[0].HostPort != "19090" || b[0].HostIP.IsValid() {
+		t.Errorf("9090 binding = %v, want :19090 on every address (no host IP), as docker run -p does", b)
 	}
 	if _, ok := host.PortBindings[p8080]; ok {
 		t.Errorf("8080 has no hostPort and must not be published")

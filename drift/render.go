@@ -83,7 +83,7 @@ func (p Plan) Render(w io.Writer) {
 			}
 			b.WriteByte('\n')
 			for _, f := range l.fields {
-				b.WriteString("        " + f.Path + ": " + f.Before + " → " + f.After + "\n")
+				b.WriteString("        " + f.Path + ": " + shown(f.Before) + " → " + shown(f.After) + "\n")
 			}
 		}
 		b.WriteByte('\n')
@@ -100,6 +100,14 @@ func (p Plan) Render(w io.Writer) {
 	section("Conflicts (driftless will not touch these):", conflicts)
 	b.WriteString(p.Summary() + "\n")
 	io.WriteString(w, b.String())
+}
+
+// shown is a field value as a plan prints it: an empty value is "".
+func shown(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
 }
 
 // Summary is the plan in one line.

@@ -463,7 +463,10 @@ func (a *Agent) trigger(ctx context.Context, name, trigger string) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		r.checking = false
-		if err == nil && res.Revision.SHA != target && st.running == r {
+		// A head that was refused already changes nothing: the pass
+		// under way enforces the last good revision on purpose.
+		refused := st.status.Refused != nil && st.status.Refused.Revision.SHA == res.Revision.SHA
+		if err == nil && res.Revision.SHA != target && !refused && st.running == r {
 			a.log.Info("a newer revision arrived during a rollout; stopping it at the next safe point", "app", name,
 				"applying", shortSHA(target), "head", res.Revision.Short())
 			r.stopNow()

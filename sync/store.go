@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	stdsync "sync"
 	"time"
@@ -72,7 +73,7 @@ func openStore(dataDir string, retention int) (*store, error) {
 	// that lies about fsync, a disk error, a partial copy). The running
 	// containers and Git are the truth; history is not. Keep the file for
 	// a person to look at, and start over.
-	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	if rerr := os.Rename(path, aside); rerr != nil {
 		return nil, fmt.Errorf("history store %s is unreadable (%v) and cannot be moved aside: %w", path, err, rerr)
 	}
@@ -92,6 +93,12 @@ func openStoreFile(path string, retention int) (s *store, err error) {
 			s, err = nil, fmt.Errorf("history store %s is damaged: %v", path, r)
 		}
 	}()
+	// A read through the memory map past the end of a truncated file is a
+	// fault, not a panic, unless asked for: make it one.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if err := preflight(path); err != nil {
+		return nil, fmt.Errorf("history store %s is damaged: %w", path, err)
+	}
 	// The timeout turns a second agent on the same data dir into an error
 	// instead of a hang.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
@@ -124,8 +131,8 @@ func openStoreFile(path string, retention int) (s *store, err error) {
 	return s, nil
 }
 
-// checkStore walks the whole database, so damage shows now, at start,
-// rather than in the middle of a pass.
+// checkStore walks the whole database and decodes every record, so damage
+// shows now, at start, rather than in the middle of a pass or an API call.
 func checkStore(db *bolt.DB) error {
 	return db.View(func(tx *bolt.Tx) error {
 		var first error
@@ -134,8 +141,81 @@ func checkStore(db *bolt.DB) error {
 				first = err
 			}
 		}
-		return first
+		if first != nil {
+			return first
+		}
+		if b := tx.Bucket(bucketApps); b != nil {
+			if err := b.ForEach(func(k, v []byte) error {
+				var p persistedApp
+				if err := json.Unmarshal(v, &p); err != nil {
+					return fmt.Errorf("state of app %s: %w", k, err)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if b := tx.Bucket(bucketHistory); b != nil {
+			return b.ForEach(func(k, v []byte) error {
+				var e HistoryEntry
+				if err := json.Unmarshal(v, &e); err != nil {
+					return fmt.Errorf("history entry %d: %w", binary.BigEndian.Uint64(k), err)
+				}
+				return nil
+			})
+		}
+		return nil
 	})
+}
+
+// boltMagic marks a bbolt meta page.
+const boltMagic = 0xED0CDAED
+
+// preflight reads the file's two meta pages and refuses a file shorter
+// than the pages they say it has: bbolt maps the file and would read past
+// its end (a bus error no recover catches). A missing file is fine: bbolt
+// makes a new one.
+func preflight(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if info.Size() == 0 {
+		// bbolt would start it over without a word; say so instead.
+		return errors.New("the file is empty")
+	}
+	// Meta layout after a 16-byte page header: magic, version, page size,
+	// flags (4 bytes each), root bucket (16), freelist (8), high-water
+	// page id (8), txid (8).
+	meta := func(off int64) (pageSize, pages, txid uint64, ok bool) {
+		b := make([]byte, 64)
+		if _, err := f.ReadAt(b, off+16); err != nil {
+			return 0, 0, 0, false
+		}
+		if binary.LittleEndian.Uint32(b[0:]) != boltMagic {
+			return 0, 0, 0, false
+		}
+		return uint64(binary.LittleEndian.Uint32(b[8:])), binary.LittleEndian.Uint64(b[40:]), binary.LittleEndian.Uint64(b[48:]), true
+	}
+	size, pages, txid, ok := meta(0)
+	if !ok || size < 512 || size > 1<<20 {
+		return errors.New("not a bbolt database (bad first meta page)")
+	}
+	if _, p1, t1, ok1 := meta(int64(size)); ok1 && t1 > txid {
+		pages = p1
+	}
+	if need := pages * size; uint64(info.Size()) < need {
+		return fmt.Errorf("file has %d bytes, its meta page says %d: truncated", info.Size(), need)
+	}
+	return nil
 }
 
 func (s *store) Close() error { return s.db.Close() }

@@ -101,6 +101,9 @@ func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	for _, w := range desired.Warnings {
+		fmt.Fprintln(a.stdout, "warning:", w.Error())
+	}
 	plan := drift.Compute(in)
 	// A person runs apply: like the agent's "Sync now", the whole plan is
 	// applied, changes made outside Git included.
@@ -146,7 +149,9 @@ func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
 func (a *applyRun) awaitReady(ctx context.Context, after drift.Input, applied bool) (drift.Plan, drift.AppHealth, error) {
 	rest := drift.Compute(after)
 	health := drift.Assess(after, rest)
-	if !applied || !rest.Empty() || allReady(health) {
+	if !applied || !rest.Empty() || len(rest.Conflicts) > 0 || len(rest.Deferred) > 0 || allReady(health) {
+		// Nothing to wait for, or waiting cannot help: a conflict or a
+		// held-back change is not going to resolve itself.
 		return rest, health, nil
 	}
 	fmt.Fprintln(a.stdout, "\nWaiting for every replica to become ready…")

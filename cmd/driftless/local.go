@@ -298,7 +298,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer eng.Close()
-	_, in, err := loadLocal(ctx, dir, name, opts, adopt, eng, *prune)
+	app, in, err := loadLocal(ctx, dir, name, opts, adopt, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
@@ -307,6 +307,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *output == "json" {
 		_ = writeJSON(stdout, plan)
 	} else {
+		for _, w := range app.Warnings {
+			fmt.Fprintln(stderr, "warning:", w.Error())
+		}
 		fmt.Fprint(stdout, plan.String())
 	}
 	if plan.Empty() {
