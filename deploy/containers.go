@@ -384,14 +384,16 @@ func classify(err error) *drift.Failure {
 	return &drift.Failure{Cause: drift.FailureOther, Summary: firstLine(err.Error())}
 }
 
-// isEngineDown reports an engine that cannot be reached or failed on its
-// side: connection refused, 5xx, unavailable.
+// isEngineDown reports an engine that cannot be reached or says it cannot
+// serve (503). A 500 is not counted: the engine answered, about this
+// container (a stale task, a bad mount), and retrying it at once in a loop
+// would not help — it backs off like any failure of the change itself.
 func isEngineDown(err error) bool {
 	if client.IsErrConnectionFailed(err) {
 		return true
 	}
 	return anyIs(err, func(e error) bool {
-		return cerrdefs.IsUnavailable(e) || cerrdefs.IsInternal(e) || cerrdefs.IsUnknown(e) && strings.Contains(e.Error(), "connection")
+		return cerrdefs.IsUnavailable(e) || cerrdefs.IsUnknown(e) && strings.Contains(e.Error(), "connection")
 	})
 }
 

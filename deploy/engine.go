@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -164,9 +165,26 @@ func (e *Engine) wake(id string) {
 // down; call Ping to find out.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	opts = opts.withDefaults()
-	clientOpts := []client.Opt{client.FromEnv}
-	if opts.Host != "" {
-		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+	host := opts.Host
+	if host == "" {
+		host = os.Getenv(client.EnvOverrideHost)
+	}
+	if host == "" {
+		host = client.DefaultDockerHost
+	}
+	// Every request on a connection of its own (over a local socket that
+	// costs microseconds). A daemon that is shutting down has closed its
+	// listener but still answers on connections already open, and stops
+	// every container as it goes: a start sent over a kept-alive
+	// connection would "repair" containers the engine is about to stop
+	// anyway. A new connection is refused, and the loop sees the engine
+	// as down.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
+	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host)}
+	if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
+		// Cloning a transport gives it a TLS config (for HTTP/2), which
+		// the client would take for TLS: say plainly there is none.
+		clientOpts = append(clientOpts, client.WithScheme("http"))
 	}
 	cli, err := client.New(clientOpts...)
 	if err != nil {

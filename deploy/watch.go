@@ -45,6 +45,7 @@ func (e *Engine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) err
 		if ctx.Err() != nil {
 			return nil
 		}
+		onEvent(drift.EngineEvent{Action: drift.EventDisconnected})
 		if time.Since(connected) > time.Minute {
 			backoff = e.watchBackoff // the stream was healthy for a while
 		}

@@ -54,8 +54,8 @@ func TestWatchReconnectsAfterTheStreamBreaks(t *testing.T) {
 	if err != nil {
 		t.Errorf("Watch returned %v when its context ended", err)
 	}
-	want := "connected,connected,shop shop-web-1 die"
+	want := "connected,disconnected,connected,shop shop-web-1 die"
 	if fake.connects != 2 || strings.Join(got, ",") != want {
-		t.Errorf("connects %d, events %v; want %s: each connection reported, so the loop looks again after a break", fake.connects, got, want)
+		t.Errorf("connects %d, events %v; want %s: each connection and break reported, so the loop looks again", fake.connects, got, want)
 	}
 }

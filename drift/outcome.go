@@ -205,3 +205,7 @@ type EngineEvent struct {
 // stream is connected, first or again after a break: events before it may
 // have been missed.
 const EventConnected = "connected"
+
+// EventDisconnected is the action of the event that says the engine's
+// event stream broke: the engine may be restarting or gone.
+const EventDisconnected = "disconnected"

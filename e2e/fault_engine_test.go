@@ -66,9 +66,8 @@ func TestFaultEngineRestart(t *testing.T) {
 }
 
 // TestFaultEngineSocketGone takes the private engine's socket away while
-// the engine and its containers keep running, and puts it back. A running
-// agent keeps working over the connections it has open (drift still
-// heals); an agent started while the socket is gone reports the app
+// the engine and its containers keep running, and puts it back. The
+// running agent, and one started while the socket is gone, report the app
 // Unknown with an engine error, /readyz fails and nothing is changed; once
 // the socket is back the same containers are Synced and Healthy within
 // seconds and drift heals.
@@ -79,10 +78,12 @@ func TestFaultEngineSocketGone(t *testing.T) {
 
 	eng.HideSocket()
 	row.add(1)
-	// The running agent's open connections still reach the engine.
+	// The running agent opens a connection per request, so it sees the
+	// engine as down at its next pass (the 10s poll at the latest), says
+	// so, and changes nothing.
 	r.dk = hidden
-	healedOpen := r.healOne(hidden, r.app+"-web-1", "with the socket gone, over the agent's open connections")
 	before := idsOf(hidden.appContainers(t, r.app))
+	noticed := r.waitEngineDown("the running agent, once the socket is gone")
 
 	// An agent (re)started now cannot reach the engine.
 	mark := r.lastHistoryID()
@@ -104,8 +105,8 @@ func TestFaultEngineSocketGone(t *testing.T) {
 	r.waitReadyz(http.StatusOK, 30*time.Second, "after the socket came back")
 	r.requireNoChangesSince(mark, "while the socket was gone")
 	healed := r.healOne(dk, r.app+"-web-3", "after the socket came back")
-	row.note("a running agent healed over its open connection in %s; a new one converged %s after the socket was back; a removed replica back in %s",
-		healedOpen.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), healed.Round(100*time.Millisecond))
+	row.note("a running agent reported the engine down after %s; a new one converged %s after the socket was back; a removed replica back in %s",
+		noticed.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), healed.Round(100*time.Millisecond))
 	r.checkHistory("at the end", nil)
 }
 

@@ -368,9 +368,10 @@ func (a *Agent) watchEngine(ctx context.Context) {
 
 func (a *Agent) onEngineEvent(ev drift.EngineEvent) {
 	switch {
-	case ev.Action == drift.EventConnected:
-		// Events may have been missed while the stream was down (the
-		// engine may have restarted): look at every app again.
+	case ev.Action == drift.EventConnected || ev.Action == drift.EventDisconnected:
+		// The engine may be going away or back from a restart, and events
+		// may have been missed: look at every app again, so status says
+		// so at once rather than at the next poll.
 		for _, name := range a.names {
 			a.queue.Add(name, TriggerEngine)
 		}
