@@ -105,7 +105,7 @@ volumes:
 		t.Errorf("validate warns although every variable is set:\n%s", out)
 	}
 	out, code = run(shell, "diff")
-	must(out, code, 1, "diff with GREETING from the shell", "env.GREETING: hello → hi", "env.REGION:  → eu-west-1")
+	must(out, code, 1, "diff with GREETING from the shell", "env.GREETING: hello → hi", "env.REGION: \"\" → eu-west-1")
 	out, code = run(shell, "apply")
 	must(out, code, 0, "apply with GREETING from the shell", "Apply complete")
 	wantEnv(t, app+"-web-1", map[string]string{"GREETING": "hi", "REGION": "eu-west-1"})
