@@ -162,8 +162,8 @@ func TestConflictClearedIsRetriedAtOnce(t *testing.T) {
 	r := startRigWith(t, func(a string) string {
 		app = a
 		// The squatter exists before the agent's first pass.
+		t.Cleanup(func() { _, _ = dockerTry("rm", "-f", a+"-web-1") }) // also if the run below fails half-way
 		docker(t, "run", "-d", "--network", "none", "--name", a+"-web-1", "--entrypoint", "/driftless", v1, "workload")
-		t.Cleanup(func() { _, _ = dockerTry("rm", "-f", a+"-web-1") })
 		return webManifest(v1, 1, "one")
 	}, "--interval", "10m")
 	r.wait(30*time.Second, "the conflict reported", func(s dsync.AppStatus) bool {
