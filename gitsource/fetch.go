@@ -106,10 +106,13 @@ func (s *Source) Fetch(ctx context.Context) (FetchResult, error) {
 		return FetchResult{}, err
 	}
 	head, err := s.fetchHead(ctx, repo)
-	if err != nil && ctx.Err() == nil && (s.suspect || localFailure(err)) {
-		// Not the network, the credentials or the ref: the clone itself
-		// is broken (a truncated pack, a missing object). It holds nothing
-		// that Git does not: delete it and clone again.
+	if err != nil && ctx.Err() == nil && s.suspect {
+		// The clone could not read what it holds (a truncated pack, a
+		// missing object): it holds nothing that Git does not, so delete
+		// it and clone again. Only a failure to read the clone counts: an
+		// error the network could explain never deletes it, since the
+		// clone is what keeps the last good revision readable while the
+		// server is away.
 		s.log.Warn("git clone looks corrupt; deleting it and cloning again", "dir", s.cfg.Dir, "error", err)
 		if repo, err = s.reclone(); err != nil {
 			return FetchResult{}, err
@@ -128,16 +131,6 @@ func (s *Source) fetchHead(ctx context.Context, repo *git.Repository) (*object.C
 		return s.fetchCommit(ctx, repo)
 	}
 	return s.fetchRef(ctx, repo)
-}
-
-// localFailure reports an error that no remote condition explains.
-func localFailure(err error) bool {
-	for _, known := range []error{ErrUnreachable, ErrAuth, ErrRepoNotFound, ErrRefNotFound, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, known) {
-			return false
-		}
-	}
-	return true
 }
 
 // reclone empties the clone directory and starts a new clone. Callers

@@ -29,6 +29,9 @@ func resultWord(res drift.ApplyResult) string {
 	if res.Err == nil {
 		return "succeeded"
 	}
+	if res.OnlyCause(drift.FailureStopped) {
+		return "stopped for something newer"
+	}
 	for _, o := range res.Outcomes {
 		if o.Result == drift.ResultDone {
 			return "partial"
