@@ -251,11 +251,17 @@ func (p *planner) externalNetwork(d *manifest.Network) {
 }
 
 func (p *planner) blockNetwork(resource, name, why string) {
-	if p.blockedNetworks == nil {
-		p.blockedNetworks = map[string]Conflict{}
+	p.block(&p.blockedNetworks, KindNetwork, resource, name, why)
+}
+
+// block records that a declared network or volume cannot be had, as a
+// conflict that holds back the services using it.
+func (p *planner) block(blocked *map[string]Conflict, kind Kind, resource, name, why string) {
+	if *blocked == nil {
+		*blocked = map[string]Conflict{}
 	}
-	c := Conflict{Kind: KindNetwork, Name: name, Reason: why}
-	p.blockedNetworks[resource] = c
+	c := Conflict{Kind: kind, Name: name, Reason: why}
+	(*blocked)[resource] = c
 	p.conflict(c)
 }
 
@@ -337,12 +343,7 @@ func (p *planner) externalVolume(d *manifest.Volume) {
 }
 
 func (p *planner) blockVolume(resource, name, why string) {
-	if p.blockedVolumes == nil {
-		p.blockedVolumes = map[string]Conflict{}
-	}
-	c := Conflict{Kind: KindVolume, Name: name, Reason: why}
-	p.blockedVolumes[resource] = c
-	p.conflict(c)
+	p.block(&p.blockedVolumes, KindVolume, resource, name, why)
 }
 
 // declaresOwned reports whether a declaration still covers the owned

@@ -115,20 +115,6 @@ func (f *Failure) Detail() string {
 	return s
 }
 
-// FailureOf returns the Failure in err's chain, or one of FailureOther
-// with err's first line.
-func FailureOf(err error) *Failure {
-	if err == nil {
-		return nil
-	}
-	var f *Failure
-	if errors.As(err, &f) {
-		return f
-	}
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return &Failure{Cause: FailureOther, Summary: line}
-}
-
 // ApplyResult is what an apply did.
 type ApplyResult struct {
 	// Outcomes are in plan order, one per change.

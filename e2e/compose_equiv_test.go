@@ -61,13 +61,7 @@ func TestComposeEquivalence(t *testing.T) {
 	compose := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("docker-compose", append([]string{"--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml")}, args...)...)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-		if h := os.Getenv("DOCKER_HOST"); h != "" {
-			cmd.Env = append(cmd.Env, "DOCKER_HOST="+h)
-		}
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = cleanEnv(env)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)

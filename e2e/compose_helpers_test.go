@@ -362,13 +362,7 @@ func runDriftless(t *testing.T, ctx context.Context, dir string, env map[string]
 	t.Helper()
 	cmd := exec.CommandContext(ctx, testenv.DriftlessBinary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		cmd.Env = append(cmd.Env, "DOCKER_HOST="+h)
-	}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = cleanEnv(env)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
@@ -620,4 +614,17 @@ func engineAPIAtLeast(t *testing.T, v string) bool {
 	ha, hb := num(have)
 	wa, wb := num(v)
 	return ha > wa || ha == wa && hb >= wb
+}
+
+// cleanEnv is a child process's environment: PATH, HOME, DOCKER_HOST and
+// env, nothing else from the developer's shell.
+func cleanEnv(env map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		out = append(out, "DOCKER_HOST="+h)
+	}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }

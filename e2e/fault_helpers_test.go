@@ -752,17 +752,6 @@ func (l *eventLog) counts() (created, maxRunning int) {
 	return created, maxRunning
 }
 
-// hostClient is a Docker API client for the host engine.
-func hostClient(t *testing.T) *client.Client {
-	t.Helper()
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
 // pollUntil polls cond every interval until it is true or timeout passes.
 func pollUntil(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)

@@ -31,7 +31,7 @@ func TestFaultSIGKILLCampaign(t *testing.T) {
 	// seconds, so random kills land before, in and after it.
 	first := svcState{Image: v1, Replicas: 2, Env: map[string]string{"MESSAGE": "m0", "WORKLOAD_READY_AFTER": "500ms"}}
 	r := newFaultRig(t, first, rigOptions{noStart: true})
-	ev := startEventLog(t, hostClient(t), r.app)
+	ev := startEventLog(t, dockerClient(t), r.app)
 	r.foreign = plantForeign(t, r.dk, r.app, v1)
 	started := time.Now()
 

@@ -32,7 +32,7 @@ func TestFaultScaleUpInterruptedByRevert(t *testing.T) {
 	// Polling is slow: the webhook is what tells the agent.
 	r := newFaultRig(t, one, rigOptions{noStart: true, flags: []string{"--interval", "10m"},
 		env: append(os.Environ(), "DRIFTLESS_WEBHOOK_SECRET="+secret)})
-	ev := startEventLog(t, hostClient(t), r.app)
+	ev := startEventLog(t, dockerClient(t), r.app)
 	r.foreign = plantForeign(t, r.dk, r.app, v1)
 	r.start()
 	r.waitHead(60*time.Second, "one replica")

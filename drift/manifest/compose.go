@@ -142,10 +142,9 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		return nil, l.errs.sorted()
 	}
 	a := l.mapProject(project)
+	// The policy's refusals belong to the same list as the mapping's.
+	l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)
 	if len(l.errs.errs) > 0 {
-		// The policy's refusals belong to the same list; on success the
-		// caller checks the policy.
-		l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)
 		return nil, l.errs.sorted()
 	}
 	a.Warnings = l.warnings.sorted()

@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -60,46 +59,13 @@ func (m *composeMapper) reportCycles() {
 			byName[sm.name] = sm
 		}
 	}
-	const (
-		unvisited = iota
-		onStack
-		done
-	)
-	state := map[string]int{}
-	reported := map[string]bool{}
-	var stack []string
-	var visit func(name string)
-	visit = func(name string) {
-		state[name] = onStack
-		stack = append(stack, name)
-		for _, d := range byName[name].spec.DependsOn {
-			if byName[d] == nil {
-				continue
-			}
-			switch state[d] {
-			case unvisited:
-				visit(d)
-			case onStack:
-				cycle := slices.Clone(stack[slices.Index(stack, d):])
-				start := slices.Index(cycle, slices.Min(cycle))
-				cycle = append(cycle[start:], cycle[:start]...)
-				key := strings.Join(cycle, " -> ")
-				if reported[key] {
-					continue
-				}
-				reported[key] = true
-				first := byName[cycle[0]]
-				next := cycle[1%len(cycle)]
-				field := first.depFrom[next]
-				first.refuseAt(m.ix.at(field), field, "dependency cycle: %s -> %s", key, cycle[0])
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[name] = done
+	deps := make(map[string][]string, len(byName))
+	for name, sm := range byName {
+		deps[name] = sm.spec.DependsOn
 	}
-	for _, name := range sortedKeys(byName) {
-		if state[name] == unvisited {
-			visit(name)
-		}
+	for _, cycle := range dependencyCycles(deps) {
+		first := byName[cycle[0]]
+		field := first.depFrom[cycle[1%len(cycle)]]
+		first.refuseAt(m.ix.at(field), field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
 	}
 }

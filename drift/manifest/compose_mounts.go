@@ -126,16 +126,24 @@ func (sm *serviceMap) mapBind(attr string, v types.ServiceVolumeConfig) {
 
 // addBind adds a bind, refusing a second mount on the same path.
 func (sm *serviceMap) addBind(attr string, b BindMount) {
-	if !path.IsAbs(b.MountPath) {
-		sm.refuse(attr, "the target %q must be an absolute path", b.MountPath)
-		return
+	if sm.claimMountPath(attr, b.MountPath) {
+		sm.spec.Binds = append(sm.spec.Binds, b)
 	}
-	if prev, dup := sm.bindFrom[b.MountPath]; dup {
-		sm.refuse(attr, "%s is already mounted by %s", b.MountPath, sm.path(prev))
-		return
+}
+
+// claimMountPath reports whether target is an absolute path no other bind
+// or tmpfs of the service mounts yet, refusing it otherwise.
+func (sm *serviceMap) claimMountPath(attr, target string) bool {
+	if !path.IsAbs(target) {
+		sm.refuse(attr, "the target %q must be an absolute path", target)
+		return false
 	}
-	sm.bindFrom[b.MountPath] = attr
-	sm.spec.Binds = append(sm.spec.Binds, b)
+	if prev, dup := sm.bindFrom[target]; dup {
+		sm.refuse(attr, "%s is already mounted by %s", target, sm.path(prev))
+		return false
+	}
+	sm.bindFrom[target] = attr
+	return true
 }
 
 // repoTree reads a file or directory of the revision that a service
@@ -212,16 +220,9 @@ func (sm *serviceMap) mapTmpfs() {
 }
 
 func (sm *serviceMap) addTmpfs(attr string, t TmpfsMount) {
-	if !path.IsAbs(t.MountPath) {
-		sm.refuse(attr, "the target %q must be an absolute path", t.MountPath)
-		return
+	if sm.claimMountPath(attr, t.MountPath) {
+		sm.spec.Tmpfs = append(sm.spec.Tmpfs, t)
 	}
-	if prev, dup := sm.bindFrom[t.MountPath]; dup {
-		sm.refuse(attr, "%s is already mounted by %s", t.MountPath, sm.path(prev))
-		return
-	}
-	sm.bindFrom[t.MountPath] = attr
-	sm.spec.Tmpfs = append(sm.spec.Tmpfs, t)
 }
 
 // mapFileMounts mounts file-based secrets or configs read-only, where

@@ -47,29 +47,7 @@ type LoadOptions struct {
 
 // LoadWith is Load with the app's options.
 func LoadWith(fsys fs.FS, root string, app string, opts LoadOptions) (*App, error) {
-	return loadChecked(fsys, root, app, opts, func(p string) string { return p })
-}
-
-// loadChecked loads the app with its front end, then checks the result
-// against the policy.
-func loadChecked(fsys fs.FS, root, app string, opts LoadOptions, display func(string) string) (*App, error) {
-	a, err := load(fsys, root, app, opts, display)
-	if err != nil {
-		return nil, err
-	}
-	errs := CheckPolicy(a, opts.Policy)
-	if err := ResolveRepoBinds(fsys, root, a); err != nil {
-		var list ErrorList
-		if !errors.As(err, &list) {
-			return nil, err
-		}
-		errs = append(errs, list...)
-	}
-	if len(errs) > 0 {
-		c := &collector{errs: errs}
-		return nil, c.sorted()
-	}
-	return a, nil
+	return load(fsys, root, app, opts, func(p string) string { return p })
 }
 
 // LoadDir is Load over the directory dir of the local file system. Positions
@@ -95,7 +73,7 @@ func LoadDirWith(dir string, app string, opts LoadOptions) (*App, error) {
 		}
 		return dir + "/" + p
 	}
-	return loadChecked(os.DirFS(dir), ".", app, opts, display)
+	return load(os.DirFS(dir), ".", app, opts, display)
 }
 
 // load dispatches to the app directory's front end: a compose file makes
@@ -115,6 +93,13 @@ func load(fsys fs.FS, root, app string, opts LoadOptions, display func(string) s
 	if len(layout.files) > 0 {
 		return loadCompose(fsys, root, app, layout, ign, opts, display)
 	}
+	return loadNative(fsys, root, app, ign, opts, display)
+}
+
+// loadNative is the native front end: every manifest under root, parsed
+// and checked as a whole, then the host-power policy and the repository
+// files its binds mount. All errors come back at once.
+func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions, display func(string) string) (*App, error) {
 	files, err := manifestFiles(fsys, root, ign)
 	if err != nil {
 		return nil, fmt.Errorf("reading manifests under %s: %w", display(root), err)
@@ -129,6 +114,17 @@ func load(fsys fs.FS, root, app string, opts LoadOptions, display func(string) s
 		objs = append(objs, parseFile(c, app, display(f), data)...)
 	}
 	result := assemble(c, app, objs)
+	if len(c.errs) > 0 {
+		return nil, c.sorted()
+	}
+	c.errs = CheckPolicy(result, opts.Policy)
+	if err := ResolveRepoBinds(fsys, root, result); err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		c.errs = append(c.errs, list...)
+	}
 	if len(c.errs) > 0 {
 		return nil, c.sorted()
 	}

@@ -60,15 +60,6 @@ func (t *RepoTree) Hash() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Size is the number of bytes of file content in the tree.
-func (t *RepoTree) Size() int64 {
-	var n int64
-	for _, f := range t.Files {
-		n += int64(len(f.Data))
-	}
-	return n
-}
-
 // Errors of CleanRepoPath and ReadRepoTree.
 var (
 	ErrLeavesRepo   = errors.New("leaves the app directory")

@@ -579,6 +579,23 @@ func assemble(c *collector, app string, objs []*object) *App {
 // reportCycles reports each dependsOn cycle once, at the dependsOn entry of
 // its alphabetically first service.
 func reportCycles(c *collector, services map[string]*object) {
+	deps := make(map[string][]string, len(services))
+	for name, o := range services {
+		deps[name] = o.service.Spec.DependsOn
+	}
+	for _, cycle := range dependencyCycles(deps) {
+		o := services[cycle[0]]
+		next := cycle[1%len(cycle)]
+		field := indexPath("spec.dependsOn", slices.Index(o.serviceRaw.DependsOn, next))
+		reporter{c, o.doc}.errorf(field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
+	}
+}
+
+// dependencyCycles finds each cycle of the graph once, starting at its
+// alphabetically first node, in a stable order. Edges to unknown nodes and
+// to the node itself are ignored (reported elsewhere). Both front ends
+// use it.
+func dependencyCycles(deps map[string][]string) [][]string {
 	const (
 		unvisited = iota
 		onStack
@@ -586,13 +603,14 @@ func reportCycles(c *collector, services map[string]*object) {
 	)
 	state := map[string]int{}
 	reported := map[string]bool{}
+	var cycles [][]string
 	var stack []string
 	var visit func(name string)
 	visit = func(name string) {
 		state[name] = onStack
 		stack = append(stack, name)
-		for _, d := range services[name].service.Spec.DependsOn {
-			if services[d] == nil || d == name {
+		for _, d := range deps[name] {
+			if _, known := deps[d]; !known || d == name {
 				continue
 			}
 			switch state[d] {
@@ -602,25 +620,21 @@ func reportCycles(c *collector, services map[string]*object) {
 				cycle := slices.Clone(stack[slices.Index(stack, d):])
 				start := slices.Index(cycle, slices.Min(cycle))
 				cycle = append(cycle[start:], cycle[:start]...)
-				key := strings.Join(cycle, " -> ")
-				if reported[key] {
-					continue
+				if key := strings.Join(cycle, " -> "); !reported[key] {
+					reported[key] = true
+					cycles = append(cycles, cycle)
 				}
-				reported[key] = true
-				o := services[cycle[0]]
-				next := cycle[1%len(cycle)]
-				field := indexPath("spec.dependsOn", slices.Index(o.serviceRaw.DependsOn, next))
-				reporter{c, o.doc}.errorf(field, "dependency cycle: %s -> %s", key, cycle[0])
 			}
 		}
 		stack = stack[:len(stack)-1]
 		state[name] = done
 	}
-	for _, name := range sortedKeys(services) {
+	for _, name := range sortedKeys(deps) {
 		if state[name] == unvisited {
 			visit(name)
 		}
 	}
+	return cycles
 }
 
 // ---- fields shared with compose files ----
@@ -1066,8 +1080,8 @@ func ResolveRepoBinds(fsys fs.FS, root string, app *App) error {
 		changed := false
 		for j := range svc.Spec.Binds {
 			b := &svc.Spec.Binds[j]
-			if b.RepoPath == "" || b.ContentHash != "" && app.Content[b.ContentHash] != nil {
-				continue // not from the repository, or already read (compose)
+			if b.RepoPath == "" {
+				continue
 			}
 			tree, err := readBindTree(fsys, root, b.RepoPath)
 			if err != nil {
