@@ -74,7 +74,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	lfl.lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	target, err := lfl.resolve(pos)
 	if err != nil {

@@ -90,3 +90,22 @@ func TestUnknownCommand(t *testing.T) {
 		t.Fatalf("help lists public commands only: %q", out.String())
 	}
 }
+
+func TestHelpAndVersionAreNotErrors(t *testing.T) {
+	for _, args := range [][]string{{"validate", "--help"}, {"diff", "-h"}, {"apply", "--help"}, {"status", "--help"}, {"run", "--help"}, {"demo", "--help"}} {
+		var out, errb bytes.Buffer
+		code := dispatch(context.Background(), args, &out, &errb)
+		if code != 0 || !strings.Contains(errb.String()+out.String(), "Usage: driftless "+args[0]) {
+			t.Errorf("%v: exit %d, output %q", args, code, errb.String()+out.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "driftless ") {
+		t.Fatalf("--version: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := dispatch(context.Background(), []string{"validate", "--no-such-flag"}, &out, &errb); code != 2 {
+		t.Fatalf("an unknown flag must stay an error, exit %d", code)
+	}
+}

@@ -44,7 +44,7 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 	_ = fs.Set("data", filepath.Join(defaultDataDir(), "demo"))
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "driftless demo: unexpected argument %q\n", pos[0])

@@ -174,7 +174,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	name, dir, err := localApp(pos, *appFlag)
 	if err != nil {
@@ -275,7 +275,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	name, dir, err := localApp(pos, *appFlag)
 	if err != nil {
@@ -316,4 +316,13 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return exitChanges
+}
+
+// flagExit is the exit code after parseFlags failed: --help asked for the
+// usage the flag set has just printed, which is not an error.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitError
 }

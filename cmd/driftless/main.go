@@ -54,6 +54,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		usage(stdout)
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(ctx, nil, stdout, stderr)
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(ctx, args[1:], stdout, stderr)

@@ -87,7 +87,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	r.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	cl, err := r.client()
 	if err != nil {
@@ -191,7 +191,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	before := fs.Uint64("before", 0, "show entries older than this ID (the 'next' cursor)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "driftless history: name one APP (see 'driftless status' for the list)")

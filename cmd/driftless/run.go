@@ -247,7 +247,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f.register(fs, true)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return exitError
+		return flagExit(err)
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "driftless run: unexpected argument %q (the repository is given with --repo)\n", pos[0])
