@@ -109,3 +109,17 @@ func TestHelpAndVersionAreNotErrors(t *testing.T) {
 		t.Fatalf("an unknown flag must stay an error, exit %d", code)
 	}
 }
+
+func TestValidateAcceptsAFileAndNamesMissingPaths(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"validate", "../../examples/shop/web.yaml"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "valid: app shop") {
+		t.Fatalf("validate FILE: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	missing := t.TempDir() + "/nope"
+	code := dispatch(context.Background(), []string{"validate", missing}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), missing+": no such file or directory") || strings.Contains(errb.String(), "stat .") {
+		t.Fatalf("missing path: exit %d, %q", code, errb.String())
+	}
+}

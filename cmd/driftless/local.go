@@ -127,6 +127,9 @@ func localApp(pos []string, appFlag string) (name, dir string, err error) {
 	if len(pos) == 1 {
 		dir = pos[0]
 	}
+	if dir, err = appDir(dir); err != nil {
+		return "", "", err
+	}
 	name = appFlag
 	if name == "" {
 		abs, err := filepath.Abs(dir)
@@ -142,6 +145,22 @@ func localApp(pos []string, appFlag string) (name, dir string, err error) {
 		return "", "", fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter, at most 63)", name)
 	}
 	return name, dir, nil
+}
+
+// appDir is the app directory PATH names: PATH itself, or the directory
+// holding it when PATH is one of the app's files (`validate web.yaml`), since
+// a manifest can only be judged with the files next to it.
+func appDir(path string) (string, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("%s: no such file or directory", path)
+	case err != nil:
+		return "", err
+	case fi.IsDir():
+		return path, nil
+	}
+	return filepath.Dir(path), nil
 }
 
 // localRevision names what the manifests on disk are: the HEAD commit of the
