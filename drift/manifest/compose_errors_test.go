@@ -107,6 +107,11 @@ func TestComposeErrors(t *testing.T) {
 			[]string{
 				"compose.yaml:3: YAML syntax error: did not find expected ',' or ']'",
 			}},
+		{"tab",
+			map[string]string{"compose.yaml": "services:\n  web:\n\timage: shop/web:1\n"},
+			[]string{
+				"compose.yaml:3:1: YAML syntax error: a tab indents this line; YAML indentation must be spaces",
+			}},
 		{"unknown fields and types",
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    imgae: x\n    ports: {a: 1}\n    replicas: 2\n  db:\n    image: 3\n    restart: sometimes\n"},
 			[]string{

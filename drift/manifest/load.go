@@ -256,6 +256,14 @@ func syntaxError(file string, data []byte, err error) (Position, string) {
 		if slices.Contains(parserProblems, m[2]) {
 			line++
 		}
+		if tabProblem(m[2]) {
+			// yaml.v3 names the line before the tab for some of these.
+			for _, l := range []int{line, line + 1} {
+				if col := indentTab(data, l); col > 0 {
+					return Position{File: file, Line: l, Column: col}, "a tab indents this line; YAML indentation must be spaces"
+				}
+			}
+		}
 		return Position{File: file, Line: max(line, 1)}, m[2]
 	}
 	if m := unknownAlias.FindStringSubmatch(msg); m != nil {
@@ -264,6 +272,30 @@ func syntaxError(file string, data []byte, err error) (Position, string) {
 		}
 	}
 	return Position{File: file, Line: 1}, strings.TrimPrefix(msg, "yaml: ")
+}
+
+// tabProblem tells the yaml.v3 messages a tab in the indentation causes.
+func tabProblem(msg string) bool {
+	return strings.Contains(msg, "tab character") || msg == "found character that cannot start any token"
+}
+
+// indentTab is the 1-based column of a tab in the indentation of line
+// (1-based) of data, or 0: yaml.v3 reports such a tab only as "found
+// character that cannot start any token", without a column.
+func indentTab(data []byte, line int) int {
+	if line < 1 {
+		return 0
+	}
+	lines := bytes.SplitN(data, []byte("\n"), line+1)
+	if len(lines) < line {
+		return 0
+	}
+	text := lines[line-1]
+	indent := len(text) - len(bytes.TrimLeft(text, " \t"))
+	if i := bytes.IndexByte(text[:indent], '\t'); i >= 0 {
+		return i + 1
+	}
+	return 0
 }
 
 func invalidUTF8(file string, data []byte) Position {

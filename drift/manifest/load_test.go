@@ -50,6 +50,11 @@ func TestLoadErrors(t *testing.T) {
 			want:  []string{"a.yaml:1: YAML syntax error: mapping values are not allowed in this context"},
 		},
 		{
+			name:  "tab in the indentation",
+			files: map[string]string{"a.yaml": svc + "  image: x\n \tports: []\n"},
+			want:  []string{"a.yaml:7:2: YAML syntax error: a tab indents this line; YAML indentation must be spaces"},
+		},
+		{
 			name:  "unknown field with suggestion",
 			files: map[string]string{"a.yaml": svc + "  image: x\n  imgae: y\n"},
 			want:  []string{`a.yaml:7:3: spec.imgae: unknown field (did you mean "image"?)`},
