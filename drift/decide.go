@@ -97,10 +97,24 @@ func Decide(in Input, plan Plan, p Policy) Decision {
 	return d
 }
 
+// runsAnything reports whether any container of the app exists.
+func runsAnything(in Input) bool {
+	for _, c := range in.Actual.Containers {
+		if c.App == in.App {
+			return true
+		}
+	}
+	return false
+}
+
 // guard refuses a revision that would remove too much, reusing the plan.
 func guard(in Input, plan Plan, p Policy) string {
 	if (in.Desired == nil || len(in.Desired.Services) == 0) && !p.AllowEmpty {
-		return "the revision declares no services, so applying it would remove everything the app runs; set allowEmpty: true for this app to allow it"
+		const allow = "allowEmpty: true in driftless.yaml (or --allow-empty for driftless run)"
+		if !runsAnything(in) {
+			return "the revision declares no services: check the app's path, which holds no manifests; to accept an empty revision set " + allow
+		}
+		return "the revision declares no services, so applying it would remove everything the app runs; to allow it set " + allow
 	}
 	if p.MaxRemovalPercent >= 100 {
 		return ""
