@@ -551,13 +551,21 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 
 	a.mu.Lock()
 	changed := statusChanged(st.status, u.status)
+	transition := st.status.Sync != u.status.Sync || st.status.Health != u.status.Health
 	st.status, st.mem, st.running = u.status, u.mem, nil
 	snapshot := cloneStatus(st.status)
 	a.mu.Unlock()
 
 	a.metrics.observe(snapshot, name, now, in.start)
-	if changed || len(u.history) > 0 {
-		a.log.Info("pass", "app", name, "trigger", sin.trigger, "sync", snapshot.Sync, "health", snapshot.Health, "message", snapshot.Message)
+	// Info is for what a person would want to read later: transitions and
+	// history entries. A status that changes on every poll while an app
+	// stays Degraded (restart counts, backoff) is Debug.
+	level := slog.LevelDebug
+	if transition || len(u.history) > 0 {
+		level = slog.LevelInfo
+	}
+	if changed || level == slog.LevelInfo {
+		a.log.Log(context.Background(), level, "pass", "app", name, "trigger", sin.trigger, "sync", snapshot.Sync, "health", snapshot.Health, "message", snapshot.Message)
 	}
 	a.notify(name, "status")
 	return passResult(o, now)

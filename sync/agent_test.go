@@ -323,6 +323,7 @@ func TestFailedRolloutBacksOffAndIsDegraded(t *testing.T) {
 	h.sources["shop"].commit("bad", map[string]string{"web.yaml": service("web", "demo:crash", 2)})
 	h.pass("shop", "poll")
 	applies := h.engine.applyCount()
+	h.logs.take("")
 	for _, trigger := range []string{"docker-event", "docker-event", "poll", "retry"} {
 		h.clock.Advance(time.Second)
 		st, _ := h.pass("shop", trigger)
@@ -335,6 +336,10 @@ func TestFailedRolloutBacksOffAndIsDegraded(t *testing.T) {
 	}
 	if got := h.engine.applyCount(); got != applies {
 		t.Fatalf("the failed rollout was retried %d times within its backoff", got-applies)
+	}
+	// Becoming Degraded is news; staying Degraded is not.
+	if lines := h.logs.take("msg=pass"); len(lines) != 1 || !strings.Contains(lines[0], "health=Degraded") {
+		t.Fatalf("want one line for the transition to Degraded; the log said:\n%s", strings.Join(lines, "\n"))
 	}
 	if got := h.engine.running("shop"); len(got) != 2 {
 		t.Fatalf("the old replicas must keep running: %v", got)

@@ -1,9 +1,11 @@
 package sync
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"slices"
 	"strings"
 	stdsync "sync"
@@ -336,6 +338,33 @@ type harness struct {
 	agent   *Agent
 	// lastResult is how the last pass asked to be requeued.
 	lastResult Result
+	logs       lockedLog
+}
+
+// lockedLog is the agent's Info log, for tests of what it says.
+type lockedLog struct {
+	mu  stdsync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// lines returns the log lines holding s, and forgets the log.
+func (l *lockedLog) take(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	l.buf.Reset()
+	return out
 }
 
 func newHarness(t *testing.T, apps ...AppConfig) *harness {
@@ -353,6 +382,7 @@ func (h *harness) open() {
 	h.t.Helper()
 	a, err := New(Options{
 		DataDir: h.dir, Apps: h.apps, Engine: h.engine, Now: h.clock.Now,
+		Logger:    slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil },
 	})
 	if err != nil {
