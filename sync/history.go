@@ -13,14 +13,22 @@ import (
 
 func syncSummary(rev gitsource.Revision, plan drift.Plan, result string) string {
 	what := "synced"
+	switch result {
+	case "failed":
+		what = "failed to sync"
+	case "partial":
+		what = "partly synced"
+	case "stopped for something newer":
+		what = "stopped syncing"
+	}
 	if rev.Revert {
-		what = "synced revert"
+		what += " revert"
 	}
-	s := what + " " + rev.Short() + " “" + rev.Subject + "”: " + strings.TrimPrefix(plan.Summary(), "Plan: ")
-	if result != "succeeded" {
-		s += " (" + result + ")"
+	s := what + " " + rev.Short() + " “" + rev.Subject + "”"
+	if result == "stopped for something newer" {
+		s += " for a newer revision"
 	}
-	return s
+	return s + ": " + strings.TrimPrefix(plan.Summary(), "Plan: ")
 }
 
 // resultWord is a sync's result: succeeded, partial (some changes done)

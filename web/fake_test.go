@@ -249,6 +249,12 @@ func newFakeAgent() *fakeAgent {
 			e.Plan = &drift.Plan{App: e.App, Revision: e.Revision.SHA, Changes: []drift.Change{{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: e.App + "-web-1", Cause: drift.CauseGit, Reason: "new service"}}}
 			e.Outcomes = []drift.Outcome{{Change: e.Plan.Changes[0], Result: "done", Duration: time.Second}}
 		}
+		switch {
+		case e.Kind == dsync.KindRefused:
+			e.Result = "refused"
+		case id == 24:
+			e.Result = "failed"
+		}
 		if id == 30 {
 			e.Revision = &gitsource.Revision{SHA: "7777777777777777777777777777777777777777", Subject: `Revert "Bump web"`, Revert: true, Reverts: "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", Time: fixedTime}
 		}

@@ -117,7 +117,19 @@ func TestHistoryPages(t *testing.T) {
 	}
 
 	body = env.page("/history/30")
-	assertContains(t, "entry page", body, "Applied plan", "blog-web-1", "Outcome per change", ">done<", "Roll back to this revision")
+	assertContains(t, "entry page", body, "Applied plan", "blog-web-1", "Outcome per change", ">done<", "Roll back to this revision",
+		`class="badge info" href="/revisions/`) // a revert is a normal sync, not a warning
+
+	// A failed sync is not a revision to roll back to.
+	body = env.page("/history/24")
+	assertContains(t, "failed sync entry", body, `class="badge bad">failed<`)
+	if strings.Contains(body, "Roll back to this revision") {
+		t.Error("a failed sync's entry offers to roll back to its revision")
+	}
+	// A refused entry says so once.
+	if body = env.page("/history/29"); strings.Count(body, ">refused<") != 1 {
+		t.Errorf("refused entry shows %d refused badges", strings.Count(body, ">refused<"))
+	}
 }
 
 func TestLiveEventsStream(t *testing.T) {
