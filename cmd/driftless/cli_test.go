@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	dsync "github.com/driftless-dev/driftless/sync"
 )
 
 func TestAppNameFor(t *testing.T) {
@@ -122,4 +125,46 @@ func TestValidateAcceptsAFileAndNamesMissingPaths(t *testing.T) {
 	if code != 2 || !strings.Contains(errb.String(), missing+": no such file or directory") || strings.Contains(errb.String(), "stat .") {
 		t.Fatalf("missing path: exit %d, %q", code, errb.String())
 	}
+}
+
+func TestStatusKeepsHealthAndStateApart(t *testing.T) {
+	a := dsync.AppStatus{Name: "shop", Sync: drift.SyncSynced, Health: drift.HealthDegraded, Services: []dsync.ServiceStatus{{
+		Name: "web", Image: "shop/web:1", Desired: 1, Health: drift.HealthDegraded,
+		Containers: []dsync.ContainerStatus{{Name: "shop-web-1", State: "exited", Status: "Exited (1) 2 seconds ago", Image: "shop/web:1"}},
+	}}}
+	var out bytes.Buffer
+	printAppStatus(&out, a, time.Now())
+	lines := strings.Split(out.String(), "\n")
+	var header, svc, ctr []string
+	for _, l := range lines {
+		switch f := strings.Fields(l); {
+		case strings.HasPrefix(l, "SERVICE"):
+			header = f
+		case strings.HasPrefix(l, "web "):
+			svc = f
+		case strings.HasPrefix(l, "  shop-web-1"):
+			ctr = f
+		}
+	}
+	if !slices.Contains(header, "HEALTH") || !slices.Contains(header, "STATE") {
+		t.Fatalf("header %q", header)
+	}
+	healthCol := strings.Index(lines[indexOf(lines, "SERVICE")], "HEALTH")
+	stateCol := strings.Index(lines[indexOf(lines, "SERVICE")], "STATE")
+	ctrLine := lines[indexOf(lines, "  shop-web-1")]
+	if strings.TrimSpace(ctrLine[healthCol:stateCol]) != "" || !strings.HasPrefix(ctrLine[stateCol:], "exited") {
+		t.Fatalf("a container's state must sit under STATE, not HEALTH:\n%s", out.String())
+	}
+	if svc == nil || ctr == nil || svc[2] != "Degraded" {
+		t.Fatalf("rows:\n%s", out.String())
+	}
+}
+
+func indexOf(lines []string, prefix string) int {
+	for i, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			return i
+		}
+	}
+	return -1
 }

@@ -155,15 +155,17 @@ func printAppStatus(w io.Writer, a dsync.AppStatus, now time.Time) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tREADY\tHEALTH\tIMAGE\tMESSAGE")
+	// Services have a health, containers a Docker state: one column each,
+	// so neither is read as the other.
+	fmt.Fprintln(tw, "SERVICE / CONTAINER\tREADY\tHEALTH\tSTATE\tIMAGE\tMESSAGE")
 	for _, s := range a.Services {
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", s.Name, s.Ready, s.Desired, s.Health, s.Image, s.Message)
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t\t%s\t%s\n", s.Name, s.Ready, s.Desired, s.Health, s.Image, s.Message)
 		for _, c := range s.Containers {
 			ready := "not ready"
 			if c.Ready {
 				ready = "ready"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Name, ready, c.State, c.Image, c.Status)
+			fmt.Fprintf(tw, "  %s\t%s\t\t%s\t%s\t%s\n", c.Name, ready, c.State, c.Image, c.Status)
 		}
 	}
 	tw.Flush()
