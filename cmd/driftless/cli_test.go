@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -167,4 +168,13 @@ func indexOf(lines []string, prefix string) int {
 		}
 	}
 	return -1
+}
+
+// Hints name the binary as it was run: it need not be on PATH.
+func TestHintsNameTheBinaryAsRun(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"status", "--server", "http://127.0.0.1:1"}, &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), "'"+os.Args[0]+" run'") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
 }

@@ -23,6 +23,15 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
+// invokedAs is how to run this binary again in a hint: as the user typed
+// it ("./driftless", "/opt/bin/driftless"), since it may not be on PATH.
+func invokedAs() string {
+	if len(os.Args) == 0 || os.Args[0] == "" {
+		return "driftless"
+	}
+	return os.Args[0]
+}
+
 // remoteFlags are the flags of commands that talk to a running agent.
 type remoteFlags struct {
 	server    string
@@ -98,7 +107,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) == 0 {
 		apps, err := cl.Apps(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "driftless status: %v\nStart the agent with 'driftless run' (or 'driftless demo'), or point --server at it.\n", err)
+			fmt.Fprintf(stderr, "driftless status: %v\nStart the agent with '%[2]s run' (or '%[2]s demo'), or point --server at it.\n", err, invokedAs())
 			return 1
 		}
 		if r.output == "json" {
@@ -225,7 +234,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	tw.Flush()
 	if page.Next != 0 {
-		fmt.Fprintf(stdout, "\nOlder entries: driftless history %s --before %d\n", pos[0], page.Next)
+		fmt.Fprintf(stdout, "\nOlder entries: %s history %s --before %d\n", invokedAs(), pos[0], page.Next)
 	}
 	return 0
 }
