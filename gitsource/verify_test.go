@@ -20,11 +20,12 @@ import (
 // signingRig is a repository and the keys the verifier tests sign with,
 // all made by the real git, ssh-keygen and gpg.
 type signingRig struct {
-	repo                           *gitserver.Repo
-	ed, rsa, stranger, old, scoped gitserver.SSHSigner
-	gpg, gpgStranger               gitserver.GPGSigner
-	signersFile, keysFile          string
-	verifier                       *gitsource.Verifier
+	repo                          *gitserver.Repo
+	ed, rsa, ecdsa, stranger, old gitserver.SSHSigner
+	scoped                        gitserver.SSHSigner
+	gpg, gpgStranger              gitserver.GPGSigner
+	signersFile, keysFile         string
+	verifier                      *gitsource.Verifier
 }
 
 func newSigningRig(t *testing.T) *signingRig {
@@ -33,6 +34,7 @@ func newSigningRig(t *testing.T) *signingRig {
 		repo:     gitserver.Init(t, t.TempDir(), "signed"),
 		ed:       gitserver.NewSSHSigner(t, "ed25519"),
 		rsa:      gitserver.NewSSHSigner(t, "rsa"),
+		ecdsa:    gitserver.NewSSHSigner(t, "ecdsa"),
 		stranger: gitserver.NewSSHSigner(t, "ed25519"),
 		old:      gitserver.NewSSHSigner(t, "ed25519"),
 		scoped:   gitserver.NewSSHSigner(t, "ed25519"),
@@ -45,7 +47,8 @@ func newSigningRig(t *testing.T) *signingRig {
 		r.ed.AllowedSigner("alice@example.com", "") +
 		r.rsa.AllowedSigner("bob@example.com", `namespaces="git"`) +
 		r.old.AllowedSigner("carol@example.com", `valid-before="20200101Z"`) +
-		r.scoped.AllowedSigner("dave@example.com", `namespaces="file"`)
+		r.scoped.AllowedSigner("dave@example.com", `namespaces="file"`) +
+		r.ecdsa.AllowedSigner("erin@example.com", `namespaces="*,!file"`)
 	writeFile(t, r.signersFile, signers)
 	r.keysFile = filepath.Join(dir, "trusted.asc")
 	writeFile(t, r.keysFile, r.gpg.PublicKey)
@@ -114,6 +117,7 @@ func TestVerifierAcceptsOnlyTrustedSignatures(t *testing.T) {
 
 	edSHA, edRaw := r.commit("signed by alice", r.ed.GitConfig())
 	rsaSHA, rsaRaw := r.commit("signed by bob", r.rsa.GitConfig())
+	ecdsaSHA, ecdsaRaw := r.commit("signed by erin", r.ecdsa.GitConfig())
 	gpgSHA, gpgRaw := r.commit("signed with gpg", r.gpg.GitConfig())
 	plainSHA, plainRaw := r.commit("not signed", nil)
 	strangerSHA, strangerRaw := r.commit("signed by a stranger", r.stranger.GitConfig())
@@ -140,6 +144,7 @@ func TestVerifierAcceptsOnlyTrustedSignatures(t *testing.T) {
 	}{
 		{"ssh ed25519", edSHA, edRaw, gitsource.Signer{Type: "ssh", Key: fingerprint(t, r.ed), Identity: "alice@example.com"}, ""},
 		{"ssh rsa", rsaSHA, rsaRaw, gitsource.Signer{Type: "ssh", Key: fingerprint(t, r.rsa), Identity: "bob@example.com"}, ""},
+		{"ssh ecdsa", ecdsaSHA, ecdsaRaw, gitsource.Signer{Type: "ssh", Key: fingerprint(t, r.ecdsa), Identity: "erin@example.com"}, ""},
 		{"openpgp", gpgSHA, gpgRaw, gitsource.Signer{Type: "openpgp", Key: gpgFpr, Identity: "Test <t@example.com>"}, ""},
 		{"spliced like git", plainSHA, goodAgain, gitsource.Signer{Type: "ssh", Key: fingerprint(t, r.ed), Identity: "alice@example.com"}, ""},
 		{"unsigned", plainSHA, plainRaw, gitsource.Signer{}, "commit " + plainSHA[:7] + " is not signed; verify is on for this app"},
@@ -311,5 +316,37 @@ func TestSplitCommitSignature(t *testing.T) {
 	}
 	if _, _, err := gitsource.SplitCommitSignature([]byte("gpgsig a\ngpgsig b\n\n")); err == nil {
 		t.Error("two gpgsig headers were accepted")
+	}
+}
+
+// TestSSHKeyWindowCoversCommitTimeAndNow: a key's valid-after/valid-before
+// window must hold both the commit's time (as git checks) and now (so a
+// retired key cannot deploy a back-dated commit).
+func TestSSHKeyWindowCoversCommitTimeAndNow(t *testing.T) {
+	key := gitserver.NewSSHSigner(t, "ed25519")
+	repo := gitserver.Init(t, t.TempDir(), "window")
+	repo.SignWith(key.GitConfig())
+	sha := repo.Commit("committed 2026-01-01") // gitserver dates commits from 2026-01-01 12:00 UTC
+	raw := repo.RawCommit(sha)
+	verifier := func(options string) *gitsource.Verifier {
+		file := filepath.Join(t.TempDir(), "allowed_signers")
+		writeFile(t, file, key.AllowedSigner("alice@example.com", options))
+		v, err := gitsource.NewVerifier(gitsource.VerifyConfig{SSHAllowedSigners: file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	march, july := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	until := verifier(`valid-before="20260601Z"`)
+	if _, err := until.Verify(sha, raw, march); err != nil {
+		t.Errorf("inside the window: %v", err)
+	}
+	if _, err := until.Verify(sha, raw, july); err == nil || !strings.Contains(err.Error(), "only before 2026-06-01 00:00:00 UTC (now is 2026-07-01 00:00:00 UTC)") {
+		t.Errorf("after valid-before: %v", err)
+	}
+	from := verifier(`valid-after="20260201Z"`)
+	if _, err := from.Verify(sha, raw, march); err == nil || !strings.Contains(err.Error(), "only from 2026-02-01 00:00:00 UTC (the commit time is 2026-01-01 12:") {
+		t.Errorf("commit before valid-after: %v", err)
 	}
 }
