@@ -143,4 +143,12 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 	if st.Applied.SignedBy.Identity != sc.identity {
 		t.Errorf("applied revision signed by %+v, want %q", st.Applied.SignedBy, sc.identity)
 	}
+
+	// The CLI says who signed what runs.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, code := testenv.Run(t, ctx, t.TempDir(), "status", app, "--server="+agent.URL)
+	if want := "signed:   by " + st.Applied.SignedBy.String(); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("driftless status: exit %d, want a line %q:\n%s", code, want, out)
+	}
 }
