@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,11 +147,31 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 		t.Errorf("applied revision signed by %+v, want %q", st.Applied.SignedBy, sc.identity)
 	}
 
-	// The CLI says who signed what runs.
+	// The dashboard and the CLI say who signed what runs.
+	// html/template escapes more than html.EscapeString (a base64 "+"),
+	// so compare unescaped text.
+	page := html.UnescapeString(getPage(t, agent.URL+"/apps/"+app))
+	if want := "<dt>Signed by</dt><dd><code>" + st.Applied.SignedBy.String() + "</code></dd>"; !strings.Contains(page, want) {
+		t.Errorf("app page does not contain %q", want)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, code := testenv.Run(t, ctx, t.TempDir(), "status", app, "--server="+agent.URL)
 	if want := "signed:   by " + st.Applied.SignedBy.String(); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("driftless status: exit %d, want a line %q:\n%s", code, want, out)
 	}
+}
+
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(body)
 }
