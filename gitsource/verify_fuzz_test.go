@@ -2,10 +2,20 @@ package gitsource_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/driftless-dev/driftless/gitsource"
 )
@@ -111,4 +121,82 @@ func FuzzSplitCommitSignature(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzVerify feeds arbitrary commit objects to a verifier that trusts one
+// SSH and one OpenPGP key: it must never panic, and whatever it accepts
+// must be signed by one of those two keys.
+func FuzzVerify(f *testing.F) {
+	dir := f.TempDir()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sshSigner, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sshFile := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(sshFile, []byte("alice@example.com "+string(ssh.MarshalAuthorizedKey(sshSigner.PublicKey()))), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	entity, err := openpgp.NewEntity("Test", "", "t@example.com", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var pub bytes.Buffer
+	w, _ := armor.Encode(&pub, openpgp.PublicKeyType, nil)
+	if err := entity.Serialize(w); err != nil {
+		f.Fatal(err)
+	}
+	w.Close()
+	pgpFile := filepath.Join(dir, "key.asc")
+	if err := os.WriteFile(pgpFile, pub.Bytes(), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	v, err := gitsource.NewVerifier(gitsource.VerifyConfig{OpenPGPKeys: []string{pgpFile}, SSHAllowedSigners: sshFile})
+	if err != nil {
+		f.Fatal(err)
+	}
+	trusted := map[string]bool{
+		ssh.FingerprintSHA256(sshSigner.PublicKey()):                       true,
+		strings.ToUpper(hex.EncodeToString(entity.PrimaryKey.Fingerprint)): true,
+	}
+
+	payload := "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@example.com> 1767268800 +0000\ncommitter A <a@example.com> 1767268800 +0000\n\ndeploy\n"
+	var pgpSig bytes.Buffer
+	if err := openpgp.ArmoredDetachSign(&pgpSig, entity, strings.NewReader(payload), nil); err != nil {
+		f.Fatal(err)
+	}
+	for _, sig := range []string{goSSHSign(f, sshSigner, payload), pgpSig.String()} {
+		raw := withSignature([]byte(payload), sig)
+		if _, err := v.Verify("seed", raw, time.Now()); err != nil {
+			f.Fatalf("seed does not verify: %v", err)
+		}
+		f.Add(raw)
+	}
+	f.Add([]byte(payload))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		signer, err := v.Verify("0123456789abcdef", raw, time.Now())
+		if err != nil {
+			return
+		}
+		if !trusted[signer.Key] {
+			t.Fatalf("accepted a signature by untrusted key %+v", signer)
+		}
+	})
+}
+
+// goSSHSign makes a git sshsig over message, as ssh-keygen -Y sign -n git.
+func goSSHSign(f *testing.F, signer ssh.Signer, message string) string {
+	h := sha512.Sum512([]byte(message))
+	put := func(b, s []byte) []byte { return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...) }
+	signed := put(put(put(put([]byte("SSHSIG"), []byte("git")), nil), []byte("sha512")), h[:])
+	sig, err := signer.Sign(nil, signed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	blob := binary.BigEndian.AppendUint32([]byte("SSHSIG"), 1)
+	blob = put(put(put(put(put(blob, signer.PublicKey().Marshal()), []byte("git")), nil), []byte("sha512")), ssh.Marshal(sig))
+	return "-----BEGIN SSH SIGNATURE-----\n" + base64.StdEncoding.EncodeToString(blob) + "\n-----END SSH SIGNATURE-----\n"
 }
