@@ -15,6 +15,9 @@ type Revision struct {
 	Revert bool `json:"revert,omitempty"`
 	// Reverts is the SHA the commit reverts, when Revert is true.
 	Reverts string `json:"reverts,omitempty"`
+	// SignedBy is who signed the commit, set once its signature was
+	// verified (apps with verify on); zero otherwise.
+	SignedBy Signer `json:"signedBy,omitzero"`
 }
 
 // Short is the abbreviated SHA shown to people.

@@ -60,6 +60,9 @@ type AppConfig struct {
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
 	ComposeProject string
+	// Verify, when set, applies only revisions whose commit is signed by
+	// one of its keys; others are refused like invalid revisions.
+	Verify *gitsource.Verifier
 }
 
 // AdoptCompose is the Adopt value that takes over a compose project.
@@ -124,6 +127,14 @@ type fileAppConfig struct {
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
+
+	Verify *fileVerify `json:"verify"`
+}
+
+// fileVerify names the keys trusted to sign an app's commits.
+type fileVerify struct {
+	OpenPGPKeys       []string `json:"openpgpKeys"`
+	SSHAllowedSigners string   `json:"sshAllowedSigners"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -267,7 +278,28 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
+	if app.Verify, err = parseVerify(fa.Verify, rel); err != nil {
+		errs = append(errs, err)
+	}
 	return app, errs
+}
+
+// parseVerify reads the keys an app trusts, at startup: a key file that
+// is missing or unreadable stops the agent rather than leaving the app
+// unprotected.
+func parseVerify(fv *fileVerify, rel func(string) string) (*gitsource.Verifier, error) {
+	if fv == nil {
+		return nil, nil
+	}
+	cfg := gitsource.VerifyConfig{SSHAllowedSigners: rel(fv.SSHAllowedSigners)}
+	for _, f := range fv.OpenPGPKeys {
+		cfg.OpenPGPKeys = append(cfg.OpenPGPKeys, rel(f))
+	}
+	v, err := gitsource.NewVerifier(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	return v, nil
 }
 
 // parseAuth reads an app's Git credentials from the environment variables

@@ -26,6 +26,9 @@ type fakeSource struct {
 	head     string
 	fetchErr error
 	n        int
+	// signatures: sha → signer of the commits signed with a trusted key
+	// (see VerifyCommit in verify_test.go).
+	signatures map[string]gitsource.Signer
 }
 
 type fakeCommit struct {

@@ -38,10 +38,22 @@ func newRevisionCache() *revisionCache {
 // manifests are wrong is a revisionState with a refusal.
 func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev gitsource.Revision) (*revisionState, error) {
 	if rs, ok := c.parsed[rev.SHA]; ok {
+		rev.SignedBy = rs.rev.SignedBy // verified once, with the commit
 		rs.rev = rev
 		return rs, nil
 	}
 	rs := &revisionState{rev: rev}
+	// The signature is checked before anything in the commit is read: an
+	// unsigned commit's files are never parsed.
+	signer, refusal, err := verifyRevision(ctx, src, cfg, rev)
+	if err != nil {
+		return nil, err
+	}
+	rs.rev.SignedBy, rs.refusal = signer, refusal
+	if refusal != nil {
+		c.add(rs)
+		return rs, nil
+	}
 	fsys, err := src.Files(ctx, rev.SHA)
 	switch {
 	case errors.Is(err, gitsource.ErrPathMissing):
@@ -55,13 +67,43 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev
 		}
 		rs.app = app
 	}
-	c.parsed[rev.SHA] = rs
-	c.order = append(c.order, rev.SHA)
+	c.add(rs)
+	return rs, nil
+}
+
+func (c *revisionCache) add(rs *revisionState) {
+	c.parsed[rs.rev.SHA] = rs
+	c.order = append(c.order, rs.rev.SHA)
 	if len(c.order) > revisionCacheSize {
 		delete(c.parsed, c.order[0])
 		c.order = c.order[1:]
 	}
-	return rs, nil
+}
+
+// commitVerifier is a Source that can check commit signatures.
+type commitVerifier interface {
+	VerifyCommit(ctx context.Context, sha string, v *gitsource.Verifier) (gitsource.Signer, error)
+}
+
+// verifyRevision checks rev's signature when the app has verify on. A
+// commit that is unsigned or not signed by a trusted key is refused (wait
+// for a new commit); a clone that cannot be read is an error (retry).
+func verifyRevision(ctx context.Context, src Source, cfg AppConfig, rev gitsource.Revision) (gitsource.Signer, *Refusal, error) {
+	if cfg.Verify == nil {
+		return gitsource.Signer{}, nil, nil
+	}
+	cv, ok := src.(commitVerifier)
+	if !ok {
+		return gitsource.Signer{}, nil, fmt.Errorf("verify is on for app %s, but its source cannot check signatures", cfg.Name)
+	}
+	signer, err := cv.VerifyCommit(ctx, rev.SHA, cfg.Verify)
+	switch {
+	case errors.Is(err, gitsource.ErrUnverified):
+		return gitsource.Signer{}, &Refusal{Revision: rev, Reason: err.Error() + "; push a commit signed by a trusted key"}, nil
+	case err != nil:
+		return gitsource.Signer{}, nil, fmt.Errorf("verify signature of %s: %w", rev.Short(), err)
+	}
+	return signer, nil, nil
 }
 
 // refusalOf turns a load error into a refusal of the revision (the

@@ -152,6 +152,9 @@ func printAppStatus(w io.Writer, a dsync.AppStatus, now time.Time) {
 		fmt.Fprintf(w, "  source error (since %s): %s\n", ago(a.Source.ErrorSince, now), a.Source.Error)
 	}
 	fmt.Fprintf(w, "  running:  %s\n", revText(a.Applied))
+	if a.Applied != nil && a.Applied.SignedBy.Key != "" {
+		fmt.Fprintf(w, "  signed:   by %s\n", a.Applied.SignedBy)
+	}
 	fmt.Fprintf(w, "  head:     %s\n", revText(a.Fetched))
 	if a.Pinned != nil {
 		fmt.Fprintf(w, "  PINNED to %s: not following the branch until unpinned\n", revText(a.Pinned))

@@ -42,6 +42,8 @@ type runFlags struct {
 	gitTokenFile  string
 	sshKey        string
 	knownHosts    string
+	verifyPGP     string // comma-separated OpenPGP key files
+	verifySSH     string // allowed_signers file
 	workers       int
 	resync        time.Duration
 	readyTimeout  time.Duration
@@ -97,6 +99,8 @@ func (f *runFlags) register(fs interface {
 		fs.StringVar(&f.gitTokenFile, "git-token-file", "", "file holding an HTTPS token for the repository")
 		fs.StringVar(&f.sshKey, "ssh-key", "", "SSH private key file for ssh:// repositories")
 		fs.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file to check the SSH host key against")
+		fs.StringVar(&f.verifyPGP, "verify-openpgp-keys", "", "apply only commits signed by these OpenPGP public keys (files, comma-separated)")
+		fs.StringVar(&f.verifySSH, "verify-ssh-allowed-signers", "", "apply only commits signed by a key in this ssh-keygen allowed_signers file")
 		f.load.register(fs)
 	}
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
@@ -188,7 +192,30 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 	}
 	app.Auth.SSHKeyFile = f.sshKey
 	app.Auth.KnownHostsFile = f.knownHosts
+	v, err := f.verifier()
+	if err != nil {
+		return app, err
+	}
+	app.Verify = v
 	return app, nil
+}
+
+// verifier reads the keys named by --verify-*, or nil when none is set.
+func (f *runFlags) verifier() (*gitsource.Verifier, error) {
+	if f.verifyPGP == "" && f.verifySSH == "" {
+		return nil, nil
+	}
+	cfg := gitsource.VerifyConfig{SSHAllowedSigners: f.verifySSH}
+	for k := range strings.SplitSeq(f.verifyPGP, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			cfg.OpenPGPKeys = append(cfg.OpenPGPKeys, k)
+		}
+	}
+	v, err := gitsource.NewVerifier(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--verify-openpgp-keys/--verify-ssh-allowed-signers: %w", err)
+	}
+	return v, nil
 }
 
 // config turns flags (or the config file) into the agent's configuration.
@@ -197,6 +224,9 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 	if f.config != "" {
 		if f.repo != "" {
 			return cfg, errors.New("use either --config or --repo, not both")
+		}
+		if f.verifyPGP != "" || f.verifySSH != "" {
+			return cfg, errors.New("--verify-* flags apply to --repo only; with --config, set verify: per app in the file")
 		}
 		c, err := dsync.LoadConfig(f.config)
 		if err != nil {
