@@ -120,13 +120,22 @@ func (s *Server) webhook(p provider) gin.HandlerFunc {
 			result(code, res, gin.H{"error": msg})
 		}
 
+		client := clientKey(c.Request.RemoteAddr)
+		if wait := s.failures.retryAfter(client); wait > 0 {
+			c.Header("Retry-After", retryAfterSeconds(wait))
+			fail(http.StatusTooManyRequests, "rate_limited", "too many wrongly signed webhooks from this address; retry after the Retry-After seconds")
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxBodyBytes))
 		if err != nil {
-			if tooLarge(err) {
-				fail(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("payload exceeds %d bytes", s.opts.MaxBodyBytes))
-				return
+			switch code := bodyStatus(err); code {
+			case http.StatusRequestEntityTooLarge:
+				fail(code, "too_large", fmt.Sprintf("payload exceeds %d bytes", s.opts.MaxBodyBytes))
+			case http.StatusRequestTimeout:
+				fail(code, "timeout", s.bodyErrorMessage(err))
+			default:
+				fail(code, "bad_request", "reading payload: "+err.Error())
 			}
-			fail(http.StatusBadRequest, "bad_request", "reading payload: "+err.Error())
 			return
 		}
 
@@ -150,6 +159,7 @@ func (s *Server) webhook(p provider) gin.HandlerFunc {
 			return
 		}
 		if !slices.ContainsFunc(secrets, func(sec string) bool { return p.verify(sig, body, sec) }) {
+			s.failures.fail(client)
 			fail(http.StatusUnauthorized, "unauthorized", "signature in "+p.sigHeader+" does not match any configured webhook secret")
 			return
 		}
