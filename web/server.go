@@ -248,6 +248,16 @@ func setLimitDefaults(o *Options) {
 // an API token or InsecureNoToken.
 var ErrNoToken = errors.New("no API token")
 
+// CheckExposure reports the error New would return for settings that open
+// the agent to the network without a way to authenticate, so a caller can
+// refuse before starting anything else.
+func CheckExposure(o Options) error {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:8080"
+	}
+	return checkExposure(o)
+}
+
 // checkExposure refuses settings that would open the agent to the network
 // without a way to authenticate.
 func checkExposure(o Options) error {
