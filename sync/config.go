@@ -134,6 +134,12 @@ type fileAppConfig struct {
 	ComposeProject string            `json:"composeProject"`
 }
 
+// webExposure copies the web front end's exposure keys.
+func (fc fileConfig) webExposure(cfg *Config, rel func(string) string) {
+	cfg.DistrustLoopback = fc.TrustLoopback != nil && !*fc.TrustLoopback
+	cfg.TLSCertFile, cfg.TLSKeyFile = rel(fc.TLSCertFile), rel(fc.TLSKeyFile)
+}
+
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
 // it are relative to the file's directory. Secrets are read from the
 // environment variables and files it names.
@@ -181,8 +187,7 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	}
 
 	cfg := Config{DataDir: rel(fc.DataDir), Listen: fc.Listen, ReadOnlyPublic: fc.ReadOnlyPublic}
-	cfg.DistrustLoopback = fc.TrustLoopback != nil && !*fc.TrustLoopback
-	cfg.TLSCertFile, cfg.TLSKeyFile = rel(fc.TLSCertFile), rel(fc.TLSKeyFile)
+	fc.webExposure(&cfg, rel)
 	var errs []error
 	var err error
 	if cfg.WebhookSecret, err = secret("webhookSecret", fc.WebhookSecretEnv, fc.WebhookSecretFile); err != nil {
