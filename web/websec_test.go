@@ -454,8 +454,10 @@ func TestEventStreamsAreCapped(t *testing.T) {
 	}
 	// Closing a stream makes room for another.
 	closers[0]()
-	for env.srv.streams.Load() >= 2 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); env.srv.streams.Load() >= 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed stream still counts against the cap")
+		}
 	}
 	resp, stop = open()
 	defer stop()
