@@ -81,6 +81,11 @@ type Config struct {
 	APIToken       string
 	ReadOnlyPublic bool // the UI and read-only API need no token
 	Apps           []AppConfig
+	// DistrustLoopback (trustLoopback: false) makes loopback clients show
+	// the API token too, for a reverse proxy on the same host.
+	DistrustLoopback bool
+	// TLSCertFile and TLSKeyFile serve the web UI and API over HTTPS.
+	TLSCertFile, TLSKeyFile string
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
@@ -93,6 +98,9 @@ type fileConfig struct {
 	APITokenFile      string          `json:"apiTokenFile"`
 	ReadOnlyPublic    bool            `json:"readOnlyPublic"`
 	Apps              []fileAppConfig `json:"apps"`
+	TrustLoopback     *bool           `json:"trustLoopback"`
+	TLSCertFile       string          `json:"tlsCertFile"`
+	TLSKeyFile        string          `json:"tlsKeyFile"`
 }
 
 type fileAppConfig struct {
@@ -135,6 +143,12 @@ type fileAppConfig struct {
 type fileVerify struct {
 	OpenPGPKeys       []string `json:"openpgpKeys"`
 	SSHAllowedSigners string   `json:"sshAllowedSigners"`
+}
+
+// webExposure copies the web front end's exposure keys.
+func (fc fileConfig) webExposure(cfg *Config, rel func(string) string) {
+	cfg.DistrustLoopback = fc.TrustLoopback != nil && !*fc.TrustLoopback
+	cfg.TLSCertFile, cfg.TLSKeyFile = rel(fc.TLSCertFile), rel(fc.TLSKeyFile)
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -184,6 +198,7 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	}
 
 	cfg := Config{DataDir: rel(fc.DataDir), Listen: fc.Listen, ReadOnlyPublic: fc.ReadOnlyPublic}
+	fc.webExposure(&cfg, rel)
 	var errs []error
 	var err error
 	if cfg.WebhookSecret, err = secret("webhookSecret", fc.WebhookSecretEnv, fc.WebhookSecretFile); err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -339,11 +340,7 @@ func (s *Server) apiAction(a action) gin.HandlerFunc {
 		var in actionInput
 		body, err := io.ReadAll(c.Request.Body)
 		if err != nil {
-			if tooLarge(err) {
-				jsonError(c, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxBodyBytes))
-				return
-			}
-			jsonError(c, http.StatusBadRequest, "reading request body: "+err.Error())
+			jsonError(c, bodyStatus(err), s.bodyErrorMessage(err))
 			return
 		}
 		if len(strings.TrimSpace(string(body))) > 0 {
@@ -370,6 +367,37 @@ func (s *Server) apiAction(a action) gin.HandlerFunc {
 func tooLarge(err error) bool {
 	var mbe *http.MaxBytesError
 	return errors.As(err, &mbe)
+}
+
+// bodyErrorMessage says what went wrong reading a request body.
+func (s *Server) bodyErrorMessage(err error) string {
+	switch bodyStatus(err) {
+	case http.StatusRequestTimeout:
+		return fmt.Sprintf("the request body did not arrive within %s; send it at once", s.opts.BodyTimeout)
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxBodyBytes)
+	}
+	return "reading request body: " + err.Error()
+}
+
+// bodyDeadline gives every request body BodyTimeout to arrive, so a client
+// trickling a body cannot hold a connection and a handler open. Where the
+// connection cannot take a deadline (tests' recorders) the body is read as
+// is.
+func (s *Server) bodyDeadline() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if r.Body == nil || r.Body == http.NoBody {
+			c.Next()
+			return
+		}
+		rc := http.NewResponseController(c.Writer)
+		// Deadlines are on the wall clock, whatever Options.Now says.
+		if err := rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		}
+		c.Next()
+	}
 }
 
 // limitBody caps every request body at MaxBodyBytes.

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/gin-gonic/gin"
 )
@@ -56,29 +59,71 @@ func equalSecret(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-// sessionValue is what the login cookie holds: derived from the token so it
-// survives restarts and changes when the token changes, without the token
-// itself ever being stored in the browser.
-func (s *Server) sessionValue() string {
-	m := hmac.New(sha256.New, []byte(s.opts.APIToken))
-	m.Write([]byte("driftless-session-v1"))
-	return hex.EncodeToString(m.Sum(nil))
+// visitor is who a request comes from, worked out once per request by
+// identify.
+type visitor struct {
+	authed   bool // carries the API token or a live login session
+	loopback bool // a loopback client, and loopback is trusted
 }
 
-// authenticated reports whether the request carries the API token, as a
-// bearer token or as the login cookie.
-func (s *Server) authenticated(r *http.Request) bool {
-	if s.opts.APIToken == "" {
-		return false
+const visitorKey = "driftless.visitor"
+
+// trusted reports whether the request is a loopback client the server
+// trusts as the machine's operator.
+func (s *Server) trusted(r *http.Request) bool {
+	return !s.opts.DistrustLoopback && trustedLoopback(r)
+}
+
+// identify works out the visitor. A wrong bearer token counts as a failed
+// attempt for the client's address; an address with too many gets 429
+// before its token is even compared.
+func (s *Server) identify() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		v := visitor{loopback: s.trusted(r)}
+		if s.opts.APIToken != "" {
+			if auth := r.Header.Get("Authorization"); auth != "" {
+				client := clientKey(r.RemoteAddr)
+				if wait := s.failures.retryAfter(client); wait > 0 {
+					s.tooManyFailures(c, wait)
+					return
+				}
+				tok, ok := strings.CutPrefix(auth, "Bearer ")
+				if ok && equalSecret(strings.TrimSpace(tok), s.opts.APIToken) {
+					v.authed = true
+				} else {
+					s.failures.fail(client)
+					s.log.Warn("wrong API token in Authorization header", "remote", r.RemoteAddr)
+				}
+			} else if ck, err := r.Cookie(sessionCookie); err == nil {
+				v.authed = s.sessions.valid(ck.Value)
+			}
+		}
+		c.Set(visitorKey, v)
+		c.Next()
 	}
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		tok, ok := strings.CutPrefix(auth, "Bearer ")
-		return ok && equalSecret(strings.TrimSpace(tok), s.opts.APIToken)
-	}
-	if ck, err := r.Cookie(sessionCookie); err == nil {
-		return equalSecret(ck.Value, s.sessionValue())
-	}
-	return false
+}
+
+func (s *Server) visitor(c *gin.Context) visitor {
+	v, _ := c.Get(visitorKey)
+	vis, _ := v.(visitor)
+	return vis
+}
+
+func (s *Server) tooManyFailures(c *gin.Context, wait time.Duration) {
+	c.Header("Retry-After", retryAfterSeconds(wait))
+	s.deny(c, http.StatusTooManyRequests, fmt.Sprintf("too many failed attempts from this address: wait %s seconds, then retry with the right token", retryAfterSeconds(wait)))
+}
+
+// mayRead reports whether the visitor may see app state.
+func (s *Server) mayRead(c *gin.Context) bool {
+	v := s.visitor(c)
+	return s.opts.PublicRead || v.loopback || v.authed
+}
+
+// secure reports whether cookies must be marked Secure.
+func (s *Server) secure(r *http.Request) bool {
+	return s.tls != nil || r.TLS != nil
 }
 
 func wantsHTML(c *gin.Context) bool {
@@ -90,7 +135,7 @@ func wantsHTML(c *gin.Context) bool {
 func (s *Server) requireRead() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
-		if s.opts.PublicRead || trustedLoopback(r) || s.authenticated(r) {
+		if s.mayRead(c) {
 			c.Next()
 			return
 		}
@@ -104,7 +149,7 @@ func (s *Server) requireRead() gin.HandlerFunc {
 			s.deny(c, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <api token>, or log in at /login")
 			return
 		}
-		s.deny(c, http.StatusForbidden, "read access is only open to loopback: start the agent with --public-read to serve pages to other hosts, or with --api-token and send Authorization: Bearer <token>")
+		s.deny(c, http.StatusForbidden, "read access is only open to loopback: start the agent with --public-read to serve pages to other hosts, or with --api-token-file FILE and send Authorization: Bearer <token>")
 	}
 }
 
@@ -112,9 +157,9 @@ func (s *Server) requireRead() gin.HandlerFunc {
 // loopback.
 func (s *Server) requireWrite() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		r := c.Request
+		v := s.visitor(c)
 		if s.opts.APIToken != "" {
-			if s.authenticated(r) {
+			if v.authed {
 				c.Next()
 				return
 			}
@@ -122,11 +167,15 @@ func (s *Server) requireWrite() gin.HandlerFunc {
 			s.deny(c, http.StatusUnauthorized, "this action needs the API token: send Authorization: Bearer <token>, or log in at /login")
 			return
 		}
-		if trustedLoopback(r) {
+		if v.loopback {
 			c.Next()
 			return
 		}
-		s.deny(c, http.StatusForbidden, "write actions are refused from other hosts while no API token is configured: start the agent with --api-token <token> and send Authorization: Bearer <token>")
+		if s.opts.DistrustLoopback {
+			s.deny(c, http.StatusUnauthorized, "write actions need an API token and none is configured (loopback is not trusted): start the agent with --api-token-file FILE or DRIFTLESS_API_TOKEN and send Authorization: Bearer <token>")
+			return
+		}
+		s.deny(c, http.StatusForbidden, "write actions are refused from other hosts while no API token is configured: start the agent with --api-token-file FILE or DRIFTLESS_API_TOKEN and send Authorization: Bearer <token>")
 	}
 }
 
@@ -176,6 +225,12 @@ func (s *Server) csrfToken(r *http.Request) string {
 // request must be same-origin and carry the CSRF token.
 func (s *Server) formGuard() gin.HandlerFunc {
 	return func(c *gin.Context) {
+		// Parse now, so a slow or oversized body is answered as such rather
+		// than as a missing CSRF token.
+		if err := c.Request.ParseForm(); err != nil {
+			s.deny(c, bodyStatus(err), s.bodyErrorMessage(err))
+			return
+		}
 		if !sameOrigin(c.Request) {
 			s.deny(c, http.StatusForbidden, "this form was not submitted from driftless's own pages (cross-site request refused); open the page again and retry")
 			return
@@ -211,21 +266,38 @@ func (s *Server) apiOriginGuard() gin.HandlerFunc {
 }
 
 // localPath returns p if it is a path on this site, else fallback; it keeps
-// redirects after login and form posts from leaving the site.
+// redirects after login and form posts from leaving the site. Browsers
+// drop tabs and newlines from URLs and read "\\" as "/", so "/\t/evil" and
+// "/\\evil" lead off-site like "//evil"; escaped forms are checked too, for
+// servers in front that decode them.
 func localPath(p, fallback string) string {
-	if p == "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if !isLocalPath(p) {
 		return fallback
 	}
 	return p
 }
 
+func isLocalPath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	decoded, err := url.PathUnescape(p)
+	if err != nil {
+		return false
+	}
+	for _, v := range []string{p, decoded} {
+		if strings.HasPrefix(v, "//") || strings.ContainsRune(v, '\\') || strings.ContainsFunc(v, unicode.IsControl) {
+			return false
+		}
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == ""
+}
+
 func (s *Server) loginPage(c *gin.Context) {
-	s.render(c, http.StatusOK, "login", loginData{
-		Next:       localPath(c.Query("next"), "/"),
-		NoToken:    s.opts.APIToken == "",
-		LoggedIn:   s.authenticated(c.Request),
-		pageHeader: s.header(c, "Log in"),
-	})
+	d := s.loginData(c, localPath(c.Query("next"), "/"))
+	d.LoggedIn = s.visitor(c).authed
+	s.render(c, http.StatusOK, "login", d)
 }
 
 type loginData struct {
@@ -234,29 +306,75 @@ type loginData struct {
 	NoToken  bool
 	LoggedIn bool
 	Failed   bool
+	Wait     string // seconds to wait after too many failures
+	// Idle and Lifetime say when a session ends.
+	Idle, Lifetime string
+}
+
+func (s *Server) loginData(c *gin.Context, next string) loginData {
+	return loginData{
+		Next: next, NoToken: s.opts.APIToken == "", pageHeader: s.header(c, "Log in"),
+		Idle: roundDur(s.opts.SessionIdle), Lifetime: roundDur(s.opts.SessionLifetime),
+	}
+}
+
+// roundDur prints 1h or 12h rather than 1h0m0s.
+func roundDur(d time.Duration) string {
+	out := d.String()
+	out = strings.TrimSuffix(out, "0s")
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
 }
 
 func (s *Server) login(c *gin.Context) {
 	next := localPath(c.PostForm("next"), "/")
-	if s.opts.APIToken == "" || !equalSecret(c.PostForm("token"), s.opts.APIToken) {
-		s.log.Warn("failed web login", "remote", c.Request.RemoteAddr)
-		s.render(c, http.StatusUnauthorized, "login", loginData{
-			Next: next, NoToken: s.opts.APIToken == "", Failed: s.opts.APIToken != "",
-			pageHeader: s.header(c, "Log in"),
-		})
+	client := clientKey(c.Request.RemoteAddr)
+	if wait := s.failures.retryAfter(client); wait > 0 && s.opts.APIToken != "" {
+		c.Header("Retry-After", retryAfterSeconds(wait))
+		d := s.loginData(c, next)
+		d.Wait = retryAfterSeconds(wait)
+		s.render(c, http.StatusTooManyRequests, "login", d)
 		return
 	}
+	if s.opts.APIToken == "" || !equalSecret(c.PostForm("token"), s.opts.APIToken) {
+		if s.opts.APIToken != "" {
+			s.failures.fail(client)
+		}
+		s.log.Warn("failed web login", "remote", c.Request.RemoteAddr)
+		d := s.loginData(c, next)
+		d.Failed = s.opts.APIToken != ""
+		s.render(c, http.StatusUnauthorized, "login", d)
+		return
+	}
+	id, err := s.sessions.create()
+	if err != nil {
+		s.log.Error("login failed", "err", err)
+		s.errorPage(c, http.StatusInternalServerError, "Login failed", "The agent could not start a session; see its log.")
+		return
+	}
+	// A new session on login: a session ID planted before login is never
+	// promoted.
+	if ck, err := c.Request.Cookie(sessionCookie); err == nil {
+		s.sessions.remove(ck.Value)
+	}
 	http.SetCookie(c.Writer, &http.Cookie{
-		Name: sessionCookie, Value: s.sessionValue(), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request.TLS != nil,
+		Name: sessionCookie, Value: id, Path: "/", MaxAge: int(s.opts.SessionLifetime.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(c.Request),
 	})
 	c.Redirect(http.StatusSeeOther, next)
 }
 
+// logout ends the session on the server too, so a copied cookie stops
+// working at once.
 func (s *Server) logout(c *gin.Context) {
+	if ck, err := c.Request.Cookie(sessionCookie); err == nil {
+		s.sessions.remove(ck.Value)
+	}
 	http.SetCookie(c.Writer, &http.Cookie{
 		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(c.Request),
 	})
 	c.Redirect(http.StatusSeeOther, "/login")
 }

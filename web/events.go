@@ -21,6 +21,15 @@ func (s *Server) events(c *gin.Context) {
 		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
+	// Each stream holds a connection and a subscription for as long as the
+	// client likes: cap them, and tell clients over the cap when to retry.
+	if n := s.streams.Add(1); n > int64(s.opts.MaxEventStreams) {
+		s.streams.Add(-1)
+		c.Header("Retry-After", "30")
+		jsonError(c, http.StatusServiceUnavailable, fmt.Sprintf("too many open event streams (at most %d); close other dashboard tabs or retry later", s.opts.MaxEventStreams))
+		return
+	}
+	defer s.streams.Add(-1)
 	ch, unsubscribe := s.opts.Agent.Subscribe()
 	defer unsubscribe()
 

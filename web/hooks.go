@@ -120,13 +120,10 @@ func (s *Server) webhook(p provider) gin.HandlerFunc {
 			result(code, res, gin.H{"error": msg})
 		}
 
-		body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxBodyBytes))
-		if err != nil {
-			if tooLarge(err) {
-				fail(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("payload exceeds %d bytes", s.opts.MaxBodyBytes))
-				return
-			}
-			fail(http.StatusBadRequest, "bad_request", "reading payload: "+err.Error())
+		client := clientKey(c.Request.RemoteAddr)
+		body, refused := s.receiveHook(c, client)
+		if refused != nil {
+			fail(refused.code, refused.result, refused.msg)
 			return
 		}
 
@@ -136,20 +133,13 @@ func (s *Server) webhook(p provider) gin.HandlerFunc {
 			fail(http.StatusUnauthorized, "unauthorized", "unsigned webhook: set the webhook secret in "+p.name+" so it sends "+p.sigHeader)
 			return
 		}
-		var secrets []string
-		for _, src := range sources {
-			if sec := s.secretFor(src); sec != "" && !slices.Contains(secrets, sec) {
-				secrets = append(secrets, sec)
-			}
-		}
-		if s.opts.WebhookSecret != "" && !slices.Contains(secrets, s.opts.WebhookSecret) {
-			secrets = append(secrets, s.opts.WebhookSecret)
-		}
+		secrets := s.knownSecrets(sources)
 		if len(secrets) == 0 {
 			fail(http.StatusUnauthorized, "unauthorized", "no webhook secret is configured: start the agent with --webhook-secret or give the app a webhook secret")
 			return
 		}
 		if !slices.ContainsFunc(secrets, func(sec string) bool { return p.verify(sig, body, sec) }) {
+			s.failures.fail(client)
 			fail(http.StatusUnauthorized, "unauthorized", "signature in "+p.sigHeader+" does not match any configured webhook secret")
 			return
 		}
@@ -215,6 +205,48 @@ func (s *Server) webhook(p provider) gin.HandlerFunc {
 		s.log.Info("webhook queued sync", "provider", p.name, "apps", queued, "refs", ev.Refs)
 		result(http.StatusAccepted, "queued", gin.H{"queued": queued})
 	}
+}
+
+// hookRefusal is why a delivery is refused: status, metric result and
+// message.
+type hookRefusal struct {
+	code        int
+	result, msg string
+}
+
+// receiveHook reads the payload of a client not refused for too many bad
+// signatures.
+func (s *Server) receiveHook(c *gin.Context, client string) ([]byte, *hookRefusal) {
+	if wait := s.failures.retryAfter(client); wait > 0 {
+		c.Header("Retry-After", retryAfterSeconds(wait))
+		return nil, &hookRefusal{http.StatusTooManyRequests, "rate_limited", "too many wrongly signed webhooks from this address; retry after the Retry-After seconds"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxBodyBytes))
+	if err == nil {
+		return body, nil
+	}
+	switch code := bodyStatus(err); code {
+	case http.StatusRequestEntityTooLarge:
+		return nil, &hookRefusal{code, "too_large", fmt.Sprintf("payload exceeds %d bytes", s.opts.MaxBodyBytes)}
+	case http.StatusRequestTimeout:
+		return nil, &hookRefusal{code, "timeout", s.bodyErrorMessage(err)}
+	}
+	return nil, &hookRefusal{http.StatusBadRequest, "bad_request", "reading payload: " + err.Error()}
+}
+
+// knownSecrets are the distinct webhook secrets of all apps and the
+// global one.
+func (s *Server) knownSecrets(sources []AppSource) []string {
+	var secrets []string
+	for _, src := range sources {
+		if sec := s.secretFor(src); sec != "" && !slices.Contains(secrets, sec) {
+			secrets = append(secrets, sec)
+		}
+	}
+	if s.opts.WebhookSecret != "" && !slices.Contains(secrets, s.opts.WebhookSecret) {
+		secrets = append(secrets, s.opts.WebhookSecret)
+	}
+	return secrets
 }
 
 func firstOr(xs []string, def string) string {

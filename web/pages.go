@@ -46,6 +46,7 @@ type pageHeader struct {
 	LiveApp   string // the app whose events refresh this page; "" = any
 	Live      bool   // the page refreshes itself on events
 	Now       time.Time
+	Insecure  string // warning shown on every page: no token on a network address
 }
 
 const flashCookie = "driftless_flash"
@@ -57,13 +58,14 @@ func (s *Server) header(c *gin.Context, title string) pageHeader {
 		Path:      r.URL.RequestURI(),
 		CSRF:      s.csrfToken(r),
 		TokenMode: s.opts.APIToken != "",
-		LoggedIn:  s.authenticated(r),
+		LoggedIn:  s.visitor(c).authed,
 		Now:       time.Now(),
+		Insecure:  s.insecureBanner(),
 	}
-	h.CanWrite = h.LoggedIn || (!h.TokenMode && trustedLoopback(r))
+	h.CanWrite = h.LoggedIn || (!h.TokenMode && s.visitor(c).loopback)
 	// The login and error pages are shown to anyone; app state only to
 	// readers.
-	if s.opts.PublicRead || h.LoggedIn || trustedLoopback(r) {
+	if s.mayRead(c) {
 		for _, a := range s.opts.Agent.Apps() {
 			if a.Pinned != nil {
 				h.Pinned = append(h.Pinned, a)
@@ -74,7 +76,7 @@ func (s *Server) header(c *gin.Context, title string) pageHeader {
 		if msg, err := url.QueryUnescape(ck.Value); err == nil {
 			h.Flash = msg
 		}
-		http.SetCookie(c.Writer, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(c.Writer, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
 	}
 	return h
 }
@@ -313,7 +315,7 @@ func (s *Server) formAction(a action) gin.HandlerFunc {
 		}
 		http.SetCookie(c.Writer, &http.Cookie{
 			Name: flashCookie, Value: url.QueryEscape(msg), Path: "/", MaxAge: 30,
-			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request.TLS != nil,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(c.Request),
 		})
 		c.Redirect(http.StatusSeeOther, localPath(c.PostForm("next"), "/apps/"+url.PathEscape(app)))
 	}

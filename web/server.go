@@ -6,6 +6,7 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -99,7 +101,44 @@ type Options struct {
 	Logger   *slog.Logger
 	// MaxBodyBytes caps request bodies (webhooks, API); default 1 MiB.
 	MaxBodyBytes int64
+
+	// InsecureNoToken lets the server listen on a non-loopback address
+	// without an APIToken; New refuses that otherwise. Pages then carry a
+	// warning.
+	InsecureNoToken bool
+	// DistrustLoopback makes loopback clients show the token like everyone
+	// else. Set it when a reverse proxy or a --network host container
+	// shares the host: their requests arrive from loopback too.
+	DistrustLoopback bool
+	// TLSCertFile and TLSKeyFile, both or neither, serve HTTPS.
+	TLSCertFile, TLSKeyFile string
+	// BodyTimeout bounds reading a request's body; default 10s.
+	BodyTimeout time.Duration
+	// MaxConnections caps open connections; default 256.
+	MaxConnections int
+	// MaxEventStreams caps open /events streams; default 64.
+	MaxEventStreams int
+	// SessionLifetime and SessionIdle end login sessions; defaults 12h
+	// and 1h.
+	SessionLifetime, SessionIdle time.Duration
+	// MaxAuthFailures is how many failed logins, bearer tokens or webhook
+	// signatures one client address may send per minute before it gets
+	// 429; default 5.
+	MaxAuthFailures int
+	// Now is the clock for sessions and rate limits; nil means time.Now.
+	Now func() time.Time
 }
+
+// Defaults of the limits in Options.
+const (
+	DefaultBodyTimeout     = 10 * time.Second
+	DefaultMaxConnections  = 256
+	DefaultMaxEventStreams = 64
+	DefaultSessionLifetime = 12 * time.Hour
+	DefaultSessionIdle     = time.Hour
+	DefaultMaxAuthFailures = 5
+	authFailureWindow      = time.Minute
+)
 
 // Server is the HTTP front end of the agent.
 type Server struct {
@@ -109,6 +148,10 @@ type Server struct {
 	pages    map[string]*template.Template
 	csrfKey  []byte // per-process random key for CSRF tokens
 	webhooks *prometheus.CounterVec
+	tls      *tls.Config // nil: plain HTTP
+	sessions *sessionStore
+	failures *failureLimiter
+	streams  atomic.Int64 // open /events streams
 }
 
 // New builds a Server. It calls gin.SetMode(gin.ReleaseMode), which is gin's
@@ -137,8 +180,21 @@ func New(opts Options) (*Server, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
+	setLimitDefaults(&opts)
+	if err := checkExposure(opts); err != nil {
+		return nil, err
+	}
 	opts.Agent = scrubbingAgent{opts.Agent}
 	s := &Server{opts: opts, log: opts.Logger}
+	s.sessions = newSessionStore(opts.SessionLifetime, opts.SessionIdle, opts.Now)
+	s.failures = newFailureLimiter(opts.MaxAuthFailures, authFailureWindow, opts.Now)
+	if opts.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCertFile, opts.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("web: loading the TLS certificate %s and key %s: %w (check --tls-cert and --tls-key: PEM files, the key matching the certificate)", opts.TLSCertFile, opts.TLSKeyFile, err)
+		}
+		s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 
 	s.csrfKey = make([]byte, 32)
 	if _, err := rand.Read(s.csrfKey); err != nil {
@@ -147,7 +203,7 @@ func New(opts Options) (*Server, error) {
 
 	s.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driftless_webhook_requests_total",
-		Help: "Webhook requests received, by provider and result (queued, ignored, ping, unauthorized, bad_request, too_large).",
+		Help: "Webhook requests received, by provider and result (queued, ignored, ping, unauthorized, rate_limited, bad_request, too_large, timeout).",
 	}, []string{"provider", "result"})
 	if err := opts.Registry.Register(s.webhooks); err != nil {
 		return nil, fmt.Errorf("web: registering webhook metrics: %w", err)
@@ -162,6 +218,77 @@ func New(opts Options) (*Server, error) {
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
 	return s, nil
+}
+
+func setLimitDefaults(o *Options) {
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxEventStreams <= 0 {
+		o.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if o.SessionLifetime <= 0 {
+		o.SessionLifetime = DefaultSessionLifetime
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxAuthFailures <= 0 {
+		o.MaxAuthFailures = DefaultMaxAuthFailures
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// ErrNoToken is returned by New for a non-loopback listen address without
+// an API token or InsecureNoToken.
+var ErrNoToken = errors.New("no API token")
+
+// CheckExposure reports the error New would return for settings that open
+// the agent to the network without a way to authenticate, so a caller can
+// refuse before starting anything else.
+func CheckExposure(o Options) error {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:8080"
+	}
+	return checkExposure(o)
+}
+
+// checkExposure refuses settings that would open the agent to the network
+// without a way to authenticate.
+func checkExposure(o Options) error {
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return errors.New("web: TLS needs both a certificate and a key: set --tls-cert and --tls-key (driftless.yaml: tlsCertFile and tlsKeyFile), or neither")
+	}
+	if o.APIToken != "" || o.InsecureNoToken || loopbackListen(o.Listen) {
+		return nil
+	}
+	return fmt.Errorf("web: refusing to listen on %s with %w: anyone who can reach it could use the dashboard, and every client arriving over loopback "+
+		"(a reverse proxy, a --network host container) could change deployments. Set a token with --api-token-file FILE or DRIFTLESS_API_TOKEN "+
+		"(driftless.yaml: apiTokenFile or apiTokenEnv), or listen on 127.0.0.1, or pass --insecure-no-token to start anyway", o.Listen, ErrNoToken)
+}
+
+// loopbackListen reports whether addr only accepts connections from this
+// machine. A host name other than localhost counts as exposed: it may
+// resolve to anything.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	return isLoopbackName(host)
+}
+
+// Scheme is "https" when TLS is configured, else "http".
+func (s *Server) Scheme() string {
+	if s.tls != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // Handler returns the HTTP handler serving everything.
@@ -193,16 +320,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	srv := &http.Server{
-		Handler:           s.engine,
+		Handler: s.engine,
+		// Headers must arrive in time; bodies get BodyTimeout from the
+		// bodyDeadline middleware. No whole-request ReadTimeout: it would
+		// also end /events streams.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         s.tls,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("web UI and API listening", "url", "http://"+displayAddr(ln.Addr().String()))
+	s.log.Info("web UI and API listening", "url", s.Scheme()+"://"+displayAddr(ln.Addr().String()))
+	s.warnExposure(ln.Addr().String())
+	ln = newLimitListener(ln, s.opts.MaxConnections)
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if s.tls != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("web: serving: %w", err)
@@ -218,6 +358,30 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("web: serving: %w", err)
 	}
 	return nil
+}
+
+// warnExposure says loudly in the log what an insecure setup allows.
+func (s *Server) warnExposure(addr string) {
+	if s.opts.APIToken != "" {
+		return
+	}
+	switch {
+	case !loopbackListen(addr):
+		s.log.Warn("INSECURE: serving on a network address without an API token (--insecure-no-token); "+
+			"set --api-token-file or DRIFTLESS_API_TOKEN to require a token", "listen", addr, "writes_from_loopback", !s.opts.DistrustLoopback)
+	case s.opts.DistrustLoopback:
+		s.log.Warn("no API token and loopback is not trusted: nobody can use write actions; set --api-token-file or DRIFTLESS_API_TOKEN")
+	}
+}
+
+// insecureBanner is the warning every page carries while the agent listens
+// on the network without a token; empty otherwise.
+func (s *Server) insecureBanner() string {
+	if s.opts.APIToken != "" || !s.opts.InsecureNoToken || loopbackListen(s.opts.Listen) {
+		return ""
+	}
+	return "This agent listens on " + s.opts.Listen + " without an API token (--insecure-no-token): nobody has to log in, and " +
+		"clients on this host can change deployments. Set an API token to secure it."
 }
 
 // displayAddr turns a wildcard listen address into one a browser can open.
@@ -238,7 +402,7 @@ func (s *Server) routes() *gin.Engine {
 	// Client addresses come from RemoteAddr only; forwarded headers are
 	// never trusted for access decisions.
 	_ = r.SetTrustedProxies(nil)
-	r.Use(s.recovery(), s.logging(), securityHeaders(), s.limitBody())
+	r.Use(s.recovery(), s.logging(), securityHeaders(), s.bodyDeadline(), s.limitBody(), s.identify())
 
 	healthz := func(c *gin.Context) { c.String(http.StatusOK, "ok") }
 	r.GET("/healthz", healthz)
@@ -298,9 +462,15 @@ func (s *Server) routes() *gin.Engine {
 	return r
 }
 
+// readyz answers with the status code and one word; why the agent is not
+// ready (app names, errors) only to those who may read the dashboard.
 func (s *Server) readyz(c *gin.Context) {
 	if err := s.opts.Agent.Ready(); err != nil {
-		c.String(http.StatusServiceUnavailable, "not ready: %s", err.Error())
+		if s.mayRead(c) {
+			c.String(http.StatusServiceUnavailable, "not ready: %s", scrubCredentials(err.Error()))
+			return
+		}
+		c.String(http.StatusServiceUnavailable, "not-ready")
 		return
 	}
 	c.String(http.StatusOK, "ready")
@@ -364,6 +534,9 @@ func securityHeaders() gin.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		// Answers carry app state or session-bound tokens: no cache may
+		// keep them. Static assets override this.
+		h.Set("Cache-Control", "no-store")
 		c.Next()
 	}
 }

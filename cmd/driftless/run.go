@@ -49,6 +49,11 @@ type runFlags struct {
 	readyTimeout  time.Duration
 	logLevel      string
 	load          loadFlags
+	// The web front end's exposure.
+	insecureNoToken bool
+	trustLoopback   bool
+	tlsCert         string
+	tlsKey          string
 }
 
 func defaultDataDir() string {
@@ -109,6 +114,10 @@ func (f *runFlags) register(fs interface {
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "webhook secret (prefer DRIFTLESS_WEBHOOK_SECRET or --webhook-secret-file)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the webhook secret")
 	fs.StringVar(&f.apiTokenFile, "api-token-file", "", "file holding the API token for write actions (or env DRIFTLESS_API_TOKEN)")
+	fs.BoolVar(&f.insecureNoToken, "insecure-no-token", false, "start on a non-loopback --listen address without an API token (refused otherwise); pages and the log warn about it")
+	fs.BoolVar(&f.trustLoopback, "trust-loopback", true, "accept write actions from loopback clients without the token; set false behind a reverse proxy on this host (driftless.yaml: trustLoopback)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key; driftless.yaml: tlsCertFile)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file for --tls-cert (driftless.yaml: tlsKeyFile)")
 	fs.IntVar(&f.workers, "workers", 2, "apps reconciled at once")
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "full resync period, in case Docker events were missed")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
@@ -300,9 +309,34 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// webOptions are the web front end's settings from the config and the
+// flags: flags win, and either turning loopback trust off turns it off.
+func webOptions(cfg dsync.Config, f runFlags) web.Options {
+	o := web.Options{
+		Listen:           cfg.Listen,
+		APIToken:         cfg.APIToken,
+		WebhookSecret:    cfg.WebhookSecret,
+		PublicRead:       cfg.ReadOnlyPublic,
+		InsecureNoToken:  f.insecureNoToken,
+		DistrustLoopback: cfg.DistrustLoopback || !f.trustLoopback,
+		TLSCertFile:      cfg.TLSCertFile,
+		TLSKeyFile:       cfg.TLSKeyFile,
+	}
+	if f.tlsCert != "" || f.tlsKey != "" {
+		o.TLSCertFile, o.TLSKeyFile = f.tlsCert, f.tlsKey
+	}
+	return o
+}
+
 // serve runs the agent and its web front end until ctx ends. started, if
 // set, is called once the dashboard listens.
 func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, started func(url string)) error {
+	wopts := webOptions(cfg, f)
+	// Refuse an exposed dashboard before touching the data directory or
+	// the engine.
+	if err := web.CheckExposure(wopts); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -336,16 +370,11 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	}
 	defer agent.Close()
 
-	srv, err := web.New(web.Options{
-		Agent:         agent,
-		Listen:        cfg.Listen,
-		APIToken:      cfg.APIToken,
-		WebhookSecret: cfg.WebhookSecret,
-		Sources:       func() []web.AppSource { return webSources(agent.AppConfigs()) },
-		PublicRead:    cfg.ReadOnlyPublic,
-		Registry:      reg,
-		Logger:        log,
-	})
+	wopts.Agent = agent
+	wopts.Sources = func() []web.AppSource { return webSources(agent.AppConfigs()) }
+	wopts.Registry = reg
+	wopts.Logger = log
+	srv, err := web.New(wopts)
 	if err != nil {
 		return err
 	}
@@ -363,14 +392,15 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 		// healthy: stop it instead.
 		stop()
 	}()
+	dashboard := srv.Scheme() + "://" + cfg.Listen
 	if started != nil {
-		started("http://" + cfg.Listen)
+		started(dashboard)
 	}
 	names := make([]string, len(cfg.Apps))
 	for i, a := range cfg.Apps {
 		names[i] = a.Name
 	}
-	log.Info("driftless agent started", "apps", strings.Join(names, ","), "data", cfg.DataDir, "dashboard", "http://"+cfg.Listen)
+	log.Info("driftless agent started", "apps", strings.Join(names, ","), "data", cfg.DataDir, "dashboard", dashboard)
 	agentErr := agent.Run(ctx)
 	stop()
 	if err := <-webErr; err != nil && !errors.Is(err, context.Canceled) {

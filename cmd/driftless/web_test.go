@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	dsync "github.com/driftless-dev/driftless/sync"
+)
+
+// An exposed listen address without a token is refused before the data
+// directory or the engine is touched.
+func TestRunRefusesExposedListenWithoutToken(t *testing.T) {
+	t.Setenv("DRIFTLESS_API_TOKEN", "")
+	data := filepath.Join(t.TempDir(), "data")
+	var out bytes.Buffer
+	code := runRun(context.Background(), []string{"--repo", "https://git.example.com/acme/infra.git", "--listen", "0.0.0.0:18080", "--data", data}, &out, &out)
+	if code == 0 {
+		t.Fatalf("exit 0; output %s", &out)
+	}
+	for _, want := range []string{"0.0.0.0:18080", "--api-token-file", "--insecure-no-token"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output %q does not mention %s", &out, want)
+		}
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("data directory created before the refusal: %v", err)
+	}
+}
+
+func TestWebOptionsFromFlagsAndConfig(t *testing.T) {
+	cfg := dsync.Config{Listen: "0.0.0.0:8080", TLSCertFile: "/file/cert", TLSKeyFile: "/file/key"}
+	o := webOptions(cfg, runFlags{trustLoopback: true})
+	if o.DistrustLoopback || o.TLSCertFile != "/file/cert" || o.TLSKeyFile != "/file/key" || o.InsecureNoToken {
+		t.Errorf("config only: %+v", o)
+	}
+	o = webOptions(cfg, runFlags{trustLoopback: false, tlsCert: "/flag/cert", tlsKey: "/flag/key", insecureNoToken: true})
+	if !o.DistrustLoopback || o.TLSCertFile != "/flag/cert" || o.TLSKeyFile != "/flag/key" || !o.InsecureNoToken {
+		t.Errorf("flags win: %+v", o)
+	}
+	cfg.DistrustLoopback = true
+	if o := webOptions(cfg, runFlags{trustLoopback: true}); !o.DistrustLoopback {
+		t.Error("trustLoopback: false in the file is undone by the flag's default")
+	}
+}
