@@ -306,10 +306,14 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 
 // Listen opens Options.Listen, so a caller can fail fast on a busy address
 // before starting anything else.
-func (s *Server) Listen() (net.Listener, error) {
-	ln, err := net.Listen("tcp", s.opts.Listen)
+func (s *Server) Listen() (net.Listener, error) { return Listen(s.opts.Listen) }
+
+// Listen opens the dashboard's address. The agent calls it before it
+// creates anything, so a busy port leaves no trace behind.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("web: listening on %s: %w (pick another address with --listen)", s.opts.Listen, err)
+		return nil, fmt.Errorf("web: listening on %s: %w (pick another address with --listen)", addr, err)
 	}
 	return ln, nil
 }

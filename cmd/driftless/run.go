@@ -337,6 +337,13 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err := web.CheckExposure(wopts); err != nil {
 		return err
 	}
+	// A busy address must fail before the data directory and its database
+	// exist.
+	ln, err := web.Listen(wopts.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -375,10 +382,6 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	wopts.Registry = reg
 	wopts.Logger = log
 	srv, err := web.New(wopts)
-	if err != nil {
-		return err
-	}
-	ln, err := srv.Listen()
 	if err != nil {
 		return err
 	}

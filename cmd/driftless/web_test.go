@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,5 +45,24 @@ func TestWebOptionsFromFlagsAndConfig(t *testing.T) {
 	cfg.DistrustLoopback = true
 	if o := webOptions(cfg, runFlags{trustLoopback: true}); !o.DistrustLoopback {
 		t.Error("trustLoopback: false in the file is undone by the flag's default")
+	}
+}
+
+// A busy dashboard address fails the start before the data directory and
+// its database exist, so a second `run` leaves nothing behind.
+func TestRunOnABusyPortCreatesNothing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	var out bytes.Buffer
+	code := runRun(context.Background(), []string{"--repo", "https://git.example.com/acme/infra.git", "--listen", busy.Addr().String(), "--data", data}, &out, &out)
+	if code == 0 || !strings.Contains(out.String(), "address already in use") || !strings.Contains(out.String(), "--listen") {
+		t.Fatalf("exit %d; output %s", code, &out)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("data directory created by a run that could not start: %v", err)
 	}
 }
