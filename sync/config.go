@@ -60,7 +60,20 @@ type AppConfig struct {
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
 	ComposeProject string
+	// AllowInsecureTransport accepts a repository over http://, git://,
+	// file:// or a local path, which anyone on the network path (or with
+	// write access on the host) could change.
+	AllowInsecureTransport bool
+	// OnForcePush is what a head that does not descend from the applied
+	// revision does: ForcePushFollow (default) or ForcePushRefuse.
+	OnForcePush string
 }
+
+// OnForcePush values.
+const (
+	ForcePushFollow = "follow" // apply it, record it, show it until a fast-forward
+	ForcePushRefuse = "refuse" // refuse it like an invalid revision
+)
 
 // AdoptCompose is the Adopt value that takes over a compose project.
 const AdoptCompose = "compose"
@@ -124,6 +137,9 @@ type fileAppConfig struct {
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
+
+	AllowInsecureTransport bool   `json:"allowInsecureTransport"`
+	OnForcePush            string `json:"onForcePush"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -267,7 +283,28 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
+	errs = append(errs, parseGitSafety(fa, &app)...)
 	return app, errs
+}
+
+// parseGitSafety reads allowInsecureTransport and onForcePush.
+func parseGitSafety(fa fileAppConfig, app *AppConfig) []error {
+	var errs []error
+	app.AllowInsecureTransport = fa.AllowInsecureTransport
+	if !fa.AllowInsecureTransport && fa.Repo != "" {
+		if err := gitsource.CheckTransport(fa.Repo); err != nil {
+			errs = append(errs, fmt.Errorf("repo: %w; use an https:// or ssh:// URL, or set allowInsecureTransport: true on this app to accept it", err))
+		}
+	}
+	app.OnForcePush = ForcePushFollow
+	switch fa.OnForcePush {
+	case "", ForcePushFollow:
+	case ForcePushRefuse:
+		app.OnForcePush = ForcePushRefuse
+	default:
+		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
+	}
+	return errs
 }
 
 // parseAuth reads an app's Git credentials from the environment variables
@@ -330,6 +367,13 @@ func redactURL(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// sourceIdentity names what the app tracks: a force-push is judged only
+// between revisions of the same repository and ref, so changing the
+// branch in the config is not one.
+func (c AppConfig) sourceIdentity() string {
+	return redactURL(c.Repo) + " " + c.refName()
 }
 
 // refName describes the tracked ref for status.
