@@ -58,9 +58,9 @@ type passOutcome struct {
 	// forcePush: the fetched head does not descend from the applied
 	// revision (Since is left for nextStatus to set).
 	forcePush *ForcePush
-	accepted  *revisionState      // the revision enforced after the pass
-	engineErr error               // the engine could not be observed
-	apply     *applyReport        // what was applied, if anything
+	accepted  *revisionState // the revision enforced after the pass
+	engineErr error          // the engine could not be observed
+	apply     *applyReport   // what was applied, if anything
 	// The state after the pass: what runs, the gap left, how the policy
 	// sorts it, and how healthy the app is.
 	actual   *drift.Actual

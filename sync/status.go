@@ -51,7 +51,7 @@ type AppStatus struct {
 	// ForcePush is set from a head that did not descend from the applied
 	// revision until a later fast-forward.
 	ForcePush *ForcePush `json:"forcePush,omitempty"`
-	Flapping []Flap          `json:"flapping,omitempty"`
+	Flapping  []Flap     `json:"flapping,omitempty"`
 	// Held are changes of the current plan that are shown but not applied
 	// (suspended, self-heal off), with the reason.
 	Held []drift.HeldChange `json:"held,omitempty"`
