@@ -55,12 +55,9 @@ type passOutcome struct {
 	fetched   *gitsource.Revision // head of the tracked ref, when fetched
 	sourceErr error               // fetching or reading a revision failed
 	refusal   *Refusal            // a revision refused in this pass
-	// forcePush: the fetched head does not descend from the applied
-	// revision (Since is left for nextStatus to set).
-	forcePush *ForcePush
-	accepted  *revisionState // the revision enforced after the pass
-	engineErr error          // the engine could not be observed
-	apply     *applyReport   // what was applied, if anything
+	accepted  *revisionState      // the revision enforced after the pass
+	engineErr error               // the engine could not be observed
+	apply     *applyReport        // what was applied, if anything
 	// The state after the pass: what runs, the gap left, how the policy
 	// sorts it, and how healthy the app is.
 	actual   *drift.Actual
@@ -70,6 +67,9 @@ type passOutcome struct {
 	health   *drift.AppHealth
 	// cancelled: the agent is shutting down; the pass says nothing new.
 	cancelled bool
+	// forcePush: the fetched head does not descend from the applied
+	// revision (Since is left for nextStatus to set).
+	forcePush *ForcePush
 }
 
 // applyReport is one apply: the plan carried out and its result.

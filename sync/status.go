@@ -48,16 +48,16 @@ type AppStatus struct {
 	Drift    *drift.Plan     `json:"drift,omitempty"` // the current gap; nil before the first observation
 	Errors   []Condition     `json:"errors,omitempty"`
 	Refused  *Refusal        `json:"refused,omitempty"`
-	// ForcePush is set from a head that did not descend from the applied
-	// revision until a later fast-forward.
-	ForcePush *ForcePush `json:"forcePush,omitempty"`
-	Flapping  []Flap     `json:"flapping,omitempty"`
+	Flapping []Flap          `json:"flapping,omitempty"`
 	// Held are changes of the current plan that are shown but not applied
 	// (suspended, self-heal off), with the reason.
 	Held []drift.HeldChange `json:"held,omitempty"`
 	// Warnings are problems of the enforced revision that did not refuse
 	// it (a compose variable that is not set).
 	Warnings []string `json:"warnings,omitempty"`
+	// ForcePush is set from a head that did not descend from the applied
+	// revision until a later fast-forward.
+	ForcePush *ForcePush `json:"forcePush,omitempty"`
 
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
