@@ -114,17 +114,18 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 		Listen:  f.listen,
 		Apps: []dsync.AppConfig{{
 			Name: demoApp, Repo: repo, Branch: "main", Path: ".",
-			// The demo's repositories are local paths on this host.
-			AllowInsecureTransport: true,
 			// Local polling is cheap; a short interval makes the tour snappy.
 			Interval: "@every 2s", SelfHeal: true,
 			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 		}, {
 			Name: demoComposeApp, Repo: composeRepo, Branch: "main", Path: ".",
-			AllowInsecureTransport: true,
-			Interval:               "@every 2s", SelfHeal: true,
+			Interval: "@every 2s", SelfHeal: true,
 			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 		}},
+	}
+	for i := range cfg.Apps {
+		// The demo's repositories are local paths on this host.
+		cfg.Apps[i].AllowInsecureTransport = true
 	}
 	if s, err := readSecret(f.apiTokenFile, "DRIFTLESS_API_TOKEN"); err == nil {
 		cfg.APIToken = s

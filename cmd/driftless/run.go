@@ -173,9 +173,9 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 	app := dsync.AppConfig{
 		Name: name, Repo: f.repo, Branch: f.branch, Tag: f.tag, Commit: f.commit, Path: f.path,
 		Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
-		MaxRemovalPercent:      dsync.DefaultMaxRemovalPercent,
-		AllowInsecureTransport: f.allowInsecure, OnForcePush: f.onForcePush,
+		MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 	}
+	app.AllowInsecureTransport, app.OnForcePush = f.allowInsecure, f.onForcePush
 	if err := f.gitSafety(name); err != nil {
 		return app, err
 	}
