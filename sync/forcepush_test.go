@@ -26,20 +26,7 @@ func TestForcePushFollowedIsShownUntilAFastForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + r[:7]}) {
-		t.Fatalf("running %v, want the force-pushed revision followed", got)
-	}
-	want := "branch main moved from " + v2[:7] + " to " + r[:7] + ", not a fast-forward"
-	es := h.history("shop", KindForcePush)
-	if len(es) != 1 || es[0].Result != "followed" || !strings.HasPrefix(es[0].Summary, want) || es[0].Revision.SHA != r {
-		t.Fatalf("force-push history = %+v, want one entry %q", es, want)
-	}
-	if st.ForcePush == nil || st.ForcePush.From != v2 || st.ForcePush.To.SHA != r || st.ForcePush.Refused {
-		t.Fatalf("status force-push = %+v", st.ForcePush)
-	}
-	if !hasCondition(st, "force-push") || !strings.Contains(st.Message, "after a force-push: "+want) {
-		t.Fatalf("status errors %+v, message %q: want the force-push shown", st.Errors, st.Message)
-	}
+	checkFollowed(t, h, st, v2, r)
 
 	// Polling the same head and restarting keep it shown, recorded once.
 	h.clock.Advance(time.Minute)
@@ -64,18 +51,44 @@ func TestForcePushFollowedIsShownUntilAFastForward(t *testing.T) {
 	}
 }
 
-func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
+// checkFollowed checks that the force-push from -> to was followed,
+// recorded once and shown.
+func checkFollowed(t *testing.T, h *harness, st AppStatus, v2, r string) {
+	t.Helper()
+	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + r[:7]}) {
+		t.Fatalf("running %v, want the force-pushed revision followed", got)
+	}
+	want := "branch main moved from " + v2[:7] + " to " + r[:7] + ", not a fast-forward"
+	es := h.history("shop", KindForcePush)
+	if len(es) != 1 || es[0].Result != "followed" || !strings.HasPrefix(es[0].Summary, want) || es[0].Revision.SHA != r {
+		t.Fatalf("force-push history = %+v, want one entry %q", es, want)
+	}
+	if st.ForcePush == nil || st.ForcePush.From != v2 || st.ForcePush.To.SHA != r || st.ForcePush.Refused {
+		t.Fatalf("status force-push = %+v", st.ForcePush)
+	}
+	if !hasCondition(st, "force-push") || !strings.Contains(st.Message, "after a force-push: "+want) {
+		t.Fatalf("status errors %+v, message %q: want the force-push shown", st.Errors, st.Message)
+	}
+}
+
+// refusedForcePush deploys v1 then v2 with onForcePush: refuse, and
+// rewrites main to r on top of v1.
+func refusedForcePush(t *testing.T) (h *harness, v2, r string, good []string) {
+	t.Helper()
 	cfg := appConfig("shop")
 	cfg.OnForcePush = ForcePushRefuse
-	h := newHarness(t, cfg)
+	h = newHarness(t, cfg)
 	src := h.sources["shop"]
 	v1 := src.commit("v1", web("demo:v1", 2))
 	h.pass("shop", "startup")
-	v2 := src.commit("v2", web("demo:v2", 2))
+	v2 = src.commit("v2", web("demo:v2", 2))
 	h.pass("shop", "poll")
-	good := []string{"shop-web-1@" + v2[:7], "shop-web-2@" + v2[:7]}
+	r = src.rewrite(v1, "rewritten", web("demo:r", 2))
+	return h, v2, r, []string{"shop-web-1@" + v2[:7], "shop-web-2@" + v2[:7]}
+}
 
-	r := src.rewrite(v1, "rewritten", web("demo:r", 2))
+func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
+	h, v2, r, good := refusedForcePush(t)
 	st, err := h.pass("shop", "poll")
 	var stalled *stalledError
 	if !errors.As(err, &stalled) {
@@ -109,18 +122,24 @@ func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
 	if st.Refused == nil || st.ForcePush == nil || len(h.history("shop", KindForcePush, KindRefused)) != 1 {
 		t.Fatalf("after restart: refused %+v, force-push %+v, history %q", st.Refused, st.ForcePush, summaries(h.history("shop")))
 	}
+}
+
+func TestForcePushRefusedUntilACommitDescendsFromTheApplied(t *testing.T) {
+	h, v2, _, good := refusedForcePush(t)
+	src := h.sources["shop"]
+	h.pass("shop", "poll")
 
 	// A commit on top of the rewritten head is still not a fast-forward
 	// of what runs: the previous fetch is not what counts.
 	r2 := src.commit("on top of the rewrite", web("demo:r2", 2))
-	st, _ = h.pass("shop", "poll")
+	st, _ := h.pass("shop", "poll")
 	if st.Refused == nil || st.Refused.Revision.SHA != r2 || !slices.Equal(h.engine.running("shop"), good) {
 		t.Fatalf("commit on the rewritten history: refused %+v, running %v", st.Refused, h.engine.running("shop"))
 	}
 
 	// A commit that descends from the applied one deploys.
 	ff := src.rewrite(v2, "fast-forward", web("demo:v3", 2))
-	st, err = h.pass("shop", "poll")
+	st, err := h.pass("shop", "poll")
 	if err != nil || st.Applied.SHA != ff || st.Refused != nil || st.ForcePush != nil || hasCondition(st, "force-push") {
 		t.Fatalf("after a fast-forward: err %v, applied %s, refused %+v, force-push %+v", err, st.Applied.Short(), st.Refused, st.ForcePush)
 	}
