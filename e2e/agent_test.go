@@ -50,7 +50,7 @@ func startRigWith(t *testing.T, manifest func(app string) string, flags ...strin
 	r.repo.WriteFile(r.path+"/web.yaml", manifest(app))
 	r.repo.Commit("deploy web")
 	r.args = append([]string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path,
-		"--app", app}, flags...)
+		"--app", app, "--allow-insecure-transport"}, flags...)
 	r.agent = testenv.StartAgent(t, r.data, r.args...)
 	return r
 }

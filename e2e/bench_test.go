@@ -508,7 +508,7 @@ func startRepoAgent(t *testing.T, app string, files map[string]string, extra ...
 	}
 	repo.Commit("deploy " + app)
 	url := repo.URL(server)
-	args := append([]string{"run", "--repo", url, "--branch", "main", "--path", "apps/" + app, "--app", app}, extra...)
+	args := append([]string{"run", "--repo", url, "--branch", "main", "--path", "apps/" + app, "--app", app, "--allow-insecure-transport"}, extra...)
 	agent := testenv.StartAgent(t, t.TempDir(), args...)
 	return repo, url, agent
 }

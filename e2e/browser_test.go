@@ -40,7 +40,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A long poll interval on purpose: only "Sync now" can make the agent
 	// see the next commits within this test's deadlines.
 	agent := testenv.StartAgent(t, t.TempDir(), "run", "--repo", repo.URL(server), "--branch", "main",
-		"--path", path, "--app", app, "--interval", "30s")
+		"--path", path, "--app", app, "--interval", "30s", "--allow-insecure-transport")
 	artifacts := artifactDir(t)
 
 	// 1. The overview lists the app and turns Synced by itself once the

@@ -487,12 +487,18 @@ type composeAppConfig struct {
 	Allow       []string          `json:"allow,omitempty"`
 	Profiles    []string          `json:"profiles,omitempty"`
 	Environment map[string]string `json:"environment,omitempty"`
+	// AllowInsecureTransport is set by startConfigAgent: the test
+	// servers speak git:// and http://.
+	AllowInsecureTransport bool `json:"allowInsecureTransport"`
 }
 
 // startConfigAgent writes driftless.yaml (JSON is YAML) and starts one
 // agent for every app in it.
 func startConfigAgent(t *testing.T, apps []composeAppConfig, flags ...string) *testenv.Agent {
 	t.Helper()
+	for i := range apps {
+		apps[i].AllowInsecureTransport = true
+	}
 	body, err := json.MarshalIndent(map[string]any{"apps": apps}, "", "  ")
 	if err != nil {
 		t.Fatal(err)

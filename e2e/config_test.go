@@ -35,11 +35,13 @@ func TestAgentRunsSeveralAppsFromConfig(t *testing.T) {
     branch: main
     path: apps/shop
     interval: "@every 1s"
+    allowInsecureTransport: true
   - name: %s
     repo: %s
     branch: main
     path: apps/blog
     interval: 1s
+    allowInsecureTransport: true
     selfHeal: false
 `, shop, repo.URL(server), blog, repo.URL(server))
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {

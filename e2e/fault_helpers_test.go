@@ -286,7 +286,7 @@ func newFaultRig(t *testing.T, first svcState, o rigOptions) *faultRig {
 		r.repo.WriteFile(p, content)
 	}
 	r.commit("deploy web", first)
-	r.args = append([]string{"run", "--repo", r.repoURL, "--branch", "main", "--path", r.path, "--app", app}, o.flags...)
+	r.args = append([]string{"run", "--repo", r.repoURL, "--branch", "main", "--path", r.path, "--app", app, "--allow-insecure-transport"}, o.flags...)
 	if !o.noStart {
 		r.start()
 	}

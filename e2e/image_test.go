@@ -54,7 +54,7 @@ func TestAgentImage(t *testing.T) {
 			"--volume", "/var/run/docker.sock:/var/run/docker.sock",
 			"--volume", volume+":/data",
 			image, "run", "--repo", repo.URL(server), "--branch", "main", "--path", path, "--app", app,
-			"--interval", "1s", "--data", "/data", "--listen", addr)
+			"--interval", "1s", "--data", "/data", "--listen", addr, "--allow-insecure-transport")
 	}
 	// Registered after UniqueApp's clean-up, so it runs before it: the agent
 	// must be gone before its app's containers are removed, or it would

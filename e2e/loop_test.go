@@ -40,13 +40,14 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 
 	dataDir := t.TempDir()
 	cfg := dsync.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
-		Interval: "@every 1s", SelfHeal: true, MaxRemovalPercent: 50}
+		Interval: "@every 1s", SelfHeal: true, MaxRemovalPercent: 50, AllowInsecureTransport: true}
 	agent, err := dsync.New(dsync.Options{
 		DataDir: dataDir,
 		Apps:    []dsync.AppConfig{cfg},
 		Engine:  engine,
 		NewSource: func(c dsync.AppConfig) (dsync.Source, error) {
-			return gitsource.New(gitsource.Config{URL: c.Repo, Branch: c.Branch, Path: c.Path, Dir: filepath.Join(dataDir, "git", c.Name), Auth: c.Auth})
+			return gitsource.New(gitsource.Config{URL: c.Repo, Branch: c.Branch, Path: c.Path, Dir: filepath.Join(dataDir, "git", c.Name), Auth: c.Auth,
+				AllowInsecureTransport: c.AllowInsecureTransport})
 		},
 	})
 	if err != nil {

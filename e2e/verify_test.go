@@ -48,7 +48,7 @@ func TestSSHSignedCommitsOnlyAreApplied(t *testing.T) {
 		strangerRefusal: "(not in allowed signers " + signers + ")",
 		agentArgs: func(t *testing.T, app, url string) []string {
 			return []string{"run", "--repo", url, "--branch", "main", "--path", "apps/" + app, "--app", app,
-				"--interval", "1s", "--verify-ssh-allowed-signers", signers}
+				"--interval", "1s", "--verify-ssh-allowed-signers", signers, "--allow-insecure-transport"}
 		},
 	})
 }
@@ -74,6 +74,7 @@ func TestOpenPGPSignedCommitsOnlyAreApplied(t *testing.T) {
     branch: main
     path: apps/%s
     interval: 1s
+    allowInsecureTransport: true
     verify:
       openpgpKeys: [deploy.asc]
 `, app, url, app)

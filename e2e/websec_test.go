@@ -45,7 +45,7 @@ func webRepo(t *testing.T) (app string, sourceFlags []string) {
 	base := t.TempDir()
 	server := gitserver.RunDaemon(t, base)
 	gitserver.Init(t, base, "infra")
-	return app, []string{"run", "--repo", server.URL + "/absent.git", "--branch", "main", "--path", "apps/" + app, "--app", app, "--interval", "1s"}
+	return app, []string{"run", "--repo", server.URL + "/absent.git", "--branch", "main", "--path", "apps/" + app, "--app", app, "--interval", "1s", "--allow-insecure-transport"}
 }
 
 // webAgent is a driftless process started on a listen address of the

@@ -244,7 +244,7 @@ func (s *Source) result(repo *git.Repository, head *object.Commit) FetchResult {
 		prev, err := repo.CommitObject(plumbing.NewHash(s.last))
 		if err != nil {
 			s.log.Debug("previous git head not in clone; cannot check for force-push", "sha", s.last)
-		} else if ok, err := prev.IsAncestor(head); err == nil && !ok {
+		} else if ok, err := descends(context.Background(), head, prev.Hash); err == nil && !ok {
 			res.ForcePushed = true
 		}
 	}
@@ -276,4 +276,66 @@ func (s *Source) remoteRef() string {
 		return plumbing.NewTagReferenceName(s.cfg.Tag).String()
 	}
 	return "HEAD"
+}
+
+// IsAncestor reports whether the commit ancestor is descendant itself or
+// one of its ancestors: whether moving from ancestor to descendant is a
+// fast-forward. Both are looked up in the clone's object store, so a
+// commit a force-push made unreachable from every ref still counts, as
+// long as the clone holds it (driftless never prunes a clone). A commit
+// the clone does not hold (a fresh clone after a force-push, a typo) is
+// an error wrapping ErrCommitNotFound: the caller cannot tell, and should
+// say so.
+func (s *Source) IsAncestor(ctx context.Context, ancestor, descendant string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, a, err := s.commit(ancestor)
+	if err != nil {
+		return false, err
+	}
+	_, d, err := s.commit(descendant)
+	if err != nil {
+		return false, err
+	}
+	ok, err := descends(ctx, d, a.Hash)
+	if err != nil && ctx.Err() == nil {
+		// A parent the clone should hold cannot be read.
+		s.suspect = true
+		return false, s.newError(nil, fmt.Sprintf("walk the history of %s in the local clone", d.Hash.String()[:7]), err)
+	}
+	return ok, err
+}
+
+// descends walks the history of from, breadth first, looking for want.
+// Breadth first finds a recent ancestor (the usual fast-forward) after a
+// few commits; only a rewritten history is walked to its roots.
+func descends(ctx context.Context, from *object.Commit, want plumbing.Hash) (bool, error) {
+	seen := map[plumbing.Hash]bool{from.Hash: true}
+	queue := []*object.Commit{from}
+	for n := 0; len(queue) > 0; n++ {
+		c := queue[0]
+		queue = queue[1:]
+		if c.Hash == want {
+			return true, nil
+		}
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		err := c.Parents().ForEach(func(p *object.Commit) error {
+			if !seen[p.Hash] {
+				seen[p.Hash] = true
+				queue = append(queue, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }

@@ -39,6 +39,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Timeout bounds one Fetch (0 = DefaultTimeout); ctx may end it sooner.
 	Timeout time.Duration
+	// AllowInsecureTransport accepts http://, git://, file:// and local
+	// paths, which New refuses by default (see CheckTransport).
+	AllowInsecureTransport bool
 }
 
 // Auth holds credentials. They come from here only, never from the URL,
@@ -135,6 +138,11 @@ func New(cfg Config) (*Source, error) {
 	}
 	s.path = p
 
+	if !cfg.AllowInsecureTransport {
+		if err := CheckTransport(cfg.URL); err != nil {
+			return nil, fmt.Errorf("gitsource: %w; allow insecure transports for this source to accept it", err)
+		}
+	}
 	if err := s.parseURL(); err != nil {
 		return nil, err
 	}
@@ -257,6 +265,67 @@ func (s *Source) setupAuth() error {
 		}
 	}
 	return nil
+}
+
+// ErrInsecureTransport: the repository URL uses a transport that lets
+// someone other than the repository's owner change what is deployed. It
+// is a configuration error: a human must switch to https:// or ssh://, or
+// opt in.
+var ErrInsecureTransport = errors.New("insecure git transport")
+
+// InsecureTransportError says which URL was refused and why. URL has no
+// credentials, so the error is safe to log and show.
+type InsecureTransportError struct {
+	URL    string // credential-free
+	Scheme string // http, git or file ("file" also for local paths)
+	Reason string
+}
+
+func (e *InsecureTransportError) Error() string {
+	return fmt.Sprintf("repository %s is refused: %s", e.URL, e.Reason)
+}
+
+func (e *InsecureTransportError) Unwrap() error { return ErrInsecureTransport }
+
+// CheckTransport accepts https://, ssh:// and scp-like user@host:path
+// URLs, and refuses http://, git://, file:// and local paths with an
+// *InsecureTransportError (errors.Is ErrInsecureTransport). Only the
+// transport is judged: a URL that is malformed in other ways passes here
+// and fails in New. The URL in the error carries no credentials.
+func CheckTransport(raw string) error {
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil {
+		return nil // not a URL at all: New says so, with its own message
+	}
+	var reason string
+	switch strings.ToLower(ep.Protocol) {
+	case "https", "ssh":
+		return nil
+	case "http":
+		reason = "http:// is unencrypted and unauthenticated: anyone on the network path can change what is deployed and read the credentials sent"
+	case "git":
+		reason = "git:// is unauthenticated and unencrypted: anyone on the network path can change what is deployed"
+	case "file":
+		reason = "a local repository is not checked by any server: anyone who can write to it on this host can change what is deployed"
+	default:
+		return nil // unsupported schemes are New's to refuse
+	}
+	return &InsecureTransportError{URL: RedactURL(raw), Scheme: strings.ToLower(ep.Protocol), Reason: reason}
+}
+
+// RedactURL drops the credentials of a scheme URL ("http://user:pass@h/r"
+// becomes "http://h/r") and leaves scp-like URLs and paths as they are:
+// their user part is a login name, never a secret.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || !strings.Contains(raw, "://") {
+		return scrubSecrets(raw)
+	}
+	if u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }
 
 // Describe is the credential-free URL plus ref and path, for status and UI.

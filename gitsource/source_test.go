@@ -19,6 +19,8 @@ func newSource(t *testing.T, cfg gitsource.Config) *gitsource.Source {
 	if cfg.Dir == "" {
 		cfg.Dir = filepath.Join(t.TempDir(), "clone")
 	}
+	// The test servers speak git://, http:// and file://.
+	cfg.AllowInsecureTransport = true
 	s, err := gitsource.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

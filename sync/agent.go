@@ -70,6 +70,10 @@ type Source interface {
 	// Files returns the app's manifests directory at sha.
 	Files(ctx context.Context, sha string) (fs.FS, error)
 	Revision(ctx context.Context, sha string) (gitsource.Revision, error)
+	// IsAncestor reports whether moving from ancestor to descendant is a
+	// fast-forward; an error wrapping gitsource.ErrCommitNotFound when
+	// the source no longer holds one of them.
+	IsAncestor(ctx context.Context, ancestor, descendant string) (bool, error)
 }
 
 // ErrUnknownApp is returned for an app name not in the config.
@@ -864,7 +868,16 @@ func cloneStatus(s AppStatus) AppStatus {
 	s.Pinned = cloneRev(s.Pinned)
 	s.Fetched = cloneRev(s.Fetched)
 	s.Applied = cloneRev(s.Applied)
+	s.ForcePush = cloneForcePush(s.ForcePush)
 	return s
+}
+
+func cloneForcePush(f *ForcePush) *ForcePush {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	return &c
 }
 
 func cloneRev(r *gitsource.Revision) *gitsource.Revision {

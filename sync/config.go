@@ -63,7 +63,21 @@ type AppConfig struct {
 	// Verify, when set, applies only revisions whose commit is signed by
 	// one of its keys; others are refused like invalid revisions.
 	Verify *gitsource.Verifier
+
+	// AllowInsecureTransport accepts a repository over http://, git://,
+	// file:// or a local path, which anyone on the network path (or with
+	// write access on the host) could change.
+	AllowInsecureTransport bool
+	// OnForcePush is what a head that does not descend from the applied
+	// revision does: ForcePushFollow (default) or ForcePushRefuse.
+	OnForcePush string
 }
+
+// OnForcePush values.
+const (
+	ForcePushFollow = "follow" // apply it, record it, show it until a fast-forward
+	ForcePushRefuse = "refuse" // refuse it like an invalid revision
+)
 
 // AdoptCompose is the Adopt value that takes over a compose project.
 const AdoptCompose = "compose"
@@ -137,6 +151,9 @@ type fileAppConfig struct {
 	ComposeProject string            `json:"composeProject"`
 
 	Verify *fileVerify `json:"verify"`
+
+	AllowInsecureTransport bool   `json:"allowInsecureTransport"`
+	OnForcePush            string `json:"onForcePush"`
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -296,6 +313,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.Verify, err = parseVerify(fa.Verify, rel); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, parseGitSafety(fa, &app)...)
 	return app, errs
 }
 
@@ -315,6 +333,26 @@ func parseVerify(fv *fileVerify, rel func(string) string) (*gitsource.Verifier, 
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	return v, nil
+}
+
+// parseGitSafety reads allowInsecureTransport and onForcePush.
+func parseGitSafety(fa fileAppConfig, app *AppConfig) []error {
+	var errs []error
+	app.AllowInsecureTransport = fa.AllowInsecureTransport
+	if !fa.AllowInsecureTransport && fa.Repo != "" {
+		if err := gitsource.CheckTransport(fa.Repo); err != nil {
+			errs = append(errs, fmt.Errorf("repo: %w; use an https:// or ssh:// URL, or set allowInsecureTransport: true on this app to accept it", err))
+		}
+	}
+	app.OnForcePush = ForcePushFollow
+	switch fa.OnForcePush {
+	case "", ForcePushFollow:
+	case ForcePushRefuse:
+		app.OnForcePush = ForcePushRefuse
+	default:
+		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
+	}
+	return errs
 }
 
 // parseAuth reads an app's Git credentials from the environment variables
@@ -377,6 +415,13 @@ func redactURL(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// sourceIdentity names what the app tracks: a force-push is judged only
+// between revisions of the same repository and ref, so changing the
+// branch in the config is not one.
+func (c AppConfig) sourceIdentity() string {
+	return redactURL(c.Repo) + " " + c.refName()
 }
 
 // refName describes the tracked ref for status.

@@ -3,6 +3,8 @@ package sync
 import (
 	"strings"
 	"testing"
+
+	"github.com/driftless-dev/driftless/gitsource"
 )
 
 // FuzzParseConfig: any driftless.yaml either loads into a config whose apps
@@ -15,6 +17,8 @@ func FuzzParseConfig(f *testing.F) {
 		"listen: 127.0.0.1:9\nwebhookSecretEnv: HOOK\napps: []\n",
 		"apps:\n  - {name: Bad_Name, repo: x}\n",
 		"apps:\n  - name: a\n    repo: r\n    branch: main\n    tag: v1\n",
+		"apps:\n  - name: a\n    repo: git://h/r\n    allowInsecureTransport: true\n    onForcePush: refuse\n",
+		"apps:\n  - name: a\n    repo: http://u:p@h/r\n    onForcePush: follow\n",
 		"{",
 		"apps: 3",
 	} {
@@ -33,6 +37,12 @@ func FuzzParseConfig(f *testing.F) {
 		for _, a := range cfg.Apps {
 			if a.Name == "" || a.Repo == "" {
 				t.Fatalf("accepted an app without name or repo: %+v", a)
+			}
+			if !a.AllowInsecureTransport && gitsource.CheckTransport(a.Repo) != nil {
+				t.Fatalf("accepted an insecure repository %q without the opt-in", a.Repo)
+			}
+			if a.OnForcePush != ForcePushFollow && a.OnForcePush != ForcePushRefuse {
+				t.Fatalf("accepted onForcePush %q", a.OnForcePush)
 			}
 			if _, err := ParseSchedule(a.Interval); err != nil {
 				t.Fatalf("accepted an app with a bad interval %q: %v", a.Interval, err)

@@ -110,3 +110,58 @@ func TestParseSchedule(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigRefusesInsecureTransportsUnlessAllowed(t *testing.T) {
+	load := func(t *testing.T, yaml string) (Config, error) {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "driftless.yaml")
+		os.WriteFile(path, []byte(yaml), 0o600)
+		return LoadConfig(path)
+	}
+	for _, repo := range []string{"git://git.example.com/shop.git", "http://bob:hunter2@git.example.com/shop.git", "file:///srv/shop.git", "/srv/shop.git", "./shop"} {
+		t.Run(repo, func(t *testing.T) {
+			_, err := load(t, "apps:\n  - name: shop\n    repo: "+repo+"\n")
+			if err == nil {
+				t.Fatal("insecure transport accepted without the opt-in")
+			}
+			msg := err.Error()
+			for _, want := range []string{"apps[0] (shop): repo:", "can change what is deployed", "allowInsecureTransport: true"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q should contain %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "hunter2") {
+				t.Errorf("error leaks the password: %s", msg)
+			}
+			cfg, err := load(t, "apps:\n  - name: shop\n    repo: "+strings.Replace(repo, "bob:hunter2@", "", 1)+"\n    allowInsecureTransport: true\n")
+			if err != nil || !cfg.Apps[0].AllowInsecureTransport {
+				t.Fatalf("with the opt-in: %v, %+v", err, cfg.Apps)
+			}
+		})
+	}
+	cfg, err := load(t, "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n  - name: blog\n    repo: git@example.com:blog.git\n")
+	if err != nil || cfg.Apps[0].AllowInsecureTransport || cfg.Apps[1].AllowInsecureTransport {
+		t.Fatalf("https and ssh need no opt-in: %v, %+v", err, cfg.Apps)
+	}
+}
+
+func TestConfigOnForcePush(t *testing.T) {
+	for _, tc := range []struct{ value, want, err string }{
+		{"", ForcePushFollow, ""},
+		{"follow", ForcePushFollow, ""},
+		{"refuse", ForcePushRefuse, ""},
+		{"ignore", "", `onForcePush: "ignore" is not supported: use "follow"`},
+	} {
+		yaml := "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n"
+		if tc.value != "" {
+			yaml += "    onForcePush: " + tc.value + "\n"
+		}
+		cfg, err := parseConfig([]byte(yaml), t.TempDir(), func(string) string { return "" })
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("onForcePush %q: error %v, want %q", tc.value, err, tc.err)
+		case tc.err == "" && (err != nil || cfg.Apps[0].OnForcePush != tc.want):
+			t.Errorf("onForcePush %q: %v, %+v; want %q", tc.value, err, cfg.Apps, tc.want)
+		}
+	}
+}

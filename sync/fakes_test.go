@@ -32,8 +32,9 @@ type fakeSource struct {
 }
 
 type fakeCommit struct {
-	rev   gitsource.Revision
-	files map[string]string
+	rev    gitsource.Revision
+	files  map[string]string
+	parent string // the head it was committed on; "" for the first
 }
 
 func newFakeSource() *fakeSource { return &fakeSource{commits: map[string]fakeCommit{}} }
@@ -44,9 +45,40 @@ func (s *fakeSource) commit(subject string, files map[string]string) string {
 	defer s.mu.Unlock()
 	s.n++
 	sha := fmt.Sprintf("%07d%033x", s.n, s.n)
-	s.commits[sha] = fakeCommit{rev: gitsource.Revision{SHA: sha, Subject: subject, Author: "dev"}, files: files}
+	s.commits[sha] = fakeCommit{rev: gitsource.Revision{SHA: sha, Subject: subject, Author: "dev"}, files: files, parent: s.head}
 	s.head = sha
 	return sha
+}
+
+// rewrite force-pushes: a commit on top of base (not the head) becomes
+// the head.
+func (s *fakeSource) rewrite(base, subject string, files map[string]string) string {
+	s.mu.Lock()
+	s.head = base
+	s.mu.Unlock()
+	return s.commit(subject, files)
+}
+
+// forget drops a commit, as a clone made after a force-push would not
+// hold it.
+func (s *fakeSource) forget(sha string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.commits, sha)
+}
+
+func (s *fakeSource) IsAncestor(ctx context.Context, ancestor, descendant string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.commits[ancestor]; !ok {
+		return false, fmt.Errorf("commit %s: %w", ancestor, gitsource.ErrCommitNotFound)
+	}
+	for sha := descendant; sha != ""; sha = s.commits[sha].parent {
+		if sha == ancestor {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (s *fakeSource) revert(of string, files map[string]string) string {

@@ -34,6 +34,8 @@ type memory struct {
 	appliedRev   *gitsource.Revision
 	appliedState map[string]drift.AppliedService
 	lastRefused  string
+	appliedFrom  string     // sourceIdentity of appliedRev's source
+	forcePush    *ForcePush // shown until a later fast-forward
 	sourceFail   bool
 	crash        map[string]crashState     // by container name
 	failed       map[string]rolloutBackoff // by service
@@ -117,6 +119,9 @@ func (st *appState) restore(p persistedApp) {
 	st.mem.appliedRev = p.Applied
 	st.mem.appliedState = p.AppliedState
 	st.mem.lastRefused = p.LastRefused
+	st.mem.appliedFrom = p.AppliedFrom
+	st.mem.forcePush = p.ForcePush
+	st.status.ForcePush = cloneForcePush(p.ForcePush)
 	if p.Accepted != nil {
 		st.mem.restoreSHA = p.Accepted.SHA
 	}

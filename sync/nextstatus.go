@@ -58,6 +58,7 @@ func nextStatus(in statusInput) statusUpdate {
 	}
 	if !o.cancelled {
 		u.noteSource(in)
+		u.noteForcePush(in)
 	}
 	u.noteErrors(o)
 	conds := u.conditions(in)
@@ -92,6 +93,9 @@ func (u *statusUpdate) noteRefusal(in statusInput, r Refusal) {
 	u.mem.lastRefused = r.Revision.SHA
 	sha := r.Revision.SHA
 	u.addPersist(func(pa *persistedApp) { pa.LastRefused = sha })
+	if fp := in.out.forcePush; fp != nil && fp.Refused && fp.To.SHA == sha {
+		return // the force-push entry says it, with the remedy
+	}
 	rev := r.Revision
 	// "Still running" names what runs: the last applied revision, not
 	// one that was accepted but never came up.
@@ -184,11 +188,14 @@ func (u *statusUpdate) markApplied(in statusInput, desired *revisionState, plan 
 		state[s.Name] = drift.AppliedService{Hash: s.Hash, Replicas: s.Spec.Replicas}
 	}
 	prev := u.mem.appliedRev
+	from := in.cfg.sourceIdentity()
 	u.mem.appliedRev = &rev
 	u.mem.appliedState = state
+	u.mem.appliedFrom = from
 	u.addPersist(func(pa *persistedApp) {
 		pa.Applied = &rev
 		pa.AppliedState = state
+		pa.AppliedFrom = from
 	})
 	if entry && prev != nil && prev.SHA != rev.SHA {
 		r := rev
@@ -215,6 +222,43 @@ func (u *statusUpdate) noteSource(in statusInput) {
 	}
 }
 
+// noteForcePush records a force-push once, and forgets it at the first
+// fetched head after it that is not one: a fast-forward, or the old
+// history pushed back.
+func (u *statusUpdate) noteForcePush(in statusInput) {
+	o := in.out
+	old := u.mem.forcePush
+	switch {
+	case o.forcePush != nil:
+		if old != nil && old.From == o.forcePush.From && old.To.SHA == o.forcePush.To.SHA && old.Refused == o.forcePush.Refused {
+			return
+		}
+		fp := *o.forcePush
+		fp.Since = in.now
+		u.mem.forcePush = &fp
+		u.addPersist(func(pa *persistedApp) { c := fp; pa.ForcePush = &c })
+		to := fp.To
+		e := HistoryEntry{Kind: KindForcePush, Revision: &to, Result: "followed",
+			Summary: fp.Summary() + "; following it (onForcePush: " + ForcePushFollow + ")"}
+		if fp.Refused {
+			e.Result = "refused"
+			e.Summary = fp.Summary() + "; refused (onForcePush: " + ForcePushRefuse + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
+		}
+		u.record(in, e)
+	case old != nil && o.fetched != nil && o.sourceErr == nil && o.fetched.SHA != old.To.SHA:
+		u.mem.forcePush = nil
+		u.addPersist(func(pa *persistedApp) { pa.ForcePush = nil })
+	}
+}
+
+// forcePushCondition is the force-push as an active condition.
+func forcePushCondition(fp ForcePush) string {
+	if fp.Refused {
+		return fp.Summary() + "; refused (onForcePush: " + ForcePushRefuse + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
+	}
+	return fp.Summary() + "; followed (onForcePush: " + ForcePushFollow + "); this notice clears at the next fast-forward"
+}
+
 func (u *statusUpdate) noteErrors(o passOutcome) {
 	if o.cancelled {
 		return
@@ -234,7 +278,7 @@ func (u *statusUpdate) noteErrors(o passOutcome) {
 }
 
 // conditionOrder is how active problems are listed, most fundamental first.
-var conditionOrder = []string{"engine", "source", "validation", "apply", "conflict", "flapping", "history"}
+var conditionOrder = []string{"engine", "source", "force-push", "validation", "apply", "conflict", "flapping", "history"}
 
 // conditions are the active problems; each keeps its Since while the same
 // kind of problem lasts.
@@ -249,6 +293,9 @@ func (u *statusUpdate) conditions(in statusInput) map[string]Condition {
 	}
 	if o.engineErr != nil {
 		active["engine"] = engineMessage(o.engineErr)
+	}
+	if fp := u.mem.forcePush; fp != nil {
+		active["force-push"] = forcePushCondition(*fp)
 	}
 	if o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) {
 		active["apply"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
@@ -305,6 +352,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStat
 	s.Pinned = cloneRev(in.pinned)
 	sourceStatus(&s, in, conds)
 	s.Applied = cloneRev(mem.appliedRev)
+	s.ForcePush = cloneForcePush(mem.forcePush)
 	if o.refusal != nil {
 		r := *o.refusal
 		s.Refused = &r
@@ -390,6 +438,9 @@ func message(o passOutcome, mem memory, s *AppStatus) string {
 		}
 	}
 	if s.Applied != nil && s.Sync == drift.SyncSynced {
+		if fp := mem.forcePush; fp != nil && !fp.Refused && fp.To.SHA == s.Applied.SHA {
+			return "synced to " + s.Applied.Short() + " after a force-push: " + fp.Summary()
+		}
 		return "synced to " + s.Applied.Short()
 	}
 	if o.gap != nil {

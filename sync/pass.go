@@ -67,6 +67,9 @@ type passOutcome struct {
 	health   *drift.AppHealth
 	// cancelled: the agent is shutting down; the pass says nothing new.
 	cancelled bool
+	// forcePush: the fetched head does not descend from the applied
+	// revision (Since is left for nextStatus to set).
+	forcePush *ForcePush
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -139,7 +142,45 @@ func (p *pass) target(ctx context.Context, o *passOutcome) *gitsource.Revision {
 	}
 	rev := res.Revision
 	o.fetched = &rev
+	if !p.checkForcePush(ctx, rev, o) {
+		return nil
+	}
 	return &rev
+}
+
+// checkForcePush judges the fetched head against the last APPLIED
+// revision, not the previous fetch: after a refusal the previous fetch is
+// the rewritten head itself. false when Git could not answer; the pass
+// then keeps enforcing what it has, and retries.
+func (p *pass) checkForcePush(ctx context.Context, head gitsource.Revision, o *passOutcome) bool {
+	cfg, mem := p.in.cfg, p.in.mem
+	applied := mem.appliedRev
+	if applied == nil || applied.SHA == head.SHA || cfg.Commit != "" ||
+		(mem.appliedFrom != "" && mem.appliedFrom != cfg.sourceIdentity()) {
+		// Nothing to compare with, or the config now tracks something
+		// else on purpose.
+		return true
+	}
+	refuse := cfg.OnForcePush == ForcePushRefuse
+	if fp := mem.forcePush; fp != nil && fp.From == applied.SHA && fp.To.SHA == head.SHA {
+		// Known already: a rewritten history is walked to its roots, so
+		// it is not walked again on every poll.
+		c := *fp
+		c.Refused = refuse
+		o.forcePush = &c
+		return true
+	}
+	ok, err := p.st.source.IsAncestor(ctx, applied.SHA, head.SHA)
+	missing := errors.Is(err, gitsource.ErrCommitNotFound)
+	switch {
+	case err != nil && !missing:
+		o.sourceErr = fmt.Errorf("check whether %s descends from the applied %s: %w", head.Short(), applied.Short(), err)
+		return false
+	case ok:
+		return true
+	}
+	o.forcePush = &ForcePush{Ref: cfg.refName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse}
+	return true
 }
 
 // candidate parses a target that is not the accepted revision. A refused
@@ -154,6 +195,12 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 		}
 	}
 	if target == nil || (o.accepted != nil && o.accepted.rev.SHA == target.SHA) {
+		return nil
+	}
+	if fp := o.forcePush; fp != nil && fp.Refused && fp.To.SHA == target.SHA {
+		// Refused like an invalid revision: the applied one keeps
+		// running and healing.
+		o.refusal = &Refusal{Revision: *target, Reason: fp.Summary() + " (onForcePush: " + ForcePushRefuse + "); " + fp.Remedy()}
 		return nil
 	}
 	p.a.setTarget(p.in.cfg.Name, target.SHA)

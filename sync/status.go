@@ -6,6 +6,7 @@ package sync
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -54,6 +55,9 @@ type AppStatus struct {
 	// Warnings are problems of the enforced revision that did not refuse
 	// it (a compose variable that is not set).
 	Warnings []string `json:"warnings,omitempty"`
+	// ForcePush is set from a head that did not descend from the applied
+	// revision until a later fast-forward.
+	ForcePush *ForcePush `json:"forcePush,omitempty"`
 
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
@@ -111,6 +115,36 @@ type Refusal struct {
 	Errors   []string           `json:"errors,omitempty"` // file:line:column: field: message
 }
 
+// ForcePush is a tracked ref that moved to a commit that does not descend
+// from the applied revision: history was rewritten (a force-push, a tag
+// moved sideways), or the clone no longer holds the applied commit and
+// cannot tell.
+type ForcePush struct {
+	Ref  string             `json:"ref"`  // "branch main", "tag v1"
+	From string             `json:"from"` // SHA of the applied revision
+	To   gitsource.Revision `json:"to"`   // the head it moved to
+	// Missing: the clone no longer holds From (it was cloned again), so
+	// ancestry could not be checked and the move counts as a force-push.
+	Missing bool      `json:"missing,omitempty"`
+	Refused bool      `json:"refused"` // onForcePush: refuse
+	Since   time.Time `json:"since"`
+}
+
+// Summary says what moved: "branch main moved from 1a2b3c4 to 5d6e7f8,
+// not a fast-forward".
+func (f ForcePush) Summary() string {
+	from := shortSHA(f.From)
+	if f.Missing {
+		return fmt.Sprintf("%s moved from %s to %s, and the clone no longer holds %s, so it counts as not a fast-forward", f.Ref, from, f.To.Short(), from)
+	}
+	return fmt.Sprintf("%s moved from %s to %s, not a fast-forward", f.Ref, from, f.To.Short())
+}
+
+// Remedy says how to get a refused force-push deployed.
+func (f ForcePush) Remedy() string {
+	return fmt.Sprintf("to accept it, push a commit that descends from %s, or set onForcePush: %s", shortSHA(f.From), ForcePushFollow)
+}
+
 // Flap is a field repaired again and again: something outside Git is
 // fighting the agent.
 type Flap struct {
@@ -131,6 +165,9 @@ const (
 	KindFlapping HistoryKind = "flapping"
 	KindSource   HistoryKind = "source" // source failed or recovered
 	KindAction   HistoryKind = "action" // suspend, resume, self-heal toggled
+	// KindForcePush: the tracked ref moved to a commit that does not
+	// descend from the applied one (result "followed" or "refused").
+	KindForcePush HistoryKind = "force-push"
 )
 
 // HistoryEntry is one recorded event. Entries are kept in the data

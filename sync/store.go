@@ -52,6 +52,11 @@ type persistedApp struct {
 	Accepted     *gitsource.Revision             `json:"accepted,omitempty"` // last valid revision being enforced
 	AppliedState map[string]drift.AppliedService `json:"appliedState,omitempty"`
 	LastRefused  string                          `json:"lastRefused,omitempty"`
+	// AppliedFrom is the source (URL and ref) Applied came from: a
+	// force-push is only judged against a revision of the same ref.
+	AppliedFrom string `json:"appliedFrom,omitempty"`
+	// ForcePush is the force-push shown until a later fast-forward.
+	ForcePush *ForcePush `json:"forcePush,omitempty"`
 }
 
 func openStore(dataDir string, retention int) (*store, error) {

@@ -178,3 +178,31 @@ func TestHintsNameTheBinaryAsRun(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+func TestRunRefusesInsecureTransportWithoutTheFlag(t *testing.T) {
+	for _, repo := range []string{"git://git.example.com/infra.git", "http://bob:hunter2@git.example.com/infra.git", "/srv/git/infra", "file:///srv/git/infra"} {
+		f := runFlags{repo: repo, data: defaultDataDir(), listen: "127.0.0.1:8080", interval: "30s", path: "apps/shop"}
+		_, err := f.toConfig()
+		if err == nil {
+			t.Fatalf("%s accepted without --allow-insecure-transport", repo)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "app shop") || !strings.Contains(msg, "--allow-insecure-transport") ||
+			!strings.Contains(msg, "can change what is deployed") || strings.Contains(msg, "hunter2") {
+			t.Errorf("%s: error %q should name the app, the risk and the flag, without the password", repo, msg)
+		}
+		f.allowInsecure = true
+		cfg, err := f.toConfig()
+		if err != nil || !cfg.Apps[0].AllowInsecureTransport {
+			t.Errorf("%s with the flag: %v", repo, err)
+		}
+	}
+	f := runFlags{repo: "https://git.example.com/infra.git", data: defaultDataDir(), listen: "127.0.0.1:8080", interval: "30s", onForcePush: "sometimes"}
+	if _, err := f.toConfig(); err == nil || !strings.Contains(err.Error(), "--on-force-push") {
+		t.Fatalf("bad --on-force-push: %v", err)
+	}
+	f.onForcePush = "refuse"
+	if cfg, err := f.toConfig(); err != nil || cfg.Apps[0].OnForcePush != "refuse" {
+		t.Fatalf("--on-force-push refuse: %v", err)
+	}
+}

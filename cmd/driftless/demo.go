@@ -123,6 +123,10 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 		}},
 	}
+	for i := range cfg.Apps {
+		// The demo's repositories are local paths on this host.
+		cfg.Apps[i].AllowInsecureTransport = true
+	}
 	if s, err := readSecret(f.apiTokenFile, "DRIFTLESS_API_TOKEN"); err == nil {
 		cfg.APIToken = s
 	}

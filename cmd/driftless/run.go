@@ -54,6 +54,11 @@ type runFlags struct {
 	trustLoopback   bool
 	tlsCert         string
 	tlsKey          string
+
+	// allowInsecure and onForcePush are the per-app safety settings of
+	// single-app mode (allowInsecureTransport, onForcePush in the file).
+	allowInsecure bool
+	onForcePush   string
 }
 
 func defaultDataDir() string {
@@ -91,7 +96,9 @@ func (f *runFlags) register(fs interface {
 }, withSource bool) {
 	if withSource {
 		fs.StringVar(&f.config, "config", "", "driftless.yaml listing several apps (instead of --repo)")
-		fs.StringVar(&f.repo, "repo", "", "Git repository URL: https://, ssh://, git://, file:// or a local path")
+		fs.StringVar(&f.repo, "repo", "", "Git repository URL: https:// or ssh:// (git://, http://, file:// and local paths need --allow-insecure-transport)")
+		fs.BoolVar(&f.allowInsecure, "allow-insecure-transport", false, "accept a git://, http://, file:// or local repository, which anyone on the network path (or with write access here) could change")
+		fs.StringVar(&f.onForcePush, "on-force-push", dsync.ForcePushFollow, "a head that does not descend from the applied revision: follow (apply and record it) or refuse (keep the applied one)")
 		fs.StringVar(&f.branch, "branch", "", "branch to follow (default: the remote's default branch)")
 		fs.StringVar(&f.tag, "tag", "", "tag to follow instead of a branch")
 		fs.StringVar(&f.commit, "commit", "", "fixed commit to hold instead of a branch")
@@ -182,6 +189,10 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 		Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
 		MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
 	}
+	app.AllowInsecureTransport, app.OnForcePush = f.allowInsecure, f.onForcePush
+	if err := f.gitSafety(name); err != nil {
+		return app, err
+	}
 	opts, err := f.load.options(nil)
 	if err != nil {
 		return app, err
@@ -227,6 +238,19 @@ func (f *runFlags) verifier() (*gitsource.Verifier, error) {
 	return v, nil
 }
 
+// gitSafety checks the transport and onForcePush of single-app mode.
+func (f *runFlags) gitSafety(app string) error {
+	if !f.allowInsecure {
+		if err := gitsource.CheckTransport(f.repo); err != nil {
+			return fmt.Errorf("app %s: --repo: %w; use an https:// or ssh:// URL, or pass --allow-insecure-transport to accept it", app, err)
+		}
+	}
+	if f.onForcePush != "" && f.onForcePush != dsync.ForcePushFollow && f.onForcePush != dsync.ForcePushRefuse {
+		return fmt.Errorf("--on-force-push %q: want %s or %s", f.onForcePush, dsync.ForcePushFollow, dsync.ForcePushRefuse)
+	}
+	return nil
+}
+
 // config turns flags (or the config file) into the agent's configuration.
 func (f *runFlags) toConfig() (dsync.Config, error) {
 	var cfg dsync.Config
@@ -236,6 +260,9 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		}
 		if f.verifyPGP != "" || f.verifySSH != "" {
 			return cfg, errors.New("--verify-* flags apply to --repo only; with --config, set verify: per app in the file")
+		}
+		if f.allowInsecure || (f.onForcePush != "" && f.onForcePush != dsync.ForcePushFollow) {
+			return cfg, errors.New("--allow-insecure-transport and --on-force-push are for --repo; in a config file set allowInsecureTransport and onForcePush on each app")
 		}
 		c, err := dsync.LoadConfig(f.config)
 		if err != nil {
@@ -429,9 +456,10 @@ func sourceFactory(dataDir string, log *slog.Logger) func(dsync.AppConfig) (dsyn
 	return func(a dsync.AppConfig) (dsync.Source, error) {
 		return gitsource.New(gitsource.Config{
 			URL: a.Repo, Branch: a.Branch, Tag: a.Tag, Commit: a.Commit, Path: a.Path,
-			Dir:    filepath.Join(dataDir, "repos", a.Name),
-			Auth:   a.Auth,
-			Logger: log.With("app", a.Name),
+			Dir:                    filepath.Join(dataDir, "repos", a.Name),
+			Auth:                   a.Auth,
+			Logger:                 log.With("app", a.Name),
+			AllowInsecureTransport: a.AllowInsecureTransport,
 		})
 	}
 }
