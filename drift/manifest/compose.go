@@ -114,7 +114,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		if err != nil {
 			return nil, fmt.Errorf("reading compose file %s: %w", display(p), err)
 		}
-		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, opts.Limits))
+		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, budgetOf(fsys)))
 	}
 	main := l.ix.files[0]
 	for _, p := range layout.shadowed {
@@ -123,6 +123,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	if err := checkMixedFormats(l.errs, fsys, root, layout, ign, main.display, display); err != nil {
 		return nil, err
 	}
+	checkComposeCounts(l.errs, l.ix, budgetOf(fsys).lim)
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
@@ -197,7 +198,7 @@ func hasDocument(f *composeFile) bool {
 
 // parseComposeFile parses a compose file into yaml.v3 documents for
 // positions, reporting syntax errors and documents beyond the limits.
-func parseComposeFile(c *collector, p, display string, data []byte, lim Limits) *composeFile {
+func parseComposeFile(c *collector, p, display string, data []byte, b *budget) *composeFile {
 	f := &composeFile{path: p, display: display, data: data}
 	if !utf8.Valid(data) {
 		c.add(invalidUTF8(display, data), "", "file is not valid UTF-8")
@@ -215,7 +216,7 @@ func parseComposeFile(c *collector, p, display string, data []byte, lim Limits) 
 			c.add(pos, "", "YAML syntax error: %s", msg)
 			return f
 		}
-		if !checkDocuments(c, display, &n, docs, lim.WithDefaults().Documents) || !checkExpansion(c, display, &n, lim) {
+		if !checkDocuments(c, display, &n, docs, b.lim.Documents) || !checkStructure(c, display, &n, b) {
 			return f
 		}
 		if len(n.Content) == 0 || isNull(n.Content[0]) {

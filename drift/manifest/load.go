@@ -126,7 +126,7 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		if err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", display(f), err)
 		}
-		objs = append(objs, parseFile(c, app, display(f), data, opts.Limits)...)
+		objs = append(objs, parseFile(c, app, display(f), data, budgetOf(fsys))...)
 	}
 	result := assemble(c, app, objs)
 	if len(c.errs) > 0 {
@@ -201,9 +201,9 @@ func (c *collector) sorted() ErrorList {
 	return slices.CompactFunc(l, func(a, b *Error) bool { return *a == *b })
 }
 
-// parseFile splits a file into documents and parses each one, up to the
-// documents limit.
-func parseFile(c *collector, app, file string, data []byte, lim Limits) []*object {
+// parseFile splits a file into documents and parses each one, within the
+// revision's limits.
+func parseFile(c *collector, app, file string, data []byte, b *budget) []*object {
 	if !utf8.Valid(data) {
 		c.add(invalidUTF8(file, data), "", "file is not valid UTF-8")
 		return nil
@@ -216,7 +216,7 @@ func parseFile(c *collector, app, file string, data []byte, lim Limits) []*objec
 		if errors.Is(err, io.EOF) {
 			return objs
 		}
-		if err == nil && !checkDocuments(c, file, &n, docs, lim.WithDefaults().Documents) {
+		if err == nil && (!checkDocuments(c, file, &n, docs, b.lim.Documents) || !checkStructure(c, file, &n, b)) {
 			return objs
 		}
 		if err != nil {
