@@ -1,11 +1,14 @@
 package sync
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +63,9 @@ type AppConfig struct {
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
 	ComposeProject string
+	// Limits bound what one revision may ask for (replicas, services,
+	// bytes, ...); zero fields are manifest.DefaultLimits.
+	Limits manifest.Limits
 }
 
 // AdoptCompose is the Adopt value that takes over a compose project.
@@ -67,7 +73,7 @@ const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment}
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits}
 }
 
 // Config is the whole driftless.yaml.
@@ -124,6 +130,8 @@ type fileAppConfig struct {
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
+	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
+	Limits map[string]json.RawMessage `json:"limits"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -267,7 +275,28 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
+	var limitErrs []error
+	app.Limits, limitErrs = parseLimits(fa.Limits)
+	errs = append(errs, limitErrs...)
 	return app, errs
+}
+
+// parseLimits reads an app's limits: a count, or for the byte limits a
+// number of bytes or a quantity ("1Mi").
+func parseLimits(m map[string]json.RawMessage) (manifest.Limits, []error) {
+	var l manifest.Limits
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		text := strings.TrimSpace(string(m[name]))
+		var s string
+		if json.Unmarshal(m[name], &s) == nil {
+			text = s
+		}
+		if err := l.Set(name, text); err != nil {
+			errs = append(errs, fmt.Errorf("limits.%w", err))
+		}
+	}
+	return l, errs
 }
 
 // parseAuth reads an app's Git credentials from the environment variables

@@ -95,7 +95,7 @@ func (l *Limits) Set(name, value string) error {
 	counts := map[string]*int{"replicas": &l.Replicas, "services": &l.Services, "objects": &l.Objects, "files": &l.Files, "documents": &l.Documents}
 	p, ok := counts[name]
 	if !ok {
-		return fmt.Errorf("unknown limit %q: must be one of %s", name, strings.Join(LimitNames, ", "))
+		return fmt.Errorf("%s: unknown limit: must be one of %s", name, strings.Join(LimitNames, ", "))
 	}
 	n, err := strconv.Atoi(value)
 	if err != nil || n < 0 {
