@@ -64,7 +64,7 @@ type AppConfig struct {
 	Adopt          string
 	ComposeProject string
 	// Limits bound what one revision may ask for (replicas, services,
-	// bytes, ...); zero fields are manifest.DefaultLimits.
+	// bytes, ...); zero fields are manifest.DefaultLimits().
 	Limits manifest.Limits
 }
 

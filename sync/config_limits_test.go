@@ -23,8 +23,8 @@ apps:
 	if got := cfg.Apps[0].loadOptions().Limits; got != want {
 		t.Errorf("shop limits = %+v, want %+v", got, want)
 	}
-	if got := cfg.Apps[1].loadOptions().Limits.WithDefaults(); got != manifest.DefaultLimits {
-		t.Errorf("blog limits = %+v, want the defaults %+v", got, manifest.DefaultLimits)
+	if got := cfg.Apps[1].loadOptions().Limits.WithDefaults(); got != manifest.DefaultLimits() {
+		t.Errorf("blog limits = %+v, want the defaults %+v", got, manifest.DefaultLimits())
 	}
 
 	_, err = parseConfig([]byte(`

@@ -14,7 +14,7 @@ import (
 // Limits bound what one revision may ask of the agent. A commit is
 // untrusted input: without them one line (replicas: 9223372036854775807)
 // or one large file would take the agent, and every app it runs, down.
-// The zero value of a field means its default; see DefaultLimits.
+// The zero value of a field means its default; see DefaultLimits().
 type Limits struct {
 	// Replicas is the most replicas one service may ask for.
 	Replicas int `json:"replicas,omitempty"`
@@ -37,22 +37,25 @@ type Limits struct {
 	ContentBytes int64 `json:"contentBytes,omitempty"`
 }
 
-// DefaultLimits are the limits of an app whose configuration sets none.
-// ManifestBytes is chosen so that a worst-case revision at the limit parses
-// in well under 64 MiB with either front end (TestLimitsParseMemory).
-var DefaultLimits = Limits{
-	Replicas:      100,
-	Services:      200,
-	Objects:       200,
-	Files:         1000,
-	Documents:     1000,
-	ManifestBytes: 256 << 10,
-	ContentBytes:  16 << 20,
+// DefaultLimits returns the limits of an app whose configuration sets
+// none. ManifestBytes (with bytesPerNode and MaxNesting) is chosen so that
+// the worst revisions at the limits parse with a peak heap far below
+// 64 MiB with either front end (TestLimitsParseMemory).
+func DefaultLimits() Limits {
+	return Limits{
+		Replicas:      100,
+		Services:      200,
+		Objects:       200,
+		Files:         1000,
+		Documents:     1000,
+		ManifestBytes: 256 << 10,
+		ContentBytes:  16 << 20,
+	}
 }
 
 // WithDefaults returns l with every zero field set to its default.
 func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits
+	d := DefaultLimits()
 	pick := func(v, def int64) int64 {
 		if v == 0 {
 			return def
@@ -194,7 +197,7 @@ func contentFS(fsys fs.FS) *budgetFS {
 	if b, ok := fsys.(*budgetFS); ok {
 		return &budgetFS{FS: b.FS, b: b.b, kind: readContent, display: b.display}
 	}
-	return &budgetFS{FS: fsys, b: &budget{lim: DefaultLimits}, kind: readContent, display: func(p string) string { return p }}
+	return &budgetFS{FS: fsys, b: &budget{lim: DefaultLimits()}, kind: readContent, display: func(p string) string { return p }}
 }
 
 // ReadFile reads p if the revision's budget allows it, checking the size
@@ -390,7 +393,7 @@ func budgetOf(fsys fs.FS) *budget {
 	if b, ok := fsys.(*budgetFS); ok {
 		return b.b
 	}
-	return &budget{lim: DefaultLimits}
+	return &budget{lim: DefaultLimits()}
 }
 
 // checkComposeCounts refuses, before compose-go builds the project, more

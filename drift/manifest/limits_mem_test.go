@@ -16,7 +16,7 @@ import (
 // node budget leaves, padded to the byte limit; one long string; lists
 // nested as deep as allowed, repeated.
 func atLimit() map[string]fstest.MapFS {
-	lim := DefaultLimits
+	lim := DefaultLimits()
 	nodes := lim.ManifestBytes / bytesPerNode
 	pad := func(s string, per int) string { return s + strings.Repeat("x", max(per, 0)) }
 	// compose: per service 6 nodes + 2 per env entry; 8 for the file.
@@ -77,8 +77,8 @@ func TestLimitsParseMemory(t *testing.T) {
 			for _, f := range fsys {
 				size += len(f.Data)
 			}
-			if int64(size) > DefaultLimits.ManifestBytes || int64(size) < DefaultLimits.ManifestBytes*9/10 {
-				t.Fatalf("revision is %d bytes, want just under the limit %d", size, DefaultLimits.ManifestBytes)
+			if int64(size) > DefaultLimits().ManifestBytes || int64(size) < DefaultLimits().ManifestBytes*9/10 {
+				t.Fatalf("revision is %d bytes, want just under the limit %d", size, DefaultLimits().ManifestBytes)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestLimitsParseMemory$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "DRIFTLESS_LIMITS_CASE="+name)

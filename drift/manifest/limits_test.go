@@ -221,7 +221,7 @@ func TestLimitsSet(t *testing.T) {
 	if l != want {
 		t.Errorf("got %+v, want %+v", l, want)
 	}
-	if d := l.WithDefaults(); d.Files != DefaultLimits.Files || d.Replicas != 500 {
+	if d := l.WithDefaults(); d.Files != DefaultLimits().Files || d.Replicas != 500 {
 		t.Errorf("WithDefaults = %+v: want files defaulted, replicas kept", d)
 	}
 	for _, bad := range [][2]string{{"replica", "1"}, {"replicas", "-1"}, {"replicas", "1Mi"}, {"manifestBytes", "lots"}} {

@@ -44,7 +44,7 @@ type LoadOptions struct {
 	// app directory's .env file (compose's precedence: these win).
 	Environment map[string]string
 	// Limits bound what the revision may ask for; zero fields are
-	// DefaultLimits.
+	// DefaultLimits().
 	Limits Limits
 }
 
