@@ -1,11 +1,14 @@
 package sync
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +74,9 @@ type AppConfig struct {
 	// OnForcePush is what a head that does not descend from the applied
 	// revision does: ForcePushFollow (default) or ForcePushRefuse.
 	OnForcePush string
+	// Limits bound what one revision may ask for (replicas, services,
+	// bytes, ...); zero fields are manifest.DefaultLimits().
+	Limits manifest.Limits
 }
 
 // OnForcePush values.
@@ -84,7 +90,7 @@ const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment}
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits}
 }
 
 // Config is the whole driftless.yaml.
@@ -154,6 +160,8 @@ type fileAppConfig struct {
 
 	AllowInsecureTransport bool   `json:"allowInsecureTransport"`
 	OnForcePush            string `json:"onForcePush"`
+	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
+	Limits map[string]json.RawMessage `json:"limits"`
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -314,6 +322,9 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 		errs = append(errs, err)
 	}
 	errs = append(errs, parseGitSafety(fa, &app)...)
+	var limitErrs []error
+	app.Limits, limitErrs = parseLimits(fa.Limits)
+	errs = append(errs, limitErrs...)
 	return app, errs
 }
 
@@ -353,6 +364,24 @@ func parseGitSafety(fa fileAppConfig, app *AppConfig) []error {
 		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
 	}
 	return errs
+}
+
+// parseLimits reads an app's limits: a count, or for the byte limits a
+// number of bytes or a quantity ("1Mi").
+func parseLimits(m map[string]json.RawMessage) (manifest.Limits, []error) {
+	var l manifest.Limits
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		text := strings.TrimSpace(string(m[name]))
+		var s string
+		if json.Unmarshal(m[name], &s) == nil {
+			text = s
+		}
+		if err := l.Set(name, text); err != nil {
+			errs = append(errs, fmt.Errorf("limits.%w", err))
+		}
+	}
+	return l, errs
 }
 
 // parseAuth reads an app's Git credentials from the environment variables

@@ -21,6 +21,7 @@ func FuzzParseConfig(f *testing.F) {
 		"apps:\n  - name: a\n    repo: http://u:p@h/r\n    onForcePush: follow\n",
 		"{",
 		"apps: 3",
+		"apps:\n  - name: a\n    repo: r\n    limits: {replicas: 5, manifestBytes: 1Mi, contentBytes: 1e3, files: \"7\", documents: -1}\n",
 	} {
 		f.Add(seed)
 	}
@@ -46,6 +47,9 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			if _, err := ParseSchedule(a.Interval); err != nil {
 				t.Fatalf("accepted an app with a bad interval %q: %v", a.Interval, err)
+			}
+			if err := a.Limits.Validate(); err != nil {
+				t.Fatalf("accepted an app with bad limits %+v: %v", a.Limits, err)
 			}
 		}
 	})

@@ -60,6 +60,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 type loadFlags struct {
 	allow, hostPaths, profiles string
 	adopt                      string
+	limits                     string
 }
 
 func (l *loadFlags) register(fs interface {
@@ -68,6 +69,7 @@ func (l *loadFlags) register(fs interface {
 	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(manifest.AllowNames, ", "))
 	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
+	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
 	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers `docker compose` runs for the app's project, one replica at a time")
 }
 
@@ -93,6 +95,15 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 	}
 	if err := opts.Policy.Validate(); err != nil {
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
+	}
+	for _, kv := range splitList(l.limits) {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return opts, fmt.Errorf("--limit %q: write name=value, e.g. replicas=500", kv)
+		}
+		if err := opts.Limits.Set(strings.TrimSpace(name), value); err != nil {
+			return opts, fmt.Errorf("--limit: %w", err)
+		}
 	}
 	return opts, nil
 }

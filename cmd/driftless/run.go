@@ -197,7 +197,7 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 	if err != nil {
 		return app, err
 	}
-	app.Policy, app.Profiles = opts.Policy, opts.Profiles
+	app.Policy, app.Profiles, app.Limits = opts.Policy, opts.Profiles, opts.Limits
 	if adopt, err := f.load.adoptCompose(); err != nil {
 		return app, err
 	} else if adopt {

@@ -114,7 +114,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		if err != nil {
 			return nil, fmt.Errorf("reading compose file %s: %w", display(p), err)
 		}
-		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data))
+		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, budgetOf(fsys)))
 	}
 	main := l.ix.files[0]
 	for _, p := range layout.shadowed {
@@ -123,6 +123,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	if err := checkMixedFormats(l.errs, fsys, root, layout, ign, main.display, display); err != nil {
 		return nil, err
 	}
+	checkComposeCounts(l.errs, l.ix, budgetOf(fsys).lim)
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
@@ -142,8 +143,10 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		return nil, l.errs.sorted()
 	}
 	a := l.mapProject(project)
-	// The policy's refusals belong to the same list as the mapping's.
+	// The policy's and the limits' refusals belong to the same list as the
+	// mapping's.
 	l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)
+	l.errs.errs = append(l.errs.errs, CheckLimits(a, opts.Limits)...)
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
@@ -194,15 +197,15 @@ func hasDocument(f *composeFile) bool {
 }
 
 // parseComposeFile parses a compose file into yaml.v3 documents for
-// positions, reporting syntax errors.
-func parseComposeFile(c *collector, p, display string, data []byte) *composeFile {
+// positions, reporting syntax errors and documents beyond the limits.
+func parseComposeFile(c *collector, p, display string, data []byte, b *budget) *composeFile {
 	f := &composeFile{path: p, display: display, data: data}
 	if !utf8.Valid(data) {
 		c.add(invalidUTF8(display, data), "", "file is not valid UTF-8")
 		return f
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
+	for docs := 1; ; docs++ {
 		var n yaml.Node
 		err := decodeNode(dec, &n)
 		if errors.Is(err, io.EOF) {
@@ -211,6 +214,9 @@ func parseComposeFile(c *collector, p, display string, data []byte) *composeFile
 		if err != nil {
 			pos, msg := syntaxError(display, data, err)
 			c.add(pos, "", "YAML syntax error: %s", msg)
+			return f
+		}
+		if !checkDocuments(c, display, &n, docs, b.lim.Documents) || !checkStructure(c, display, &n, b) {
 			return f
 		}
 		if len(n.Content) == 0 || isNull(n.Content[0]) {

@@ -90,11 +90,15 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 		return
 	}
 	data, err := fs.ReadFile(sm.m.fsys, path.Join(sm.m.root, p))
+	var limit *LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !bool(ef.Required):
 		return
 	case errors.Is(err, fs.ErrNotExist):
 		sm.refuseAt(pos, field, "env file %q does not exist in the repository: commit it, or mark it required: false", ef.Path)
+		return
+	case errors.As(err, &limit):
+		sm.refuseAt(pos, field, "env file %q: %s", ef.Path, limit.asError().Msg)
 		return
 	case err != nil:
 		sm.refuseAt(pos, field, "cannot read env file %q: %v", ef.Path, err)
@@ -121,6 +125,7 @@ func (sm *serviceMap) mapDeploy() {
 	d := s.Deploy
 	if s.Scale != nil {
 		sm.spec.Replicas = *s.Scale
+		sm.record("replicas", "scale")
 	}
 	// compose's default is stop-first with parallelism 1: stop one old
 	// replica, then start its replacement.
@@ -134,6 +139,7 @@ func (sm *serviceMap) mapDeploy() {
 			sm.refuse("scale", "scale: %d and deploy.replicas: %d differ: keep one of them", *s.Scale, *d.Replicas)
 		}
 		sm.spec.Replicas = *d.Replicas
+		sm.record("replicas", "deploy.replicas")
 	}
 	sm.checkReplicas()
 	switch d.Mode {

@@ -35,7 +35,11 @@ func composeEnvironment(c *collector, fsys fs.FS, root string, display func(stri
 	p := path.Join(root, ".env")
 	data, err := fs.ReadFile(fsys, p)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+		var limit *LimitError
+		switch {
+		case errors.As(err, &limit):
+			c.errs = append(c.errs, limit.asError())
+		case !errors.Is(err, fs.ErrNotExist):
 			c.add(Position{File: display(p), Line: 1}, "", "cannot read: %v", err)
 		}
 		return env

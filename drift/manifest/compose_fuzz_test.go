@@ -36,6 +36,8 @@ func FuzzLoadCompose(f *testing.F) {
 		"- a\n- b\n",
 		"services:\n  web:\n    image: x\n    image: y\n",
 		"\xff\xfe",
+		billionLaughs("services: {web: {image: x}}\n"),
+		"services: {web: {image: x}}\nx-deep: " + strings.Repeat("[", 30) + strings.Repeat("]", 30) + "\n",
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}

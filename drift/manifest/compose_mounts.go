@@ -159,12 +159,13 @@ func (sm *serviceMap) repoTree(attr, src, what string) (string, *RepoTree, bool)
 		return "", nil, false
 	}
 	tree, err := ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
+	var limit *LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		sm.refuse(attr, "%s %q does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume", what, src)
 		return "", nil, false
-	case errors.Is(err, ErrTreeTooLarge):
-		sm.refuse(attr, "%s %q holds more than %d MiB: mount configuration, keep data in a volume", what, src, MaxRepoTreeBytes>>20)
+	case errors.As(err, &limit):
+		sm.refuse(attr, "%s %q: %s; mount configuration, keep data in a volume", what, src, limit.asError().Msg)
 		return "", nil, false
 	case err != nil:
 		sm.refuse(attr, "cannot read %s %q: %v", what, src, err)

@@ -43,6 +43,9 @@ type LoadOptions struct {
 	// Environment is what compose variables interpolate from, before the
 	// app directory's .env file (compose's precedence: these win).
 	Environment map[string]string
+	// Limits bound what the revision may ask for; zero fields are
+	// DefaultLimits().
+	Limits Limits
 }
 
 // LoadWith is Load with the app's options.
@@ -76,12 +79,24 @@ func LoadDirWith(dir string, app string, opts LoadOptions) (*App, error) {
 	return load(os.DirFS(dir), ".", app, opts, display)
 }
 
-// load dispatches to the app directory's front end: a compose file makes
-// it a compose app, anything else is read as driftless manifests.
+// load checks the app name and options and bounds the reads of fsys.
 func load(fsys fs.FS, root, app string, opts LoadOptions, display func(string) string) (*App, error) {
 	if !ValidName(app) {
 		return nil, fmt.Errorf("invalid app name %q: %s", app, nameRule)
 	}
+	if err := opts.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	// Every read of the revision goes through its budget; a limit hit on
+	// the way refuses the revision like a manifest error.
+	fsys = newBudgetFS(fsys, opts.Limits, display)
+	a, err := loadFormat(fsys, root, app, opts, display)
+	return a, limitErrors(err)
+}
+
+// loadFormat dispatches to the app directory's front end: a compose file
+// makes it a compose app, anything else is read as driftless manifests.
+func loadFormat(fsys fs.FS, root, app string, opts LoadOptions, display func(string) string) (*App, error) {
 	ign, err := readIgnoreList(fsys, root, display)
 	if err != nil {
 		return nil, err
@@ -111,13 +126,13 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		if err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", display(f), err)
 		}
-		objs = append(objs, parseFile(c, app, display(f), data)...)
+		objs = append(objs, parseFile(c, app, display(f), data, budgetOf(fsys))...)
 	}
 	result := assemble(c, app, objs)
 	if len(c.errs) > 0 {
 		return nil, c.sorted()
 	}
-	c.errs = CheckPolicy(result, opts.Policy)
+	c.errs = append(CheckPolicy(result, opts.Policy), CheckLimits(result, opts.Limits)...)
 	if err := ResolveRepoBinds(fsys, root, result); err != nil {
 		var list ErrorList
 		if !errors.As(err, &list) {
@@ -186,18 +201,22 @@ func (c *collector) sorted() ErrorList {
 	return slices.CompactFunc(l, func(a, b *Error) bool { return *a == *b })
 }
 
-// parseFile splits a file into documents and parses each one.
-func parseFile(c *collector, app, file string, data []byte) []*object {
+// parseFile splits a file into documents and parses each one, within the
+// revision's limits.
+func parseFile(c *collector, app, file string, data []byte, b *budget) []*object {
 	if !utf8.Valid(data) {
 		c.add(invalidUTF8(file, data), "", "file is not valid UTF-8")
 		return nil
 	}
 	var objs []*object
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
+	for docs := 1; ; docs++ {
 		var n yaml.Node
 		err := decodeNode(dec, &n)
 		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err == nil && (!checkDocuments(c, file, &n, docs, b.lim.Documents) || !checkStructure(c, file, &n, b)) {
 			return objs
 		}
 		if err != nil {

@@ -12,10 +12,6 @@ import (
 	"strings"
 )
 
-// MaxRepoTreeBytes bounds what one bind mount may materialize from the
-// repository: config files, not data sets.
-const MaxRepoTreeBytes = 16 << 20
-
 // RepoTree is the content of a file or directory of one revision that a
 // bind mount materializes.
 type RepoTree struct {
@@ -61,10 +57,7 @@ func (t *RepoTree) Hash() string {
 }
 
 // Errors of CleanRepoPath and ReadRepoTree.
-var (
-	ErrLeavesRepo   = errors.New("leaves the app directory")
-	ErrTreeTooLarge = fmt.Errorf("holds more than %d MiB", MaxRepoTreeBytes>>20)
-)
+var ErrLeavesRepo = errors.New("leaves the app directory")
 
 // CleanRepoPath turns a relative bind source as written ("./conf",
 // "conf/nginx.conf", ".") into a clean slash path relative to the app
@@ -84,23 +77,24 @@ func CleanRepoPath(p string) (string, error) {
 // CleanRepoPath) from the revision. Hidden entries are kept (a ".htpasswd"
 // is content like any other); symlinks are not in a revision's file system
 // and so cannot lead out of it.
+//
+// What it reads counts against the revision's files and contentBytes
+// limits (the default limits for an fsys that is not a revision being
+// loaded); a limit hit is a *LimitError.
 func ReadRepoTree(fsys fs.FS, p string) (*RepoTree, error) {
+	cfs := contentFS(fsys)
 	info, err := fs.Stat(fsys, p)
 	if err != nil {
 		return nil, err
 	}
 	if !info.IsDir() {
-		data, err := fs.ReadFile(fsys, p)
+		data, err := fs.ReadFile(cfs, p)
 		if err != nil {
 			return nil, err
-		}
-		if len(data) > MaxRepoTreeBytes {
-			return nil, fmt.Errorf("%s %w", p, ErrTreeTooLarge)
 		}
 		return &RepoTree{Files: []RepoFile{{Data: data, Exec: info.Mode()&0o111 != 0}}}, nil
 	}
 	t := &RepoTree{Dir: true}
-	var total int64
 	err = fs.WalkDir(fsys, p, func(fp string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -112,13 +106,9 @@ func ReadRepoTree(fsys fs.FS, p string) (*RepoTree, error) {
 		if err != nil {
 			return err
 		}
-		data, err := fs.ReadFile(fsys, fp)
+		data, err := fs.ReadFile(cfs, fp)
 		if err != nil {
 			return err
-		}
-		total += int64(len(data))
-		if total > MaxRepoTreeBytes {
-			return fmt.Errorf("%s %w", p, ErrTreeTooLarge)
 		}
 		rel := strings.TrimPrefix(fp, p+"/")
 		if p == "." {

@@ -1112,11 +1112,12 @@ func readBindTree(fsys fs.FS, root, repoPath string) (*RepoTree, error) {
 		return nil, err
 	}
 	tree, err := ReadRepoTree(fsys, path.Join(root, clean))
+	var limit *LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("repoPath %s does not exist in this revision", clean)
-	case errors.Is(err, ErrTreeTooLarge):
-		return nil, fmt.Errorf("repoPath %s holds more than %d MiB: mount config files, not data (use a volume)", clean, MaxRepoTreeBytes>>20)
+	case errors.As(err, &limit):
+		return nil, fmt.Errorf("repoPath %s: %s; mount config files, not data (use a volume)", clean, limit.asError().Msg)
 	case err != nil:
 		return nil, fmt.Errorf("reading repoPath %s: %v", clean, err)
 	}
