@@ -20,6 +20,9 @@ type revisionState struct {
 	rev     gitsource.Revision
 	app     *manifest.App
 	refusal *Refusal
+	// built: the images the revision builds were all there once in this
+	// process (see buildCandidate).
+	built bool
 }
 
 // revisionCache parses each commit once. It belongs to the worker that
