@@ -170,7 +170,7 @@ func resolveBuild(fsys fs.FS, root, app string, svc *Service) (*BuildContext, er
 	files, err := ReadBuildContext(fsys, path.Join(root, dir), dockerfile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("context %s: %v; commit the directory or fix the path", dir, err)
+		return nil, fmt.Errorf("context %s does not exist in this revision: commit the directory or fix the path", dir)
 	case errors.Is(err, ErrContextTooLarge):
 		return nil, fmt.Errorf("context %s %v: add a %s or point the context at a smaller directory", dir, ErrContextTooLarge, DockerIgnoreFile)
 	case err != nil:

@@ -60,11 +60,11 @@ func (sm *serviceMap) mapBuild() {
 	}
 	args := map[string]string{}
 	for k, val := range b.Args {
-		if val == nil {
-			sm.refuse("build.args", "%s has no value: write %s=VALUE (driftless does not pass its own environment to builds)", k, k)
-			continue
+		// compose-go drops an arg without a value that its environment
+		// does not set, as docker compose does; any left is skipped alike.
+		if val != nil {
+			args[k] = *val
 		}
-		args[k] = *val
 	}
 	if len(args) == 0 {
 		args = nil
