@@ -100,7 +100,7 @@ func (e *Engine) buildImage(ctx context.Context, appName string, bc *manifest.Bu
 	defer cancel()
 	start := time.Now()
 	progress(drift.BuildEvent{Image: bc.Ref, Services: bc.Services, Phase: drift.BuildStart})
-	e.log.Info("building image", "app", appName, "image", bc.Ref, "services", bc.Services, "context", bc.Build.Context)
+	e.log.Debug("building image", "app", appName, "image", bc.Ref, "services", bc.Services, "context", bc.Build.Context)
 	res, err := api.ImageBuild(bctx, bytes.NewReader(tarball), buildOptions(appName, bc))
 	if err != nil {
 		return e.buildFailure(ctx, bctx, bc, timeout, nil, err)
@@ -121,7 +121,7 @@ func (e *Engine) buildImage(ctx context.Context, appName string, bc *manifest.Bu
 		return &drift.BuildError{Image: bc.Ref, Services: bc.Services, Step: out.step, Tail: out.tail, Err: errors.New("the builder ended without producing the image")}
 	}
 	elapsed := time.Since(start)
-	e.log.Info("built image", "app", appName, "image", bc.Ref, "elapsed", elapsed.Round(time.Millisecond))
+	e.log.Debug("built image", "app", appName, "image", bc.Ref, "elapsed", elapsed.Round(time.Millisecond))
 	progress(drift.BuildEvent{Image: bc.Ref, Services: bc.Services, Phase: drift.BuildDone, Elapsed: elapsed})
 	return nil
 }
