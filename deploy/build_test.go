@@ -3,11 +3,17 @@ package deploy
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
@@ -107,5 +113,121 @@ func TestBuildOptions(t *testing.T) {
 	}
 	if o.Labels[drift.LabelApp] != "shop" || o.Labels[drift.LabelBuilt] != "true" || o.Labels[drift.LabelBuildTree] != "0123456789abcdef" {
 		t.Errorf("labels %v", o.Labels)
+	}
+}
+
+// fakeBuilder is an engine that builds: it has the images in images and
+// answers a build with stream (or by blocking until the build is
+// cancelled when stream is "").
+type fakeBuilder struct {
+	dockerAPI
+	images   map[string]bool
+	stream   string
+	buildErr error
+	builds   []client.ImageBuildOptions
+	tags     []string
+}
+
+func (f *fakeBuilder) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	if f.images[ref] {
+		return client.ImageInspectResult{}, nil
+	}
+	return client.ImageInspectResult{}, cerrdefs.ErrNotFound
+}
+
+func (f *fakeBuilder) ImageBuild(ctx context.Context, body io.Reader, o client.ImageBuildOptions) (client.ImageBuildResult, error) {
+	f.builds = append(f.builds, o)
+	if f.buildErr != nil {
+		return client.ImageBuildResult{}, f.buildErr
+	}
+	if _, err := io.ReadAll(body); err != nil {
+		return client.ImageBuildResult{}, err
+	}
+	if f.stream == "" {
+		pr, pw := io.Pipe()
+		go func() { <-ctx.Done(); pw.CloseWithError(ctx.Err()) }()
+		return client.ImageBuildResult{Body: pr}, nil
+	}
+	if !strings.Contains(f.stream, `"error"`) {
+		for _, t := range o.Tags {
+			f.images[t] = true
+		}
+	}
+	return client.ImageBuildResult{Body: io.NopCloser(strings.NewReader(f.stream))}, nil
+}
+
+func (f *fakeBuilder) ImageTag(_ context.Context, o client.ImageTagOptions) (client.ImageTagResult, error) {
+	f.tags = append(f.tags, o.Source+" -> "+o.Target)
+	return client.ImageTagResult{}, nil
+}
+
+func buildTestApp() *manifest.App {
+	ref := "shop/web:tree-0123456789ab"
+	return &manifest.App{Name: "shop", Builds: map[string]*manifest.BuildContext{ref: {
+		Ref: ref, Tags: []string{"shop/web:1"}, Services: []string{"web"},
+		Build: manifest.Build{Context: "web", Dockerfile: "Dockerfile"},
+		Files: &manifest.RepoTree{Dir: true, Files: []manifest.RepoFile{{Path: "Dockerfile", Data: []byte("FROM scratch\n")}}},
+	}}}
+}
+
+func TestEnsureImages(t *testing.T) {
+	ctx := context.Background()
+	var phases []drift.BuildPhase
+	record := func(ev drift.BuildEvent) { phases = append(phases, ev.Phase) }
+
+	// Missing: built, with its names, and then there.
+	f := &fakeBuilder{images: map[string]bool{}, stream: `{"stream":"Step 1/1 : FROM scratch\n"}` + "\n" + `{"stream":"Successfully built 1234\n"}` + "\n"}
+	e := newEngine(f, Options{})
+	defer e.prober.stop()
+	if err := e.EnsureImages(ctx, buildTestApp(), record); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.builds) != 1 || !f.images["shop/web:tree-0123456789ab"] || !f.images["shop/web:1"] {
+		t.Fatalf("builds %d, images %v", len(f.builds), f.images)
+	}
+	want := []drift.BuildPhase{drift.BuildStart, drift.BuildLog, drift.BuildLog, drift.BuildDone}
+	if !slices.Equal(phases, want) {
+		t.Errorf("events %v, want %v", phases, want)
+	}
+
+	// There: nothing built, its user tag moved to it (a revert).
+	phases = nil
+	if err := e.EnsureImages(ctx, buildTestApp(), record); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.builds) != 1 || !slices.Equal(f.tags, []string{"shop/web:tree-0123456789ab -> shop/web:1"}) || !slices.Equal(phases, []drift.BuildPhase{drift.BuildCached}) {
+		t.Errorf("an existing image: builds %d, tags %v, events %v", len(f.builds), f.tags, phases)
+	}
+}
+
+func TestEnsureImagesFailures(t *testing.T) {
+	ctx := context.Background()
+
+	// A failing step: a BuildError with the step.
+	f := &fakeBuilder{images: map[string]bool{}, stream: `{"stream":"Step 1/2 : FROM scratch\n"}` + "\n" + `{"stream":"Step 2/2 : COPY missing /x\n"}` + "\n" + `{"error":"COPY failed: no such file"}` + "\n"}
+	e := newEngine(f, Options{})
+	defer e.prober.stop()
+	err := e.EnsureImages(ctx, buildTestApp(), nil)
+	var be *drift.BuildError
+	if !errors.As(err, &be) || be.Step != "Step 2/2 : COPY missing /x" || be.Err.Error() != "COPY failed: no such file" || len(be.Tail) != 2 {
+		t.Errorf("failing step: %#v", err)
+	}
+
+	// A build that never ends: a BuildError that says how long it had.
+	f = &fakeBuilder{images: map[string]bool{}}
+	e2 := newEngine(f, Options{BuildTimeout: 50 * time.Millisecond})
+	defer e2.prober.stop()
+	err = e2.EnsureImages(ctx, buildTestApp(), nil)
+	if !errors.As(err, &be) || be.Timeout != 50*time.Millisecond || !strings.Contains(be.Error(), "took longer than 50ms") {
+		t.Errorf("endless build: %v", err)
+	}
+
+	// The engine failing is not the revision's fault.
+	f = &fakeBuilder{images: map[string]bool{}, buildErr: errors.New("connection refused")}
+	e3 := newEngine(f, Options{})
+	defer e3.prober.stop()
+	err = e3.EnsureImages(ctx, buildTestApp(), nil)
+	if errors.As(err, &be) || !errors.Is(err, drift.ErrEngineUnreachable) {
+		t.Errorf("engine failure: %v, want ErrEngineUnreachable and no BuildError", err)
 	}
 }

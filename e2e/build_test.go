@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/web"
 )
 
 // buildDockerfile runs the driftless binary (committed next to it) as the
@@ -41,10 +42,7 @@ func builtImages(t *testing.T, app string) []string {
 	t.Helper()
 	out := dockerStdout(t, "images", "--format", "{{.Repository}}:{{.Tag}}",
 		"--filter", "label="+drift.LabelBuilt+"=true", "--filter", "label="+drift.LabelApp+"="+app)
-	var refs []string
-	for _, l := range strings.Fields(out) {
-		refs = append(refs, l)
-	}
+	refs := strings.Fields(out)
 	slices.Sort(refs)
 	return refs
 }
@@ -60,6 +58,50 @@ func removeBuiltImages(t *testing.T, app string) {
 	}
 }
 
+// buildScenario is one app whose image the agent builds from a real
+// git server's repository.
+type buildScenario struct {
+	t     *testing.T
+	app   string
+	path  string
+	repo  *gitserver.Repo
+	agent *testenv.Agent
+	api   *web.Client
+}
+
+// image is the name driftless gives the build of web's context at HEAD.
+func (b *buildScenario) image() string {
+	return "driftless/" + b.app + "-web:tree-" + b.repo.Git("rev-parse", "HEAD:"+b.path+"/web")[:12]
+}
+
+// builds counts the builds the agent logged.
+func (b *buildScenario) builds() int {
+	return strings.Count(b.agent.Logs(), "msg=\"building image\"")
+}
+
+func (b *buildScenario) expectBuilds(n int, when string) {
+	b.t.Helper()
+	if got := b.builds(); got != n {
+		b.t.Errorf("%s: %d builds logged, want %d", when, got, n)
+	}
+}
+
+// enforced: sha runs image, healthy. With a newer revision refused, the
+// app is OutOfSync with its branch while the old one keeps running.
+func enforced(sha, image string) func(dsync.AppStatus) bool {
+	return func(st dsync.AppStatus) bool {
+		if st.Applied == nil || st.Applied.SHA != sha || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
+			return false
+		}
+		svc := st.Services[0]
+		return svc.Ready == 1 && len(svc.Containers) == 1 && svc.Containers[0].Image == image
+	}
+}
+
+func synced(sha, image string) func(dsync.AppStatus) bool {
+	return func(st dsync.AppStatus) bool { return st.Sync == drift.SyncSynced && enforced(sha, image)(st) }
+}
+
 // TestBuildFromRepository deploys a service whose image is built from the
 // repository, with the real agent, a real git server and the real engine:
 // the image is named after the Git tree hash of its context; a commit that
@@ -70,130 +112,110 @@ func removeBuiltImages(t *testing.T, app string) {
 // removes the unused built image and keeps the one in use.
 func TestBuildFromRepository(t *testing.T) {
 	testenv.RequireDocker(t)
-	var app string
+	b := &buildScenario{t: t}
 	// Registered first, so it runs last: after the agent stopped and the
 	// app's containers are gone, nothing uses the images any more.
-	t.Cleanup(func() { removeBuiltImages(t, app) })
-	app = testenv.UniqueApp(t)
-
+	t.Cleanup(func() { removeBuiltImages(t, b.app) })
+	b.app = testenv.UniqueApp(t)
 	base := t.TempDir()
 	server := gitserver.StartDaemon(t, base)
-	repo := gitserver.Init(t, base, "infra")
-	path := "apps/" + app
-	repo.WriteFile(path+"/compose.yaml", "services:\n  web:\n    build: ./web\n")
-	commitBuildContext(t, repo, path+"/web", "v1")
-	first := repo.Commit("web, built from the repository")
-	firstTree := repo.Git("rev-parse", "HEAD:"+path+"/web")
-	firstImage := "driftless/" + app + "-web:tree-" + firstTree[:12]
-
-	agent := testenv.StartAgent(t, t.TempDir(), "run", "--repo", repo.URL(server), "--branch", "main",
-		"--path", path, "--app", app, "--interval", "1s")
-	api := agent.Client()
-	// enforced: sha runs image, healthy. With a newer revision refused,
-	// the app is OutOfSync with its branch while the old one keeps running.
-	enforced := func(sha, image string) func(dsync.AppStatus) bool {
-		return func(st dsync.AppStatus) bool {
-			if st.Applied == nil || st.Applied.SHA != sha || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
-				return false
-			}
-			svc := st.Services[0]
-			return svc.Ready == 1 && len(svc.Containers) == 1 && svc.Containers[0].Image == image
-		}
-	}
-	running := func(sha, image string) func(dsync.AppStatus) bool {
-		return func(st dsync.AppStatus) bool { return st.Sync == drift.SyncSynced && enforced(sha, image)(st) }
-	}
-	builds := func() int { return strings.Count(agent.Logs(), "msg=\"building image\"") }
+	b.repo = gitserver.Init(t, base, "infra")
+	b.path = "apps/" + b.app
+	b.repo.WriteFile(b.path+"/compose.yaml", "services:\n  web:\n    build: ./web\n")
+	commitBuildContext(t, b.repo, b.path+"/web", "v1")
+	first := b.repo.Commit("web, built from the repository")
+	firstImage := b.image()
+	b.agent = testenv.StartAgent(t, t.TempDir(), "run", "--repo", b.repo.URL(server), "--branch", "main",
+		"--path", b.path, "--app", b.app, "--interval", "1s")
+	b.api = b.agent.Client()
 
 	// The first commit is built and deployed under the context's tree hash.
-	st := waitStatus(t, api, app, "the built image to run", running(first, firstImage))
-	if got := builtImages(t, app); !slices.Equal(got, []string{firstImage}) {
+	st := waitStatus(t, b.api, b.app, "the built image to run", synced(first, firstImage))
+	if got := builtImages(t, b.app); !slices.Equal(got, []string{firstImage}) {
 		t.Fatalf("built images %v, want [%s]", got, firstImage)
 	}
-	if n := builds(); n != 1 {
-		t.Fatalf("%d builds logged, want 1", n)
-	}
+	b.expectBuilds(1, "first commit")
 	firstID := containerIDs(st)
 
 	// A commit outside the context: nothing is built, nothing replaced.
-	repo.WriteFile(path+"/README.md", "the shop\n")
-	unrelated := repo.Commit("docs")
-	st = waitStatus(t, api, app, "the docs commit to be applied", running(unrelated, firstImage))
-	if n := builds(); n != 1 {
-		t.Errorf("a commit outside the context built %d more image(s)", n-1)
-	}
+	b.repo.WriteFile(b.path+"/README.md", "the shop\n")
+	st = waitStatus(t, b.api, b.app, "the docs commit to be applied", synced(b.repo.Commit("docs"), firstImage))
+	b.expectBuilds(1, "a commit outside the context")
 	if got := containerIDs(st); !slices.Equal(got, firstID) {
 		t.Errorf("a commit outside the context replaced the container: %v -> %v", firstID, got)
 	}
 
 	// A changed context is built and rolled out.
-	repo.WriteFile(path+"/web/version.txt", "v2")
-	second := repo.Commit("web v2")
-	secondImage := "driftless/" + app + "-web:tree-" + repo.Git("rev-parse", "HEAD:"+path+"/web")[:12]
-	st = waitStatus(t, api, app, "the rebuilt image to roll out", running(second, secondImage))
+	b.repo.WriteFile(b.path+"/web/version.txt", "v2")
+	second := b.repo.Commit("web v2")
+	secondImage := b.image()
+	st = waitStatus(t, b.api, b.app, "the rebuilt image to roll out", synced(second, secondImage))
 	if got := containerIDs(st); slices.Equal(got, firstID) {
 		t.Error("the changed context did not replace the container")
 	}
-	if n := builds(); n != 2 {
-		t.Errorf("%d builds logged after the context changed, want 2", n)
-	}
-	if got, want := builtImages(t, app), []string{firstImage, secondImage}; !slices.Equal(got, want) {
+	b.expectBuilds(2, "a changed context")
+	if got, want := builtImages(t, b.app), []string{firstImage, secondImage}; !slices.Equal(got, want) {
 		t.Errorf("built images %v, want %v", got, want)
 	}
 
 	// git revert: the earlier image comes back, without a build.
-	reverted := repo.Revert(second)
-	st = waitStatus(t, api, app, "the revert to run the earlier image", running(reverted, firstImage))
-	if n := builds(); n != 2 {
-		t.Errorf("the revert built again: %d builds logged, want 2", n)
-	}
-	goodID := containerIDs(st)
+	reverted := b.repo.Revert(second)
+	st = waitStatus(t, b.api, b.app, "the revert to run the earlier image", synced(reverted, firstImage))
+	b.expectBuilds(2, "the revert")
 
-	// A Dockerfile that fails is refused; the container keeps running.
-	repo.WriteFile(path+"/web/Dockerfile", buildDockerfile+"COPY missing-file /x\n")
-	broken := repo.Commit("copy a file that is not there")
-	st = waitStatus(t, api, app, "the failing build to be refused", func(st dsync.AppStatus) bool {
+	b.failingBuild(reverted, firstImage, containerIDs(st))
+	b.prune(reverted, firstImage, secondImage)
+}
+
+// failingBuild commits a Dockerfile that fails: the revision is refused
+// with the failing step, the last good one keeps running untouched, and
+// the refused revision is not built again on every poll.
+func (b *buildScenario) failingBuild(good, image string, ids []string) {
+	t := b.t
+	b.repo.WriteFile(b.path+"/web/Dockerfile", buildDockerfile+"COPY missing-file /x\n")
+	broken := b.repo.Commit("copy a file that is not there")
+	st := waitStatus(t, b.api, b.app, "the failing build to be refused", func(st dsync.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == broken
 	})
 	if !regexp.MustCompile(`failed at "Step 5/\d+ : COPY missing-file /x"`).MatchString(st.Refused.Reason) {
 		t.Errorf("refusal reason %q, want the failing step", st.Refused.Reason)
 	}
-	if len(st.Refused.Errors) == 0 || !slices.ContainsFunc(st.Refused.Errors, func(e string) bool { return strings.Contains(e, "Step 4/") }) {
+	if !slices.ContainsFunc(st.Refused.Errors, func(e string) bool { return strings.Contains(e, "Step 4/") }) {
 		t.Errorf("refusal errors %q, want the end of the build output", st.Refused.Errors)
 	}
-	st = waitStatus(t, api, app, "the last good revision to keep running", enforced(reverted, firstImage))
-	if got := containerIDs(st); !slices.Equal(got, goodID) {
-		t.Errorf("the refused build replaced the container: %v -> %v", goodID, got)
+	st = waitStatus(t, b.api, b.app, "the last good revision to keep running", enforced(good, image))
+	if got := containerIDs(st); !slices.Equal(got, ids) {
+		t.Errorf("the refused build replaced the container: %v -> %v", ids, got)
 	}
-	refused := history(t, api, app, string(dsync.KindRefused))
+	refused := history(t, b.api, b.app, string(dsync.KindRefused))
 	if len(refused) != 1 || refused[0].Revision == nil || refused[0].Revision.SHA != broken {
 		t.Errorf("refused history entries %+v, want one for %s", refused, broken[:7])
 	}
-	// The refused revision is not built again on every poll.
-	time.Sleep(3 * time.Second)
-	if n := strings.Count(agent.Logs(), "msg=\"building image\""); n != 3 {
-		t.Errorf("%d builds logged, want 3 (the failing one once)", n)
-	}
+	time.Sleep(3 * time.Second) // three more polls of the same head
+	b.expectBuilds(3, "polls of the refused revision (the failing build once)")
+}
 
-	// prune-images: a dry run first, then the unused image goes and the
-	// one in use stays.
+// prune runs prune-images: a dry run first, then the unused image goes
+// and the one in use stays.
+func (b *buildScenario) prune(good, inUse, unused string) {
+	t := b.t
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, code := testenv.Run(t, ctx, t.TempDir(), "prune-images", app)
-	if code != 0 || !strings.Contains(out, "would remove  "+secondImage) || !strings.Contains(out, "keep          "+firstImage) || !strings.Contains(out, "dry run") {
+	out, code := testenv.Run(t, ctx, t.TempDir(), "prune-images", b.app)
+	if code != 0 || !strings.Contains(out, "would remove  "+unused) || !strings.Contains(out, "keep          "+inUse) || !strings.Contains(out, "dry run") {
 		t.Fatalf("prune-images (dry run) exit %d:\n%s", code, out)
 	}
-	if got := builtImages(t, app); len(got) != 2 {
+	if got := builtImages(t, b.app); len(got) != 2 {
 		t.Fatalf("the dry run removed images: %v", got)
 	}
-	out, code = testenv.Run(t, ctx, t.TempDir(), "prune-images", app, "--yes")
-	if code != 0 || !regexp.MustCompile(`Removed 1 image\(s\) built for app `+app+`, [0-9.]+ [kMG]B freed`).MatchString(out) {
+	out, code = testenv.Run(t, ctx, t.TempDir(), "prune-images", b.app, "--yes")
+	if code != 0 || !regexp.MustCompile(`Removed 1 image\(s\) built for app `+b.app+`, [0-9.]+ [kMG]B freed`).MatchString(out) {
 		t.Fatalf("prune-images --yes exit %d:\n%s", code, out)
 	}
-	if got := builtImages(t, app); !slices.Equal(got, []string{firstImage}) {
-		t.Errorf("after pruning, built images %v, want only the one in use %s", got, firstImage)
+	if got := builtImages(t, b.app); !slices.Equal(got, []string{inUse}) {
+		t.Errorf("after pruning, built images %v, want only the one in use %s", got, inUse)
 	}
-	waitStatus(t, api, app, "the app to stay healthy after pruning", enforced(reverted, firstImage))
+	waitStatus(t, b.api, b.app, "the app to stay healthy after pruning", enforced(good, inUse))
 }
 
 // TestBuildApplyCLI: `driftless apply` builds a compose service's image
