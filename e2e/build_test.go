@@ -271,4 +271,19 @@ func TestBuildApplyCLI(t *testing.T) {
 	if code != 0 || strings.Contains(out, "Building:") || !strings.Contains(out, "No changes") {
 		t.Errorf("second apply exit %d, want no build and no changes:\n%s", code, out)
 	}
+
+	// A failing step: exit 1 with the step and the end of the output, and
+	// the running container is left alone.
+	id := dockerStdout(t, "inspect", "--format", "{{.Id}}", app+"-web-1")
+	df := filepath.Join(dir, "web", "Dockerfile")
+	if err := os.WriteFile(df, []byte("FROM scratch\nCOPY missing-file /x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = testenv.Run(t, ctx, dir, "apply", ".", "--app", app)
+	if code != 1 || !strings.Contains(out, "Last lines of the build:") || !strings.Contains(out, `failed at "Step 2/5 : COPY missing-file /x"`) || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("apply of a failing Dockerfile exit %d:\n%s", code, out)
+	}
+	if got := dockerStdout(t, "inspect", "--format", "{{.Id}}", app+"-web-1"); got != id {
+		t.Errorf("the failed build replaced the container: %s -> %s", id, got)
+	}
 }

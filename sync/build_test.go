@@ -18,6 +18,8 @@ type buildingEngine struct {
 	*fakeEngine
 	images   map[string]bool
 	attempts int // builds started
+	// during, if set, runs while a build is under way.
+	during func()
 }
 
 func (e *buildingEngine) EnsureImages(ctx context.Context, app *manifest.App, progress func(drift.BuildEvent)) error {
@@ -27,6 +29,10 @@ func (e *buildingEngine) EnsureImages(ctx context.Context, app *manifest.App, pr
 		}
 		e.attempts++
 		progress(drift.BuildEvent{Image: ref, Services: bc.Services, Phase: drift.BuildStart})
+		progress(drift.BuildEvent{Image: ref, Services: bc.Services, Phase: drift.BuildLog, Line: "Step 1/2 : FROM scratch"})
+		if e.during != nil {
+			e.during()
+		}
 		for _, f := range bc.Files.Files {
 			if f.Path == "Dockerfile" && strings.Contains(string(f.Data), "missing") {
 				return &drift.BuildError{Image: ref, Services: bc.Services, Step: "Step 2/2 : COPY missing /x",
@@ -88,7 +94,13 @@ func TestBuildFailureRefusesTheRevisionOnce(t *testing.T) {
 	}
 
 	good := src.commit("web", files)
+	var live string
+	eng.during = func() { st, _ := h.agent.App("shop"); live = st.Message }
 	st, err := h.pass("shop", "startup")
+	eng.during = nil
+	if !strings.HasPrefix(live, "building driftless/shop-web:tree-") || !strings.HasSuffix(live, " for web: Step 1/2 : FROM scratch") {
+		t.Errorf("live status during the build %q, want the image and the step being run", live)
+	}
 	if err != nil || st.Applied == nil || st.Applied.SHA != good || eng.attempts != 1 {
 		t.Fatalf("first commit: err %v, applied %v, builds %d", err, st.Applied, eng.attempts)
 	}
