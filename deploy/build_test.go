@@ -13,6 +13,8 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -229,5 +231,89 @@ func TestEnsureImagesFailures(t *testing.T) {
 	err = e3.EnsureImages(ctx, buildTestApp(), nil)
 	if errors.As(err, &be) || !errors.Is(err, drift.ErrEngineUnreachable) {
 		t.Errorf("engine failure: %v, want ErrEngineUnreachable and no BuildError", err)
+	}
+}
+
+// fakeImages is an engine with images and containers, for pruning.
+type fakeImages struct {
+	dockerAPI
+	images     []image.Summary
+	containers []container.Summary
+	filters    client.Filters
+	removed    []string
+}
+
+func (f *fakeImages) ImageList(_ context.Context, o client.ImageListOptions) (client.ImageListResult, error) {
+	f.filters = o.Filters
+	return client.ImageListResult{Items: f.images}, nil
+}
+
+func (f *fakeImages) ContainerList(_ context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {
+	if !o.All {
+		return client.ContainerListResult{}, errors.New("stopped containers must count")
+	}
+	return client.ContainerListResult{Items: f.containers}, nil
+}
+
+func (f *fakeImages) ImageRemove(_ context.Context, ref string, o client.ImageRemoveOptions) (client.ImageRemoveResult, error) {
+	if o.Force {
+		return client.ImageRemoveResult{}, errors.New("never forced")
+	}
+	f.removed = append(f.removed, ref)
+	for i, img := range f.images {
+		img.RepoTags = slices.DeleteFunc(slices.Clone(img.RepoTags), func(t string) bool { return t == ref })
+		f.images[i] = img
+	}
+	return client.ImageRemoveResult{}, nil
+}
+
+func (f *fakeImages) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	for _, img := range f.images {
+		if img.ID == ref && len(img.RepoTags) > 0 {
+			return client.ImageInspectResult{}, nil
+		}
+	}
+	return client.ImageInspectResult{}, cerrdefs.ErrNotFound
+}
+
+func TestPruneImages(t *testing.T) {
+	f := &fakeImages{
+		images: []image.Summary{
+			{ID: "sha256:old", RepoTags: []string{"driftless/shop-web:tree-aaaaaaaaaaaa", "shop/web:1"}, Size: 3000},
+			{ID: "sha256:used", RepoTags: []string{"driftless/shop-web:tree-bbbbbbbbbbbb"}, Size: 5000},
+			{ID: "sha256:stopped", RepoTags: []string{"driftless/shop-api:tree-cccccccccccc"}, Size: 7000},
+		},
+		containers: []container.Summary{
+			{Names: []string{"/shop-web-1"}, ImageID: "sha256:used", State: "running"},
+			{Names: []string{"/someone-else"}, ImageID: "sha256:stopped", State: "exited"},
+		},
+	}
+	e := newEngine(f, Options{})
+	defer e.prober.stop()
+	rep, err := e.PruneImages(context.Background(), "shop", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.removed) != 0 || rep.Freed != 3000 || !rep.DryRun {
+		t.Fatalf("dry run removed %v, freed %d", f.removed, rep.Freed)
+	}
+	if got := f.filters["label"]; !got[drift.LabelBuilt+"=true"] || !got[drift.LabelApp+"=shop"] {
+		t.Errorf("listed images with filters %v, want only the app's built ones", f.filters)
+	}
+	rep, err = e.PruneImages(context.Background(), "shop", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.removed, []string{"driftless/shop-web:tree-aaaaaaaaaaaa", "shop/web:1"}) || rep.Freed != 3000 {
+		t.Errorf("removed %v (freed %d), want only the unused image, by its names", f.removed, rep.Freed)
+	}
+	var kept []string
+	for _, p := range rep.Images {
+		if !p.Removed {
+			kept = append(kept, strings.Join(p.InUse, ","))
+		}
+	}
+	if !slices.Equal(kept, []string{"someone-else", "shop-web-1"}) {
+		t.Errorf("kept images used by %v, want the running and the stopped container's", kept)
 	}
 }

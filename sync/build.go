@@ -124,3 +124,24 @@ func (a *Agent) announceBuild(name string, rs *revisionState, ev drift.BuildEven
 		a.notify(name, "status")
 	}
 }
+
+// shareBuildContexts makes app use the build contexts cached revisions
+// already hold for the same image: a context is named by its content, and
+// holding one copy per revision of a context that rarely changes would
+// multiply the memory its files take by the cache's size.
+func (c *revisionCache) shareBuildContexts(app *manifest.App) {
+	if app == nil {
+		return
+	}
+	for ref := range app.Builds {
+		for _, other := range c.parsed {
+			if other.app == nil {
+				continue
+			}
+			if bc, ok := other.app.Builds[ref]; ok {
+				app.Builds[ref] = bc
+				break
+			}
+		}
+	}
+}

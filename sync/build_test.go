@@ -134,3 +134,26 @@ func TestBuildFailureRefusesTheRevisionOnce(t *testing.T) {
 		t.Fatalf("after the fix: err %v refused %+v applied %s builds %d", err, st.Refused, st.Applied.Short(), eng.attempts)
 	}
 }
+
+// Revisions with the same context hold one copy of its files.
+func TestRevisionsShareBuildContexts(t *testing.T) {
+	src := newFakeSource()
+	files := map[string]string{"compose.yaml": "services:\n  web:\n    build: ./web\n", "web/Dockerfile": "FROM scratch\n", "web/app": "v1"}
+	a := src.commit("a", files)
+	files["README.md"] = "docs"
+	b := src.commit("b", files)
+	cache := newRevisionCache()
+	ctx := context.Background()
+	ra, err := cache.loadSHA(ctx, src, appConfig("shop"), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := cache.loadSHA(ctx, src, appConfig("shop"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := ra.app.Service("web").Spec.Image
+	if rb.app.Service("web").Spec.Image != ref || ra.app.Builds[ref] == nil || ra.app.Builds[ref] != rb.app.Builds[ref] {
+		t.Errorf("two revisions with one context hold two copies of it (%p, %p)", ra.app.Builds[ref], rb.app.Builds[ref])
+	}
+}

@@ -57,6 +57,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev
 			return nil, err
 		}
 		rs.app = app
+		c.shareBuildContexts(app)
 	}
 	c.parsed[rev.SHA] = rs
 	c.order = append(c.order, rev.SHA)
