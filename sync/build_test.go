@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -155,5 +156,33 @@ func TestRevisionsShareBuildContexts(t *testing.T) {
 	ref := ra.app.Service("web").Spec.Image
 	if rb.app.Service("web").Spec.Image != ref || ra.app.Builds[ref] == nil || ra.app.Builds[ref] != rb.app.Builds[ref] {
 		t.Errorf("two revisions with one context hold two copies of it (%p, %p)", ra.app.Builds[ref], rb.app.Builds[ref])
+	}
+}
+
+// Apply fails, as the engine would, when a built image is missing.
+func (e *buildingEngine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult {
+	for _, s := range desired.Services {
+		if s.Spec.Build != nil && !e.images[s.Spec.Image] {
+			return drift.ApplyResult{Err: fmt.Errorf("create %s: no such image %s", s.Name, s.Spec.Image)}
+		}
+	}
+	return e.fakeEngine.Apply(ctx, desired, plan, opts)
+}
+
+// An image removed behind driftless's back is built again when the
+// enforced revision needs it.
+func TestRemovedImageIsBuiltAgain(t *testing.T) {
+	h, eng := newBuildHarness(t)
+	src := h.sources["shop"]
+	good := src.commit("web", map[string]string{"compose.yaml": "services:\n  web:\n    build: ./web\n", "web/Dockerfile": "FROM scratch\n"})
+	if _, err := h.pass("shop", "startup"); err != nil || eng.attempts != 1 {
+		t.Fatalf("deploy: %v, %d builds", err, eng.attempts)
+	}
+	eng.images = map[string]bool{}
+	h.engine.rm("shop-web-1")
+	h.pass("shop", "docker-event") // the create fails: the image is gone
+	st, err := h.pass("shop", "docker-event")
+	if err != nil || eng.attempts != 2 || !slices.Equal(h.engine.running("shop"), []string{"shop-web-1@" + good[:7]}) {
+		t.Fatalf("after the image was removed: err %v, %d builds, running %v, message %q", err, eng.attempts, h.engine.running("shop"), st.Message)
 	}
 }
