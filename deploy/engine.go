@@ -80,6 +80,8 @@ type Options struct {
 	// Docker daemon sees as the same host path.
 	FilesDir string
 	Logger   *slog.Logger
+	// BuildTimeout bounds one image build; default DefaultBuildTimeout.
+	BuildTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {

@@ -91,8 +91,8 @@ type pass struct {
 func (p *pass) run(ctx context.Context) (o passOutcome) {
 	defer func() { o.cancelled = ctx.Err() != nil }()
 	target := p.target(ctx, &o)
-	cand := p.candidate(ctx, target, &o)
-	if !p.observe(ctx, &o) {
+	cand, ok := p.buildCandidate(ctx, p.candidate(ctx, target, &o), &o)
+	if !ok || !p.observe(ctx, &o) {
 		return o
 	}
 	desired, plan, dec := p.decide(ctx, cand, &o)
@@ -100,8 +100,14 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		return o
 	}
 	if !dec.Apply.Empty() {
+		if !p.buildAccepted(ctx, desired, &o) {
+			return o
+		}
 		p.a.announceApply(p.in.cfg.Name, desired, dec.Apply)
 		o.apply = p.apply(ctx, desired, dec.Apply)
+		if o.apply.result.Err != nil {
+			desired.built = false // an image may be what failed: look again
+		}
 		if o.apply.result.OnlyCause(drift.FailureInterference, drift.FailureStopped) {
 			// The next pass runs at once and looks again; heal latency
 			// is what matters now, not this pass's picture.

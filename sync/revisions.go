@@ -20,6 +20,9 @@ type revisionState struct {
 	rev     gitsource.Revision
 	app     *manifest.App
 	refusal *Refusal
+	// built: the images the revision builds were all there once in this
+	// process (see buildCandidate).
+	built bool
 }
 
 // revisionCache parses each commit once. It belongs to the worker that
@@ -66,6 +69,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev
 			return nil, err
 		}
 		rs.app = app
+		c.shareBuildContexts(app)
 	}
 	c.add(rs)
 	return rs, nil

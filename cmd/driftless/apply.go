@@ -71,6 +71,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dryRun := fs.Bool("dry-run", false, "show the plan and change nothing")
 	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
 	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
+	buildTimeout := fs.Duration("build-timeout", deploy.DefaultBuildTimeout, "how long one image build from build: may take")
 	lfl.lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -81,7 +82,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError
 	}
-	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, FilesDir: deploy.DefaultFilesDir()})
+	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir()})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1
@@ -116,6 +117,9 @@ func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
 	start := time.Now()
 	var res drift.ApplyResult
 	if !decision.Apply.Empty() {
+		if err := a.build(ctx, desired); err != nil {
+			return 1, err
+		}
 		fmt.Fprintln(a.stdout, "\nApplying:")
 		var mu stdsync.Mutex
 		res = a.eng.Apply(ctx, desired, decision.Apply, drift.ApplyOptions{Progress: func(ev drift.Event) {

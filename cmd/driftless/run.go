@@ -47,6 +47,7 @@ type runFlags struct {
 	workers       int
 	resync        time.Duration
 	readyTimeout  time.Duration
+	buildTimeout  time.Duration
 	logLevel      string
 	load          loadFlags
 	// The web front end's exposure.
@@ -128,6 +129,7 @@ func (f *runFlags) register(fs interface {
 	fs.IntVar(&f.workers, "workers", 2, "apps reconciled at once")
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "full resync period, in case Docker events were missed")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
+	fs.DurationVar(&f.buildTimeout, "build-timeout", deploy.DefaultBuildTimeout, "how long one image build from the repository may take before its revision is refused")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
@@ -374,7 +376,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files")})
+	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files")})
 	if err != nil {
 		return err
 	}

@@ -143,6 +143,15 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		return nil, l.errs.sorted()
 	}
 	a := l.mapProject(project)
+	// Contexts are read only from a mapping without errors: a refused
+	// build: would only be reported twice.
+	if err := resolveBuildsIfValid(fsys, root, a, l.errs); err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		l.errs.errs = append(l.errs.errs, list...)
+	}
 	// The policy's and the limits' refusals belong to the same list as the
 	// mapping's.
 	l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)

@@ -76,7 +76,7 @@ var composeServiceRules = map[string]any{
 	"cpus":              composeMapped("resources.nanoCPUs"),
 	"pids_limit":        composeMapped("resources.pidsLimit"),
 	"pull_policy":       composeMapped("missing / if_not_present only (driftless pulls a missing image)"),
-	"build":             composeMapped("refused: build and tag the image, then set image:"),
+	"build":             composeMapped("build: context, dockerfile, args, target (see the build rows)"),
 
 	"develop": composeNoEffect("develop: configures docker compose watch, which a deployed app does not run"),
 	"attach":  composeNoEffect("attach: only chooses whose logs docker compose up prints"),

@@ -150,11 +150,12 @@ func (sm *serviceMap) service() Service {
 func (sm *serviceMap) mapImage() {
 	s := sm.s
 	if s.Build != nil {
-		sm.refuse("build", "is not supported yet: build and tag the image, then set image:")
+		sm.mapBuild()
 	}
 	switch {
 	case s.Image == "" && s.Build == nil:
-		sm.m.errs.add(sm.m.ix.keyAt(sm.base), sm.base, "needs image:")
+		sm.m.errs.add(sm.m.ix.keyAt(sm.base), sm.base, "needs image: or build:")
+	case s.Build != nil:
 	case s.Image != "":
 		if _, err := reference.ParseNormalizedNamed(s.Image); err != nil {
 			sm.refuse("image", "invalid image reference %q: %v", s.Image, err)

@@ -190,6 +190,16 @@ func newBudgetFS(fsys fs.FS, lim Limits, display func(string) string) *budgetFS 
 	return &budgetFS{FS: fsys, b: &budget{lim: lim.WithDefaults()}, kind: readManifest, display: display}
 }
 
+// buildContextFS returns fsys without the revision's byte budget: a build
+// context is sent to the engine, never parsed or mounted, and is bounded on
+// its own (MaxBuildContextBytes).
+func buildContextFS(fsys fs.FS) fs.FS {
+	if b, ok := fsys.(*budgetFS); ok {
+		return b.FS
+	}
+	return fsys
+}
+
 // contentFS returns the view of fsys that reads repository content: the
 // same budget, counted as content. A plain fs.FS gets a budget of its own
 // with the default limits, so no read is unbounded.

@@ -140,6 +140,13 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		}
 		c.errs = append(c.errs, list...)
 	}
+	if err := ResolveBuilds(fsys, root, result); err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		c.errs = append(c.errs, list...)
+	}
 	if len(c.errs) > 0 {
 		return nil, c.sorted()
 	}

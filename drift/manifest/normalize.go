@@ -57,6 +57,15 @@ func normalizeService(raw *rawServiceSpec) ServiceSpec {
 		Update:                 normalizeUpdate(raw.Update),
 		Readiness:              normalizeReadiness(raw.Readiness),
 	}
+	if b := raw.Build; b != nil {
+		spec.Build = &Build{
+			Context:    orDefaultString(b.Context, "."),
+			Dockerfile: orDefaultString(b.Dockerfile, DefaultDockerfile),
+			Args:       copyMap(b.Args),
+			Target:     b.Target,
+			Image:      raw.Image,
+		}
+	}
 	if len(spec.Networks) == 0 && raw.NetworkMode == "" {
 		spec.Networks = []string{DefaultNetwork}
 	}
@@ -376,6 +385,11 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.GroupAdd = nonEmpty(spec.GroupAdd)
 	out.Sysctls = copyMap(spec.Sysctls)
 	out.Ulimits = nonEmpty(spec.Ulimits)
+	if spec.Build != nil {
+		b := *spec.Build
+		b.Args = copyMap(b.Args)
+		out.Build = &b
+	}
 	if spec.Logging != nil {
 		l := *spec.Logging
 		l.Options = copyMap(l.Options)

@@ -107,6 +107,15 @@ type rawServiceSpec struct {
 	Ulimits            []rawUlimit         `json:"ulimits"`
 	ShmSize            *quantity           `json:"shmSize"`
 	Logging            *rawLogging         `json:"logging"`
+	Build              *rawBuild           `json:"build"`
+}
+
+// rawBuild builds the image from the revision (compose's build:).
+type rawBuild struct {
+	Context    string            `json:"context"`
+	Dockerfile string            `json:"dockerfile"`
+	Args       map[string]string `json:"args"`
+	Target     string            `json:"target"`
 }
 
 type rawHealthcheck struct {

@@ -26,6 +26,9 @@ type RepoFile struct {
 	Path string // slash-separated, relative to the tree; "" for a single file
 	Exec bool   // executable bit
 	Data []byte
+	// Link is a symlink's target (build contexts only; Data holds it
+	// too); "" for a regular file.
+	Link string
 }
 
 // Hash identifies the tree's content: the first 16 hex characters of a

@@ -82,6 +82,10 @@ type App struct {
 	// mounts with a RepoPath materialize. It is not part of any hash
 	// itself: each mount's ContentHash is.
 	Content map[string]*RepoTree `json:"-"`
+	// Builds are the images the revision builds, by the content-addressed
+	// reference the services run (see ResolveBuilds). Like Content, not
+	// hashed itself: each service's Build and Image are.
+	Builds map[string]*BuildContext `json:"-"`
 }
 
 // Service returns the named service, or nil.
@@ -207,6 +211,11 @@ type ServiceSpec struct {
 	Ulimits        []Ulimit          `json:"ulimits,omitempty"` // sorted by name
 	ShmSizeBytes   int64             `json:"shmSizeBytes,omitempty"`
 	Logging        *Logging          `json:"logging,omitempty"`
+
+	// Build says how Image is built from the revision; nil for an image
+	// that is pulled. With a Build, Image is the content-addressed name
+	// ResolveBuilds gives it.
+	Build *Build `json:"build,omitempty"`
 }
 
 // Dependency conditions (compose's depends_on condition).

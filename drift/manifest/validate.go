@@ -138,11 +138,21 @@ func validateService(c *collector, app string, o *object) {
 	}
 	spec := normalizeService(raw)
 
-	if raw.Image == "" {
+	switch {
+	case raw.Image == "" && raw.Build == nil:
 		r.required("spec.image")
-	} else if _, err := reference.ParseNormalizedNamed(raw.Image); err != nil {
-		r.errorf("spec.image", "invalid image reference %q: %v", raw.Image, err)
+	case raw.Image == "":
+	case raw.Build != nil:
+		// The built image's name; its digest cannot be known in advance.
+		if _, err := BuiltImageName(app, "x", raw.Image); err != nil {
+			r.errorf("spec.image", "%v", err)
+		}
+	default:
+		if _, err := reference.ParseNormalizedNamed(raw.Image); err != nil {
+			r.errorf("spec.image", "invalid image reference %q: %v", raw.Image, err)
+		}
 	}
+	validateBuild(r, raw.Build)
 	r.intRange("spec.replicas", raw.Replicas, 0, int(^uint(0)>>1))
 	validateEnv(r, raw)
 	validatePorts(r, raw)

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// runPruneImages is `driftless prune-images APP`: it removes the images
+// driftless built for the app that no container uses. It is a dry run
+// unless --yes is given.
+func runPruneImages(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("prune-images", "prune-images APP [--dry-run] [--yes] [--output text|json]",
+		"Remove the images driftless built for APP from its build: sections that no container uses,\nrunning or stopped. Images driftless did not build are never touched.\nWithout --yes (or with --dry-run) it only prints what it would remove.\nExit 0 when done, 1 when an image could not be removed or the engine failed, 2 on usage errors.", stderr)
+	dryRun := fs.Bool("dry-run", false, "print what would be removed and remove nothing (the default without --yes)")
+	yes := fs.Bool("yes", false, "remove the images")
+	output := fs.String("output", "text", "output format: text or json")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(pos) != 1 || !manifest.ValidName(pos[0]) || (*output != "text" && *output != "json") {
+		fs.Usage()
+		return exitError
+	}
+	eng, err := connectEngine(ctx, deploy.Options{FilesDir: deploy.DefaultFilesDir()})
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless prune-images:", err)
+		return 1
+	}
+	defer eng.Close()
+	rep, err := eng.PruneImages(ctx, pos[0], *dryRun || !*yes)
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless prune-images:", err)
+		return 1
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		fmt.Fprint(stdout, renderPrune(rep))
+	}
+	for _, p := range rep.Images {
+		if p.Err != "" {
+			return 1
+		}
+	}
+	return exitOK
+}
+
+// renderPrune prints a prune report, one image per line and a summary.
+func renderPrune(rep deploy.PruneReport) string {
+	var b strings.Builder
+	if len(rep.Images) == 0 {
+		fmt.Fprintf(&b, "No images built for app %s.\n", rep.App)
+		return b.String()
+	}
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	n := 0
+	for _, p := range rep.Images {
+		name := strings.Join(p.Tags, ", ")
+		if name == "" {
+			name = p.ID
+		}
+		switch {
+		case len(p.InUse) > 0:
+			fmt.Fprintf(&b, "  keep          %s  (%s, used by %s)\n", name, humanBytes(p.Size), strings.Join(p.InUse, ", "))
+		case p.Err != "":
+			fmt.Fprintf(&b, "  failed        %s  (%s): %s\n", name, humanBytes(p.Size), p.Err)
+		default:
+			n++
+			fmt.Fprintf(&b, "  %-13s %s  (%s)\n", verb, name, humanBytes(p.Size))
+		}
+	}
+	fmt.Fprintf(&b, "\n%s %d image(s) built for app %s, %s freed", strings.ToUpper(verb[:1])+verb[1:], n, rep.App, humanBytes(rep.Freed))
+	if rep.DryRun {
+		b.WriteString(" (dry run: run again with --yes to remove them)")
+	}
+	b.WriteString(".\n")
+	return b.String()
+}
+
+// humanBytes prints a size as docker does (decimal units).
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
