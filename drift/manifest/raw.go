@@ -107,6 +107,14 @@ type rawServiceSpec struct {
 	Ulimits            []rawUlimit         `json:"ulimits"`
 	ShmSize            *quantity           `json:"shmSize"`
 	Logging            *rawLogging         `json:"logging"`
+
+	// Image handling (not part of the hashed spec; see Service).
+	PullPolicy  string          `json:"pullPolicy"`
+	ImageUpdate *rawImageUpdate `json:"imageUpdate"`
+}
+
+type rawImageUpdate struct {
+	Interval string `json:"interval"`
 }
 
 type rawHealthcheck struct {
