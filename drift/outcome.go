@@ -15,7 +15,10 @@ import (
 type Phase string
 
 const (
-	PhaseStart   Phase = "start"
+	PhaseStart Phase = "start"
+	// PhasePull: a line of an image pull's progress (one per layer state
+	// change), before the replica is created.
+	PhasePull    Phase = "pull"
 	PhaseCreated Phase = "created"
 	PhaseStarted Phase = "started"
 	PhaseWaiting Phase = "waiting"
