@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/robfig/cron/v3"
@@ -60,6 +61,9 @@ type AppConfig struct {
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
 	ComposeProject string
+	// Registries are credentials for this app's pulls; they win over the
+	// global ones and Docker's config.json.
+	Registries []deploy.RegistryLogin
 }
 
 // AdoptCompose is the Adopt value that takes over a compose project.
@@ -78,6 +82,10 @@ type Config struct {
 	APIToken       string
 	ReadOnlyPublic bool // the UI and read-only API need no token
 	Apps           []AppConfig
+	// Registries are credentials for pulls of every app; Docker's
+	// config.json ($DOCKER_CONFIG or ~/.docker) is consulted for hosts
+	// not listed.
+	Registries []deploy.RegistryLogin
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
@@ -90,6 +98,7 @@ type fileConfig struct {
 	APITokenFile      string          `json:"apiTokenFile"`
 	ReadOnlyPublic    bool            `json:"readOnlyPublic"`
 	Apps              []fileAppConfig `json:"apps"`
+	Registries        []fileRegistry  `json:"registries"`
 }
 
 type fileAppConfig struct {
@@ -124,6 +133,7 @@ type fileAppConfig struct {
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
+	Registries     []fileRegistry    `json:"registries"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -181,6 +191,9 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	if cfg.APIToken, err = secret("apiToken", fc.APITokenEnv, fc.APITokenFile); err != nil {
 		errs = append(errs, err)
 	}
+	var regErrs []error
+	cfg.Registries, regErrs = parseRegistries("registries", fc.Registries, secret, getenv)
+	errs = append(errs, regErrs...)
 	if len(fc.Apps) == 0 {
 		errs = append(errs, errors.New("apps: no apps configured"))
 	}
@@ -264,6 +277,9 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	var regErrs []error
+	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
+	errs = append(errs, regErrs...)
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
