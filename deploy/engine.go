@@ -125,6 +125,11 @@ type Engine struct {
 	// healthy), by container ID.
 	wakeMu sync.Mutex
 	wakers map[string][]chan struct{}
+
+	// digests caches each image ID's RepoDigests: an ID names fixed
+	// content, so observing does one inspect per new image, not per pass.
+	digestMu sync.Mutex
+	digests  map[string][]string
 }
 
 // waker returns a channel that is signalled when an event concerns the

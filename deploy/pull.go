@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
@@ -203,4 +204,79 @@ func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) erro
 		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error()}
 	}
 	return err
+}
+
+// ResolveDigest asks the image's registry, through the engine and with
+// the app's credentials, which manifest digest the image's tag names now
+// ("sha256:…"). It is one registry request; nothing is pulled.
+func (e *Engine) ResolveDigest(ctx context.Context, app, image string) (string, error) {
+	host, auth, err := e.registryAuth(ctx, app, image)
+	if err != nil {
+		return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+	}
+	res, err := e.api.DistributionInspect(ctx, image, client.DistributionInspectOptions{EncodedRegistryAuth: auth})
+	if err != nil {
+		if client.IsErrConnectionFailed(err) {
+			return "", fmt.Errorf("resolve image %s: %w", image, err)
+		}
+		return "", &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+	}
+	return res.Descriptor.Digest.String(), nil
+}
+
+// fillDigests sets each container's ImageDigest from its image's
+// RepoDigests (inspected once per image ID).
+func (e *Engine) fillDigests(ctx context.Context, cs []drift.Container) {
+	for i := range cs {
+		c := &cs[i]
+		if c.ImageID == "" {
+			continue
+		}
+		e.digestMu.Lock()
+		repo, ok := e.digests[c.ImageID]
+		e.digestMu.Unlock()
+		if !ok {
+			res, err := e.api.ImageInspect(ctx, c.ImageID)
+			if err != nil {
+				// Not worth failing an observation over: the digest is
+				// for display, and the next pass asks again.
+				continue
+			}
+			repo = res.RepoDigests
+			e.digestMu.Lock()
+			if e.digests == nil {
+				e.digests = map[string][]string{}
+			}
+			e.digests[c.ImageID] = repo
+			e.digestMu.Unlock()
+		}
+		c.ImageDigest = pickDigest(c.Image, c.ImageID, repo)
+	}
+}
+
+// pickDigest is the digest of the repository the container names among
+// the image's RepoDigests ("repo@sha256:…"), else the first, else the
+// image ID.
+func pickDigest(image, imageID string, repoDigests []string) string {
+	name := image
+	if named, err := reference.ParseNormalizedNamed(image); err == nil {
+		name = named.Name()
+	}
+	first := ""
+	for _, rd := range repoDigests {
+		repo, digest, ok := strings.Cut(rd, "@")
+		if !ok {
+			continue
+		}
+		if first == "" {
+			first = digest
+		}
+		if n, err := reference.ParseNormalizedNamed(repo); err == nil && n.Name() == name {
+			return digest
+		}
+	}
+	if first != "" {
+		return first
+	}
+	return imageID
 }

@@ -84,17 +84,20 @@ type ServiceStatus struct {
 
 // ContainerStatus is one replica.
 type ContainerStatus struct {
-	Name         string    `json:"name"`
-	ID           string    `json:"id"`
-	Slot         int       `json:"slot"`
-	State        string    `json:"state"`
-	Status       string    `json:"status"`
-	Ready        bool      `json:"ready"`
-	ReadyReason  string    `json:"readyReason,omitempty"`
-	RestartCount int       `json:"restartCount"`
-	Image        string    `json:"image"`
-	Revision     string    `json:"revision"`
-	Created      time.Time `json:"created"`
+	Name         string `json:"name"`
+	ID           string `json:"id"`
+	Slot         int    `json:"slot"`
+	State        string `json:"state"`
+	Status       string `json:"status"`
+	Ready        bool   `json:"ready"`
+	ReadyReason  string `json:"readyReason,omitempty"`
+	RestartCount int    `json:"restartCount"`
+	Image        string `json:"image"`
+	// ImageDigest is the digest of the image the replica runs
+	// ("sha256:…"), or its image ID when it has no registry digest.
+	ImageDigest string    `json:"imageDigest,omitempty"`
+	Revision    string    `json:"revision"`
+	Created     time.Time `json:"created"`
 }
 
 // Condition is an active problem and how long it has lasted.
