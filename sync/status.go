@@ -134,6 +134,7 @@ const (
 	KindFlapping HistoryKind = "flapping"
 	KindSource   HistoryKind = "source" // source failed or recovered
 	KindAction   HistoryKind = "action" // suspend, resume, self-heal toggled
+	KindImage    HistoryKind = "image"  // a followed image tag moved to a new digest
 )
 
 // HistoryEntry is one recorded event. Entries are kept in the data

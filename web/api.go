@@ -102,7 +102,7 @@ type historyPage struct {
 
 var allKinds = []dsync.HistoryKind{
 	dsync.KindSync, dsync.KindRepair, dsync.KindRefused, dsync.KindRollback,
-	dsync.KindFlapping, dsync.KindSource, dsync.KindAction,
+	dsync.KindFlapping, dsync.KindSource, dsync.KindAction, dsync.KindImage,
 }
 
 const (
