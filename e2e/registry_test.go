@@ -275,3 +275,76 @@ func TestPullPolicies(t *testing.T) {
 		t.Errorf("the failed rollout must keep the gen2 replica: %v", ids)
 	}
 }
+
+// TestImageUpdateRollsOutMovedTag: a service follows :stable every 2s.
+// A new image pushed under the tag is rolled out with a history entry
+// naming both digests, and the status shows the new digest per replica;
+// a crashing image pushed under the tag is backed off and reported
+// Degraded while the previous replica keeps serving.
+func TestImageUpdateRollsOutMovedTag(t *testing.T) {
+	testenv.RequireDocker(t)
+	reg := registry.Start(t, "deployer", "pw")
+	app := testenv.UniqueApp(t)
+	v1 := testenv.WorkloadImage(t, "v1")
+	gen1 := variantImage(t, v1, "driftless-e2e-"+app+":gen1", "IMAGE_GEN=1")
+	gen2 := variantImage(t, v1, "driftless-e2e-"+app+":gen2", "IMAGE_GEN=2")
+	crash := variantImage(t, v1, "driftless-e2e-"+app+":crash", "WORKLOAD_CRASH=true")
+	ref, d1 := reg.Push(t, gen1, pushedRepo(app, "web")+":stable")
+
+	base := t.TempDir()
+	server := gitserver.StartDaemon(t, base)
+	repo := gitserver.Init(t, base, "infra")
+	manifest := strings.Replace(webManifest(ref, 1, "followed"), "spec:\n", "spec:\n  imageUpdate: {interval: 2s}\n", 1)
+	repo.WriteFile("apps/"+app+"/web.yaml", manifest)
+	sha := repo.Commit("follow stable")
+	cfg := writeConfig(t, fmt.Sprintf("apps:\n  - name: %s\n    repo: %s\n    path: apps/%s\n    interval: 30s\n", app, repo.URL(server), app))
+	agent := testenv.StartAgentEnv(t, agentEnv(reg.DockerConfig), t.TempDir(), "run", "--config", cfg)
+
+	onDigest := func(d string) func(dsync.AppStatus) bool {
+		return func(st dsync.AppStatus) bool {
+			if !convergedOn(sha, 1)(st) || len(st.Services[0].Containers) != 1 {
+				return false
+			}
+			c := st.Services[0].Containers[0]
+			return c.ImageDigest == d && c.Ready
+		}
+	}
+	st := testenv.WaitApp(t, agent, 90*time.Second, "pinned to the first digest", statusOf(app), onDigest(d1))
+	if img := st.Services[0].Image; img != ref+"@"+d1 {
+		t.Errorf("the service's desired image is %q, want the tag pinned to %s", img, d1)
+	}
+
+	_, d2 := reg.Push(t, gen2, pushedRepo(app, "web")+":stable")
+	testenv.WaitApp(t, agent, 90*time.Second, "the moved tag rolled out", statusOf(app), onDigest(d2))
+	if ids := containerImageIDs(t, app); len(ids) != 1 || ids[0] != imageID(t, gen2) {
+		t.Errorf("running %v, want gen2 %s", ids, imageID(t, gen2))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	page, err := agent.Client().History(ctx, app, []string{string(dsync.KindImage)}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "web: image " + ref + " moved from " + d1 + " to " + d2
+	if len(page.Entries) != 1 || page.Entries[0].Summary != want {
+		var got []string
+		for _, e := range page.Entries {
+			got = append(got, e.Summary)
+		}
+		t.Errorf("image history %q, want [%q]", got, want)
+	}
+	serving := dockerContainers(t, app)
+
+	_, d3 := reg.Push(t, crash, pushedRepo(app, "web")+":stable")
+	st = testenv.WaitApp(t, agent, 120*time.Second, "the crashing digest backed off", statusOf(app), func(st dsync.AppStatus) bool {
+		return st.Health == drift.HealthDegraded && len(st.Services) == 1 && strings.Contains(st.Services[0].Message, "next attempt in")
+	})
+	t.Logf("after the crashing digest %s: %s / %s", d3, st.Message, st.Services[0].Message)
+	after := dockerContainers(t, app)
+	if len(after) != 1 || after[0].ID != serving[0].ID || after[0].State != "running" {
+		t.Errorf("the previous replica must keep serving: before %+v, after %+v", serving, after)
+	}
+	if ids := containerImageIDs(t, app); len(ids) != 1 || ids[0] != imageID(t, gen2) {
+		t.Errorf("running %v, want gen2 %s still", ids, imageID(t, gen2))
+	}
+}
