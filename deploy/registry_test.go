@@ -264,3 +264,36 @@ func TestProgressLineOnePerStateChange(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// FuzzDockerConfig: any config.json either yields credentials or an
+// error naming the file; never a panic. An auths entry written as the
+// docker CLI writes it reads back as written.
+func FuzzDockerConfig(f *testing.F) {
+	f.Add([]byte(`{"auths": {"r.example": {"auth": "dTpw"}}}`), "u", "p")
+	f.Add([]byte(`{"auths": {"https://index.docker.io/v1/": {"username": "a", "password": "b"}}}`), "x", "y:z")
+	f.Add([]byte(`{"auths": {"r.example": {"auth": "%%%"}}}`), "", "")
+	f.Add([]byte(`{"credHelpers": {"r.example": ""}}`), "a", "")
+	f.Fuzz(func(t *testing.T, data []byte, user, pass string) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := &DockerConfig{Dir: dir, LookPath: func(string) (string, error) { return "", errors.New("no helpers in fuzzing") }}
+		for _, host := range []string{"r.example", "docker.io"} {
+			if _, err := c.Lookup(context.Background(), host); err != nil && !strings.Contains(err.Error(), dir) && !strings.Contains(err.Error(), "credential helper") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+		}
+		if strings.Contains(user, ":") {
+			return
+		}
+		entry, _ := json.Marshal(map[string]any{"auths": map[string]any{"r.example": map[string]string{"auth": b64(user + ":" + pass)}}})
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), entry, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Lookup(context.Background(), "r.example")
+		if err != nil || got.Username != user || got.Password != pass {
+			t.Fatalf("round trip of %q:%q: %+v %v", user, pass, got, err)
+		}
+	})
+}

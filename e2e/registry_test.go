@@ -337,7 +337,7 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 
 	_, d3 := reg.Push(t, crash, pushedRepo(app, "web")+":stable")
 	st = testenv.WaitApp(t, agent, 120*time.Second, "the crashing digest backed off", statusOf(app), func(st dsync.AppStatus) bool {
-		return st.Health == drift.HealthDegraded && len(st.Services) == 1 && strings.Contains(st.Services[0].Message, "next attempt in")
+		return st.Health == drift.HealthDegraded && len(st.Services) == 1 && strings.Contains(st.Services[0].Message, "keeps failing") && strings.Contains(st.Services[0].Message, "not before")
 	})
 	t.Logf("after the crashing digest %s: %s / %s", d3, st.Message, st.Services[0].Message)
 	after := dockerContainers(t, app)

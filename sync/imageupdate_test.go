@@ -120,6 +120,9 @@ func TestImageUpdateFollowsTag(t *testing.T) {
 	if got := eng.images("shop"); !slices.Equal(got, []string{"shop-web-1=demo:stable@sha256:aaa"}) {
 		t.Fatalf("after the first pass: %v", got)
 	}
+	if st, _ := h.agent.App("shop"); st.Services[0].Image != "demo:stable@sha256:aaa" {
+		t.Errorf("status shows the image %q, want the pinned tag", st.Services[0].Image)
+	}
 	if h.lastResult.ImageCheckAfter != time.Hour {
 		t.Errorf("next check in %v, want 1h", h.lastResult.ImageCheckAfter)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 )
 
@@ -332,7 +333,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStat
 		s.Drift = &plan
 		s.Sync = drift.SyncOf(*o.gap, s.Refused != nil)
 		s.Health = o.health.Health
-		s.Services = serviceStatuses(o.accepted, o.health, o.actual)
+		s.Services = serviceStatuses(o.accepted, o.input.Desired, o.health, o.actual)
 		s.Held = slices.Clone(o.decision.Held)
 	case o.accepted == nil && !o.cancelled:
 		s.Sync, s.Health, s.Drift, s.Services, s.Held = SyncUnknown, drift.HealthMissing, nil, nil, nil
@@ -424,9 +425,15 @@ func failureMessage(o passOutcome, mem memory, s *AppStatus) string {
 	return ""
 }
 
-func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {
+// pinned is the app as the pass enforced it (followed tags pinned to
+// their digests), nil to show the revision's.
+func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {
 	if desired == nil || desired.app == nil {
 		return nil
+	}
+	app := desired.app
+	if pinned != nil && len(pinned.Services) == len(app.Services) {
+		app = pinned
 	}
 	health := map[string]drift.ServiceHealth{}
 	if h != nil {
@@ -435,7 +442,7 @@ func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.A
 		}
 	}
 	var out []ServiceStatus
-	for _, svc := range desired.app.Services {
+	for _, svc := range app.Services {
 		sh := health[svc.Name]
 		ss := ServiceStatus{
 			Name: svc.Name, Image: svc.Spec.Image, Desired: svc.Spec.Replicas,
