@@ -146,8 +146,8 @@ apps:
 // TestWrongRegistryPasswordKeepsLastGood: a commit moves the service to a
 // private image the agent has the wrong password for. The status names
 // the image, the registry and says it is an authentication failure; the
-// replica of the previous commit keeps running; nothing is pulled in a
-// hot loop.
+// replica of the previous commit keeps running. Then the registry goes
+// down: the status says it is unreachable, and the replica still runs.
 func TestWrongRegistryPasswordKeepsLastGood(t *testing.T) {
 	testenv.RequireDocker(t)
 	reg := registry.Start(t, "deployer", "the-real-one")
@@ -191,6 +191,21 @@ func TestWrongRegistryPasswordKeepsLastGood(t *testing.T) {
 	}
 	if ids := containerImageIDs(t, app); len(ids) != 1 || ids[0] != imageID(t, v1) {
 		t.Errorf("running image IDs %v, want the last good %s", ids, imageID(t, v1))
+	}
+
+	// The registry goes away: the status says it is unreachable, and the
+	// last good replica still runs.
+	reg.Stop()
+	down := reg.Host + "/" + pushedRepo(app, "web") + ":v3"
+	repo.WriteFile("apps/"+app+"/web.yaml", webManifest(down, 1, "registry down"))
+	repo.Commit("private image, registry down")
+	want = fmt.Sprintf("image %s could not be pulled from registry %s: registry unreachable", down, reg.Host)
+	testenv.WaitApp(t, agent, 90*time.Second, "the unreachable registry reported", statusOf(app), func(st dsync.AppStatus) bool {
+		b, _ := json.Marshal(st)
+		return st.Health == drift.HealthDegraded && strings.Contains(string(b), want)
+	})
+	if after := dockerContainers(t, app); len(after) != 1 || after[0].ID != before[0].ID || after[0].State != "running" {
+		t.Errorf("the last good replica must keep running with the registry down: before %+v, after %+v", before, after)
 	}
 }
 
