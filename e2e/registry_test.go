@@ -348,6 +348,13 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 		}
 		t.Errorf("image history %q, want [%q]", got, want)
 	}
+	syncs, err := agent.Client().History(ctx, app, []string{string(dsync.KindSync)}, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(syncs.Entries) != 1 || syncs.Entries[0].Digests[app+"-web-1"] != d2 {
+		t.Errorf("the rollout's history entry must record the digest it runs: %+v", syncs.Entries)
+	}
 	serving := dockerContainers(t, app)
 
 	_, d3 := reg.Push(t, crash, pushedRepo(app, "web")+":stable")

@@ -152,3 +152,22 @@ func (a *Agent) showPull(name, rev, line string) {
 	a.mu.Unlock()
 	a.notify(name, "status")
 }
+
+// replicaDigests is the image digest of each replica, by container name,
+// for history.
+func replicaDigests(actual *drift.Actual) map[string]string {
+	if actual == nil {
+		return nil
+	}
+	var out map[string]string
+	for _, c := range actual.Containers {
+		if c.ImageDigest == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[c.Name] = c.ImageDigest
+	}
+	return out
+}

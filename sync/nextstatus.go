@@ -126,6 +126,7 @@ func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
 		entry := HistoryEntry{Kind: KindSync, Revision: &r, Plan: &planCopy, Outcomes: res.Outcomes,
 			Duration: a.elapsed, Result: resultWord(res)}
 		entry.Summary = syncSummary(rev, a.plan, entry.Result)
+		entry.Digests = replicaDigests(in.out.actual)
 		if res.Err != nil {
 			entry.Errors = append(entry.Errors, res.Err.Error())
 		}

@@ -152,6 +152,9 @@ type HistoryEntry struct {
 	Outcomes []drift.Outcome     `json:"outcomes,omitempty"`
 	Errors   []string            `json:"errors,omitempty"`
 	Duration time.Duration       `json:"duration,omitempty"`
+	// Digests are, for a sync, the image digest each replica runs after
+	// it, by container name.
+	Digests map[string]string `json:"digests,omitempty"`
 }
 
 // HistoryQuery selects history entries, newest first.
