@@ -45,6 +45,9 @@ type AppConfig struct {
 	// Auth is read from the environment and files named in the config,
 	// never from the command line.
 	Auth gitsource.Auth
+	// Registries are credentials for this app's pulls; they win over the
+	// global ones and Docker's config.json.
+	Registries []deploy.RegistryLogin
 	// WebhookSecret verifies webhooks for this app; it falls back to the
 	// global one.
 	WebhookSecret string
@@ -61,9 +64,6 @@ type AppConfig struct {
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
 	ComposeProject string
-	// Registries are credentials for this app's pulls; they win over the
-	// global ones and Docker's config.json.
-	Registries []deploy.RegistryLogin
 }
 
 // AdoptCompose is the Adopt value that takes over a compose project.
@@ -78,27 +78,24 @@ func (c AppConfig) loadOptions() manifest.LoadOptions {
 type Config struct {
 	DataDir        string
 	Listen         string
+	Registries     []deploy.RegistryLogin // pull credentials of every app; hosts not listed: Docker's config.json
 	WebhookSecret  string
 	APIToken       string
 	ReadOnlyPublic bool // the UI and read-only API need no token
 	Apps           []AppConfig
-	// Registries are credentials for pulls of every app; Docker's
-	// config.json ($DOCKER_CONFIG or ~/.docker) is consulted for hosts
-	// not listed.
-	Registries []deploy.RegistryLogin
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
 type fileConfig struct {
 	DataDir           string          `json:"dataDir"`
 	Listen            string          `json:"listen"`
+	Registries        []fileRegistry  `json:"registries"`
 	WebhookSecretEnv  string          `json:"webhookSecretEnv"`
 	WebhookSecretFile string          `json:"webhookSecretFile"`
 	APITokenEnv       string          `json:"apiTokenEnv"`
 	APITokenFile      string          `json:"apiTokenFile"`
 	ReadOnlyPublic    bool            `json:"readOnlyPublic"`
 	Apps              []fileAppConfig `json:"apps"`
-	Registries        []fileRegistry  `json:"registries"`
 }
 
 type fileAppConfig struct {
@@ -129,11 +126,11 @@ type fileAppConfig struct {
 
 	Allow          []string          `json:"allow"`
 	HostPaths      []string          `json:"hostPaths"`
+	Registries     []fileRegistry    `json:"registries"`
 	Profiles       []string          `json:"profiles"`
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
-	Registries     []fileRegistry    `json:"registries"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
