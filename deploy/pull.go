@@ -201,7 +201,9 @@ func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) erro
 	})
 	var pe *PullError
 	if errors.As(err, &pe) {
-		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error()}
+		// Auth and not found wait for a fix, backing off; an unreachable
+		// registry is retried at the base delay until it answers.
+		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error(), Transient: pe.Kind == PullUnreachable}
 	}
 	return err
 }

@@ -130,7 +130,16 @@ func TestPullPolicies(t *testing.T) {
 		var events []string
 		err := ensure(t, f, manifest.PullMissing, img, &events)
 		var fail *drift.Failure
-		if !errors.As(err, &fail) || fail.Cause != drift.FailureRollout || !strings.HasPrefix(fail.Summary, "image "+img+" could not be pulled from registry reg.example:5000: authentication failed") {
+		if !errors.As(err, &fail) || fail.Cause != drift.FailureRollout || !strings.HasPrefix(fail.Summary, "image "+img+" could not be pulled from registry reg.example:5000: authentication failed") || fail.Transient {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("an unreachable registry is transient: retried, not backed off further", func(t *testing.T) {
+		f := &pullFake{present: map[string]bool{}, pullErr: errors.New(`Get "http://reg.example:5000/v2/": dial tcp 10.0.0.1:5000: connect: connection refused`)}
+		var events []string
+		err := ensure(t, f, manifest.PullMissing, img, &events)
+		var fail *drift.Failure
+		if !errors.As(err, &fail) || !fail.Transient || !strings.Contains(fail.Summary, "registry unreachable") {
 			t.Errorf("err %v", err)
 		}
 	})

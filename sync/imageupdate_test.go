@@ -171,3 +171,31 @@ func TestImageUpdateFollowsTag(t *testing.T) {
 		t.Errorf("the old replica must keep serving: %v", got)
 	}
 }
+
+// A registry that cannot be reached is retried at the base delay; a
+// failure of the image itself backs off longer each time.
+func TestUnreachableRegistryDoesNotGrowTheBackoff(t *testing.T) {
+	app := followedApp()
+	web := app.Service("web")
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	fail := func(transient bool) drift.ApplyResult {
+		f := &drift.Failure{Cause: drift.FailureRollout, Summary: "image could not be pulled", Transient: transient}
+		return drift.ApplyResult{Outcomes: []drift.Outcome{{Change: drift.Change{Kind: drift.KindContainer, Action: drift.ActionReplace, Service: "web"}, Result: drift.ResultFailed, Failure: f}}}
+	}
+	for _, tt := range []struct {
+		transient bool
+		want      []time.Duration
+	}{
+		{true, []time.Duration{crashBaseDelay, crashBaseDelay, crashBaseDelay}},
+		{false, []time.Duration{crashBaseDelay, 2 * crashBaseDelay, 4 * crashBaseDelay}},
+	} {
+		m := newMemory()
+		for i, want := range tt.want {
+			noteRolloutFailures(&m, app, fail(tt.transient), now)
+			b := m.failed["web"]
+			if b.Hash != web.Hash || b.NotBefore.Sub(now) != want {
+				t.Errorf("transient %v, failure %d: next attempt in %v, want %v", tt.transient, i+1, b.NotBefore.Sub(now), want)
+			}
+		}
+	}
+}
