@@ -28,38 +28,6 @@ type imageCheck struct {
 	err  error
 }
 
-// ensureImage makes sure the image is present, pulling it once per Apply
-// if not.
-func (r *run) ensureImage(ctx context.Context, ref string) error {
-	r.imagesMu.Lock()
-	c, ok := r.images[ref]
-	if !ok {
-		c = &imageCheck{}
-		r.images[ref] = c
-	}
-	r.imagesMu.Unlock()
-	c.once.Do(func() {
-		present, err := r.e.ImageExists(ctx, ref)
-		if err != nil {
-			c.err = err
-			return
-		}
-		if present {
-			return
-		}
-		if err := r.e.pullImage(ctx, ref); err != nil {
-			// A 5xx on a pull is the registry's answer relayed by the
-			// engine; only a failed connection to the engine is its fault.
-			if client.IsErrConnectionFailed(err) {
-				c.err = fmt.Errorf("pull image %s: %w", ref, err)
-				return
-			}
-			c.err = &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("image %s is not present and could not be pulled: %v", ref, err)}
-		}
-	})
-	return c.err
-}
-
 // ownedContainer inspects a container before a destructive action and
 // refuses it unless the container carries this app's label.
 func (r *run) ownedContainer(ctx context.Context, id string) (container.InspectResponse, error) {
@@ -92,7 +60,7 @@ func (r *run) changeableContainer(ctx context.Context, ch drift.Change) (contain
 // createReplica creates, connects and starts one replica under its stable
 // name and returns its ID.
 func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service, slot int) (string, error) {
-	if err := r.ensureImage(ctx, svc.Spec.Image); err != nil {
+	if err := r.ensureImage(ctx, s, svc); err != nil {
 		return "", err
 	}
 	app := r.desired

@@ -64,6 +64,7 @@ type dockerAPI interface {
 	ImagePull(ctx context.Context, ref string, options client.ImagePullOptions) (client.ImagePullResponse, error)
 	ImageImport(ctx context.Context, source client.ImageImportSource, ref string, options client.ImageImportOptions) (client.ImageImportResult, error)
 	ImageRemove(ctx context.Context, ref string, options client.ImageRemoveOptions) (client.ImageRemoveResult, error)
+	DistributionInspect(ctx context.Context, ref string, options client.DistributionInspectOptions) (client.DistributionInspectResult, error)
 
 	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
 }
@@ -82,6 +83,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// BuildTimeout bounds one image build; default DefaultBuildTimeout.
 	BuildTimeout time.Duration
+	// Credentials give pulls and tag resolutions their registry
+	// credentials; nil pulls anonymously.
+	Credentials Credentials
 }
 
 func (o Options) withDefaults() Options {
@@ -123,6 +127,11 @@ type Engine struct {
 	// healthy), by container ID.
 	wakeMu sync.Mutex
 	wakers map[string][]chan struct{}
+
+	// digests caches each image ID's RepoDigests: an ID names fixed
+	// content, so observing does one inspect per new image, not per pass.
+	digestMu sync.Mutex
+	digests  map[string][]string
 }
 
 // waker returns a channel that is signalled when an event concerns the
@@ -306,16 +315,6 @@ func (e *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("inspect image %s: %w", ref, err)
-}
-
-// pullImage pulls ref and waits for the pull to finish.
-func (e *Engine) pullImage(ctx context.Context, ref string) error {
-	resp, err := e.api.ImagePull(ctx, ref, client.ImagePullOptions{})
-	if err != nil {
-		return err
-	}
-	defer resp.Close()
-	return resp.Wait(ctx)
 }
 
 // Logs returns the last lines of a container's stdout and stderr.

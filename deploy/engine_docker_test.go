@@ -793,7 +793,7 @@ spec:
 	for _, o := range res.Outcomes {
 		switch o.Change.Service {
 		case "api":
-			if o.Result != drift.ResultFailed || !strings.HasPrefix(o.Error, "image "+missing+" is not present and could not be pulled: ") {
+			if o.Result != drift.ResultFailed || !strings.HasPrefix(o.Error, "image "+missing+" could not be pulled from registry docker.io: ") {
 				t.Errorf("%s: %s %q", o.Change.Name, o.Result, o.Error)
 			}
 		default:

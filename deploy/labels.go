@@ -21,6 +21,7 @@ func containerFromSummary(s container.Summary) drift.Container {
 	c := drift.Container{
 		ID:      s.ID,
 		Image:   s.Image,
+		ImageID: s.ImageID,
 		State:   drift.ContainerState(s.State),
 		Status:  s.Status,
 		Created: time.Unix(s.Created, 0).UTC(),

@@ -34,6 +34,7 @@ func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (dri
 		l.foreign(app, &actual)
 	}
 	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app })
+	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
 }
 

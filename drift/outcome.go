@@ -15,7 +15,10 @@ import (
 type Phase string
 
 const (
-	PhaseStart   Phase = "start"
+	PhaseStart Phase = "start"
+	// PhasePull: a line of an image pull's progress (one per layer state
+	// change), before the replica is created.
+	PhasePull    Phase = "pull"
 	PhaseCreated Phase = "created"
 	PhaseStarted Phase = "started"
 	PhaseWaiting Phase = "waiting"
@@ -95,6 +98,10 @@ type Failure struct {
 	Restarts int          `json:"restarts,omitempty"`
 	// Logs are the replica's last log lines, oldest first.
 	Logs []string `json:"logs,omitempty"`
+	// Transient: the cause is outside driftless and may pass by itself
+	// (an image registry that cannot be reached). The service is retried
+	// at the base delay; the backoff does not grow.
+	Transient bool `json:"transient,omitempty"`
 }
 
 // Error is the summary followed by the last log lines, if any.

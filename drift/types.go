@@ -64,12 +64,17 @@ type Container struct {
 	Spec   *manifest.ServiceSpec `json:"-"`
 	Labels map[string]string     `json:"-"`
 
-	Image    string         `json:"image"`
-	State    ContainerState `json:"state"`
-	Status   string         `json:"status"`             // Docker's words: "Up 3 minutes", "Exited (1) 2 seconds ago"
-	ExitCode int            `json:"exitCode,omitempty"` // parsed from Status when exited
-	Health   string         `json:"health,omitempty"`   // Docker healthcheck: starting, healthy, unhealthy
-	Created  time.Time      `json:"created"`
+	Image string `json:"image"`
+	// ImageID is the ID of the image the container runs; ImageDigest is
+	// its registry digest ("sha256:…", from the image's RepoDigests), or
+	// the image ID when it has none (built or imported locally).
+	ImageID     string         `json:"imageID,omitempty"`
+	ImageDigest string         `json:"imageDigest,omitempty"`
+	State       ContainerState `json:"state"`
+	Status      string         `json:"status"`             // Docker's words: "Up 3 minutes", "Exited (1) 2 seconds ago"
+	ExitCode    int            `json:"exitCode,omitempty"` // parsed from Status when exited
+	Health      string         `json:"health,omitempty"`   // Docker healthcheck: starting, healthy, unhealthy
+	Created     time.Time      `json:"created"`
 	// Networks are the Docker network names the container is attached to.
 	Networks []string `json:"networks,omitempty"`
 	// HostPorts are the host ports the container publishes.

@@ -126,7 +126,7 @@ func TestBuildFromRepository(t *testing.T) {
 	first := b.repo.Commit("web, built from the repository")
 	firstImage := b.image()
 	b.agent = testenv.StartAgent(t, t.TempDir(), "run", "--repo", b.repo.URL(server), "--branch", "main",
-		"--path", b.path, "--app", b.app, "--interval", "1s")
+		"--path", b.path, "--app", b.app, "--interval", "1s", "--allow-insecure-transport")
 	b.api = b.agent.Client()
 
 	// The first commit is built and deployed under the context's tree hash.

@@ -241,11 +241,17 @@ func (s *Source) Log(ctx context.Context, n int) ([]Revision, error) {
 	return out, nil
 }
 
+// readBlob reads a blob into a buffer of exactly its size: io.ReadAll's
+// doubling would hold up to twice a large file at once.
 func readBlob(b *object.Blob) ([]byte, error) {
 	r, err := b.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	data := make([]byte, b.Size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }

@@ -339,6 +339,9 @@ func (a *Agent) requeue(name string, res Result, err error) {
 	if res.RequeueAfter > 0 {
 		a.queue.AddAfter(name, TriggerBackoff, res.RequeueAfter)
 	}
+	if res.ImageCheckAfter > 0 {
+		a.queue.AddAfter(name, TriggerImageUpdate, res.ImageCheckAfter)
+	}
 }
 
 // eventDelay is how long a Docker event waits before it starts a pass. A
@@ -533,6 +536,9 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	sin := statusInput{prev: cloneStatus(st.status), mem: st.mem, cfg: st.cfg, pinned: cloneRev(st.pinned), trigger: in.trigger(), now: now, out: o}
 	a.mu.Unlock()
 	u := nextStatus(sin)
+	if !o.cancelled {
+		u.history = append(tagHistory(name, o.tagMoves, now), u.history...)
+	}
 	var storeErr error
 	if u.persist != nil {
 		storeErr = a.store.UpdateApp(name, u.persist)

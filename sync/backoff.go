@@ -99,8 +99,10 @@ func noteRolloutFailures(m *memory, app *manifest.App, res drift.ApplyResult, no
 		b, ok := m.failed[name]
 		if !ok || b.Hash != svc.Hash {
 			b = rolloutBackoff{RolloutFailure: drift.RolloutFailure{Hash: svc.Hash}, delay: crashBaseDelay}
-		} else {
+		} else if !f.Transient {
 			b.delay = min(b.delay*2, crashMaxDelay)
+		} else {
+			b.delay = crashBaseDelay
 		}
 		b.Failure = f
 		b.NotBefore = now.Add(b.delay)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/robfig/cron/v3"
@@ -47,6 +48,9 @@ type AppConfig struct {
 	// Auth is read from the environment and files named in the config,
 	// never from the command line.
 	Auth gitsource.Auth
+	// Registries are credentials for this app's pulls; they win over the
+	// global ones and Docker's config.json.
+	Registries []deploy.RegistryLogin
 	// WebhookSecret verifies webhooks for this app; it falls back to the
 	// global one.
 	WebhookSecret string
@@ -97,6 +101,7 @@ func (c AppConfig) loadOptions() manifest.LoadOptions {
 type Config struct {
 	DataDir        string
 	Listen         string
+	Registries     []deploy.RegistryLogin // pull credentials of every app; hosts not listed: Docker's config.json
 	WebhookSecret  string
 	APIToken       string
 	ReadOnlyPublic bool // the UI and read-only API need no token
@@ -112,6 +117,7 @@ type Config struct {
 type fileConfig struct {
 	DataDir           string          `json:"dataDir"`
 	Listen            string          `json:"listen"`
+	Registries        []fileRegistry  `json:"registries"`
 	WebhookSecretEnv  string          `json:"webhookSecretEnv"`
 	WebhookSecretFile string          `json:"webhookSecretFile"`
 	APITokenEnv       string          `json:"apiTokenEnv"`
@@ -151,6 +157,7 @@ type fileAppConfig struct {
 
 	Allow          []string          `json:"allow"`
 	HostPaths      []string          `json:"hostPaths"`
+	Registries     []fileRegistry    `json:"registries"`
 	Profiles       []string          `json:"profiles"`
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
@@ -232,6 +239,9 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	if cfg.APIToken, err = secret("apiToken", fc.APITokenEnv, fc.APITokenFile); err != nil {
 		errs = append(errs, err)
 	}
+	var regErrs []error
+	cfg.Registries, regErrs = parseRegistries("registries", fc.Registries, secret, getenv)
+	errs = append(errs, regErrs...)
 	if len(fc.Apps) == 0 {
 		errs = append(errs, errors.New("apps: no apps configured"))
 	}
@@ -315,6 +325,9 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	var regErrs []error
+	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
+	errs = append(errs, regErrs...)
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}

@@ -24,6 +24,9 @@ type appState struct {
 	source    Source
 	revisions *revisionCache
 	mem       memory
+	// tags are the image tags followed by services with imageUpdate, by
+	// service; owned by the worker like revisions.
+	tags map[string]*followedTag
 }
 
 // memory is what the loop remembers about an app between passes. A pass
@@ -103,6 +106,7 @@ func newAppState(cfg AppConfig, sched cron.Schedule, src Source) *appState {
 		},
 		revisions: newRevisionCache(),
 		mem:       newMemory(),
+		tags:      map[string]*followedTag{},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 )
 
@@ -129,6 +130,7 @@ func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
 		entry := HistoryEntry{Kind: KindSync, Revision: &r, Plan: &planCopy, Outcomes: res.Outcomes,
 			Duration: a.elapsed, Result: resultWord(res)}
 		entry.Summary = syncSummary(rev, a.plan, entry.Result)
+		entry.Digests = replicaDigests(in.out.actual)
 		if res.Err != nil {
 			entry.Errors = append(entry.Errors, res.Err.Error())
 		}
@@ -380,7 +382,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStat
 		s.Drift = &plan
 		s.Sync = drift.SyncOf(*o.gap, s.Refused != nil)
 		s.Health = o.health.Health
-		s.Services = serviceStatuses(o.accepted, o.health, o.actual)
+		s.Services = serviceStatuses(o.accepted, o.input.Desired, o.health, o.actual)
 		s.Held = slices.Clone(o.decision.Held)
 	case o.accepted == nil && !o.cancelled:
 		s.Sync, s.Health, s.Drift, s.Services, s.Held = SyncUnknown, drift.HealthMissing, nil, nil, nil
@@ -475,9 +477,15 @@ func failureMessage(o passOutcome, mem memory, s *AppStatus) string {
 	return ""
 }
 
-func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {
+// pinned is the app as the pass enforced it (followed tags pinned to
+// their digests), nil to show the revision's.
+func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {
 	if desired == nil || desired.app == nil {
 		return nil
+	}
+	app := desired.app
+	if pinned != nil && len(pinned.Services) == len(app.Services) {
+		app = pinned
 	}
 	health := map[string]drift.ServiceHealth{}
 	if h != nil {
@@ -486,7 +494,7 @@ func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.A
 		}
 	}
 	var out []ServiceStatus
-	for _, svc := range desired.app.Services {
+	for _, svc := range app.Services {
 		sh := health[svc.Name]
 		ss := ServiceStatus{
 			Name: svc.Name, Image: svc.Spec.Image, Desired: svc.Spec.Replicas,
@@ -504,7 +512,7 @@ func serviceStatuses(desired *revisionState, h *drift.AppHealth, actual *drift.A
 				ss.Containers = append(ss.Containers, ContainerStatus{
 					Name: c.Name, ID: c.ID, Slot: c.Slot, State: string(c.State), Status: c.Status,
 					Ready: c.Ready, ReadyReason: c.ReadyReason, RestartCount: c.RestartCount,
-					Image: c.Image, Revision: c.Revision, Created: c.Created,
+					Image: c.Image, ImageDigest: c.ImageDigest, Revision: c.Revision, Created: c.Created,
 				})
 			}
 		}

@@ -70,6 +70,10 @@ type passOutcome struct {
 	// forcePush: the fetched head does not descend from the applied
 	// revision (Since is left for nextStatus to set).
 	forcePush *ForcePush
+	// tagMoves are followed image tags found at a new digest;
+	// nextTagCheck is when the next tag is due (zero: none followed).
+	tagMoves     []tagMove
+	nextTagCheck time.Time
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -94,6 +98,12 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 	cand, ok := p.buildCandidate(ctx, p.candidate(ctx, target, &o), &o)
 	if !ok || !p.observe(ctx, &o) {
 		return o
+	}
+	if cand != nil {
+		p.followTags(ctx, cand.app, *o.actual, &o)
+	}
+	if o.accepted != nil && o.accepted != cand {
+		p.followTags(ctx, o.accepted.app, *o.actual, &o)
 	}
 	desired, plan, dec := p.decide(ctx, cand, &o)
 	if desired == nil {
@@ -261,7 +271,12 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 // agent closes the pass's stop channel.
 func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Plan) *applyReport {
 	t0 := time.Now()
-	res := p.a.engine.Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop})
+	progress := func(ev drift.Event) {
+		if ev.Phase == drift.PhasePull {
+			p.a.showPull(p.in.cfg.Name, desired.rev.Short(), ev.Message)
+		}
+	}
+	res := p.a.engine.Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
 	return &applyReport{plan: plan, result: res, elapsed: time.Since(t0)}
 }
 
@@ -293,11 +308,12 @@ func (p *pass) policy(guard bool) drift.Policy {
 // appFor is the desired app as the differ and the applier see it: when
 // adopting a compose project, volumes compose already has are used as
 // they are, so the adopted replicas keep their data.
+// Followed image tags are pinned to their resolved digests.
 func (p *pass) appFor(rs *revisionState, actual drift.Actual) *manifest.App {
 	if p.in.cfg.Adopt != AdoptCompose {
-		return rs.app
+		return pinTags(rs.app, p.st.tags)
 	}
-	return drift.AdoptComposeVolumes(rs.app, actual, cmp.Or(p.in.cfg.ComposeProject, p.in.cfg.Name))
+	return pinTags(drift.AdoptComposeVolumes(rs.app, actual, cmp.Or(p.in.cfg.ComposeProject, p.in.cfg.Name)), p.st.tags)
 }
 
 func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input {
@@ -333,6 +349,8 @@ type Result struct {
 	Preempted bool
 	// RequeueAfter: run again after this long, e.g. when a backoff ends.
 	RequeueAfter time.Duration
+	// ImageCheckAfter: a followed image tag is due for a check then.
+	ImageCheckAfter time.Duration
 }
 
 // stalledError is a failure that retrying cannot fix: the loop waits for a
@@ -352,6 +370,9 @@ func (e *waitingError) Unwrap() error { return e.err }
 // passResult types how the pass ended for the queue. It is pure.
 func passResult(o passOutcome, now time.Time) (Result, error) {
 	var res Result
+	if !o.nextTagCheck.IsZero() {
+		res.ImageCheckAfter = max(o.nextTagCheck.Sub(now), time.Millisecond)
+	}
 	if o.gap != nil {
 		for _, c := range o.gap.Deferred {
 			if c.NotBefore.IsZero() {

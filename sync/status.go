@@ -88,17 +88,20 @@ type ServiceStatus struct {
 
 // ContainerStatus is one replica.
 type ContainerStatus struct {
-	Name         string    `json:"name"`
-	ID           string    `json:"id"`
-	Slot         int       `json:"slot"`
-	State        string    `json:"state"`
-	Status       string    `json:"status"`
-	Ready        bool      `json:"ready"`
-	ReadyReason  string    `json:"readyReason,omitempty"`
-	RestartCount int       `json:"restartCount"`
-	Image        string    `json:"image"`
-	Revision     string    `json:"revision"`
-	Created      time.Time `json:"created"`
+	Name         string `json:"name"`
+	ID           string `json:"id"`
+	Slot         int    `json:"slot"`
+	State        string `json:"state"`
+	Status       string `json:"status"`
+	Ready        bool   `json:"ready"`
+	ReadyReason  string `json:"readyReason,omitempty"`
+	RestartCount int    `json:"restartCount"`
+	Image        string `json:"image"`
+	// ImageDigest is the digest of the image the replica runs
+	// ("sha256:…"), or its image ID when it has no registry digest.
+	ImageDigest string    `json:"imageDigest,omitempty"`
+	Revision    string    `json:"revision"`
+	Created     time.Time `json:"created"`
 }
 
 // Condition is an active problem and how long it has lasted.
@@ -168,6 +171,7 @@ const (
 	// KindForcePush: the tracked ref moved to a commit that does not
 	// descend from the applied one (result "followed" or "refused").
 	KindForcePush HistoryKind = "force-push"
+	KindImage     HistoryKind = "image" // a followed image tag moved to a new digest
 )
 
 // HistoryEntry is one recorded event. Entries are kept in the data
@@ -185,6 +189,9 @@ type HistoryEntry struct {
 	Outcomes []drift.Outcome     `json:"outcomes,omitempty"`
 	Errors   []string            `json:"errors,omitempty"`
 	Duration time.Duration       `json:"duration,omitempty"`
+	// Digests are, for a sync, the image digest each replica runs after
+	// it, by container name.
+	Digests map[string]string `json:"digests,omitempty"`
 }
 
 // HistoryQuery selects history entries, newest first.

@@ -104,7 +104,7 @@ type historyPage struct {
 var allKinds = []dsync.HistoryKind{
 	dsync.KindSync, dsync.KindRepair, dsync.KindRefused, dsync.KindRollback,
 	dsync.KindFlapping, dsync.KindSource, dsync.KindAction,
-	dsync.KindForcePush,
+	dsync.KindForcePush, dsync.KindImage,
 }
 
 const (

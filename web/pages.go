@@ -323,15 +323,16 @@ func (s *Server) formAction(a action) gin.HandlerFunc {
 
 func templateFuncs() template.FuncMap {
 	return template.FuncMap{
-		"ago":       ago,
-		"age":       age,
-		"stamp":     stamp,
-		"dur":       dur,
-		"short":     shortSHA,
-		"tone":      tone,
-		"lower":     strings.ToLower,
-		"redactURL": redactURL,
-		"symbol":    drift.Action.Symbol,
+		"ago":         ago,
+		"age":         age,
+		"stamp":       stamp,
+		"dur":         dur,
+		"short":       shortSHA,
+		"shortDigest": shortDigest,
+		"tone":        tone,
+		"lower":       strings.ToLower,
+		"redactURL":   redactURL,
+		"symbol":      drift.Action.Symbol,
 		"actionTone": func(a drift.Action) string {
 			switch a {
 			case drift.ActionCreate:
@@ -538,4 +539,14 @@ func redactURL(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// shortDigest shows an image digest as Docker does: "sha256:" and the
+// first 12 hex digits.
+func shortDigest(d string) string {
+	algo, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) <= 12 {
+		return d
+	}
+	return algo + ":" + hex[:12]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	stdsync "sync"
 	"time"
@@ -82,7 +83,10 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError
 	}
-	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir()})
+	// Like docker compose, apply pulls with the credentials of Docker's
+	// config.json ($DOCKER_CONFIG or ~/.docker).
+	creds := &deploy.Logins{Docker: &deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}}
+	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir(), Credentials: creds})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1

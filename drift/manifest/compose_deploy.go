@@ -293,6 +293,8 @@ type rawXDriftless struct {
 	Readiness *rawReadiness `json:"readiness"`
 	Update    *rawXUpdate   `json:"update"`
 	SecretEnv []string      `json:"secretEnv"`
+	// ImageUpdate follows the image's tag (see Service.ImageUpdate).
+	ImageUpdate *rawImageUpdate `json:"imageUpdate"`
 }
 
 type rawXUpdate struct {
@@ -386,6 +388,9 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 			sm.refuseAt(sm.extDoc.at("spec.update"), sm.path("x-driftless.update"), "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
 		}
 	}
+	if x.ImageUpdate != nil {
+		sm.applyImageUpdate(x.ImageUpdate)
+	}
 	seen := map[string]bool{}
 	for i, k := range x.SecretEnv {
 		field := indexPath(sm.path("x-driftless.secretEnv"), i)
@@ -398,6 +403,24 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 		}
 		seen[k] = true
 		sm.spec.SecretEnv = append(sm.spec.SecretEnv, k)
+	}
+}
+
+// applyImageUpdate checks x-driftless.imageUpdate like the native field.
+func (sm *serviceMap) applyImageUpdate(u *rawImageUpdate) {
+	field := sm.path("x-driftless.imageUpdate")
+	pos := sm.extDoc.at("spec.imageUpdate")
+	if _, err := ParseImageUpdateInterval(u.Interval); err != nil {
+		sm.refuseAt(sm.extDoc.at("spec.imageUpdate.interval"), field+".interval", "%v", err)
+		return
+	}
+	switch {
+	case sm.pullPolicy == PullNever:
+		sm.refuseAt(pos, field, "cannot be used with pull_policy: never (an update must pull the new digest)")
+	case strings.Contains(sm.s.Image, "@"):
+		sm.refuseAt(pos, field, "image %q is pinned by digest and can never move: remove imageUpdate or use a tag", sm.s.Image)
+	default:
+		sm.imageUpdate = &ImageUpdate{Interval: strings.TrimSpace(u.Interval)}
 	}
 }
 

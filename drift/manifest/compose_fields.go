@@ -75,7 +75,7 @@ var composeServiceRules = map[string]any{
 	"mem_reservation":   composeMapped("resources.memoryReservationBytes"),
 	"cpus":              composeMapped("resources.nanoCPUs"),
 	"pids_limit":        composeMapped("resources.pidsLimit"),
-	"pull_policy":       composeMapped("missing / if_not_present only (driftless pulls a missing image)"),
+	"pull_policy":       composeMapped("pullPolicy: missing and if_not_present → missing, always, never (build, daily, weekly, every_* refused)"),
 	"build":             composeMapped("build: context, dockerfile, args, target (see the build rows)"),
 
 	"develop": composeNoEffect("develop: configures docker compose watch, which a deployed app does not run"),

@@ -31,6 +31,9 @@ type serviceMap struct {
 	depFrom  map[string]string // dependency (model name) -> compose field
 	labels   map[string]string
 	extDoc   *docCtx // positions inside x-driftless
+	// pullPolicy and imageUpdate are the Service's (outside the spec).
+	pullPolicy  string
+	imageUpdate *ImageUpdate
 }
 
 func newServiceMap(m *composeMapper, cname string, s *types.ServiceConfig) *serviceMap {
@@ -144,6 +147,8 @@ func (sm *serviceMap) service() Service {
 		Source:      sm.m.ix.firstKeyAt(sm.base),
 		Fields:      sm.fields,
 		ComposeName: sm.cname,
+		PullPolicy:  sm.pullPolicy,
+		ImageUpdate: sm.imageUpdate,
 	}
 }
 
@@ -161,11 +166,11 @@ func (sm *serviceMap) mapImage() {
 			sm.refuse("image", "invalid image reference %q: %v", s.Image, err)
 		}
 	}
-	switch s.PullPolicy {
-	case "", types.PullPolicyMissing, types.PullPolicyIfNotPresent:
-	default:
-		sm.refuse("pull_policy", "%q is not supported yet: driftless pulls an image only when it is missing (pull policies come with image support)", s.PullPolicy)
+	policy, refusal := composePullPolicy(s.PullPolicy)
+	if refusal != "" {
+		sm.refuse("pull_policy", "%s", refusal)
 	}
+	sm.pullPolicy = policy
 }
 
 func (sm *serviceMap) mapCommand() {

@@ -108,6 +108,10 @@ type rawServiceSpec struct {
 	ShmSize            *quantity           `json:"shmSize"`
 	Logging            *rawLogging         `json:"logging"`
 	Build              *rawBuild           `json:"build"`
+
+	// Image handling (not part of the hashed spec; see Service).
+	PullPolicy  string          `json:"pullPolicy"`
+	ImageUpdate *rawImageUpdate `json:"imageUpdate"`
 }
 
 // rawBuild builds the image from the revision (compose's build:).
@@ -116,6 +120,10 @@ type rawBuild struct {
 	Dockerfile string            `json:"dockerfile"`
 	Args       map[string]string `json:"args"`
 	Target     string            `json:"target"`
+}
+
+type rawImageUpdate struct {
+	Interval string `json:"interval"`
 }
 
 type rawHealthcheck struct {

@@ -117,6 +117,31 @@ type Service struct {
 	// which `docker compose` labels its containers with; "" for native
 	// manifests. It identifies containers to adopt from compose.
 	ComposeName string `json:"composeName,omitempty"`
+
+	// PullPolicy says when the image is pulled: PullMissing (default),
+	// PullAlways or PullNever. It is not part of the spec (or its hash):
+	// changing it changes how the next rollout gets its image, not what
+	// runs.
+	PullPolicy string `json:"pullPolicy,omitempty"`
+	// ImageUpdate, when set, has driftless check the registry for a new
+	// digest of the image's tag on a schedule and roll the service out
+	// when it moved. Not hashed either: the resolved digest, pinned into
+	// Spec.Image by the loop, is what changes the hash.
+	ImageUpdate *ImageUpdate `json:"imageUpdate,omitempty"`
+}
+
+// Pull policies of a service.
+const (
+	PullMissing = "missing" // pull only when the engine lacks the image
+	PullAlways  = "always"  // pull on each rollout (create or replace)
+	PullNever   = "never"   // never pull: the image must be on the engine
+)
+
+// ImageUpdate is a service's opt-in to tag updates.
+type ImageUpdate struct {
+	// Interval is a Go duration ("1h") or a cron spec ("0 3 * * *",
+	// "@every 10m"): how often the tag's digest is resolved.
+	Interval string `json:"interval"`
 }
 
 // FieldRef is where a model field was written, and how the user wrote its

@@ -195,6 +195,7 @@ func validateService(c *collector, app string, o *object) {
 		Source: o.source(),
 		Fields: serviceFields(o.doc, raw, spec),
 	}
+	validateImageHandling(r, raw, &o.service)
 }
 
 func validateEnv(r reporter, raw *rawServiceSpec) {

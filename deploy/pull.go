@@ -1,0 +1,284 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// PullErrorKind says why a registry did not give an image, which decides
+// what the loop does: auth and not found wait for a fix (a commit or new
+// credentials) with backoff; unreachable is retried.
+type PullErrorKind string
+
+const (
+	PullAuth        PullErrorKind = "auth"        // 401, denied: the credentials are missing or wrong
+	PullNotFound    PullErrorKind = "not found"   // manifest unknown: no such repository or tag
+	PullUnreachable PullErrorKind = "unreachable" // connection refused, timeout, DNS
+	PullOther       PullErrorKind = "error"
+)
+
+// PullError is a failed pull or tag resolution, naming the image, the
+// registry and the kind of failure.
+type PullError struct {
+	Image    string
+	Registry string
+	Kind     PullErrorKind
+	Err      error
+}
+
+func (e *PullError) Error() string {
+	msg := firstLine(e.Err.Error())
+	var hint string
+	switch e.Kind {
+	case PullAuth:
+		hint = "authentication failed (401/denied): check the credentials for " + e.Registry + " (registries: in driftless.yaml, or Docker's config.json)"
+	case PullNotFound:
+		hint = "not found (manifest unknown): check the image name and tag"
+	case PullUnreachable:
+		hint = "registry unreachable: retrying"
+	default:
+		hint = "pull failed"
+	}
+	return fmt.Sprintf("image %s could not be pulled from registry %s: %s: %s", e.Image, e.Registry, hint, msg)
+}
+
+func (e *PullError) Unwrap() error { return e.Err }
+
+// classifyPull sorts an engine's pull error. The engine relays the
+// registry's answer as text (and, for some, an errdefs class); both are
+// read.
+func classifyPull(err error) PullErrorKind {
+	msg := strings.ToLower(err.Error())
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(msg, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("unauthorized", "authentication required", "no basic auth credentials", "denied", "401", "incorrect username or password", "forbidden"):
+		return PullAuth
+	case has("manifest unknown", "not found", "name unknown", "does not exist"):
+		return PullNotFound
+	case has("connection refused", "i/o timeout", "no such host", "timeout", "network is unreachable", "connection reset", "tls handshake", "dial tcp", "eof"):
+		return PullUnreachable
+	case anyIs(err, cerrdefs.IsUnauthorized), anyIs(err, cerrdefs.IsPermissionDenied):
+		return PullAuth
+	case anyIs(err, cerrdefs.IsNotFound):
+		return PullNotFound
+	}
+	return PullOther
+}
+
+// registryAuth is the X-Registry-Auth value for pulling image for app.
+func (e *Engine) registryAuth(ctx context.Context, app, image string) (host, encoded string, err error) {
+	host, err = RegistryHost(image)
+	if err != nil {
+		return "", "", err
+	}
+	if e.opts.Credentials == nil {
+		return host, "", nil
+	}
+	ac, err := e.opts.Credentials.Lookup(ctx, app, host)
+	if err != nil {
+		return host, "", fmt.Errorf("credentials for registry %s: %w", host, err)
+	}
+	encoded, err = encodeAuth(ac)
+	return host, encoded, err
+}
+
+// PullProgress is told each layer's state changes while an image is
+// pulled: "a1b2c3d4e5f6: Downloading 1.2MB/3.4MB", "Digest: sha256:…".
+type PullProgress func(line string)
+
+// Pull pulls image for app with the app's registry credentials, telling
+// progress (which may be nil) each layer's state change.
+func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgress) error {
+	host, auth, err := e.registryAuth(ctx, app, image)
+	if err != nil {
+		return &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+	}
+	resp, err := e.api.ImagePull(ctx, image, client.ImagePullOptions{RegistryAuth: auth})
+	if err != nil {
+		if client.IsErrConnectionFailed(err) {
+			return fmt.Errorf("pull image %s: %w", image, err)
+		}
+		return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+	}
+	defer resp.Close()
+	layers := map[string]string{}
+	for msg, err := range resp.JSONMessages(ctx) {
+		if err != nil {
+			return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+		}
+		if msg.Error != nil && msg.Error.Message != "" {
+			err := errors.New(msg.Error.Message)
+			return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+		}
+		if line := progressLine(layers, msg); line != "" && progress != nil {
+			progress(line)
+		}
+	}
+	return nil
+}
+
+// progressLine is one compact line per change of a layer's state (not per
+// byte count update), or "" for a message that changes nothing.
+func progressLine(layers map[string]string, m jsonstream.Message) string {
+	if m.Status == "" {
+		return ""
+	}
+	if m.ID == "" {
+		return m.Status
+	}
+	if layers[m.ID] == m.Status {
+		return ""
+	}
+	layers[m.ID] = m.Status
+	line := m.ID + ": " + m.Status
+	if p := m.Progress; p != nil && p.Total > 0 {
+		line += fmt.Sprintf(" %s/%s", humanBytes(p.Current), humanBytes(p.Total))
+	}
+	return line
+}
+
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
+
+// ensureImage gets the service's image as its pull policy says, once per
+// Apply: missing pulls when absent, always pulls (this is a rollout: a
+// create or replace), never only checks. A failure is a rollout failure
+// of the service (back off, Degraded, the old replicas keep serving),
+// except an engine that cannot be reached.
+func (r *run) ensureImage(ctx context.Context, s *step, svc *manifest.Service) error {
+	ref := svc.Spec.Image
+	r.imagesMu.Lock()
+	c, ok := r.images[ref]
+	if !ok {
+		c = &imageCheck{}
+		r.images[ref] = c
+	}
+	r.imagesMu.Unlock()
+	c.once.Do(func() { c.err = r.getImage(ctx, s, svc) })
+	return c.err
+}
+
+func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) error {
+	ref := svc.Spec.Image
+	if svc.PullPolicy != manifest.PullAlways {
+		present, err := r.e.ImageExists(ctx, ref)
+		if err != nil || present {
+			return err
+		}
+		if svc.PullPolicy == manifest.PullNever {
+			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("image %s is not on the engine and pullPolicy is never: load or build it there, or set pullPolicy: missing", ref)}
+		}
+	}
+	err := r.e.Pull(ctx, r.app, ref, func(line string) {
+		r.emit(s, drift.PhasePull, "pull "+ref+": "+line, nil)
+	})
+	var pe *PullError
+	if errors.As(err, &pe) {
+		// Auth and not found wait for a fix, backing off; an unreachable
+		// registry is retried at the base delay until it answers.
+		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error(), Transient: pe.Kind == PullUnreachable}
+	}
+	return err
+}
+
+// ResolveDigest asks the image's registry, through the engine and with
+// the app's credentials, which manifest digest the image's tag names now
+// ("sha256:…"). It is one registry request; nothing is pulled.
+func (e *Engine) ResolveDigest(ctx context.Context, app, image string) (string, error) {
+	host, auth, err := e.registryAuth(ctx, app, image)
+	if err != nil {
+		return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+	}
+	res, err := e.api.DistributionInspect(ctx, image, client.DistributionInspectOptions{EncodedRegistryAuth: auth})
+	if err != nil {
+		if client.IsErrConnectionFailed(err) {
+			return "", fmt.Errorf("resolve image %s: %w", image, err)
+		}
+		return "", &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+	}
+	return res.Descriptor.Digest.String(), nil
+}
+
+// fillDigests sets each container's ImageDigest from its image's
+// RepoDigests (inspected once per image ID).
+func (e *Engine) fillDigests(ctx context.Context, cs []drift.Container) {
+	for i := range cs {
+		c := &cs[i]
+		if c.ImageID == "" {
+			continue
+		}
+		e.digestMu.Lock()
+		repo, ok := e.digests[c.ImageID]
+		e.digestMu.Unlock()
+		if !ok {
+			res, err := e.api.ImageInspect(ctx, c.ImageID)
+			if err != nil {
+				// Not worth failing an observation over: the digest is
+				// for display, and the next pass asks again.
+				continue
+			}
+			repo = res.RepoDigests
+			e.digestMu.Lock()
+			if e.digests == nil {
+				e.digests = map[string][]string{}
+			}
+			e.digests[c.ImageID] = repo
+			e.digestMu.Unlock()
+		}
+		c.ImageDigest = pickDigest(c.Image, c.ImageID, repo)
+	}
+}
+
+// pickDigest is the digest of the repository the container names among
+// the image's RepoDigests ("repo@sha256:…"), else the first, else the
+// image ID.
+func pickDigest(image, imageID string, repoDigests []string) string {
+	name := image
+	if named, err := reference.ParseNormalizedNamed(image); err == nil {
+		name = named.Name()
+	}
+	first := ""
+	for _, rd := range repoDigests {
+		repo, digest, ok := strings.Cut(rd, "@")
+		if !ok {
+			continue
+		}
+		if first == "" {
+			first = digest
+		}
+		if n, err := reference.ParseNormalizedNamed(repo); err == nil && n.Name() == name {
+			return digest
+		}
+	}
+	if first != "" {
+		return first
+	}
+	return imageID
+}
