@@ -17,8 +17,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// MaxFilesBytes caps what Files reads into memory, so that a Path pointing
-// at a huge tree fails clearly instead of exhausting memory.
+// MaxFilesBytes caps what Files reads into memory at once (files up to
+// lazyBlobBytes each), so that a Path pointing at a huge tree fails clearly
+// instead of exhausting memory.
 const MaxFilesBytes = 64 << 20
 
 // revertLine is git revert's standard message; abbreviated SHAs are
@@ -147,7 +148,7 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 		}
 	}
 
-	files := fstest.MapFS{}
+	files := &treeFS{MapFS: fstest.MapFS{}, large: map[string]largeBlob{}}
 	total := 0
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
@@ -166,16 +167,26 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 		switch entry.Mode {
 		case filemode.Regular, filemode.Executable, filemode.Deprecated:
 		case filemode.Dir:
-			files[name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755, ModTime: c.Committer.When}
+			files.MapFS[name] = &fstest.MapFile{Mode: fs.ModeDir | 0o755, ModTime: c.Committer.When}
 			continue
 		default:
 			s.log.Debug("skipping non-regular file in manifests", "path", name, "mode", entry.Mode.String())
 			continue
 		}
+		mode := fs.FileMode(0o644)
+		if entry.Mode == filemode.Executable {
+			mode = 0o755 // kept: a bind-mounted script must stay runnable
+		}
 		blob, err := repo.BlobObject(entry.Hash)
 		if err != nil {
 			s.suspect = true
 			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
+		}
+		if blob.Size > lazyBlobBytes {
+			// Listed now, read when (if) the loader's limits let it.
+			files.MapFS[name] = &fstest.MapFile{Mode: mode, ModTime: c.Committer.When}
+			files.large[name] = largeBlob{size: blob.Size, mode: mode, modTime: c.Committer.When, read: s.blobReader(entry.Hash)}
+			continue
 		}
 		total += int(blob.Size)
 		if total > MaxFilesBytes {
@@ -186,11 +197,7 @@ func (s *Source) Files(ctx context.Context, sha string) (fs.FS, error) {
 			s.suspect = true
 			return nil, s.newError(nil, fmt.Sprintf("read %q at commit %s", name, c.Hash), err)
 		}
-		mode := fs.FileMode(0o644)
-		if entry.Mode == filemode.Executable {
-			mode = 0o755 // kept: a bind-mounted script must stay runnable
-		}
-		files[name] = &fstest.MapFile{Data: data, Mode: mode, ModTime: c.Committer.When}
+		files.MapFS[name] = &fstest.MapFile{Data: data, Mode: mode, ModTime: c.Committer.When}
 	}
 	return files, nil
 }
@@ -239,6 +246,24 @@ func (s *Source) Log(ctx context.Context, n int) ([]Revision, error) {
 		return nil, s.newError(nil, fmt.Sprintf("log of %s", s.refName()), err)
 	}
 	return out, nil
+}
+
+// blobReader reads a blob later, under the Source's lock: go-git's storage
+// is not safe for concurrent use. Objects are immutable, so a fetch in
+// between does not change what it reads.
+func (s *Source) blobReader(h plumbing.Hash) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.repo == nil {
+			return nil, errors.New("the clone is closed")
+		}
+		blob, err := s.repo.BlobObject(h)
+		if err != nil {
+			return nil, err
+		}
+		return readBlob(blob)
+	}
 }
 
 // readBlob reads a blob into a buffer of exactly its size: io.ReadAll's
