@@ -56,11 +56,23 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 		return exitError
 	}
 	if *clean {
+		// A running demo agent would recreate what is removed.
+		if a, ok := runningDemo(data); ok {
+			fmt.Fprintf(stdout, "stopping the demo's agent (pid %d, %s) first\n", a.pid, a.url)
+			if err := stopDemo(ctx, a, 40*time.Second); err != nil {
+				fmt.Fprintln(stderr, "driftless demo --clean:", err)
+				return 1
+			}
+		}
 		if err := demoClean(ctx, data, stdout); err != nil {
 			fmt.Fprintln(stderr, "driftless demo --clean:", err)
 			return 1
 		}
 		return 0
+	}
+	if a, ok := runningDemo(data); ok {
+		fmt.Fprintf(stderr, "driftless demo: a demo is already running (pid %d): open %s\nStop it with Ctrl-C in its terminal, or remove everything with: %s demo --clean\n", a.pid, a.url, invokedAs())
+		return 1
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		fmt.Fprintln(stderr, "driftless demo: the demo keeps its manifests in a local Git repository and needs the git command: install git and run it again")
@@ -140,7 +152,15 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 	if def, _ := filepath.Abs(filepath.Join(defaultDataDir(), "demo")); def != data {
 		cleanCmd += " --data " + data
 	}
-	err = serve(ctx, cfg, f, log, func(url string) { printTour(stdout, url, repo, composeRepo, self, cleanCmd) })
+	forget := func() {}
+	defer func() { forget() }()
+	err = serve(ctx, cfg, f, log, func(url string) {
+		var recErr error
+		if forget, recErr = recordDemo(data, url); recErr != nil {
+			log.Warn("could not record the demo's agent; a second demo will not find it", "err", recErr)
+		}
+		printTour(stdout, url, repo, composeRepo, self, cleanCmd)
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless demo:", err)
 		return 1
