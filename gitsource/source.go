@@ -343,7 +343,7 @@ func (s *Source) Describe() string {
 	}
 	p := s.path
 	if p == "" {
-		p = "/"
+		p = "."
 	}
 	return fmt.Sprintf("%s (%s, path %s)", s.url, ref, p)
 }

@@ -467,6 +467,11 @@ func TestDescribe(t *testing.T) {
 	if got, want := s.Describe(), "https://example.com/org/app.git (branch prod, path deploy)"; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
+	// The repository root reads as status shows it: ".".
+	root := newSource(t, gitsource.Config{URL: "https://example.com/org/app.git", Branch: "prod"})
+	if got, want := root.Describe(), "https://example.com/org/app.git (branch prod, path .)"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
 }
 
 func TestConcurrentReads(t *testing.T) {
