@@ -228,42 +228,48 @@ func (s *Source) setupAuth() error {
 		if hasHTTP {
 			return fmt.Errorf("gitsource: username/token given for ssh URL %s; use an SSH key, or an https:// URL", s.url)
 		}
-		if a.SSHKeyFile == "" {
-			return fmt.Errorf("gitsource: ssh URL %s needs an SSH key file", s.url)
-		}
-		var hostKeys gossh.HostKeyCallback
-		switch {
-		case a.InsecureIgnoreHostKey:
-			s.log.Warn("ssh host key checking is disabled for the git source", "url", s.url)
-			hostKeys = gossh.InsecureIgnoreHostKey()
-		case a.KnownHostsFile == "":
-			return fmt.Errorf("gitsource: ssh URL %s needs a known_hosts file (or explicitly disable host key checking)", s.url)
-		default:
-			cb, err := gitssh.NewKnownHostsCallback(a.KnownHostsFile)
-			if err != nil {
-				return fmt.Errorf("gitsource: known_hosts file %s: %v", a.KnownHostsFile, err)
-			}
-			hostKeys = cb
-		}
-		ep, err := transport.NewEndpoint(s.url)
-		if err != nil {
-			return fmt.Errorf("gitsource: invalid repository URL %s: %v", s.url, err)
-		}
-		user := ep.User
-		if user == "" {
-			user = "git"
-		}
-		keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, a.SSHKeyPassphrase)
-		if err != nil {
-			return fmt.Errorf("gitsource: SSH key file %s: %s", a.SSHKeyFile, scrubSecrets(err.Error(), a.SSHKeyPassphrase))
-		}
-		keys.HostKeyCallback = hostKeys
-		s.auth = keys
+		return s.setupSSHAuth(a)
 	default:
 		if hasHTTP || hasSSH {
 			return fmt.Errorf("gitsource: credentials given for %s URL %s, which does not use them", s.protocol, s.url)
 		}
 	}
+	return nil
+}
+
+// setupSSHAuth prepares key authentication and host key checking.
+func (s *Source) setupSSHAuth(a Auth) error {
+	if a.SSHKeyFile == "" {
+		return fmt.Errorf("gitsource: ssh URL %s needs an SSH key file", s.url)
+	}
+	var hostKeys gossh.HostKeyCallback
+	switch {
+	case a.InsecureIgnoreHostKey:
+		s.log.Warn("ssh host key checking is disabled for the git source", "url", s.url)
+		hostKeys = gossh.InsecureIgnoreHostKey()
+	case a.KnownHostsFile == "":
+		return fmt.Errorf("gitsource: ssh URL %s needs a known_hosts file (or explicitly disable host key checking)", s.url)
+	default:
+		cb, err := gitssh.NewKnownHostsCallback(a.KnownHostsFile)
+		if err != nil {
+			return fmt.Errorf("gitsource: known_hosts file %s: %v", a.KnownHostsFile, err)
+		}
+		hostKeys = cb
+	}
+	ep, err := transport.NewEndpoint(s.url)
+	if err != nil {
+		return fmt.Errorf("gitsource: invalid repository URL %s: %v", s.url, err)
+	}
+	user := ep.User
+	if user == "" {
+		user = "git"
+	}
+	keys, err := gitssh.NewPublicKeysFromFile(user, a.SSHKeyFile, a.SSHKeyPassphrase)
+	if err != nil {
+		return fmt.Errorf("gitsource: SSH key file %s: %s", a.SSHKeyFile, scrubSecrets(err.Error(), a.SSHKeyPassphrase))
+	}
+	keys.HostKeyCallback = hostKeys
+	s.auth = keys
 	return nil
 }
 

@@ -56,14 +56,6 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 		return exitError
 	}
 	if *clean {
-		// A running demo agent would recreate what is removed.
-		if a, ok := runningDemo(data); ok {
-			fmt.Fprintf(stdout, "stopping the demo's agent (pid %d, %s) first\n", a.pid, a.url)
-			if err := stopDemo(ctx, a, 40*time.Second); err != nil {
-				fmt.Fprintln(stderr, "driftless demo --clean:", err)
-				return 1
-			}
-		}
 		if err := demoClean(ctx, data, stdout); err != nil {
 			fmt.Fprintln(stderr, "driftless demo --clean:", err)
 			return 1
@@ -361,6 +353,13 @@ func demoRepo(ctx context.Context, dir string, files fs.FS, root, message string
 // demoClean removes what the demo created: objects labelled with the demo
 // app, the demo images, and the data directory.
 func demoClean(ctx context.Context, data string, stdout io.Writer) error {
+	// A running demo agent would recreate what is removed.
+	if a, ok := runningDemo(data); ok {
+		fmt.Fprintf(stdout, "stopping the demo's agent (pid %d, %s) first\n", a.pid, a.url)
+		if err := stopDemo(ctx, a, 40*time.Second); err != nil {
+			return err
+		}
+	}
 	eng, err := connectEngine(ctx, deploy.Options{})
 	if err != nil {
 		return err
