@@ -23,8 +23,9 @@ const (
 // are "(sensitive)", memory and CPUs are human-readable. Replicas and
 // dependsOn are left out because they never force a recreate.
 //
-// Secret values compare equal whether a side holds the value or its
-// manifest.RedactValue form (as a spec recorded on a container does).
+// Secret values compare as given: a spec recorded on a container holds
+// them redacted, so the caller passes the desired spec redacted with the
+// same key (ServiceSpec.Redacted) for unchanged secrets to compare equal.
 func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 	var out []FieldChange
 	add := func(path, b, a string) {
@@ -50,7 +51,7 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 		b, inBefore := before.Env[k]
 		a, inAfter := after.Env[k]
 		secret := before.IsSecretEnv(k) || after.IsSecretEnv(k)
-		if inBefore && inAfter && (a == b || secret && redactedForm(a) == redactedForm(b)) {
+		if inBefore && inAfter && a == b {
 			continue
 		}
 		if secret {
@@ -364,14 +365,4 @@ func formatCPUs(n int64) string {
 		return "unlimited"
 	}
 	return manifest.FormatCPUs(n)
-}
-
-// redactedForm is how a secret value is compared: a spec recorded on a
-// container holds manifest.RedactValue of it, a desired spec the value
-// itself, and both must compare equal when the secret did not change.
-func redactedForm(v string) string {
-	if strings.HasPrefix(v, "(sensitive") {
-		return v
-	}
-	return manifest.RedactValue(v)
 }

@@ -60,6 +60,9 @@ type AppConfig struct {
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
 	ComposeProject string
+
+	// secretKey is the agent's key (set by New), passed to the loader.
+	secretKey manifest.SecretKey
 }
 
 // AdoptCompose is the Adopt value that takes over a compose project.
@@ -67,7 +70,7 @@ const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment}
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, SecretKey: c.secretKey}
 }
 
 // Config is the whole driftless.yaml.

@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/secrets"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -95,6 +96,29 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
 	}
 	return opts, nil
+}
+
+// dataFlag registers --data on a local command: the agent's data
+// directory, whose secret key the command hashes secrets with so that its
+// hashes agree with the agent's.
+func dataFlag(fs *flag.FlagSet) *string {
+	return fs.String("data", defaultDataDir(), "the agent's data directory, for its secret key (env DRIFTLESS_DATA)")
+}
+
+// cliSecretKey is the key of the data directory. Missing, it is created
+// and the user told so: the first agent or CLI run on a data directory
+// makes it, and every later one shares it. Unreadable (another user's
+// agent), it is an error that says how to fix it, never a second key that
+// would make every secret-bearing service look changed.
+func cliSecretKey(data string, stderr io.Writer) (manifest.SecretKey, error) {
+	key, created, err := secrets.LoadOrCreateKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (run as the agent's user, or pass --data with the agent's data directory)", err)
+	}
+	if created {
+		fmt.Fprintf(stderr, "driftless: created the secret key %s; an agent run with --data %s uses the same\n", secrets.KeyPath(data), data)
+	}
+	return key, nil
 }
 
 func splitList(s string) []string {
@@ -271,6 +295,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	appFlag := fs.String("app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "include removal of objects no longer declared")
 	output := fs.String("output", "text", "output format: text or json")
+	data := dataFlag(fs)
 	var lf loadFlags
 	lf.register(fs)
 	pos, err := parseFlags(fs, args)
@@ -284,6 +309,10 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts, err := lf.options(processEnv())
 	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
+	if opts.SecretKey, err = cliSecretKey(*data, stderr); err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}

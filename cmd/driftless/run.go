@@ -276,7 +276,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files")})
+	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), Scrub: gitCredentials(cfg.Apps)})
 	if err != nil {
 		return err
 	}
@@ -371,4 +371,14 @@ func sourceFactory(dataDir string, log *slog.Logger) func(dsync.AppConfig) (dsyn
 			Logger: log.With("app", a.Name),
 		})
 	}
+}
+
+// gitCredentials are the Git secrets the agent holds, to be kept out of
+// container log lines and probe output it stores.
+func gitCredentials(apps []dsync.AppConfig) []string {
+	var out []string
+	for _, a := range apps {
+		out = append(out, a.Auth.Password, a.Auth.SSHKeyPassphrase)
+	}
+	return out
 }

@@ -43,6 +43,10 @@ type LoadOptions struct {
 	// Environment is what compose variables interpolate from, before the
 	// app directory's .env file (compose's precedence: these win).
 	Environment map[string]string
+	// SecretKey is the per-agent key secret values are digested with in
+	// hashes and displays; the agent and the CLI pass the same one for the
+	// same data directory so their hashes agree.
+	SecretKey SecretKey
 }
 
 // LoadWith is Load with the app's options.
@@ -90,10 +94,18 @@ func load(fsys fs.FS, root, app string, opts LoadOptions, display func(string) s
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", display(root), err)
 	}
+	var a *App
 	if len(layout.files) > 0 {
-		return loadCompose(fsys, root, app, layout, ign, opts, display)
+		a, err = loadCompose(fsys, root, app, layout, ign, opts, display)
+	} else {
+		a, err = loadNative(fsys, root, app, ign, opts, display)
 	}
-	return loadNative(fsys, root, app, ign, opts, display)
+	if err != nil {
+		return nil, err
+	}
+	// The front ends hash without the key; only keyed hashes leave.
+	a.Rehash(opts.SecretKey)
+	return a, nil
 }
 
 // loadNative is the native front end: every manifest under root, parsed

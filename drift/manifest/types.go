@@ -82,6 +82,9 @@ type App struct {
 	// mounts with a RepoPath materialize. It is not part of any hash
 	// itself: each mount's ContentHash is.
 	Content map[string]*RepoTree `json:"-"`
+	// SecretKey digests secret values in hashes and displays (see
+	// SecretKey); the loader sets it from LoadOptions.SecretKey.
+	SecretKey SecretKey `json:"-"`
 }
 
 // Service returns the named service, or nil.

@@ -181,7 +181,7 @@ func validateService(c *collector, app string, o *object) {
 		Name:   o.name,
 		Labels: o.labels,
 		Spec:   spec,
-		Hash:   HashService(o.labels, spec),
+		Hash:   HashService(nil, o.labels, spec),
 		Source: o.source(),
 		Fields: serviceFields(o.doc, raw, spec),
 	}
@@ -1097,7 +1097,7 @@ func ResolveRepoBinds(fsys fs.FS, root string, app *App) error {
 			changed = true
 		}
 		if changed {
-			svc.Hash = HashService(svc.Labels, svc.Spec)
+			svc.Hash = HashService(app.SecretKey, svc.Labels, svc.Spec)
 		}
 	}
 	if len(errs) > 0 {
