@@ -20,20 +20,20 @@ const KeyFile = "secret-salt"
 // keySize is 256 bits: HMAC-SHA256's block-sized keys gain nothing more.
 const keySize = 32
 
-// ErrNoKey means the data directory holds no key yet.
-var ErrNoKey = errors.New("no secret key in the data directory")
+// ErrNoAgentKey means the data directory holds no key yet.
+var ErrNoAgentKey = errors.New("no secret key in the data directory")
 
 // KeyPath is where dataDir's key lives.
 func KeyPath(dataDir string) string { return filepath.Join(dataDir, KeyFile) }
 
-// ReadKey reads dataDir's key. A missing file is ErrNoKey (wrapped); a
+// ReadKey reads dataDir's key. A missing file is ErrNoAgentKey (wrapped); a
 // file that is not private (group or others may read it) or has the wrong
 // size is refused, so a key copied carelessly is noticed.
 func ReadKey(dataDir string) (manifest.SecretKey, error) {
 	p := KeyPath(dataDir)
 	st, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", p, ErrNoKey)
+		return nil, fmt.Errorf("%s: %w", p, ErrNoAgentKey)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("secret key: %w", err)
@@ -57,7 +57,7 @@ func ReadKey(dataDir string) (manifest.SecretKey, error) {
 // agree on one key.
 func LoadOrCreateKey(dataDir string) (key manifest.SecretKey, created bool, err error) {
 	key, err = ReadKey(dataDir)
-	if !errors.Is(err, ErrNoKey) {
+	if !errors.Is(err, ErrNoAgentKey) {
 		return key, false, err
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {

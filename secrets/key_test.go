@@ -10,8 +10,8 @@ import (
 
 func TestLoadOrCreateKey(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ReadKey(dir); !errors.Is(err, ErrNoKey) {
-		t.Fatalf("ReadKey of an empty dir = %v, want ErrNoKey", err)
+	if _, err := ReadKey(dir); !errors.Is(err, ErrNoAgentKey) {
+		t.Fatalf("ReadKey of an empty dir = %v, want ErrNoAgentKey", err)
 	}
 	k1, created, err := LoadOrCreateKey(dir)
 	if err != nil || !created || len(k1) != keySize {
