@@ -66,6 +66,7 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 		out = append(out, FieldChange{Path: "env." + k, Before: b, After: a})
 	}
 	add("secretEnv", listOr(sortedCopy(before.SecretEnv), none), listOr(sortedCopy(after.SecretEnv), none))
+	out = append(out, secretChanges(before.Secrets, after.Secrets)...)
 	add("ports", portList(before.Ports), portList(after.Ports))
 	add("networks", listOr(sortedCopy(before.Networks), none), listOr(sortedCopy(after.Networks), none))
 	add("volumes", mountList(before.Volumes), mountList(after.Volumes))
@@ -365,4 +366,25 @@ func formatCPUs(n int64) string {
 		return "unlimited"
 	}
 	return manifest.FormatCPUs(n)
+}
+
+// secretChanges says which SOPS secrets changed, by their digests, and
+// nothing of their values.
+func secretChanges(before, after []manifest.SecretRef) []FieldChange {
+	var out []FieldChange
+	for _, a := range after {
+		i := slices.IndexFunc(before, func(b manifest.SecretRef) bool { return b.Name == a.Name })
+		switch {
+		case i < 0:
+			out = append(out, FieldChange{Path: "secret " + a.Name, Before: unset, After: "added"})
+		case before[i].Digest != a.Digest || before[i].File != a.File || before[i].Key != a.Key:
+			out = append(out, FieldChange{Path: "secret " + a.Name, Before: Sensitive, After: "changed"})
+		}
+	}
+	for _, b := range before {
+		if !slices.ContainsFunc(after, func(a manifest.SecretRef) bool { return a.Name == b.Name }) {
+			out = append(out, FieldChange{Path: "secret " + b.Name, Before: "declared", After: "removed"})
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -100,6 +101,7 @@ func dataKey(tree *sops.Tree, keys Keys) ([]byte, error) {
 	}
 	return dk, err
 }
+
 // oneLine flattens SOPS's multi-line key errors for a status line.
 func oneLine(err error) string {
 	s := strings.Join(strings.Fields(err.Error()), " ")
@@ -115,4 +117,21 @@ func IsEncrypted(name string, data []byte) bool {
 	store := common.StoreForFormat(FormatOf(name), config.NewStoresConfig())
 	_, err := store.LoadEncryptedFile(bytes.Clone(data))
 	return err == nil
+}
+
+// DecryptWith is the decryption a loader uses for an app: the age
+// identities of ageKeyFile ("" for none), read at each call so a rotated
+// file is picked up, then the environment's keys.
+func DecryptWith(ageKeyFile string) func(name string, data []byte) ([]byte, error) {
+	return func(name string, data []byte) ([]byte, error) {
+		var keys Keys
+		if ageKeyFile != "" {
+			b, err := os.ReadFile(ageKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: the app's age key file: %v", ErrNoKey, err)
+			}
+			keys.AgeIdentities = string(b)
+		}
+		return Decrypt(name, data, keys)
+	}
 }

@@ -124,4 +124,3 @@ func TestDecryptRefusals(t *testing.T) {
 		}
 	}
 }
-

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
@@ -61,6 +62,11 @@ type AppConfig struct {
 	Adopt          string
 	ComposeProject string
 
+	// AgeKeyFile is the app's age identity file for SOPS secrets
+	// (decryption.ageKeyFile); read at each load, so a rotated key file is
+	// picked up without a restart.
+	AgeKeyFile string
+
 	// secretKey is the agent's key (set by New), passed to the loader.
 	secretKey manifest.SecretKey
 }
@@ -70,7 +76,8 @@ const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, SecretKey: c.secretKey}
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, SecretKey: c.secretKey,
+		Decrypt: secrets.DecryptWith(c.AgeKeyFile)}
 }
 
 // Config is the whole driftless.yaml.
@@ -127,6 +134,15 @@ type fileAppConfig struct {
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
+
+	Decryption *fileDecryption `json:"decryption"`
+}
+
+// fileDecryption is an app's `decryption:` in driftless.yaml.
+type fileDecryption struct {
+	// AgeKeyFile is an age identity file for this app's SOPS secrets,
+	// tried before the agent's SOPS_AGE_KEY_FILE / SOPS_AGE_KEY.
+	AgeKeyFile string `json:"ageKeyFile"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -267,6 +283,12 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	if fa.Decryption != nil && fa.Decryption.AgeKeyFile != "" {
+		app.AgeKeyFile = rel(fa.Decryption.AgeKeyFile)
+		if _, err := os.Stat(app.AgeKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("decryption.ageKeyFile: %w", err))
+		}
+	}
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +92,9 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		Policy:      manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
 		Profiles:    splitList(l.profiles),
 		Environment: env,
+		// SOPS secrets open with the keys of the user's environment
+		// (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG), as with `sops`.
+		Decrypt: secrets.DecryptWith(""),
 	}
 	if err := opts.Policy.Validate(); err != nil {
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
@@ -224,7 +228,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			Desired *manifest.App      `json:"desired,omitempty"`
 		}{App: name, Valid: err == nil, Errors: list}
 		if err == nil {
-			res.Desired = app
+			res.Desired = redactedApp(app)
 		}
 		_ = writeJSON(stdout, res)
 	} else if err != nil {
@@ -247,6 +251,16 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	return exitOK
+}
+
+// redactedApp is app with its secret values redacted, for output.
+func redactedApp(app *manifest.App) *manifest.App {
+	out := *app
+	out.Services = slices.Clone(app.Services)
+	for i := range out.Services {
+		out.Services[i].Spec = out.Services[i].Spec.Redacted(app.SecretKey)
+	}
+	return &out
 }
 
 // loadLocal parses the manifests and observes the engine for one app.

@@ -47,6 +47,10 @@ type LoadOptions struct {
 	// hashes and displays; the agent and the CLI pass the same one for the
 	// same data directory so their hashes agree.
 	SecretKey SecretKey
+	// Decrypt opens a SOPS-encrypted file of the revision (name is its
+	// path in the repository, for the format and messages). nil: an app
+	// that references secrets is refused.
+	Decrypt func(name string, data []byte) ([]byte, error)
 }
 
 // LoadWith is Load with the app's options.
@@ -123,6 +127,9 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		if err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", display(f), err)
 		}
+		if isSOPSYAML(data) {
+			continue // an encrypted secret, read by resolveSecrets
+		}
 		objs = append(objs, parseFile(c, app, display(f), data)...)
 	}
 	result := assemble(c, app, objs)
@@ -130,6 +137,7 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		return nil, c.sorted()
 	}
 	c.errs = CheckPolicy(result, opts.Policy)
+	c.errs = append(c.errs, resolveSecrets(fsys, root, result, opts, display)...)
 	if err := ResolveRepoBinds(fsys, root, result); err != nil {
 		var list ErrorList
 		if !errors.As(err, &list) {

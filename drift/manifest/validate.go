@@ -145,6 +145,7 @@ func validateService(c *collector, app string, o *object) {
 	}
 	r.intRange("spec.replicas", raw.Replicas, 0, int(^uint(0)>>1))
 	validateEnv(r, raw)
+	validateSecretRefs(r, raw)
 	validatePorts(r, raw)
 	validateNetworkList(r, raw)
 	mounts := validateVolumeMounts(r, raw)
@@ -1063,6 +1064,13 @@ func serviceFields(doc *docCtx, raw *rawServiceSpec, spec ServiceSpec) map[strin
 	}
 	for i := range raw.SecurityOpt {
 		add(indexPath("securityOpt", i), indexPath("spec.securityOpt", i))
+	}
+	for i := range raw.Secrets {
+		add(indexPath("secrets", i), indexPath("spec.secrets", i))
+		add(indexPath("secrets", i)+".file", indexPath("spec.secrets", i)+".file")
+	}
+	for i := range raw.EnvFrom {
+		add(indexPath("envFrom", i), indexPath("spec.envFrom", i))
 	}
 	return fields
 }
