@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
-	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/secrets"
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
 )

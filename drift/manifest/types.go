@@ -144,11 +144,11 @@ type ServiceSpec struct {
 	Env      map[string]string `json:"env,omitempty"`
 	// SecretEnv names env keys whose values are secret: they are passed to the
 	// container but never shown in plans, status, history, logs or the UI.
-	SecretEnv []string      `json:"secretEnv,omitempty"`
+	SecretEnv []string `json:"secretEnv,omitempty"`
 	// Secrets are SOPS-encrypted files of the repository the service uses
 	// (native manifests); EnvFrom puts their values in the environment.
-	Secrets []SecretRef `json:"secrets,omitempty"`
-	EnvFrom []EnvFrom   `json:"envFrom,omitempty"`
+	Secrets   []SecretRef   `json:"secrets,omitempty"`
+	EnvFrom   []EnvFrom     `json:"envFrom,omitempty"`
 	Ports     []Port        `json:"ports,omitempty"`
 	Networks  []string      `json:"networks"`
 	Volumes   []VolumeMount `json:"volumes,omitempty"`
