@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/secrets"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -138,4 +142,148 @@ func apiGet(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
 	}
 	return string(b)
+}
+
+// sopsManifest is a web service that takes APP_DB_PASSWORD from the
+// SOPS-encrypted file secrets/app-db-password of the app.
+func sopsManifest(image string) string {
+	return fmt.Sprintf(`apiVersion: driftless.dev/v1
+kind: Service
+metadata:
+  name: web
+spec:
+  image: %s
+  replicas: 2
+  secrets:
+    - name: app-db-password
+      file: secrets/app-db-password.yaml
+      key: password
+  envFrom:
+    - secret: app-db-password
+  readiness:
+    httpGet: {path: /healthz, port: 8080}
+    periodSeconds: 1
+  update: {strategy: rolling, maxSurge: 1, maxUnavailable: 0}
+  stopGracePeriodSeconds: 1
+`, image)
+}
+
+// TestSOPSSecretRotation: a password in a SOPS file (age key, encrypted by
+// sops's own code path) reaches the replicas; changing it in Git rolls
+// them with a plan that says the secret changed and shows no value; a
+// tampered file is refused and the last good revision keeps running and
+// healing, also after an agent restart; the value is nowhere in labels,
+// the API, the UI, the database or the agent's output.
+func TestSOPSSecretRotation(t *testing.T) {
+	v1 := testenv.WorkloadImage(t, "v1")
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.txt")
+	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc := func(pw string) string {
+		b, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	first := "pw-one-" + strings.ToLower(testenv.UniqueApp(t))
+	second := "pw-two-" + strings.ToLower(testenv.UniqueApp(t))
+
+	app := testenv.UniqueApp(t)
+	base := t.TempDir()
+	r := &agentRig{t: t, app: app, path: "apps/" + app, server: gitserver.RunDaemon(t, base), data: t.TempDir()}
+	r.repo = gitserver.Init(t, base, "infra")
+	r.repo.WriteFile(r.path+"/web.yaml", sopsManifest(v1))
+	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", enc(first))
+	r.repo.Commit("deploy web with an encrypted password")
+	r.args = []string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path, "--app", app, "--interval", "1s"}
+	env := append(os.Environ(), "SOPS_AGE_KEY_FILE="+keyFile)
+	r.agent = testenv.StartAgentEnv(t, env, r.data, r.args...)
+	head := r.repo.Head()
+	r.waitConverged("deploy with the decrypted secret", head, 2, v1)
+	checkContainerEnv(t, app, "APP_DB_PASSWORD="+first)
+
+	// Rotate in Git: every replica is replaced, the plan says so without
+	// the value.
+	before := idsByName(dockerContainers(t, app))
+	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", enc(second))
+	rotated := r.repo.Commit("rotate the db password")
+	r.waitConverged("the rotation rolled out", rotated, 2, v1)
+	for name, id := range idsByName(dockerContainers(t, app)) {
+		if before[name] == id {
+			t.Errorf("%s was not replaced by the rotation", name)
+		}
+	}
+	checkContainerEnv(t, app, "APP_DB_PASSWORD="+second)
+	hist := apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/history")
+	if !strings.Contains(hist, "secret app-db-password") || !strings.Contains(hist, "changed") {
+		t.Errorf("history should say the secret changed; got %s", hist)
+	}
+
+	// Tamper with the ciphertext: refused, the rotated revision keeps
+	// running.
+	tampered := strings.Replace(enc(second), "password: ENC[AES256_GCM,data:", "password: ENC[AES256_GCM,data:AA", 1)
+	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", tampered)
+	bad := r.repo.Commit("tampered secret")
+	st := r.wait(30*time.Second, "the tampered revision refused", func(st dsync.AppStatus) bool {
+		return st.Refused != nil && st.Refused.Revision.SHA == bad
+	})
+	if why := strings.Join(st.Refused.Errors, "\n"); !strings.Contains(why, "app-db-password.yaml") || !strings.Contains(why, "MAC") {
+		t.Errorf("refusal should name the file and the MAC: %s: %s", st.Refused.Reason, why)
+	} else {
+		t.Logf("refused: %s", why)
+	}
+	if st.Applied == nil || st.Applied.SHA != rotated {
+		t.Fatalf("applied %v, want the rotated revision to keep running", revShort(st.Applied))
+	}
+
+	// Restart the agent; healing still works on the last good revision
+	// (re-decrypted from Git).
+	r.agent.Stop(t)
+	r.agent = testenv.StartAgentEnv(t, env, r.data, r.args...)
+	victim := app + "-web-1"
+	docker(t, "rm", "-f", victim)
+	r.wait(60*time.Second, "the removed replica healed after the restart", func(st dsync.AppStatus) bool {
+		return convergedTo(rotated, 2, v1)(st) || (st.Applied != nil && st.Applied.SHA == rotated && len(st.Services) == 1 && st.Services[0].Ready == 2)
+	})
+	checkContainerEnv(t, app, "APP_DB_PASSWORD="+second)
+
+	places := map[string]string{
+		"app API":      apiGet(t, r.agent.URL+"/api/v1/apps/"+app),
+		"history API":  apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/history"),
+		"app page":     apiGet(t, r.agent.URL+"/apps/"+app),
+		"history page": apiGet(t, r.agent.URL+"/apps/"+app+"/history"),
+		"plan API":     apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/plan?format=text"),
+		"agent output": r.agent.Logs(),
+	}
+	db, err := os.ReadFile(filepath.Join(r.data, "driftless.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	places["history database"] = string(db)
+	for where, text := range places {
+		for _, v := range []string{first, second} {
+			if strings.Contains(text, v) {
+				t.Errorf("%s shows the secret value %q", where, v)
+			}
+		}
+	}
+	checkInspectHidesSecret(t, app, second)
+}
+
+// checkContainerEnv fails unless every replica of the app has kv in its
+// environment (env delivery: Docker keeps it in the container's config).
+func checkContainerEnv(t *testing.T, app, kv string) {
+	t.Helper()
+	for _, c := range dockerContainers(t, app) {
+		env := docker(t, "inspect", "--format", "{{json .Config.Env}}", c.ID)
+		if !strings.Contains(env, `"`+kv+`"`) {
+			t.Errorf("%s: env %s lacks %s", c.Name, env, kv)
+		}
+	}
 }
