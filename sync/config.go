@@ -283,16 +283,26 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
-	if fa.Decryption != nil && fa.Decryption.AgeKeyFile != "" {
-		app.AgeKeyFile = rel(fa.Decryption.AgeKeyFile)
-		if _, err := os.Stat(app.AgeKeyFile); err != nil {
-			errs = append(errs, fmt.Errorf("decryption.ageKeyFile: %w", err))
-		}
+	if app.AgeKeyFile, err = ageKeyFile(fa.Decryption, rel); err != nil {
+		errs = append(errs, err)
 	}
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
 	return app, errs
+}
+
+// ageKeyFile is the app's decryption.ageKeyFile, resolved and checked to
+// exist ("" when not set).
+func ageKeyFile(d *fileDecryption, rel func(string) string) (string, error) {
+	if d == nil || d.AgeKeyFile == "" {
+		return "", nil
+	}
+	p := rel(d.AgeKeyFile)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("decryption.ageKeyFile: %w", err)
+	}
+	return p, nil
 }
 
 // parseAuth reads an app's Git credentials from the environment variables
