@@ -287,3 +287,45 @@ func checkContainerEnv(t *testing.T, app, kv string) {
 		}
 	}
 }
+
+// TestValidateChecksSecretsDecrypt: `driftless validate` opens every
+// referenced SOPS file with the keys of the environment, and says which
+// file does not open and why.
+func TestValidateChecksSecretsDecrypt(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "shop")
+	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: validate-me\n"), id.Recipient().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(sopsManifest("shop/web:1")), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "secrets", "app-db-password.yaml"), enc, 0o644))
+	keyFile := filepath.Join(t.TempDir(), "age.txt")
+	must(os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	t.Setenv("SOPS_AGE_KEY", "")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("SOPS_AGE_KEY_FILE", filepath.Join(t.TempDir(), "absent.txt"))
+	out, code := testenv.Run(t, ctx, dir, "validate")
+	if code != 1 || !strings.Contains(out, "web.yaml:10:13: spec.secrets[0].file: secret \"app-db-password\": secrets/app-db-password.yaml: no available key can decrypt it: it is encrypted for age "+id.Recipient().String()) {
+		t.Errorf("without the key: exit %d, output:\n%s", code, out)
+	}
+	t.Setenv("SOPS_AGE_KEY_FILE", keyFile)
+	out, code = testenv.Run(t, ctx, dir, "validate", "--output", "json")
+	if code != 0 || strings.Contains(out, "validate-me") {
+		t.Errorf("with the key: exit %d (want 0, and no value in the output):\n%s", code, out)
+	}
+}

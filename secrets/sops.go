@@ -55,7 +55,9 @@ func Decrypt(name string, data []byte, keys Keys) ([]byte, error) {
 	}
 	key, err := dataKey(&tree, keys)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoKey, oneLine(err))
+		// SOPS's own message is a multi-line colored report; the
+		// recipients say what to do.
+		return nil, fmt.Errorf("%w: it is encrypted for %s; give the agent one of their private keys", ErrNoKey, recipients(&tree))
 	}
 	cipher := aes.NewCipher()
 	mac, err := tree.Decrypt(key, cipher)
@@ -102,13 +104,18 @@ func dataKey(tree *sops.Tree, keys Keys) ([]byte, error) {
 	return dk, err
 }
 
-// oneLine flattens SOPS's multi-line key errors for a status line.
-func oneLine(err error) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
-	if len(s) > 400 {
-		s = s[:400] + "…"
+// recipients names the public keys a file is encrypted for.
+func recipients(tree *sops.Tree) string {
+	var rs []string
+	for _, g := range tree.Metadata.KeyGroups {
+		for _, k := range g {
+			rs = append(rs, k.TypeToIdentifier()+" "+k.ToString())
+		}
 	}
-	return s
+	if len(rs) == 0 {
+		return "no key at all"
+	}
+	return strings.Join(rs, ", ")
 }
 
 // IsEncrypted reports whether data looks like a SOPS file of name's
