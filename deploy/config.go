@@ -48,8 +48,8 @@ type replicaInput struct {
 
 // containerLabels are the labels on every replica: the service's metadata
 // labels first, so driftless's own labels cannot be overridden by them.
-func containerLabels(app string, svc *manifest.Service, slot int, revision string) (map[string]string, error) {
-	spec, err := json.Marshal(svc.Spec.Redacted())
+func containerLabels(app string, key manifest.SecretKey, svc *manifest.Service, slot int, revision string) (map[string]string, error) {
+	spec, err := json.Marshal(svc.Spec.Redacted(key))
 	if err != nil {
 		return nil, fmt.Errorf("encode spec of %s: %w", svc.Name, err)
 	}
@@ -91,7 +91,7 @@ func restartPolicy(spec *manifest.ServiceSpec) *container.RestartPolicy {
 // same setting. It is pure.
 func buildReplicaConfig(in replicaInput) (replicaConfig, error) {
 	svc := in.Service
-	labels, err := containerLabels(in.App.Name, svc, in.Slot, in.Revision)
+	labels, err := containerLabels(in.App.Name, in.App.SecretKey, svc, in.Slot, in.Revision)
 	if err != nil {
 		return replicaConfig{}, err
 	}

@@ -54,7 +54,7 @@ func modelApp() *manifest.App {
 	}
 	return &manifest.App{
 		Name:     "shop",
-		Services: []manifest.Service{{Name: "web", Spec: spec, Hash: manifest.HashService(nil, spec)}},
+		Services: []manifest.Service{{Name: "web", Spec: spec, Hash: manifest.HashService(nil, nil, spec)}},
 		Networks: []manifest.Network{
 			{Name: "backend", Spec: manifest.NetworkSpec{External: true, ExternalName: "corp-net"}},
 			{Name: "front", Spec: manifest.NetworkSpec{Driver: "bridge"}},

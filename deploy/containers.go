@@ -11,6 +11,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/secrets"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -191,7 +192,7 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 			return err
 		}
 		if time.Now().After(deadline) {
-			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, r.e.opts.ReadyTimeout, lastReason), info.ExitCode, info.RestartCount-baseRestarts)
+			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, r.e.opts.ReadyTimeout, lastReason), info, info.RestartCount-baseRestarts)
 		}
 		select {
 		case <-ctx.Done():
@@ -230,7 +231,7 @@ func (r *run) judgeExit(ctx context.Context, s *step, id string, info runtimeInf
 		return true, &drift.Failure{Cause: drift.FailureInterference, ExitCode: info.ExitCode,
 			Summary: fmt.Sprintf("%s was stopped outside driftless while waiting for it to become ready (exit code %d)", name, info.ExitCode)}
 	case info.State == drift.StateExited || info.State == drift.StateDead, restarts >= crashRestarts:
-		return true, r.notReady(ctx, id, fmt.Sprintf("%s exited with code %d%s", name, info.ExitCode, restartedWords(restarts)), info.ExitCode, restarts)
+		return true, r.notReady(ctx, id, fmt.Sprintf("%s exited with code %d%s", name, info.ExitCode, restartedWords(restarts)), info, restarts)
 	}
 	return false, nil
 }
@@ -267,10 +268,12 @@ func restartedWords(n int) string {
 }
 
 // notReady builds the failure of a replica that failed on its own, with
-// its last log lines.
-func (r *run) notReady(ctx context.Context, id, summary string, exitCode, restarts int) error {
-	f := &drift.Failure{Cause: drift.FailureRollout, Summary: summary, ExitCode: exitCode, Restarts: max(restarts, 0)}
+// its last log lines. The log lines are scrubbed of the replica's secrets
+// here, before the failure reaches status, history, the UI or the API.
+func (r *run) notReady(ctx context.Context, id, summary string, info runtimeInfo, restarts int) error {
+	f := &drift.Failure{Cause: drift.FailureRollout, Summary: summary, ExitCode: info.ExitCode, Restarts: max(restarts, 0)}
 	logs, err := r.e.Logs(ctx, id, logLines)
+	logs = secrets.Scrub(secrets.Scrub(logs, info.secrets...), r.e.opts.Scrub...)
 	switch {
 	case err != nil:
 		f.Summary += "; logs unavailable: " + err.Error()

@@ -86,6 +86,10 @@ type Options struct {
 	// Credentials give pulls and tag resolutions their registry
 	// credentials; nil pulls anonymously.
 	Credentials Credentials
+	// Scrub are values the agent holds (Git credentials) that are removed,
+	// like each container's own secrets, from the log lines and probe
+	// output a failure or readiness reason carries.
+	Scrub []string
 }
 
 func (o Options) withDefaults() Options {
@@ -208,6 +212,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second}
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
+	e.prober.scrub = opts.Scrub
 	return e
 }
 

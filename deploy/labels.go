@@ -180,6 +180,7 @@ func infoFromInspect(c container.InspectResponse) runtimeInfo {
 		info.App = c.Config.Labels[drift.LabelApp]
 		if spec := parseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
 			info.Readiness = spec.Readiness
+			info.secrets = secretEnvValues(c.Config.Env, spec)
 		}
 	}
 	if c.State != nil {
@@ -222,4 +223,17 @@ func runtimeConfig(c container.InspectResponse) *drift.RuntimeConfig {
 		}
 	}
 	return cfg
+}
+
+// secretEnvValues are the values, in a container's env list, of the keys
+// its recorded spec declares secret: the container itself is where the
+// values are known once it runs.
+func secretEnvValues(env []string, spec *manifest.ServiceSpec) []string {
+	var out []string
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && spec.IsSecretEnv(k) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

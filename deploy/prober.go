@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/secrets"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -37,7 +38,10 @@ type runtimeInfo struct {
 	StartedAt    time.Time
 	RestartCount int
 	Config       *drift.RuntimeConfig
-	inspected    bool
+	// secrets are the container's secret values (inspect only): any text
+	// the prober keeps about it is scrubbed of them before it leaves.
+	secrets   []string
+	inspected bool
 }
 
 // probeEntry is the prober's record of one container.
@@ -66,6 +70,7 @@ type prober struct {
 	log    *slog.Logger
 	http   *http.Client
 	now    func() time.Time
+	scrub  []string // the agent's own secrets (Options.Scrub)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -220,6 +225,7 @@ func (p *prober) update(info runtimeInfo) {
 	if !info.inspected && old.inspected {
 		// A summary refresh keeps what only an inspect knows.
 		info.StartedAt, info.RestartCount, info.Config, info.inspected = old.StartedAt, old.RestartCount, old.Config, true
+		info.secrets = old.secrets
 	}
 	if info.inspected && !old.inspected || info.Config != old.Config {
 		e.inspectedAt, e.dirty = p.now(), false
@@ -327,7 +333,9 @@ func (p *prober) result(id string) (ready bool, reason string, restarts int, kno
 		return false, "", 0, false
 	}
 	p.evaluate(e)
-	return e.ready, e.reason, e.info.RestartCount, true
+	// Probe answers and healthcheck output are the container's own words:
+	// they may echo its secrets.
+	return e.ready, secrets.Scrub(secrets.Scrub(e.reason, e.info.secrets...), p.scrub...), e.info.RestartCount, true
 }
 
 // forgetIf drops the containers for which gone says so, stopping their

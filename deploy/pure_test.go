@@ -38,7 +38,7 @@ func testService() *manifest.Service {
 		StopGracePeriodSeconds: 7,
 	}
 	labels := map[string]string{"team": "shop", drift.LabelApp: "not-allowed-to-override"}
-	return &manifest.Service{Name: "web", Labels: labels, Spec: spec, Hash: manifest.HashService(labels, spec)}
+	return &manifest.Service{Name: "web", Labels: labels, Spec: spec, Hash: manifest.HashService(nil, labels, spec)}
 }
 
 func TestReplicaConfigFromSpec(t *testing.T) {

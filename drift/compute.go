@@ -838,7 +838,8 @@ func (p *planner) keep(sc *serviceCtx, c *Container, hashOK bool) (Change, bool)
 		ch.Action, ch.Cause = ActionReplace, CauseGit
 		ch.Reason = "spec changed in " + p.revisionPhrase()
 		if c.Spec != nil {
-			ch.Fields = DiffServiceSpec(*c.Spec, *spec)
+			// The recorded spec holds redacted secrets: compare like with like.
+			ch.Fields = DiffServiceSpec(*c.Spec, spec.Redacted(p.desired.SecretKey))
 		}
 		if len(ch.Fields) == 0 {
 			// Only what the spec does not show (labels, hashing) differs.

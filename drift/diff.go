@@ -23,8 +23,9 @@ const (
 // are "(sensitive)", memory and CPUs are human-readable. Replicas and
 // dependsOn are left out because they never force a recreate.
 //
-// Secret values compare equal whether a side holds the value or its
-// manifest.RedactValue form (as a spec recorded on a container does).
+// Secret values compare as given: a spec recorded on a container holds
+// them redacted, so the caller passes the desired spec redacted with the
+// same key (ServiceSpec.Redacted) for unchanged secrets to compare equal.
 func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 	var out []FieldChange
 	add := func(path, b, a string) {
@@ -50,7 +51,7 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 		b, inBefore := before.Env[k]
 		a, inAfter := after.Env[k]
 		secret := before.IsSecretEnv(k) || after.IsSecretEnv(k)
-		if inBefore && inAfter && (a == b || secret && redactedForm(a) == redactedForm(b)) {
+		if inBefore && inAfter && a == b {
 			continue
 		}
 		if secret {
@@ -65,6 +66,7 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 		out = append(out, FieldChange{Path: "env." + k, Before: b, After: a})
 	}
 	add("secretEnv", listOr(sortedCopy(before.SecretEnv), none), listOr(sortedCopy(after.SecretEnv), none))
+	out = append(out, secretChanges(before.Secrets, after.Secrets)...)
 	add("ports", portList(before.Ports), portList(after.Ports))
 	add("networks", listOr(sortedCopy(before.Networks), none), listOr(sortedCopy(after.Networks), none))
 	add("volumes", mountList(before.Volumes), mountList(after.Volumes))
@@ -366,12 +368,23 @@ func formatCPUs(n int64) string {
 	return manifest.FormatCPUs(n)
 }
 
-// redactedForm is how a secret value is compared: a spec recorded on a
-// container holds manifest.RedactValue of it, a desired spec the value
-// itself, and both must compare equal when the secret did not change.
-func redactedForm(v string) string {
-	if strings.HasPrefix(v, "(sensitive") {
-		return v
+// secretChanges says which SOPS secrets changed, by their digests, and
+// nothing of their values.
+func secretChanges(before, after []manifest.SecretRef) []FieldChange {
+	var out []FieldChange
+	for _, a := range after {
+		i := slices.IndexFunc(before, func(b manifest.SecretRef) bool { return b.Name == a.Name })
+		switch {
+		case i < 0:
+			out = append(out, FieldChange{Path: "secret " + a.Name, Before: unset, After: "added"})
+		case before[i].Digest != a.Digest || before[i].File != a.File || before[i].Key != a.Key:
+			out = append(out, FieldChange{Path: "secret " + a.Name, Before: Sensitive, After: "changed"})
+		}
 	}
-	return manifest.RedactValue(v)
+	for _, b := range before {
+		if !slices.ContainsFunc(after, func(a manifest.SecretRef) bool { return a.Name == b.Name }) {
+			out = append(out, FieldChange{Path: "secret " + b.Name, Before: "declared", After: "removed"})
+		}
+	}
+	return out
 }

@@ -100,3 +100,21 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 		})
 	}
 }
+
+func TestDiffShowsSecretChangedWithoutValue(t *testing.T) {
+	before := manifest.ServiceSpec{Image: "x", Secrets: []manifest.SecretRef{{Name: "db-password", File: "db", Digest: "aaaa"}, {Name: "old", File: "o", Digest: "cc"}}}
+	after := manifest.ServiceSpec{Image: "x", Secrets: []manifest.SecretRef{{Name: "db-password", File: "db", Digest: "bbbb"}, {Name: "new", File: "n", Digest: "dd"}}}
+	got := DiffServiceSpec(before, after)
+	want := []FieldChange{{"secret db-password", "(sensitive)", "changed"}, {"secret new", "(unset)", "added"}, {"secret old", "declared", "removed"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("change %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if d := DiffServiceSpec(before, before); len(d) != 0 {
+		t.Errorf("unchanged secrets listed: %v", d)
+	}
+}

@@ -110,7 +110,7 @@ func desiredApp(services ...manifest.Service) *manifest.App {
 
 // replica is a converged, running, ready container of the service's slot.
 func replica(s manifest.Service, slot int) Container {
-	spec := s.Spec
+	spec := s.Spec.Redacted(nil) // as deploy records it (the test apps' key is nil)
 	name := manifest.ContainerName(testApp, s.Name, slot)
 	nets := make([]string, len(spec.Networks))
 	for i, n := range spec.Networks {

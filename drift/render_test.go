@@ -69,7 +69,7 @@ func TestDiffServiceSpec(t *testing.T) {
 	before := manifest.ServiceSpec{
 		Image: "shop/web:v1", Replicas: 2, Command: []string{"serve"},
 		Env: map[string]string{"LOG_LEVEL": "info", "TOKEN": "h1", "GONE": "x", "SAME": "s",
-			"KEPT_SECRET": manifest.RedactValue("p4ss")},
+			"KEPT_SECRET": manifest.SecretKey("k1").Redact("p4ss")},
 		SecretEnv: []string{"KEPT_SECRET", "TOKEN"},
 		Ports:     []manifest.Port{{ContainerPort: 80, HostPort: 8080, Protocol: "tcp"}},
 		Networks:  []string{"default"},
@@ -81,7 +81,8 @@ func TestDiffServiceSpec(t *testing.T) {
 	after.Replicas = 5
 	after.DependsOn = []string{"db", "cache"}
 	after.Command = []string{"serve", "--fast"}
-	// KEPT_SECRET: recorded redacted, desired in the clear, unchanged.
+	// KEPT_SECRET: recorded redacted, desired redacted with the same key
+	// below, unchanged.
 	after.Env = map[string]string{"LOG_LEVEL": "debug", "TOKEN": "h2", "NEW": "n", "SAME": "s", "API_KEY": "k", "KEPT_SECRET": "p4ss"}
 	after.SecretEnv = []string{"API_KEY", "KEPT_SECRET", "TOKEN"}
 	after.Ports = []manifest.Port{{ContainerPort: 80, HostPort: 9090, Protocol: "tcp"}}
@@ -104,7 +105,7 @@ func TestDiffServiceSpec(t *testing.T) {
 		{"resources.cpus", "0.5", "2"},
 		{"readiness", "(none)", "httpGet :80/healthz (delay 0s, every 5s, timeout 1s, success 1, failure 3)"},
 	}
-	got := DiffServiceSpec(before, after)
+	got := DiffServiceSpec(before, after.Redacted(manifest.SecretKey("k1")))
 	if len(got) != len(want) {
 		t.Fatalf("got %d fields, want %d:\n%v", len(got), len(want), got)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/secrets"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 )
@@ -119,6 +120,8 @@ type Agent struct {
 	subs    map[int]chan Event
 	nextSub int
 
+	secretKey manifest.SecretKey // never logged or shown
+
 	closeOnce stdsync.Once
 	closeErr  error
 }
@@ -141,6 +144,18 @@ func New(opts Options) (*Agent, error) {
 		queue:  newQueue(opts.RetryBase, opts.RetryMax),
 		apps:   map[string]*appState{},
 		subs:   map[int]chan Event{},
+	}
+	if opts.DataDir != "" {
+		// The key that digests secret values in hashes and displays; the
+		// CLI reads the same file (see secrets.KeyPath).
+		key, created, err := secrets.LoadOrCreateKey(opts.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("%w; the agent needs it to hash secrets the same way across restarts", err)
+		}
+		if created {
+			a.log.Info("created the secret key; driftless apply and diff use it with the same --data directory", "path", secrets.KeyPath(opts.DataDir))
+		}
+		a.secretKey = key
 	}
 	for _, cfg := range opts.Apps {
 		if err := a.addApp(cfg); err != nil {
@@ -214,6 +229,7 @@ func (a *Agent) addApp(cfg AppConfig) error {
 	if err != nil {
 		return fmt.Errorf("app %s: interval: %w", cfg.Name, err)
 	}
+	cfg.secretKey = a.secretKey
 	src, err := a.opts.NewSource(cfg)
 	if err != nil {
 		return fmt.Errorf("app %s: source: %w", cfg.Name, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/secrets"
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
 )
@@ -81,6 +82,14 @@ type AppConfig struct {
 	// Limits bound what one revision may ask for (replicas, services,
 	// bytes, ...); zero fields are manifest.DefaultLimits().
 	Limits manifest.Limits
+
+	// AgeKeyFile is the app's age identity file for SOPS secrets
+	// (decryption.ageKeyFile); read at each load, so a rotated key file is
+	// picked up without a restart.
+	AgeKeyFile string
+
+	// secretKey is the agent's key (set by New), passed to the loader.
+	secretKey manifest.SecretKey
 }
 
 // OnForcePush values.
@@ -94,7 +103,8 @@ const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits}
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.secretKey,
+		Decrypt: secrets.DecryptWith(c.AgeKeyFile)}
 }
 
 // Config is the whole driftless.yaml.
@@ -168,7 +178,8 @@ type fileAppConfig struct {
 	AllowInsecureTransport bool   `json:"allowInsecureTransport"`
 	OnForcePush            string `json:"onForcePush"`
 	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
-	Limits map[string]json.RawMessage `json:"limits"`
+	Limits     map[string]json.RawMessage `json:"limits"`
+	Decryption *fileDecryption            `json:"decryption"`
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -181,6 +192,13 @@ type fileVerify struct {
 func (fc fileConfig) webExposure(cfg *Config, rel func(string) string) {
 	cfg.DistrustLoopback = fc.TrustLoopback != nil && !*fc.TrustLoopback
 	cfg.TLSCertFile, cfg.TLSKeyFile = rel(fc.TLSCertFile), rel(fc.TLSKeyFile)
+}
+
+// fileDecryption is an app's `decryption:` in driftless.yaml.
+type fileDecryption struct {
+	// AgeKeyFile is an age identity file for this app's SOPS secrets,
+	// tried before the agent's SOPS_AGE_KEY_FILE / SOPS_AGE_KEY.
+	AgeKeyFile string `json:"ageKeyFile"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -328,6 +346,9 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	var regErrs []error
 	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
 	errs = append(errs, regErrs...)
+	if app.AgeKeyFile, err = ageKeyFile(fa.Decryption, rel); err != nil {
+		errs = append(errs, err)
+	}
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
@@ -395,6 +416,19 @@ func parseLimits(m map[string]json.RawMessage) (manifest.Limits, []error) {
 		}
 	}
 	return l, errs
+}
+
+// ageKeyFile is the app's decryption.ageKeyFile, resolved and checked to
+// exist ("" when not set).
+func ageKeyFile(d *fileDecryption, rel func(string) string) (string, error) {
+	if d == nil || d.AgeKeyFile == "" {
+		return "", nil
+	}
+	p := rel(d.AgeKeyFile)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("decryption.ageKeyFile: %w", err)
+	}
+	return p, nil
 }
 
 // parseAuth reads an app's Git credentials from the environment variables

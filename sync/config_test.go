@@ -70,6 +70,8 @@ func TestLoadConfigErrorsSayWhatToFix(t *testing.T) {
 		{"password in url", "apps:\n  - name: shop\n    repo: https://u:p@example.com/x.git\n", "the URL contains a password"},
 		{"removal range", "apps:\n  - name: shop\n    repo: r\n    maxRemovalPercent: 150\n", "maxRemovalPercent: 150 is out of range"},
 		{"no apps", "listen: :80\n", "no apps configured"},
+		{"age key file missing", "apps:\n  - name: shop\n    repo: r\n    decryption: {ageKeyFile: nope.txt}\n", "decryption.ageKeyFile: stat "},
+		{"decryption typo", "apps:\n  - name: shop\n    repo: r\n    decryption: {agekey: x}\n", `unknown field "agekey"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "driftless.yaml")
@@ -163,5 +165,23 @@ func TestConfigOnForcePush(t *testing.T) {
 		case tc.err == "" && (err != nil || cfg.Apps[0].OnForcePush != tc.want):
 			t.Errorf("onForcePush %q: %v, %+v; want %q", tc.value, err, cfg.Apps, tc.want)
 		}
+	}
+}
+
+func TestLoadConfigAgeKeyFileIsRelativeToTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "age.txt"), []byte("AGE-SECRET-KEY-1X\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "driftless.yaml")
+	if err := os.WriteFile(path, []byte("apps:\n  - name: shop\n    repo: https://git.example.com/r.git\n    decryption: {ageKeyFile: age.txt}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Apps[0].AgeKeyFile; got != filepath.Join(dir, "age.txt") {
+		t.Errorf("AgeKeyFile = %q, want the file next to the config", got)
 	}
 }

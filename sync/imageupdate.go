@@ -126,7 +126,7 @@ func pinTags(app *manifest.App, tags map[string]*followedTag) *manifest.App {
 		}
 		s := &out.Services[i]
 		s.Spec.Image = svc.Spec.Image + "@" + ft.digest
-		s.Hash = manifest.HashService(s.Labels, s.Spec)
+		s.Hash = manifest.HashService(app.SecretKey, s.Labels, s.Spec)
 	}
 	if out == nil {
 		return app

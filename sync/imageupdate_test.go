@@ -15,8 +15,8 @@ func followedApp() *manifest.App {
 	spec := manifest.ServiceSpec{Image: "reg:5000/shop/web:stable", Replicas: 2}
 	other := manifest.ServiceSpec{Image: "reg:5000/shop/db:1", Replicas: 1}
 	return &manifest.App{Name: "shop", Services: []manifest.Service{
-		{Name: "db", Spec: other, Hash: manifest.HashService(nil, other)},
-		{Name: "web", Spec: spec, Hash: manifest.HashService(nil, spec), ImageUpdate: &manifest.ImageUpdate{Interval: "1h"}},
+		{Name: "db", Spec: other, Hash: manifest.HashService(nil, nil, other)},
+		{Name: "web", Spec: spec, Hash: manifest.HashService(nil, nil, spec), ImageUpdate: &manifest.ImageUpdate{Interval: "1h"}},
 	}}
 }
 
@@ -31,7 +31,7 @@ func TestPinTagsPinsOnlyFollowedResolvedTags(t *testing.T) {
 	}
 	got := pinTags(app, tags)
 	web, db := got.Service("web"), got.Service("db")
-	if web.Spec.Image != "reg:5000/shop/web:stable@sha256:aaa" || web.Hash != manifest.HashService(nil, web.Spec) {
+	if web.Spec.Image != "reg:5000/shop/web:stable@sha256:aaa" || web.Hash != manifest.HashService(nil, nil, web.Spec) {
 		t.Errorf("web pinned to %q with hash %s", web.Spec.Image, web.Hash)
 	}
 	if web.Hash == app.Service("web").Hash {

@@ -17,8 +17,9 @@ import (
 // localFlags are the flags every local command (validate, diff, apply)
 // shares after its own.
 type localFlags struct {
-	app string
-	lf  loadFlags
+	app  string
+	data *string
+	lf   loadFlags
 }
 
 // localTarget is what a local command works on.
@@ -34,13 +35,16 @@ type manifestLoad struct {
 }
 
 // resolve turns the positional PATH and the flags into the target.
-func (l *localFlags) resolve(pos []string) (localTarget, error) {
+func (l *localFlags) resolve(pos []string, stderr io.Writer) (localTarget, error) {
 	name, dir, err := localApp(pos, l.app)
 	if err != nil {
 		return localTarget{}, err
 	}
 	opts, err := l.lf.options(processEnv())
 	if err != nil {
+		return localTarget{}, err
+	}
+	if opts.SecretKey, err = cliSecretKey(*l.data, stderr); err != nil {
 		return localTarget{}, err
 	}
 	adopt, err := l.lf.adoptCompose()
@@ -73,12 +77,13 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
 	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
 	buildTimeout := fs.Duration("build-timeout", deploy.DefaultBuildTimeout, "how long one image build from build: may take")
+	lfl.data = dataFlag(fs)
 	lfl.lf.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	target, err := lfl.resolve(pos)
+	target, err := lfl.resolve(pos, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError

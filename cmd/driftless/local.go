@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/secrets"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -92,6 +94,9 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		Policy:      manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
 		Profiles:    splitList(l.profiles),
 		Environment: env,
+		// SOPS secrets open with the keys of the user's environment
+		// (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG), as with `sops`.
+		Decrypt: secrets.DecryptWith(""),
 	}
 	if err := opts.Policy.Validate(); err != nil {
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
@@ -106,6 +111,29 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		}
 	}
 	return opts, nil
+}
+
+// dataFlag registers --data on a local command: the agent's data
+// directory, whose secret key the command hashes secrets with so that its
+// hashes agree with the agent's.
+func dataFlag(fs *flag.FlagSet) *string {
+	return fs.String("data", defaultDataDir(), "the agent's data directory, for its secret key (env DRIFTLESS_DATA)")
+}
+
+// cliSecretKey is the key of the data directory. Missing, it is created
+// and the user told so: the first agent or CLI run on a data directory
+// makes it, and every later one shares it. Unreadable (another user's
+// agent), it is an error that says how to fix it, never a second key that
+// would make every secret-bearing service look changed.
+func cliSecretKey(data string, stderr io.Writer) (manifest.SecretKey, error) {
+	key, created, err := secrets.LoadOrCreateKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (run as the agent's user, or pass --data with the agent's data directory)", err)
+	}
+	if created {
+		fmt.Fprintf(stderr, "driftless: created the secret key %s; an agent run with --data %s uses the same\n", secrets.KeyPath(data), data)
+	}
+	return key, nil
 }
 
 func splitList(s string) []string {
@@ -230,7 +258,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			Desired *manifest.App      `json:"desired,omitempty"`
 		}{App: name, Valid: err == nil, Errors: list}
 		if err == nil {
-			res.Desired = app
+			res.Desired = redactedApp(app)
 		}
 		_ = writeJSON(stdout, res)
 	} else if err != nil {
@@ -253,6 +281,16 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	return exitOK
+}
+
+// redactedApp is app with its secret values redacted, for output.
+func redactedApp(app *manifest.App) *manifest.App {
+	out := *app
+	out.Services = slices.Clone(app.Services)
+	for i := range out.Services {
+		out.Services[i].Spec = out.Services[i].Spec.Redacted(app.SecretKey)
+	}
+	return &out
 }
 
 // loadLocal parses the manifests and observes the engine for one app.
@@ -301,6 +339,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	appFlag := fs.String("app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "include removal of objects no longer declared")
 	output := fs.String("output", "text", "output format: text or json")
+	data := dataFlag(fs)
 	var lf loadFlags
 	lf.register(fs)
 	pos, err := parseFlags(fs, args)
@@ -314,6 +353,10 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts, err := lf.options(processEnv())
 	if err != nil {
+		fmt.Fprintln(stderr, "driftless diff:", err)
+		return exitError
+	}
+	if opts.SecretKey, err = cliSecretKey(*data, stderr); err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}

@@ -377,7 +377,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 		return fmt.Errorf("data directory: %w", err)
 	}
 	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"),
-		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)})})
+		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps)})
 	if err != nil {
 		return err
 	}
@@ -465,4 +465,14 @@ func sourceFactory(dataDir string, log *slog.Logger) func(dsync.AppConfig) (dsyn
 			AllowInsecureTransport: a.AllowInsecureTransport,
 		})
 	}
+}
+
+// gitCredentials are the Git secrets the agent holds, to be kept out of
+// container log lines and probe output it stores.
+func gitCredentials(apps []dsync.AppConfig) []string {
+	var out []string
+	for _, a := range apps {
+		out = append(out, a.Auth.Password, a.Auth.SSHKeyPassphrase)
+	}
+	return out
 }

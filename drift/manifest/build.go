@@ -144,7 +144,7 @@ func ResolveBuilds(fsys fs.FS, root string, app *App) error {
 		}
 		svc.Spec.Build = &bc.Build
 		svc.Spec.Image = bc.Ref
-		svc.Hash = HashService(svc.Labels, svc.Spec)
+		svc.Hash = HashService(app.SecretKey, svc.Labels, svc.Spec)
 	}
 	if len(errs) > 0 {
 		return (&collector{errs: errs}).sorted()

@@ -54,7 +54,7 @@ func FuzzLoadCompose(f *testing.F) {
 				t.Fatalf("no compose app without error: %#v", app)
 			}
 			for _, s := range app.Services {
-				if !ValidName(s.Name) || s.Hash != HashService(s.Labels, s.Spec) {
+				if !ValidName(s.Name) || s.Hash != HashService(nil, s.Labels, s.Spec) {
 					t.Fatalf("service %q: invalid name or hash", s.Name)
 				}
 			}

@@ -143,7 +143,7 @@ func (sm *serviceMap) service() Service {
 		Name:        sm.name,
 		Labels:      sm.labels,
 		Spec:        sm.spec,
-		Hash:        HashService(sm.labels, sm.spec),
+		Hash:        HashService(nil, sm.labels, sm.spec),
 		Source:      sm.m.ix.firstKeyAt(sm.base),
 		Fields:      sm.fields,
 		ComposeName: sm.cname,

@@ -170,7 +170,7 @@ func TestComposeMapsFields(t *testing.T) {
 			if got := tt.get(&s.Spec); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %#v\nwant %#v", got, tt.want)
 			}
-			if s.Hash != HashService(s.Labels, s.Spec) {
+			if s.Hash != HashService(nil, s.Labels, s.Spec) {
 				t.Errorf("hash %s is not HashService of the spec", s.Hash)
 			}
 		})

@@ -10,8 +10,17 @@ import (
 // a SHA-256 over the canonical JSON of the spec and labels. Replicas and
 // DependsOn are left out: scaling or reordering startup must not replace
 // running containers. Order of set-like lists and maps does not matter.
-func HashService(labels map[string]string, spec ServiceSpec) string {
+//
+// Secret env values enter the hash only as key's digest of them, so the
+// hash on a container's label cannot be used to test guesses of a secret
+// by anyone without the key; a changed secret still changes the hash.
+func HashService(key SecretKey, labels map[string]string, spec ServiceSpec) string {
 	spec = canonicalService(spec)
+	for k, v := range spec.Env {
+		if spec.IsSecretEnv(k) {
+			spec.Env[k] = key.Digest(v)
+		}
+	}
 	spec.Replicas = 0
 	spec.DependsOn = nil
 	spec.DependsOnCondition = nil
@@ -44,20 +53,23 @@ func hashJSON(kind string, labels map[string]string, spec any) string {
 }
 
 // Redacted returns a deep copy of s whose secret env values are replaced by
-// "(sensitive sha256:<8 hex>)": a change stays visible in a diff, the value
-// never shows.
-func (s ServiceSpec) Redacted() ServiceSpec {
+// key's redacted form of them (see SecretKey.Redact).
+func (s ServiceSpec) Redacted(key SecretKey) ServiceSpec {
 	out := cloneService(s)
 	for k, v := range out.Env {
 		if s.IsSecretEnv(k) {
-			out.Env[k] = RedactValue(v)
+			out.Env[k] = key.Redact(v)
 		}
 	}
 	return out
 }
 
-// RedactValue is how a secret value is shown.
-func RedactValue(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return "(sensitive sha256:" + hex.EncodeToString(sum[:])[:8] + ")"
+// Rehash recomputes every service's hash with key and records key on the
+// app. The loader calls it last, so every hash an App carries is keyed.
+func (a *App) Rehash(key SecretKey) {
+	a.SecretKey = key
+	for i := range a.Services {
+		s := &a.Services[i]
+		s.Hash = HashService(key, s.Labels, s.Spec)
+	}
 }

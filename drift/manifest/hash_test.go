@@ -1,8 +1,11 @@
 package manifest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func baseSpec() ServiceSpec {
@@ -22,7 +25,7 @@ func baseSpec() ServiceSpec {
 
 func TestHashService(t *testing.T) {
 	labels := map[string]string{"team": "shop", "tier": "front"}
-	base := HashService(labels, baseSpec())
+	base := HashService(nil, labels, baseSpec())
 	if len(base) != 16 || strings.Trim(base, "0123456789abcdef") != "" {
 		t.Fatalf("hash %q: want 16 hex characters", base)
 	}
@@ -43,7 +46,7 @@ func TestHashService(t *testing.T) {
 	for name, change := range same {
 		s, l := baseSpec(), map[string]string{"team": "shop", "tier": "front"}
 		change(&s, &l)
-		if got := HashService(l, s); got != base {
+		if got := HashService(nil, l, s); got != base {
 			t.Errorf("%s: hash changed %s -> %s; it must not force a recreate", name, base, got)
 		}
 	}
@@ -60,7 +63,7 @@ func TestHashService(t *testing.T) {
 	for name, change := range different {
 		s, l := baseSpec(), map[string]string{"team": "shop", "tier": "front"}
 		change(&s, &l)
-		if got := HashService(l, s); got == base {
+		if got := HashService(nil, l, s); got == base {
 			t.Errorf("%s changed but the hash did not", name)
 		}
 	}
@@ -68,14 +71,14 @@ func TestHashService(t *testing.T) {
 	// Args order is meaningful: ["a","b"] and ["b","a"] differ.
 	a, b := baseSpec(), baseSpec()
 	a.Args, b.Args = []string{"a", "b"}, []string{"b", "a"}
-	if HashService(nil, a) == HashService(nil, b) {
+	if HashService(nil, nil, a) == HashService(nil, nil, b) {
 		t.Error("args order must change the hash")
 	}
 }
 
 func TestHashServiceDoesNotModifyInput(t *testing.T) {
 	s := baseSpec()
-	HashService(nil, s)
+	HashService(nil, nil, s)
 	if s.Replicas != 3 || s.Ports[0].ContainerPort != 80 || len(s.DependsOn) != 1 {
 		t.Errorf("input modified: %+v", s)
 	}
@@ -118,12 +121,21 @@ func TestLoadedHashIgnoresDeclarationOrder(t *testing.T) {
 
 func TestRedacted(t *testing.T) {
 	s := baseSpec()
-	r := s.Redacted()
-	if got, want := r.Env["TOKEN"], RedactValue("s3cret"); got != want || !strings.HasPrefix(got, "(sensitive sha256:") || len(got) != len("(sensitive sha256:)")+8 {
+	key := SecretKey("agent-key")
+	r := s.Redacted(key)
+	if got, want := r.Env["TOKEN"], key.Redact("s3cret"); got != want || !strings.HasPrefix(got, "(sensitive hmac:") || len(got) != len("(sensitive hmac:)")+8 {
 		t.Errorf("TOKEN = %q, want %q", got, want)
 	}
 	if strings.Contains(r.Env["TOKEN"], "s3cret") {
 		t.Error("secret value visible")
+	}
+	// The unsalted digest an attacker could precompute must not appear.
+	sum := sha256.Sum256([]byte("s3cret"))
+	if strings.Contains(r.Env["TOKEN"], hex.EncodeToString(sum[:])[:8]) {
+		t.Errorf("redacted form %q carries the plain sha256 of the value", r.Env["TOKEN"])
+	}
+	if SecretKey("other-key").Redact("s3cret") == r.Env["TOKEN"] {
+		t.Error("another agent's key gives the same redacted form: the key is not used")
 	}
 	if r.Env["A"] != "1" {
 		t.Errorf("non-secret value changed: %q", r.Env["A"])
@@ -137,7 +149,44 @@ func TestRedacted(t *testing.T) {
 	}
 	other := baseSpec()
 	other.Env["TOKEN"] = "changed"
-	if other.Redacted().Env["TOKEN"] == r.Env["TOKEN"] {
+	if other.Redacted(key).Env["TOKEN"] == r.Env["TOKEN"] {
 		t.Error("a changed secret must stay detectable")
+	}
+}
+
+func TestHashServiceKeyedSecrets(t *testing.T) {
+	s := baseSpec()
+	k1, k2 := SecretKey("one"), SecretKey("two")
+	if HashService(k1, nil, s) == HashService(k2, nil, s) {
+		t.Error("the hash of a spec with a secret does not depend on the key: a guess of the secret can be checked against it")
+	}
+	plain := baseSpec()
+	plain.SecretEnv = nil
+	plain.Env["TOKEN"] = "x"
+	if HashService(k1, nil, plain) != HashService(k2, nil, plain) {
+		t.Error("a spec without secrets hashes differently under another key: upgrading would replace every container")
+	}
+	changed := baseSpec()
+	changed.Env["TOKEN"] = "rotated"
+	if HashService(k1, nil, s) == HashService(k1, nil, changed) {
+		t.Error("a changed secret must change the hash")
+	}
+}
+
+func TestLoadHashesWithTheKey(t *testing.T) {
+	fsys := fstest.MapFS{"web.yaml": {Data: []byte("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: web:1\n  env:\n    TOKEN: hunter2\n  secretEnv: [TOKEN]\n")}}
+	a, err := LoadWith(fsys, ".", "shop", LoadOptions{SecretKey: SecretKey("k1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadWith(fsys, ".", "shop", LoadOptions{SecretKey: SecretKey("k2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Services[0].Hash == b.Services[0].Hash {
+		t.Error("two keys give one service hash")
+	}
+	if want := HashService(SecretKey("k1"), a.Services[0].Labels, a.Services[0].Spec); a.Services[0].Hash != want {
+		t.Errorf("loaded hash %s, want the keyed hash %s", a.Services[0].Hash, want)
 	}
 }

@@ -46,6 +46,14 @@ type LoadOptions struct {
 	// Limits bound what the revision may ask for; zero fields are
 	// DefaultLimits().
 	Limits Limits
+	// SecretKey is the per-agent key secret values are digested with in
+	// hashes and displays; the agent and the CLI pass the same one for the
+	// same data directory so their hashes agree.
+	SecretKey SecretKey
+	// Decrypt opens a SOPS-encrypted file of the revision (name is its
+	// path in the repository, for the format and messages). nil: an app
+	// that references secrets is refused.
+	Decrypt func(name string, data []byte) ([]byte, error)
 }
 
 // LoadWith is Load with the app's options.
@@ -105,10 +113,18 @@ func loadFormat(fsys fs.FS, root, app string, opts LoadOptions, display func(str
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", display(root), err)
 	}
+	var a *App
 	if len(layout.files) > 0 {
-		return loadCompose(fsys, root, app, layout, ign, opts, display)
+		a, err = loadCompose(fsys, root, app, layout, ign, opts, display)
+	} else {
+		a, err = loadNative(fsys, root, app, ign, opts, display)
 	}
-	return loadNative(fsys, root, app, ign, opts, display)
+	if err != nil {
+		return nil, err
+	}
+	// The front ends hash without the key; only keyed hashes leave.
+	a.Rehash(opts.SecretKey)
+	return a, nil
 }
 
 // loadNative is the native front end: every manifest under root, parsed
@@ -126,6 +142,9 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		if err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", display(f), err)
 		}
+		if isSOPSYAML(data) {
+			continue // an encrypted secret, read by resolveSecrets
+		}
 		objs = append(objs, parseFile(c, app, display(f), data, budgetOf(fsys))...)
 	}
 	result := assemble(c, app, objs)
@@ -133,6 +152,7 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		return nil, c.sorted()
 	}
 	c.errs = append(CheckPolicy(result, opts.Policy), CheckLimits(result, opts.Limits)...)
+	c.errs = append(c.errs, resolveSecrets(fsys, root, result, opts, display)...)
 	if err := ResolveRepoBinds(fsys, root, result); err != nil {
 		var list ErrorList
 		if !errors.As(err, &list) {

@@ -50,6 +50,8 @@ func normalizeService(raw *rawServiceSpec) ServiceSpec {
 		Args:                   nonEmpty(raw.Args),
 		Env:                    copyMap(raw.Env),
 		SecretEnv:              sortedSet(raw.SecretEnv),
+		Secrets:                slices.Clone(raw.Secrets),
+		EnvFrom:                slices.Clone(raw.EnvFrom),
 		Networks:               sortedSet(raw.Networks),
 		Restart:                orDefaultString(raw.Restart, RestartAlways),
 		DependsOn:              sortedSet(raw.DependsOn),
@@ -354,6 +356,8 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.Args = nonEmpty(spec.Args)
 	out.Env = copyMap(spec.Env)
 	out.SecretEnv = nonEmpty(spec.SecretEnv)
+	out.Secrets = nonEmpty(spec.Secrets)
+	out.EnvFrom = nonEmpty(spec.EnvFrom)
 	out.Ports = nonEmpty(spec.Ports)
 	out.Networks = nonEmpty(spec.Networks)
 	out.Volumes = nonEmpty(spec.Volumes)

@@ -63,6 +63,8 @@ type rawServiceSpec struct {
 	Args                   []string          `json:"args"`
 	Env                    map[string]string `json:"env"`
 	SecretEnv              []string          `json:"secretEnv"`
+	Secrets                []SecretRef       `json:"secrets"`
+	EnvFrom                []EnvFrom         `json:"envFrom"`
 	Ports                  []rawPort         `json:"ports"`
 	Networks               []string          `json:"networks"`
 	Volumes                []rawMount        `json:"volumes"`

@@ -86,6 +86,9 @@ type App struct {
 	// reference the services run (see ResolveBuilds). Like Content, not
 	// hashed itself: each service's Build and Image are.
 	Builds map[string]*BuildContext `json:"-"`
+	// SecretKey digests secret values in hashes and displays (see
+	// SecretKey); the loader sets it from LoadOptions.SecretKey.
+	SecretKey SecretKey `json:"-"`
 }
 
 // Service returns the named service, or nil.
@@ -170,7 +173,11 @@ type ServiceSpec struct {
 	Env      map[string]string `json:"env,omitempty"`
 	// SecretEnv names env keys whose values are secret: they are passed to the
 	// container but never shown in plans, status, history, logs or the UI.
-	SecretEnv []string      `json:"secretEnv,omitempty"`
+	SecretEnv []string `json:"secretEnv,omitempty"`
+	// Secrets are SOPS-encrypted files of the repository the service uses
+	// (native manifests); EnvFrom puts their values in the environment.
+	Secrets   []SecretRef   `json:"secrets,omitempty"`
+	EnvFrom   []EnvFrom     `json:"envFrom,omitempty"`
 	Ports     []Port        `json:"ports,omitempty"`
 	Networks  []string      `json:"networks"`
 	Volumes   []VolumeMount `json:"volumes,omitempty"`
@@ -569,4 +576,23 @@ func (l ErrorList) Error() string {
 		msgs[i] = e.Error()
 	}
 	return strings.Join(msgs, "\n")
+}
+
+// SecretRef is a SOPS-encrypted file of the repository a service uses.
+type SecretRef struct {
+	Name string `json:"name"`
+	File string `json:"file"`          // relative to the app directory
+	Key  string `json:"key,omitempty"` // one top-level key of a YAML, JSON or dotenv secret
+	// Digest is the agent key's digest of the plaintext: it joins the spec
+	// hash, so a secret changed in Git rolls the services that use it,
+	// and it shows that it changed without showing anything of it.
+	Digest string `json:"digest,omitempty"`
+}
+
+// EnvFrom puts a secret's values in the environment: each top-level key
+// of a structured secret becomes a variable; a single value (binary, or
+// one key) becomes the variable named after the secret (db-password →
+// DB_PASSWORD). The variables are secretEnv.
+type EnvFrom struct {
+	Secret string `json:"secret"`
 }

@@ -155,6 +155,7 @@ func validateService(c *collector, app string, o *object) {
 	validateBuild(r, raw.Build)
 	r.intRange("spec.replicas", raw.Replicas, 0, int(^uint(0)>>1))
 	validateEnv(r, raw)
+	validateSecretRefs(r, raw)
 	validatePorts(r, raw)
 	validateNetworkList(r, raw)
 	mounts := validateVolumeMounts(r, raw)
@@ -191,7 +192,7 @@ func validateService(c *collector, app string, o *object) {
 		Name:   o.name,
 		Labels: o.labels,
 		Spec:   spec,
-		Hash:   HashService(o.labels, spec),
+		Hash:   HashService(nil, o.labels, spec),
 		Source: o.source(),
 		Fields: serviceFields(o.doc, raw, spec),
 	}
@@ -1075,6 +1076,13 @@ func serviceFields(doc *docCtx, raw *rawServiceSpec, spec ServiceSpec) map[strin
 	for i := range raw.SecurityOpt {
 		add(indexPath("securityOpt", i), indexPath("spec.securityOpt", i))
 	}
+	for i := range raw.Secrets {
+		add(indexPath("secrets", i), indexPath("spec.secrets", i))
+		add(indexPath("secrets", i)+".file", indexPath("spec.secrets", i)+".file")
+	}
+	for i := range raw.EnvFrom {
+		add(indexPath("envFrom", i), indexPath("spec.envFrom", i))
+	}
 	return fields
 }
 
@@ -1108,7 +1116,7 @@ func ResolveRepoBinds(fsys fs.FS, root string, app *App) error {
 			changed = true
 		}
 		if changed {
-			svc.Hash = HashService(svc.Labels, svc.Spec)
+			svc.Hash = HashService(app.SecretKey, svc.Labels, svc.Spec)
 		}
 	}
 	if len(errs) > 0 {

@@ -1,0 +1,126 @@
+package manifest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// fakeDecrypt stands in for SOPS: "ENC:" + plaintext opens, anything else
+// is refused the way a wrong key is.
+func fakeDecrypt(name string, data []byte) ([]byte, error) {
+	if p, ok := strings.CutPrefix(string(data), "ENC:"); ok {
+		p, _, _ = strings.Cut(p, "sops:\n") // sops drops its metadata
+		return []byte(p), nil
+	}
+	return nil, errors.New("no available key can decrypt it")
+}
+
+const secretSvc = svc + "  image: web:1\n  secrets:\n    - name: db-password\n      file: secrets/db-password\n  envFrom:\n    - secret: db-password\n"
+
+func loadSecretApp(t *testing.T, files map[string]string, opts LoadOptions) (*App, error) {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for p, c := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(c)}
+	}
+	return LoadWith(fsys, ".", "shop", opts)
+}
+
+func TestSecretsFromEncryptedFiles(t *testing.T) {
+	opts := LoadOptions{SecretKey: SecretKey("k"), Decrypt: fakeDecrypt}
+	a, err := loadSecretApp(t, map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:hunter2"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Services[0].Spec
+	if s.Env["DB_PASSWORD"] != "hunter2" || !s.IsSecretEnv("DB_PASSWORD") {
+		t.Fatalf("env %v secretEnv %v: want DB_PASSWORD from the secret, secret", s.Env, s.SecretEnv)
+	}
+	if s.Secrets[0].Digest != SecretKey("k").Digest("hunter2") {
+		t.Errorf("digest %q is not the keyed digest of the plaintext", s.Secrets[0].Digest)
+	}
+	// Rotation: a changed secret changes the hash; the same one does not.
+	same, _ := loadSecretApp(t, map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:hunter2"}, opts)
+	rotated, err := loadSecretApp(t, map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:correct-horse"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Services[0].Hash != a.Services[0].Hash || rotated.Services[0].Hash == a.Services[0].Hash {
+		t.Errorf("hash: same secret %s/%s, rotated %s: a rotation must roll the service, nothing else", a.Services[0].Hash, same.Services[0].Hash, rotated.Services[0].Hash)
+	}
+	red := s.Redacted(SecretKey("k"))
+	if strings.Contains(red.Env["DB_PASSWORD"], "hunter2") {
+		t.Error("redacted spec shows the value")
+	}
+}
+
+func TestSecretKeysOfStructuredFiles(t *testing.T) {
+	m := svc + "  image: web:1\n  secrets:\n    - {name: db, file: db.env}\n    - {name: api-token, file: api.yaml, key: token}\n  envFrom:\n    - secret: db\n    - secret: api-token\n"
+	a, err := loadSecretApp(t, map[string]string{"web.yaml": m, "db.env": "ENC:PGUSER=app\nPGPASSWORD=pw\n", "api.yaml": "ENC:token: t0k\nother: x\nsops:\n    mac: ENC[x]\n"},
+		LoadOptions{Decrypt: fakeDecrypt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := a.Services[0].Spec.Env
+	if env["PGUSER"] != "app" || env["PGPASSWORD"] != "pw" || env["API_TOKEN"] != "t0k" || env["OTHER"] != "" {
+		t.Errorf("env = %v", env)
+	}
+}
+
+// Every failure names the manifest position, the file and what to do.
+func TestSecretRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		what  string
+		files map[string]string
+		opts  LoadOptions
+		want  string
+	}{
+		{"wrong key", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "garbage"}, LoadOptions{Decrypt: fakeDecrypt},
+			`web.yaml:9:13: spec.secrets[0].file: secret "db-password": secrets/db-password: no available key can decrypt it; fix the file or the app's keys`},
+		{"file absent", map[string]string{"web.yaml": secretSvc}, LoadOptions{Decrypt: fakeDecrypt},
+			`secret "db-password": cannot read secrets/db-password: file does not exist`},
+		{"no decryption", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:x"}, LoadOptions{},
+			"no decryption is configured"},
+		{"leaves the app", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: ../x", 1)}, LoadOptions{Decrypt: fakeDecrypt},
+			"leaves the app directory"},
+		{"undeclared envFrom", map[string]string{"web.yaml": svc + "  image: web:1\n  envFrom: [{secret: nope}]\n"}, LoadOptions{Decrypt: fakeDecrypt},
+			`secret "nope" is not declared in spec.secrets`},
+		{"file delivery", map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a}]\n", "a": "ENC:x"}, LoadOptions{Decrypt: fakeDecrypt},
+			"not supported yet; add envFrom"},
+		{"missing key", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: s.yaml\n      key: nope", 1), "s.yaml": "ENC:a: b\nsops:\n    mac: ENC[x]\n"}, LoadOptions{Decrypt: fakeDecrypt},
+			`key "nope" is not in the file (it has: a)`},
+		{"clash with env", map[string]string{"web.yaml": strings.Replace(secretSvc, "image: web:1\n", "image: web:1\n  env: {DB_PASSWORD: x}\n", 1), "secrets/db-password": "ENC:y"}, LoadOptions{Decrypt: fakeDecrypt},
+			"sets DB_PASSWORD, which spec.env (or another secret) sets too"},
+	} {
+		_, err := loadSecretApp(t, tc.files, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v\nwant it to contain %q", tc.what, err, tc.want)
+		}
+	}
+}
+
+// FuzzSecretValues: whatever a decrypted file holds, reading it neither
+// panics nor echoes the plaintext in an error.
+func FuzzSecretValues(f *testing.F) {
+	f.Add("db.env", "", []byte("A=1\nB=two\n"))
+	f.Add("s.yaml", "token", []byte("token: x\nn: 1\n"))
+	f.Add("s.json", "", []byte(`{"a": "b", "c": [1]}`))
+	f.Add("bin", "", []byte("\x00raw"))
+	f.Fuzz(func(t *testing.T, file, key string, plain []byte) {
+		vals, err := secretValues("s", file, key, plain)
+		if err != nil {
+			// Key names may be quoted; the plaintext as a whole never.
+			if len(plain) >= 8 && !strings.Contains(file+key, string(plain)) && strings.Contains(err.Error(), string(plain)) {
+				t.Fatalf("error echoes the plaintext: %v", err)
+			}
+			return
+		}
+		for k := range vals {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				t.Fatalf("invalid variable name %q from %q", k, plain)
+			}
+		}
+	})
+}

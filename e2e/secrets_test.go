@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/secrets"
+	dsync "github.com/driftless-dev/driftless/sync"
+)
+
+// secretEnvManifest is a web service whose MESSAGE is a secretEnv value;
+// the workload logs its message when it starts serving.
+func secretEnvManifest(image, secret string, extra string) string {
+	return fmt.Sprintf(`apiVersion: driftless.dev/v1
+kind: Service
+metadata:
+  name: web
+spec:
+  image: %s
+  replicas: 1
+  env:
+    MESSAGE: %q
+%s  secretEnv: [MESSAGE]
+  readiness:
+    httpGet: {path: /healthz, port: 8080}
+    periodSeconds: 1
+  stopGracePeriodSeconds: 1
+`, image, secret, extra)
+}
+
+// TestSecretEnvNeverShown: a replica that prints its secretEnv value in its
+// logs and then exits fails the rollout; the failure the agent keeps and
+// shows carries the redaction marker in place of the value everywhere a
+// user can look (status, history, the API's raw JSON, the UI's pages, the
+// history database, the agent's own output), and `docker inspect` shows
+// neither the value nor the plain sha256 of it that would let a guess be
+// checked.
+func TestSecretEnvNeverShown(t *testing.T) {
+	v1 := testenv.WorkloadImage(t, "v1")
+	good := "first-Secret-" + strings.ToLower(testenv.UniqueApp(t))
+	r := startRig(t, func(string) string { return secretEnvManifest(v1, good, "") })
+	first := r.repo.Head()
+	r.waitConverged("first deploy", first, 1, v1)
+
+	// The running replica's labels: no value, no unsalted digest.
+	checkInspectHidesSecret(t, r.app, good)
+
+	bad := "crash-Secret-" + strings.ToLower(testenv.UniqueApp(t))
+	r.commit("print the secret and exit", secretEnvManifest(v1, bad, "    WORKLOAD_NEVER_READY: \"true\"\n    WORKLOAD_EXIT_AFTER: \"3s\"\n"))
+	st := r.wait(90*time.Second, "the failed rollout reported with its log lines", func(st dsync.AppStatus) bool {
+		return st.Health == drift.HealthDegraded && len(st.Services) == 1 &&
+			strings.Contains(st.Services[0].Message, "exited with code 1")
+	})
+	t.Logf("degraded: %s", st.Services[0].Message)
+
+	// Every place a user or a reader of the disk can look.
+	places := map[string]string{
+		"app API":      apiGet(t, r.agent.URL+"/api/v1/apps/"+r.app),
+		"history API":  apiGet(t, r.agent.URL+"/api/v1/apps/"+r.app+"/history"),
+		"apps API":     apiGet(t, r.agent.URL+"/api/v1/apps"),
+		"app page":     apiGet(t, r.agent.URL+"/apps/"+r.app),
+		"history page": apiGet(t, r.agent.URL+"/apps/"+r.app+"/history"),
+		"plan API":     apiGet(t, r.agent.URL+"/api/v1/apps/"+r.app+"/plan?format=text"),
+		"agent output": r.agent.Logs(),
+	}
+	db, err := os.ReadFile(filepath.Join(r.data, "driftless.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	places["history database"] = string(db)
+	for where, text := range places {
+		for _, v := range []string{good, bad} {
+			if strings.Contains(text, v) {
+				t.Errorf("%s shows the secret value %q", where, v)
+			}
+		}
+	}
+	if !strings.Contains(places["history API"], "workload serving") || !strings.Contains(places["history API"], "message=(sensitive)") {
+		t.Errorf("history should keep the scrubbed log line; got %s", places["history API"])
+	}
+	// The key that salts the digests is in the data directory, private.
+	fi, err := os.Stat(filepath.Join(r.data, "secret-salt"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("secret key file: %v, mode %v; want 0600", err, fi)
+	}
+	checkInspectHidesSecret(t, r.app, bad)
+	checkInspectHidesSecret(t, r.app, good)
+}
+
+// checkInspectHidesSecret fails if any label of the app's containers holds
+// the value or the first 8 hex characters of its plain sha256 (what an
+// attacker would compute to test a guess).
+func checkInspectHidesSecret(t *testing.T, app, value string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(value))
+	plain := hex.EncodeToString(sum[:])[:8]
+	ids := strings.Fields(docker(t, "ps", "-aq", "--filter", "label="+drift.LabelApp+"="+app))
+	if len(ids) == 0 {
+		t.Fatal("no containers to inspect")
+	}
+	for _, id := range ids {
+		labels := docker(t, "inspect", "--format", "{{json .Config.Labels}}", id)
+		if strings.Contains(labels, value) || strings.Contains(labels, plain) {
+			t.Errorf("container %s labels show the secret or its sha256 prefix %s: %s", id, plain, labels)
+		}
+		if strings.Contains(labels, `\"MESSAGE\"`) && !strings.Contains(labels, "(sensitive hmac:") {
+			t.Errorf("container %s: the recorded spec should hold the keyed redaction: %s", id, labels)
+		}
+	}
+}
+
+// apiGet is the raw body of a GET, as a browser or curl would see it.
+func apiGet(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	return string(b)
+}
+
+// sopsManifest is a web service that takes APP_DB_PASSWORD from the
+// SOPS-encrypted file secrets/app-db-password of the app.
+func sopsManifest(image string) string {
+	return fmt.Sprintf(`apiVersion: driftless.dev/v1
+kind: Service
+metadata:
+  name: web
+spec:
+  image: %s
+  replicas: 2
+  secrets:
+    - name: app-db-password
+      file: secrets/app-db-password.yaml
+      key: password
+  envFrom:
+    - secret: app-db-password
+  readiness:
+    httpGet: {path: /healthz, port: 8080}
+    periodSeconds: 1
+  update: {strategy: rolling, maxSurge: 1, maxUnavailable: 0}
+  stopGracePeriodSeconds: 1
+`, image)
+}
+
+// TestSOPSSecretRotation: a password in a SOPS file (age key, encrypted by
+// sops's own code path) reaches the replicas; changing it in Git rolls
+// them with a plan that says the secret changed and shows no value; a
+// tampered file is refused and the last good revision keeps running and
+// healing, also after an agent restart; the value is nowhere in labels,
+// the API, the UI, the database or the agent's output.
+func TestSOPSSecretRotation(t *testing.T) {
+	v1 := testenv.WorkloadImage(t, "v1")
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.txt")
+	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc := func(pw string) string {
+		b, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	first := "pw-one-" + strings.ToLower(testenv.UniqueApp(t))
+	second := "pw-two-" + strings.ToLower(testenv.UniqueApp(t))
+
+	app := testenv.UniqueApp(t)
+	base := t.TempDir()
+	r := &agentRig{t: t, app: app, path: "apps/" + app, server: gitserver.RunDaemon(t, base), data: t.TempDir()}
+	r.repo = gitserver.Init(t, base, "infra")
+	r.repo.WriteFile(r.path+"/web.yaml", sopsManifest(v1))
+	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", enc(first))
+	r.repo.Commit("deploy web with an encrypted password")
+	r.args = []string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path, "--app", app, "--interval", "1s"}
+	env := append(os.Environ(), "SOPS_AGE_KEY_FILE="+keyFile)
+	r.agent = testenv.StartAgentEnv(t, env, r.data, r.args...)
+	head := r.repo.Head()
+	r.waitConverged("deploy with the decrypted secret", head, 2, v1)
+	checkContainerEnv(t, app, "APP_DB_PASSWORD="+first)
+
+	// Rotate in Git: every replica is replaced, the plan says so without
+	// the value.
+	before := idsByName(dockerContainers(t, app))
+	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", enc(second))
+	rotated := r.repo.Commit("rotate the db password")
+	r.waitConverged("the rotation rolled out", rotated, 2, v1)
+	for name, id := range idsByName(dockerContainers(t, app)) {
+		if before[name] == id {
+			t.Errorf("%s was not replaced by the rotation", name)
+		}
+	}
+	checkContainerEnv(t, app, "APP_DB_PASSWORD="+second)
+	hist := apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/history")
+	if !strings.Contains(hist, "secret app-db-password") || !strings.Contains(hist, "changed") {
+		t.Errorf("history should say the secret changed; got %s", hist)
+	}
+
+	// Tamper with the ciphertext: refused, the rotated revision keeps
+	// running.
+	tampered := strings.Replace(enc(second), "password: ENC[AES256_GCM,data:", "password: ENC[AES256_GCM,data:AA", 1)
+	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", tampered)
+	bad := r.repo.Commit("tampered secret")
+	st := r.wait(30*time.Second, "the tampered revision refused", func(st dsync.AppStatus) bool {
+		return st.Refused != nil && st.Refused.Revision.SHA == bad
+	})
+	if why := strings.Join(st.Refused.Errors, "\n"); !strings.Contains(why, "app-db-password.yaml") || !strings.Contains(why, "MAC") {
+		t.Errorf("refusal should name the file and the MAC: %s: %s", st.Refused.Reason, why)
+	} else {
+		t.Logf("refused: %s", why)
+	}
+	if st.Applied == nil || st.Applied.SHA != rotated {
+		t.Fatalf("applied %v, want the rotated revision to keep running", revShort(st.Applied))
+	}
+
+	// Restart the agent; healing still works on the last good revision
+	// (re-decrypted from Git).
+	r.agent.Stop(t)
+	r.agent = testenv.StartAgentEnv(t, env, r.data, r.args...)
+	victim := app + "-web-1"
+	docker(t, "rm", "-f", victim)
+	r.wait(60*time.Second, "the removed replica healed after the restart", func(st dsync.AppStatus) bool {
+		return convergedTo(rotated, 2, v1)(st) || (st.Applied != nil && st.Applied.SHA == rotated && len(st.Services) == 1 && st.Services[0].Ready == 2)
+	})
+	checkContainerEnv(t, app, "APP_DB_PASSWORD="+second)
+
+	places := map[string]string{
+		"app API":      apiGet(t, r.agent.URL+"/api/v1/apps/"+app),
+		"history API":  apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/history"),
+		"app page":     apiGet(t, r.agent.URL+"/apps/"+app),
+		"history page": apiGet(t, r.agent.URL+"/apps/"+app+"/history"),
+		"plan API":     apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/plan?format=text"),
+		"agent output": r.agent.Logs(),
+	}
+	db, err := os.ReadFile(filepath.Join(r.data, "driftless.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	places["history database"] = string(db)
+	for where, text := range places {
+		for _, v := range []string{first, second} {
+			if strings.Contains(text, v) {
+				t.Errorf("%s shows the secret value %q", where, v)
+			}
+		}
+	}
+	checkInspectHidesSecret(t, app, second)
+}
+
+// checkContainerEnv fails unless every replica of the app has kv in its
+// environment (env delivery: Docker keeps it in the container's config).
+func checkContainerEnv(t *testing.T, app, kv string) {
+	t.Helper()
+	for _, c := range dockerContainers(t, app) {
+		env := docker(t, "inspect", "--format", "{{json .Config.Env}}", c.ID)
+		if !strings.Contains(env, `"`+kv+`"`) {
+			t.Errorf("%s: env %s lacks %s", c.Name, env, kv)
+		}
+	}
+}
+
+// TestValidateChecksSecretsDecrypt: `driftless validate` opens every
+// referenced SOPS file with the keys of the environment, and says which
+// file does not open and why.
+func TestValidateChecksSecretsDecrypt(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "shop")
+	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: validate-me\n"), id.Recipient().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(sopsManifest("shop/web:1")), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "secrets", "app-db-password.yaml"), enc, 0o644))
+	keyFile := filepath.Join(t.TempDir(), "age.txt")
+	must(os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	t.Setenv("SOPS_AGE_KEY", "")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("SOPS_AGE_KEY_FILE", filepath.Join(t.TempDir(), "absent.txt"))
+	out, code := testenv.Run(t, ctx, dir, "validate")
+	if code != 1 || !strings.Contains(out, "web.yaml:10:13: spec.secrets[0].file: secret \"app-db-password\": secrets/app-db-password.yaml: no available key can decrypt it: it is encrypted for age "+id.Recipient().String()) {
+		t.Errorf("without the key: exit %d, output:\n%s", code, out)
+	}
+	t.Setenv("SOPS_AGE_KEY_FILE", keyFile)
+	out, code = testenv.Run(t, ctx, dir, "validate", "--output", "json")
+	if code != 0 || strings.Contains(out, "validate-me") {
+		t.Errorf("with the key: exit %d (want 0, and no value in the output):\n%s", code, out)
+	}
+}
