@@ -81,6 +81,10 @@ type AppConfig struct {
 	// Limits bound what one revision may ask for (replicas, services,
 	// bytes, ...); zero fields are manifest.DefaultLimits().
 	Limits manifest.Limits
+	// CommitURLTemplate and TreeURLTemplate link revisions on the
+	// dashboard to a Git host driftless cannot recognise from the repo URL
+	// (a self-hosted GitLab or Gitea): {sha} and {path} are replaced.
+	CommitURLTemplate, TreeURLTemplate string
 }
 
 // OnForcePush values.
@@ -167,6 +171,8 @@ type fileAppConfig struct {
 
 	AllowInsecureTransport bool   `json:"allowInsecureTransport"`
 	OnForcePush            string `json:"onForcePush"`
+	CommitURLTemplate      string `json:"commitURLTemplate"`
+	TreeURLTemplate        string `json:"treeURLTemplate"`
 	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
 	Limits map[string]json.RawMessage `json:"limits"`
 }
@@ -325,6 +331,12 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	app.CommitURLTemplate, app.TreeURLTemplate = fa.CommitURLTemplate, fa.TreeURLTemplate
+	for _, t := range [][2]string{{"commitURLTemplate", fa.CommitURLTemplate}, {"treeURLTemplate", fa.TreeURLTemplate}} {
+		if t[1] != "" && !strings.Contains(t[1], "{sha}") {
+			errs = append(errs, fmt.Errorf("%s: %q has no {sha}; write the host's URL with {sha} (and {path} for trees), e.g. https://git.example.com/team/app/commit/{sha}", t[0], t[1]))
+		}
+	}
 	var regErrs []error
 	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
 	errs = append(errs, regErrs...)

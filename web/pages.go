@@ -21,10 +21,12 @@ import (
 
 var pageNames = []string{"overview", "app", "history", "entry", "login", "error"}
 
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses every page with the shared functions and extra, the
+// ones that need the server (links to the Git host).
+func parsePages(extra template.FuncMap) (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(templateFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(templateFuncs()).Funcs(extra).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parsing template %s: %w", name, err)
 		}

@@ -152,6 +152,7 @@ type Server struct {
 	sessions *sessionStore
 	failures *failureLimiter
 	streams  atomic.Int64 // open /events streams
+	configs  appConfigLister // nil: no per-app link templates
 }
 
 // New builds a Server. It calls gin.SetMode(gin.ReleaseMode), which is gin's
@@ -184,8 +185,9 @@ func New(opts Options) (*Server, error) {
 	if err := checkExposure(opts); err != nil {
 		return nil, err
 	}
+	lister, _ := opts.Agent.(appConfigLister)
 	opts.Agent = scrubbingAgent{opts.Agent}
-	s := &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger, configs: lister}
 	s.sessions = newSessionStore(opts.SessionLifetime, opts.SessionIdle, opts.Now)
 	s.failures = newFailureLimiter(opts.MaxAuthFailures, authFailureWindow, opts.Now)
 	if opts.TLSCertFile != "" {
@@ -209,7 +211,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("web: registering webhook metrics: %w", err)
 	}
 
-	pages, err := parsePages()
+	pages, err := parsePages(s.linkFuncs())
 	if err != nil {
 		return nil, err
 	}
