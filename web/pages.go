@@ -119,6 +119,7 @@ func (s *Server) overviewPage(c *gin.Context) {
 type appData struct {
 	pageHeader
 	App     dsync.AppStatus
+	Diff    *diffView // what the running revision changed
 	Rows    historyRows
 	HistErr string
 }
@@ -147,6 +148,7 @@ func (s *Server) appPage(c *gin.Context) {
 		d.HistErr = err.Error()
 	}
 	d.Rows = historyRows{Entries: recent, CanWrite: h.CanWrite, CSRF: h.CSRF, Path: h.Path, Applied: s.appliedRevisions()}
+	d.Diff = s.appliedDiff(c.Request.Context(), st)
 	s.render(c, http.StatusOK, "app", d)
 }
 
@@ -249,6 +251,7 @@ func withQuery(base string, v url.Values) string {
 type entryData struct {
 	pageHeader
 	Entry   dsync.HistoryEntry
+	Diff    *diffView // what the revision changed in Git
 	Applied string
 }
 
@@ -264,6 +267,7 @@ func (s *Server) entryPage(c *gin.Context) {
 		return
 	}
 	d := entryData{pageHeader: s.header(c, fmt.Sprintf("%s · entry %d", e.App, e.ID)), Entry: e}
+	d.Diff = s.entryDiff(c.Request.Context(), e)
 	if st, ok := s.opts.Agent.App(e.App); ok && st.Applied != nil {
 		d.Applied = st.Applied.SHA
 	}

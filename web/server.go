@@ -127,6 +127,10 @@ type Options struct {
 	MaxAuthFailures int
 	// Now is the clock for sessions and rate limits; nil means time.Now.
 	Now func() time.Time
+
+	// Repos gives an app's clone, for what a revision changed; nil (or a
+	// nil Repo) shows no diffs.
+	Repos func(app string) Repo
 }
 
 // Defaults of the limits in Options.
@@ -444,6 +448,7 @@ func (s *Server) routes() *gin.Engine {
 	apiRead.GET("/apps/:app", s.apiApp)
 	apiRead.GET("/apps/:app/services", s.apiServices)
 	apiRead.GET("/apps/:app/plan", s.apiPlan)
+	apiRead.GET("/apps/:app/diff", s.apiDiff)
 	apiRead.GET("/apps/:app/history", s.apiHistory)
 	apiRead.GET("/history", s.apiHistory)
 	apiRead.GET("/history/:id", s.apiEntry)
