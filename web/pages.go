@@ -19,7 +19,7 @@ import (
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
-var pageNames = []string{"overview", "app", "history", "entry", "login", "error"}
+var pageNames = []string{"overview", "app", "history", "entry", "logs", "login", "error"}
 
 // parsePages parses every page with the shared functions and extra, the
 // ones that need the server (links to the Git host).

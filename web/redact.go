@@ -35,45 +35,17 @@ const maxSecretScanBytes = 8 << 20
 // through the manifest loader: a refused revision's diff must be redacted
 // too.
 func scanSecrets(trees ...fs.FS) secrets {
-	var docs []any
-	budget := maxSecretScanBytes
-	for _, t := range trees {
-		if t == nil {
-			continue
-		}
-		_ = fs.WalkDir(t, ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-				return nil
-			}
-			data, err := fs.ReadFile(t, p)
-			if err != nil || len(data) > budget {
-				return nil
-			}
-			budget -= len(data)
-			dec := yaml.NewDecoder(bytes.NewReader(data))
-			for {
-				var doc any
-				// Stop at the end or at invalid YAML, keeping what parsed:
-				// the loader reports the error.
-				if err := dec.Decode(&doc); err != nil {
-					break
-				}
-				docs = append(docs, doc)
-			}
-			return nil
-		})
-	}
+	docs := yamlDocs(trees)
 	s := secrets{keys: map[string]bool{}}
 	for _, d := range docs {
 		walkYAML(d, func(key string, v any) {
 			if key != "secretEnv" {
 				return
 			}
-			if list, ok := v.([]any); ok {
-				for _, k := range list {
-					if ks, ok := k.(string); ok && ks != "" {
-						s.keys[ks] = true
-					}
+			list, _ := v.([]any)
+			for _, k := range list {
+				if ks, ok := k.(string); ok && ks != "" {
+					s.keys[ks] = true
 				}
 			}
 		})
@@ -97,6 +69,39 @@ func scanSecrets(trees ...fs.FS) secrets {
 	}
 	slices.SortFunc(s.values, func(a, b string) int { return len(b) - len(a) })
 	return s
+}
+
+// yamlDocs parses every YAML document of the trees, up to
+// maxSecretScanBytes in all. Invalid YAML is skipped after the documents
+// before it: the loader reports the error.
+func yamlDocs(trees []fs.FS) []any {
+	var docs []any
+	budget := maxSecretScanBytes
+	for _, t := range trees {
+		if t == nil {
+			continue
+		}
+		_ = fs.WalkDir(t, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+				return nil
+			}
+			data, err := fs.ReadFile(t, p)
+			if err != nil || len(data) > budget {
+				return nil
+			}
+			budget -= len(data)
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			for {
+				var doc any
+				if err := dec.Decode(&doc); err != nil {
+					break
+				}
+				docs = append(docs, doc)
+			}
+			return nil
+		})
+	}
+	return docs
 }
 
 // walkYAML calls f for every key of every mapping under v.

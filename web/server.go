@@ -131,6 +131,8 @@ type Options struct {
 	// Repos gives an app's clone, for what a revision changed; nil (or a
 	// nil Repo) shows no diffs.
 	Repos func(app string) Repo
+	// Logs reads the apps' container logs; nil shows none.
+	Logs LogSource
 }
 
 // Defaults of the limits in Options.
@@ -155,7 +157,7 @@ type Server struct {
 	tls      *tls.Config // nil: plain HTTP
 	sessions *sessionStore
 	failures *failureLimiter
-	streams  atomic.Int64 // open /events streams
+	streams  atomic.Int64    // open /events streams
 	configs  appConfigLister // nil: no per-app link templates
 }
 
@@ -438,6 +440,7 @@ func (s *Server) routes() *gin.Engine {
 	read.GET("/", s.overviewPage)
 	read.GET("/apps/:app", s.appPage)
 	read.GET("/apps/:app/history", s.historyPage)
+	read.GET("/apps/:app/logs/:container", s.logsPage)
 	read.GET("/history", s.historyPage)
 	read.GET("/history/:id", s.entryPage)
 	read.GET("/revisions/:sha", s.revisionPage)
@@ -449,6 +452,7 @@ func (s *Server) routes() *gin.Engine {
 	apiRead.GET("/apps/:app/services", s.apiServices)
 	apiRead.GET("/apps/:app/plan", s.apiPlan)
 	apiRead.GET("/apps/:app/diff", s.apiDiff)
+	apiRead.GET("/apps/:app/logs", s.apiLogs)
 	apiRead.GET("/apps/:app/history", s.apiHistory)
 	apiRead.GET("/history", s.apiHistory)
 	apiRead.GET("/history/:id", s.apiEntry)

@@ -413,6 +413,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	wopts.Registry = reg
 	wopts.Logger = log
 	wopts.Repos = repos.get
+	wopts.Logs = eng
 	srv, err := web.New(wopts)
 	if err != nil {
 		return err
