@@ -6,6 +6,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -72,7 +73,7 @@ const (
 // Unknown hosts give the zero HostLinks.
 func RecognizeHost(repoURL string) HostLinks {
 	host, repoPath, ok := splitRepoURL(repoURL)
-	if !ok {
+	if !ok || !hostChars.MatchString(host) {
 		return HostLinks{}
 	}
 	base := "https://" + host + "/" + repoPath
@@ -170,12 +171,19 @@ func trimRepoPath(p string) (string, bool) {
 	p = strings.Trim(p, "/")
 	p = strings.TrimSuffix(p, ".git")
 	p = strings.TrimSuffix(p, "/")
-	// owner/repo at least; GitLab groups nest deeper.
-	if !strings.Contains(p, "/") || strings.Contains(p, "..") {
+	// owner/repo at least; GitLab groups nest deeper. Hosts allow no
+	// other characters in names, so anything else is not a repository we
+	// can link to.
+	if !strings.Contains(p, "/") || strings.Contains(p, "..") || !repoPathChars.MatchString(p) {
 		return "", false
 	}
 	return p, true
 }
+
+var (
+	repoPathChars = regexp.MustCompile(`^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)+$`)
+	hostChars     = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]{1,5})?$`)
+)
 
 // revView is a revision with its links on the Git host, what the "rev"
 // template shows.
