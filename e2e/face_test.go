@@ -244,6 +244,23 @@ func TestFaceLogs(t *testing.T) {
 	if strings.Contains(buf.String(), "stopping on signal") {
 		t.Fatal("the line to follow is already there before the signal")
 	}
+	// The API follows too, over server-sent events.
+	sse := newSyncBuffer()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, agent.URL+"/api/v1/apps/"+app+"/logs?container="+ctr+"&tail=5&follow=1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go func() { _, _ = io.Copy(sse, resp.Body) }()
+	waitOutput(t, sse, "workload serving", 30*time.Second)
+
 	docker(t, "kill", "--signal", "TERM", ctr)
 	waitOutput(t, buf, "stopping on signal", 30*time.Second)
+	waitOutput(t, sse, `"text":"`, 5*time.Second)
+	waitOutput(t, sse, "stopping on signal", 30*time.Second)
+	waitOutput(t, sse, "event: end", 30*time.Second)
+	if strings.Contains(sse.String(), secret) {
+		t.Error("the follow stream shows the secret value")
+	}
 }

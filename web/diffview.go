@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	gosync "sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -66,6 +67,53 @@ func classifyDiff(text string) []diffLine {
 // redactedDiff computes the diff of app between two revisions with the
 // secretEnv values of both revisions' manifests redacted.
 func (s *Server) redactedDiff(ctx context.Context, app, from, to string) (gitsource.Diff, error) {
+	// A diff between two commits never changes; the live app page asks
+	// for the same one after every pass.
+	key := app + "\x00" + from + "\x00" + to
+	if d, ok := s.diffs.get(key); ok {
+		return d, nil
+	}
+	d, err := s.computeDiff(ctx, app, from, to)
+	if err == nil {
+		s.diffs.put(key, d)
+	}
+	return d, err
+}
+
+// diffCache keeps the last few redacted diffs.
+type diffCache struct {
+	mu    gosync.Mutex
+	items map[string]gitsource.Diff
+	order []string
+}
+
+const diffCacheSize = 32
+
+func (c *diffCache) get(key string) (gitsource.Diff, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.items[key]
+	return d, ok
+}
+
+func (c *diffCache) put(key string, d gitsource.Diff) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items = map[string]gitsource.Diff{}
+	}
+	if _, ok := c.items[key]; ok {
+		return
+	}
+	if len(c.order) >= diffCacheSize {
+		delete(c.items, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.items[key] = d
+	c.order = append(c.order, key)
+}
+
+func (s *Server) computeDiff(ctx context.Context, app, from, to string) (gitsource.Diff, error) {
 	if s.opts.Repos == nil {
 		return gitsource.Diff{}, errNoRepos
 	}

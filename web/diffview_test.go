@@ -141,6 +141,12 @@ func TestEntryPageAndAPIShowRedactedDiff(t *testing.T) {
 		t.Errorf("diff asked for %v", repo.calls)
 	}
 
+	// The live page refetches after every pass: the same diff is computed once.
+	env.page("/history/27")
+	if len(repo.calls) != 1 {
+		t.Errorf("second load recomputed the diff: %v", repo.calls)
+	}
+
 	w := env.do(http.MethodGet, "/api/v1/apps/shop/diff?from="+fmt.Sprintf("%040d", 21)+"&to="+fmt.Sprintf("%040d", 27), "")
 	var d gitsource.Diff
 	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil || w.Code != http.StatusOK {

@@ -159,6 +159,7 @@ type Server struct {
 	failures *failureLimiter
 	streams  atomic.Int64    // open /events streams
 	configs  appConfigLister // nil: no per-app link templates
+	diffs    diffCache
 }
 
 // New builds a Server. It calls gin.SetMode(gin.ReleaseMode), which is gin's
