@@ -60,7 +60,9 @@ func TestFaceInBrowser(t *testing.T) {
 	b.waitText("the logs page to follow", `document.getElementById("logstate").textContent`, 10*time.Second,
 		func(s string) bool { return s == "following" })
 	b.waitText("the start line", `document.getElementById("logs").textContent`, 10*time.Second,
-		func(s string) bool { return strings.Contains(s, "workload serving") && !strings.Contains(s, "browser-secret") })
+		func(s string) bool {
+			return strings.Contains(s, "workload serving") && !strings.Contains(s, "browser-secret")
+		})
 	b.markPage("logs")
 	docker(t, "kill", "--signal", "TERM", ctr)
 	b.waitText("the new line, live", `document.getElementById("logs").textContent`, 30*time.Second,

@@ -332,11 +332,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
 	app.CommitURLTemplate, app.TreeURLTemplate = fa.CommitURLTemplate, fa.TreeURLTemplate
-	for _, t := range [][2]string{{"commitURLTemplate", fa.CommitURLTemplate}, {"treeURLTemplate", fa.TreeURLTemplate}} {
-		if t[1] != "" && !strings.Contains(t[1], "{sha}") {
-			errs = append(errs, fmt.Errorf("%s: %q has no {sha}; write the host's URL with {sha} (and {path} for trees), e.g. https://git.example.com/team/app/commit/{sha}", t[0], t[1]))
-		}
-	}
+	errs = append(errs, linkTemplateErrors(fa)...)
 	var regErrs []error
 	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
 	errs = append(errs, regErrs...)
@@ -489,4 +485,16 @@ func (c AppConfig) refName() string {
 		return "commit " + c.Commit
 	}
 	return "default branch"
+}
+
+// linkTemplateErrors checks the per-app links to the Git host: a template
+// without {sha} would link every revision to the same page.
+func linkTemplateErrors(fa fileAppConfig) []error {
+	var errs []error
+	for _, t := range [][2]string{{"commitURLTemplate", fa.CommitURLTemplate}, {"treeURLTemplate", fa.TreeURLTemplate}} {
+		if t[1] != "" && !strings.Contains(t[1], "{sha}") {
+			errs = append(errs, fmt.Errorf("%s: %q has no {sha}; write the host's URL with {sha} (and {path} for trees), e.g. https://git.example.com/team/app/commit/{sha}", t[0], t[1]))
+		}
+	}
+	return errs
 }
