@@ -123,6 +123,27 @@ func (s *Server) computeDiff(ctx context.Context, app, from, to string) (gitsour
 	}
 	ctx, cancel := context.WithTimeout(ctx, diffTimeout)
 	defer cancel()
+	// The clone is locked while the loop fetches (a first clone can take
+	// minutes), and the lock does not watch ctx: wait for the diff in the
+	// background and give up on the page's deadline instead.
+	type result struct {
+		d   gitsource.Diff
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := s.diffAndRedact(ctx, repo, from, to)
+		done <- result{d, err}
+	}()
+	select {
+	case r := <-done:
+		return r.d, r.err
+	case <-ctx.Done():
+		return gitsource.Diff{}, fmt.Errorf("the repository is busy (a fetch is running?): %w; reload in a moment", ctx.Err())
+	}
+}
+
+func (s *Server) diffAndRedact(ctx context.Context, repo Repo, from, to string) (gitsource.Diff, error) {
 	d, err := repo.Diff(ctx, from, to, 0)
 	if err != nil {
 		return gitsource.Diff{}, err
@@ -239,6 +260,10 @@ func (s *Server) apiDiff(c *gin.Context) {
 		return
 	case errors.Is(err, gitsource.ErrCommitNotFound):
 		jsonError(c, http.StatusNotFound, scrubCredentials(err.Error())+"; only commits the agent has fetched can be compared")
+		return
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		c.Header("Retry-After", "10")
+		jsonError(c, http.StatusServiceUnavailable, scrubCredentials(err.Error()))
 		return
 	case err != nil:
 		jsonError(c, http.StatusInternalServerError, "computing the diff failed: "+scrubCredentials(err.Error()))

@@ -171,3 +171,27 @@ func TestEntryPageAndAPIShowRedactedDiff(t *testing.T) {
 		t.Errorf("diff without a token: status %d", w.Code)
 	}
 }
+
+// blockedRepo never answers, like a clone locked by a long fetch.
+type blockedRepo struct{ release chan struct{} }
+
+func (r blockedRepo) Diff(ctx context.Context, _, _ string, _ int) (gitsource.Diff, error) {
+	<-r.release
+	return gitsource.Diff{}, nil
+}
+
+func (r blockedRepo) Files(context.Context, string) (fs.FS, error) { return nil, nil }
+
+// A busy clone does not hang the request: it ends with the request's
+// context and says to retry.
+func TestDiffOfBusyRepoAnswersServiceUnavailable(t *testing.T) {
+	repo := blockedRepo{release: make(chan struct{})}
+	t.Cleanup(func() { close(repo.release) })
+	env := newTestEnv(t, func(o *Options) { o.Repos = func(string) Repo { return repo } })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := env.do(http.MethodGet, "/api/v1/apps/shop/diff?to="+fmt.Sprintf("%040d", 27), "", func(r *http.Request) { *r = *r.WithContext(ctx) })
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "repository is busy") {
+		t.Errorf("busy repo: %d %s", w.Code, w.Body)
+	}
+}
