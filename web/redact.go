@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/deploy"
 )
 
-// redacted replaces a secret value wherever driftless shows text that may
-// carry one (manifest diffs, container logs).
-const redacted = "‹redacted›"
+// redacted replaces a secret value in a manifest diff: the same marker as
+// in container logs.
+const redacted = deploy.LogRedacted
 
 // minSecretLen is the shortest secret value replaced wherever it occurs:
 // shorter ones ("1", "on") would blank out ordinary text. Lines that set a
