@@ -90,6 +90,11 @@ type AppConfig struct {
 
 	// secretKey is the agent's key (set by New), passed to the loader.
 	secretKey manifest.SecretKey
+
+	// CommitURLTemplate and TreeURLTemplate link revisions on the
+	// dashboard to a Git host driftless cannot recognise from the repo URL
+	// (a self-hosted GitLab or Gitea): {sha} and {path} are replaced.
+	CommitURLTemplate, TreeURLTemplate string
 }
 
 // OnForcePush values.
@@ -177,6 +182,8 @@ type fileAppConfig struct {
 
 	AllowInsecureTransport bool   `json:"allowInsecureTransport"`
 	OnForcePush            string `json:"onForcePush"`
+	CommitURLTemplate      string `json:"commitURLTemplate"`
+	TreeURLTemplate        string `json:"treeURLTemplate"`
 	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
 	Limits     map[string]json.RawMessage `json:"limits"`
 	Decryption *fileDecryption            `json:"decryption"`
@@ -343,6 +350,8 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	app.CommitURLTemplate, app.TreeURLTemplate = fa.CommitURLTemplate, fa.TreeURLTemplate
+	errs = append(errs, linkTemplateErrors(fa)...)
 	var regErrs []error
 	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
 	errs = append(errs, regErrs...)
@@ -511,4 +520,16 @@ func (c AppConfig) refName() string {
 		return "commit " + c.Commit
 	}
 	return "default branch"
+}
+
+// linkTemplateErrors checks the per-app links to the Git host: a template
+// without {sha} would link every revision to the same page.
+func linkTemplateErrors(fa fileAppConfig) []error {
+	var errs []error
+	for _, t := range [][2]string{{"commitURLTemplate", fa.CommitURLTemplate}, {"treeURLTemplate", fa.TreeURLTemplate}} {
+		if t[1] != "" && !strings.Contains(t[1], "{sha}") {
+			errs = append(errs, fmt.Errorf("%s: %q has no {sha}; write the host's URL with {sha} (and {path} for trees), e.g. https://git.example.com/team/app/commit/{sha}", t[0], t[1]))
+		}
+	}
+	return errs
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/driftless-dev/driftless/gitsource"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -48,17 +49,48 @@ func (s *Server) notFoundApp(c *gin.Context, name string) {
 	jsonError(c, http.StatusNotFound, s.unknownAppMessage(name))
 }
 
+// revLinks are a revision's pages on the Git host; empty when the host
+// is not recognised and no template is configured.
+type revLinks struct {
+	Commit string `json:"commit,omitempty"`
+	Tree   string `json:"tree,omitempty"`
+}
+
+// appJSON is an app's status with links to its revisions on the Git host.
+type appJSON struct {
+	dsync.AppStatus
+	Links struct {
+		Applied *revLinks `json:"applied,omitempty"`
+		Fetched *revLinks `json:"fetched,omitempty"`
+	} `json:"links"`
+}
+
+func (s *Server) revLinksOf(app string, r *gitsource.Revision) *revLinks {
+	v := s.linkRev(app, r)
+	if v.CommitURL == "" && v.TreeURL == "" {
+		return nil
+	}
+	return &revLinks{Commit: v.CommitURL, Tree: v.TreeURL}
+}
+
+func (s *Server) appWithLinks(st dsync.AppStatus) appJSON {
+	out := appJSON{AppStatus: st}
+	out.Links.Applied = s.revLinksOf(st.Name, st.Applied)
+	out.Links.Fetched = s.revLinksOf(st.Name, st.Fetched)
+	return out
+}
+
 func (s *Server) apiApps(c *gin.Context) {
-	apps := s.opts.Agent.Apps()
-	if apps == nil {
-		apps = []dsync.AppStatus{}
+	apps := []appJSON{}
+	for _, st := range s.opts.Agent.Apps() {
+		apps = append(apps, s.appWithLinks(st))
 	}
 	c.JSON(http.StatusOK, apps)
 }
 
 func (s *Server) apiApp(c *gin.Context) {
 	if st, ok := s.appOr404(c); ok {
-		c.JSON(http.StatusOK, st)
+		c.JSON(http.StatusOK, s.appWithLinks(st))
 	}
 }
 
@@ -220,7 +252,10 @@ func (s *Server) apiEntry(c *gin.Context) {
 		jsonError(c, http.StatusNotFound, fmt.Sprintf("no history entry %d (old entries may have been pruned)", id))
 		return
 	}
-	c.JSON(http.StatusOK, e)
+	c.JSON(http.StatusOK, struct {
+		dsync.HistoryEntry
+		Links *revLinks `json:"links,omitempty"`
+	}{e, s.revLinksOf(e.App, e.Revision)})
 }
 
 // actionInput is what an action may take besides the app.

@@ -19,12 +19,14 @@ import (
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
-var pageNames = []string{"overview", "app", "history", "entry", "login", "error"}
+var pageNames = []string{"overview", "app", "history", "entry", "logs", "login", "error"}
 
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses every page with the shared functions and extra, the
+// ones that need the server (links to the Git host).
+func parsePages(extra template.FuncMap) (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(templateFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(templateFuncs()).Funcs(extra).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parsing template %s: %w", name, err)
 		}
@@ -117,6 +119,7 @@ func (s *Server) overviewPage(c *gin.Context) {
 type appData struct {
 	pageHeader
 	App     dsync.AppStatus
+	Diff    *diffView // what the running revision changed
 	Rows    historyRows
 	HistErr string
 }
@@ -145,6 +148,7 @@ func (s *Server) appPage(c *gin.Context) {
 		d.HistErr = err.Error()
 	}
 	d.Rows = historyRows{Entries: recent, CanWrite: h.CanWrite, CSRF: h.CSRF, Path: h.Path, Applied: s.appliedRevisions()}
+	d.Diff = s.appliedDiff(c.Request.Context(), st)
 	s.render(c, http.StatusOK, "app", d)
 }
 
@@ -247,6 +251,7 @@ func withQuery(base string, v url.Values) string {
 type entryData struct {
 	pageHeader
 	Entry   dsync.HistoryEntry
+	Diff    *diffView // what the revision changed in Git
 	Applied string
 }
 
@@ -262,6 +267,7 @@ func (s *Server) entryPage(c *gin.Context) {
 		return
 	}
 	d := entryData{pageHeader: s.header(c, fmt.Sprintf("%s · entry %d", e.App, e.ID)), Entry: e}
+	d.Diff = s.entryDiff(c.Request.Context(), e)
 	if st, ok := s.opts.Agent.App(e.App); ok && st.Applied != nil {
 		d.Applied = st.Applied.SHA
 	}

@@ -127,6 +127,12 @@ type Options struct {
 	MaxAuthFailures int
 	// Now is the clock for sessions and rate limits; nil means time.Now.
 	Now func() time.Time
+
+	// Repos gives an app's clone, for what a revision changed; nil (or a
+	// nil Repo) shows no diffs.
+	Repos func(app string) Repo
+	// Logs reads the apps' container logs; nil shows none.
+	Logs LogSource
 }
 
 // Defaults of the limits in Options.
@@ -151,7 +157,9 @@ type Server struct {
 	tls      *tls.Config // nil: plain HTTP
 	sessions *sessionStore
 	failures *failureLimiter
-	streams  atomic.Int64 // open /events streams
+	streams  atomic.Int64    // open /events streams
+	configs  appConfigLister // nil: no per-app link templates
+	diffs    diffCache
 }
 
 // New builds a Server. It calls gin.SetMode(gin.ReleaseMode), which is gin's
@@ -184,8 +192,9 @@ func New(opts Options) (*Server, error) {
 	if err := checkExposure(opts); err != nil {
 		return nil, err
 	}
+	lister, _ := opts.Agent.(appConfigLister)
 	opts.Agent = scrubbingAgent{opts.Agent}
-	s := &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger, configs: lister}
 	s.sessions = newSessionStore(opts.SessionLifetime, opts.SessionIdle, opts.Now)
 	s.failures = newFailureLimiter(opts.MaxAuthFailures, authFailureWindow, opts.Now)
 	if opts.TLSCertFile != "" {
@@ -209,7 +218,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("web: registering webhook metrics: %w", err)
 	}
 
-	pages, err := parsePages()
+	pages, err := parsePages(s.linkFuncs())
 	if err != nil {
 		return nil, err
 	}
@@ -432,6 +441,7 @@ func (s *Server) routes() *gin.Engine {
 	read.GET("/", s.overviewPage)
 	read.GET("/apps/:app", s.appPage)
 	read.GET("/apps/:app/history", s.historyPage)
+	read.GET("/apps/:app/logs/:container", s.logsPage)
 	read.GET("/history", s.historyPage)
 	read.GET("/history/:id", s.entryPage)
 	read.GET("/revisions/:sha", s.revisionPage)
@@ -442,6 +452,8 @@ func (s *Server) routes() *gin.Engine {
 	apiRead.GET("/apps/:app", s.apiApp)
 	apiRead.GET("/apps/:app/services", s.apiServices)
 	apiRead.GET("/apps/:app/plan", s.apiPlan)
+	apiRead.GET("/apps/:app/diff", s.apiDiff)
+	apiRead.GET("/apps/:app/logs", s.apiLogs)
 	apiRead.GET("/apps/:app/history", s.apiHistory)
 	apiRead.GET("/history", s.apiHistory)
 	apiRead.GET("/history/:id", s.apiEntry)

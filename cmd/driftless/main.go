@@ -32,6 +32,7 @@ func commands() []command {
 		{name: "run", summary: "run the agent: follow Git, heal drift, serve the dashboard", run: runRun},
 		{name: "status", summary: "show a running agent's apps and services", run: runStatus},
 		{name: "history", summary: "show a running agent's history of an app", run: runHistory},
+		{name: "logs", summary: "print an app's container logs (-f to follow), secrets redacted", run: runLogs},
 		{name: "prune-images", summary: "remove images driftless built for an app that no container uses", run: runPruneImages},
 		{name: "demo", summary: "try driftless locally: demo image, Git repo, agent, dashboard", run: runDemo},
 		{name: "version", summary: "print the version", run: runVersion},

@@ -392,11 +392,12 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var repos repoRegistry
 	agent, err := dsync.New(dsync.Options{
 		DataDir:        cfg.DataDir,
 		Apps:           cfg.Apps,
 		Engine:         eng,
-		NewSource:      sourceFactory(cfg.DataDir, log),
+		NewSource:      repos.track(sourceFactory(cfg.DataDir, log)),
 		Workers:        f.workers,
 		ResyncInterval: f.resync,
 		Registerer:     reg,
@@ -411,6 +412,8 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	wopts.Sources = func() []web.AppSource { return webSources(agent.AppConfigs()) }
 	wopts.Registry = reg
 	wopts.Logger = log
+	wopts.Repos = repos.get
+	wopts.Logs = eng
 	srv, err := web.New(wopts)
 	if err != nil {
 		return err

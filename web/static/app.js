@@ -55,3 +55,37 @@
     timer = setTimeout(refresh, 300);
   });
 })();
+
+// Container logs: follow the stream (the last lines, then new ones) over
+// server-sent events, appending lines as text, never as HTML.
+(function () {
+  "use strict";
+  var pre = document.getElementById("logs");
+  if (!pre || !window.EventSource) return;
+  var url = pre.getAttribute("data-follow");
+  var state = document.getElementById("logstate");
+  function mark(cls, word) { if (state) { state.className = "live " + cls; state.textContent = word; } }
+  var es = new EventSource(url);
+  var fresh = true;
+  es.onopen = function () { mark("on", "following"); };
+  es.onerror = function () { mark("off", "reconnecting…"); fresh = true; };
+  es.addEventListener("line", function (ev) {
+    var l;
+    try { l = JSON.parse(ev.data); } catch (e) { return; }
+    // The stream starts with the same tail the page shows: replace it.
+    if (fresh) { pre.textContent = ""; fresh = false; }
+    var span = document.createElement("span");
+    span.className = "l-" + l.stream;
+    span.textContent = l.text;
+    var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.appendChild(span);
+    pre.appendChild(document.createTextNode("\n"));
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  });
+  es.addEventListener("end", function (ev) {
+    es.close();
+    var why = "stream ended";
+    try { why = JSON.parse(ev.data).reason; } catch (e) {}
+    mark("off", why);
+  });
+})();

@@ -1,0 +1,203 @@
+package web
+
+import (
+	"bytes"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/deploy"
+)
+
+// redacted replaces a secret value in a manifest diff: the same marker as
+// in container logs.
+const redacted = deploy.LogRedacted
+
+// minSecretLen is the shortest secret value replaced wherever it occurs:
+// shorter ones ("1", "on") would blank out ordinary text. Lines that set a
+// secret key are redacted whatever the value's length.
+const minSecretLen = 4
+
+// secrets are the secretEnv keys and their values found in manifests.
+type secrets struct {
+	keys   map[string]bool
+	values []string // longest first, so a value containing another goes whole
+}
+
+// maxSecretScanBytes bounds how much YAML one scan parses.
+const maxSecretScanBytes = 8 << 20
+
+// scanSecrets collects, from every YAML file of the trees, the keys listed
+// under a secretEnv key (native spec.secretEnv, compose
+// x-driftless.secretEnv) and the values those keys have under env or
+// environment, map or KEY=VALUE list. It reads the YAML loosely, not
+// through the manifest loader: a refused revision's diff must be redacted
+// too.
+func scanSecrets(trees ...fs.FS) secrets {
+	docs := yamlDocs(trees)
+	s := secrets{keys: map[string]bool{}}
+	for _, d := range docs {
+		walkYAML(d, func(key string, v any) {
+			if key != "secretEnv" {
+				return
+			}
+			list, _ := v.([]any)
+			for _, k := range list {
+				if ks, ok := k.(string); ok && ks != "" {
+					s.keys[ks] = true
+				}
+			}
+		})
+	}
+	if len(s.keys) == 0 {
+		return s
+	}
+	seen := map[string]bool{}
+	for _, d := range docs {
+		walkYAML(d, func(key string, v any) {
+			if key != "env" && key != "environment" {
+				return
+			}
+			for k, val := range envPairs(v) {
+				if s.keys[k] && val != "" && !seen[val] {
+					seen[val] = true
+					s.values = append(s.values, val)
+				}
+			}
+		})
+	}
+	slices.SortFunc(s.values, func(a, b string) int { return len(b) - len(a) })
+	return s
+}
+
+// yamlDocs parses every YAML document of the trees, up to
+// maxSecretScanBytes in all. Invalid YAML is skipped after the documents
+// before it: the loader reports the error.
+func yamlDocs(trees []fs.FS) []any {
+	var docs []any
+	budget := maxSecretScanBytes
+	for _, t := range trees {
+		if t == nil {
+			continue
+		}
+		_ = fs.WalkDir(t, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+				return nil
+			}
+			data, err := fs.ReadFile(t, p)
+			if err != nil || len(data) > budget {
+				return nil
+			}
+			budget -= len(data)
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			for {
+				var doc any
+				if err := dec.Decode(&doc); err != nil {
+					break
+				}
+				docs = append(docs, doc)
+			}
+			return nil
+		})
+	}
+	return docs
+}
+
+// walkYAML calls f for every key of every mapping under v.
+func walkYAML(v any, f func(key string, v any)) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			f(k, child)
+			walkYAML(child, f)
+		}
+	case []any:
+		for _, child := range t {
+			walkYAML(child, f)
+		}
+	}
+}
+
+// envPairs reads an env map or KEY=VALUE list.
+func envPairs(v any) map[string]string {
+	out := map[string]string{}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if val != nil {
+				out[k] = scalarString(val)
+			}
+		}
+	case []any:
+		for _, item := range t {
+			if s, ok := item.(string); ok {
+				if k, val, ok := strings.Cut(s, "="); ok {
+					out[k] = val
+				}
+			}
+		}
+	}
+	return out
+}
+
+func scalarString(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case map[string]any, []any:
+		return ""
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// keyLine matches a YAML or env line setting KEY: "KEY: v", "- KEY=v",
+// `"KEY": v`.
+var keyLine = regexp.MustCompile(`^(\s*(?:-\s*)?["']?)([A-Za-z_][A-Za-z0-9_.-]*)(["']?\s*[:=]\s*)(\S.*)$`)
+
+// line redacts one line of text: the value of a secret key set on it, and
+// every secret value occurring in it.
+func (s secrets) line(text string) string {
+	if len(s.keys) == 0 {
+		return text
+	}
+	if m := keyLine.FindStringSubmatch(text); m != nil && s.keys[m[2]] {
+		text = m[1] + m[2] + m[3] + redacted
+	}
+	for _, v := range s.values {
+		if len(v) >= minSecretLen {
+			text = strings.ReplaceAll(text, v, redacted)
+		}
+	}
+	return text
+}
+
+// diff redacts a unified diff line by line; the first column (+, -, space)
+// is kept.
+func (s secrets) diff(text string) string {
+	if len(s.keys) == 0 || text == "" {
+		return text
+	}
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		if body == "" || strings.HasPrefix(body, "+++ ") || strings.HasPrefix(body, "--- ") || strings.HasPrefix(body, "@@") || strings.HasPrefix(body, "diff ") {
+			continue
+		}
+		switch body[0] {
+		case '+', '-', ' ':
+			body = body[:1] + s.line(body[1:])
+		}
+		if nl {
+			body += "\n"
+		}
+		lines[i] = body
+	}
+	return strings.Join(lines, "")
+}
