@@ -81,6 +81,38 @@ type AppConfig struct {
 	// Limits bound what one revision may ask for (replicas, services,
 	// bytes, ...); zero fields are manifest.DefaultLimits().
 	Limits manifest.Limits
+	// Notifications are this app's own destinations, on top of the
+	// global ones.
+	Notifications []Notification
+	// CommitStatus, when set, reports each revision's result to the Git
+	// host that holds it.
+	CommitStatus *CommitStatus
+}
+
+// Notification is one destination for notifications. The notify package
+// checks the URL and the event names.
+type Notification struct {
+	Name   string   // in metrics and the UI; default notify-N (global) or APP-N
+	URL    string   // a shoutrrr URL; it holds secrets, so it is never shown
+	Events []string // event kinds sent; empty = all
+}
+
+// CommitStatus says where an app's commit statuses go.
+type CommitStatus struct {
+	Provider string // github, gitlab, gitea, bitbucket
+	BaseURL  string // API base; default the provider's public one
+	Repo     string // owner/name (GitLab: project path or ID); default from the app's repo URL
+	Token    string
+}
+
+// NotifySettings are the global notification settings.
+type NotifySettings struct {
+	// SourceUnreachableAfter is how long a source must fail before it is
+	// announced; default 5m.
+	SourceUnreachableAfter time.Duration
+	// RepairBatch is the window drift repairs are counted in before one
+	// message says how many; default 1m.
+	RepairBatch time.Duration
 }
 
 // OnForcePush values.
@@ -111,6 +143,12 @@ type Config struct {
 	DistrustLoopback bool
 	// TLSCertFile and TLSKeyFile serve the web UI and API over HTTPS.
 	TLSCertFile, TLSKeyFile string
+	// Notifications are sent for every app; Notify tunes them.
+	Notifications []Notification
+	Notify        NotifySettings
+	// ExternalURL is the dashboard's address as people reach it, for links
+	// in notifications and commit statuses.
+	ExternalURL string
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
@@ -127,6 +165,31 @@ type fileConfig struct {
 	TrustLoopback     *bool           `json:"trustLoopback"`
 	TLSCertFile       string          `json:"tlsCertFile"`
 	TLSKeyFile        string          `json:"tlsKeyFile"`
+
+	Notifications []fileNotification `json:"notifications"`
+	Notify        *fileNotify        `json:"notify"`
+	ExternalURL   string             `json:"externalURL"`
+}
+
+type fileNotification struct {
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	URLEnv  string   `json:"urlEnv"`
+	URLFile string   `json:"urlFile"`
+	Events  []string `json:"events"`
+}
+
+type fileNotify struct {
+	SourceUnreachableAfter string `json:"sourceUnreachableAfter"`
+	RepairBatch            string `json:"repairBatch"`
+}
+
+type fileCommitStatus struct {
+	Provider  string `json:"provider"`
+	BaseURL   string `json:"baseURL"`
+	Repo      string `json:"repo"`
+	TokenEnv  string `json:"tokenEnv"`
+	TokenFile string `json:"tokenFile"`
 }
 
 type fileAppConfig struct {
@@ -169,6 +232,9 @@ type fileAppConfig struct {
 	OnForcePush            string `json:"onForcePush"`
 	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
 	Limits map[string]json.RawMessage `json:"limits"`
+
+	Notifications []fileNotification `json:"notifications"`
+	CommitStatus  *fileCommitStatus  `json:"commitStatus"`
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -242,6 +308,12 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	var regErrs []error
 	cfg.Registries, regErrs = parseRegistries("registries", fc.Registries, secret, getenv)
 	errs = append(errs, regErrs...)
+	var notifyErrs []error
+	cfg.Notifications, notifyErrs = parseNotifications("notifications", "notify", fc.Notifications, secret)
+	errs = append(errs, notifyErrs...)
+	cfg.Notify, notifyErrs = parseNotify(fc.Notify)
+	errs = append(errs, notifyErrs...)
+	cfg.ExternalURL = strings.TrimRight(fc.ExternalURL, "/")
 	if len(fc.Apps) == 0 {
 		errs = append(errs, errors.New("apps: no apps configured"))
 	}
@@ -338,6 +410,12 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	var limitErrs []error
 	app.Limits, limitErrs = parseLimits(fa.Limits)
 	errs = append(errs, limitErrs...)
+	var notifyErrs []error
+	app.Notifications, notifyErrs = parseNotifications("notifications", fa.Name, fa.Notifications, secret)
+	errs = append(errs, notifyErrs...)
+	if app.CommitStatus, err = parseCommitStatus(fa.CommitStatus, secret); err != nil {
+		errs = append(errs, err)
+	}
 	return app, errs
 }
 
