@@ -169,7 +169,7 @@ func truncate(s string, n int) string {
 // once per commit. It does no I/O.
 type statusTracker struct {
 	awaiting map[string]applied // app → revision applied but not yet healthy
-	posted   map[string]string // app/SHA → last state posted
+	posted   map[string]string  // app/SHA → last state posted
 }
 
 func newStatusTracker() *statusTracker {
