@@ -80,10 +80,10 @@ func SourcesFrom(configs func() []dsync.AppConfig) func() []AppSource {
 
 // Options configure a Server.
 type Options struct {
-	Agent  Agent
+	Agent Agent
 	// Notifier, if set, gets a "Test notification" button per destination.
 	Notifier Notifier
-	Listen string // default 127.0.0.1:8080
+	Listen   string // default 127.0.0.1:8080
 	// APIToken is the bearer token write actions need. Without it, writes are
 	// only accepted from loopback.
 	APIToken string
