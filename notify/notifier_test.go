@@ -122,8 +122,9 @@ func TestNotifierSendsFilteredEventsThroughShoutrrr(t *testing.T) {
 	if err := n.Test(ctx, "nope"); err == nil || !strings.Contains(err.Error(), `unknown notification destination "nope"`) {
 		t.Errorf("Test of an unknown destination: %v", err)
 	}
-	if got := testutil.ToFloat64(n.counter.WithLabelValues("ops", ResultSent)); got != 2 {
-		t.Errorf(`driftless_notifications_total{destination="ops",result="sent"} = %v, want 2`, got)
+	// Test sends at once, outside the queue, and counts at once.
+	if got := testutil.ToFloat64(n.counter.WithLabelValues("web-oncall", ResultSent)); got < 1 {
+		t.Errorf(`driftless_notifications_total{destination="web-oncall",result="sent"} = %v, want at least the test`, got)
 	}
 }
 
