@@ -1,6 +1,10 @@
 package sync
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+
 	"github.com/driftless-dev/driftless/gitsource"
 )
 
@@ -31,14 +35,37 @@ type Report struct {
 const KindNotification HistoryKind = "notification"
 
 // RecordNotification adds a history entry about a delivery problem of
-// app's notifications or commit statuses, so it shows where people look.
-// It does not call the Observer: a report about a failed report would
-// feed itself.
+// app's notifications or commit statuses, and while it lasts (result
+// "failed" until "recovered") a "notification" condition in the app's
+// status, so it shows where people look. It does not call the Observer:
+// a report about a failed report would feed itself.
 func (a *Agent) RecordNotification(app, summary, result string) error {
-	if _, ok := a.apps[app]; !ok {
-		return ErrUnknownApp
+	st, ok := a.apps[app]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
-	_, err := a.store.Append(HistoryEntry{App: app, Kind: KindNotification, Summary: summary, Result: result, Time: a.now()})
+	now := a.now()
+	a.mu.Lock()
+	// Copy on write: a pass may be reading the old map outside the lock.
+	conds := maps.Clone(st.mem.conditions)
+	if conds == nil {
+		conds = map[string]Condition{}
+	}
+	errs := slices.DeleteFunc(slices.Clone(st.status.Errors), func(c Condition) bool { return c.Kind == "notification" })
+	if result == "failed" {
+		c := Condition{Kind: "notification", Message: "notifications are not delivered: " + summary, Since: now}
+		if old, had := conds["notification"]; had {
+			c.Since = old.Since
+		}
+		conds["notification"] = c
+		errs = append(errs, c)
+	} else {
+		delete(conds, "notification")
+	}
+	st.mem.conditions, st.status.Errors = conds, errs
+	a.mu.Unlock()
+	a.notify(app, "status")
+	_, err := a.store.Append(HistoryEntry{App: app, Kind: KindNotification, Summary: summary, Result: result, Time: now})
 	if err == nil {
 		a.notify(app, "history")
 	}

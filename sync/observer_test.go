@@ -71,4 +71,25 @@ func TestObserverHearsRolloutsPassesAndPins(t *testing.T) {
 	if es := h.history("shop", KindNotification); len(es) != 1 || es[0].Summary != "ops: could not deliver" || es[0].Result != "failed" {
 		t.Fatalf("delivery problem history = %+v", es)
 	}
+	hasCondition := func(st AppStatus) bool {
+		for _, c := range st.Errors {
+			if c.Kind == "notification" && c.Message == "notifications are not delivered: ops: could not deliver" {
+				return true
+			}
+		}
+		return false
+	}
+	if st, _ := h.agent.App("shop"); !hasCondition(st) {
+		t.Fatalf("status errors %+v lack the delivery problem", st.Errors)
+	}
+	// It lasts through passes until a delivery works again.
+	if st, _ := h.pass("shop", "poll"); !hasCondition(st) {
+		t.Fatalf("after a pass, status errors %+v lack the delivery problem", st.Errors)
+	}
+	if err := h.agent.RecordNotification("shop", "ops: delivers again", "recovered"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.pass("shop", "poll"); hasCondition(st) || len(st.Errors) != 0 {
+		t.Fatalf("after recovery, status errors = %+v", st.Errors)
+	}
 }
