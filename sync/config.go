@@ -410,12 +410,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	var limitErrs []error
 	app.Limits, limitErrs = parseLimits(fa.Limits)
 	errs = append(errs, limitErrs...)
-	var notifyErrs []error
-	app.Notifications, notifyErrs = parseNotifications("notifications", fa.Name, fa.Notifications, secret)
-	errs = append(errs, notifyErrs...)
-	if app.CommitStatus, err = parseCommitStatus(fa.CommitStatus, secret); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, parseAppNotify(fa, &app, secret)...)
 	return app, errs
 }
 

@@ -51,6 +51,18 @@ func parseNotifications(key, prefix string, fns []fileNotification, secret func(
 	return out, errs
 }
 
+// parseAppNotify reads an app's own destinations and commit status.
+func parseAppNotify(fa fileAppConfig, app *AppConfig, secret func(what, env, file string) (string, error)) []error {
+	var errs []error
+	app.Notifications, errs = parseNotifications("notifications", fa.Name, fa.Notifications, secret)
+	cs, err := parseCommitStatus(fa.CommitStatus, secret)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	app.CommitStatus = cs
+	return errs
+}
+
 func parseNotify(fn *fileNotify) (NotifySettings, []error) {
 	var s NotifySettings
 	if fn == nil {

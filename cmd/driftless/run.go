@@ -303,10 +303,17 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 	} else if s != "" {
 		cfg.APIToken = s
 	}
-	if f.externalURL != "" {
-		cfg.ExternalURL = strings.TrimRight(f.externalURL, "/")
-	}
+	cfg.ExternalURL = f.externalURLOr(cfg.ExternalURL)
 	return cfg, nil
+}
+
+// externalURLOr is --external-url when given (it wins over the file),
+// else the file's externalURL.
+func (f *runFlags) externalURLOr(fromFile string) string {
+	if f.externalURL == "" {
+		return fromFile
+	}
+	return strings.TrimRight(f.externalURL, "/")
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
