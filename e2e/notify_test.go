@@ -283,3 +283,42 @@ func TestNotifyBatchesDriftRepairs(t *testing.T) {
 		t.Fatalf("repair messages %q, first %q; want one saying %q", got, m.Message, want)
 	}
 }
+
+// TestNotifyRefusedRevisionAndTestButton: an invalid commit gives a
+// "refused" message that quotes file:line and a failure status for its
+// SHA; the API's test action reaches the destination at once.
+func TestNotifyRefusedRevisionAndTestButton(t *testing.T) {
+	host := startFakeHost(t)
+	app, repo, agent, path := startNotifyAgent(t, host, 1, "")
+	first := repo.Head()
+	host.waitFor(t, 90*time.Second, "success status for the first commit", func() bool {
+		s := host.states(first)
+		return len(s) > 0 && s[len(s)-1] == "success"
+	})
+
+	v1 := testenv.WorkloadImage(t, "v1")
+	repo.WriteFile(path+"/web.yaml", strings.Replace(serviceManifest(v1, 1, nil), "replicas: 1", "replicas: many", 1))
+	bad := repo.Commit("typo in replicas")
+	host.waitFor(t, 60*time.Second, "failure status for the refused commit", func() bool {
+		return strings.Join(host.states(bad), ",") == "failure"
+	})
+	host.waitFor(t, 10*time.Second, "refused message", func() bool { _, ok := host.message("refused " + bad[:7]); return ok })
+	m, _ := host.message("refused " + bad[:7])
+	for _, want := range []string{app + ": refused " + bad[:7] + " “typo in replicas”", path + "/web.yaml:", "Details: https://driftless.example.com/history/"} {
+		if !strings.Contains(m.Message, want) {
+			t.Errorf("refused message lacks %q:\n%s", want, m.Message)
+		}
+	}
+
+	resp, err := http.Post(agent.URL+"/api/v1/notifications/team/test", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("test notification: %s", resp.Status)
+	}
+	if got := host.titles("test notification"); len(got) != 1 {
+		t.Fatalf("test messages %q, want one, there when the API answered", got)
+	}
+}

@@ -192,3 +192,26 @@ func TestNewRejectsBadDestinationsWithoutShowingTheURL(t *testing.T) {
 		t.Errorf("error shows the URL's secret: %s", msg)
 	}
 }
+
+// TestHungDestinationNeverHoldsTheLoopUp: Observe returns at once while a
+// destination hangs; what does not fit its queue is counted as dropped.
+func TestHungDestinationNeverHoldsTheLoopUp(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	n, err := New(Options{Config: dsync.Config{Notifications: []dsync.Notification{
+		{Name: "hung", URL: "generic://" + strings.TrimPrefix(srv.URL, "http://") + "/x?template=json&disabletls=yes"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n.Start(ctx, nil)
+	for i := range queueSize + 50 {
+		n.Observe(dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{ID: uint64(i + 1), Kind: dsync.KindRollback, Summary: "pinned"}}})
+	}
+	if d := testutil.ToFloat64(n.counter.WithLabelValues("hung", ResultDropped)); d < 49 {
+		t.Fatalf("dropped %v, want at least 49 of %d messages to a hung destination with a queue of %d", d, queueSize+50, queueSize)
+	}
+}
