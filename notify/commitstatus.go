@@ -166,14 +166,14 @@ func truncate(s string, n int) string {
 // statusTracker turns an app's reports into commit statuses: pending when
 // a rollout starts, success once every replica of the revision is ready,
 // failure when it is refused or its rollout fails. Each state is posted
-// once per commit. It does no I/O.
+// once in a row. It does no I/O.
 type statusTracker struct {
-	awaiting map[string]applied // app → revision applied but not yet healthy
-	posted   map[string]string  // app/SHA → last state posted
+	awaiting map[string]applied   // app → revision applied but not yet healthy
+	last     map[string][2]string // app → SHA and state posted last
 }
 
 func newStatusTracker() *statusTracker {
-	return &statusTracker{awaiting: map[string]applied{}, posted: map[string]string{}}
+	return &statusTracker{awaiting: map[string]applied{}, last: map[string][2]string{}}
 }
 
 // applied is a revision whose sync succeeded, and its history entry.
@@ -185,11 +185,12 @@ type applied struct {
 func (t *statusTracker) statuses(r dsync.Report, externalURL string) []commitStatus {
 	var out []commitStatus
 	add := func(sha, state, desc string, entry uint64) {
-		key := r.App + "/" + sha
-		if sha == "" || t.posted[key] == state {
+		// Saying the same twice in a row adds nothing; keeping only the
+		// last one per app keeps the memory bounded.
+		if sha == "" || t.last[r.App] == [2]string{sha, state} {
 			return
 		}
-		t.posted[key] = state
+		t.last[r.App] = [2]string{sha, state}
 		out = append(out, commitStatus{SHA: sha, State: state, Description: desc, Context: "driftless/" + r.App,
 			TargetURL: entryLink(externalURL, Event{App: r.App, EntryID: entry})})
 	}
