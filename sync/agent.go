@@ -100,6 +100,9 @@ type Options struct {
 	// RetryBase and RetryMax bound the backoff of failing passes; defaults
 	// 1s and 5m.
 	RetryBase, RetryMax time.Duration
+	// Observer, if set, is told after every pass and every pin or unpin
+	// (notifications, commit statuses).
+	Observer Observer
 }
 
 // Agent keeps every configured app converged to its Git revision.
@@ -559,7 +562,8 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	if u.persist != nil {
 		storeErr = a.store.UpdateApp(name, u.persist)
 	}
-	if err := a.record(u.history...); err != nil {
+	stored, err := a.recordStored(u.history...)
+	if err != nil {
 		storeErr = errors.Join(storeErr, err)
 	}
 	if storeErr != nil {
@@ -583,6 +587,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	a.mu.Unlock()
 
 	a.metrics.observe(snapshot, name, now, in.start)
+	a.observe(Report{App: name, Prev: sin.prev, Next: cloneStatus(snapshot), Entries: stored})
 	// Info is for what a person would want to read later: transitions and
 	// history entries. A status that changes on every poll while an app
 	// stays Degraded (restart counts, backoff) is Debug.
@@ -605,14 +610,18 @@ func (a *Agent) announceApply(name string, desired *revisionState, plan drift.Pl
 	planCopy := clonePlan(plan)
 	a.mu.Lock()
 	s := &a.apps[name].status
+	prev := cloneStatus(*s)
 	s.Sync = drift.SyncOutOfSync
 	if s.Health != drift.HealthDegraded {
 		s.Health = drift.HealthProgressing
 	}
 	s.Drift = &planCopy
 	s.Message = fmt.Sprintf("applying %s: %s", desired.rev.Short(), strings.TrimPrefix(plan.Summary(), "Plan: "))
+	next := cloneStatus(*s)
 	a.mu.Unlock()
 	a.notify(name, "status")
+	rev := desired.rev
+	a.observe(Report{App: name, Prev: prev, Next: next, Applying: &rev})
 }
 
 // Apps returns a copy of every app's status, sorted by name.
@@ -815,23 +824,31 @@ func (a *Agent) notify(app, kind string) {
 // recordLogged records entries outside a pass; a failure is logged (the
 // next pass shows it in status).
 func (a *Agent) recordLogged(entries ...HistoryEntry) {
-	if err := a.record(entries...); err != nil {
+	stored, err := a.recordStored(entries...)
+	if err != nil {
 		a.log.Error("history not written", "err", err)
+		return
+	}
+	if len(stored) > 0 {
+		cur, _ := a.App(stored[0].App)
+		a.observe(Report{App: stored[0].App, Prev: cur, Next: cur, Entries: stored})
 	}
 }
 
-// record stores history entries and tells subscribers.
-func (a *Agent) record(entries ...HistoryEntry) error {
+// recordStored stores history entries, tells subscribers and returns the
+// entries as stored, with their IDs.
+func (a *Agent) recordStored(entries ...HistoryEntry) ([]HistoryEntry, error) {
 	if len(entries) == 0 {
-		return nil
+		return nil, nil
 	}
 	for i := range entries {
 		if entries[i].Time.IsZero() {
 			entries[i].Time = a.now()
 		}
 	}
-	if _, err := a.store.Append(entries...); err != nil {
-		return err
+	stored, err := a.store.Append(entries...)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -840,7 +857,7 @@ func (a *Agent) record(entries ...HistoryEntry) error {
 			a.notify(e.App, "history")
 		}
 	}
-	return nil
+	return stored, nil
 }
 
 // Ready is nil when the Docker engine answers and every app completed a

@@ -95,6 +95,38 @@ type AppConfig struct {
 	// dashboard to a Git host driftless cannot recognise from the repo URL
 	// (a self-hosted GitLab or Gitea): {sha} and {path} are replaced.
 	CommitURLTemplate, TreeURLTemplate string
+	// Notifications are this app's own destinations, on top of the
+	// global ones.
+	Notifications []Notification
+	// CommitStatus, when set, reports each revision's result to the Git
+	// host that holds it.
+	CommitStatus *CommitStatus
+}
+
+// Notification is one destination for notifications. The notify package
+// checks the URL and the event names.
+type Notification struct {
+	Name   string   // in metrics and the UI; default notify-N (global) or APP-N
+	URL    string   // a shoutrrr URL; it holds secrets, so it is never shown
+	Events []string // event kinds sent; empty = all
+}
+
+// CommitStatus says where an app's commit statuses go.
+type CommitStatus struct {
+	Provider string // github, gitlab, gitea, bitbucket
+	BaseURL  string // API base; default the provider's public one
+	Repo     string // owner/name (GitLab: project path or ID); default from the app's repo URL
+	Token    string
+}
+
+// NotifySettings are the global notification settings.
+type NotifySettings struct {
+	// SourceUnreachableAfter is how long a source must fail before it is
+	// announced; default 5m.
+	SourceUnreachableAfter time.Duration
+	// RepairBatch is the window drift repairs are counted in before one
+	// message says how many; default 1m.
+	RepairBatch time.Duration
 }
 
 // OnForcePush values.
@@ -126,6 +158,12 @@ type Config struct {
 	DistrustLoopback bool
 	// TLSCertFile and TLSKeyFile serve the web UI and API over HTTPS.
 	TLSCertFile, TLSKeyFile string
+	// Notifications are sent for every app; Notify tunes them.
+	Notifications []Notification
+	Notify        NotifySettings
+	// ExternalURL is the dashboard's address as people reach it, for links
+	// in notifications and commit statuses.
+	ExternalURL string
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
@@ -142,6 +180,31 @@ type fileConfig struct {
 	TrustLoopback     *bool           `json:"trustLoopback"`
 	TLSCertFile       string          `json:"tlsCertFile"`
 	TLSKeyFile        string          `json:"tlsKeyFile"`
+
+	Notifications []fileNotification `json:"notifications"`
+	Notify        *fileNotify        `json:"notify"`
+	ExternalURL   string             `json:"externalURL"`
+}
+
+type fileNotification struct {
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	URLEnv  string   `json:"urlEnv"`
+	URLFile string   `json:"urlFile"`
+	Events  []string `json:"events"`
+}
+
+type fileNotify struct {
+	SourceUnreachableAfter string `json:"sourceUnreachableAfter"`
+	RepairBatch            string `json:"repairBatch"`
+}
+
+type fileCommitStatus struct {
+	Provider  string `json:"provider"`
+	BaseURL   string `json:"baseURL"`
+	Repo      string `json:"repo"`
+	TokenEnv  string `json:"tokenEnv"`
+	TokenFile string `json:"tokenFile"`
 }
 
 type fileAppConfig struct {
@@ -187,6 +250,9 @@ type fileAppConfig struct {
 	// Limits: counts, or for the byte limits numbers or quantities ("1Mi").
 	Limits     map[string]json.RawMessage `json:"limits"`
 	Decryption *fileDecryption            `json:"decryption"`
+
+	Notifications []fileNotification `json:"notifications"`
+	CommitStatus  *fileCommitStatus  `json:"commitStatus"`
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -267,6 +333,12 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	var regErrs []error
 	cfg.Registries, regErrs = parseRegistries("registries", fc.Registries, secret, getenv)
 	errs = append(errs, regErrs...)
+	var notifyErrs []error
+	cfg.Notifications, notifyErrs = parseNotifications("notifications", "notify", fc.Notifications, secret)
+	errs = append(errs, notifyErrs...)
+	cfg.Notify, notifyErrs = parseNotify(fc.Notify)
+	errs = append(errs, notifyErrs...)
+	cfg.ExternalURL = strings.TrimRight(fc.ExternalURL, "/")
 	if len(fc.Apps) == 0 {
 		errs = append(errs, errors.New("apps: no apps configured"))
 	}
@@ -368,6 +440,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	var limitErrs []error
 	app.Limits, limitErrs = parseLimits(fa.Limits)
 	errs = append(errs, limitErrs...)
+	errs = append(errs, parseAppNotify(fa, &app, secret)...)
 	return app, errs
 }
 

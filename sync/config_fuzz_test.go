@@ -21,6 +21,8 @@ func FuzzParseConfig(f *testing.F) {
 		"apps:\n  - name: a\n    repo: http://u:p@h/r\n    onForcePush: follow\n",
 		"{",
 		"apps: 3",
+		"notifications: [{name: ops, urlEnv: HOOK, events: [synced]}, {urlFile: nope}]\nnotify: {repairBatch: 5s, sourceUnreachableAfter: x}\napps:\n  - name: a\n    repo: r\n",
+		"apps:\n  - name: a\n    repo: https://github.com/o/r.git\n    notifications: [{url: 'generic://h/x', urlEnv: U}]\n    commitStatus: {provider: gitlab, tokenEnv: T, baseURL: 'http://127.0.0.1:1'}\n",
 		"apps:\n  - name: a\n    repo: r\n    limits: {replicas: 5, manifestBytes: 1Mi, contentBytes: 1e3, files: \"7\", documents: -1}\n",
 	} {
 		f.Add(seed)

@@ -280,7 +280,7 @@ func (u *statusUpdate) noteErrors(o passOutcome) {
 }
 
 // conditionOrder is how active problems are listed, most fundamental first.
-var conditionOrder = []string{"engine", "source", "force-push", "validation", "apply", "conflict", "flapping", "history"}
+var conditionOrder = []string{"engine", "source", "force-push", "validation", "apply", "conflict", "flapping", "history", "notification"}
 
 // conditions are the active problems; each keeps its Since while the same
 // kind of problem lasts.
@@ -320,6 +320,10 @@ func (u *statusUpdate) conditions(in statusInput) map[string]Condition {
 		// Set by the caller when the store fails; it lasts until a write
 		// succeeds.
 		active["history"] = c.Message
+	}
+	if c, ok := u.mem.conditions["notification"]; ok {
+		// Set by RecordNotification; it lasts until a delivery succeeds.
+		active["notification"] = c.Message
 	}
 	if o.cancelled {
 		// A cancelled pass says nothing new about the world.

@@ -107,13 +107,14 @@ func (s *Server) errorPage(c *gin.Context, code int, title, msg string) {
 
 type overviewData struct {
 	pageHeader
-	Apps []dsync.AppStatus
+	Apps          []dsync.AppStatus
+	Notifications []string // destinations, each with a test button
 }
 
 func (s *Server) overviewPage(c *gin.Context) {
 	h := s.header(c, "Apps")
 	h.Live = true
-	s.render(c, http.StatusOK, "overview", overviewData{pageHeader: h, Apps: s.opts.Agent.Apps()})
+	s.render(c, http.StatusOK, "overview", overviewData{pageHeader: h, Apps: s.opts.Agent.Apps(), Notifications: s.destinations()})
 }
 
 type appData struct {

@@ -80,8 +80,10 @@ func SourcesFrom(configs func() []dsync.AppConfig) func() []AppSource {
 
 // Options configure a Server.
 type Options struct {
-	Agent  Agent
-	Listen string // default 127.0.0.1:8080
+	Agent Agent
+	// Notifier, if set, gets a "Test notification" button per destination.
+	Notifier Notifier
+	Listen   string // default 127.0.0.1:8080
 	// APIToken is the bearer token write actions need. Without it, writes are
 	// only accepted from loopback.
 	APIToken string
@@ -462,11 +464,13 @@ func (s *Server) routes() *gin.Engine {
 	for _, a := range actions() {
 		apiWrite.POST("/apps/:app/"+a.name, s.apiAction(a))
 	}
+	apiWrite.POST("/notifications/:name/test", s.apiTestNotification)
 
 	forms := r.Group("/", s.requireWrite(), s.formGuard())
 	for _, a := range actions() {
 		forms.POST("/apps/:app/"+a.name, s.formAction(a))
 	}
+	forms.POST("/notifications/:name/test", s.formTestNotification)
 
 	r.NoRoute(func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {

@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/notify"
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/web"
 )
@@ -55,6 +56,9 @@ type runFlags struct {
 	trustLoopback   bool
 	tlsCert         string
 	tlsKey          string
+	// externalURL is the dashboard's address for links in notifications
+	// and commit statuses.
+	externalURL string
 
 	// allowInsecure and onForcePush are the per-app safety settings of
 	// single-app mode (allowInsecureTransport, onForcePush in the file).
@@ -131,6 +135,7 @@ func (f *runFlags) register(fs interface {
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
 	fs.DurationVar(&f.buildTimeout, "build-timeout", deploy.DefaultBuildTimeout, "how long one image build from the repository may take before its revision is refused")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.externalURL, "external-url", "", "the dashboard's address as people reach it (https://driftless.example.com), for links in notifications and commit statuses (driftless.yaml: externalURL)")
 }
 
 // readSecret takes a secret from a file (trimmed) or an env variable.
@@ -298,7 +303,17 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 	} else if s != "" {
 		cfg.APIToken = s
 	}
+	cfg.ExternalURL = f.externalURLOr(cfg.ExternalURL)
 	return cfg, nil
+}
+
+// externalURLOr is --external-url when given (it wins over the file),
+// else the file's externalURL.
+func (f *runFlags) externalURLOr(fromFile string) string {
+	if f.externalURL == "" {
+		return fromFile
+	}
+	return strings.TrimRight(f.externalURL, "/")
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
@@ -393,7 +408,13 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var repos repoRegistry
+
+	notifier, err := notify.New(notify.Options{Config: cfg, Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
 	agent, err := dsync.New(dsync.Options{
+		Observer:       notifier,
 		DataDir:        cfg.DataDir,
 		Apps:           cfg.Apps,
 		Engine:         eng,
@@ -409,6 +430,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	defer agent.Close()
 
 	wopts.Agent = agent
+	wopts.Notifier = notifier
 	wopts.Sources = func() []web.AppSource { return webSources(agent.AppConfigs()) }
 	wopts.Registry = reg
 	wopts.Logger = log
@@ -420,6 +442,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	notifier.Start(ctx, agent)
 	webErr := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ctx, ln)

@@ -1,0 +1,162 @@
+package notify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/gitsource"
+	dsync "github.com/driftless-dev/driftless/sync"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func rev(sha, subject string) *gitsource.Revision {
+	return &gitsource.Revision{SHA: sha, Subject: subject, Author: "Ada"}
+}
+
+func status(h drift.Health, applied *gitsource.Revision) dsync.AppStatus {
+	return dsync.AppStatus{Name: "web", Health: h, Applied: applied, Message: "web: exited with code 1"}
+}
+
+// step is one report and the event kinds it must produce.
+type step struct {
+	at   time.Duration
+	r    dsync.Report
+	want string // kinds, space-separated
+}
+
+func kinds(es []Event) string {
+	var s []string
+	for _, e := range es {
+		s = append(s, string(e.Kind))
+	}
+	return strings.Join(s, " ")
+}
+
+func TestDetectorAnnouncesTransitionsOnce(t *testing.T) {
+	good, bad := rev("1111111aaaa", "good"), rev("2222222bbbb", "crash")
+	srcDown := status(drift.HealthHealthy, good)
+	srcDown.Source = dsync.SourceStatus{Error: "connection refused", ErrorSince: t0}
+	engineDown := status(dsync.HealthUnknown, good)
+	engineDown.Errors = []dsync.Condition{{Kind: "engine", Message: "cannot reach the Docker engine"}}
+	tests := map[string][]step{
+		"a good commit is one synced message": {
+			{r: dsync.Report{App: "web", Applying: good, Next: status(drift.HealthProgressing, nil)}},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good), Entries: []dsync.HistoryEntry{{ID: 7, Kind: dsync.KindSync, Result: "succeeded", Revision: good}}}, want: "synced"},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}},
+		},
+		"a crashing rollout is one failure while it backs off, one recovery": {
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}, want: "rollout-failed"},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good)}},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+		},
+		"a different failing revision is announced again": {
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}, want: "rollout-failed"},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: rev("3333333", "worse")}}}, want: "rollout-failed"},
+		},
+		"degraded without a rollout is announced once": {
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good)}, want: "rollout-failed"},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good)}},
+			{r: dsync.Report{App: "web", Applying: bad, Next: status(drift.HealthHealthy, good)}},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+		},
+		"refused, flapping, pinned and unpinned come from history": {
+			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good), Entries: []dsync.HistoryEntry{
+				{Kind: dsync.KindRefused, Revision: bad, Errors: []string{"apps/web/web.yaml:3:5: replicas: must be a number"}},
+				{Kind: dsync.KindFlapping, Summary: "web-1 env flapping"},
+				{Kind: dsync.KindRollback, Summary: "pinned to 1111111 “good”"},
+				{Kind: dsync.KindRollback, Summary: "unpinned from 1111111; following main again"},
+			}}, want: "refused flapping pinned unpinned"},
+		},
+		"a source is announced only after the threshold, and its return": {
+			{at: time.Minute, r: dsync.Report{App: "web", Next: srcDown}},
+			{at: 5 * time.Minute, r: dsync.Report{App: "web", Next: srcDown}, want: "source-unreachable"},
+			{at: 6 * time.Minute, r: dsync.Report{App: "web", Next: srcDown}},
+			{at: 7 * time.Minute, r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+		},
+		"an unreachable engine is announced once": {
+			{r: dsync.Report{App: "web", Next: engineDown}, want: "engine-unreachable"},
+			{r: dsync.Report{App: "web", Next: engineDown}},
+			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+		},
+	}
+	for name, steps := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := newDetector(5*time.Minute, time.Minute)
+			for i, s := range steps {
+				if got := kinds(d.events(s.r, t0.Add(s.at))); got != s.want {
+					t.Errorf("step %d: events %q, want %q", i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDetectorBatchesRepairsPerAppPerWindow(t *testing.T) {
+	d := newDetector(5*time.Minute, time.Minute)
+	repair := func(app string, id uint64) dsync.Report {
+		return dsync.Report{App: app, Next: dsync.AppStatus{Name: app, Health: drift.HealthHealthy},
+			Entries: []dsync.HistoryEntry{{ID: id, App: app, Kind: dsync.KindRepair, Summary: "web-1 was stopped outside Git; started"}}}
+	}
+	for i := range 10 {
+		if es := d.events(repair("web", uint64(10+i)), t0.Add(time.Duration(i)*5*time.Second)); len(es) != 0 {
+			t.Fatalf("repair %d announced at once (%s); repairs wait for their batch", i, kinds(es))
+		}
+	}
+	d.events(repair("api", 30), t0.Add(30*time.Second))
+	if next, ok := d.nextDue(); !ok || !next.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("next batch due %v %v, want %v", next, ok, t0.Add(time.Minute))
+	}
+	if es := d.due(t0.Add(59 * time.Second)); len(es) != 0 {
+		t.Fatalf("batch flushed before its window ended: %s", kinds(es))
+	}
+	es := d.due(t0.Add(time.Minute))
+	if len(es) != 1 || es[0].App != "web" || es[0].Count != 10 || es[0].EntryID != 10 || es[0].What != "10 changes made outside Git were repaired" {
+		t.Fatalf("web's batch = %+v, want one event counting 10 repairs linked to the first entry", es)
+	}
+	if es := d.due(t0.Add(time.Minute)); len(es) != 0 {
+		t.Fatalf("a batch was sent twice: %+v", es)
+	}
+	es = d.due(t0.Add(90 * time.Second))
+	if len(es) != 1 || es[0].App != "api" || es[0].Count != 1 || es[0].What != "1 change made outside Git was repaired" {
+		t.Fatalf("api's batch = %+v", es)
+	}
+	if _, ok := d.nextDue(); ok {
+		t.Fatal("no batch is open, yet one is due")
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	got, err := ParseKinds([]string{"synced", "degraded", "rollout-failed"})
+	if err != nil || len(got) != 2 || got[0] != KindSynced || got[1] != KindRolloutFailed {
+		t.Fatalf("ParseKinds = %v, %v; want synced, rollout-failed (degraded is its alias)", got, err)
+	}
+	if all, _ := ParseKinds(nil); len(all) != len(Kinds) {
+		t.Fatalf("no filter gives %d kinds, want all %d", len(all), len(Kinds))
+	}
+	_, err = ParseKinds([]string{"sync"})
+	if err == nil || !strings.Contains(err.Error(), `event "sync" is not known: use synced, rollout-failed`) {
+		t.Fatalf("unknown kind error = %v", err)
+	}
+}
+
+func TestMessageSaysAppRevisionWhatAndLink(t *testing.T) {
+	e := Event{Kind: KindRefused, App: "web", Revision: rev("2222222bbbb", "bump replicas"), What: "refused 2222222 “bump replicas”: invalid manifest",
+		Errors: []string{"apps/web/web.yaml:3:5: replicas: must be a number"}, EntryID: 42}
+	if got, want := title(e), "driftless: web refused 2222222"; got != want {
+		t.Errorf("title = %q, want %q", got, want)
+	}
+	want := "web: refused 2222222 “bump replicas”: invalid manifest\n" +
+		"Revision: 2222222 “bump replicas” by Ada\n" +
+		"  apps/web/web.yaml:3:5: replicas: must be a number\n" +
+		"Details: https://driftless.example.com/history/42"
+	if got := body(e, "https://driftless.example.com"); got != want {
+		t.Errorf("body:\n%s\nwant:\n%s", got, want)
+	}
+	if got := body(Event{App: "web", What: "Healthy again"}, ""); got != "web: Healthy again" {
+		t.Errorf("without an external URL there is no link: %q", got)
+	}
+}
