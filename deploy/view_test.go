@@ -105,7 +105,7 @@ func (m *memEngine) VolumeList(_ context.Context, o client.VolumeListOptions) (c
 func (m *memEngine) ContainerInspect(_ context.Context, id string, _ client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.count("ContainerInspect")++
+	m.calls["ContainerInspect"]++
 	c := m.containers[id]
 	return client.ContainerInspectResult{Container: container.InspectResponse{ID: id, Name: c.Names[0], Config: &container.Config{Labels: c.Labels},
 		State: &container.State{Status: c.State, Running: c.State == "running", StartedAt: time.Now().Format(time.RFC3339Nano)}}}, nil
