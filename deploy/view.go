@@ -232,6 +232,29 @@ func sameContainer(a, b containerObs) bool {
 	return reflect.DeepEqual(a, b)
 }
 
+// unannounced reports a difference the engine makes without any event:
+// connecting a container that is not running (created, exited) to a
+// network emits none, so the view cannot know of it until the container
+// starts (which does emit events). Such a difference is repaired but not
+// counted as a divergence; observations re-list an app's non-running
+// containers instead of trusting their networks (see observeFromView).
+func unannounced(kind string, viewVal, engineVal any) bool {
+	if kind != "container" {
+		return false
+	}
+	a, b := viewVal.(containerObs), engineVal.(containerObs)
+	if !idle(a.c.State) || !idle(b.c.State) {
+		return false
+	}
+	a.c.Networks, b.c.Networks, a.ip, b.ip = nil, nil, "", ""
+	return sameContainer(a, b)
+}
+
+// idle states are those in which a network connect emits no event.
+func idle(s drift.ContainerState) bool {
+	return s == drift.StateCreated || s == drift.StateExited || s == drift.StateDead
+}
+
 // describe says what differs between the view's entry and the engine's
 // answer, in words for the log.
 func describe(viewVal any, viewHas bool, engineVal any, engineHas bool) string {
@@ -448,6 +471,9 @@ func (e *Engine) judge(ctx context.Context, suspects []suspect) (divs []Divergen
 		switch {
 		case had == found && (!found || same(s.kind, before, fresh)):
 			// The view agrees with the engine now.
+		case stable && had && found && unannounced(s.kind, before, fresh):
+			e.log.Debug("engine view: repaired a change the engine announces with no event", "kind", s.kind, "object", objName(fresh, s.key),
+				"what", describe(before, had, fresh, found))
 		case stable:
 			divs = append(divs, Divergence{Kind: s.kind, Key: s.key, Name: objName(firstNonNil(fresh, before, found), s.key), What: describe(before, had, fresh, found)})
 		default:
@@ -472,12 +498,16 @@ func firstNonNil(fresh, before any, found bool) any {
 // not read the uptime from them (start events and the prober's periodic
 // inspect catch restarts instead).
 func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	if e.view.takeTouched(app) {
+	l := e.view.snapshot()
+	if refresh := e.view.takeTouched(app); refresh || hasIdle(l, app) {
+		// After its own Apply, or with containers whose networks the
+		// engine changes silently (see unannounced): one label-filtered
+		// list per kind rather than trusting the view for this app.
 		if err := e.refreshApp(ctx, app); err != nil {
 			return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
 		}
+		l = e.view.snapshot()
 	}
-	l := e.view.snapshot()
 	actual := l.byAppOnly(app)
 	if withForeign {
 		l.foreign(app, &actual)
@@ -485,6 +515,16 @@ func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bo
 	e.fillReadinessFrom(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app }, false)
 	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
+}
+
+// hasIdle reports whether the app has a container that is not running.
+func hasIdle(l listing, app string) bool {
+	for _, c := range l.containers {
+		if c.App == app && idle(c.State) {
+			return true
+		}
+	}
+	return false
 }
 
 // byAppOnly is byApp for one app, without grouping the others.

@@ -207,14 +207,9 @@ func TestViewFollowsEventsWithoutListing(t *testing.T) {
 	m.send(events.VolumeEventType, "create", "shop-data", nil)
 	caughtUp()
 
-	before, inspects := m.apiCalls(), m.count("ContainerInspect")
 	a, err := e.Observe(ctx, "shop", true)
 	if err != nil {
 		t.Fatal(err)
-	}
-	// c1 and c2 are new to the prober: one inspect each, no list.
-	if calls, ins := m.apiCalls()-before, m.count("ContainerInspect")-inspects; calls != ins || ins > 2 {
-		t.Errorf("observing from the view made %d API calls, %d of them inspects; want only first-sight inspects", calls, ins)
 	}
 	if got, want := names(a.Containers), "shop-web-1:exited:shop-default,shop-web-2:created:shop-default"; got != want {
 		t.Errorf("containers from the view = %s, want %s", got, want)
@@ -233,8 +228,17 @@ func TestViewFollowsEventsWithoutListing(t *testing.T) {
 		t.Errorf("view %s / %s differs from a cold list %s / %s", names(a.Containers), names(a.ForeignContainers), names(cold.Containers), names(cold.ForeignContainers))
 	}
 
-	// A second observation in the steady state makes no call at all.
-	before = m.apiCalls()
+	// Both replicas start. Once the prober knows them, an observation
+	// makes no call at all.
+	m.setContainer("c1", "shop-web-1", "shop", "running", "shop-default")
+	m.send(events.ContainerEventType, "start", "c1", nil)
+	m.setContainer("c2", "shop-web-2", "shop", "running", "shop-default")
+	m.send(events.ContainerEventType, "start", "c2", nil)
+	caughtUp()
+	if _, err := e.Observe(ctx, "shop", true); err != nil {
+		t.Fatal(err)
+	}
+	before := m.apiCalls()
 	if _, err := e.Observe(ctx, "shop", true); err != nil {
 		t.Fatal(err)
 	}
@@ -333,5 +337,36 @@ func TestViewStaleStatusAgeIsNotADivergence(t *testing.T) {
 	b.c.Health = "unhealthy"
 	if sameContainer(a, b) {
 		t.Error("a health change is not a difference")
+	}
+}
+
+// Docker announces no event when a container that is not running is
+// connected to a network: the view repairs that on its check without
+// calling it a divergence, and an observation re-lists the app's
+// non-running containers rather than trust their networks.
+func TestViewRelistsContainersWhoseNetworksChangeSilently(t *testing.T) {
+	m := newMemEngine()
+	m.setContainer("c1", "shop-web-1", "shop", "created")
+	e := newEngine(m, Options{})
+	e.viewGrace = 0
+	watching(t, m, e)
+	ctx := context.Background()
+	m.setContainer("c1", "shop-web-1", "shop", "created", "shop-default") // no event
+	a, err := e.Observe(ctx, "shop", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(a.Containers); got != "shop-web-1:created:shop-default" {
+		t.Errorf("observed %s; want the silent connect seen", got)
+	}
+	m.setContainer("f1", "other", "", "exited")
+	m.send(events.ContainerEventType, "create", "f1", nil)
+	m.setContainer("f1", "other", "", "exited", "corp") // no event
+	r, err := e.CheckView(ctx)
+	if err != nil || len(r.Divergences) != 0 {
+		t.Errorf("check: %v, %v; a silent connect is not a divergence", r.Divergences, err)
+	}
+	if l := e.view.snapshot(); names([]drift.Container{keyedOf(l).containers["f1"].c}) != "other:exited:corp" {
+		t.Errorf("the check did not repair the silent connect: %+v", keyedOf(l).containers["f1"])
 	}
 }
