@@ -20,12 +20,19 @@ type ViewReport struct {
 // viewCheck is a check under way in the watch goroutine: suspects wait out
 // the grace period while events keep flowing, then are judged.
 type viewCheck struct {
-	timer    <-chan time.Time
-	suspects []suspect
-	compared int
-	rounds   int
-	divs     []Divergence
-	waiting  []chan ViewReport
+	timer <-chan time.Time
+	// listed is when the check's list (or last round's fetches) returned;
+	// lastEvent is the engine time of the newest event applied, and
+	// lastArrival when it was applied. The verdict waits until the view
+	// has caught up with the stream past listed, or the stream is quiet:
+	// an event still queued behind others is not a miss.
+	listed, lastEvent, lastArrival time.Time
+	since                          time.Time // when the check started
+	suspects                       []suspect
+	compared                       int
+	rounds                         int
+	divs                           []Divergence
+	waiting                        []chan ViewReport
 }
 
 // maxCheckRounds bounds how often an object that keeps changing without
@@ -96,12 +103,28 @@ func (e *Engine) startCheck(ctx context.Context, chk *viewCheck) error {
 	chk.suspects = e.view.compare(t, l)
 	chk.compared = len(l.containers) + len(l.networks) + len(l.volumes)
 	chk.rounds, chk.divs = 0, nil
+	chk.listed, chk.since = time.Now(), time.Now()
 	chk.timer = time.After(e.viewGrace)
 	return nil
 }
 
+// maxCatchUp bounds how long a check waits for the view to catch up with
+// a busy stream (or one whose engine clock is behind ours).
+const maxCatchUp = 30 * time.Second
+
+// caughtUp reports whether every event emitted before the check's list
+// has been applied: an event stamped after it was, or none arrived for
+// a grace period.
+func (chk *viewCheck) caughtUp(grace time.Duration) bool {
+	return !chk.lastEvent.Before(chk.listed) || time.Since(chk.lastArrival) >= grace || time.Since(chk.since) > maxCatchUp
+}
+
 func (e *Engine) judgeCheck(ctx context.Context, chk *viewCheck) error {
 	chk.timer = nil
+	if !chk.caughtUp(e.viewGrace) {
+		chk.timer = time.After(max(e.viewGrace/4, time.Millisecond))
+		return nil
+	}
 	divs, retry, err := e.judge(ctx, chk.suspects)
 	chk.divs = append(chk.divs, divs...)
 	if err != nil {
@@ -111,6 +134,7 @@ func (e *Engine) judgeCheck(ctx context.Context, chk *viewCheck) error {
 	chk.rounds++
 	if len(retry) > 0 && chk.rounds < maxCheckRounds {
 		chk.suspects = retry
+		chk.listed = time.Now()
 		chk.timer = time.After(e.viewGrace)
 		return nil
 	}

@@ -98,6 +98,7 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 			if err := e.viewEvent(ctx, m); err != nil {
 				return err
 			}
+			chk.lastEvent, chk.lastArrival = time.Unix(0, m.TimeNano), time.Now()
 			if ev, ok := watchedEvent(m); ok {
 				e.noteEvent(ev)
 				onEvent(ev)

@@ -228,9 +228,6 @@ func TestViewStaysExactUnderChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Compared < total/4 {
-		t.Errorf("the final check compared %d objects; the engine holds more than that", r.Compared)
-	}
 	for _, d := range r.Divergences {
 		t.Errorf("divergence after churn: %s", d)
 	}
@@ -248,6 +245,9 @@ func TestViewStaysExactUnderChurn(t *testing.T) {
 	}
 	if got, want := summarize(view), summarize(cold); got != want {
 		t.Errorf("the view's observation differs from a fresh list:\nview:\n%s\nfresh:\n%s", got, want)
+	}
+	if own := len(cold.Containers) + len(cold.Networks) + len(cold.Volumes); r.Compared < own {
+		t.Errorf("the final check compared %d objects; this app alone has %d", r.Compared, own)
 	}
 	if len(cold.Containers) == 0 || len(cold.Volumes) == 0 || len(cold.Networks) != 2 {
 		t.Errorf("fresh observation holds %d containers, %d volumes, %d networks: the churn left nothing to compare",
