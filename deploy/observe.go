@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,9 +161,9 @@ func (l listing) byApp() map[string]drift.Actual {
 }
 
 func sortActual(a *drift.Actual) {
-	sort.Slice(a.Containers, func(i, j int) bool { return a.Containers[i].Name < a.Containers[j].Name })
-	sort.Slice(a.Networks, func(i, j int) bool { return a.Networks[i].Name < a.Networks[j].Name })
-	sort.Slice(a.Volumes, func(i, j int) bool { return a.Volumes[i].Name < a.Volumes[j].Name })
+	slices.SortFunc(a.Containers, func(x, y drift.Container) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Networks, func(x, y drift.Network) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Volumes, func(x, y drift.Volume) int { return strings.Compare(x.Name, y.Name) })
 }
 
 // foreign adds to actual what is not this app's: containers that hold one

@@ -27,7 +27,7 @@ import (
 type view struct {
 	mu         sync.RWMutex
 	live       bool // built from a full list and following the stream
-	containers table[containerObs]
+	containers table[*containerObs] // immutable once written
 	networks   table[drift.Network]
 	volumes    table[drift.Volume]
 	tickets    atomic.Uint64
@@ -62,7 +62,7 @@ func (t table[T]) put(ticket uint64, key string, val T, present bool) bool {
 }
 
 func newView() *view {
-	return &view{containers: table[containerObs]{}, networks: table[drift.Network]{}, volumes: table[drift.Volume]{}, touched: map[string]bool{}}
+	return &view{containers: table[*containerObs]{}, networks: table[drift.Network]{}, volumes: table[drift.Volume]{}, touched: map[string]bool{}}
 }
 
 func (v *view) ticket() uint64 { return v.tickets.Add(1) }
@@ -119,18 +119,79 @@ func (v *view) snapshot() listing {
 	return l
 }
 
+// actualFor is one app's observation from the view: its own objects and,
+// withForeign, the other containers foreign() would keep (the same test)
+// and every other network and volume, each list sorted by name, with the
+// containers' IPs. Only these are copied, once, in order: a pass costs its
+// app's size, not the host's.
+func (v *view) actualFor(app string, withForeign bool) (drift.Actual, map[string]string) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	prefix := app + "-"
+	var own, foreign []*containerObs
+	for _, s := range v.containers {
+		if s.gone {
+			continue
+		}
+		c := &s.val.c
+		switch {
+		case c.App == app:
+			own = append(own, s.val)
+		case withForeign && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 || c.ComposeProject != ""):
+			foreign = append(foreign, s.val)
+		}
+	}
+	var a drift.Actual
+	ips := make(map[string]string, len(own)+len(foreign))
+	a.Containers = sortedCopy(own, ips)
+	a.ForeignContainers = sortedCopy(foreign, ips)
+	for _, s := range v.networks {
+		switch {
+		case s.gone:
+		case s.val.App == app:
+			a.Networks = append(a.Networks, s.val)
+		case withForeign:
+			a.ForeignNetworks = append(a.ForeignNetworks, s.val)
+		}
+	}
+	for _, s := range v.volumes {
+		switch {
+		case s.gone:
+		case s.val.App == app:
+			a.Volumes = append(a.Volumes, s.val)
+		case withForeign:
+			a.ForeignVolumes = append(a.ForeignVolumes, s.val)
+		}
+	}
+	sortActual(&a)
+	sortedForeign(&a)
+	return a, ips
+}
+
+// sortedCopy copies containers in name order; sorting pointers first
+// spares moving whole structs.
+func sortedCopy(cs []*containerObs, ips map[string]string) []drift.Container {
+	slices.SortFunc(cs, func(x, y *containerObs) int { return strings.Compare(x.c.Name, y.c.Name) })
+	out := make([]drift.Container, len(cs))
+	for i, c := range cs {
+		out[i] = c.c
+		ips[c.c.ID] = c.ip
+	}
+	return out
+}
+
 // keyed is a listing indexed the way the view is: containers and networks
 // by ID, volumes by name.
 type keyed struct {
-	containers map[string]containerObs
+	containers map[string]*containerObs
 	networks   map[string]drift.Network
 	volumes    map[string]drift.Volume
 }
 
 func keyedOf(l listing) keyed {
-	k := keyed{containers: map[string]containerObs{}, networks: map[string]drift.Network{}, volumes: map[string]drift.Volume{}}
+	k := keyed{containers: map[string]*containerObs{}, networks: map[string]drift.Network{}, volumes: map[string]drift.Volume{}}
 	for _, c := range l.containers {
-		k.containers[c.ID] = containerObs{c: c, ip: l.containerIPs[c.ID]}
+		k.containers[c.ID] = &containerObs{c: c, ip: l.containerIPs[c.ID]}
 	}
 	for _, n := range l.networks {
 		k.networks[n.ID] = n
@@ -227,7 +288,11 @@ func sameValue[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
 // sameContainer compares what a list says of a container, except the
 // status's age ("Up 3 minutes"), which changes with no event; the state,
 // exit code and health it carries are compared.
-func sameContainer(a, b containerObs) bool {
+func sameContainer(x, y *containerObs) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	a, b := *x, *y
 	a.c.Status, b.c.Status = "", ""
 	return reflect.DeepEqual(a, b)
 }
@@ -242,12 +307,13 @@ func unannounced(kind string, viewVal, engineVal any) bool {
 	if kind != "container" {
 		return false
 	}
-	a, b := viewVal.(containerObs), engineVal.(containerObs)
-	if !idle(a.c.State) || !idle(b.c.State) {
+	x, y := viewVal.(*containerObs), engineVal.(*containerObs)
+	if x == nil || y == nil || !idle(x.c.State) || !idle(y.c.State) {
 		return false
 	}
+	a, b := *x, *y
 	a.c.Networks, b.c.Networks, a.ip, b.ip = nil, nil, "", ""
-	return sameContainer(a, b)
+	return sameContainer(&a, &b)
 }
 
 // idle states are those in which a network connect emits no event.
@@ -265,8 +331,8 @@ func describe(viewVal any, viewHas bool, engineVal any, engineHas bool) string {
 		return "gone from the engine, still in the view"
 	}
 	va, vb := reflect.ValueOf(viewVal), reflect.ValueOf(engineVal)
-	if co, ok := viewVal.(containerObs); ok {
-		eo := engineVal.(containerObs)
+	if co, ok := viewVal.(*containerObs); ok {
+		eo := engineVal.(*containerObs)
 		var fields []string
 		if co.ip != eo.ip {
 			fields = append(fields, fmt.Sprintf("ip %q→%q", co.ip, eo.ip))
@@ -303,17 +369,17 @@ func brief(x any) string {
 
 // fetchContainer re-lists one container by ID into the view: one list call
 // with an id filter, which answers in exactly the form a full list does.
-func (e *Engine) fetchContainer(ctx context.Context, id string) (containerObs, bool, error) {
+func (e *Engine) fetchContainer(ctx context.Context, id string) (*containerObs, bool, error) {
 	t := e.view.ticket()
 	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("id", id)})
 	if err != nil {
-		return containerObs{}, false, fmt.Errorf("list container %s: %w", shortID(id), err)
+		return nil, false, fmt.Errorf("list container %s: %w", shortID(id), err)
 	}
-	var obs containerObs
+	var obs *containerObs
 	found := false
 	for _, s := range res.Items {
 		if s.ID == id { // the id filter matches prefixes
-			obs, found = containerObs{c: containerFromSummary(s), ip: summaryIP(s)}, true
+			obs, found = &containerObs{c: containerFromSummary(s), ip: summaryIP(s)}, true
 		}
 	}
 	e.view.mu.Lock()
@@ -375,7 +441,7 @@ func (e *Engine) refreshApp(ctx context.Context, app string) error {
 	defer v.mu.Unlock()
 	for id, s := range v.containers {
 		if _, ok := k.containers[id]; !ok && !s.gone && s.val.c.App == app {
-			v.containers.put(t, id, containerObs{}, false)
+			v.containers.put(t, id, nil, false)
 		}
 	}
 	for id, s := range v.networks {
@@ -431,15 +497,15 @@ func (e *Engine) fetch(ctx context.Context, kind, key string) (any, bool, error)
 
 func same(kind string, a, b any) bool {
 	if kind == "container" {
-		return sameContainer(a.(containerObs), b.(containerObs))
+		return sameContainer(a.(*containerObs), b.(*containerObs))
 	}
 	return reflect.DeepEqual(a, b)
 }
 
 func objName(val any, key string) string {
 	switch x := val.(type) {
-	case containerObs:
-		if x.c.Name != "" {
+	case *containerObs:
+		if x != nil && x.c.Name != "" {
 			return x.c.Name
 		}
 	case drift.Network:
@@ -498,55 +564,24 @@ func firstNonNil(fresh, before any, found bool) any {
 // not read the uptime from them (start events and the prober's periodic
 // inspect catch restarts instead).
 func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	l := e.view.snapshot()
-	if refresh := e.view.takeTouched(app); refresh || hasIdle(l, app) {
+	actual, ips := e.view.actualFor(app, withForeign)
+	if refresh := e.view.takeTouched(app); refresh || hasIdle(actual.Containers) {
 		// After its own Apply, or with containers whose networks the
 		// engine changes silently (see unannounced): one label-filtered
 		// list per kind rather than trusting the view for this app.
 		if err := e.refreshApp(ctx, app); err != nil {
 			return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
 		}
-		l = e.view.snapshot()
+		actual, ips = e.view.actualFor(app, withForeign)
 	}
-	actual := l.byAppOnly(app)
-	if withForeign {
-		l.foreign(app, &actual)
-	}
-	e.fillReadinessFrom(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app }, false)
+	e.fillReadinessFrom(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app }, false)
 	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
 }
 
-// hasIdle reports whether the app has a container that is not running.
-func hasIdle(l listing, app string) bool {
-	for _, c := range l.containers {
-		if c.App == app && idle(c.State) {
-			return true
-		}
-	}
-	return false
-}
-
-// byAppOnly is byApp for one app, without grouping the others.
-func (l listing) byAppOnly(app string) drift.Actual {
-	var a drift.Actual
-	for _, c := range l.containers {
-		if c.App == app {
-			a.Containers = append(a.Containers, c)
-		}
-	}
-	for _, n := range l.networks {
-		if n.App == app {
-			a.Networks = append(a.Networks, n)
-		}
-	}
-	for _, vol := range l.volumes {
-		if vol.App == app {
-			a.Volumes = append(a.Volumes, vol)
-		}
-	}
-	sortActual(&a)
-	return a
+// hasIdle reports whether a container is not running.
+func hasIdle(cs []drift.Container) bool {
+	return slices.ContainsFunc(cs, func(c drift.Container) bool { return idle(c.State) })
 }
 
 // sortedForeign orders the foreign lists, which come from map order in the
