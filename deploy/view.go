@@ -26,7 +26,7 @@ import (
 // Apply racing an event) never puts back an older state.
 type view struct {
 	mu         sync.RWMutex
-	live       bool // built from a full list and following the stream
+	live       bool                 // built from a full list and following the stream
 	containers table[*containerObs] // immutable once written
 	networks   table[drift.Network]
 	volumes    table[drift.Volume]
