@@ -224,6 +224,9 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 		view: newView(), viewChecks: make(chan chan ViewReport), viewGrace: time.Second,
 		divergence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_observation_divergence_total",
 			Help: "Differences between the event-fed view of the engine and a fresh list, by object kind (container, network, volume); each was repaired at once."}, []string{"kind"})}
+	for _, kind := range []string{"container", "network", "volume"} {
+		e.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
+	}
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
 	return e
 }

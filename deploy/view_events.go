@@ -84,6 +84,8 @@ func (e *Engine) rebuildView(ctx context.Context) error {
 		e.recordDivergences("after the event stream reconnected", divs)
 	}
 	e.view.replace(t, l)
+	e.log.Info("engine view built from one list; observations read it until the event stream breaks",
+		"containers", len(l.containers), "networks", len(l.networks), "volumes", len(l.volumes))
 	return nil
 }
 

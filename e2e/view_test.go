@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	stdsync "sync"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 )
 
@@ -305,4 +308,56 @@ func removeForeignChurn(t *testing.T, cli *client.Client, app string) {
 			t.Logf("cleanup %s: %v", c.ID, err)
 		}
 	}
+}
+
+// TestAgentObservesFromTheView: the agent, following a git repository,
+// builds its view of the engine at start, heals a replica removed behind
+// its back (the removal reaches the pass through the view, fed by the
+// event), and exports a divergence count of zero.
+func TestAgentObservesFromTheView(t *testing.T) {
+	image := testenv.WorkloadImage(t, "v1")
+	app := testenv.UniqueApp(t)
+	cli := dockerClient(t)
+	ctx := context.Background()
+	_, _, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, 3)}, "--interval", "10m")
+	waitAllRunning(t, cli, app, 3, 3*time.Minute)
+	if !strings.Contains(agent.Logs(), "engine view built") {
+		t.Fatalf("the agent did not build its engine view:\n%s", agent.Logs())
+	}
+
+	name := manifest.ContainerName(app, "web", 2)
+	old, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerRemove(ctx, old.Container.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := waitRunning(hctx, cli, name, old.Container.ID); err != nil {
+		t.Fatalf("replica removed with docker rm -f was not replaced (the poll is 10 minutes away): %v\n%s", err, agent.Logs())
+	}
+
+	metrics := scrape(t, agent.URL+"/metrics")
+	for _, kind := range []string{"container", "network", "volume"} {
+		line := fmt.Sprintf(`driftless_observation_divergence_total{kind=%q} 0`, kind)
+		if !strings.Contains(metrics, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
