@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	stdsync "sync"
@@ -360,4 +362,83 @@ func scrape(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(body)
+}
+
+// TestBenchViewPass1000 times one pass's observation (withForeign, as the
+// agent's pass) of an app with 20 running replicas on a host holding
+// 1,000 more containers of another owner (created, not started: a list
+// costs the same), from the view and by listing, medians of
+// DRIFTLESS_BENCH_PASSES. DRIFTLESS_BENCH=1 only; every container it
+// creates is removed.
+func TestBenchViewPass1000(t *testing.T) {
+	benchOnly(t)
+	const replicas, others = 20, 1000
+	passes := benchInt("DRIFTLESS_BENCH_PASSES", 50)
+	image := testenv.WorkloadImage(t, "v1")
+	app, other := testenv.UniqueApp(t), testenv.UniqueApp(t)
+	cli := dockerClient(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), app)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(plainService("web", image, replicas)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	out, code := testenv.Run(t, actx, dir, "apply", dir, "--app", app)
+	cancel()
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	var mu stdsync.Mutex
+	var createErr error
+	forEach(others, 8, func(i int) {
+		_, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:   fmt.Sprintf("%s-x-%d", other, i),
+			Config: &container.Config{Image: image, Labels: map[string]string{drift.LabelApp: other}},
+		})
+		if err != nil {
+			mu.Lock()
+			createErr = err
+			mu.Unlock()
+		}
+	})
+	if createErr != nil {
+		t.Fatalf("create the other containers: %v", createErr)
+	}
+
+	eng := watchedEngine(t, 5*time.Minute)
+	for range 2 { // the prober's first sight, as an agent's first pass
+		if _, err := eng.Observe(ctx, app, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fromView, fromList []time.Duration
+	for range passes {
+		t0 := time.Now()
+		a, err := eng.Observe(ctx, app, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromView = append(fromView, time.Since(t0))
+		t0 = time.Now()
+		c, err := eng.ObserveCold(ctx, app, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromList = append(fromList, time.Since(t0))
+		if len(a.Containers) != replicas || summarize(a) != summarize(c) {
+			t.Fatalf("view and list disagree:\n%s\n%s", summarize(a), summarize(c))
+		}
+	}
+	r, err := eng.CheckView(ctx)
+	if err != nil || len(r.Divergences) != 0 {
+		t.Errorf("check after the benchmark: %v, %v", r.Divergences, err)
+	}
+	v, l := median(fromView), median(fromList)
+	t.Logf("| observation of a 20-replica app, %d containers on the engine (median of %d) | time |", r.Compared, passes)
+	t.Logf("|---|---|")
+	t.Logf("| from the list calls (Observe before the view; the CLI's path) | %s |", ms(l))
+	t.Logf("| from the event-fed view (the agent's path; no API call) | %s (target ≤ 5 ms: %s) |", ms(v), verdict(t, "observation from the view ≤ 5 ms", v <= 5*time.Millisecond))
 }
