@@ -190,6 +190,9 @@ func (e *Engine) viewEvent(ctx context.Context, m events.Message) error {
 			return e.rebuildView(ctx)
 		}
 		_, _, err = e.fetchContainer(ctx, m.Actor.ID)
+		if name := m.Actor.Attributes["name"]; err == nil && action == "rename" && name != "" {
+			e.view.renamed(m.Actor.ID, strings.TrimPrefix(name, "/"))
+		}
 	case events.NetworkEventType:
 		if m.Actor.ID == "" {
 			return e.rebuildView(ctx)
@@ -218,4 +221,22 @@ func (e *Engine) viewEvent(ctx context.Context, m events.Message) error {
 		return engineErr(fmt.Errorf("update engine view after %s %s: %w", m.Type, action, err))
 	}
 	return nil
+}
+
+// renamed applies the name a rename event carries. Under churn the view
+// kept a container's old name after its rename event with no later event
+// to correct it: the engine's list apparently can still answer the old
+// name just after the event. The event's name is the one to keep; a later
+// rename brings its own event.
+func (v *view) renamed(id, name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.containers[id]
+	if !ok || s.gone || s.val.c.Name == name {
+		return
+	}
+	obs := *s.val
+	obs.c.Name = name
+	s.val = &obs
+	v.containers[id] = s
 }

@@ -364,3 +364,20 @@ func TestViewRelistsContainersWhoseNetworksChangeSilently(t *testing.T) {
 		t.Errorf("the check did not repair the silent connect: %+v", keyedOf(l).containers["f1"])
 	}
 }
+
+func TestViewTakesTheNameFromTheRenameEvent(t *testing.T) {
+	m := newMemEngine()
+	m.setContainer("c1", "shop-web-1", "shop", "running")
+	e := newEngine(m, Options{})
+	caughtUp := watching(t, m, e)
+	// The list still answers the old name when the event arrives.
+	m.send(events.ContainerEventType, "rename", "c1", map[string]string{"name": "shop-web-1-renamed", "oldName": "/shop-web-1"})
+	caughtUp()
+	a, err := e.Observe(context.Background(), "shop", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(a.Containers); got != "shop-web-1-renamed:running:" {
+		t.Errorf("after a rename event the view shows %s", got)
+	}
+}

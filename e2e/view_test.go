@@ -173,7 +173,7 @@ func ignoreConflict(err error) error {
 		return nil
 	}
 	msg := err.Error()
-	for _, s := range []string{"already exists", "is not connected", "No such container", "not found", "not running", "already started", "marked for removal", "in progress"} {
+	for _, s := range []string{"already exists", "is not connected", "No such container", "not found", "not running", "stopped container", "already started", "marked for removal", "in progress"} {
 		if strings.Contains(msg, s) {
 			return nil
 		}
