@@ -134,7 +134,7 @@ func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
 	case op == 5:
 		if id := c.pick(r, false); id != "" {
 			_, err := c.cli.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &container.Resources{CPUShares: int64(512 + r.IntN(512))}})
-			c.note("update", err)
+			c.note("update", ignoreConflict(err))
 		}
 	case op == 6:
 		if id := c.pick(r, false); id != "" {
