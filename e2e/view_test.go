@@ -104,8 +104,11 @@ func (c *churner) pick(r *rand.Rand, remove bool) string {
 // for a start+stop), on containers that only this test touches. Some
 // carry the app's label, some do not (foreign to every app).
 func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
+	c.mu.Lock()
+	few := len(c.live) < 4
+	c.mu.Unlock()
 	switch op := r.IntN(10); {
-	case op < 3 || len(c.live) < 4:
+	case op < 3 || few:
 		labels := map[string]string{drift.LabelApp: c.app, "churn.worker": fmt.Sprint(worker)}
 		if r.IntN(3) == 0 {
 			// Foreign: not this app's, and not any app's.
