@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/api/types/events"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -180,6 +181,13 @@ var containerIgnored = map[string]bool{
 func (e *Engine) viewEvent(ctx context.Context, m events.Message) error {
 	action, _, _ := strings.Cut(string(m.Action), ":")
 	action = strings.TrimSpace(action)
+	if action == "destroy" && m.Actor.ID != "" {
+		// Final: IDs are never reused, and a volume name used again
+		// comes with its own create event. Not re-listed, because the
+		// engine's list can still show the object just after the event.
+		e.view.markGone(string(m.Type), m.Actor.ID)
+		return nil
+	}
 	var err error
 	switch m.Type {
 	case events.ContainerEventType:
@@ -239,4 +247,19 @@ func (v *view) renamed(id, name string) {
 	obs.c.Name = name
 	s.val = &obs
 	v.containers[id] = s
+}
+
+// markGone records a destroy event's object as removed.
+func (v *view) markGone(kind, key string) {
+	t := v.ticket()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch events.Type(kind) {
+	case events.ContainerEventType:
+		v.containers.put(t, key, nil, false)
+	case events.NetworkEventType:
+		v.networks.put(t, key, drift.Network{}, false)
+	case events.VolumeEventType:
+		v.volumes.put(t, key, drift.Volume{}, false)
+	}
 }

@@ -381,3 +381,22 @@ func TestViewTakesTheNameFromTheRenameEvent(t *testing.T) {
 		t.Errorf("after a rename event the view shows %s", got)
 	}
 }
+
+func TestViewTakesADestroyEventAsFinal(t *testing.T) {
+	m := newMemEngine()
+	m.setContainer("c1", "shop-web-1", "shop", "running")
+	m.networks["n1"] = network.Summary{Network: network.Network{ID: "n1", Name: "shop-default", Labels: map[string]string{drift.LabelApp: "shop"}}}
+	e := newEngine(m, Options{})
+	caughtUp := watching(t, m, e)
+	// The list still shows both when their destroy events arrive.
+	m.send(events.ContainerEventType, "destroy", "c1", nil)
+	m.send(events.NetworkEventType, "destroy", "n1", nil)
+	caughtUp()
+	a, err := e.Observe(context.Background(), "shop", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Containers)+len(a.Networks) != 0 {
+		t.Errorf("after destroy events the view shows %s and %v", names(a.Containers), a.Networks)
+	}
+}
