@@ -230,6 +230,15 @@ func TestViewStaysExactUnderChurn(t *testing.T) {
 		t.Fatalf("churn too thin to prove anything: %v", c.ops)
 	}
 
+	requireViewExact(t, eng, app)
+}
+
+// requireViewExact checks the view against a fresh list once more (no
+// divergence then, none counted before) and compares the app's
+// observation from the view with a fresh listing.
+func requireViewExact(t *testing.T, eng *deploy.Engine, app string) {
+	t.Helper()
+	ctx := context.Background()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	r, err := eng.CheckView(cctx)
