@@ -45,6 +45,9 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 		r.outcomes[i] = drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: "not attempted",
 			Failure: &drift.Failure{Cause: drift.FailureOther, Summary: "not attempted"}}
 	}
+	// The next observation re-lists this app's objects rather than trust
+	// the view before the events of these changes arrive.
+	defer e.view.touch(r.app)
 	r.execute(ctx, plan.Changes)
 	return r.result()
 }

@@ -231,7 +231,7 @@ func TestObserveForeignNetworksAndVolumes(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(a.ForeignNetworks); !slices.Equal(got, []string{"corp-net", "bridge", "other-x"}) {
+	if got := names(a.ForeignNetworks); !slices.Equal(got, []string{"bridge", "corp-net", "other-x"}) {
 		t.Errorf("foreign networks = %v", got)
 	}
 	if got := vnames(a.ForeignVolumes); !slices.Equal(got, []string{"corp-data", "other-y"}) {

@@ -26,6 +26,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -90,6 +91,10 @@ type Options struct {
 	// like each container's own secrets, from the log lines and probe
 	// output a failure or readiness reason carries.
 	Scrub []string
+
+	// ViewResync is how often Watch checks its view of the engine against
+	// a fresh list; default 5m.
+	ViewResync time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -104,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ViewResync <= 0 {
+		o.ViewResync = 5 * time.Minute
 	}
 	if o.FilesDir == "" {
 		o.FilesDir = DefaultFilesDir()
@@ -136,6 +144,13 @@ type Engine struct {
 	// content, so observing does one inspect per new image, not per pass.
 	digestMu sync.Mutex
 	digests  map[string][]string
+
+	// view is the event-fed picture of the engine Observe reads while
+	// Watch runs; viewChecks asks the watch goroutine for a check now.
+	view       *view
+	viewChecks chan chan ViewReport
+	viewGrace  time.Duration
+	divergence *prometheus.CounterVec
 }
 
 // waker returns a channel that is signalled when an event concerns the
@@ -210,7 +225,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
-	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second}
+	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second,
+		view: newView(), viewChecks: make(chan chan ViewReport), viewGrace: time.Second,
+		divergence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_observation_divergence_total",
+			Help: "Differences between the event-fed view of the engine and a fresh list, by object kind (container, network, volume); each was repaired at once."}, []string{"kind"})}
+	for _, kind := range []string{"container", "network", "volume"} {
+		e.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
+	}
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
 	e.prober.scrub = opts.Scrub
 	return e

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +20,19 @@ import (
 // objects that may collide with the app's names or host ports, and the
 // external networks and volumes the app uses: without it, those look
 // missing to the differ.
+//
+// While the event stream is followed (Watch), Observe reads the engine
+// view instead and makes no API call in the steady state; the one-shot CLI,
+// which does not watch, lists.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
+	if e.view.isLive() {
+		return e.observeFromView(ctx, app, withForeign)
+	}
+	return e.ObserveCold(ctx, app, withForeign)
+}
+
+// ObserveCold is Observe by listing the engine, whatever the view holds.
+func (e *Engine) ObserveCold(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
 	filters := make(client.Filters).Add("label", drift.LabelApp+"="+app)
 	if withForeign {
 		filters = nil
@@ -149,9 +161,9 @@ func (l listing) byApp() map[string]drift.Actual {
 }
 
 func sortActual(a *drift.Actual) {
-	sort.Slice(a.Containers, func(i, j int) bool { return a.Containers[i].Name < a.Containers[j].Name })
-	sort.Slice(a.Networks, func(i, j int) bool { return a.Networks[i].Name < a.Networks[j].Name })
-	sort.Slice(a.Volumes, func(i, j int) bool { return a.Volumes[i].Name < a.Volumes[j].Name })
+	slices.SortFunc(a.Containers, func(x, y drift.Container) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Networks, func(x, y drift.Network) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Volumes, func(x, y drift.Volume) int { return strings.Compare(x.Name, y.Name) })
 }
 
 // foreign adds to actual what is not this app's: containers that hold one
@@ -177,6 +189,7 @@ func (l listing) foreign(app string, actual *drift.Actual) {
 			actual.ForeignVolumes = append(actual.ForeignVolumes, v)
 		}
 	}
+	sortedForeign(actual)
 }
 
 // firstProbeWait caps how long Observe waits for the first readiness
@@ -187,6 +200,13 @@ const firstProbeWait = 2 * time.Second
 // (one inspect only for containers it has not seen or whose state changed),
 // forgets vanished ones in scope, and copies the cached readiness in.
 func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool) {
+	e.fillReadinessFrom(ctx, containers, ips, inScope, true)
+}
+
+// fillReadinessFrom is fillReadiness; freshStatus says whether the
+// containers' Status strings were just listed, so their uptime can reveal
+// a restart whose events were missed.
+func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool, freshStatus bool) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, e.opts.Parallelism)
 	keep := map[string]bool{}
@@ -198,7 +218,11 @@ func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container
 			firstSight = append(firstSight, c.ID)
 		}
 		info := infoFromContainer(c, ips[c.ID])
-		if !e.prober.needsInspect(info, c.Status) {
+		status := c.Status
+		if !freshStatus {
+			status = ""
+		}
+		if !e.prober.needsInspect(info, status) {
 			e.prober.update(info)
 			continue
 		}

@@ -27,6 +27,8 @@ var foreignActions = map[string]bool{"destroy": true, "die": true, "stop": true,
 // holding one of our names removed.
 var networkActions = map[string]bool{"connect": true, "disconnect": true, "destroy": true}
 
+// Watch also keeps the engine view current; see view.go and viewEvent.
+
 // Watch streams Docker events that may concern driftless and calls onEvent
 // for each: every watched event of its own containers (with their app),
 // network connects and disconnects (the loop finds the app by container),
@@ -60,12 +62,14 @@ func (e *Engine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) err
 }
 
 // watchOnce follows one event stream until it breaks. Once the engine
-// answers a ping on the new connection it reports EventConnected.
+// answers a ping on the new connection it (re)builds the view from a full
+// list, then reports EventConnected. The stream is opened before that list,
+// so no change between the two is lost.
 func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	filters := make(client.Filters).
-		Add("type", string(events.ContainerEventType), string(events.NetworkEventType))
+		Add("type", string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType))
 	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
 	if err := e.Ping(ctx); err != nil {
 		return err
@@ -73,7 +77,14 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	// Events may have been missed while the stream was down: look at
 	// every container's settings again.
 	e.prober.markAllDirty()
+	if err := e.rebuildView(ctx); err != nil {
+		return err
+	}
+	defer e.view.setLive(false)
 	onEvent(drift.EngineEvent{Action: drift.EventConnected})
+	resync := time.NewTicker(e.opts.ViewResync)
+	defer resync.Stop()
+	var chk viewCheck
 	for {
 		select {
 		case <-ctx.Done():
@@ -84,9 +95,26 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 			if !ok {
 				return nil
 			}
+			if err := e.viewEvent(ctx, m); err != nil {
+				return err
+			}
+			chk.lastEvent, chk.lastArrival = time.Unix(0, m.TimeNano), time.Now()
 			if ev, ok := watchedEvent(m); ok {
 				e.noteEvent(ev)
 				onEvent(ev)
+			}
+		case <-resync.C:
+			if err := e.startCheck(ctx, &chk); err != nil {
+				return err
+			}
+		case reply := <-e.viewChecks:
+			chk.waiting = append(chk.waiting, reply)
+			if err := e.startCheck(ctx, &chk); err != nil {
+				return err
+			}
+		case <-chk.timer:
+			if err := e.judgeCheck(ctx, &chk); err != nil {
+				return err
 			}
 		}
 	}

@@ -23,6 +23,19 @@ func (f *flakyEvents) Ping(context.Context, client.PingOptions) (client.PingResu
 
 func (f *flakyEvents) DaemonHost() string { return "unix:///fake.sock" }
 
+// An empty engine: each connection builds the view from these.
+func (f *flakyEvents) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
+	return client.ContainerListResult{}, nil
+}
+
+func (f *flakyEvents) NetworkList(context.Context, client.NetworkListOptions) (client.NetworkListResult, error) {
+	return client.NetworkListResult{}, nil
+}
+
+func (f *flakyEvents) VolumeList(context.Context, client.VolumeListOptions) (client.VolumeListResult, error) {
+	return client.VolumeListResult{}, nil
+}
+
 func (f *flakyEvents) Events(ctx context.Context, o client.EventsListOptions) client.EventsResult {
 	f.connects++
 	msgs := make(chan events.Message, 1)

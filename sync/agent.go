@@ -192,6 +192,14 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.metrics = m
+	// The engine's own series (the view's divergence count) are exported
+	// with the loop's.
+	if c, ok := opts.Engine.(interface{ Collector() prometheus.Collector }); ok && opts.Registerer != nil {
+		if err := opts.Registerer.Register(c.Collector()); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("register engine metrics: %w", err)
+		}
+	}
 	return a, nil
 }
 

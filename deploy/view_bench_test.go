@@ -1,0 +1,71 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/driftless-dev/driftless/drift"
+)
+
+// BenchmarkObserve1000 is one pass's observation (withForeign, as the
+// agent's pass) of an app owning 1,000 running containers, from the view
+// and by listing. The engine is in memory, so "list" here is only
+// driftless's own share of the list path (parsing 1,000 summaries); the
+// engine's share is measured against the real engine by
+// TestBenchViewPass1000 in e2e.
+func BenchmarkObserve1000(b *testing.B) {
+	m := newMemEngine()
+	for i := range 1000 {
+		m.setContainer(fmt.Sprintf("c%04d", i), fmt.Sprintf("shop-web-%d", i+1), "shop", "running", "shop-default")
+	}
+	e := newEngine(m, Options{})
+	defer e.prober.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	connected := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_ = e.Watch(ctx, func(ev drift.EngineEvent) {
+			if ev.Action == drift.EventConnected {
+				once.Do(func() { close(connected) })
+			}
+		})
+	}()
+	<-connected
+	// Warm the prober (first-sight inspects), as an agent's first pass does.
+	if _, err := e.Observe(ctx, "shop", true); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("view", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := e.Observe(ctx, "shop", true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := e.ObserveCold(ctx, "shop", true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// reportCPU adds the process's CPU time per operation: on a shared
+// machine wall time per op mostly measures the neighbours.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
+}
+
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
