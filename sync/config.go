@@ -427,21 +427,31 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	var regErrs []error
 	app.Registries, regErrs = parseRegistries("registries", fa.Registries, secret, getenv)
 	errs = append(errs, regErrs...)
-	if app.AgeKeyFile, err = ageKeyFile(fa.Decryption, rel); err != nil {
-		errs = append(errs, err)
-	}
 	if app.Adopt != "" && app.Adopt != AdoptCompose {
 		errs = append(errs, fmt.Errorf("adopt: %q is not supported: the only value is %q", app.Adopt, AdoptCompose))
 	}
+	errs = append(errs, parseAppTrust(fa, rel, &app)...)
+	errs = append(errs, parseAppNotify(fa, &app, secret)...)
+	return app, errs
+}
+
+// parseAppTrust reads what guards an app against its own repository: the
+// keys that sign its commits, its transport and force-push policy, its
+// limits, and the key its secrets decrypt with.
+func parseAppTrust(fa fileAppConfig, rel func(string) string, app *AppConfig) []error {
+	var errs []error
+	var err error
 	if app.Verify, err = parseVerify(fa.Verify, rel); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, parseGitSafety(fa, &app)...)
+	errs = append(errs, parseGitSafety(fa, app)...)
 	var limitErrs []error
 	app.Limits, limitErrs = parseLimits(fa.Limits)
 	errs = append(errs, limitErrs...)
-	errs = append(errs, parseAppNotify(fa, &app, secret)...)
-	return app, errs
+	if app.AgeKeyFile, err = ageKeyFile(fa.Decryption, rel); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // parseVerify reads the keys an app trusts, at startup: a key file that
