@@ -201,7 +201,7 @@ func TestSOPSSecretRotation(t *testing.T) {
 	r.repo.WriteFile(r.path+"/web.yaml", sopsManifest(v1))
 	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", enc(first))
 	r.repo.Commit("deploy web with an encrypted password")
-	r.args = []string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path, "--app", app, "--interval", "1s"}
+	r.args = []string{"run", "--repo", r.repo.URL(r.server.URL), "--branch", "main", "--path", r.path, "--app", app, "--interval", "1s", "--allow-insecure-transport"}
 	env := append(os.Environ(), "SOPS_AGE_KEY_FILE="+keyFile)
 	r.agent = testenv.StartAgentEnv(t, env, r.data, r.args...)
 	head := r.repo.Head()
