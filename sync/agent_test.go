@@ -87,11 +87,15 @@ func TestInvalidRevisionIsRefusedAndLastGoodKeepsBeingEnforced(t *testing.T) {
 		t.Fatalf("condition since moved from %s to %s while the problem lasted", st.Errors[0].Since, st2.Errors[0].Since)
 	}
 
-	// Self-heal keeps enforcing the last good revision.
+	// Self-heal keeps enforcing the last good revision, and a pass that
+	// looks only at the engine still says the revision is refused.
 	h.engine.rm("shop-web-2")
-	h.pass("shop", "docker-event")
+	st3, _ := h.pass("shop", "docker-event")
 	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + good[:7], "shop-web-2@" + good[:7]}) {
 		t.Fatalf("running after repair = %v, want the good revision repaired", got)
+	}
+	if st3.Refused == nil || !strings.Contains(st3.Message, "revision "+bad[:7]+" refused") {
+		t.Fatalf("after an engine-only pass: refused %+v, message %q", st3.Refused, st3.Message)
 	}
 
 	// The next good commit applies and clears the refusal.

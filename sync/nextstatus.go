@@ -471,6 +471,10 @@ func failureMessage(o passOutcome, mem memory, s *AppStatus) string {
 		return fmt.Sprintf("cannot read the Git source: %v; %s, retrying", o.sourceErr, running)
 	case o.apply != nil && o.apply.result.Err != nil && !success(o):
 		return fmt.Sprintf("apply %s: %v; retrying with backoff", o.accepted.rev.Short(), o.apply.result.Err)
+	case s.Refused != nil:
+		// A pass that looked only at the engine leaves the refusal
+		// standing; it is still the news.
+		return fmt.Sprintf("revision %s refused: %s; %s", s.Refused.Revision.Short(), s.Refused.Reason, running)
 	case len(s.Flapping) > 0:
 		for _, c := range s.Errors {
 			if c.Kind == "flapping" {
