@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/secrets"
 )
 
 // ErrNotOwned is returned for a container or service name that none of the
@@ -39,8 +40,9 @@ type LogLine struct {
 	Text      string `json:"text"`
 }
 
-// LogRedacted replaces a secretEnv value in log lines.
-const LogRedacted = "‹redacted›"
+// LogRedacted replaces a secretEnv value in log lines: the one marker the
+// product uses for a hidden value.
+const LogRedacted = secrets.Marker
 
 // minLogSecretLen is the shortest value replaced in logs: a one- or
 // two-character value ("1", "on") would blank out ordinary text.
@@ -59,18 +61,11 @@ func NewLogRedactor(env, secretKeys []string) LogRedactor {
 			r.values = append(r.values, v)
 		}
 	}
-	// Longest first: a value containing another is replaced whole.
-	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
 	return r
 }
 
 // Line returns text with every secret value replaced.
-func (r LogRedactor) Line(text string) string {
-	for _, v := range r.values {
-		text = strings.ReplaceAll(text, v, LogRedacted)
-	}
-	return text
-}
+func (r LogRedactor) Line(text string) string { return secrets.Scrub(text, r.values...) }
 
 // LogTargets resolves what to show logs of: a container name, or a
 // service name (all its replicas), among the app's own containers; "" =

@@ -174,7 +174,7 @@ func TestFaceEntryShowsDiffAndCommitLinks(t *testing.T) {
 	}
 }
 
-func waitOutput(t *testing.T, buf *syncBuffer, want string, timeout time.Duration) {
+func waitOutput(t *testing.T, buf *testenv.LockedBuffer, want string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !strings.Contains(buf.String(), want) {
@@ -233,7 +233,7 @@ func TestFaceLogs(t *testing.T) {
 
 	// -f follows: a line written after the command started shows up. The
 	// workload logs "stopping on signal" on SIGTERM.
-	buf := newSyncBuffer()
+	buf := &testenv.LockedBuffer{}
 	cmd := exec.CommandContext(ctx, testenv.DriftlessBinary(t), "logs", app, "web", "-f", "--tail", "5")
 	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {
@@ -245,7 +245,7 @@ func TestFaceLogs(t *testing.T) {
 		t.Fatal("the line to follow is already there before the signal")
 	}
 	// The API follows too, over server-sent events.
-	sse := newSyncBuffer()
+	sse := &testenv.LockedBuffer{}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, agent.URL+"/api/v1/apps/"+app+"/logs?container="+ctr+"&tail=5&follow=1", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

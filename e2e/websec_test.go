@@ -21,7 +21,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	stdsync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,27 +54,8 @@ type webAgent struct {
 	base string // scheme://127.0.0.1:port
 	port string
 	http *http.Client
-	out  *syncBuffer
+	out  *testenv.LockedBuffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu  stdsync.Mutex
-	buf strings.Builder
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{} }
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // freeWildcardPort is a port nobody listens on, on any address.
@@ -98,7 +78,7 @@ func startWebAgent(t *testing.T, env []string, scheme string, client *http.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &webAgent{base: scheme + "://127.0.0.1:" + port, port: port, http: client, out: newSyncBuffer(), done: make(chan struct{})}
+	a := &webAgent{base: scheme + "://127.0.0.1:" + port, port: port, http: client, out: &testenv.LockedBuffer{}, done: make(chan struct{})}
 	cmd := exec.Command(testenv.DriftlessBinary(t), append(args, "--listen", listen, "--data", t.TempDir())...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = a.out, a.out

@@ -21,15 +21,11 @@ func (s *Server) events(c *gin.Context) {
 		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
-	// Each stream holds a connection and a subscription for as long as the
-	// client likes: cap them, and tell clients over the cap when to retry.
-	if n := s.streams.Add(1); n > int64(s.opts.MaxEventStreams) {
-		s.streams.Add(-1)
-		c.Header("Retry-After", "30")
-		jsonError(c, http.StatusServiceUnavailable, fmt.Sprintf("too many open event streams (at most %d); close other dashboard tabs or retry later", s.opts.MaxEventStreams))
+	release, ok := s.acquireStream(c)
+	if !ok {
 		return
 	}
-	defer s.streams.Add(-1)
+	defer release()
 	ch, unsubscribe := s.opts.Agent.Subscribe()
 	defer unsubscribe()
 
@@ -69,4 +65,17 @@ func (s *Server) events(c *gin.Context) {
 			flusher.Flush()
 		}
 	}
+}
+
+// acquireStream counts one more open stream, or answers 503 when the cap is
+// reached: each stream holds a connection for as long as the client likes,
+// so clients over the cap are told when to retry.
+func (s *Server) acquireStream(c *gin.Context) (release func(), ok bool) {
+	if n := s.streams.Add(1); n > int64(s.opts.MaxEventStreams) {
+		s.streams.Add(-1)
+		c.Header("Retry-After", "30")
+		jsonError(c, http.StatusServiceUnavailable, fmt.Sprintf("too many open event streams (at most %d); close other dashboard tabs or retry later", s.opts.MaxEventStreams))
+		return nil, false
+	}
+	return func() { s.streams.Add(-1) }, true
 }

@@ -133,13 +133,11 @@ func (s *Server) followLogs(c *gin.Context, r logRequest) {
 		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
-	if n := s.streams.Add(1); n > int64(s.opts.MaxEventStreams) {
-		s.streams.Add(-1)
-		c.Header("Retry-After", "30")
-		jsonError(c, http.StatusServiceUnavailable, fmt.Sprintf("too many open event streams (at most %d); close other dashboard tabs or retry later", s.opts.MaxEventStreams))
+	release, ok := s.acquireStream(c)
+	if !ok {
 		return
 	}
-	defer s.streams.Add(-1)
+	defer release()
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

@@ -10,13 +10,13 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/driftless-dev/driftless/e2e/testenv"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
 	"testing"
 	"time"
 
@@ -39,7 +39,7 @@ type Registry struct {
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{}
-	out  *lockedWriter
+	out  *testenv.LockedBuffer
 }
 
 // Start runs a registry that accepts user/password and stops it when the
@@ -67,7 +67,7 @@ http: {addr: %s}
 auth:
   htpasswd: {realm: driftless-e2e, path: %s}
 `, filepath.Join(dir, "storage"), host, htpasswd))
-	r := &Registry{Host: host, User: user, Password: password, dir: dir, done: make(chan struct{}), out: &lockedWriter{b: &strings.Builder{}}}
+	r := &Registry{Host: host, User: user, Password: password, dir: dir, done: make(chan struct{}), out: &testenv.LockedBuffer{}}
 	r.cmd = exec.Command(Binary, "serve", config)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {
@@ -179,22 +179,4 @@ func freeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// lockedWriter lets the registry's stdout and stderr share a builder.
-type lockedWriter struct {
-	mu stdsync.Mutex
-	b  *strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

@@ -12,7 +12,7 @@ import (
 func StartAgentEnv(t testing.TB, env []string, dataDir string, args ...string) *Agent {
 	t.Helper()
 	addr := FreeAddr(t)
-	a := &Agent{URL: "http://" + addr, Data: dataDir, out: &lockedBuffer{}, done: make(chan struct{})}
+	a := &Agent{URL: "http://" + addr, Data: dataDir, out: &LockedBuffer{}, done: make(chan struct{})}
 	full := append([]string{}, args...)
 	full = append(full, "--listen", addr, "--data", dataDir)
 	a.cmd = exec.Command(DriftlessBinary(t), full...)
