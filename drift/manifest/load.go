@@ -417,29 +417,33 @@ func parseDocument(c *collector, app, file string, root *yaml.Node) *object {
 	validateHeader(c, doc, apiVersion, kind, meta, o)
 	known := kind == KindService || kind == KindNetwork || kind == KindVolume
 	if known {
-		// Validate what is well-formed, dropping errors about fields the
-		// walker already reported (or their parents and children): they
-		// would only echo it.
-		vc := &collector{}
-		switch kind {
-		case KindService:
-			validateService(vc, app, o)
-		case KindNetwork:
-			validateNetwork(vc, o)
-		case KindVolume:
-			validateVolume(vc, o)
-		}
-		for _, e := range vc.errs {
-			if !w.bad || !doc.relatedToFailure(e.Field) {
-				c.errs = append(c.errs, e)
-			}
-		}
+		validateObject(c, app, o, w)
 	}
 	// A broken object keeps its name so other documents' references to it
 	// do not produce follow-up errors, but its content is unreliable and
 	// takes no part in the checks across documents.
 	o.broken = w.bad || !known
 	return o
+}
+
+// validateObject validates a well-formed object on its own, dropping
+// errors about fields the walker already reported (or their parents and
+// children): they would only echo it.
+func validateObject(c *collector, app string, o *object, w *walker) {
+	vc := &collector{}
+	switch o.kind {
+	case KindService:
+		validateService(vc, app, o)
+	case KindNetwork:
+		validateNetwork(vc, o)
+	case KindVolume:
+		validateVolume(vc, o)
+	}
+	for _, e := range vc.errs {
+		if !w.bad || !o.doc.relatedToFailure(e.Field) {
+			c.errs = append(c.errs, e)
+		}
+	}
 }
 
 // peekKind reads the kind before the document is checked, to choose the

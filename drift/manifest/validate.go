@@ -492,8 +492,31 @@ func validateDriverOpts(r reporter, opts map[string]string) {
 
 // assemble runs the checks that span documents and builds the App.
 func assemble(c *collector, app string, objs []*object) *App {
-	first := map[string]*object{}
+	first := firstDeclarations(c, objs)
 	declared := func(kind, name string) bool { return first[kind+"/"+name] != nil }
+	hostPorts := map[string]hostPortUse{}
+	services := map[string]*object{}
+	for _, o := range objs {
+		if o.kind != KindService || o.broken || o.dup || o.serviceRaw == nil {
+			continue
+		}
+		services[o.name] = o
+		r := reporter{c, o.doc}
+		checkServiceReferences(r, o, declared)
+		checkHostPorts(r, o, hostPorts)
+	}
+	reportCycles(c, services)
+
+	if len(c.errs) > 0 {
+		return nil
+	}
+	return assembleApp(app, objs, declared(KindNetwork, DefaultNetwork))
+}
+
+// firstDeclarations indexes objects by kind and name, marking and reporting
+// later duplicates.
+func firstDeclarations(c *collector, objs []*object) map[string]*object {
+	first := map[string]*object{}
 	for _, o := range objs {
 		if o.name == "" || (o.kind != KindService && o.kind != KindNetwork && o.kind != KindVolume) {
 			continue
@@ -506,60 +529,64 @@ func assemble(c *collector, app string, objs []*object) *App {
 		}
 		first[key] = o
 	}
+	return first
+}
 
-	type hostPortUse struct {
-		service string
-		pos     Position
+// checkServiceReferences reports networks, volumes and dependencies a
+// service names but the app does not declare.
+func checkServiceReferences(r reporter, o *object, declared func(kind, name string) bool) {
+	raw := o.serviceRaw
+	for i, n := range raw.Networks {
+		if n != DefaultNetwork && !declared(KindNetwork, n) {
+			r.errorf(indexPath("spec.networks", i), "network %q is not declared: add a Network named %q to the app or remove it here", n, n)
+		}
 	}
-	hostPorts := map[string]hostPortUse{}
-	services := map[string]*object{}
-	for _, o := range objs {
-		if o.kind != KindService || o.broken || o.dup || o.serviceRaw == nil {
+	for i, v := range raw.Volumes {
+		if !declared(KindVolume, v.Name) {
+			r.errorf(indexPath("spec.volumes", i)+".name", "volume %q is not declared: add a Volume named %q to the app", v.Name, v.Name)
+		}
+	}
+	for i, d := range raw.DependsOn {
+		if d != o.name && !declared(KindService, d) {
+			r.errorf(indexPath("spec.dependsOn", i), "service %q is not declared", d)
+		}
+	}
+}
+
+type hostPortUse struct {
+	service string
+	pos     Position
+}
+
+// checkHostPorts reports host ports that would collide: across a service's
+// replicas, during a surge, or with another service (hostPorts, filled as
+// services are checked).
+func checkHostPorts(r reporter, o *object, hostPorts map[string]hostPortUse) {
+	spec := o.service.Spec
+	for i, p := range o.serviceRaw.Ports {
+		np := normalizePort(p)
+		if np.HostPort == 0 {
 			continue
 		}
-		services[o.name] = o
-		r := reporter{c, o.doc}
-		raw, spec := o.serviceRaw, o.service.Spec
-		for i, n := range raw.Networks {
-			if n != DefaultNetwork && !declared(KindNetwork, n) {
-				r.errorf(indexPath("spec.networks", i), "network %q is not declared: add a Network named %q to the app or remove it here", n, n)
-			}
+		field := indexPath("spec.ports", i) + ".hostPort"
+		switch {
+		case spec.Replicas > 1:
+			r.errorf(field, "hostPort %d would collide across the %d replicas: remove hostPort or set replicas: 1", np.HostPort, spec.Replicas)
+		case spec.Update.Strategy == StrategyRolling && spec.Update.MaxSurge > 0:
+			r.errorf(field, "hostPort %d would collide when a rolling update starts the new replica before stopping the old one: set update: {maxSurge: 0, maxUnavailable: 1} or update: {strategy: recreate}", np.HostPort)
 		}
-		for i, v := range raw.Volumes {
-			if !declared(KindVolume, v.Name) {
-				r.errorf(indexPath("spec.volumes", i)+".name", "volume %q is not declared: add a Volume named %q to the app", v.Name, v.Name)
-			}
+		key := fmt.Sprintf("%d/%s", np.HostPort, np.Protocol)
+		if prev, used := hostPorts[key]; used {
+			r.errorf(field, "hostPort %s is already used by service %q at %s", key, prev.service, prev.pos)
+			continue
 		}
-		for i, d := range raw.DependsOn {
-			if d != o.name && !declared(KindService, d) {
-				r.errorf(indexPath("spec.dependsOn", i), "service %q is not declared", d)
-			}
-		}
-		for i, p := range raw.Ports {
-			np := normalizePort(p)
-			if np.HostPort == 0 {
-				continue
-			}
-			field := indexPath("spec.ports", i) + ".hostPort"
-			switch {
-			case spec.Replicas > 1:
-				r.errorf(field, "hostPort %d would collide across the %d replicas: remove hostPort or set replicas: 1", np.HostPort, spec.Replicas)
-			case spec.Update.Strategy == StrategyRolling && spec.Update.MaxSurge > 0:
-				r.errorf(field, "hostPort %d would collide when a rolling update starts the new replica before stopping the old one: set update: {maxSurge: 0, maxUnavailable: 1} or update: {strategy: recreate}", np.HostPort)
-			}
-			key := fmt.Sprintf("%d/%s", np.HostPort, np.Protocol)
-			if prev, used := hostPorts[key]; used {
-				r.errorf(field, "hostPort %s is already used by service %q at %s", key, prev.service, prev.pos)
-				continue
-			}
-			hostPorts[key] = hostPortUse{o.name, o.doc.at(field)}
-		}
+		hostPorts[key] = hostPortUse{o.name, o.doc.at(field)}
 	}
-	reportCycles(c, services)
+}
 
-	if len(c.errs) > 0 {
-		return nil
-	}
+// assembleApp builds the App from valid objects, adding the implicit default
+// network when a service uses it and the app does not declare it.
+func assembleApp(app string, objs []*object, defaultDeclared bool) *App {
 	result := &App{Name: app, Format: FormatNative, Services: []Service{}, Networks: []Network{}, Volumes: []Volume{}}
 	usesDefault := false
 	for _, o := range objs {
@@ -573,7 +600,7 @@ func assemble(c *collector, app string, objs []*object) *App {
 			result.Volumes = append(result.Volumes, o.volume)
 		}
 	}
-	if usesDefault && !declared(KindNetwork, DefaultNetwork) {
+	if usesDefault && !defaultDeclared {
 		spec := normalizeNetwork(nil)
 		result.Networks = append(result.Networks, Network{
 			Name:     DefaultNetwork,
