@@ -157,33 +157,8 @@ func TestTimelineMarks(t *testing.T) {
 	if title, _ := marks[5].child("title"); !strings.Contains(title.Text, "refused abc <script>: web.yaml:12:13") {
 		t.Fatalf("refused mark title = %q", title.Text)
 	}
-	// Each kind has its own shape.
-	shapes := map[string]string{}
-	for _, m := range marks {
-		for _, c := range m.Children {
-			if c.XMLName.Local != "title" {
-				shapes[m.attr("data-kind")] = c.XMLName.Local + " " + c.attr("fill") + c.attr("stroke")
-				break
-			}
-		}
-	}
-	seen := map[string]bool{}
-	for k, s := range shapes {
-		if seen[s] {
-			t.Fatalf("two kinds share the shape %q: %v", s, shapes)
-		}
-		seen[s] = true
-		_ = k
-	}
-	// Later marks are further right, all inside the plot.
-	prev := -1.0
-	for _, m := range marks {
-		x, _ := strconv.ParseFloat(m.attr("data-x"), 64)
-		if x < tlGutter || x > tlWidth-tlRightPad || x < prev {
-			t.Fatalf("mark %s at x=%v (previous %v): out of order or outside the plot", m.attr("data-id"), x, prev)
-		}
-		prev = x
-	}
+	requireDistinctShapes(t, marks)
+	requireOrderedInPlot(t, marks)
 	// The legend names every kind, and the SVG says what it shows.
 	legend := svg.all(func(n svgNode) bool { return hasClass(n, "legend-item") })
 	if len(legend) != len(markKinds) {
@@ -342,5 +317,39 @@ func TestTimelineEndpointsAndPages(t *testing.T) {
 	}
 	if w := e.do(http.MethodGet, "/?range=7d", ""); w.Code != http.StatusBadRequest {
 		t.Fatalf("overview with a bad range: %d", w.Code)
+	}
+}
+
+// requireDistinctShapes: each kind of mark has its own shape and colour.
+func requireDistinctShapes(t *testing.T, marks []svgNode) {
+	t.Helper()
+	shapes := map[string]string{}
+	for _, m := range marks {
+		for _, c := range m.Children {
+			if c.XMLName.Local != "title" {
+				shapes[m.attr("data-kind")] = c.XMLName.Local + " " + c.attr("fill") + c.attr("stroke")
+				break
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range shapes {
+		if seen[s] {
+			t.Fatalf("two kinds share the shape %q: %v", s, shapes)
+		}
+		seen[s] = true
+	}
+}
+
+// requireOrderedInPlot: later marks are further right, all inside the plot.
+func requireOrderedInPlot(t *testing.T, marks []svgNode) {
+	t.Helper()
+	prev := -1.0
+	for _, m := range marks {
+		x, _ := strconv.ParseFloat(m.attr("data-x"), 64)
+		if x < tlGutter || x > tlWidth-tlRightPad || x < prev {
+			t.Fatalf("mark %s at x=%v (previous %v): out of order or outside the plot", m.attr("data-id"), x, prev)
+		}
+		prev = x
 	}
 }
