@@ -26,13 +26,16 @@ const maxSeriesPerApp = 256
 
 var bucketSeries = []byte("series")
 
-// SeriesPoint is one minute of one service: the lowest ready count seen in
-// that minute (so a replica removed and recreated within a second still
-// shows), and the desired count at the minute's last observation.
+// SeriesPoint is one minute of one service: the ready and desired counts
+// at the minute's last observation, and the lowest and highest ready
+// counts seen in it (so a replica removed and recreated within a second,
+// or a deploy and a scale-down in the same minute, still show).
 type SeriesPoint struct {
-	Time    time.Time `json:"time"` // start of the minute, UTC
-	Ready   int       `json:"ready"`
-	Desired int       `json:"desired"`
+	Time     time.Time `json:"time"` // start of the minute, UTC
+	Ready    int       `json:"ready"`
+	Desired  int       `json:"desired"`
+	MinReady int       `json:"minReady"`
+	MaxReady int       `json:"maxReady"`
 }
 
 // ServiceSeries is one service's points, oldest first. A minute without a
@@ -132,12 +135,13 @@ func (r *replicaSeries) add(k seriesKey, now time.Time, ready, desired int) {
 		if !last.Time.Equal(m) {
 			return // the clock went back: keep the series ordered
 		}
-		if ready >= last.Ready && desired == last.Desired {
+		if ready == last.Ready && desired == last.Desired {
 			return
 		}
-		last.Ready, last.Desired = min(last.Ready, ready), desired
+		last.Ready, last.Desired = ready, desired
+		last.MinReady, last.MaxReady = min(last.MinReady, ready), max(last.MaxReady, ready)
 	} else {
-		pts = append(pts, SeriesPoint{Time: m, Ready: ready, Desired: desired})
+		pts = append(pts, SeriesPoint{Time: m, Ready: ready, Desired: desired, MinReady: ready, MaxReady: ready})
 	}
 	cutoff := m.Add(-SeriesRetention)
 	i := sort.Search(len(pts), func(i int) bool { return !pts[i].Time.Before(cutoff) })
@@ -192,22 +196,26 @@ func parseSeriesDBKey(key []byte) (seriesKey, int64, bool) {
 	return seriesKey{string(app), string(service)}, int64(binary.BigEndian.Uint64(ts)), true
 }
 
-// A point is stored as two uvarints: ready, desired.
+// A point is stored as four uvarints: ready, desired, lowest and highest
+// ready.
 func encodePoint(p SeriesPoint) []byte {
-	b := binary.AppendUvarint(nil, uint64(max(p.Ready, 0)))
-	return binary.AppendUvarint(b, uint64(max(p.Desired, 0)))
+	var b []byte
+	for _, v := range []int{p.Ready, p.Desired, p.MinReady, p.MaxReady} {
+		b = binary.AppendUvarint(b, uint64(max(v, 0)))
+	}
+	return b
 }
 
-func decodePoint(v []byte) (ready, desired int, ok bool) {
-	r, n := binary.Uvarint(v)
-	if n <= 0 {
-		return 0, 0, false
+func decodePoint(v []byte) (SeriesPoint, bool) {
+	var vals [4]int
+	for i := range vals {
+		x, n := binary.Uvarint(v)
+		if n <= 0 || x > 1<<20 {
+			return SeriesPoint{}, false
+		}
+		vals[i], v = int(x), v[n:]
 	}
-	d, m := binary.Uvarint(v[n:])
-	if m <= 0 || r > 1<<20 || d > 1<<20 {
-		return 0, 0, false
-	}
-	return int(r), int(d), true
+	return SeriesPoint{Ready: vals[0], Desired: vals[1], MinReady: min(vals[2], vals[0]), MaxReady: max(vals[3], vals[0])}, len(v) == 0
 }
 
 // load reads the stored series, dropping points older than the
@@ -224,14 +232,15 @@ func (r *replicaSeries) load(db *bolt.DB, now time.Time) error {
 		}
 		return b.ForEach(func(key, v []byte) error {
 			k, unix, ok := parseSeriesDBKey(key)
-			ready, desired, vok := decodePoint(v)
+			p, vok := decodePoint(v)
 			if !ok || !vok || unix < cutoff {
 				return nil
 			}
 			if _, known := r.points[k]; !known && r.appSeries(k.app) >= maxSeriesPerApp {
 				return nil
 			}
-			r.points[k] = append(r.points[k], SeriesPoint{Time: time.Unix(unix, 0).UTC(), Ready: ready, Desired: desired})
+			p.Time = time.Unix(unix, 0).UTC()
+			r.points[k] = append(r.points[k], p)
 			return nil
 		})
 	})
@@ -250,7 +259,7 @@ func (r *replicaSeries) prune(db *bolt.DB, now time.Time) error {
 		c := b.Cursor()
 		for key, v := c.First(); key != nil; {
 			_, unix, ok := parseSeriesDBKey(key)
-			_, _, vok := decodePoint(v)
+			_, vok := decodePoint(v)
 			if ok && vok && unix >= cutoff {
 				key, v = c.Next()
 				continue

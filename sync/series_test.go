@@ -29,15 +29,8 @@ func TestSeriesMinuteKeepsTheDip(t *testing.T) {
 	r.observe("shop", t0.Add(130*time.Second), []serviceCount{{"web", 1, 1}}) // scaled down
 
 	got := points(r.since("shop", t0), "web")
-	want := []SeriesPoint{{t0, 2, 3}, {t0.Add(time.Minute), 3, 3}, {t0.Add(2 * time.Minute), 1, 1}}
-	if len(got) != len(want) {
-		t.Fatalf("points = %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if !got[i].Time.Equal(want[i].Time) || got[i].Ready != want[i].Ready || got[i].Desired != want[i].Desired {
-			t.Fatalf("point %d = %+v, want %+v (all %+v)", i, got[i], want[i], got)
-		}
-	}
+	want := []SeriesPoint{{t0, 3, 3, 2, 3}, {t0.Add(time.Minute), 3, 3, 3, 3}, {t0.Add(2 * time.Minute), 1, 1, 1, 1}}
+	requirePoints(t, "", got, want)
 	if other := r.since("cart", t0); len(other) != 0 {
 		t.Fatalf("another app's series = %+v", other)
 	}
@@ -107,7 +100,7 @@ func TestSeriesRetentionAndRestart(t *testing.T) {
 		t.Fatalf("after restart %d points, want %d", len(got), keep-120)
 	}
 	last := got[len(got)-1]
-	if !last.Time.Equal(end) || last.Ready != (total-1)%4 || last.Desired != 3 {
+	if !last.Time.Equal(end) || last.Ready != (total-1)%4 || last.MinReady != last.Ready || last.MaxReady != last.Ready || last.Desired != 3 {
 		t.Fatalf("last point after restart = %+v, want %v ready %d desired 3", last, end, (total-1)%4)
 	}
 	if n := countStoredPoints(t, s); n != 2*(keep-120) {
@@ -150,15 +143,9 @@ func TestAgentRecordsReplicaSeries(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		got := points(h.agent.Series("shop", t0), "web")
-		want := []SeriesPoint{{t0, 0, 3}, {t0.Add(2 * time.Minute), 2, 3}, {t0.Add(4 * time.Minute), 1, 1}}
-		if len(got) != len(want) {
-			t.Fatalf("%s: web series = %+v, want %+v", when, got, want)
-		}
-		for i := range want {
-			if !got[i].Time.Equal(want[i].Time) || got[i].Ready != want[i].Ready || got[i].Desired != want[i].Desired {
-				t.Fatalf("%s: point %d = %+v, want %+v", when, i, got[i], want[i])
-			}
-		}
+		// The first deploy from 0, the repair's dip to 2, the scale-down.
+		want := []SeriesPoint{{t0, 3, 3, 0, 3}, {t0.Add(2 * time.Minute), 3, 3, 2, 3}, {t0.Add(4 * time.Minute), 1, 1, 1, 1}}
+		requirePoints(t, when, got, want)
 	}
 	check("before restart")
 	if err := h.agent.series.flush(h.agent.store.db, h.clock.Now()); err != nil {
@@ -166,4 +153,17 @@ func TestAgentRecordsReplicaSeries(t *testing.T) {
 	}
 	h.restart()
 	check("after restart")
+}
+
+func requirePoints(t *testing.T, when string, got, want []SeriesPoint) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: points = %+v, want %+v", when, got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if !g.Time.Equal(w.Time) || g.Ready != w.Ready || g.Desired != w.Desired || g.MinReady != w.MinReady || g.MaxReady != w.MaxReady {
+			t.Fatalf("%s: point %d = %+v, want %+v (all %+v)", when, i, g, w, got)
+		}
+	}
 }

@@ -130,7 +130,7 @@ const (
 	tlAxis        = 20
 	tlLegend      = 22
 	tlCompactMark = 20
-	tlCompactLine = 22
+	tlCompactLine = 30
 	tlCompactAxis = 14
 	// tlGap: two points further apart than this have a gap between them
 	// (the agent was not running); the series has one point a minute.
@@ -289,6 +289,14 @@ func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
 			if len(s.Points) > 0 && !s.Points[idx[i]].Time.After(at) && at.Sub(s.Points[idx[i]].Time) <= tlGap {
 				sum.Ready += s.Points[idx[i]].Ready
 				sum.Desired += s.Points[idx[i]].Desired
+				if s.Points[idx[i]].Time.Equal(at) {
+					sum.MinReady += s.Points[idx[i]].MinReady
+					sum.MaxReady += s.Points[idx[i]].MaxReady
+				} else {
+					// Its minute is over: only the value holds.
+					sum.MinReady += s.Points[idx[i]].Ready
+					sum.MaxReady += s.Points[idx[i]].Ready
+				}
 			}
 		}
 		out = append(out, sum)
@@ -297,8 +305,9 @@ func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
 }
 
 // steps turns points into step-chart polylines, one per stretch without a
-// gap. value picks ready or desired.
-func (t *timelineCanvas) steps(points []dsync.SeriesPoint, value func(dsync.SeriesPoint) int, y func(int) float64) [][][2]float64 {
+// gap. value picks ready or desired; span, if set, the lowest and highest
+// values within a point's minute, drawn as a spike from the step.
+func (t *timelineCanvas) steps(points []dsync.SeriesPoint, value func(dsync.SeriesPoint) int, span func(dsync.SeriesPoint) (int, int), y func(int) float64) [][][2]float64 {
 	var lines [][][2]float64
 	var cur [][2]float64
 	for i, p := range points {
@@ -316,9 +325,23 @@ func (t *timelineCanvas) steps(points []dsync.SeriesPoint, value func(dsync.Seri
 		}
 		if until.After(t.start) {
 			x, xu, vy := t.x(p.Time), t.x(until), y(value(p))
-			if n := len(cur); n > 0 && cur[n-1][1] == vy {
+			var spike [][2]float64
+			if span != nil {
+				lo, hi := span(p)
+				if hi > value(p) {
+					spike = append(spike, [2]float64{x, y(hi)})
+				}
+				if lo < value(p) {
+					spike = append(spike, [2]float64{x, y(lo)})
+				}
+			}
+			n := len(cur)
+			switch {
+			case len(spike) > 0:
+				cur = append(append(cur, spike...), [2]float64{x, vy}, [2]float64{xu, vy})
+			case n > 0 && cur[n-1][1] == vy:
 				cur[n-1][0] = xu // the same value goes on
-			} else {
+			default:
 				cur = append(cur, [2]float64{x, vy}, [2]float64{xu, vy})
 			}
 		}
@@ -348,7 +371,7 @@ func (t *timelineCanvas) drawLane(b *strings.Builder, l lane, top int) {
 	peak := 1
 	var last *dsync.SeriesPoint
 	for i, p := range l.points {
-		peak = max(peak, p.Ready, p.Desired)
+		peak = max(peak, p.Ready, p.Desired, p.MaxReady)
 		if !p.Time.After(t.end) {
 			last = &l.points[i]
 		}
@@ -368,10 +391,10 @@ func (t *timelineCanvas) drawLane(b *strings.Builder, l lane, top int) {
 		fmt.Fprintf(b, `<text class="lane-now" x="4" y="%.1f" font-size="11" fill="#636c76">%s</text>`, bottom-height/2+14, esc(now))
 		fmt.Fprintf(b, `<text class="lane-peak" x="%.1f" y="%.1f" font-size="10" fill="#636c76" text-anchor="end">%d</text>`, t.x0-4, y(peak)+4, peak)
 	}
-	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Desired }, y) {
+	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Desired }, nil, y) {
 		polyline(b, "desired", "#8c959f", ` stroke-dasharray="5 4"`, pts)
 	}
-	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Ready }, y) {
+	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Ready }, func(p dsync.SeriesPoint) (int, int) { return p.MinReady, p.MaxReady }, y) {
 		polyline(b, "ready", "#1a7f37", "", pts)
 	}
 	b.WriteString(`</g>`)
@@ -395,6 +418,9 @@ func (t *timelineCanvas) drawAxis(b *strings.Builder, y int) {
 	for at := t.start.Truncate(tick).Add(tick); at.Before(t.end); at = at.Add(tick) {
 		x := t.x(at)
 		fmt.Fprintf(b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#eaeef2"/>`, x, x, y)
+		if x < t.x0+16 || x > t.x1-28 {
+			continue // a label there would be cut off, or cover "now"
+		}
 		fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="%d" fill="#636c76" text-anchor="middle">%s</text>`, x, y+fs+2, fs, at.Format("15:04"))
 	}
 	if !t.in.Compact {
@@ -435,16 +461,57 @@ func (t *timelineCanvas) drawMarks(b *strings.Builder, marks []mark, axisY int) 
 	if t.in.Compact {
 		r = 5
 	}
-	for _, m := range marks {
-		x := t.x(m.entry.Time)
-		// A faint guide down through the lanes, so a mark lines up with
-		// what the replicas did.
-		fmt.Fprintf(b, `<line class="guide g-%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%d" stroke="%s" stroke-opacity=".35"/>`, m.kind, x, t.markY+r, x, axisY, markColor(m.kind))
-		title := m.entry.Time.UTC().Format("15:04:05") + " " + string(m.entry.Kind) + ": " + m.entry.Summary
+	xs := make([]float64, len(marks))
+	for i, m := range marks {
+		xs[i] = t.x(m.entry.Time)
+	}
+	shown := dodge(xs, 2*r+3, t.x0+r, t.x1-r)
+	for i, m := range marks {
+		at, x := xs[i], shown[i]
+		// A faint guide down through the lanes from where it happened, so
+		// a mark lines up with what the replicas did.
+		fmt.Fprintf(b, `<line class="guide g-%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%d" stroke="%s" stroke-opacity=".35"/>`, m.kind, x, t.markY+r, at, axisY, markColor(m.kind))
+		title := markTitle(m.entry)
 		fmt.Fprintf(b, `<a class="mark m-%s" href="/history/%d" data-kind="%s" data-id="%d" data-x="%.1f"><title>%s</title>`, m.kind, m.entry.ID, m.kind, m.entry.ID, x, esc(title))
 		markShape(b, m.kind, x, t.markY, r)
 		b.WriteString(`</a>`)
 	}
+}
+
+// markTitle is a mark's hover text: when, what, and the first errors
+// (a refusal's file:line).
+func markTitle(e dsync.HistoryEntry) string {
+	title := e.Time.UTC().Format("15:04:05") + " " + string(e.Kind) + ": " + e.Summary
+	for i, err := range e.Errors {
+		if i == 3 {
+			title += fmt.Sprintf("\n(%d more)", len(e.Errors)-i)
+			break
+		}
+		title += "\n" + err
+	}
+	return title
+}
+
+// dodge moves marks apart so that none hides another (events seconds
+// apart share a pixel at any range): each at least gap after the one
+// before, then, where that pushed them past hi, back to the left. The
+// order is kept; the guide line still starts at the true time.
+func dodge(xs []float64, gap, lo, hi float64) []float64 {
+	out := slices.Clone(xs)
+	for i := range out {
+		out[i] = max(out[i], lo)
+		if i > 0 {
+			out[i] = max(out[i], out[i-1]+gap)
+		}
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		limit := hi
+		if i+1 < len(out) {
+			limit = out[i+1] - gap
+		}
+		out[i] = max(min(out[i], limit), lo)
+	}
+	return out
 }
 
 func markColor(kind string) string {

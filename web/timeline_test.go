@@ -98,7 +98,7 @@ func timelineEntries() []dsync.HistoryEntry {
 	}
 	return []dsync.HistoryEntry{
 		{ID: 11, Time: minutesAgo(2), Kind: dsync.KindSync, Result: "succeeded", Revision: r(false), Summary: "synced 1234567 “scale down”"},
-		{ID: 10, Time: minutesAgo(5), Kind: dsync.KindRefused, Result: "refused", Summary: "refused abc <script>: web.yaml:12:13"},
+		{ID: 10, Time: minutesAgo(5), Kind: dsync.KindRefused, Result: "refused", Summary: "refused abc <script>: 1 manifest error(s)", Errors: []string{"web.yaml:12:13: spec.replicas: must be >= 0"}},
 		{ID: 9, Time: minutesAgo(8), Kind: dsync.KindRepair, Result: "succeeded", Summary: "shop-web-2 was removed outside Git; recreated"},
 		{ID: 8, Time: minutesAgo(12), Kind: dsync.KindSync, Result: "failed", Revision: r(false), Summary: "failed to sync"},
 		{ID: 7, Time: minutesAgo(15), Kind: dsync.KindSync, Result: "succeeded", Revision: r(true), Summary: "synced revert"},
@@ -120,17 +120,17 @@ func timelineSeries() []dsync.ServiceSeries {
 		if m < 30 && m > 25 {
 			continue
 		}
-		p := dsync.SeriesPoint{Time: minutesAgo(m), Ready: 3, Desired: 3}
+		p := dsync.SeriesPoint{Time: minutesAgo(m), Ready: 3, Desired: 3, MinReady: 3}
 		switch {
 		case m == 8:
-			p.Ready = 2
+			p.MinReady = 2 // a replica removed and recreated within the minute
 		case m <= 2:
-			p.Ready, p.Desired = 1, 1
+			p.Ready, p.Desired, p.MinReady = 1, 1, 1
 		}
 		web = append(web, p)
 	}
 	return []dsync.ServiceSeries{
-		{Service: "db", Points: []dsync.SeriesPoint{{Time: minutesAgo(40), Ready: 1, Desired: 1}, {Time: minutesAgo(0), Ready: 1, Desired: 1}}},
+		{Service: "db", Points: []dsync.SeriesPoint{{Time: minutesAgo(40), Ready: 1, Desired: 1, MinReady: 1}, {Time: minutesAgo(0), Ready: 1, Desired: 1, MinReady: 1}}},
 		{Service: "web", Points: web},
 	}
 }
@@ -154,7 +154,7 @@ func TestTimelineMarks(t *testing.T) {
 		t.Fatalf("marks (oldest first) = %v, want %v", got, want)
 	}
 	// The summary is the hover text, escaped as text.
-	if title, _ := marks[5].child("title"); !strings.Contains(title.Text, "refused abc <script>: web.yaml:12:13") {
+	if title, _ := marks[5].child("title"); !strings.Contains(title.Text, "refused abc <script>: 1 manifest error(s)\nweb.yaml:12:13: spec.replicas: must be >= 0") {
 		t.Fatalf("refused mark title = %q", title.Text)
 	}
 	requireDistinctShapes(t, marks)
@@ -210,25 +210,22 @@ func TestTimelineReplicaLine(t *testing.T) {
 	if first[0].x != xAt(40) || count(first[0].y) != 3 || first[len(first)-1].x != xAt(29) {
 		t.Fatalf("first stretch = %v, want from 40 min ago at 3 to the end of the minute 30 min ago", first)
 	}
-	// The second stretch: 3 until 8 minutes ago, the dip to 2 for one
-	// minute, 3 again, then 1 from 2 minutes ago until now.
-	var steps []string
-	pts := polyPoints(t, ready[1])
-	for i := 0; i+1 < len(pts); i += 2 {
-		if pts[i].y != pts[i+1].y {
-			t.Fatalf("points %d,%d are not a horizontal step: %v", i, i+1, pts)
-		}
-		steps = append(steps, fmt.Sprintf("%v-%v:%d", pts[i].x, pts[i+1].x, count(pts[i].y)))
+	// The second stretch: 3 until 8 minutes ago, a spike down to 2 (the
+	// dip within that minute), 3 again, then 1 from 2 minutes ago until
+	// now.
+	var got []string
+	for _, p := range polyPoints(t, ready[1]) {
+		got = append(got, fmt.Sprintf("%v:%d", p.x, count(p.y)))
 	}
 	end := math.Round(c.x(tlNow)*10) / 10
 	want := []string{
-		fmt.Sprintf("%v-%v:3", xAt(25), xAt(8)),
-		fmt.Sprintf("%v-%v:2", xAt(8), xAt(7)),
-		fmt.Sprintf("%v-%v:3", xAt(7), xAt(2)),
-		fmt.Sprintf("%v-%v:1", xAt(2), end),
+		fmt.Sprintf("%v:3", xAt(25)), fmt.Sprintf("%v:3", xAt(8)),
+		fmt.Sprintf("%v:2", xAt(8)), fmt.Sprintf("%v:3", xAt(8)),
+		fmt.Sprintf("%v:3", xAt(2)), fmt.Sprintf("%v:1", xAt(2)),
+		fmt.Sprintf("%v:1", end),
 	}
-	if !slices.Equal(steps, want) {
-		t.Fatalf("ready steps = %v, want %v", steps, want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("ready line = %v, want %v", got, want)
 	}
 	desired := polyPoints(t, lines(web, "desired")[1])
 	if last := desired[len(desired)-1]; last.x != end || count(last.y) != 1 {
@@ -351,5 +348,58 @@ func requireOrderedInPlot(t *testing.T, marks []svgNode) {
 			t.Fatalf("mark %s at x=%v (previous %v): out of order or outside the plot", m.attr("data-id"), x, prev)
 		}
 		prev = x
+	}
+}
+
+// Marks seconds apart would share a pixel: they are moved apart, in order,
+// and stay inside the plot even at its right end.
+func TestTimelineMarksDoNotHideEachOther(t *testing.T) {
+	var entries []dsync.HistoryEntry
+	for i := range 6 {
+		entries = append(entries, dsync.HistoryEntry{ID: uint64(i + 1), Time: tlNow.Add(time.Duration(i-6) * time.Second), Kind: dsync.KindRepair, Summary: "x"})
+	}
+	for _, compact := range []bool{false, true} {
+		svg := parseSVG(t, string(timelineSVG(timelineInput{App: "shop", Entries: entries, Span: time.Hour, Now: tlNow, Compact: compact})))
+		marks := svg.all(func(n svgNode) bool { return hasClass(n, "mark") })
+		if len(marks) != 6 {
+			t.Fatalf("%d marks, want 6", len(marks))
+		}
+		prev := math.Inf(-1)
+		for _, m := range marks {
+			x, _ := strconv.ParseFloat(m.attr("data-x"), 64)
+			if x-prev < 2*5 || x > tlWidth-tlRightPad {
+				t.Fatalf("compact=%v: mark %s at %v, previous at %v: overlapping or outside the plot", compact, m.attr("data-id"), x, prev)
+			}
+			prev = x
+		}
+	}
+	if got := dodge([]float64{10, 10, 10}, 5, 0, 100); !slices.Equal(got, []float64{10, 15, 20}) {
+		t.Errorf("dodge = %v", got)
+	}
+	if got := dodge([]float64{99, 100, 100}, 5, 0, 100); !slices.Equal(got, []float64{90, 95, 100}) {
+		t.Errorf("dodge at the end = %v", got)
+	}
+}
+
+// A minute that saw more and fewer ready replicas than at its end (a
+// deploy from 0 and a scale-down to 1 within it) draws a spike to both.
+func TestTimelineMinuteSpike(t *testing.T) {
+	in := timelineInput{App: "shop", Span: time.Hour, Now: tlNow, Series: []dsync.ServiceSeries{{Service: "web", Points: []dsync.SeriesPoint{
+		{Time: minutesAgo(5), Ready: 1, Desired: 1, MinReady: 0, MaxReady: 3},
+	}}}}
+	svg := parseSVG(t, string(timelineSVG(in)))
+	web := laneOf(t, svg, "web")
+	if web.attr("data-peak") != "3" {
+		t.Fatalf("peak = %s, want 3 (the highest ready count in the minute)", web.attr("data-peak"))
+	}
+	peak := 3.0
+	top, _ := strconv.ParseFloat(web.attr("data-top"), 64)
+	bottom, _ := strconv.ParseFloat(web.attr("data-bottom"), 64)
+	var got []int
+	for _, p := range polyPoints(t, lines(web, "ready")[0]) {
+		got = append(got, int(math.Round((bottom-p.y)/(bottom-top)*peak)))
+	}
+	if want := []int{3, 0, 1, 1}; !slices.Equal(got, want) {
+		t.Fatalf("ready line counts = %v, want %v", got, want)
 	}
 }
