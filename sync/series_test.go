@@ -167,3 +167,20 @@ func requirePoints(t *testing.T, when string, got, want []SeriesPoint) {
 		}
 	}
 }
+
+// Whatever the database holds under the series bucket, reading it never
+// panics, and a point that decodes encodes back to the same bytes.
+func FuzzSeriesRecord(f *testing.F) {
+	f.Add(seriesDBKey(seriesKey{"shop", "web"}, 1700000000), encodePoint(SeriesPoint{Ready: 3, Desired: 3, MinReady: 2, MaxReady: 3}))
+	f.Add([]byte("x\x00"), []byte{0xff, 0xff})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		if k, unix, ok := parseSeriesDBKey(key); ok && string(seriesDBKey(k, unix)) != string(key) {
+			t.Fatalf("key %q parses to %+v %d, which encodes as %q", key, k, unix, seriesDBKey(k, unix))
+		}
+		if p, ok := decodePoint(value); ok {
+			if p.MinReady > p.Ready || p.MaxReady < p.Ready {
+				t.Fatalf("decoded %+v: min/max outside the value", p)
+			}
+		}
+	})
+}

@@ -271,3 +271,15 @@ func TestDiffCollapsesSOPSFiles(t *testing.T) {
 		t.Error("the diff changed without trees")
 	}
 }
+
+// A diff no tree marks as encrypted comes back byte for byte.
+func FuzzCollapseEncrypted(f *testing.F) {
+	f.Add("diff --git a/d/x.yaml b/d/x.yaml\n--- a/d/x.yaml\n+++ b/d/x.yaml\n@@ -1 +1 @@\n-a\n+b\n")
+	f.Add("diff --git \n@@\n+\n-\n--- a/\n+++ b/d/")
+	plain := fstest.MapFS{"x.yaml": {Data: []byte("sops: not really\n")}}
+	f.Fuzz(func(t *testing.T, text string) {
+		if got := collapseEncrypted(text, "d", []fs.FS{plain, nil}); got != text {
+			t.Fatalf("changed a diff without encrypted files:\n%q\n→\n%q", text, got)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -204,7 +205,17 @@ func sanitizeID(s string) string {
 	}, s)
 }
 
-func esc(s string) string { return template.HTMLEscapeString(s) }
+// esc escapes text for the SVG, which is also served alone as XML: runes
+// XML does not allow (control characters, invalid UTF-8) become U+FFFD.
+func esc(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r != 0xFFFE && r != 0xFFFF && r != utf8.RuneError) {
+			return r
+		}
+		return '\uFFFD'
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return template.HTMLEscapeString(s)
+}
 
 // timelineCanvas maps time and counts to coordinates.
 type timelineCanvas struct {

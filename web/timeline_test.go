@@ -403,3 +403,28 @@ func TestTimelineMinuteSpike(t *testing.T) {
 		t.Fatalf("ready line counts = %v, want %v", got, want)
 	}
 }
+
+// Whatever an app, a service or a history entry is called or says, the
+// timeline is well-formed XML with one link per mark.
+func FuzzTimelineSVG(f *testing.F) {
+	f.Add("shop", "web", "synced 1234567 “x”", "web.yaml:1:2: bad <tag> & \"q\"")
+	f.Add("a", "", "\x00\x01\ufffe", "\xff\xfe")
+	f.Fuzz(func(t *testing.T, app, service, summary, errText string) {
+		in := timelineInput{App: app, Span: time.Hour, Now: tlNow,
+			Series: []dsync.ServiceSeries{{Service: service, Points: []dsync.SeriesPoint{{Time: minutesAgo(3), Ready: 1, Desired: 2, MinReady: 0, MaxReady: 2}}}},
+			Entries: []dsync.HistoryEntry{
+				{ID: 1, Time: minutesAgo(2), Kind: dsync.KindRefused, Summary: summary, Errors: []string{errText}},
+				{ID: 2, Time: minutesAgo(1), Kind: dsync.KindSync, Result: "succeeded", Summary: summary},
+			}}
+		for _, compact := range []bool{false, true} {
+			in.Compact = compact
+			var n svgNode
+			if err := xml.Unmarshal([]byte(timelineSVG(in)), &n); err != nil {
+				t.Fatalf("not well-formed (compact=%v): %v", compact, err)
+			}
+			if marks := n.all(func(n svgNode) bool { return hasClass(n, "mark") }); len(marks) != 2 {
+				t.Fatalf("%d marks, want 2", len(marks))
+			}
+		}
+	})
+}

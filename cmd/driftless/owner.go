@@ -122,11 +122,12 @@ func (c checkout) sameSource(src dsync.SourceStatus) bool {
 }
 
 // knownAgents are the agents a local command can find without being told:
-// the demo's (its pid file in the data directory) and the one `status`
-// talks to ($DRIFTLESS_SERVER, else http://127.0.0.1:8080).
+// the demo's (its pid file in DATA/demo, or in DATA itself when --data
+// names the demo's directory) and the one `status` talks to
+// ($DRIFTLESS_SERVER, else http://127.0.0.1:8080).
 func knownAgents(data string) []string {
 	var out []string
-	for _, d := range []string{filepath.Join(data, "demo"), filepath.Join(defaultDataDir(), "demo")} {
+	for _, d := range []string{data, filepath.Join(data, "demo"), filepath.Join(defaultDataDir(), "demo")} {
 		if a, ok := runningDemo(d); ok && a.url != "" {
 			out = append(out, strings.TrimRight(a.url, "/"))
 		}
