@@ -112,6 +112,7 @@ type Agent struct {
 	now     func() time.Time
 	engine  Engine
 	store   *store
+	series  *replicaSeries
 	queue   *queue
 	metrics *metrics
 	names   []string // sorted
@@ -172,6 +173,13 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.store = st
+	a.series = newReplicaSeries()
+	if err := a.series.prune(st.db, a.now()); err != nil {
+		a.log.Warn("replica series not pruned; the timeline may show old points", "err", err)
+	}
+	if err := a.series.load(st.db, a.now()); err != nil {
+		a.log.Warn("replica series not loaded; the timeline starts empty", "err", err)
+	}
 	for _, name := range a.names {
 		p, err := st.LoadApp(name)
 		if err != nil {
@@ -286,6 +294,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched.Start()
 
 	wg.Go(func() { a.watchEngine(ctx) })
+	wg.Go(func() { a.recordSeries(ctx) })
 	wg.Go(func() {
 		t := time.NewTicker(a.opts.ResyncInterval)
 		defer t.Stop()
@@ -594,6 +603,12 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	snapshot := cloneStatus(st.status)
 	a.mu.Unlock()
 
+	if !o.cancelled && o.gap != nil {
+		a.series.observe(name, now, o.before)
+		counts := countsOf(snapshot)
+		a.series.observe(name, now, counts)
+		a.series.forget(name, counts)
+	}
 	a.metrics.observe(snapshot, name, now, in.start)
 	a.observe(Report{App: name, Prev: sin.prev, Next: cloneStatus(snapshot), Entries: stored})
 	// Info is for what a person would want to read later: transitions and
@@ -663,6 +678,43 @@ func (a *Agent) AppConfigs() []AppConfig {
 		out = append(out, a.apps[name].cfg)
 	}
 	return out
+}
+
+// Series returns app's ready/desired replica series from since on, one
+// per service, oldest point first (the point before since included: it
+// still holds at since).
+func (a *Agent) Series(app string, since time.Time) []ServiceSeries {
+	return a.series.since(app, since)
+}
+
+// seriesTick is how often every service's latest count is carried into
+// the current minute; less than a minute, so no minute is skipped.
+const seriesTick = 20 * time.Second
+
+// recordSeries keeps the replica series: a point per service every
+// minute, written to the store once a minute and at shutdown.
+func (a *Agent) recordSeries(ctx context.Context) {
+	t := time.NewTicker(seriesTick)
+	defer t.Stop()
+	lastFlush := a.now()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := a.series.flush(a.store.db, a.now()); err != nil {
+				a.log.Warn("replica series not saved at shutdown", "err", err)
+			}
+			return
+		case <-t.C:
+			now := a.now()
+			a.series.tick(now, a.names)
+			if now.Sub(lastFlush) >= time.Minute {
+				lastFlush = now
+				if err := a.series.flush(a.store.db, now); err != nil {
+					a.log.Warn("replica series not saved; retrying in a minute", "err", err)
+				}
+			}
+		}
+	}
 }
 
 // History returns entries newest first.

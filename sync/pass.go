@@ -74,6 +74,9 @@ type passOutcome struct {
 	// nextTagCheck is when the next tag is due (zero: none followed).
 	tagMoves     []tagMove
 	nextTagCheck time.Time
+	// before is each service's ready/desired count seen before an apply,
+	// so the replica series shows the dip a repair closes.
+	before []serviceCount
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -110,6 +113,7 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		return o
 	}
 	if !dec.Apply.Empty() {
+		o.before = healthCounts(drift.Assess(p.computeInput(desired, *o.actual), plan))
 		if !p.buildAccepted(ctx, desired, &o) {
 			return o
 		}
@@ -265,6 +269,15 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 	in := p.computeInput(o.accepted, *o.actual)
 	plan := drift.Compute(in)
 	return o.accepted, plan, drift.Decide(in, plan, p.policy(false))
+}
+
+// healthCounts is the ready/desired count of each service assessed.
+func healthCounts(h drift.AppHealth) []serviceCount {
+	out := make([]serviceCount, 0, len(h.Services))
+	for _, s := range h.Services {
+		out = append(out, serviceCount{s.Service, s.Ready, s.Desired})
+	}
+	return out
 }
 
 // apply carries out the decided plan. It stops at a safe point when the

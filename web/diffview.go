@@ -54,6 +54,8 @@ func classifyDiff(text string) []diffLine {
 			class = "file"
 		case strings.HasPrefix(l, "@@"):
 			class = "hunk"
+		case strings.HasPrefix(l, "encrypted file changed ("):
+			class = "note"
 		case strings.HasPrefix(l, "+"):
 			class = "add"
 		case strings.HasPrefix(l, "-"):
@@ -161,7 +163,7 @@ func (s *Server) diffAndRedact(ctx context.Context, repo Repo, from, to string) 
 		}
 		trees = append(trees, t)
 	}
-	d.Text = scanSecrets(trees...).diff(d.Text)
+	d.Text = scanSecrets(trees...).diff(collapseEncrypted(d.Text, d.Path, trees))
 	return d, nil
 }
 

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	fage "filippo.io/age"
+
 	"github.com/driftless-dev/driftless/gitsource"
+	dsecrets "github.com/driftless-dev/driftless/secrets"
 )
 
 func TestScanSecretsAndRedactDiff(t *testing.T) {
@@ -194,4 +197,89 @@ func TestDiffOfBusyRepoAnswersServiceUnavailable(t *testing.T) {
 	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "repository is busy") {
 		t.Errorf("busy repo: %d %s", w.Code, w.Body)
 	}
+}
+
+// A SOPS-encrypted file's changed lines show as one note; other files,
+// even one that mentions sops, are shown as they are.
+func TestDiffCollapsesSOPSFiles(t *testing.T) {
+	id, err := fage.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := func(name, plain string) string {
+		b, err := dsecrets.EncryptAge(name, []byte(plain), id.Recipient().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	oldYAML := enc("secrets/db.yaml", "password: s3cret-one\n")
+	newYAML := enc("secrets/db.yaml", "password: s3cret-two\nuser: app\n")
+	dotenv := enc("secrets/api.env", "TOKEN=tok-123456\n")
+	plain := "# decrypted with sops at deploy time\nimage: web\n"
+	from := fstest.MapFS{"secrets/db.yaml": {Data: []byte(oldYAML)}, "secrets/api.env": {Data: []byte(dotenv)}, "web.yaml": {Data: []byte("image: web\n")}}
+	to := fstest.MapFS{"secrets/db.yaml": {Data: []byte(newYAML)}, "web.yaml": {Data: []byte(plain)}}
+
+	hunk := func(sign, text string) (string, int) {
+		var b strings.Builder
+		n := 0
+		for l := range strings.SplitSeq(strings.TrimSuffix(text, "\n"), "\n") {
+			b.WriteString(sign + l + "\n")
+			n++
+		}
+		return b.String(), n
+	}
+	delYAML, nDel := hunk("-", oldYAML)
+	addYAML, nAdd := hunk("+", newYAML)
+	delEnv, nEnv := hunk("-", dotenv)
+	diff := "diff --git a/deploy/secrets/db.yaml b/deploy/secrets/db.yaml\nindex 1111111..2222222 100644\n--- a/deploy/secrets/db.yaml\n+++ b/deploy/secrets/db.yaml\n" +
+		fmt.Sprintf("@@ -1,%d +1,%d @@\n", nDel, nAdd) + delYAML + addYAML +
+		"diff --git a/deploy/secrets/api.env b/deploy/secrets/api.env\ndeleted file mode 100644\nindex 3333333..0000000\n--- a/deploy/secrets/api.env\n+++ /dev/null\n" +
+		fmt.Sprintf("@@ -1,%d +0,0 @@\n", nEnv) + delEnv +
+		"diff --git a/deploy/web.yaml b/deploy/web.yaml\nindex 4444444..5555555 100644\n--- a/deploy/web.yaml\n+++ b/deploy/web.yaml\n@@ -1 +1,2 @@\n+# decrypted with sops at deploy time\n image: web\n"
+
+	got := collapseEncrypted(diff, "deploy", []fs.FS{from, to})
+	for _, leak := range []string{"ENC[", "sops_mac", "age1", "-----BEGIN AGE"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("collapsed diff still shows %q:\n%s", leak, got)
+		}
+	}
+	for _, want := range []string{
+		"+++ b/deploy/secrets/db.yaml\n" + encryptedNote(nDel+nAdd) + "\n",
+		"+++ /dev/null\n" + encryptedNote(nEnv) + "\n",
+		"+# decrypted with sops at deploy time\n image: web\n", // plain text: kept
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("collapsed diff lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "encrypted file changed"); n != 2 {
+		t.Errorf("%d notes, want 2:\n%s", n, got)
+	}
+	var note *diffLine
+	for _, l := range classifyDiff(got) {
+		if strings.HasPrefix(l.Text, "encrypted file changed") {
+			note = &l
+			break
+		}
+	}
+	if note == nil || note.Class != "note" {
+		t.Errorf("the note is classed %+v, want note", note)
+	}
+	// Without the trees nothing says a file is encrypted: unchanged.
+	if same := collapseEncrypted(diff, "deploy", nil); same != diff {
+		t.Error("the diff changed without trees")
+	}
+}
+
+// A diff no tree marks as encrypted comes back byte for byte.
+func FuzzCollapseEncrypted(f *testing.F) {
+	f.Add("diff --git a/d/x.yaml b/d/x.yaml\n--- a/d/x.yaml\n+++ b/d/x.yaml\n@@ -1 +1 @@\n-a\n+b\n")
+	f.Add("diff --git \n@@\n+\n-\n--- a/\n+++ b/d/")
+	plain := fstest.MapFS{"x.yaml": {Data: []byte("sops: not really\n")}}
+	f.Fuzz(func(t *testing.T, text string) {
+		if got := collapseEncrypted(text, "d", []fs.FS{plain, nil}); got != text {
+			t.Fatalf("changed a diff without encrypted files:\n%q\n→\n%q", text, got)
+		}
+	})
 }

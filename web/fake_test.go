@@ -29,6 +29,7 @@ type fakeAgent struct {
 	notReady error
 	subs     []chan dsync.Event
 	pinErr   error
+	series   map[string][]dsync.ServiceSeries // by app
 }
 
 var errUnknownApp = errors.New("unknown app")
@@ -74,6 +75,12 @@ func (f *fakeAgent) History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error) 
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeAgent) Series(app string, since time.Time) []dsync.ServiceSeries {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.series[app])
 }
 
 func (f *fakeAgent) Entry(id uint64) (dsync.HistoryEntry, bool) {

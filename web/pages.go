@@ -109,20 +109,37 @@ type overviewData struct {
 	pageHeader
 	Apps          []dsync.AppStatus
 	Notifications []string // destinations, each with a test button
+	Timelines     map[string]template.HTML
+	Range         string
+	Ranges        []rangeLink
+	Legend        template.HTML
 }
 
 func (s *Server) overviewPage(c *gin.Context) {
+	rng, span, err := parseRange(c.Query("range"))
+	if err != nil {
+		s.errorPage(c, http.StatusBadRequest, "Bad timeline range", err.Error())
+		return
+	}
 	h := s.header(c, "Apps")
 	h.Live = true
-	s.render(c, http.StatusOK, "overview", overviewData{pageHeader: h, Apps: s.opts.Agent.Apps(), Notifications: s.destinations()})
+	d := overviewData{pageHeader: h, Apps: s.opts.Agent.Apps(), Notifications: s.destinations(),
+		Timelines: map[string]template.HTML{}, Range: rng, Ranges: rangeLinks("/", rng), Legend: timelineLegend()}
+	for _, a := range d.Apps {
+		d.Timelines[a.Name] = s.timelineFor(a.Name, span, true)
+	}
+	s.render(c, http.StatusOK, "overview", d)
 }
 
 type appData struct {
 	pageHeader
-	App     dsync.AppStatus
-	Diff    *diffView // what the running revision changed
-	Rows    historyRows
-	HistErr string
+	App      dsync.AppStatus
+	Timeline template.HTML
+	Range    string
+	Ranges   []rangeLink
+	Diff     *diffView // what the running revision changed
+	Rows     historyRows
+	HistErr  string
 }
 
 // historyRows is what the shared history table needs.
@@ -141,9 +158,15 @@ func (s *Server) appPage(c *gin.Context) {
 	if !ok {
 		return
 	}
+	rng, span, err := parseRange(c.Query("range"))
+	if err != nil {
+		s.errorPage(c, http.StatusBadRequest, "Bad timeline range", err.Error())
+		return
+	}
 	h := s.header(c, st.Name)
 	h.Live, h.LiveApp = true, st.Name
-	d := appData{pageHeader: h, App: st}
+	d := appData{pageHeader: h, App: st, Range: rng, Ranges: rangeLinks("/apps/"+url.PathEscape(st.Name), rng),
+		Timeline: s.timelineFor(st.Name, span, false)}
 	recent, err := s.opts.Agent.History(dsync.HistoryQuery{App: st.Name, Limit: 10})
 	if err != nil {
 		d.HistErr = err.Error()

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/deploy"
+	dsecrets "github.com/driftless-dev/driftless/secrets"
 )
 
 // redacted replaces a secret value in a manifest diff: the same marker as
@@ -200,4 +202,97 @@ func (s secrets) diff(text string) string {
 		lines[i] = body
 	}
 	return strings.Join(lines, "")
+}
+
+// encryptedNote replaces the changed lines of a SOPS-encrypted file in a
+// diff: ciphertext tells a reader nothing, and its metadata (recipients,
+// MAC) is noise.
+func encryptedNote(n int) string { return fmt.Sprintf("encrypted file changed (%d lines)", n) }
+
+// maxSOPSCheckBytes bounds a file read to tell whether it is encrypted.
+const maxSOPSCheckBytes = 4 << 20
+
+// collapseEncrypted replaces the hunks of every file in a unified diff
+// that is SOPS-encrypted at either revision (as secrets.IsEncrypted tells
+// from the file in the trees) with one line, encryptedNote. root is the
+// app's path, which the diff's file names start with; trees are the
+// app's path at the diff's revisions.
+func collapseEncrypted(text, root string, trees []fs.FS) string {
+	if text == "" {
+		return text
+	}
+	var out strings.Builder
+	lines := strings.SplitAfter(text, "\n")
+	for i := 0; i < len(lines); {
+		// One file: "diff --git" up to the next one.
+		j := i + 1
+		for j < len(lines) && !strings.HasPrefix(lines[j], "diff --git ") {
+			j++
+		}
+		section := lines[i:j]
+		i = j
+		if !sectionEncrypted(section, root, trees) {
+			for _, l := range section {
+				out.WriteString(l)
+			}
+			continue
+		}
+		changed, inHunk := 0, false
+		for _, l := range section {
+			switch {
+			case strings.HasPrefix(l, "@@"):
+				inHunk = true
+			case !inHunk:
+				out.WriteString(l) // the file's header: its name and mode
+			case strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-"):
+				changed++
+			}
+		}
+		out.WriteString(encryptedNote(changed) + "\n")
+	}
+	return out.String()
+}
+
+// sectionEncrypted reports whether the file one diff section is about is
+// SOPS-encrypted at either revision.
+func sectionEncrypted(section []string, root string, trees []fs.FS) bool {
+	prefix := ""
+	if root != "" {
+		prefix = root + "/"
+	}
+	for _, l := range section {
+		if strings.HasPrefix(l, "@@") {
+			break
+		}
+		var name string
+		switch {
+		case strings.HasPrefix(l, "--- a/"):
+			name = strings.TrimPrefix(l, "--- a/")
+		case strings.HasPrefix(l, "+++ b/"):
+			name = strings.TrimPrefix(l, "+++ b/")
+		default:
+			continue
+		}
+		rel, ok := strings.CutPrefix(strings.TrimRight(name, "\n"), prefix)
+		if !ok {
+			continue
+		}
+		for _, t := range trees {
+			if t != nil && fileEncrypted(t, rel) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func fileEncrypted(t fs.FS, name string) bool {
+	info, err := fs.Stat(t, name)
+	if err != nil || info.IsDir() || info.Size() > maxSOPSCheckBytes {
+		return false
+	}
+	data, err := fs.ReadFile(t, name)
+	// Every SOPS format names its metadata "sops" (a key, a section, or
+	// sops_ prefixed entries): a cheap test before parsing.
+	return err == nil && bytes.Contains(data, []byte("sops")) && dsecrets.IsEncrypted(name, data)
 }

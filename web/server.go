@@ -38,6 +38,8 @@ type Agent interface {
 	App(name string) (dsync.AppStatus, bool)
 	History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error)
 	Entry(id uint64) (dsync.HistoryEntry, bool)
+	// Series is an app's ready/desired replica series from since on.
+	Series(app string, since time.Time) []dsync.ServiceSeries
 	Enqueue(app, trigger string) error
 	SetSuspended(app string, suspended bool) error
 	SetSelfHeal(app string, on bool) error
@@ -443,6 +445,7 @@ func (s *Server) routes() *gin.Engine {
 	read.GET("/", s.overviewPage)
 	read.GET("/apps/:app", s.appPage)
 	read.GET("/apps/:app/history", s.historyPage)
+	read.GET("/apps/:app/timeline", s.timelinePart)
 	read.GET("/apps/:app/logs/:container", s.logsPage)
 	read.GET("/history", s.historyPage)
 	read.GET("/history/:id", s.entryPage)

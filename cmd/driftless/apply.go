@@ -35,10 +35,15 @@ type manifestLoad struct {
 }
 
 // resolve turns the positional PATH and the flags into the target.
-func (l *localFlags) resolve(pos []string, stderr io.Writer) (localTarget, error) {
+func (l *localFlags) resolve(ctx context.Context, pos []string, stderr io.Writer) (localTarget, error) {
 	name, dir, err := localApp(pos, l.app)
 	if err != nil {
 		return localTarget{}, err
+	}
+	if l.app == "" {
+		if name, err = defaultAppName(ctx, dir, name, *l.data, stderr); err != nil {
+			return localTarget{}, err
+		}
 	}
 	opts, err := l.lf.options(processEnv())
 	if err != nil {
@@ -83,7 +88,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return flagExit(err)
 	}
-	target, err := lfl.resolve(pos, stderr)
+	target, err := lfl.resolve(ctx, pos, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return exitError

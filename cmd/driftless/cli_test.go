@@ -206,3 +206,43 @@ func TestRunRefusesInsecureTransportWithoutTheFlag(t *testing.T) {
 		t.Fatalf("--on-force-push refuse: %v", err)
 	}
 }
+
+func TestRepoKeyAndSameSource(t *testing.T) {
+	same := [][]string{
+		{"https://github.com/acme/shop.git", "https://github.com/acme/shop", "ssh://git@github.com/acme/shop.git", "git@github.com:acme/shop.git", "https://user:tok@GitHub.com/acme/shop/"},
+		{"/srv/git/shop.git", "file:///srv/git/shop.git", "/srv/git/shop"},
+	}
+	for _, group := range same {
+		for _, u := range group[1:] {
+			if repoKey(u) != repoKey(group[0]) {
+				t.Errorf("repoKey(%q) = %q, want %q as for %q", u, repoKey(u), repoKey(group[0]), group[0])
+			}
+		}
+	}
+	if repoKey("https://github.com/acme/shop") == repoKey("https://github.com/acme/blog") || repoKey("https://gitlab.com/acme/shop") == repoKey("https://github.com/acme/shop") {
+		t.Error("different repositories compare equal")
+	}
+
+	co := checkout{root: "/home/ada/shop", path: "deploy", remotes: []string{"git@github.com:acme/shop.git"}}
+	for _, tc := range []struct {
+		src  dsync.SourceStatus
+		want bool
+	}{
+		{dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "deploy"}, true},
+		{dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "deploy/"}, true},
+		{dsync.SourceStatus{URL: "/home/ada/shop", Path: "deploy"}, true}, // the checkout itself
+		{dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "."}, false},
+		{dsync.SourceStatus{URL: "https://github.com/acme/blog.git", Path: "deploy"}, false},
+		{dsync.SourceStatus{URL: "", Path: "deploy"}, false},
+	} {
+		if got := co.sameSource(tc.src); got != tc.want {
+			t.Errorf("sameSource(%+v) = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+	top := checkout{root: "/srv/demo/repo", path: "."}
+	for _, p := range []string{".", "", "/"} {
+		if !top.sameSource(dsync.SourceStatus{URL: "/srv/demo/repo", Path: p}) {
+			t.Errorf("path %q does not match the top of the checkout", p)
+		}
+	}
+}

@@ -242,7 +242,8 @@ Try it, in another terminal:
        sed -i 's/replicas: 3/replicas: -3/' web.yaml && git commit -qam "Break it" && sleep 5 && %[3]s status demo
        git revert --no-edit HEAD
 
-  5. See it in the browser: %[1]s   and the plan on the command line: %[3]s diff --app demo %[2]s
+  5. See it in the browser: %[1]s/apps/demo   (the timeline: every step above as a mark over the
+     replica lines; click a mark for its entry)   and the plan on the command line: cd %[2]s && %[3]s diff
 
   6. A compose file, deployed as it is: change the config file the web service mounts, and only web rolls:
        cd %[5]s

@@ -347,6 +347,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return flagExit(err)
 	}
 	name, dir, err := localApp(pos, *appFlag)
+	if err == nil && *appFlag == "" {
+		name, err = defaultAppName(ctx, dir, name, *data, stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

@@ -33,6 +33,11 @@
         // Don't pull the page out from under someone typing.
         var active = document.activeElement;
         if (fresh && current && !(active && active.tagName === "INPUT" && current.contains(active))) {
+          // Timelines refresh on their own (throttled): keep the ones shown.
+          fresh.querySelectorAll("[data-timeline]").forEach(function (el) {
+            var old = document.getElementById(el.id);
+            if (old && old.getAttribute("data-timeline") === el.getAttribute("data-timeline")) el.replaceWith(old);
+          });
           current.replaceWith(fresh);
         }
       })
@@ -50,10 +55,33 @@
     var data;
     try { data = JSON.parse(ev.data); } catch (e) { return; }
     if (app !== "" && data.app !== app) return;
+    timelines(data.app);
     // Coalesce bursts (a pass emits several events) into one refetch.
     clearTimeout(timer);
     timer = setTimeout(refresh, 300);
   });
+
+  // Timelines: re-fetch an app's SVG when it changes, at most once every
+  // 5 s, and every minute anyway (the axis moves with the clock).
+  var last = {}, pending = {};
+  function timelines(which) {
+    document.querySelectorAll("[data-timeline]").forEach(function (el) {
+      var name = el.getAttribute("data-app");
+      if (which && name !== which) return;
+      if (pending[name]) return;
+      var wait = Math.max(0, (last[name] || 0) + 5000 - Date.now());
+      pending[name] = setTimeout(function () {
+        last[name] = Date.now();
+        var box = document.getElementById(el.id) || el;
+        fetch(box.getAttribute("data-timeline"), { credentials: "same-origin" })
+          .then(function (res) { return res.ok ? res.text() : null; })
+          .then(function (svg) { if (svg) (document.getElementById(el.id) || box).innerHTML = svg; })
+          .catch(function () {})
+          .then(function () { delete pending[name]; });
+      }, wait);
+    });
+  }
+  setInterval(function () { timelines(""); }, 60000);
 })();
 
 // Container logs: follow the stream (the last lines, then new ones) over
