@@ -22,8 +22,8 @@ import (
 // missing to the differ.
 //
 // While the event stream is followed (Watch), Observe reads the engine
-// view instead and makes no API call in the steady state; the one-shot CLI,
-// which does not watch, lists.
+// view instead and makes no API call in the steady state. The one-shot
+// CLI, which does not watch, uses ObserveForPlan.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
 	if e.view.isLive() {
 		return e.observeFromView(ctx, app, withForeign)

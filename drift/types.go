@@ -191,6 +191,9 @@ type Options struct {
 	Adopt bool
 }
 
+// ComposeProjectOf is the compose project name that belongs to the app.
+func (o Options) ComposeProjectOf(app string) string { return o.composeProject(app) }
+
 // composeProject is the compose project name that belongs to the app.
 func (o Options) composeProject(app string) string {
 	if o.ComposeProject != "" {

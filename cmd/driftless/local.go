@@ -301,19 +301,21 @@ func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions,
 	}
 	obsCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	actual, err := eng.Observe(obsCtx, name, true)
+	in := drift.Input{
+		App:     name,
+		Desired: app,
+		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt},
+	}
+	// Of what is not the app's, only what this plan can run into is
+	// looked up: the cost follows the app, not the host.
+	actual, err := eng.ObserveForPlan(obsCtx, in)
 	if err != nil {
 		return nil, drift.Input{}, err
 	}
 	if adopt {
 		app = drift.AdoptComposeVolumes(app, actual, name)
 	}
-	in := drift.Input{
-		App:     name,
-		Desired: app,
-		Actual:  actual,
-		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt},
-	}
+	in.Desired, in.Actual = app, actual
 	return app, in, nil
 }
 

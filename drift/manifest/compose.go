@@ -133,12 +133,25 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	}
 	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment)
 	l.in = &interpolator{env: env, errs: l.errs, warnings: l.warnings}
-	l.precheck()
+	// A single compose file is valid to compose-go's schema check exactly
+	// when each of its documents is to ours (the same schema, formats and
+	// casts; compose-go checks it merged with nothing). Ours reports every
+	// error with its position, but costs a second compilation of the
+	// schema in every process: with one file it runs only when compose-go
+	// refuses, to say where.
+	schemaLater := len(l.ix.files) == 1
+	l.precheck(!schemaLater)
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
 	project, err := runComposeGo(l.ix, env, app, opts.Profiles, l.in.usedCasts)
 	if err != nil {
+		if schemaLater {
+			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+			if len(l.errs.errs) > 0 {
+				return nil, l.errs.sorted()
+			}
+		}
 		l.composeGoError(err)
 		return nil, l.errs.sorted()
 	}
@@ -168,8 +181,10 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 
 // precheck finds, with positions, everything compose-go would stop at
 // (with its first error and no position): keys, interpolation, files it
-// would read from the host, short syntax, the schema.
-func (l *composeLoad) precheck() {
+// would read from the host, short syntax, and, with schema, the schema.
+// Without schema it still interpolates every document as the schema check
+// would, to find the casts compose-go needs.
+func (l *composeLoad) precheck(schema bool) {
 	l.eachDoc(func(f *composeFile, d *yaml.Node) {
 		checkKeys(l.errs, f, d, "", 0)
 		l.in.check(f, d, "", 0)
@@ -180,6 +195,10 @@ func (l *composeLoad) precheck() {
 	}
 	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
 	if len(l.errs.errs) > 0 {
+		return
+	}
+	if !schema {
+		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.in) })
 		return
 	}
 	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })

@@ -144,25 +144,13 @@ func stringKeys(v any) any {
 // validateComposeDoc checks one document against the compose schema and
 // reports every failing place.
 func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yaml.Node, in *interpolator) {
+	m, ok := interpolateComposeDoc(c, f, doc, in)
+	if !ok {
+		return
+	}
 	sch, err := compiledComposeSchema()
 	if err != nil {
 		c.add(Position{File: f.display, Line: 1}, "", "internal error: compose schema: %v", err)
-		return
-	}
-	raw, err := docValue(doc)
-	if err != nil {
-		c.add(Position{File: f.display, Line: doc.Line, Column: doc.Column}, "", "%v", err)
-		return
-	}
-	m, ok := raw.(map[string]any)
-	if !ok {
-		return // reported by the caller
-	}
-	if errs := in.interpolateDoc(m); len(errs) > 0 {
-		for _, e := range errs {
-			field, at, _ := nodePath(f, doc, e.path)
-			c.add(at, field, "%s", e.msg)
-		}
 		return
 	}
 	b, err := json.Marshal(m)
@@ -195,6 +183,29 @@ func validateComposeDoc(c *collector, ix *composeIndex, f *composeFile, doc *yam
 		}
 		reportSchemaError(c, f, doc, e)
 	}
+}
+
+// interpolateComposeDoc is a document as compose-go validates it:
+// decoded and interpolated with compose's casts, which it records in in.
+// It reports what fails and returns false then.
+func interpolateComposeDoc(c *collector, f *composeFile, doc *yaml.Node, in *interpolator) (map[string]any, bool) {
+	raw, err := docValue(doc)
+	if err != nil {
+		c.add(Position{File: f.display, Line: doc.Line, Column: doc.Column}, "", "%v", err)
+		return nil, false
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, false // reported by the caller
+	}
+	if errs := in.interpolateDoc(m); len(errs) > 0 {
+		for _, e := range errs {
+			field, at, _ := nodePath(f, doc, e.path)
+			c.add(at, field, "%s", e.msg)
+		}
+		return nil, false
+	}
+	return m, true
 }
 
 // castPattern is one of compose-go's interpolation casts, split once.

@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+)
+
+// compose50 is one docker-compose.yml of n single-replica services of
+// image, which both docker-compose 1.29 and driftless read.
+func compose50(image string, n int) string {
+	var b strings.Builder
+	b.WriteString("version: \"2.4\"\nservices:\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  s%02d:\n    image: %s\n    restart: unless-stopped\n    stop_grace_period: 1s\n", i, image)
+	}
+	return b.String()
+}
+
+// TestBenchNoopApply50 compares a no-op `driftless apply` with a no-op
+// `docker-compose up -d` on the same docker-compose.yml of 50 services,
+// side by side: both converge once, then each no-op is run in turn,
+// alternating which goes first. Beside them, in the same rounds: process
+// start (`driftless version`), process start plus loading the file
+// (`driftless validate`) and one cold observation (`driftless diff`). One
+// more no-op apply goes through a counting proxy to count its Docker API
+// calls.
+func TestBenchNoopApply50(t *testing.T) {
+	benchOnly(t)
+	const services = 50
+	rounds := benchInt("DRIFTLESS_BENCH_NOOP_TRIALS", 11)
+	compose := "/usr/bin/docker-compose"
+	if _, err := os.Stat(compose); err != nil {
+		t.Skipf("docker-compose not installed: %v", err)
+	}
+	image := testenv.WorkloadImage(t, "v1")
+	bin := testenv.DriftlessBinary(t)
+	app := testenv.UniqueApp(t)
+	project := "c" + app
+	dir := filepath.Join(t.TempDir(), app)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "docker-compose.yml"), []byte(compose50(image, services)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	env := []string{"COMPOSE_PROJECT_NAME=" + project, "DRIFTLESS_DATA=" + data}
+	t.Cleanup(func() {
+		cmd := exec.Command(compose, "down", "-t", "1")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		_ = cmd.Run()
+	})
+	apply := []string{"apply", ".", "--app", app}
+	t.Logf("converge: driftless apply %s, docker-compose up -d %s",
+		secs(timeCmd(t, dir, env, bin, apply...)), secs(timeCmd(t, dir, env, compose, "up", "-d")))
+
+	var dl, cp, diff, load, start []time.Duration
+	for r := range rounds {
+		d := func() { dl = append(dl, timeCmd(t, dir, env, bin, apply...)) }
+		c := func() { cp = append(cp, timeCmd(t, dir, env, compose, "up", "-d")) }
+		if r%2 == 0 {
+			d()
+			c()
+		} else {
+			c()
+			d()
+		}
+		diff = append(diff, timeCmd(t, dir, env, bin, "diff", ".", "--app", app))
+		load = append(load, timeCmd(t, dir, env, bin, "validate", ".", "--app", app))
+		start = append(start, timeCmd(t, dir, env, bin, "version"))
+	}
+	proxy := testenv.StartCountingProxy(t)
+	timeCmd(t, dir, append(env, "DOCKER_HOST="+proxy.Host()), bin, apply...)
+
+	dm, cm := median(dl), median(cp)
+	t.Logf("| no-op on the same docker-compose.yml, 50 services (median of %d) | time |", rounds)
+	t.Logf("|---|---|")
+	t.Logf("| `docker-compose up -d` (1.29) | %s |", ms(cm))
+	t.Logf("| **`driftless apply`** | **%s** |", ms(dm))
+	t.Logf("| of which: `driftless version` (process start) | %s |", ms(median(start)))
+	t.Logf("| `driftless validate` (process start + load of the compose file) | %s |", ms(median(load)))
+	t.Logf("| `driftless diff` (process start + load + one cold observation) | %s |", ms(median(diff)))
+	t.Logf("| speed-up of the no-op apply | %.1f× (target ≥ 50×: %s) |", cm.Seconds()/dm.Seconds(),
+		verdict(t, "no-op apply ≥ 50× faster than docker-compose's", cm.Seconds() >= 50*dm.Seconds()))
+	t.Logf("Docker API calls of one no-op apply: %s", testenv.FormatCalls(proxy.Summary()))
+}
+
+// benchLabel marks the containers a benchmark fills the engine with, so
+// they are all removed by label at the end, even after a failure.
+const benchLabel = "dev.driftless-bench.filler"
+
+// fillEngine creates n stopped containers of image labelled benchLabel=app
+// (1,000 running ones would need gigabytes), and removes every container
+// with that label when the test ends.
+func fillEngine(t *testing.T, cli *client.Client, image, app string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	t.Cleanup(func() {
+		res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", benchLabel+"="+app)})
+		if err != nil {
+			t.Logf("cleanup of the filler containers: %v", err)
+			return
+		}
+		forEach(len(res.Items), 8, func(i int) {
+			_, _ = cli.ContainerRemove(context.Background(), res.Items[i].ID, client.ContainerRemoveOptions{Force: true})
+		})
+	})
+	errs := make([]error, n)
+	forEach(n, 8, func(i int) {
+		_, errs[i] = cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:   fmt.Sprintf("%s-filler-%04d", app, i),
+			Config: &container.Config{Image: image, Labels: map[string]string{benchLabel: app}},
+		})
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("fill the engine: %v", err)
+		}
+	}
+}
+
+// TestBenchHeal1000 is TestBenchHeal with 1,000 other containers on the
+// engine: `docker rm -f` of a replica → its replacement running, next to
+// the engine's own create+start of the same container, trials alternating.
+// In the same setting it times the one-shot CLI's cold observation of the
+// app, the full one (every object on the engine) against the cheap one.
+func TestBenchHeal1000(t *testing.T) {
+	benchOnly(t)
+	trials := benchInt("DRIFTLESS_BENCH_HEAL_TRIALS", 20)
+	const replicas = 10
+	fill := benchInt("DRIFTLESS_BENCH_FILL", 1000)
+	image := testenv.WorkloadImage(t, "v1")
+	app := testenv.UniqueApp(t)
+	cli := dockerClient(t)
+	ctx := context.Background()
+	t0 := time.Now()
+	fillEngine(t, cli, image, app, fill)
+	total, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d filler containers in %s; %d containers on the engine", fill, secs(time.Since(t0)), len(total.Items))
+
+	_, _, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, replicas)}, "--interval", "30s")
+	waitAllRunning(t, cli, app, replicas, 3*time.Minute)
+	time.Sleep(3 * time.Second) // the first pass's readiness wait
+
+	netName := manifest.ObjectName(app, manifest.DefaultNetwork)
+	var heal, createStart []time.Duration
+	for i := range trials {
+		name := manifest.ContainerName(app, "web", i%replicas+1)
+		old, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		gone := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		done, err := waitRunning(wctx, cli, name, old.Container.ID)
+		cancel()
+		if err != nil {
+			t.Fatalf("trial %d: %v\n%s", i+1, err, agent.Logs())
+		}
+		heal = append(heal, done.Sub(gone))
+		time.Sleep(2500 * time.Millisecond) // past the repair pass's readiness wait
+
+		// The engine's own create+start of the same container, on the
+		// same network, polled the same way.
+		t1 := time.Now()
+		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:       fmt.Sprintf("%s-engine-%d", app, i),
+			Config:     &container.Config{Image: image, Labels: map[string]string{benchLabel: app}},
+			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(netName)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		createStart = append(createStart, time.Since(t1))
+		_, _ = cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+	}
+
+	// The CLI's cold observation of the same app on the same engine.
+	desired, err := manifest.Load(fstest.MapFS{"web.yaml": {Data: []byte(plainService("web", image, replicas))}}, ".", app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := drift.Input{App: app, Desired: desired, Options: drift.Options{Now: time.Now()}}
+	var full, cheap []time.Duration
+	for range 10 {
+		for _, path := range []struct {
+			out     *[]time.Duration
+			observe func(*deploy.Engine) (drift.Actual, error)
+		}{
+			{&full, func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveCold(ctx, app, true) }},
+			{&cheap, func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveForPlan(ctx, in) }},
+		} {
+			t1 := time.Now()
+			if _, err := observeWith(ctx, "", path.observe); err != nil {
+				t.Fatal(err)
+			}
+			*path.out = append(*path.out, time.Since(t1))
+		}
+	}
+
+	h50, cs50 := median(heal), median(createStart)
+	t.Logf("| %d containers on the engine (%d stopped fillers) | p50 | p99 | n |", len(total.Items), fill)
+	t.Logf("|---|---|---|---|")
+	t.Logf("| heal: `docker rm -f` returned → replacement running | %s | %s | %d |", ms(h50), ms(quantile(heal, 0.99)), len(heal))
+	t.Logf("| engine create + start, same image and network | %s | %s | %d |", ms(cs50), ms(quantile(createStart, 0.99)), len(createStart))
+	t.Logf("| heal p50 / create+start p50 | %.2f× (target ≤ 1.2×: %s) | | |", h50.Seconds()/cs50.Seconds(),
+		verdict(t, "heal p50 ≤ 1.2× create+start with 1,000 containers", h50.Seconds() <= 1.2*cs50.Seconds()))
+	t.Logf("| CLI cold observation of the %d-replica app, full (every object on the engine) | %s | | %d |", replicas, ms(median(full)), len(full))
+	t.Logf("| CLI cold observation, cheap (ObserveForPlan) | %s | | %d |", ms(median(cheap)), len(cheap))
+}
