@@ -95,6 +95,14 @@ type Options struct {
 	// ViewResync is how often Watch checks its view of the engine against
 	// a fresh list; default 5m.
 	ViewResync time.Duration
+
+	// AddressPool is where the subnets of new app bridge networks come
+	// from; nil: drift.DefaultAddressPool(); a zero pool: Docker's own
+	// default pools.
+	AddressPool *drift.AddressPool
+	// RoutesFile is the host's IPv4 routing table, whose destinations a
+	// new subnet must not overlap; default /proc/net/route.
+	RoutesFile string
 }
 
 func (o Options) withDefaults() Options {
@@ -115,6 +123,13 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FilesDir == "" {
 		o.FilesDir = DefaultFilesDir()
+	}
+	if o.AddressPool == nil {
+		pool := drift.DefaultAddressPool()
+		o.AddressPool = &pool
+	}
+	if o.RoutesFile == "" {
+		o.RoutesFile = "/proc/net/route"
 	}
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
@@ -151,6 +166,10 @@ type Engine struct {
 	viewChecks chan chan ViewReport
 	viewGrace  time.Duration
 	divergence *prometheus.CounterVec
+
+	// subnetMu makes choosing a subnet and creating its network one step
+	// for all of this engine's apps.
+	subnetMu sync.Mutex
 }
 
 // waker returns a channel that is signalled when an event concerns the
