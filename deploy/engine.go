@@ -166,6 +166,9 @@ type Engine struct {
 	viewChecks chan chan ViewReport
 	viewGrace  time.Duration
 	divergence *prometheus.CounterVec
+	// requests counts Docker API requests by operation; nil without a
+	// real client.
+	requests *prometheus.CounterVec
 
 	// subnetMu makes choosing a subnet and creating its network one step
 	// for all of this engine's apps.
@@ -229,7 +232,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// anyway. A new connection is refused, and the loop sees the engine
 	// as down.
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
-	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host)}
+	requests := newRequestCounter()
+	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(countRequest(requests))}
 	if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
 		// Cloning a transport gives it a TLS config (for HTTP/2), which
 		// the client would take for TLS: say plainly there is none.
@@ -239,7 +243,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure Docker client: %w", err)
 	}
-	return newEngine(cli, opts), nil
+	e := newEngine(cli, opts)
+	e.requests = requests
+	return e, nil
 }
 
 func newEngine(api dockerAPI, opts Options) *Engine {
