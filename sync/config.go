@@ -198,6 +198,18 @@ type fileAddressPool struct {
 	Size int    `json:"size"`
 }
 
+// parse reads the pool; nil when the file has none.
+func (p *fileAddressPool) parse() (*drift.AddressPool, []error) {
+	if p == nil {
+		return nil, nil
+	}
+	pool, err := drift.ParseAddressPool(p.Base, p.Size)
+	if err != nil {
+		return nil, []error{fmt.Errorf("addressPool: %w", err)}
+	}
+	return &pool, nil
+}
+
 type fileNotification struct {
 	Name    string   `json:"name"`
 	URL     string   `json:"url"`
@@ -351,13 +363,9 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	cfg.Notify, notifyErrs = parseNotify(fc.Notify)
 	errs = append(errs, notifyErrs...)
 	cfg.ExternalURL = strings.TrimRight(fc.ExternalURL, "/")
-	if p := fc.AddressPool; p != nil {
-		pool, err := drift.ParseAddressPool(p.Base, p.Size)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("addressPool: %w", err))
-		}
-		cfg.AddressPool = &pool
-	}
+	var poolErrs []error
+	cfg.AddressPool, poolErrs = fc.AddressPool.parse()
+	errs = append(errs, poolErrs...)
 	if len(fc.Apps) == 0 {
 		errs = append(errs, errors.New("apps: no apps configured"))
 	}

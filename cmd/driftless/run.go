@@ -310,21 +310,29 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		cfg.APIToken = s
 	}
 	cfg.ExternalURL = f.externalURLOr(cfg.ExternalURL)
-	if f.addressPool != "" || f.addressPoolSize != 0 {
-		base := f.addressPool
-		if base == "" {
-			base = drift.DefaultAddressPoolBase
-			if cfg.AddressPool != nil && cfg.AddressPool.Enabled() {
-				base = cfg.AddressPool.Base.String()
-			}
-		}
-		pool, err := drift.ParseAddressPool(base, f.addressPoolSize)
-		if err != nil {
-			return cfg, fmt.Errorf("--address-pool: %w", err)
-		}
-		cfg.AddressPool = &pool
+	var err error
+	cfg.AddressPool, err = f.addressPoolOr(cfg.AddressPool)
+	return cfg, err
+}
+
+// addressPoolOr is the file's addressPool with --address-pool and
+// --address-pool-size applied over it.
+func (f *runFlags) addressPoolOr(fromFile *drift.AddressPool) (*drift.AddressPool, error) {
+	if f.addressPool == "" && f.addressPoolSize == 0 {
+		return fromFile, nil
 	}
-	return cfg, nil
+	base := f.addressPool
+	if base == "" {
+		base = drift.DefaultAddressPoolBase
+		if fromFile != nil && fromFile.Enabled() {
+			base = fromFile.Base.String()
+		}
+	}
+	pool, err := drift.ParseAddressPool(base, f.addressPoolSize)
+	if err != nil {
+		return nil, fmt.Errorf("--address-pool: %w", err)
+	}
+	return &pool, nil
 }
 
 // externalURLOr is --external-url when given (it wins over the file),
