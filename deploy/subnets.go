@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -22,7 +24,7 @@ import (
 
 // subnetAttempts bounds the retries when another process took the subnet
 // between our list and our create.
-const subnetAttempts = 3
+const subnetAttempts = 10
 
 // createWithSubnet decides the subnet of a network about to be created and creates
 // it: allocation and create run under one lock per engine, so two apps'
@@ -45,11 +47,24 @@ func (e *Engine) createWithSubnet(ctx context.Context, name string, spec manifes
 	e.subnetMu.Lock()
 	defer e.subnetMu.Unlock()
 	var err error
-	for range subnetAttempts {
+	var refused []drift.SubnetUse
+	for attempt := range subnetAttempts {
+		if attempt > 0 {
+			// The other creator allocates in the same order: a short
+			// random pause lets one of the two go first next time.
+			select {
+			case <-ctx.Done():
+				return netip.Prefix{}, ctx.Err()
+			case <-time.After(time.Duration(rand.IntN(50*attempt)) * time.Millisecond):
+			}
+		}
 		var used []drift.SubnetUse
 		if used, err = e.usedSubnets(ctx); err != nil {
 			return netip.Prefix{}, err
 		}
+		// A subnet Docker refused is taken even if the list does not show
+		// it yet.
+		used = append(used, refused...)
 		var got []drift.SubnetAllocation
 		if got, err = drift.AllocateSubnets(*e.opts.AddressPool, used, []drift.SubnetRequest{req}); err != nil {
 			// Nothing to retry until a person frees a subnet or changes
@@ -65,6 +80,7 @@ func (e *Engine) createWithSubnet(ctx context.Context, name string, spec manifes
 			return subnet, err
 		}
 		e.log.Info("subnet taken while creating network; allocating again", "network", name, "subnet", subnet, "err", err)
+		refused = append(refused, drift.SubnetUse{Prefix: subnet, By: "a network created meanwhile"})
 	}
 	return netip.Prefix{}, err
 }

@@ -2,10 +2,14 @@ package deploy_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/fstest"
+	"time"
 
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -14,6 +18,8 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/e2e/testenv"
 )
 
 // A new app network takes the pool's first subnet that no network on the
@@ -80,5 +86,73 @@ func TestNetworkSubnetsFromThePool(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg, "driftless_docker_requests_total"); err != nil || n < 5 {
 		t.Errorf("driftless_docker_requests_total has %d series (%v), want one per operation used", n, err)
+	}
+}
+
+// Two engines — two agents, or an agent and a `driftless apply`, each
+// with its own lock — create networks from one pool at once: Docker
+// refuses a subnet the other took between list and create, the allocation
+// is made again, and every network gets its own subnet.
+func TestConcurrentEnginesGetDistinctSubnets(t *testing.T) {
+	t.Parallel()
+	pool := drift.AddressPool{Base: netip.MustParsePrefix("10.215.30.0/24"), Size: 28}
+	engines := []*deploy.Engine{newEngine(t, deploy.Options{AddressPool: &pool}), newEngine(t, deploy.Options{AddressPool: &pool})}
+	var nets strings.Builder
+	for _, n := range []string{"a", "b", "c"} {
+		fmt.Fprintf(&nets, "---\napiVersion: driftless.dev/v1\nkind: Network\nmetadata: {name: %s}\n", n)
+	}
+	var apps []string
+	var wg sync.WaitGroup
+	errs := make(chan string, 16)
+	for i := range 4 {
+		app := testenv.UniqueApp(t)
+		apps = append(apps, app)
+		desired, err := manifest.Load(fstest.MapFS{"n.yaml": {Data: []byte(nets.String())}}, ".", app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := engines[i%2]
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			actual, err := eng.Observe(ctx, app, true)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			plan := drift.Compute(drift.Input{App: app, Desired: desired, Actual: actual, Options: drift.Options{Revision: "rev1", Now: time.Now()}})
+			for _, o := range eng.Apply(ctx, desired, plan, drift.ApplyOptions{}).Outcomes {
+				if o.Result != drift.ResultDone {
+					errs <- o.Change.Name + ": " + o.Error
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	seen := map[netip.Prefix]string{}
+	for _, app := range apps {
+		res, err := cli.NetworkList(context.Background(), client.NetworkListOptions{Filters: make(client.Filters).Add("label", drift.LabelApp+"="+app)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range res.Items {
+			s := n.IPAM.Config[0].Subnet
+			if other, dup := seen[s]; dup || !pool.Base.Contains(s.Addr()) {
+				t.Errorf("network %s: subnet %s (also %q)", n.Name, s, other)
+			}
+			seen[s] = n.Name
+		}
+	}
+	if len(seen) != 12 {
+		t.Errorf("%d distinct subnets, want 12", len(seen))
 	}
 }
