@@ -95,6 +95,14 @@ type Options struct {
 	// ViewResync is how often Watch checks its view of the engine against
 	// a fresh list; default 5m.
 	ViewResync time.Duration
+
+	// AddressPool is where the subnets of new app bridge networks come
+	// from; nil: drift.DefaultAddressPool(); a zero pool: Docker's own
+	// default pools.
+	AddressPool *drift.AddressPool
+	// RoutesFile is the host's IPv4 routing table, whose destinations a
+	// new subnet must not overlap; default /proc/net/route.
+	RoutesFile string
 }
 
 func (o Options) withDefaults() Options {
@@ -115,6 +123,13 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FilesDir == "" {
 		o.FilesDir = DefaultFilesDir()
+	}
+	if o.AddressPool == nil {
+		pool := drift.DefaultAddressPool()
+		o.AddressPool = &pool
+	}
+	if o.RoutesFile == "" {
+		o.RoutesFile = "/proc/net/route"
 	}
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
@@ -151,6 +166,13 @@ type Engine struct {
 	viewChecks chan chan ViewReport
 	viewGrace  time.Duration
 	divergence *prometheus.CounterVec
+	// requests counts Docker API requests by operation; nil without a
+	// real client.
+	requests *prometheus.CounterVec
+
+	// subnetMu makes choosing a subnet and creating its network one step
+	// for all of this engine's apps.
+	subnetMu sync.Mutex
 }
 
 // waker returns a channel that is signalled when an event concerns the
@@ -210,7 +232,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// anyway. A new connection is refused, and the loop sees the engine
 	// as down.
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
-	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host)}
+	requests := newRequestCounter()
+	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(countRequest(requests))}
 	if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
 		// Cloning a transport gives it a TLS config (for HTTP/2), which
 		// the client would take for TLS: say plainly there is none.
@@ -220,7 +243,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure Docker client: %w", err)
 	}
-	return newEngine(cli, opts), nil
+	e := newEngine(cli, opts)
+	e.requests = requests
+	return e, nil
 }
 
 func newEngine(api dockerAPI, opts Options) *Engine {

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,12 +20,14 @@ func (r *run) applyResource(ctx context.Context, ic indexed) {
 	var err error
 	switch {
 	case c.Kind == drift.KindNetwork && c.Action == drift.ActionCreate:
-		err = r.createNetwork(ctx, s)
+		err = r.createNetwork(ctx, s, "")
 	case c.Kind == drift.KindNetwork && c.Action == drift.ActionRemove:
-		err = r.removeNetwork(ctx, s)
+		_, err = r.removeNetwork(ctx, s)
 	case c.Kind == drift.KindNetwork && c.Action == drift.ActionReplace:
-		if err = r.removeNetwork(ctx, s); err == nil {
-			err = r.createNetwork(ctx, s)
+		// The new network gets the old one's allocated subnet back.
+		var subnet string
+		if subnet, err = r.removeNetwork(ctx, s); err == nil {
+			err = r.createNetwork(ctx, s, subnet)
 		}
 	case c.Kind == drift.KindVolume && c.Action == drift.ActionCreate:
 		err = r.createVolume(ctx, s)
@@ -59,7 +62,9 @@ func (r *run) declaredNetwork(c drift.Change) (*manifest.Network, error) {
 	return nil, fmt.Errorf("network %s is not declared in app %s", name, r.app)
 }
 
-func (r *run) createNetwork(ctx context.Context, s *step) error {
+// createNetwork creates a declared network; previous is the subnet
+// allocated to the network it replaces, if any.
+func (r *run) createNetwork(ctx context.Context, s *step, previous string) error {
 	decl, err := r.declaredNetwork(s.change)
 	if err != nil {
 		return err
@@ -99,15 +104,24 @@ func (r *run) createNetwork(ctx context.Context, s *step) error {
 		ipv6 := true
 		opts.EnableIPv6 = &ipv6
 	}
-	_, err = r.e.api.NetworkCreate(ctx, name, opts)
-	if err != nil {
+	subnet, err := r.e.createWithSubnet(ctx, name, decl.Spec, previous, opts)
+	var f *drift.Failure
+	if errors.As(err, &f) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("create network %s: %w", name, err)
 	}
-	r.emit(s, drift.PhaseCreated, "", nil)
+	msg := ""
+	if subnet.IsValid() {
+		msg = "subnet " + subnet.String()
+	}
+	r.emit(s, drift.PhaseCreated, msg, nil)
 	return nil
 }
 
-func (r *run) removeNetwork(ctx context.Context, s *step) error {
+// removeNetwork removes an owned network; it returns the subnet
+// driftless had allocated to it, if any.
+func (r *run) removeNetwork(ctx context.Context, s *step) (string, error) {
 	ref := s.change.ID
 	if ref == "" {
 		ref = s.change.Name
@@ -116,13 +130,13 @@ func (r *run) removeNetwork(ctx context.Context, s *step) error {
 	if err != nil {
 		if isNotFound(err) {
 			r.emit(s, drift.PhaseRemoved, "was already gone", nil)
-			return nil
+			return "", nil
 		}
-		return fmt.Errorf("inspect network %s: %w", s.change.Name, err)
+		return "", fmt.Errorf("inspect network %s: %w", s.change.Name, err)
 	}
 	n := res.Network
 	if n.Labels[drift.LabelApp] != r.app {
-		return fmt.Errorf("network %s is not owned by driftless app %s; leaving it alone", n.Name, r.app)
+		return "", fmt.Errorf("network %s is not owned by driftless app %s; leaving it alone", n.Name, r.app)
 	}
 	if len(n.Containers) > 0 {
 		var names []string
@@ -130,13 +144,13 @@ func (r *run) removeNetwork(ctx context.Context, s *step) error {
 			names = append(names, ep.Name)
 		}
 		slices.Sort(names)
-		return fmt.Errorf("network %s still has containers attached (%s); it is removed once they are gone", n.Name, strings.Join(names, ", "))
+		return "", fmt.Errorf("network %s still has containers attached (%s); it is removed once they are gone", n.Name, strings.Join(names, ", "))
 	}
 	if _, err := r.e.api.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
-		return fmt.Errorf("remove network %s: %w", n.Name, err)
+		return "", fmt.Errorf("remove network %s: %w", n.Name, err)
 	}
 	r.emit(s, drift.PhaseRemoved, "", nil)
-	return nil
+	return n.Labels[drift.LabelSubnet], nil
 }
 
 func (r *run) createVolume(ctx context.Context, s *step) error {

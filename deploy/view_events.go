@@ -40,8 +40,30 @@ type viewCheck struct {
 // its events is looked at again before the check gives up on judging it.
 const maxCheckRounds = 3
 
-// Collector exports driftless_observation_divergence_total.
-func (e *Engine) Collector() prometheus.Collector { return e.divergence }
+// Collector exports driftless_observation_divergence_total and
+// driftless_docker_requests_total.
+func (e *Engine) Collector() prometheus.Collector {
+	cs := collectors{e.divergence}
+	if e.requests != nil {
+		cs = append(cs, e.requests)
+	}
+	return cs
+}
+
+// collectors exports several collectors as one.
+type collectors []prometheus.Collector
+
+func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range cs {
+		c.Describe(ch)
+	}
+}
+
+func (cs collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range cs {
+		c.Collect(ch)
+	}
+}
 
 // CheckView compares the view with a fresh list now, waits for the
 // verdict (a grace period for events on the way, about a second) and

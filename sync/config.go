@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/secrets"
@@ -164,6 +165,9 @@ type Config struct {
 	// ExternalURL is the dashboard's address as people reach it, for links
 	// in notifications and commit statuses.
 	ExternalURL string
+	// AddressPool is where new app networks get their subnets; nil: the
+	// default pool (drift.DefaultAddressPool).
+	AddressPool *drift.AddressPool
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
@@ -184,6 +188,26 @@ type fileConfig struct {
 	Notifications []fileNotification `json:"notifications"`
 	Notify        *fileNotify        `json:"notify"`
 	ExternalURL   string             `json:"externalURL"`
+	AddressPool   *fileAddressPool   `json:"addressPool"`
+}
+
+// fileAddressPool is `addressPool:`, shaped like a Docker
+// default-address-pools entry.
+type fileAddressPool struct {
+	Base string `json:"base"`
+	Size int    `json:"size"`
+}
+
+// parse reads the pool; nil when the file has none.
+func (p *fileAddressPool) parse() (*drift.AddressPool, []error) {
+	if p == nil {
+		return nil, nil
+	}
+	pool, err := drift.ParseAddressPool(p.Base, p.Size)
+	if err != nil {
+		return nil, []error{fmt.Errorf("addressPool: %w", err)}
+	}
+	return &pool, nil
 }
 
 type fileNotification struct {
@@ -339,6 +363,9 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	cfg.Notify, notifyErrs = parseNotify(fc.Notify)
 	errs = append(errs, notifyErrs...)
 	cfg.ExternalURL = strings.TrimRight(fc.ExternalURL, "/")
+	var poolErrs []error
+	cfg.AddressPool, poolErrs = fc.AddressPool.parse()
+	errs = append(errs, poolErrs...)
 	if len(fc.Apps) == 0 {
 		errs = append(errs, errors.New("apps: no apps configured"))
 	}

@@ -185,3 +185,27 @@ func TestLoadConfigAgeKeyFileIsRelativeToTheConfig(t *testing.T) {
 		t.Errorf("AgeKeyFile = %q, want the file next to the config", got)
 	}
 }
+
+func TestConfigAddressPool(t *testing.T) {
+	for _, tc := range []struct{ value, want, err string }{
+		{"", "default", ""},
+		{"addressPool: {base: 10.99.0.0/16}", "10.99.0.0/16/24", ""},
+		{"addressPool: {base: 10.213.0.0/28, size: 29}", "10.213.0.0/28/29", ""},
+		{"addressPool: {base: docker}", "docker", ""},
+		{"addressPool: {base: 10.99.0.0/16, size: 12}", "", "addressPool: address pool 10.99.0.0/16: size /12 must be between /16 (the pool itself) and /29"},
+		{"addressPool: {bse: 10.99.0.0/16}", "", `unknown field "bse"`},
+	} {
+		yaml := tc.value + "\napps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n"
+		cfg, err := parseConfig([]byte(yaml), t.TempDir(), func(string) string { return "" })
+		got := "default"
+		if cfg.AddressPool != nil {
+			got = cfg.AddressPool.String()
+		}
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want %q", tc.value, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: %v, %s; want %s", tc.value, err, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/notify"
@@ -59,6 +60,9 @@ type runFlags struct {
 	// externalURL is the dashboard's address for links in notifications
 	// and commit statuses.
 	externalURL string
+	// addressPool and addressPoolSize override addressPool in the file.
+	addressPool     string
+	addressPoolSize int
 
 	// allowInsecure and onForcePush are the per-app safety settings of
 	// single-app mode (allowInsecureTransport, onForcePush in the file).
@@ -130,6 +134,8 @@ func (f *runFlags) register(fs interface {
 	fs.BoolVar(&f.trustLoopback, "trust-loopback", true, "accept write actions from loopback clients without the token; set false behind a reverse proxy on this host (driftless.yaml: trustLoopback)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key; driftless.yaml: tlsCertFile)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file for --tls-cert (driftless.yaml: tlsKeyFile)")
+	fs.StringVar(&f.addressPool, "address-pool", "", "IPv4 range the subnets of new app networks are cut from, or \"docker\" for Docker's own pools (default "+drift.DefaultAddressPoolBase+"; driftless.yaml: addressPool.base)")
+	fs.IntVar(&f.addressPoolSize, "address-pool-size", 0, "prefix length of each app network's subnet (default 24; driftless.yaml: addressPool.size)")
 	fs.IntVar(&f.workers, "workers", 2, "apps reconciled at once")
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "full resync period, in case Docker events were missed")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
@@ -304,7 +310,29 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		cfg.APIToken = s
 	}
 	cfg.ExternalURL = f.externalURLOr(cfg.ExternalURL)
-	return cfg, nil
+	var err error
+	cfg.AddressPool, err = f.addressPoolOr(cfg.AddressPool)
+	return cfg, err
+}
+
+// addressPoolOr is the file's addressPool with --address-pool and
+// --address-pool-size applied over it.
+func (f *runFlags) addressPoolOr(fromFile *drift.AddressPool) (*drift.AddressPool, error) {
+	if f.addressPool == "" && f.addressPoolSize == 0 {
+		return fromFile, nil
+	}
+	base := f.addressPool
+	if base == "" {
+		base = drift.DefaultAddressPoolBase
+		if fromFile != nil && fromFile.Enabled() {
+			base = fromFile.Base.String()
+		}
+	}
+	pool, err := drift.ParseAddressPool(base, f.addressPoolSize)
+	if err != nil {
+		return nil, fmt.Errorf("--address-pool: %w", err)
+	}
+	return &pool, nil
 }
 
 // externalURLOr is --external-url when given (it wins over the file),
@@ -392,7 +420,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 		return fmt.Errorf("data directory: %w", err)
 	}
 	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"),
-		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps)})
+		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
 	if err != nil {
 		return err
 	}

@@ -165,9 +165,7 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) NetworkS
 	if m.ix.declared(base + ".name") {
 		m.errs.add(m.ix.at(base+".name"), base+".name", "driftless names the app's networks <app>-<name> (here %q); to use an existing network, add external: true", ObjectName(m.app, m.netNames[strings.TrimPrefix(base, "networks.")]))
 	}
-	if len(n.Ipam.Config) > 0 || n.Ipam.Driver != "" || len(n.Ipam.Options) > 0 {
-		m.errs.add(m.ix.keyAt(base+".ipam"), base+".ipam", "is not supported yet: let Docker assign the subnet")
-	}
+	subnet := m.composeSubnet(base, n.Ipam)
 	if n.EnableIPv4 != nil && !*n.EnableIPv4 {
 		m.errs.add(m.ix.at(base+".enable_ipv4"), base+".enable_ipv4", "an IPv6-only network is not supported yet")
 	}
@@ -177,11 +175,42 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) NetworkS
 		Attachable: n.Attachable,
 		EnableIPv6: n.EnableIPv6 != nil && *n.EnableIPv6,
 		DriverOpts: copyMap(n.DriverOpts),
+		Subnet:     subnet,
 	}
 	if !driverName.MatchString(spec.Driver) {
 		m.errs.add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
 	}
 	return spec
+}
+
+// composeSubnet maps ipam: one config entry with an IPv4 subnet is kept
+// (what compose users declare to avoid Docker's default pools); gateways,
+// ranges and IPAM drivers are not supported yet.
+func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig) string {
+	p := base + ".ipam"
+	if ipam.Driver != "" && ipam.Driver != "default" {
+		m.errs.add(m.ix.at(p+".driver"), p+".driver", "IPAM drivers other than default are not supported yet")
+	}
+	if len(ipam.Options) > 0 {
+		m.errs.add(m.ix.keyAt(p+".options"), p+".options", "is not supported yet")
+	}
+	if len(ipam.Config) > 1 {
+		m.errs.add(m.ix.keyAt(p+".config"), p+".config", "only one subnet per network is supported yet")
+	}
+	if len(ipam.Config) == 0 || ipam.Config[0] == nil {
+		return ""
+	}
+	c, cp := ipam.Config[0], indexPath(p+".config", 0)
+	if c.Gateway != "" || c.IPRange != "" || len(c.AuxiliaryAddresses) > 0 {
+		m.errs.add(m.ix.keyAt(cp), cp, "only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet")
+	}
+	if c.Subnet == "" {
+		m.errs.add(m.ix.keyAt(cp), cp+".subnet", "is required")
+	}
+	if err := CheckSubnet(c.Subnet); err != nil {
+		m.errs.add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+	}
+	return c.Subnet
 }
 
 func (m *composeMapper) mapVolumes() []Volume {

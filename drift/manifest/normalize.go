@@ -2,7 +2,9 @@ package manifest
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -302,6 +304,7 @@ func normalizeNetwork(raw *rawNetworkSpec) NetworkSpec {
 		Attachable: raw.Attachable,
 		EnableIPv6: raw.EnableIPv6,
 		DriverOpts: copyMap(raw.DriverOpts),
+		Subnet:     raw.Subnet,
 	}
 }
 
@@ -444,4 +447,22 @@ func copyMap(m map[string]string) map[string]string {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// CheckSubnet checks a declared network subnet: an IPv4 CIDR without host
+// bits, small enough to hold a gateway and a container.
+func CheckSubnet(s string) error {
+	if s == "" {
+		return nil
+	}
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil || !p.Addr().Is4():
+		return fmt.Errorf("subnet %q must be an IPv4 CIDR such as 10.20.0.0/24", s)
+	case p.Masked() != p:
+		return fmt.Errorf("subnet %s has host bits set; did you mean %s?", s, p.Masked())
+	case p.Bits() > 30:
+		return fmt.Errorf("subnet %s is too small for a gateway and a container: use /30 or larger", s)
+	}
+	return nil
 }

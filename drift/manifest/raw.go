@@ -231,6 +231,7 @@ type rawNetworkSpec struct {
 	Attachable bool              `json:"attachable"`
 	EnableIPv6 bool              `json:"enableIPv6"`
 	DriverOpts map[string]string `json:"driverOpts"`
+	Subnet     string            `json:"subnet"`
 	// External: the network exists under Name (default metadata.name).
 	External bool   `json:"external"`
 	Name     string `json:"name"`

@@ -470,6 +470,10 @@ type NetworkSpec struct {
 	Attachable bool              `json:"attachable,omitempty"`
 	EnableIPv6 bool              `json:"enableIPv6,omitempty"`
 	DriverOpts map[string]string `json:"driverOpts,omitempty"`
+	// Subnet is the IPv4 subnet the manifest declares; empty: driftless
+	// allocates one from its address pool at create time, outside the
+	// spec (and its hash).
+	Subnet string `json:"subnet,omitempty"`
 	// External networks exist already under ExternalName: driftless never
 	// creates, changes or removes them, and reports a missing one.
 	External     bool   `json:"external,omitempty"`

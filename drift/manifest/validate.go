@@ -410,13 +410,16 @@ func validateNetwork(c *collector, o *object) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}} {
+		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}, {"subnet", raw.Subnet != ""}} {
 			if f.set {
 				managed = append(managed, f.name)
 			}
 		}
 		validateExternal(r, o, "network", raw.External, raw.Name, managed)
 		validateDriverOpts(r, raw.DriverOpts)
+		if err := CheckSubnet(raw.Subnet); err != nil {
+			r.errorf("spec.subnet", "%v", err)
+		}
 	}
 	if spec.External && spec.ExternalName == "" {
 		spec.ExternalName = o.name

@@ -1,0 +1,170 @@
+package manyapps
+
+// The idle-agent benchmark of issue 18: one agent, 50 apps × 20 replicas
+// (1,000 containers, 50 app networks), nothing happening. Opt-in:
+//
+//	DRIFTLESS_BENCH=1 go test -run TestBenchIdleFiftyApps -v -timeout 60m ./e2e/manyapps/
+//
+// DRIFTLESS_BENCH_IDLE_SECONDS sets the window (default 60).
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/e2e/testenv"
+)
+
+func TestBenchIdleFiftyApps(t *testing.T) {
+	if os.Getenv("DRIFTLESS_BENCH") != "1" {
+		t.Skip("benchmark: set DRIFTLESS_BENCH=1 to run")
+	}
+	apps := benchInt("DRIFTLESS_BENCH_APPS", 50)
+	replicas := benchInt("DRIFTLESS_BENCH_REPLICAS", 20)
+	window := time.Duration(benchInt("DRIFTLESS_BENCH_IDLE_SECONDS", 60)) * time.Second
+	f := newFleet(t, apps, replicas, "", "") // the default poll interval, 30s
+	data := t.TempDir()
+	start := time.Now()
+	agent := testenv.StartAgent(t, data, "run", "--config", f.config)
+	testenv.WaitApp(t, agent, 45*time.Minute, "every app converged", allApps, converged(f.apps, replicas))
+	t.Logf("%d apps × %d replicas converged in %s", apps, replicas, time.Since(start).Round(time.Second))
+	time.Sleep(15 * time.Second) // readiness settle and the last passes' bookkeeping
+	pid := pidOf(t, data)
+
+	req0 := dockerRequests(t, agent.URL)
+	ticks0, rss0 := procStat(t, pid)
+	t0 := time.Now()
+	maxRSS := rss0
+	for time.Since(t0) < window {
+		time.Sleep(time.Second)
+		if _, rss := procStat(t, pid); rss > maxRSS {
+			maxRSS = rss
+		}
+	}
+	ticks1, rss1 := procStat(t, pid)
+	req1 := dockerRequests(t, agent.URL)
+	elapsed := time.Since(t0)
+	cpu := float64(ticks1-ticks0) / clkTck / elapsed.Seconds() * 100
+	perMin := func(n float64) float64 { return n / elapsed.Minutes() }
+	var total float64
+	var ops []string
+	for op, v := range req1 {
+		if d := v - req0[op]; d > 0 {
+			total += d
+			ops = append(ops, fmt.Sprintf("%s %.0f", op, perMin(d)))
+		}
+	}
+	slices.Sort(ops)
+	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, ticks1-ticks0, elapsed.Round(time.Millisecond))
+	t.Logf("| idle agent, %d apps × %d replicas, %s window | measured | target | |", apps, replicas, window)
+	t.Logf("|---|---|---|---|")
+	t.Logf("| CPU (utime+stime delta) | %.2f%% of a core | < 1%% | %s |", cpu, verdict(t, "idle CPU < 1% of a core", cpu < 1))
+	t.Logf("| RSS (VmRSS) at end / max over window | %.1f MB / %.1f MB | < 80 MB | %s |", float64(rss1)/1024, float64(maxRSS)/1024, verdict(t, "idle RSS < 80 MB", maxRSS < 80*1024))
+	t.Logf("| Docker API requests per minute | %.1f (%s) | only the resync's | |", perMin(total), strings.Join(ops, ", "))
+}
+
+// verdict marks a target met or missed; a missed one fails the benchmark.
+func verdict(t *testing.T, what string, ok bool) string {
+	t.Helper()
+	if ok {
+		return "met"
+	}
+	t.Errorf("target missed: %s", what)
+	return "MISSED"
+}
+
+func benchInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// dockerRequests reads driftless_docker_requests_total by op from the
+// agent's /metrics.
+func dockerRequests(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	const prefix = `driftless_docker_requests_total{op="`
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		op, rest, ok := strings.Cut(line[len(prefix):], `"} `)
+		if !ok {
+			continue
+		}
+		v, _ := strconv.ParseFloat(rest, 64)
+		out[op] = v
+	}
+	if len(out) == 0 {
+		t.Fatalf("no driftless_docker_requests_total on %s/metrics", url)
+	}
+	return out
+}
+
+// clkTck is USER_HZ, 100 on every Linux platform Go supports here.
+const clkTck = 100
+
+// pidOf finds the agent process by its unique --data directory.
+func pidOf(t *testing.T, dataDir string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) > 1 && args[1] == "run" && slices.Contains(args, dataDir) {
+			return pid
+		}
+	}
+	t.Fatalf("no driftless run process with --data %s", dataDir)
+	return 0
+}
+
+// procStat returns utime+stime in clock ticks and VmRSS in kB.
+func procStat(t *testing.T, pid int) (ticks int64, rssKB int64) {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	ut, _ := strconv.ParseInt(rest[11], 10, 64)
+	st, _ := strconv.ParseInt(rest[12], 10, 64)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			rssKB, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return ut + st, rssKB
+}
