@@ -54,6 +54,10 @@ type LoadOptions struct {
 	// path in the repository, for the format and messages). nil: an app
 	// that references secrets is refused.
 	Decrypt func(name string, data []byte) ([]byte, error)
+	// AllowPlaintext accepts secret files that are not SOPS-encrypted for
+	// the whole app (decryption.allowPlaintext); a secret can also allow
+	// it on its own.
+	AllowPlaintext bool
 }
 
 // LoadWith is Load with the app's options.
