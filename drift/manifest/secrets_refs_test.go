@@ -195,3 +195,18 @@ func FuzzSecretValues(f *testing.F) {
 		}
 	})
 }
+
+// A plaintext YAML secret in the app directory is judged as a secret, not
+// parsed as a manifest (which would bury the real problem under
+// "apiVersion: is required").
+func TestPlaintextYAMLSecretIsNotAManifest(t *testing.T) {
+	files := map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: db, file: secrets/db.yaml, key: password}]\n", "secrets/db.yaml": "password: pw\n"}
+	_, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt})
+	if err == nil || strings.Contains(err.Error(), "apiVersion") || !strings.Contains(err.Error(), "secrets/db.yaml is not SOPS-encrypted") {
+		t.Fatalf("err = %v", err)
+	}
+	a, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt, AllowPlaintext: true})
+	if err != nil || len(a.Services) != 1 || string(a.SecretData[a.Services[0].Spec.Secrets[0].Digest]) != "pw" {
+		t.Fatalf("allowed: %v", err)
+	}
+}
