@@ -286,12 +286,7 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		cfg.Apps = []dsync.AppConfig{app}
 	}
 	// Flags win over the file for the process-level settings.
-	if cfg.DataDir == "" || f.data != defaultDataDir() {
-		cfg.DataDir = f.data
-	}
-	if cfg.SecretsDir == "" || f.secretsDir != deploy.DefaultSecretsDir() {
-		cfg.SecretsDir = f.secretsDir
-	}
+	f.directoriesOver(&cfg)
 	if cfg.Listen == "" || f.listen != "127.0.0.1:8080" {
 		cfg.Listen = f.listen
 	}
@@ -310,6 +305,17 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 	}
 	cfg.ExternalURL = f.externalURLOr(cfg.ExternalURL)
 	return cfg, nil
+}
+
+// directoriesOver sets the data and secrets directories: a flag given
+// wins over the file, the file over the flag's default.
+func (f *runFlags) directoriesOver(cfg *dsync.Config) {
+	if cfg.DataDir == "" || f.data != defaultDataDir() {
+		cfg.DataDir = f.data
+	}
+	if cfg.SecretsDir == "" || f.secretsDir != deploy.DefaultSecretsDir() {
+		cfg.SecretsDir = f.secretsDir
+	}
 }
 
 // externalURLOr is --external-url when given (it wins over the file),
