@@ -75,7 +75,7 @@ func (e *Engine) ensureSecretsDir() error {
 	}
 	dir := e.opts.SecretsDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create the secrets directory %s: %w", dir, err)
+		return fmt.Errorf("create the secrets directory %s: %w (run the agent as root, or point --secrets-dir at a tmpfs directory it may write)", dir, err)
 	}
 	if !isTmpfs(dir) {
 		err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0700")

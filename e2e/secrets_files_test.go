@@ -227,6 +227,7 @@ func TestSecretFilesOnTmpfs(t *testing.T) {
 		"services API": apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/services"),
 		"history API":  apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/history"),
 		"plan API":     apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/plan?format=text"),
+		"diff API":     apiGet(t, r.agent.URL+"/api/v1/apps/"+app+"/diff"),
 		"overview":     apiGet(t, r.agent.URL+"/"),
 		"app page":     apiGet(t, r.agent.URL+"/apps/"+app),
 		"history page": apiGet(t, r.agent.URL+"/apps/"+app+"/history"),
