@@ -44,6 +44,8 @@ type replicaInput struct {
 	// FilesDir is where repository bind mounts are materialized (see
 	// materializedPath); the create call only names the paths.
 	FilesDir string
+	// SecretsDir is where secret files are written (see secretPath).
+	SecretsDir string
 }
 
 // containerLabels are the labels on every replica: the service's metadata
@@ -295,6 +297,13 @@ func mounts(in replicaInput, host *container.HostConfig) error {
 			}
 			host.Mounts = append(host.Mounts, m)
 		}
+	}
+	for _, ref := range spec.Secrets {
+		src, err := secretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
+		if err != nil {
+			return err
+		}
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: ref.Target, ReadOnly: true})
 	}
 	for _, t := range spec.Tmpfs {
 		m := mount.Mount{Type: mount.TypeTmpfs, Target: t.MountPath}

@@ -58,22 +58,27 @@ func (r *run) changeableContainer(ctx context.Context, ch drift.Change) (contain
 		strings.TrimPrefix(c.Name, "/"), shortID(c.ID), r.app)
 }
 
+// named is the desired app under the name this apply runs for.
+func (r *run) named() *manifest.App {
+	if r.desired.Name == r.app {
+		return r.desired
+	}
+	named := *r.desired
+	named.Name = r.app
+	return &named
+}
+
 // createReplica creates, connects and starts one replica under its stable
 // name and returns its ID.
 func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service, slot int) (string, error) {
 	if err := r.ensureImage(ctx, s, svc); err != nil {
 		return "", err
 	}
-	app := r.desired
-	if app.Name != r.app {
-		named := *app
-		named.Name = r.app
-		app = &named
-	}
+	app := r.named()
 	if err := r.e.materializeService(app, svc); err != nil {
 		return "", err
 	}
-	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir})
+	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir})
 	if err != nil {
 		return "", err
 	}
@@ -142,6 +147,11 @@ func (r *run) createAndWait(ctx context.Context, s *step, svc *manifest.Service,
 func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) error {
 	c, err := r.ownedContainer(ctx, s.change.ID)
 	if err != nil {
+		return err
+	}
+	// After a reboot the tmpfs is empty: the secrets the replica mounts
+	// are written again before it starts.
+	if err := r.e.writeSecrets(r.named(), svc); err != nil {
 		return err
 	}
 	if _, err := r.e.api.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {

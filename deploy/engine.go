@@ -81,7 +81,12 @@ type Options struct {
 	// <data>/files); default DefaultFilesDir(). It must be a path the
 	// Docker daemon sees as the same host path.
 	FilesDir string
-	Logger   *slog.Logger
+	// SecretsDir is where secret files are written, on a tmpfs, one
+	// root-only directory per app and service; default
+	// DefaultSecretsDir(). Like FilesDir, the Docker daemon must see it
+	// as the same host path.
+	SecretsDir string
+	Logger     *slog.Logger
 	// BuildTimeout bounds one image build; default DefaultBuildTimeout.
 	BuildTimeout time.Duration
 	// Credentials give pulls and tag resolutions their registry
@@ -134,6 +139,12 @@ func (o Options) withDefaults() Options {
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
 	}
+	if o.SecretsDir == "" {
+		o.SecretsDir = DefaultSecretsDir()
+	}
+	if abs, err := filepath.Abs(o.SecretsDir); err == nil {
+		o.SecretsDir = abs
+	}
 	return o
 }
 
@@ -146,8 +157,12 @@ type Engine struct {
 	prober *prober
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
-	// filesMu serializes writing and removing materialized trees.
+	// filesMu serializes writing and removing materialized trees and
+	// secret files.
 	filesMu sync.Mutex
+	// secretsReady: SecretsDir was checked to be a root-only tmpfs
+	// (guarded by filesMu).
+	secretsReady bool
 
 	// wakers are readiness waits to wake early when the event stream says
 	// something happened to their container (it died, was removed, turned

@@ -68,8 +68,11 @@ func materializedPath(app *manifest.App, filesDir string, b manifest.BindMount) 
 }
 
 // materializeService writes the content of the service's repository binds
-// that is not yet on disk.
+// and its secret files that are not yet on disk.
 func (e *Engine) materializeService(app *manifest.App, svc *manifest.Service) error {
+	if err := e.writeSecrets(app, svc); err != nil {
+		return err
+	}
 	for _, b := range svc.Spec.Binds {
 		if b.RepoPath == "" {
 			continue
@@ -224,6 +227,13 @@ func removeTree(root string) error {
 // replica that is still being created is younger than that. It returns the
 // removed directories' names (content hashes).
 func (e *Engine) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error) {
+	secrets, err := e.removeUnusedSecrets(ctx, "", minAge)
+	if err != nil {
+		return nil, fmt.Errorf("remove unused secret files: %w", err)
+	}
+	if len(secrets) > 0 {
+		e.log.Info("removed secret files no container mounts", "count", len(secrets))
+	}
 	if e.opts.FilesDir == "" {
 		return nil, nil
 	}
@@ -257,18 +267,32 @@ func (e *Engine) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([
 // mountedFiles lists, in one call, the tree names under FilesDir that a
 // container of driftless mounts.
 func (e *Engine) mountedFiles(ctx context.Context) (map[string]bool, error) {
+	mounts, err := e.driftlessMounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	prefix := filepath.Clean(e.opts.FilesDir) + string(filepath.Separator)
+	for _, src := range mounts {
+		if rest, ok := strings.CutPrefix(filepath.Clean(src), prefix); ok {
+			used[strings.SplitN(rest, string(filepath.Separator), 2)[0]] = true
+		}
+	}
+	return used, nil
+}
+
+// driftlessMounts lists, in one call, the host sources of every mount of
+// every container of driftless, running or not.
+func (e *Engine) driftlessMounts(ctx context.Context) ([]string, error) {
 	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", drift.LabelApp)})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	used := map[string]bool{}
-	prefix := filepath.Clean(e.opts.FilesDir) + string(filepath.Separator)
+	var out []string
 	for _, c := range res.Items {
 		for _, m := range c.Mounts {
-			if rest, ok := strings.CutPrefix(filepath.Clean(m.Source), prefix); ok {
-				used[strings.SplitN(rest, string(filepath.Separator), 2)[0]] = true
-			}
+			out = append(out, m.Source)
 		}
 	}
-	return used, nil
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -380,6 +381,9 @@ func secretChanges(before, after []manifest.SecretRef) []FieldChange {
 		case before[i].Digest != a.Digest || before[i].File != a.File || before[i].Key != a.Key:
 			out = append(out, FieldChange{Path: "secret " + a.Name, Before: Sensitive, After: "changed"})
 		}
+		if i >= 0 && secretDelivery(before[i]) != secretDelivery(a) {
+			out = append(out, FieldChange{Path: "secret " + a.Name + " file", Before: secretDelivery(before[i]), After: secretDelivery(a)})
+		}
 	}
 	for _, b := range before {
 		if !slices.ContainsFunc(after, func(a manifest.SecretRef) bool { return a.Name == b.Name }) {
@@ -387,4 +391,14 @@ func secretChanges(before, after []manifest.SecretRef) []FieldChange {
 		}
 	}
 	return out
+}
+
+// secretDelivery is where and how a secret's file appears: its target,
+// owner and mode (nothing of its value).
+func secretDelivery(r manifest.SecretRef) string {
+	owner := r.UID + ":" + r.GID
+	if owner == ":" {
+		owner = "the agent's user"
+	}
+	return fmt.Sprintf("%s owner %s mode %#o", r.Target, owner, r.Mode)
 }

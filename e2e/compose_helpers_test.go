@@ -626,8 +626,10 @@ func engineAPIAtLeast(t *testing.T, v string) bool {
 // env, nothing else from the developer's shell.
 func cleanEnv(env map[string]string) []string {
 	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		out = append(out, "DOCKER_HOST="+h)
+	for _, k := range []string{"DOCKER_HOST", "DRIFTLESS_SECRETS_DIR"} {
+		if v := os.Getenv(k); v != "" {
+			out = append(out, k+"="+v)
+		}
 	}
 	for k, v := range env {
 		out = append(out, k+"="+v)

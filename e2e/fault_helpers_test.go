@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	stdsync "sync"
+	"syscall"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -38,11 +39,30 @@ import (
 // the app's are untouched, and history names only commits that exist and
 // claims no revision ran that never did.
 
-// TestMain prints the fault suite's summary after every test ran.
+// TestMain prints the fault suite's summary after every test ran. The CLI
+// runs of the tests (driftless apply) write secret files under a
+// directory of this process rather than the host's /run/driftless.
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp(shmOrTemp(), "driftless-e2e-cli-secrets-")
+	if err == nil {
+		os.Setenv("DRIFTLESS_SECRETS_DIR", dir)
+	}
 	code := m.Run()
+	if err == nil {
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH) // if the CLI had to mount a tmpfs
+		os.RemoveAll(dir)
+	}
 	printFaultSummary()
 	os.Exit(code)
+}
+
+// shmOrTemp is /dev/shm when it is a tmpfs, else the temporary directory.
+func shmOrTemp() string {
+	var st syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &st) == nil && st.Type == 0x01021994 {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
 
 // faultRow is one line of the summary: a kind of fault, how many were

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/cmd/sops/common"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	"github.com/getsops/sops/v3/config"
+	sopspgp "github.com/getsops/sops/v3/pgp"
 )
 
 // Keys are the decryption keys of one app beyond what the agent's
@@ -23,12 +25,16 @@ type Keys struct {
 	// AgeIdentities is the content of an age identity file
 	// ("AGE-SECRET-KEY-1..." lines; comments allowed).
 	AgeIdentities string
+	// GnuPGHome is the GnuPG home whose private keys open OpenPGP-encrypted
+	// files; "" is sops's default ($GNUPGHOME, else ~/.gnupg).
+	GnuPGHome string
 }
 
 // Errors a decryption can end in, for callers that must tell them apart.
 var (
-	// ErrNotEncrypted: the file carries no SOPS metadata.
-	ErrNotEncrypted = errors.New("not a SOPS-encrypted file")
+	// ErrNotEncrypted: the file carries no SOPS metadata. It is the
+	// loader's sentinel, so the loader can tell a plaintext file apart.
+	ErrNotEncrypted = manifest.ErrNotEncrypted
 	// ErrNoKey: none of the available keys opens the file's data key.
 	ErrNoKey = errors.New("no available key can decrypt it")
 	// ErrTampered: the content does not match the file's MAC.
@@ -74,32 +80,45 @@ func Decrypt(name string, data []byte, keys Keys) ([]byte, error) {
 	return store.EmitPlainFile(tree.Branches)
 }
 
-// dataKey opens the file's data key with the app's age identities, else
-// with what SOPS finds in the environment.
+// dataKey opens the file's data key with the app's own keys (age
+// identities, GnuPG home) — each master key decrypting directly, since
+// sops's key service would rebuild the keys without them — else with what
+// SOPS finds in the environment.
 func dataKey(tree *sops.Tree, keys Keys) ([]byte, error) {
+	own := strings.TrimSpace(keys.AgeIdentities) != "" || keys.GnuPGHome != ""
+	var ids sopsage.ParsedIdentities
 	if strings.TrimSpace(keys.AgeIdentities) != "" {
-		var ids sopsage.ParsedIdentities
 		if err := ids.Import(keys.AgeIdentities); err != nil {
 			return nil, fmt.Errorf("the app's age key file: %w", err)
 		}
-		for _, group := range tree.Metadata.KeyGroups {
-			for _, k := range group {
-				ak, ok := k.(*sopsage.MasterKey)
-				if !ok {
+	}
+	for _, group := range tree.Metadata.KeyGroups {
+		for _, k := range group {
+			switch mk := k.(type) {
+			case *sopsage.MasterKey:
+				if len(ids) == 0 {
 					continue
 				}
-				ids.ApplyToMasterKey(ak)
-				if dk, err := ak.Decrypt(); err == nil {
+				ids.ApplyToMasterKey(mk)
+				if dk, err := mk.Decrypt(); err == nil {
+					return dk, nil
+				}
+			case *sopspgp.MasterKey:
+				if keys.GnuPGHome == "" {
+					continue
+				}
+				sopspgp.GnuPGHome(keys.GnuPGHome).ApplyToMasterKey(mk)
+				if dk, err := mk.Decrypt(); err == nil {
 					return dk, nil
 				}
 			}
 		}
-		// Not for the app's key: the file may be for a key the
-		// environment holds (an OpenPGP key, the agent-wide age key).
 	}
+	// Not for the app's keys: the file may be for a key the environment
+	// holds (an OpenPGP key in $GNUPGHOME, the agent-wide age key).
 	dk, err := tree.Metadata.GetDataKey()
-	if err != nil && strings.TrimSpace(keys.AgeIdentities) != "" {
-		return nil, fmt.Errorf("neither the app's age key nor the agent's keys: %w", err)
+	if err != nil && own {
+		return nil, fmt.Errorf("neither the app's keys nor the agent's: %w", err)
 	}
 	return dk, err
 }
@@ -126,14 +145,21 @@ func IsEncrypted(name string, data []byte) bool {
 	return err == nil
 }
 
+// KeyFiles are where an app's own keys are, from driftless.yaml.
+type KeyFiles struct {
+	AgeKeyFile string // an age identity file; "" for none
+	GnuPGHome  string // a GnuPG home; "" for the environment's
+}
+
 // DecryptWith is the decryption a loader uses for an app: the age
-// identities of ageKeyFile ("" for none), read at each call so a rotated
-// file is picked up, then the environment's keys.
-func DecryptWith(ageKeyFile string) func(name string, data []byte) ([]byte, error) {
+// identities of files.AgeKeyFile, read at each call so a rotated file is
+// picked up, and files.GnuPGHome's OpenPGP keys, then the environment's
+// keys.
+func DecryptWith(files KeyFiles) func(name string, data []byte) ([]byte, error) {
 	return func(name string, data []byte) ([]byte, error) {
-		var keys Keys
-		if ageKeyFile != "" {
-			b, err := os.ReadFile(ageKeyFile)
+		keys := Keys{GnuPGHome: files.GnuPGHome}
+		if files.AgeKeyFile != "" {
+			b, err := os.ReadFile(files.AgeKeyFile)
 			if err != nil {
 				return nil, fmt.Errorf("%w: the app's age key file: %v", ErrNoKey, err)
 			}
@@ -141,4 +167,10 @@ func DecryptWith(ageKeyFile string) func(name string, data []byte) ([]byte, erro
 		}
 		return Decrypt(name, data, keys)
 	}
+}
+
+// CheckGnuPGHome says why dir cannot be a GnuPG home for sops (it must be
+// an absolute path to a directory of mode 0700), or nil.
+func CheckGnuPGHome(dir string) error {
+	return sopspgp.GnuPGHome(dir).Validate()
 }

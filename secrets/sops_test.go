@@ -3,6 +3,7 @@ package secrets
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,5 +123,68 @@ func TestDecryptRefusals(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: the error shows the value: %v", tc.what, err)
 		}
+	}
+}
+
+// newGnuPGHome makes a GnuPG home with one fresh OpenPGP key (no
+// passphrase), with Debian's gpg as users do, and returns its fingerprint.
+func newGnuPGHome(t *testing.T) (home, fingerprint string) {
+	t.Helper()
+	if _, err := exec.LookPath("gpg"); err != nil {
+		t.Skip("gpg is not installed (Debian: apt-get install gnupg)")
+	}
+	// gpg-agent's socket path must be short: a home under /tmp.
+	home, err := os.MkdirTemp("", "gnupg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run()
+		os.RemoveAll(home)
+	})
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	gpg := func(args ...string) string {
+		cmd := exec.Command("gpg", append([]string{"--homedir", home, "--batch"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("gpg %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	gpg("--passphrase", "", "--quick-gen-key", "driftless test <secrets@example.com>", "default", "default", "never")
+	for _, line := range strings.Split(gpg("--with-colons", "--list-secret-keys"), "\n") {
+		if f := strings.Split(line, ":"); len(f) > 9 && f[0] == "fpr" {
+			return home, f[9]
+		}
+	}
+	t.Fatal("no fingerprint in gpg's key list")
+	return "", ""
+}
+
+// OpenPGP: a file encrypted by sops's code path for a key gpg made opens
+// with the app's GnuPG home, and with GNUPGHOME, and not without the key.
+func TestDecryptOpenPGP(t *testing.T) {
+	home, fp := newGnuPGHome(t)
+	enc, err := EncryptPGP("db.yaml", []byte("password: pgp-s3cret\n"), home, fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(enc), "pgp-s3cret") || !strings.Contains(string(enc), fp) {
+		t.Fatalf("ciphertext holds the value or lacks the fingerprint:\n%s", enc)
+	}
+	t.Setenv("SOPS_AGE_KEY", "")
+	t.Setenv("SOPS_AGE_KEY_FILE", "")
+	t.Setenv("GNUPGHOME", t.TempDir())
+	if got, err := Decrypt("db.yaml", enc, Keys{GnuPGHome: home}); err != nil || string(got) != "password: pgp-s3cret\n" {
+		t.Errorf("with the app's GnuPG home: %q, %v", got, err)
+	}
+	if _, err := Decrypt("db.yaml", enc, Keys{}); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), fp) {
+		t.Errorf("with an empty GNUPGHOME: %v, want ErrNoKey naming the fingerprint", err)
+	}
+	t.Setenv("GNUPGHOME", home)
+	if got, err := Decrypt("db.yaml", enc, Keys{}); err != nil || string(got) != "password: pgp-s3cret\n" {
+		t.Errorf("with GNUPGHOME: %q, %v", got, err)
 	}
 }

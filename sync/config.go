@@ -88,6 +88,12 @@ type AppConfig struct {
 	// (decryption.ageKeyFile); read at each load, so a rotated key file is
 	// picked up without a restart.
 	AgeKeyFile string
+	// GnuPGHome is the app's GnuPG home for OpenPGP-encrypted secrets
+	// (decryption.gnupgHome); "" uses $GNUPGHOME or ~/.gnupg.
+	GnuPGHome string
+	// AllowPlaintext accepts secret files that are not SOPS-encrypted
+	// (decryption.allowPlaintext).
+	AllowPlaintext bool
 
 	// secretKey is the agent's key (set by New), passed to the loader.
 	secretKey manifest.SecretKey
@@ -142,12 +148,15 @@ const AdoptCompose = "compose"
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
 	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.secretKey,
-		Decrypt: secrets.DecryptWith(c.AgeKeyFile)}
+		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext}
 }
 
 // Config is the whole driftless.yaml.
 type Config struct {
-	DataDir        string
+	DataDir string
+	// SecretsDir is where secret files are written, on a tmpfs
+	// (secretsDir; "" for deploy.DefaultSecretsDir()).
+	SecretsDir     string
 	Listen         string
 	Registries     []deploy.RegistryLogin // pull credentials of every app; hosts not listed: Docker's config.json
 	WebhookSecret  string
@@ -173,6 +182,7 @@ type Config struct {
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
 type fileConfig struct {
 	DataDir           string          `json:"dataDir"`
+	SecretsDir        string          `json:"secretsDir"`
 	Listen            string          `json:"listen"`
 	Registries        []fileRegistry  `json:"registries"`
 	WebhookSecretEnv  string          `json:"webhookSecretEnv"`
@@ -296,6 +306,11 @@ type fileDecryption struct {
 	// AgeKeyFile is an age identity file for this app's SOPS secrets,
 	// tried before the agent's SOPS_AGE_KEY_FILE / SOPS_AGE_KEY.
 	AgeKeyFile string `json:"ageKeyFile"`
+	// GnuPGHome is a GnuPG home directory (mode 0700) holding the private
+	// OpenPGP keys of this app's secrets, instead of $GNUPGHOME.
+	GnuPGHome string `json:"gnupgHome"`
+	// AllowPlaintext accepts secret files that are not SOPS-encrypted.
+	AllowPlaintext bool `json:"allowPlaintext"`
 }
 
 // LoadConfig reads driftless.yaml. Unknown keys are errors; file paths in
@@ -344,7 +359,7 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 		return "", nil
 	}
 
-	cfg := Config{DataDir: rel(fc.DataDir), Listen: fc.Listen, ReadOnlyPublic: fc.ReadOnlyPublic}
+	cfg := Config{DataDir: rel(fc.DataDir), SecretsDir: rel(fc.SecretsDir), Listen: fc.Listen, ReadOnlyPublic: fc.ReadOnlyPublic}
 	fc.webExposure(&cfg, rel)
 	var errs []error
 	var err error
@@ -477,6 +492,15 @@ func parseAppTrust(fa fileAppConfig, rel func(string) string, app *AppConfig) []
 	errs = append(errs, limitErrs...)
 	if app.AgeKeyFile, err = ageKeyFile(fa.Decryption, rel); err != nil {
 		errs = append(errs, err)
+	}
+	if d := fa.Decryption; d != nil {
+		app.AllowPlaintext = d.AllowPlaintext
+		if d.GnuPGHome != "" {
+			app.GnuPGHome = rel(d.GnuPGHome)
+			if err := secrets.CheckGnuPGHome(app.GnuPGHome); err != nil {
+				errs = append(errs, fmt.Errorf("decryption.gnupgHome %s: %w", app.GnuPGHome, err))
+			}
+		}
 	}
 	return errs
 }

@@ -72,6 +72,7 @@ func TestLoadConfigErrorsSayWhatToFix(t *testing.T) {
 		{"no apps", "listen: :80\n", "no apps configured"},
 		{"age key file missing", "apps:\n  - name: shop\n    repo: r\n    decryption: {ageKeyFile: nope.txt}\n", "decryption.ageKeyFile: stat "},
 		{"decryption typo", "apps:\n  - name: shop\n    repo: r\n    decryption: {agekey: x}\n", `unknown field "agekey"`},
+		{"gnupg home missing", "apps:\n  - name: shop\n    repo: r\n    decryption: {gnupgHome: nope}\n", "decryption.gnupgHome "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "driftless.yaml")
@@ -207,5 +208,33 @@ func TestConfigAddressPool(t *testing.T) {
 		case tc.err == "" && (err != nil || got != tc.want):
 			t.Errorf("%q: %v, %s; want %s", tc.value, err, got, tc.want)
 		}
+	}
+}
+
+func TestLoadConfigDecryptionAndSecretsDir(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "gnupg")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "driftless.yaml")
+	body := "secretsDir: /run/s\napps:\n  - name: shop\n    repo: https://git.example.com/r.git\n    decryption: {gnupgHome: gnupg, allowPlaintext: true}\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Apps[0]
+	if cfg.SecretsDir != "/run/s" || a.GnuPGHome != home || !a.AllowPlaintext || !a.loadOptions().AllowPlaintext {
+		t.Errorf("secretsDir %q, gnupgHome %q, allowPlaintext %v", cfg.SecretsDir, a.GnuPGHome, a.AllowPlaintext)
+	}
+	// A home others may read is refused: sops would ignore it silently.
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "invalid permissions") {
+		t.Errorf("home with mode 0755: %v", err)
 	}
 }

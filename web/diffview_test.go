@@ -283,3 +283,25 @@ func FuzzCollapseEncrypted(f *testing.F) {
 		}
 	})
 }
+
+// A file the manifests name as a secret (native or compose) shows no
+// content in a diff: a plaintext one (allowPlaintext) would show its
+// value, an encrypted one only noise. Other files are untouched.
+func TestRedactDiffOfSecretFiles(t *testing.T) {
+	native := fstest.MapFS{"web.yaml": {Data: []byte("kind: Service\nspec:\n  secrets: [{name: db, file: secrets/db.txt, allowPlaintext: true}]\n")}}
+	compose := fstest.MapFS{"compose.yaml": {Data: []byte("services: {api: {secrets: [key]}}\nsecrets:\n  key: {file: ./key.txt}\n")}}
+	diff := "--- a/apps/shop/secrets/db.txt\n+++ b/apps/shop/secrets/db.txt\n@@ -1 +1 @@\n-old-password\n+new-password\n" +
+		"--- /dev/null\n+++ b/apps/api/key.txt\n@@ -0,0 +1 @@\n+api-key-value\n" +
+		"--- a/apps/shop/web.yaml\n+++ b/apps/shop/web.yaml\n@@ -1 +1 @@\n-image: a\n+image: b\n"
+	got := scanSecrets(native, compose).diff(diff)
+	for _, leak := range []string{"old-password", "new-password", "api-key-value"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("diff shows %q:\n%s", leak, got)
+		}
+	}
+	for _, want := range []string{"-" + redacted + "\n+" + redacted + "\n", "+++ b/apps/api/key.txt\n@@ -0,0 +1 @@\n+" + redacted + "\n", "-image: a\n+image: b\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diff lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,6 +28,11 @@ const minSecretLen = 4
 type secrets struct {
 	keys   map[string]bool
 	values []string // longest first, so a value containing another goes whole
+	// files are the files manifests name as secrets (native
+	// spec.secrets[].file, compose's top-level secrets.NAME.file), relative
+	// to the app directory: a plaintext one would show its value in a
+	// diff, so their content lines are never shown.
+	files []string
 }
 
 // maxSecretScanBytes bounds how much YAML one scan parses.
@@ -43,6 +49,10 @@ func scanSecrets(trees ...fs.FS) secrets {
 	s := secrets{keys: map[string]bool{}}
 	for _, d := range docs {
 		walkYAML(d, func(key string, v any) {
+			if key == "secrets" {
+				s.files = append(s.files, secretFiles(v)...)
+				return
+			}
 			if key != "secretEnv" {
 				return
 			}
@@ -73,6 +83,39 @@ func scanSecrets(trees ...fs.FS) secrets {
 	}
 	slices.SortFunc(s.values, func(a, b string) int { return len(b) - len(a) })
 	return s
+}
+
+// secretFiles reads the files of a native secrets list or a compose
+// top-level secrets mapping.
+func secretFiles(v any) []string {
+	var items []any
+	switch t := v.(type) {
+	case []any:
+		items = t
+	case map[string]any:
+		for _, item := range t {
+			items = append(items, item)
+		}
+	}
+	var out []string
+	for _, item := range items {
+		m, _ := item.(map[string]any)
+		if f, ok := m["file"].(string); ok && f != "" {
+			out = append(out, path.Clean(strings.TrimPrefix(f, "./")))
+		}
+	}
+	return out
+}
+
+// isSecretFile reports whether a diff's file (a repository path) is one
+// of the secret files (paths below the app directory).
+func (s secrets) isSecretFile(repoPath string) bool {
+	for _, f := range s.files {
+		if repoPath == f || strings.HasSuffix(repoPath, "/"+f) {
+			return true
+		}
+	}
+	return false
 }
 
 // yamlDocs parses every YAML document of the trees, up to
@@ -181,20 +224,29 @@ func (s secrets) line(text string) string {
 }
 
 // diff redacts a unified diff line by line; the first column (+, -, space)
-// is kept.
+// is kept. Every content line of a secret file is replaced whole.
 func (s secrets) diff(text string) string {
-	if len(s.keys) == 0 || text == "" {
+	if (len(s.keys) == 0 && len(s.files) == 0) || text == "" {
 		return text
 	}
 	lines := strings.SplitAfter(text, "\n")
+	inSecretFile := false
 	for i, l := range lines {
 		body, nl := strings.CutSuffix(l, "\n")
-		if body == "" || strings.HasPrefix(body, "+++ ") || strings.HasPrefix(body, "--- ") || strings.HasPrefix(body, "@@") || strings.HasPrefix(body, "diff ") {
+		if name, ok := diffFileName(body); ok {
+			inSecretFile = name != "" && s.isSecretFile(name) || inSecretFile && name == ""
+			continue
+		}
+		if body == "" || strings.HasPrefix(body, "@@") || strings.HasPrefix(body, "diff ") {
 			continue
 		}
 		switch body[0] {
 		case '+', '-', ' ':
-			body = body[:1] + s.line(body[1:])
+			if inSecretFile {
+				body = body[:1] + redacted
+			} else {
+				body = body[:1] + s.line(body[1:])
+			}
 		}
 		if nl {
 			body += "\n"
@@ -295,4 +347,21 @@ func fileEncrypted(t fs.FS, name string) bool {
 	// Every SOPS format names its metadata "sops" (a key, a section, or
 	// sops_ prefixed entries): a cheap test before parsing.
 	return err == nil && bytes.Contains(data, []byte("sops")) && dsecrets.IsEncrypted(name, data)
+}
+
+// diffFileName reads a "--- a/PATH" or "+++ b/PATH" header: ok, and the
+// path ("" for /dev/null).
+func diffFileName(line string) (string, bool) {
+	for _, prefix := range []string{"--- ", "+++ "} {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if rest == "/dev/null" {
+				return "", true
+			}
+			if _, p, ok := strings.Cut(rest, "/"); ok {
+				return p, true
+			}
+			return rest, true
+		}
+	}
+	return "", false
 }

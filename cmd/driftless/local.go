@@ -96,7 +96,7 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		Environment: env,
 		// SOPS secrets open with the keys of the user's environment
 		// (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG), as with `sops`.
-		Decrypt: secrets.DecryptWith(""),
+		Decrypt: secrets.DecryptWith(secrets.KeyFiles{}),
 	}
 	if err := opts.Policy.Validate(); err != nil {
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)

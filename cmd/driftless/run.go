@@ -50,6 +50,7 @@ type runFlags struct {
 	resync        time.Duration
 	readyTimeout  time.Duration
 	buildTimeout  time.Duration
+	secretsDir    string
 	logLevel      string
 	load          loadFlags
 	// The web front end's exposure.
@@ -126,6 +127,7 @@ func (f *runFlags) register(fs interface {
 	}
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address of the dashboard, API, webhooks and metrics")
+	fs.StringVar(&f.secretsDir, "secrets-dir", deploy.DefaultSecretsDir(), "tmpfs directory for secret files, bind-mounted into containers (env DRIFTLESS_SECRETS_DIR); the same path on the host when the agent runs in a container")
 	fs.BoolVar(&f.publicRead, "public-read", false, "serve read-only pages and API to any address without a token")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "webhook secret (prefer DRIFTLESS_WEBHOOK_SECRET or --webhook-secret-file)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the webhook secret")
@@ -290,9 +292,7 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		cfg.Apps = []dsync.AppConfig{app}
 	}
 	// Flags win over the file for the process-level settings.
-	if cfg.DataDir == "" || f.data != defaultDataDir() {
-		cfg.DataDir = f.data
-	}
+	f.directoriesOver(&cfg)
 	if cfg.Listen == "" || f.listen != "127.0.0.1:8080" {
 		cfg.Listen = f.listen
 	}
@@ -333,6 +333,17 @@ func (f *runFlags) addressPoolOr(fromFile *drift.AddressPool) (*drift.AddressPoo
 		return nil, fmt.Errorf("--address-pool: %w", err)
 	}
 	return &pool, nil
+}
+
+// directoriesOver sets the data and secrets directories: a flag given
+// wins over the file, the file over the flag's default.
+func (f *runFlags) directoriesOver(cfg *dsync.Config) {
+	if cfg.DataDir == "" || f.data != defaultDataDir() {
+		cfg.DataDir = f.data
+	}
+	if cfg.SecretsDir == "" || f.secretsDir != deploy.DefaultSecretsDir() {
+		cfg.SecretsDir = f.secretsDir
+	}
 }
 
 // externalURLOr is --external-url when given (it wins over the file),
@@ -419,7 +430,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"),
+	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir,
 		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
 	if err != nil {
 		return err

@@ -172,6 +172,12 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
+	// Secrets are decrypted once the mapping is sound, as for native
+	// manifests.
+	l.errs.errs = append(l.errs.errs, resolveSecrets(fsys, root, a, opts, display)...)
+	if len(l.errs.errs) > 0 {
+		return nil, l.errs.sorted()
+	}
 	a.Warnings = l.warnings.sorted()
 	if len(a.Warnings) == 0 {
 		a.Warnings = nil

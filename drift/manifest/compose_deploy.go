@@ -33,8 +33,9 @@ func (sm *serviceMap) mapEnvironment() {
 		return v, ok
 	})
 	env := explicit.ToMapping()
+	secret := map[string]bool{}
 	for i, ef := range s.EnvFiles {
-		sm.readEnvFile(i, ef, env, func(k string) (string, bool) {
+		sm.readEnvFile(i, ef, env, secret, func(k string) (string, bool) {
 			if v, ok := project[k]; ok {
 				return v, true
 			}
@@ -60,6 +61,13 @@ func (sm *serviceMap) mapEnvironment() {
 		}
 	}
 	sm.spec.Env = copyMap(env)
+	// Variables from an encrypted env file are secret unless environment:
+	// sets them in the open.
+	for _, k := range sortedKeys(secret) {
+		if v, ok := explicit[k]; (!ok || v == nil) && sm.spec.Env[k] != "" {
+			sm.spec.SecretEnv = append(sm.spec.SecretEnv, k)
+		}
+	}
 }
 
 // envEntry locates the environment entry of key k, in the mapping or the
@@ -77,7 +85,9 @@ func (sm *serviceMap) envEntry(k string) (string, Position) {
 	return list, sm.at("environment")
 }
 
-func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, lookup func(string) (string, bool)) {
+// readEnvFile reads one env_file entry into into. A SOPS-encrypted dotenv
+// is decrypted first, and its variables are marked in secret.
+func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, secret map[string]bool, lookup func(string) (string, bool)) {
 	pos := sm.m.ix.item(sm.path("env_file"), i)
 	field := indexPath(sm.path("env_file"), i)
 	if path.IsAbs(ef.Path) {
@@ -108,6 +118,10 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 		sm.refuseAt(pos, field, "env file format %q is not supported", ef.Format)
 		return
 	}
+	data, encrypted, ok := sm.decryptEnvFile(pos, field, ef.Path, p, data)
+	if !ok {
+		return
+	}
 	vars := map[string]string{}
 	if err := dotenv.ParseWithFormat(bytes.NewReader(data), p, vars, lookup, ""); err != nil {
 		ep := dotenvErrorPos(sm.m.display(path.Join(sm.m.root, p)), err)
@@ -116,7 +130,32 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 	}
 	for k, v := range vars {
 		into[k] = v
+		if encrypted {
+			secret[k] = true
+		}
 	}
+}
+
+// decryptEnvFile opens a SOPS-encrypted env file; a plaintext one is
+// returned as it is (env files are plain configuration in compose).
+func (sm *serviceMap) decryptEnvFile(pos Position, field, written, p string, data []byte) ([]byte, bool, bool) {
+	decrypt := sm.m.opts.Decrypt
+	if decrypt == nil {
+		if bytes.Contains(data, []byte("\nsops_mac=")) {
+			sm.refuseAt(pos, field, "env file %q is SOPS-encrypted and cannot be decrypted here: no decryption is configured", written)
+			return nil, false, false
+		}
+		return data, false, true
+	}
+	plain, err := decrypt(p, data)
+	switch {
+	case errors.Is(err, ErrNotEncrypted):
+		return data, false, true
+	case err != nil:
+		sm.refuseAt(pos, field, "env file %q: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", written, err)
+		return nil, false, false
+	}
+	return plain, true, true
 }
 
 // mapDeploy maps deploy: replicas (and scale), update_config, mode.

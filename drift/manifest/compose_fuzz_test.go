@@ -31,6 +31,7 @@ func FuzzLoadCompose(f *testing.F) {
 		"x-a: &a {image: x}\nservices:\n  web:\n    <<: *a\n    x-driftless: {readiness: {<<: {tcpSocket: {port: 1}}}}\n",
 		"services:\n  web: {image: x, depends_on: {api: {condition: service_healthy}}}\n  api: {image: y, depends_on: [web]}\n",
 		"services:\n  web: {image: x, networks: {n: {aliases: [a]}}, secrets: [s], configs: [c]}\nnetworks: {n: {external: true}}\nsecrets: {s: {file: a}}\nconfigs: {c: {content: x}}\n",
+		"services:\n  web: {image: x, env_file: [a], secrets: [{source: s, target: t, uid: '1', gid: x, mode: 0o7777}]}\nsecrets: {s: {file: a, x-driftless: {allowPlaintext: true}}}\n",
 		"services:\n  web: !reset\n  api: {image: x, ports: !override ['1:1']}\n",
 		"services:\n  1: {image: x}\n",
 		"- a\n- b\n",
@@ -48,7 +49,7 @@ func FuzzLoadCompose(f *testing.F) {
 			"a":            {Data: []byte("file")},
 			"conf/x.conf":  {Data: []byte("conf")},
 		}
-		app, err := LoadWith(fsys, ".", "fuzz", LoadOptions{Profiles: []string{"*"}})
+		app, err := LoadWith(fsys, ".", "fuzz", LoadOptions{Profiles: []string{"*"}, Decrypt: fakeDecrypt})
 		if err == nil {
 			if app == nil || app.Format != FormatCompose {
 				t.Fatalf("no compose app without error: %#v", app)

@@ -279,4 +279,11 @@ func (m *composeMapper) checkFileObject(section, key string, o types.FileObjectC
 	if len(o.Labels) > 0 {
 		refuse("labels", "labels on %s are swarm features and not supported", section)
 	}
+	if x, ok := o.Extensions["x-driftless"]; ok {
+		m, _ := x.(map[string]any)
+		_, isBool := m["allowPlaintext"].(bool)
+		if !secret || len(m) != 1 || !isBool {
+			refuse("x-driftless", "the only setting here is allowPlaintext: true (on a secret: deliver its file as it is, unencrypted)")
+		}
+	}
 }

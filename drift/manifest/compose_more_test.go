@@ -160,7 +160,7 @@ func TestComposeIsPure(t *testing.T) {
     volumes: ['./conf:/etc/web:ro']
     secrets: [token]
 secrets:
-  token: {file: ./token.txt}
+  token: {file: ./token.txt, x-driftless: {allowPlaintext: true}}
 `)},
 		"nowhere/on/disk/.env":          {Data: []byte("DOTENV=from-dotenv\n")},
 		"nowhere/on/disk/web.env":       {Data: []byte("FILE=from-env-file\n")},
@@ -178,8 +178,11 @@ secrets:
 	if want := map[string]string{"SEEN": "", "DOTENV": "from-dotenv", "FILE": "from-env-file"}; !reflect.DeepEqual(s.Env, want) {
 		t.Errorf("env %v, want %v (nothing from the OS environment)", s.Env, want)
 	}
-	if len(s.Binds) != 2 || a.Content[s.Binds[0].ContentHash] == nil || a.Content[s.Binds[1].ContentHash] == nil {
+	if len(s.Binds) != 1 || a.Content[s.Binds[0].ContentHash] == nil {
 		t.Errorf("binds %+v content %v", s.Binds, a.Content)
+	}
+	if len(s.Secrets) != 1 || string(a.SecretData[s.Secrets[0].Digest]) != "t0ken" {
+		t.Errorf("secrets %+v", s.Secrets)
 	}
 	if !strings.Contains(a.Warnings.Error(), "nowhere/on/disk/compose.yaml:5:28: services.web.environment[1]: variable FROM_OS is not set") {
 		t.Errorf("warnings: %v", a.Warnings)

@@ -3,7 +3,9 @@ package manifest
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -226,8 +228,9 @@ func (sm *serviceMap) addTmpfs(attr string, t TmpfsMount) {
 	}
 }
 
-// mapFileMounts mounts file-based secrets or configs read-only, where
-// compose puts them: /run/secrets/NAME, /NAME, or the target.
+// mapFileMounts mounts file-based configs read-only where compose puts
+// them (/NAME, or the target); secrets become the service's secrets,
+// delivered as files at /run/secrets/NAME or the target.
 func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretConfig, dir string) {
 	for i, r := range refs {
 		attr := indexPath(section, i)
@@ -236,7 +239,7 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			sm.refuse(attr, "%s %q is not declared: add it under the top-level %s:", strings.TrimSuffix(section, "s"), r.Source, section)
 			continue
 		}
-		if r.UID != "" || r.GID != "" || r.Mode != nil {
+		if section != "secrets" && (r.UID != "" || r.GID != "" || r.Mode != nil) {
 			sm.refuse(attr, "uid, gid and mode are not supported for file-based %s (as in compose, the file is bind-mounted as it is)", section)
 		}
 		if obj.File == "" {
@@ -250,12 +253,53 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			target = dir + target
 		}
 		top := childPath(section, r.Source) + ".file"
+		if section == "secrets" {
+			sm.addSecret(attr, top, r, obj, target)
+			continue
+		}
 		p, tree, ok := sm.repoTreeAt(top, obj.File)
 		if !ok {
 			continue
 		}
 		sm.addBind(attr, BindMount{RepoPath: p, ContentHash: tree.Hash(), MountPath: target, ReadOnly: true})
 	}
+}
+
+// addSecret adds a compose secret to the service: the same model as a
+// native spec.secrets entry, decrypted by resolveSecrets, whose errors are
+// located at the top-level secret's file:.
+func (sm *serviceMap) addSecret(attr, top string, r types.ServiceSecretConfig, obj types.FileObjectConfig, target string) {
+	p, err := CleanRepoPath(obj.File)
+	if err != nil {
+		if !sm.m.reported[top] {
+			sm.m.errs.add(sm.m.ix.at(top), top, "secret file %q: %v: driftless reads secrets from the app's directory in the repository", obj.File, err)
+		}
+		if sm.m.reported == nil {
+			sm.m.reported = map[string]bool{}
+		}
+		sm.m.reported[top] = true
+		return
+	}
+	ref := SecretRef{Name: r.Source, File: p, Target: target, UID: r.UID, GID: r.GID, AllowPlaintext: secretAllowsPlaintext(obj)}
+	if r.Mode != nil {
+		ref.Mode = int(*r.Mode)
+	}
+	for _, field := range slices.Sorted(maps.Keys(secretDeliveryProblems(ref))) {
+		sm.refuse(attr, "%s: %s", field, secretDeliveryProblems(ref)[field])
+	}
+	if !sm.claimMountPath(attr, target) {
+		return
+	}
+	sm.fields[indexPath("secrets", len(sm.spec.Secrets))+".file"] = FieldRef{Pos: sm.m.ix.at(top), Field: top}
+	sm.spec.Secrets = append(sm.spec.Secrets, ref)
+}
+
+// secretAllowsPlaintext reads a top-level secret's
+// x-driftless: {allowPlaintext: true}.
+func secretAllowsPlaintext(obj types.FileObjectConfig) bool {
+	x, _ := obj.Extensions["x-driftless"].(map[string]any)
+	b, _ := x["allowPlaintext"].(bool)
+	return b
 }
 
 func (sm *serviceMap) fileObject(section, name string) (types.FileObjectConfig, bool) {

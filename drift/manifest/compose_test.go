@@ -330,12 +330,13 @@ services:
 }
 
 func TestComposeSecretsAndConfigs(t *testing.T) {
+	key := SecretKey("k")
 	a := mustLoadCompose(t, map[string]string{
 		"compose.yaml": `
 services:
   web:
     image: shop/web:1
-    secrets: [db_password, {source: api_key, target: api.key}]
+    secrets: [db_password, {source: api_key, target: api.key, uid: "999", gid: "998", mode: 0400}]
     configs: [nginx_conf, {source: site, target: /etc/site.conf}]
 secrets:
   db_password: {file: ./secrets/db_password.txt}
@@ -344,11 +345,11 @@ configs:
   nginx_conf: {file: ./nginx.conf}
   site: {file: conf/site.conf}
 `,
-		"secrets/db_password.txt": "pw",
-		"api.key":                 "key",
+		"secrets/db_password.txt": "ENC:pw",
+		"api.key":                 "ENC:key",
 		"nginx.conf":              "events {}",
 		"conf/site.conf":          "site",
-	}, LoadOptions{})
+	}, LoadOptions{Decrypt: fakeDecrypt, SecretKey: key})
 	var got []string
 	for _, b := range a.Service("web").Spec.Binds {
 		if b.ContentHash == "" || a.Content[b.ContentHash] == nil || !b.ReadOnly {
@@ -356,9 +357,37 @@ configs:
 		}
 		got = append(got, b.RepoPath+" -> "+b.MountPath+" = "+string(a.Content[b.ContentHash].Files[0].Data))
 	}
-	want := []string{"conf/site.conf -> /etc/site.conf = site", "nginx.conf -> /nginx_conf = events {}", "api.key -> /run/secrets/api.key = key", "secrets/db_password.txt -> /run/secrets/db_password = pw"}
+	want := []string{"conf/site.conf -> /etc/site.conf = site", "nginx.conf -> /nginx_conf = events {}"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("binds:\n got %q\nwant %q", got, want)
+		t.Errorf("config binds:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantSecrets := []SecretRef{
+		{Name: "db_password", File: "secrets/db_password.txt", Target: "/run/secrets/db_password", Mode: 0o444, Digest: key.Digest("pw")},
+		{Name: "api_key", File: "api.key", Target: "/run/secrets/api.key", UID: "999", GID: "998", Mode: 0o400, Digest: key.Digest("key")},
+	}
+	if s := a.Service("web").Spec.Secrets; !reflect.DeepEqual(s, wantSecrets) {
+		t.Errorf("secrets:\n%+v\nwant\n%+v", s, wantSecrets)
+	}
+	if string(a.SecretData[key.Digest("pw")]) != "pw" || string(a.SecretData[key.Digest("key")]) != "key" {
+		t.Errorf("secret data %q", a.SecretData)
+	}
+}
+
+// A compose secret's file must be SOPS-encrypted unless the secret says
+// x-driftless: {allowPlaintext: true}; the refusal points at its file:.
+func TestComposeSecretPlaintext(t *testing.T) {
+	files := map[string]string{"compose.yaml": "services:\n  web: {image: shop/web:1, secrets: [pw]}\nsecrets:\n  pw: {file: pw.txt}\n", "pw.txt": "plain"}
+	_, err := loadComposeFiles(t, files, LoadOptions{Decrypt: fakeDecrypt})
+	if err == nil || !strings.Contains(err.Error(), `compose.yaml:4:14: secrets.pw.file: secret "pw": pw.txt is not SOPS-encrypted`) {
+		t.Fatalf("plaintext: %v", err)
+	}
+	files["compose.yaml"] = strings.Replace(files["compose.yaml"], "{file: pw.txt}", "{file: pw.txt, x-driftless: {allowPlaintext: true}}", 1)
+	if _, err := loadComposeFiles(t, files, LoadOptions{Decrypt: fakeDecrypt}); err != nil {
+		t.Fatalf("allowed: %v", err)
+	}
+	files["compose.yaml"] = strings.Replace(files["compose.yaml"], "allowPlaintext: true", "allowPlaintext: yes-please", 1)
+	if _, err := loadComposeFiles(t, files, LoadOptions{Decrypt: fakeDecrypt}); err == nil || !strings.Contains(err.Error(), "secrets.pw.x-driftless: the only setting here is allowPlaintext: true") {
+		t.Fatalf("bad extension: %v", err)
 	}
 }
 
@@ -433,5 +462,29 @@ services:
 	}
 	if got := a.Service("web").Spec.Env; !reflect.DeepEqual(got, map[string]string{"LEVEL": ""}) {
 		t.Errorf("env %v", got)
+	}
+}
+
+// An encrypted env file is decrypted and its variables are secret env; a
+// plaintext one stays plain configuration, as in compose.
+func TestComposeEncryptedEnvFile(t *testing.T) {
+	a := mustLoadCompose(t, map[string]string{
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    env_file: [secrets.env, plain.env]\n    environment: {OPEN: from-compose}\n",
+		"secrets.env":  "ENC:DB_PASSWORD=pw\nOPEN=hidden\n",
+		"plain.env":    "LOG_LEVEL=info\n",
+	}, LoadOptions{Decrypt: fakeDecrypt})
+	s := a.Service("web").Spec
+	if want := map[string]string{"DB_PASSWORD": "pw", "OPEN": "from-compose", "LOG_LEVEL": "info"}; !reflect.DeepEqual(s.Env, want) {
+		t.Errorf("env %v, want %v", s.Env, want)
+	}
+	if !reflect.DeepEqual(s.SecretEnv, []string{"DB_PASSWORD"}) {
+		t.Errorf("secretEnv %v, want the encrypted file's variable only", s.SecretEnv)
+	}
+	_, err := loadComposeFiles(t, map[string]string{
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    env_file: [secrets.env]\n",
+		"secrets.env":  "LOCKED:x\n",
+	}, LoadOptions{Decrypt: fakeDecrypt})
+	if err == nil || !strings.Contains(err.Error(), `compose.yaml:4:16: services.web.env_file[0]: env file "secrets.env": no available key can decrypt it`) {
+		t.Errorf("locked env file: %v", err)
 	}
 }

@@ -39,6 +39,7 @@ func FuzzLoad(f *testing.F) {
 		"apiVersion: driftless.dev/v1\nkind: Network\nmetadata: {name: n}\nspec: {external: true, name: \"\", driverOpts: {\"\": x}}\n",
 		svc + "  image: x\n  env: {\"a.b\": \"\\u2028\\t\\0 ✓\", '1': \"<&>\"}\n  replicas: 0x10\n  resources: {cpus: .5, memory: 1e9}\n",
 		billionLaughs(""),
+		svc + "  image: x\n  secrets: [{name: a, file: m.yaml, target: /run/secrets/a, uid: \"0\", mode: 0400, allowPlaintext: true}, {name: b, file: ../x, key: k, target: rel}]\n  envFrom: [{secret: a}, {secret: c}]\n",
 		svc + "  image: x\n  replicas: 9223372036854775807\n  args: " + strings.Repeat("[", 30) + strings.Repeat("]", 30) + "\n",
 	} {
 		f.Add([]byte(seed))

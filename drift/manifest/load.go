@@ -54,6 +54,10 @@ type LoadOptions struct {
 	// path in the repository, for the format and messages). nil: an app
 	// that references secrets is refused.
 	Decrypt func(name string, data []byte) ([]byte, error)
+	// AllowPlaintext accepts secret files that are not SOPS-encrypted for
+	// the whole app (decryption.allowPlaintext); a secret can also allow
+	// it on its own.
+	AllowPlaintext bool
 }
 
 // LoadWith is Load with the app's options.
@@ -136,7 +140,7 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		return nil, fmt.Errorf("reading manifests under %s: %w", display(root), err)
 	}
 	c := &collector{}
-	var objs []*object
+	parsed := map[string]parsedFile{}
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
@@ -145,7 +149,18 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		if isSOPSYAML(data) {
 			continue // an encrypted secret, read by resolveSecrets
 		}
-		objs = append(objs, parseFile(c, app, display(f), data, budgetOf(fsys))...)
+		fc := &collector{}
+		parsed[f] = parsedFile{objs: parseFile(fc, app, display(f), data, budgetOf(fsys)), errs: fc.errs}
+	}
+	// A YAML file a service names as a secret is a secret (plaintext, or
+	// not SOPS's YAML), never a manifest: resolveSecrets judges it.
+	secretFiles := referencedSecretFiles(root, parsed)
+	var objs []*object
+	for _, f := range files {
+		if p, ok := parsed[f]; ok && !secretFiles[f] {
+			objs = append(objs, p.objs...)
+			c.errs = append(c.errs, p.errs...)
+		}
 	}
 	result := assemble(c, app, objs)
 	if len(c.errs) > 0 {
@@ -171,6 +186,31 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 		return nil, c.sorted()
 	}
 	return result, nil
+}
+
+// parsedFile is what one manifest file gave.
+type parsedFile struct {
+	objs []*object
+	errs ErrorList
+}
+
+// referencedSecretFiles are the paths (in fsys) of the files services name
+// in spec.secrets.
+func referencedSecretFiles(root string, parsed map[string]parsedFile) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range parsed {
+		for _, o := range p.objs {
+			if o.serviceRaw == nil {
+				continue
+			}
+			for _, s := range o.serviceRaw.Secrets {
+				if rel, err := secretFilePath(s.File); err == nil {
+					out[path.Join(root, rel)] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // manifestFiles lists the YAML files under root in lexical order, less

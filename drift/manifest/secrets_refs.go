@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -18,6 +19,7 @@ import (
 // the files themselves are read by resolveSecrets.
 func validateSecretRefs(r reporter, raw *rawServiceSpec) {
 	names := map[string]int{}
+	targets := map[string]int{}
 	for i, s := range raw.Secrets {
 		p := indexPath("spec.secrets", i)
 		switch {
@@ -39,6 +41,15 @@ func validateSecretRefs(r reporter, raw *rawServiceSpec) {
 		if s.Digest != "" {
 			r.errorf(p+".digest", "unknown field: driftless computes it")
 		}
+		for field, msg := range secretDeliveryProblems(s) {
+			r.errorf(p+"."+field, "%s", msg)
+		}
+		if t := secretTarget(s); s.Name != "" {
+			if j, dup := targets[t]; dup {
+				r.errorf(p+".target", "%s is already the target of spec.secrets[%d]", t, j)
+			}
+			targets[t] = i
+		}
 	}
 	for i, e := range raw.EnvFrom {
 		p := indexPath("spec.envFrom", i) + ".secret"
@@ -48,12 +59,45 @@ func validateSecretRefs(r reporter, raw *rawServiceSpec) {
 			r.errorf(p, "secret %q is not declared in spec.secrets: add {name: %s, file: FILE}", e.Secret, e.Secret)
 		}
 	}
-	for i, s := range raw.Secrets {
-		if s.Name != "" && !slices.ContainsFunc(raw.EnvFrom, func(e EnvFrom) bool { return e.Secret == s.Name }) {
-			r.errorf(indexPath("spec.secrets", i), "secret %q is not used: delivering secrets as files under /run/secrets is not supported yet; add envFrom: [{secret: %s}] to pass it as environment variables", s.Name, s.Name)
+}
+
+// secretDeliveryProblems checks how a secret's file is delivered: an
+// absolute target, numeric owners (a name would have to be looked up in
+// the image) and permission bits. By field name.
+func secretDeliveryProblems(s SecretRef) map[string]string {
+	out := map[string]string{}
+	if s.Target != "" && (!path.IsAbs(s.Target) || path.Clean(s.Target) != s.Target || s.Target == "/") {
+		out["target"] = fmt.Sprintf("%q must be a clean absolute path in the container, such as /run/secrets/%s", s.Target, s.Name)
+	}
+	for field, v := range map[string]string{"uid": s.UID, "gid": s.GID} {
+		if v == "" {
+			continue
+		}
+		if n, err := strconv.ParseUint(v, 10, 31); err != nil || n > 1<<31-1 {
+			out[field] = fmt.Sprintf("%q must be a number: the file is owned on the host, where names of the image's users mean nothing", v)
 		}
 	}
+	if s.Mode < 0 || s.Mode > 0o777 {
+		out["mode"] = fmt.Sprintf("%#o has bits beyond 0777: give permission bits only, such as 0440", s.Mode)
+	}
+	return out
 }
+
+// secretTarget is where a secret's file appears in the container.
+func secretTarget(s SecretRef) string {
+	if s.Target != "" {
+		return s.Target
+	}
+	return SecretsMountDir + s.Name
+}
+
+// SecretsMountDir is where secrets appear in a container unless a target
+// says otherwise: compose's convention.
+const SecretsMountDir = "/run/secrets/"
+
+// DefaultSecretMode is a secret file's mode unless one is given: compose's
+// default, readable by the container's user whoever it is.
+const DefaultSecretMode = 0o444
 
 // secretFilePath is a secret's file relative to the app directory,
 // cleaned; it may not leave the directory.
@@ -68,11 +112,19 @@ func secretFilePath(file string) (string, error) {
 	return p, nil
 }
 
+// ErrNotEncrypted is what LoadOptions.Decrypt returns (wrapped) for a file
+// that carries no SOPS metadata: a plaintext file.
+var ErrNotEncrypted = errors.New("not a SOPS-encrypted file")
+
+// plaintextHint says how to fix or allow a plaintext secret file.
+const plaintextHint = "encrypt it (sops --encrypt --in-place FILE), or accept it as it is with allowPlaintext: true on the secret (compose: x-driftless: {allowPlaintext: true} on the top-level secret) or decryption: {allowPlaintext: true} for the app in driftless.yaml"
+
 // resolveSecrets decrypts every secret the app's services reference,
-// records the keyed digest of each plaintext in the spec and puts the
-// values envFrom asks for in the environment (as secretEnv). Each problem
-// is an error located at the secret's declaration, naming the file and
-// the reason: the revision is refused and the last good one keeps running.
+// records the keyed digest of each delivered value in the spec, keeps the
+// value in app.SecretData for file delivery and puts the values envFrom
+// asks for in the environment (as secretEnv). Each problem is an error
+// located at the secret's declaration, naming the file and the reason: the
+// revision is refused and the last good one keeps running.
 func resolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display func(string) string) ErrorList {
 	var errs ErrorList
 	for i := range app.Services {
@@ -84,36 +136,70 @@ func resolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display
 			fail := func(format string, args ...any) {
 				errs = append(errs, &Error{Pos: at.Pos, Field: at.Field, Msg: fmt.Sprintf(format, args...)})
 			}
-			rel, err := secretFilePath(ref.File)
-			if err != nil {
-				continue // validation reported it
+			ref.Target = secretTarget(*ref)
+			if ref.Mode == 0 {
+				ref.Mode = DefaultSecretMode
 			}
-			name := path.Join(root, rel)
-			data, err := fs.ReadFile(fsys, name)
+			forEnv := slices.ContainsFunc(svc.Spec.EnvFrom, func(e EnvFrom) bool { return e.Secret == ref.Name })
+			content, vals, err := openSecret(fsys, root, *ref, forEnv, opts, display)
 			if err != nil {
-				fail("secret %q: cannot read %s: %v", ref.Name, display(name), unwrapPathError(err))
+				fail("%v", err)
 				continue
 			}
-			if opts.Decrypt == nil {
-				fail("secret %q: %s cannot be decrypted here: no decryption is configured", ref.Name, display(name))
-				continue
+			ref.Digest = opts.SecretKey.Digest(string(content))
+			if app.SecretData == nil {
+				app.SecretData = map[string][]byte{}
 			}
-			plain, err := opts.Decrypt(rel, data)
-			if err != nil {
-				fail("secret %q: %s: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE)", ref.Name, display(name), err)
-				continue
-			}
-			vals, err := secretValues(ref.Name, rel, ref.Key, plain)
-			if err != nil {
-				fail("secret %q: %s: %v", ref.Name, display(name), err)
-				continue
-			}
-			ref.Digest = opts.SecretKey.Digest(string(plain))
+			app.SecretData[ref.Digest] = content
 			values[ref.Name] = vals
 		}
 		errs = append(errs, envFromSecrets(svc, values)...)
 	}
 	return errs
+}
+
+// openSecret reads and decrypts one secret: the content its file delivers
+// (the key's value, or the whole decrypted file) and the variables envFrom
+// gives (read only when forEnv: a file-only secret may be any text).
+func openSecret(fsys fs.FS, root string, ref SecretRef, forEnv bool, opts LoadOptions, display func(string) string) ([]byte, map[string]string, error) {
+	rel, err := secretFilePath(ref.File)
+	if err != nil {
+		return nil, nil, fmt.Errorf("secret %q: %w", ref.Name, err)
+	}
+	name := path.Join(root, rel)
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("secret %q: cannot read %s: %v", ref.Name, display(name), unwrapPathError(err))
+	}
+	allowed := ref.AllowPlaintext || opts.AllowPlaintext
+	var plain []byte
+	switch {
+	case opts.Decrypt == nil && allowed:
+		plain = data
+	case opts.Decrypt == nil:
+		return nil, nil, fmt.Errorf("secret %q: %s cannot be decrypted here: no decryption is configured", ref.Name, display(name))
+	default:
+		plain, err = opts.Decrypt(rel, data)
+		switch {
+		case errors.Is(err, ErrNotEncrypted) && allowed:
+			plain, err = data, nil
+		case errors.Is(err, ErrNotEncrypted):
+			return nil, nil, fmt.Errorf("secret %q: %s is not SOPS-encrypted, and secrets in Git must be: %s", ref.Name, display(name), plaintextHint)
+		case err != nil:
+			return nil, nil, fmt.Errorf("secret %q: %s: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", ref.Name, display(name), err)
+		}
+	}
+	if ref.Key == "" && !forEnv {
+		return plain, nil, nil
+	}
+	vals, err := secretValues(ref.Name, rel, ref.Key, plain)
+	if err != nil {
+		return nil, nil, fmt.Errorf("secret %q: %s: %v", ref.Name, display(name), err)
+	}
+	if ref.Key == "" {
+		return plain, vals, nil
+	}
+	return []byte(vals[EnvName(ref.Name)]), vals, nil
 }
 
 // envFromSecrets adds the values of the secrets envFrom names to the

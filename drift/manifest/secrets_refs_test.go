@@ -1,20 +1,25 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
 )
 
-// fakeDecrypt stands in for SOPS: "ENC:" + plaintext opens, anything else
-// is refused the way a wrong key is.
+// fakeDecrypt stands in for SOPS: "ENC:" + plaintext opens, "LOCKED:" is
+// refused the way a wrong key is, anything else is a plaintext file.
 func fakeDecrypt(name string, data []byte) ([]byte, error) {
 	if p, ok := strings.CutPrefix(string(data), "ENC:"); ok {
 		p, _, _ = strings.Cut(p, "sops:\n") // sops drops its metadata
 		return []byte(p), nil
 	}
-	return nil, errors.New("no available key can decrypt it")
+	if strings.HasPrefix(string(data), "LOCKED:") {
+		return nil, errors.New("no available key can decrypt it")
+	}
+	return nil, ErrNotEncrypted
 }
 
 const secretSvc = svc + "  image: web:1\n  secrets:\n    - name: db-password\n      file: secrets/db-password\n  envFrom:\n    - secret: db-password\n"
@@ -56,6 +61,64 @@ func TestSecretsFromEncryptedFiles(t *testing.T) {
 	}
 }
 
+// A secret is a file by default: at /run/secrets/NAME, mode 0444, its
+// decrypted value kept in memory by its keyed digest, not in the
+// environment unless envFrom asks.
+func TestSecretFileDelivery(t *testing.T) {
+	m := svc + "  image: web:1\n  secrets:\n    - {name: tls-key, file: tls.key}\n    - {name: db, file: db.yaml, key: password, target: /etc/db/pw, uid: \"999\", gid: \"999\", mode: 0400}\n"
+	key := SecretKey("k")
+	a, err := loadSecretApp(t, map[string]string{"web.yaml": m, "tls.key": "ENC:-----KEY-----\n", "db.yaml": "ENC:password: pw\nuser: u\nsops:\n    mac: ENC[x]\n"},
+		LoadOptions{Decrypt: fakeDecrypt, SecretKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := a.Services[0].Spec
+	if len(spec.Env) != 0 {
+		t.Errorf("file-only secrets reached the environment: %v", spec.Env)
+	}
+	want := []SecretRef{
+		{Name: "tls-key", File: "tls.key", Target: "/run/secrets/tls-key", Mode: 0o444, Digest: key.Digest("-----KEY-----\n")},
+		{Name: "db", File: "db.yaml", Key: "password", Target: "/etc/db/pw", UID: "999", GID: "999", Mode: 0o400, Digest: key.Digest("pw")},
+	}
+	if !reflect.DeepEqual(spec.Secrets, want) {
+		t.Errorf("secrets = %+v\nwant %+v", spec.Secrets, want)
+	}
+	for _, r := range want {
+		if _, ok := a.SecretData[r.Digest]; !ok {
+			t.Errorf("no data for %s", r.Name)
+		}
+	}
+	if string(a.SecretData[key.Digest("pw")]) != "pw" || string(a.SecretData[key.Digest("-----KEY-----\n")]) != "-----KEY-----\n" {
+		t.Errorf("secret data = %q", a.SecretData)
+	}
+	b, _ := json.Marshal(a)
+	if strings.Contains(string(b), "KEY-----") || strings.Contains(string(b), `"pw"`) {
+		t.Errorf("the app's JSON holds a value: %s", b)
+	}
+}
+
+// A plaintext file is refused unless the secret or the app allows it;
+// allowed, it is delivered as it is.
+func TestSecretPlaintextAllowed(t *testing.T) {
+	files := map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a.txt}]\n", "a.txt": "plain\n"}
+	if _, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt}); err == nil || !strings.Contains(err.Error(), "not SOPS-encrypted") {
+		t.Fatalf("plaintext: %v", err)
+	}
+	a, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt, AllowPlaintext: true})
+	if err != nil || string(a.SecretData[a.Services[0].Spec.Secrets[0].Digest]) != "plain\n" {
+		t.Fatalf("app allows plaintext: %v", err)
+	}
+	files["web.yaml"] = svc + "  image: web:1\n  secrets: [{name: a, file: a.txt, allowPlaintext: true}]\n"
+	if _, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt}); err != nil {
+		t.Fatalf("secret allows plaintext: %v", err)
+	}
+	// Allowed plaintext is no reason to accept a file that does not open.
+	files["a.txt"] = "LOCKED:x"
+	if _, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt}); err == nil || !strings.Contains(err.Error(), "no available key") {
+		t.Fatalf("locked with allowPlaintext: %v", err)
+	}
+}
+
 func TestSecretKeysOfStructuredFiles(t *testing.T) {
 	m := svc + "  image: web:1\n  secrets:\n    - {name: db, file: db.env}\n    - {name: api-token, file: api.yaml, key: token}\n  envFrom:\n    - secret: db\n    - secret: api-token\n"
 	a, err := loadSecretApp(t, map[string]string{"web.yaml": m, "db.env": "ENC:PGUSER=app\nPGPASSWORD=pw\n", "api.yaml": "ENC:token: t0k\nother: x\nsops:\n    mac: ENC[x]\n"},
@@ -77,7 +140,7 @@ func TestSecretRefusals(t *testing.T) {
 		opts  LoadOptions
 		want  string
 	}{
-		{"wrong key", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "garbage"}, LoadOptions{Decrypt: fakeDecrypt},
+		{"wrong key", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "LOCKED:x"}, LoadOptions{Decrypt: fakeDecrypt},
 			`web.yaml:9:13: spec.secrets[0].file: secret "db-password": secrets/db-password: no available key can decrypt it; fix the file or the app's keys`},
 		{"file absent", map[string]string{"web.yaml": secretSvc}, LoadOptions{Decrypt: fakeDecrypt},
 			`secret "db-password": cannot read secrets/db-password: file does not exist`},
@@ -87,8 +150,16 @@ func TestSecretRefusals(t *testing.T) {
 			"leaves the app directory"},
 		{"undeclared envFrom", map[string]string{"web.yaml": svc + "  image: web:1\n  envFrom: [{secret: nope}]\n"}, LoadOptions{Decrypt: fakeDecrypt},
 			`secret "nope" is not declared in spec.secrets`},
-		{"file delivery", map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a}]\n", "a": "ENC:x"}, LoadOptions{Decrypt: fakeDecrypt},
-			"not supported yet; add envFrom"},
+		{"plaintext", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "hunter2"}, LoadOptions{Decrypt: fakeDecrypt},
+			`secret "db-password": secrets/db-password is not SOPS-encrypted, and secrets in Git must be: encrypt it (sops --encrypt --in-place FILE), or accept it as it is with allowPlaintext: true`},
+		{"relative target", map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a, target: run/a}]\n", "a": "ENC:x"}, LoadOptions{Decrypt: fakeDecrypt},
+			`web.yaml:7:40: spec.secrets[0].target: "run/a" must be a clean absolute path in the container`},
+		{"owner by name", map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a, uid: postgres}]\n", "a": "ENC:x"}, LoadOptions{Decrypt: fakeDecrypt},
+			`spec.secrets[0].uid: "postgres" must be a number`},
+		{"mode too wide", map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a, mode: 04755}]\n", "a": "ENC:x"}, LoadOptions{Decrypt: fakeDecrypt},
+			`spec.secrets[0].mode: 04755 has bits beyond 0777`},
+		{"one target twice", map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: a, file: a, target: /run/secrets/b}, {name: b, file: a}]\n", "a": "ENC:x"}, LoadOptions{Decrypt: fakeDecrypt},
+			`spec.secrets[1].target: /run/secrets/b is already the target of spec.secrets[0]`},
 		{"missing key", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: s.yaml\n      key: nope", 1), "s.yaml": "ENC:a: b\nsops:\n    mac: ENC[x]\n"}, LoadOptions{Decrypt: fakeDecrypt},
 			`key "nope" is not in the file (it has: a)`},
 		{"clash with env", map[string]string{"web.yaml": strings.Replace(secretSvc, "image: web:1\n", "image: web:1\n  env: {DB_PASSWORD: x}\n", 1), "secrets/db-password": "ENC:y"}, LoadOptions{Decrypt: fakeDecrypt},
@@ -123,4 +194,19 @@ func FuzzSecretValues(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A plaintext YAML secret in the app directory is judged as a secret, not
+// parsed as a manifest (which would bury the real problem under
+// "apiVersion: is required").
+func TestPlaintextYAMLSecretIsNotAManifest(t *testing.T) {
+	files := map[string]string{"web.yaml": svc + "  image: web:1\n  secrets: [{name: db, file: secrets/db.yaml, key: password}]\n", "secrets/db.yaml": "password: pw\n"}
+	_, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt})
+	if err == nil || strings.Contains(err.Error(), "apiVersion") || !strings.Contains(err.Error(), "secrets/db.yaml is not SOPS-encrypted") {
+		t.Fatalf("err = %v", err)
+	}
+	a, err := loadSecretApp(t, files, LoadOptions{Decrypt: fakeDecrypt, AllowPlaintext: true})
+	if err != nil || len(a.Services) != 1 || string(a.SecretData[a.Services[0].Spec.Secrets[0].Digest]) != "pw" {
+		t.Fatalf("allowed: %v", err)
+	}
 }

@@ -89,6 +89,10 @@ type App struct {
 	// SecretKey digests secret values in hashes and displays (see
 	// SecretKey); the loader sets it from LoadOptions.SecretKey.
 	SecretKey SecretKey `json:"-"`
+	// SecretData holds, by their digest (SecretRef.Digest), the decrypted
+	// values the services' secrets deliver as files. Memory only: never
+	// marshalled, never hashed (each secret's Digest is).
+	SecretData map[string][]byte `json:"-"`
 }
 
 // Service returns the named service, or nil.
@@ -583,10 +587,24 @@ func (l ErrorList) Error() string {
 }
 
 // SecretRef is a SOPS-encrypted file of the repository a service uses.
+// Its value is delivered as a file: driftless writes it to a tmpfs on the
+// host and bind-mounts it read-only at Target; EnvFrom may put it in the
+// environment as well.
 type SecretRef struct {
 	Name string `json:"name"`
 	File string `json:"file"`          // relative to the app directory
 	Key  string `json:"key,omitempty"` // one top-level key of a YAML, JSON or dotenv secret
+	// Target is the path in the container; default /run/secrets/NAME
+	// (compose's convention).
+	Target string `json:"target,omitempty"`
+	// UID and GID own the file (numeric; "" is the agent's user); Mode is
+	// its permission bits, default 0444 (compose's).
+	UID  string `json:"uid,omitempty"`
+	GID  string `json:"gid,omitempty"`
+	Mode int    `json:"mode,omitempty"`
+	// AllowPlaintext accepts a file that is not SOPS-encrypted and delivers
+	// it as it is; without it such a file refuses the revision.
+	AllowPlaintext bool `json:"allowPlaintext,omitempty"`
 	// Digest is the agent key's digest of the plaintext: it joins the spec
 	// hash, so a secret changed in Git rolls the services that use it,
 	// and it shows that it changed without showing anything of it.
