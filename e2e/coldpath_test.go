@@ -46,64 +46,7 @@ func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := testenv.StartCountingProxy(t)
-	owned := func() int { return len(dockerNames(t, app)) }
-
-	// foreignMatters says the situation is one a look at the app's own
-	// objects alone gets wrong, so the lookups are what makes it right.
-	check := func(situation string, foreignMatters bool, want ...string) {
-		t.Helper()
-		in := drift.Input{App: app, Desired: desired, Options: drift.Options{Revision: "local", Now: time.Now()}}
-		fullIn, cheapIn := in, in
-		var err error
-		fullIn.Actual, err = observeWith(ctx, "", func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveCold(ctx, app, true) })
-		if err != nil {
-			t.Fatalf("%s: full observation: %v", situation, err)
-		}
-		proxy.Reset()
-		cheapIn.Actual, err = observeWith(ctx, proxy.Host(), func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveForPlan(ctx, in) })
-		if err != nil {
-			t.Fatalf("%s: cheap observation: %v", situation, err)
-		}
-		calls := proxy.Summary()
-		full, cheap := drift.Compute(fullIn), drift.Compute(cheapIn)
-		if a, b := decisions(t, full), decisions(t, cheap); a != b {
-			t.Errorf("%s: the plans differ\nfull observation:\n%s\ncheap observation:\n%s", situation, full.String(), cheap.String())
-		}
-		if a, b := decisions(t, drift.Assess(fullIn, full)), decisions(t, drift.Assess(cheapIn, cheap)); a != b {
-			t.Errorf("%s: the health verdicts differ\nfull: %s\ncheap: %s", situation, a, b)
-		}
-		if foreignMatters {
-			ownIn := in
-			if ownIn.Actual, err = observeWith(ctx, "", func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveCold(ctx, app, false) }); err != nil {
-				t.Fatal(err)
-			}
-			if decisions(t, drift.Compute(ownIn)) == decisions(t, full) {
-				t.Errorf("%s: the app's own objects alone give the same plan; the situation does not test the lookups", situation)
-			}
-		}
-		text := full.String()
-		for _, c := range full.Conflicts {
-			text += "\n" + c.Name + ": " + c.Reason
-		}
-		for _, w := range want {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: the plan does not show %q:\n%s", situation, w, text)
-			}
-		}
-		// Never the whole engine's containers, never an image.
-		if n := calls["GET /containers/json"]; n == 0 {
-			t.Errorf("%s: no container list counted: %v", situation, calls)
-		}
-		for _, c := range proxy.Calls() {
-			if strings.Contains(c, "/images/") {
-				t.Errorf("%s: the cheap observation inspected an image: %s", situation, c)
-			}
-		}
-		if got, want := calls["GET /containers/{id}/json"], owned(); got != want {
-			t.Errorf("%s: %d inspects, want one per owned container (%d)", situation, got, want)
-		}
-		t.Logf("%s: %s; plan: %s", situation, testenv.FormatCalls(calls), full.Summary())
-	}
+	c := &coldCheck{t: t, ctx: ctx, app: app, desired: desired, proxy: proxy}
 	// foreign starts a container driftless does not own, removed at the end.
 	foreign := func(name string, args ...string) {
 		t.Helper()
@@ -123,20 +66,96 @@ func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
 			t.Errorf("driftless diff listed every container on the engine: %s", c)
 		}
 	}
-	t.Logf("driftless diff, no-op, %d owned containers: %s", owned(), testenv.FormatCalls(proxy.Summary()))
+	t.Logf("driftless diff, no-op, %d owned containers: %s", len(dockerNames(t, app)), testenv.FormatCalls(proxy.Summary()))
 
-	check("no-op", false, "No changes")
+	c.check("no-op", false, "No changes")
 	docker(t, "rm", "-f", app+"-web-2")
-	check("missing replica", false, app+"-web-2", "removed outside Git")
+	c.check("missing replica", false, app+"-web-2", "removed outside Git")
 	foreign(app+"-web-2", "create")
-	check("foreign container holding a needed name", true, app+"-web-2: name is held by a container driftless does not own")
+	c.check("foreign container holding a needed name", true, app+"-web-2: name is held by a container driftless does not own")
 	docker(t, "rm", "-f", app+"-pub-1")
 	foreign(app+"-squatter", "run", "-d", "-p", fmt.Sprintf("127.0.0.1:%d:8080", port))
-	check("foreign container holding a needed host port", true, fmt.Sprintf("publishes host port %d", port))
+	c.check("foreign container holding a needed host port", true, fmt.Sprintf("publishes host port %d", port))
 	docker(t, "stop", "-t", "1", app+"-api-1")
-	check("stopped replica", false, app+"-api-1", "stopped outside Git")
+	c.check("stopped replica", false, app+"-api-1", "stopped outside Git")
 	docker(t, "update", "--memory", "96m", "--memory-swap", "192m", app+"-web-1")
-	check("docker update", false, app+"-web-1", "resources.memory")
+	c.check("docker update", false, app+"-web-1", "resources.memory")
+}
+
+// coldCheck compares, in one situation, the plan and health from the
+// cheap observation with those from the full one.
+type coldCheck struct {
+	t       *testing.T
+	ctx     context.Context
+	app     string
+	desired *manifest.App
+	proxy   *testenv.CountingProxy
+}
+
+// check compares the two and requires the plan to show want.
+// foreignMatters says the situation is one a look at the app's own
+// objects alone gets wrong, so the lookups are what makes it right.
+func (c *coldCheck) check(situation string, foreignMatters bool, want ...string) {
+	t, ctx, app := c.t, c.ctx, c.app
+	t.Helper()
+	in := drift.Input{App: app, Desired: c.desired, Options: drift.Options{Revision: "local", Now: time.Now()}}
+	fullIn, cheapIn := in, in
+	var err error
+	fullIn.Actual, err = observeWith(ctx, "", func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveCold(ctx, app, true) })
+	if err != nil {
+		t.Fatalf("%s: full observation: %v", situation, err)
+	}
+	c.proxy.Reset()
+	cheapIn.Actual, err = observeWith(ctx, c.proxy.Host(), func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveForPlan(ctx, in) })
+	if err != nil {
+		t.Fatalf("%s: cheap observation: %v", situation, err)
+	}
+	full, cheap := drift.Compute(fullIn), drift.Compute(cheapIn)
+	if a, b := decisions(t, full), decisions(t, cheap); a != b {
+		t.Errorf("%s: the plans differ\nfull observation:\n%s\ncheap observation:\n%s", situation, full.String(), cheap.String())
+	}
+	if a, b := decisions(t, drift.Assess(fullIn, full)), decisions(t, drift.Assess(cheapIn, cheap)); a != b {
+		t.Errorf("%s: the health verdicts differ\nfull: %s\ncheap: %s", situation, a, b)
+	}
+	if foreignMatters {
+		ownIn := in
+		if ownIn.Actual, err = observeWith(ctx, "", func(e *deploy.Engine) (drift.Actual, error) { return e.ObserveCold(ctx, app, false) }); err != nil {
+			t.Fatal(err)
+		}
+		if decisions(t, drift.Compute(ownIn)) == decisions(t, full) {
+			t.Errorf("%s: the app's own objects alone give the same plan; the situation does not test the lookups", situation)
+		}
+	}
+	text := full.String()
+	for _, conf := range full.Conflicts {
+		text += "\n" + conf.Name + ": " + conf.Reason
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: the plan does not show %q:\n%s", situation, w, text)
+		}
+	}
+	c.checkCalls(situation, full)
+}
+
+// checkCalls requires of the cheap observation's calls: container lists,
+// one inspect per owned container, never an image.
+func (c *coldCheck) checkCalls(situation string, plan drift.Plan) {
+	t := c.t
+	t.Helper()
+	calls := c.proxy.Summary()
+	if n := calls["GET /containers/json"]; n == 0 {
+		t.Errorf("%s: no container list counted: %v", situation, calls)
+	}
+	for _, call := range c.proxy.Calls() {
+		if strings.Contains(call, "/images/") {
+			t.Errorf("%s: the cheap observation inspected an image: %s", situation, call)
+		}
+	}
+	if got, want := calls["GET /containers/{id}/json"], len(dockerNames(t, c.app)); got != want {
+		t.Errorf("%s: %d inspects, want one per owned container (%d)", situation, got, want)
+	}
+	t.Logf("%s: %s; plan: %s", situation, testenv.FormatCalls(calls), plan.Summary())
 }
 
 // observeWith observes through a fresh engine (an empty readiness cache,
