@@ -100,6 +100,10 @@ type Options struct {
 	// ViewResync is how often Watch checks its view of the engine against
 	// a fresh list; default 5m.
 	ViewResync time.Duration
+	// LivenessInterval is how long a successful ping vouches for the
+	// engine: passes that read the view within it send none of their own,
+	// so pings grow with time, not with apps. Default 5s.
+	LivenessInterval time.Duration
 
 	// AddressPool is where the subnets of new app bridge networks come
 	// from; nil: drift.DefaultAddressPool(); a zero pool: Docker's own
@@ -125,6 +129,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ViewResync <= 0 {
 		o.ViewResync = 5 * time.Minute
+	}
+	if o.LivenessInterval <= 0 {
+		o.LivenessInterval = 5 * time.Second
 	}
 	if o.FilesDir == "" {
 		o.FilesDir = DefaultFilesDir()
@@ -184,6 +191,11 @@ type Engine struct {
 	// requests counts Docker API requests by operation; nil without a
 	// real client.
 	requests *prometheus.CounterVec
+
+	// livenessMu guards lastPing, when the engine last answered a ping
+	// (see Options.LivenessInterval).
+	livenessMu sync.Mutex
+	lastPing   time.Time
 
 	// subnetMu makes choosing a subnet and creating its network one step
 	// for all of this engine's apps.
@@ -281,6 +293,21 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 func (e *Engine) Close() error {
 	e.prober.stop()
 	return e.api.Close()
+}
+
+// pingRecent is Ping, unless a ping succeeded within the liveness
+// interval. Concurrent passes share one ping.
+func (e *Engine) pingRecent(ctx context.Context) error {
+	e.livenessMu.Lock()
+	defer e.livenessMu.Unlock()
+	if !e.lastPing.IsZero() && time.Since(e.lastPing) < e.opts.LivenessInterval {
+		return nil
+	}
+	if err := e.Ping(ctx); err != nil {
+		return err
+	}
+	e.lastPing = time.Now()
+	return nil
 }
 
 // Ping checks that the engine answers.

@@ -564,10 +564,10 @@ func firstNonNil(fresh, before any, found bool) any {
 // not read the uptime from them (start events and the prober's periodic
 // inspect catch restarts instead).
 func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	// One ping, so a pass still finds an engine it can no longer reach
-	// (its socket gone, the daemon shutting down) while the event
+	// A recent ping, so a pass still finds an engine it can no longer
+	// reach (its socket gone, the daemon shutting down) while the event
 	// stream's connection, opened before, lives on.
-	if err := e.Ping(ctx); err != nil {
+	if err := e.pingRecent(ctx); err != nil {
 		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
 	}
 	actual, ips := e.view.actualFor(app, withForeign)

@@ -239,8 +239,19 @@ func TestViewFollowsEventsWithoutListing(t *testing.T) {
 	if _, err := e.Observe(ctx, "shop", true); err != nil {
 		t.Fatal(err)
 	}
+	if calls := m.apiCalls() - before; calls != 0 {
+		t.Errorf("steady-state observation made %d API calls, want 0 (the previous pass's ping still vouches for the engine)", calls)
+	}
+	// Once the ping is older than the liveness interval, one ping again.
+	e.livenessMu.Lock()
+	e.lastPing = e.lastPing.Add(-time.Hour)
+	e.livenessMu.Unlock()
+	before = m.apiCalls()
+	if _, err := e.Observe(ctx, "shop", true); err != nil {
+		t.Fatal(err)
+	}
 	if calls := m.apiCalls() - before; calls != 1 {
-		t.Errorf("steady-state observation made %d API calls, want 1 (the ping)", calls)
+		t.Errorf("observation after the liveness interval made %d API calls, want 1 (the ping)", calls)
 	}
 	r, err := e.CheckView(ctx)
 	if err != nil || len(r.Divergences) != 0 {
