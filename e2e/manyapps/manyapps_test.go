@@ -87,9 +87,16 @@ func removeApps(t *testing.T, apps []string) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if err := eng.RemoveApp(ctx, app, nil); err != nil {
-				t.Logf("cleanup %s: %v", app, err)
+			// A loaded engine may still count a removed container's
+			// endpoint for a moment ("has active endpoints"): try again.
+			var err error
+			for attempt := range 3 {
+				if err = eng.RemoveApp(ctx, app, nil); err == nil {
+					return
+				}
+				time.Sleep(time.Duration(attempt+1) * 5 * time.Second)
 			}
+			t.Logf("cleanup %s: %v", app, err)
 		})
 	}
 	wg.Wait()
