@@ -145,6 +145,11 @@ type Engine struct {
 	digestMu sync.Mutex
 	digests  map[string][]string
 
+	// desired is the images each app's desired state named when last
+	// recorded for prune-images, so an unchanged state is not rewritten.
+	desiredMu sync.Mutex
+	desired   map[string][]string
+
 	// view is the event-fed picture of the engine Observe reads while
 	// Watch runs; viewChecks asks the watch goroutine for a check now.
 	view       *view

@@ -131,6 +131,11 @@ func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgr
 			progress(line)
 		}
 	}
+	if res, err := e.api.ImageInspect(ctx, image); err == nil {
+		e.recordPull(app, image, res.ID)
+	} else {
+		e.log.Warn("could not inspect a pulled image to record it; prune-images will not offer it", "app", app, "image", image, "err", err)
+	}
 	return nil
 }
 
