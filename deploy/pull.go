@@ -24,6 +24,7 @@ const (
 	PullAuth        PullErrorKind = "auth"        // 401, denied: the credentials are missing or wrong
 	PullNotFound    PullErrorKind = "not found"   // manifest unknown: no such repository or tag
 	PullUnreachable PullErrorKind = "unreachable" // connection refused, timeout, DNS
+	PullUntrusted   PullErrorKind = "untrusted"   // x509: the registry's certificate is not trusted
 	PullOther       PullErrorKind = "error"
 )
 
@@ -46,6 +47,8 @@ func (e *PullError) Error() string {
 		hint = "not found (manifest unknown): check the image name and tag"
 	case PullUnreachable:
 		hint = "registry unreachable: retrying"
+	case PullUntrusted:
+		hint = "TLS certificate not trusted: install the registry's CA on the engine's host as /etc/docker/certs.d/" + e.Registry + "/ca.crt (read at each pull, no restart)"
 	default:
 		hint = "pull failed"
 	}
@@ -68,6 +71,8 @@ func classifyPull(err error) PullErrorKind {
 		return false
 	}
 	switch {
+	case has("x509:", "certificate signed by unknown authority", "certificate is not valid", "certificate has expired"):
+		return PullUntrusted
 	case has("unauthorized", "authentication required", "no basic auth credentials", "denied", "401", "incorrect username or password", "forbidden"):
 		return PullAuth
 	case has("manifest unknown", "not found", "name unknown", "does not exist"):

@@ -226,6 +226,7 @@ func TestClassifyPull(t *testing.T) {
 		`Get "http://127.0.0.1:5001/v2/": dial tcp 127.0.0.1:5001: connect: connection refused`:                          PullUnreachable,
 		`Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host`:                    PullUnreachable,
 		`Get "https://r.example/v2/": net/http: request canceled while waiting for connection (Client.Timeout exceeded)`: PullUnreachable,
+		`Get "https://172.17.0.1:45123/v2/": x509: certificate signed by unknown authority`:                              PullUntrusted,
 		`something else went wrong`: PullOther,
 	} {
 		if got := classifyPull(errors.New(msg)); got != want {
