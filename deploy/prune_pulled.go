@@ -55,31 +55,7 @@ func (e *Engine) prunePulled(ctx context.Context, in pruneInput) []PrunedImage {
 			idOf[refKey(n)] = img.ID
 		}
 	}
-	// What each image means to other apps, and what this app still wants.
-	claims := map[string][]string{} // image ID → "pulled by B", "wanted by B"
-	wanted := map[string]bool{}
-	for app, refs := range in.desired {
-		for _, ref := range refs {
-			id, ok := idOf[refKey(ref)]
-			switch {
-			case !ok:
-			case app == in.app:
-				wanted[id] = true
-			default:
-				claims[id] = append(claims[id], "wanted by app "+app)
-			}
-		}
-	}
-	mine := map[string][]PullRecord{}
-	for app, recs := range in.pulled {
-		for _, r := range recs {
-			if app == in.app {
-				mine[r.ID] = append(mine[r.ID], r)
-			} else {
-				claims[r.ID] = append(claims[r.ID], "pulled by app "+app)
-			}
-		}
-	}
+	claims, wanted, mine := in.holds(idOf)
 	var out []PrunedImage
 	for id, recs := range mine {
 		img, ok := byID[id]
@@ -145,4 +121,33 @@ func keepReason(img image.Summary, recs []PullRecord, wanted bool, claims []stri
 		return fmt.Sprintf("also named %s, which driftless did not pull for the app", strings.Join(foreign, ", "))
 	}
 	return ""
+}
+
+// holds is what each image means to the apps: claims by other apps
+// ("pulled by B", "wanted by B"), what in.app still wants, and in.app's
+// own records by image ID.
+func (in pruneInput) holds(idOf map[string]string) (claims map[string][]string, wanted map[string]bool, mine map[string][]PullRecord) {
+	claims, wanted, mine = map[string][]string{}, map[string]bool{}, map[string][]PullRecord{}
+	for app, refs := range in.desired {
+		for _, ref := range refs {
+			id, ok := idOf[refKey(ref)]
+			switch {
+			case !ok:
+			case app == in.app:
+				wanted[id] = true
+			default:
+				claims[id] = append(claims[id], "wanted by app "+app)
+			}
+		}
+	}
+	for app, recs := range in.pulled {
+		for _, r := range recs {
+			if app == in.app {
+				mine[r.ID] = append(mine[r.ID], r)
+			} else {
+				claims[r.ID] = append(claims[r.ID], "pulled by app "+app)
+			}
+		}
+	}
+	return claims, wanted, mine
 }

@@ -61,10 +61,10 @@ type registryClient struct {
 }
 
 type hostClient struct {
-	http    *http.Client
-	stamp   string // the certs directory's state when http was made
-	scheme  string // "https", or "http" once an insecure registry answered so
-	basic   bool   // the registry asked for basic auth: send it up front
+	http   *http.Client
+	stamp  string // the certs directory's state when http was made
+	scheme string // "https", or "http" once an insecure registry answered so
+	basic  bool   // the registry asked for basic auth: send it up front
 }
 
 type bearerToken struct {

@@ -137,3 +137,20 @@ func TestParseChallenge(t *testing.T) {
 		t.Errorf("empty challenge: %q", kind)
 	}
 }
+
+// FuzzParseChallenge: any header parses without panicking, and a
+// parameter it reports came from the header.
+func FuzzParseChallenge(f *testing.F) {
+	f.Add(`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:a/b:pull"`)
+	f.Add(`Basic realm=x`)
+	f.Add(`Bearer realm="unterminated`)
+	f.Add(`Bearer ,,=,"=`)
+	f.Fuzz(func(t *testing.T, h string) {
+		_, params := parseChallenge(h)
+		for _, v := range params {
+			if !strings.Contains(h, v) {
+				t.Fatalf("%q: value %q not in the header", h, v)
+			}
+		}
+	})
+}
