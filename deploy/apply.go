@@ -40,6 +40,12 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 	}
 	if r.desired == nil {
 		r.desired = &manifest.App{Name: r.app}
+	} else if r.app != "" {
+		images := make([]string, 0, len(desired.Services))
+		for _, svc := range desired.Services {
+			images = append(images, svc.Spec.Image)
+		}
+		e.recordDesired(r.app, images)
 	}
 	for i, c := range plan.Changes {
 		r.outcomes[i] = drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: "not attempted",

@@ -11,17 +11,29 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 )
 
-// PrunedImage is one image driftless built for an app, and what pruning
-// does with it.
+// PrunedImage is one image driftless built or pulled for an app, and
+// what pruning does with it.
 type PrunedImage struct {
-	ID    string   `json:"id"`
-	Tags  []string `json:"tags"`
-	Size  int64    `json:"size"`
-	InUse []string `json:"inUse,omitempty"` // names of the containers that use it: kept
+	ID string `json:"id"`
+	// Origin is OriginBuilt or OriginPulled.
+	Origin string   `json:"origin"`
+	Tags   []string `json:"tags"`
+	Size   int64    `json:"size"`
+	InUse  []string `json:"inUse,omitempty"` // names of the containers that use it: kept
+	// Kept says why an image no container uses is kept (a pulled image
+	// the app still wants, that another app pulled or wants, or that has
+	// names driftless did not pull).
+	Kept string `json:"kept,omitempty"`
 	// Removed: the image is gone (false in a dry run and for kept ones).
 	Removed bool   `json:"removed"`
 	Err     string `json:"error,omitempty"`
 }
+
+// Where a pruned image came from.
+const (
+	OriginBuilt  = "built"
+	OriginPulled = "pulled"
+)
 
 // PruneReport is what PruneImages found and did.
 type PruneReport struct {
@@ -40,18 +52,26 @@ type imageLister interface {
 }
 
 // PruneImages removes the images driftless built for app (they carry its
-// build labels) that no container on the engine uses, running or not, the
-// app's or anyone's. With dryRun nothing is removed: the report says what
-// would be. Images driftless did not build are never touched.
+// build labels) and those it pulled for app (see pullrecord.go) that no
+// container on the engine uses, running or not, the app's or anyone's. A
+// pulled image is also kept while the app's desired state names it, while
+// another app pulled or wants it, and while it has names driftless did not
+// pull. With dryRun nothing is removed: the report says what would be.
+// Other images are never touched.
 func (e *Engine) PruneImages(ctx context.Context, app string, dryRun bool) (PruneReport, error) {
 	rep := PruneReport{App: app, DryRun: dryRun, Images: []PrunedImage{}}
 	lister, ok := e.api.(imageLister)
 	if !ok {
 		return rep, fmt.Errorf("this engine connection cannot list images")
 	}
+	// Records first: an unreadable one stops pruning before anything goes.
+	pulled, desired, err := e.pullRecords()
+	if err != nil {
+		return rep, err
+	}
 	f := client.Filters{}
 	f.Add("label", drift.LabelBuilt+"=true", drift.LabelApp+"="+app)
-	images, err := lister.ImageList(ctx, client.ImageListOptions{Filters: f})
+	built, err := lister.ImageList(ctx, client.ImageListOptions{Filters: f})
 	if err != nil {
 		return rep, fmt.Errorf("%w: list images: %w", drift.ErrEngineUnreachable, err)
 	}
@@ -66,26 +86,27 @@ func (e *Engine) PruneImages(ctx context.Context, app string, dryRun bool) (Prun
 		name := strings.TrimPrefix(firstName(c.Names), "/")
 		users[c.ImageID] = append(users[c.ImageID], name)
 	}
-	for _, img := range images.Items {
-		p := PrunedImage{ID: img.ID, Tags: slices.Sorted(slices.Values(img.RepoTags)), Size: img.Size, InUse: users[img.ID]}
+	for _, img := range built.Items {
+		p := PrunedImage{ID: img.ID, Origin: OriginBuilt, Tags: slices.Sorted(slices.Values(img.RepoTags)), Size: img.Size, InUse: users[img.ID]}
 		slices.Sort(p.InUse)
-		if len(p.InUse) == 0 {
-			rep.Freed += p.Size
-			if !dryRun {
-				e.removeImage(ctx, &p)
-			}
+		if len(p.InUse) == 0 && !dryRun {
+			e.removeImage(ctx, &p)
 		}
 		rep.Images = append(rep.Images, p)
+	}
+	if len(pulled[app]) > 0 {
+		all, err := lister.ImageList(ctx, client.ImageListOptions{})
+		if err != nil {
+			return rep, fmt.Errorf("%w: list images: %w", drift.ErrEngineUnreachable, err)
+		}
+		rep.Images = append(rep.Images, e.prunePulled(ctx, pruneInput{app: app, dryRun: dryRun, images: all.Items, users: users, pulled: pulled, desired: desired})...)
 	}
 	slices.SortFunc(rep.Images, func(a, b PrunedImage) int {
 		return strings.Compare(strings.Join(a.Tags, ","), strings.Join(b.Tags, ","))
 	})
-	if !dryRun {
-		rep.Freed = 0
-		for _, p := range rep.Images {
-			if p.Removed {
-				rep.Freed += p.Size
-			}
+	for _, p := range rep.Images {
+		if (dryRun && len(p.InUse) == 0 && p.Kept == "") || p.Removed {
+			rep.Freed += p.Size
 		}
 	}
 	return rep, nil

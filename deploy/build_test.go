@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -245,7 +246,20 @@ type fakeImages struct {
 
 func (f *fakeImages) ImageList(_ context.Context, o client.ImageListOptions) (client.ImageListResult, error) {
 	f.filters = o.Filters
-	return client.ImageListResult{Items: f.images}, nil
+	var out []image.Summary
+	for _, img := range f.images {
+		match := true
+		for l := range o.Filters["label"] {
+			k, v, _ := strings.Cut(l, "=")
+			if img.Labels[k] != v {
+				match = false
+			}
+		}
+		if match {
+			out = append(out, img)
+		}
+	}
+	return client.ImageListResult{Items: out}, nil
 }
 
 func (f *fakeImages) ContainerList(_ context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {
@@ -277,18 +291,20 @@ func (f *fakeImages) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 }
 
 func TestPruneImages(t *testing.T) {
+	built := map[string]string{drift.LabelBuilt: "true", drift.LabelApp: "shop"}
 	f := &fakeImages{
 		images: []image.Summary{
-			{ID: "sha256:old", RepoTags: []string{"driftless/shop-web:tree-aaaaaaaaaaaa", "shop/web:1"}, Size: 3000},
-			{ID: "sha256:used", RepoTags: []string{"driftless/shop-web:tree-bbbbbbbbbbbb"}, Size: 5000},
-			{ID: "sha256:stopped", RepoTags: []string{"driftless/shop-api:tree-cccccccccccc"}, Size: 7000},
+			{ID: "sha256:old", RepoTags: []string{"driftless/shop-web:tree-aaaaaaaaaaaa", "shop/web:1"}, Size: 3000, Labels: built},
+			{ID: "sha256:used", RepoTags: []string{"driftless/shop-web:tree-bbbbbbbbbbbb"}, Size: 5000, Labels: built},
+			{ID: "sha256:stopped", RepoTags: []string{"driftless/shop-api:tree-cccccccccccc"}, Size: 7000, Labels: built},
+			{ID: "sha256:pulled", RepoTags: []string{"shop/web:2"}, Size: 9000},
 		},
 		containers: []container.Summary{
 			{Names: []string{"/shop-web-1"}, ImageID: "sha256:used", State: "running"},
 			{Names: []string{"/someone-else"}, ImageID: "sha256:stopped", State: "exited"},
 		},
 	}
-	e := newEngine(f, Options{})
+	e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files")})
 	defer e.prober.stop()
 	rep, err := e.PruneImages(context.Background(), "shop", true)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -92,6 +93,10 @@ type Options struct {
 	// Credentials give pulls and tag resolutions their registry
 	// credentials; nil pulls anonymously.
 	Credentials Credentials
+	// RegistryCertsDir is where a registry's CA and client certificate
+	// are found for tag checks, HOST[:PORT]/ca.crt as for the engine;
+	// default DefaultCertsDir.
+	RegistryCertsDir string
 	// Scrub are values the agent holds (Git credentials) that are removed,
 	// like each container's own secrets, from the log lines and probe
 	// output a failure or readiness reason carries.
@@ -143,6 +148,9 @@ func (o Options) withDefaults() Options {
 	if o.RoutesFile == "" {
 		o.RoutesFile = "/proc/net/route"
 	}
+	if o.RegistryCertsDir == "" {
+		o.RegistryCertsDir = DefaultCertsDir
+	}
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
 	}
@@ -181,6 +189,18 @@ type Engine struct {
 	// content, so observing does one inspect per new image, not per pass.
 	digestMu sync.Mutex
 	digests  map[string][]string
+
+	// desired is the images each app's desired state named when last
+	// recorded for prune-images, so an unchanged state is not rewritten.
+	desiredMu sync.Mutex
+	desired   map[string][]string
+
+	// reg asks registries for tag digests directly (one HEAD); the
+	// engine's insecure registries are read once for it.
+	reg           *registryClient
+	insecureOnce  sync.Once
+	insecureCIDRs []netip.Prefix
+	insecureNames map[string]bool
 
 	// view is the event-fed picture of the engine Observe reads while
 	// Watch runs; viewChecks asks the watch goroutine for a check now.
@@ -284,6 +304,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	for _, kind := range []string{"container", "network", "volume"} {
 		e.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
 	}
+	e.reg = newRegistryClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
 	e.prober.scrub = opts.Scrub
 	return e

@@ -9,6 +9,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -24,6 +25,7 @@ const (
 	PullAuth        PullErrorKind = "auth"        // 401, denied: the credentials are missing or wrong
 	PullNotFound    PullErrorKind = "not found"   // manifest unknown: no such repository or tag
 	PullUnreachable PullErrorKind = "unreachable" // connection refused, timeout, DNS
+	PullUntrusted   PullErrorKind = "untrusted"   // x509: the registry's certificate is not trusted
 	PullOther       PullErrorKind = "error"
 )
 
@@ -46,6 +48,8 @@ func (e *PullError) Error() string {
 		hint = "not found (manifest unknown): check the image name and tag"
 	case PullUnreachable:
 		hint = "registry unreachable: retrying"
+	case PullUntrusted:
+		hint = "TLS certificate not trusted: install the registry's CA on the engine's host as /etc/docker/certs.d/" + e.Registry + "/ca.crt (read at each pull, no restart)"
 	default:
 		hint = "pull failed"
 	}
@@ -68,6 +72,8 @@ func classifyPull(err error) PullErrorKind {
 		return false
 	}
 	switch {
+	case has("x509:", "certificate signed by unknown authority", "certificate is not valid", "certificate has expired"):
+		return PullUntrusted
 	case has("unauthorized", "authentication required", "no basic auth credentials", "denied", "401", "incorrect username or password", "forbidden"):
 		return PullAuth
 	case has("manifest unknown", "not found", "name unknown", "does not exist"):
@@ -131,11 +137,18 @@ func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgr
 			progress(line)
 		}
 	}
+	if res, err := e.api.ImageInspect(ctx, image); err == nil {
+		e.recordPull(app, image, res.ID)
+	} else {
+		e.log.Warn("could not inspect a pulled image to record it; prune-images will not offer it", "app", app, "image", image, "err", err)
+	}
 	return nil
 }
 
-// progressLine is one compact line per change of a layer's state (not per
-// byte count update), or "" for a message that changes nothing.
+// progressLine is one compact line per change of a layer's state, and per
+// quarter of a download or extraction (not per byte count update: a few
+// lines per layer, so the CLI and the dashboard's live status move without
+// flooding), or "" for a message that changes nothing.
 func progressLine(layers map[string]string, m jsonstream.Message) string {
 	if m.Status == "" {
 		return ""
@@ -143,10 +156,14 @@ func progressLine(layers map[string]string, m jsonstream.Message) string {
 	if m.ID == "" {
 		return m.Status
 	}
-	if layers[m.ID] == m.Status {
+	state := m.Status
+	if p := m.Progress; p != nil && p.Total > 0 {
+		state += fmt.Sprintf(" %d/4", min(p.Current*4/p.Total, 4))
+	}
+	if layers[m.ID] == state {
 		return ""
 	}
-	layers[m.ID] = m.Status
+	layers[m.ID] = state
 	line := m.ID + ": " + m.Status
 	if p := m.Progress; p != nil && p.Total > 0 {
 		line += fmt.Sprintf(" %s/%s", humanBytes(p.Current), humanBytes(p.Total))
@@ -208,11 +225,49 @@ func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) erro
 	return err
 }
 
-// ResolveDigest asks the image's registry, through the engine and with
-// the app's credentials, which manifest digest the image's tag names now
-// ("sha256:…"). It is one registry request; nothing is pulled.
+// ResolveDigest asks the image's registry, with the app's credentials,
+// which manifest digest the image's tag names now ("sha256:…"): one HEAD
+// of the manifest (see registry_client.go), nothing pulled. When the
+// registry cannot be asked directly (no route from the agent, an auth
+// scheme it does not speak), the engine is asked instead.
 func (e *Engine) ResolveDigest(ctx context.Context, app, image string) (string, error) {
-	host, auth, err := e.registryAuth(ctx, app, image)
+	host, err := RegistryHost(image)
+	if err != nil {
+		return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+	}
+	ac := registry.AuthConfig{}
+	if e.opts.Credentials != nil {
+		if ac, err = e.opts.Credentials.Lookup(ctx, app, host); err != nil {
+			return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: fmt.Errorf("credentials for registry %s: %w", host, err)}
+		}
+	}
+	d, err := e.reg.headDigest(ctx, image, ac)
+	if err == nil || !errors.Is(err, errNoAnswer) {
+		return d, err
+	}
+	e.log.Debug("tag check: asking the engine", "image", image, "reason", err)
+	return e.resolveViaEngine(ctx, host, image, ac)
+}
+
+// ResolveDigestViaEngine resolves the tag through the engine's
+// GET /distribution/{image}/json only (four registry requests: a ping, a
+// HEAD, the manifest and the config); the benchmark compares it.
+func (e *Engine) ResolveDigestViaEngine(ctx context.Context, app, image string) (string, error) {
+	host, err := RegistryHost(image)
+	if err != nil {
+		return "", err
+	}
+	ac := registry.AuthConfig{}
+	if e.opts.Credentials != nil {
+		if ac, err = e.opts.Credentials.Lookup(ctx, app, host); err != nil {
+			return "", err
+		}
+	}
+	return e.resolveViaEngine(ctx, host, image, ac)
+}
+
+func (e *Engine) resolveViaEngine(ctx context.Context, host, image string, ac registry.AuthConfig) (string, error) {
+	auth, err := encodeAuth(ac)
 	if err != nil {
 		return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
 	}

@@ -226,6 +226,7 @@ func TestClassifyPull(t *testing.T) {
 		`Get "http://127.0.0.1:5001/v2/": dial tcp 127.0.0.1:5001: connect: connection refused`:                          PullUnreachable,
 		`Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host`:                    PullUnreachable,
 		`Get "https://r.example/v2/": net/http: request canceled while waiting for connection (Client.Timeout exceeded)`: PullUnreachable,
+		`Get "https://172.17.0.1:45123/v2/": x509: certificate signed by unknown authority`:                              PullUntrusted,
 		`something else went wrong`: PullOther,
 	} {
 		if got := classifyPull(errors.New(msg)); got != want {
@@ -249,7 +250,9 @@ func TestProgressLineOnePerStateChange(t *testing.T) {
 		{Status: "Pulling from shop/web", ID: "v1"},
 		{Status: "Pulling fs layer", ID: "a1"},
 		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 1000, Total: 3_400_000}},
+		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_000, Total: 3_400_000}},
 		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_000_000, Total: 3_400_000}},
+		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_100_000, Total: 3_400_000}},
 		{Status: "Download complete", ID: "a1"},
 		{Status: "Pull complete", ID: "a1"},
 		{Status: "Digest: sha256:abc"},
@@ -259,7 +262,7 @@ func TestProgressLineOnePerStateChange(t *testing.T) {
 			got = append(got, l)
 		}
 	}
-	want := []string{"v1: Pulling from shop/web", "a1: Pulling fs layer", "a1: Downloading 1.0kB/3.4MB", "a1: Download complete", "a1: Pull complete", "Digest: sha256:abc"}
+	want := []string{"v1: Pulling from shop/web", "a1: Pulling fs layer", "a1: Downloading 1.0kB/3.4MB", "a1: Downloading 2.0MB/3.4MB", "a1: Download complete", "a1: Pull complete", "Digest: sha256:abc"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -215,7 +215,7 @@ func (b *buildScenario) prune(good, inUse, unused string) {
 		t.Fatalf("the dry run removed images: %v", got)
 	}
 	out, code = testenv.Run(t, ctx, t.TempDir(), "prune-images", b.app, "--yes")
-	if code != 0 || !regexp.MustCompile(`Removed 1 image\(s\) built for app `+b.app+`, [0-9.]+ [kMG]B freed`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`Removed 1 image\(s\) built or pulled for app `+b.app+`, [0-9.]+ [kMG]B freed`).MatchString(out) {
 		t.Fatalf("prune-images --yes exit %d:\n%s", code, out)
 	}
 	if got := builtImages(t, b.app); !slices.Equal(got, []string{inUse}) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Tag updates: a service with imageUpdate follows its image's tag. On its
-// schedule the pass asks the registry (one request, no pull) which digest
+// schedule the pass asks the registry (one HEAD, no pull) which digest
 // the tag names; the desired spec is the tag pinned to that digest
 // ("shop/web:stable@sha256:…"), so a moved tag is a changed spec that the
 // planner rolls out like any change (readiness-gated, rolling), and a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/driftless-dev/driftless/deploy"
@@ -12,14 +13,16 @@ import (
 )
 
 // runPruneImages is `driftless prune-images APP`: it removes the images
-// driftless built for the app that no container uses. It is a dry run
-// unless --yes is given.
+// driftless built or pulled for the app that no container uses (pulled
+// ones only when no app still wants them). It is a dry run unless --yes
+// is given.
 func runPruneImages(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("prune-images", "prune-images APP [--dry-run] [--yes] [--output text|json]",
-		"Remove the images driftless built for APP from its build: sections that no container uses,\nrunning or stopped. Images driftless did not build are never touched.\nWithout --yes (or with --dry-run) it only prints what it would remove.\nExit 0 when done, 1 when an image could not be removed or the engine failed, 2 on usage errors.", stderr)
+	fs := newFlags("prune-images", "prune-images APP [--dry-run] [--yes] [--data DIR] [--output text|json]",
+		"Remove the images driftless built for APP from its build: sections, and those it pulled for APP\n(recorded under DIR/pulled), that no container uses, running or stopped. A pulled image is also\nkept while APP's desired state names it, while another app pulled or wants it, and while it has\nnames driftless did not pull. Other images are never touched.\nWithout --yes (or with --dry-run) it only prints what it would remove.\nExit 0 when done, 1 when an image could not be removed or the engine failed, 2 on usage errors.", stderr)
 	dryRun := fs.Bool("dry-run", false, "print what would be removed and remove nothing (the default without --yes)")
 	yes := fs.Bool("yes", false, "remove the images")
 	output := fs.String("output", "text", "output format: text or json")
+	data := fs.String("data", defaultDataDir(), "the agent's data directory, which records the images pulled for each app (env DRIFTLESS_DATA)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return exitError
@@ -28,7 +31,7 @@ func runPruneImages(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return exitError
 	}
-	eng, err := connectEngine(ctx, deploy.Options{FilesDir: deploy.DefaultFilesDir()})
+	eng, err := connectEngine(ctx, deploy.Options{FilesDir: filepath.Join(*data, "files")})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless prune-images:", err)
 		return 1
@@ -58,7 +61,7 @@ func runPruneImages(ctx context.Context, args []string, stdout, stderr io.Writer
 func renderPrune(rep deploy.PruneReport) string {
 	var b strings.Builder
 	if len(rep.Images) == 0 {
-		fmt.Fprintf(&b, "No images built for app %s.\n", rep.App)
+		fmt.Fprintf(&b, "No images built or pulled for app %s.\n", rep.App)
 		return b.String()
 	}
 	verb := "removed"
@@ -71,17 +74,20 @@ func renderPrune(rep deploy.PruneReport) string {
 		if name == "" {
 			name = p.ID
 		}
+		what := p.Origin + ", " + humanBytes(p.Size)
 		switch {
 		case len(p.InUse) > 0:
-			fmt.Fprintf(&b, "  keep          %s  (%s, used by %s)\n", name, humanBytes(p.Size), strings.Join(p.InUse, ", "))
+			fmt.Fprintf(&b, "  keep          %s  (%s, used by %s)\n", name, what, strings.Join(p.InUse, ", "))
+		case p.Kept != "":
+			fmt.Fprintf(&b, "  keep          %s  (%s: %s)\n", name, what, p.Kept)
 		case p.Err != "":
-			fmt.Fprintf(&b, "  failed        %s  (%s): %s\n", name, humanBytes(p.Size), p.Err)
+			fmt.Fprintf(&b, "  failed        %s  (%s): %s\n", name, what, p.Err)
 		default:
 			n++
-			fmt.Fprintf(&b, "  %-13s %s  (%s)\n", verb, name, humanBytes(p.Size))
+			fmt.Fprintf(&b, "  %-13s %s  (%s)\n", verb, name, what)
 		}
 	}
-	fmt.Fprintf(&b, "\n%s %d image(s) built for app %s, %s freed", strings.ToUpper(verb[:1])+verb[1:], n, rep.App, humanBytes(rep.Freed))
+	fmt.Fprintf(&b, "\n%s %d image(s) built or pulled for app %s, %s freed", strings.ToUpper(verb[:1])+verb[1:], n, rep.App, humanBytes(rep.Freed))
 	if rep.DryRun {
 		b.WriteString(" (dry run: run again with --yes to remove them)")
 	}

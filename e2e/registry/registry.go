@@ -1,16 +1,21 @@
 // Package registry starts a real image registry for end-to-end tests:
 // Debian's docker-registry (the CNCF distribution registry) on a free
-// loopback port, with its own storage directory and htpasswd auth. The
-// engine treats 127.0.0.0/8 registries as insecure-allowed, so images
-// are pushed to it over plain HTTP. The docker CLI logs in with a
-// DOCKER_CONFIG of the test's own, never the machine's.
+// port, with its own storage directory and htpasswd auth. Start serves
+// plain HTTP on loopback (the engine allows 127.0.0.0/8 registries
+// without TLS). StartTLS serves HTTPS with a certificate from a CA the
+// test makes, installed for the engine as
+// /etc/docker/certs.d/HOST:PORT/ca.crt (the engine reads that directory
+// at each pull: no restart, no reconfiguration). The docker CLI logs in
+// with a DOCKER_CONFIG of the test's own, never the machine's.
 package registry
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
-	"github.com/driftless-dev/driftless/e2e/testenv"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/driftless-dev/driftless/e2e/testenv"
 )
 
 // Binary is where Debian's docker-registry package installs the registry.
@@ -32,6 +39,14 @@ type Registry struct {
 	Host     string
 	User     string
 	Password string
+	// CertsDir is the engine's trust directory for this registry
+	// (/etc/docker/certs.d/HOST:PORT) when it serves TLS; "" for HTTP.
+	CertsDir string
+	// Verified: the engine checks this registry's certificate against
+	// CertsDir. The engine skips the check for registries in its
+	// insecure ranges (127.0.0.0/8 by default), so a TLS registry listens
+	// on the host's docker0 address when it can.
+	Verified bool
 	// DockerConfig is a DOCKER_CONFIG directory whose config.json is
 	// logged in to the registry (auths with base64 user:password).
 	DockerConfig string
@@ -40,11 +55,26 @@ type Registry struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	out  *testenv.LockedBuffer
+	tls  *tlsFiles
 }
 
-// Start runs a registry that accepts user/password and stops it when the
-// test ends. The test is skipped when the registry is not installed.
+// Start runs a registry that accepts user/password over plain HTTP on
+// loopback and stops it when the test ends. The test is skipped when the
+// registry is not installed.
 func Start(t testing.TB, user, password string) *Registry {
+	t.Helper()
+	return start(t, user, password, false)
+}
+
+// StartTLS runs a registry that accepts user/password over HTTPS, its
+// CA installed for the engine under /etc/docker/certs.d (removed when
+// the test ends).
+func StartTLS(t testing.TB, user, password string) *Registry {
+	t.Helper()
+	return start(t, user, password, true)
+}
+
+func start(t testing.TB, user, password string, withTLS bool) *Registry {
 	t.Helper()
 	if _, err := os.Stat(Binary); err != nil {
 		t.Skipf("%s not installed (apt-get install docker-registry): %v", Binary, err)
@@ -56,18 +86,29 @@ func Start(t testing.TB, user, password string) *Registry {
 	}
 	htpasswd := filepath.Join(dir, "htpasswd")
 	write(t, htpasswd, user+":"+string(hash)+"\n")
-	host := freeAddr(t)
+	ip := "127.0.0.1"
+	if withTLS {
+		ip = secureIP()
+	}
+	host := freeAddr(t, ip)
+	r := &Registry{Host: host, User: user, Password: password, dir: dir, done: make(chan struct{}), out: &testenv.LockedBuffer{}}
+	httpCfg := fmt.Sprintf("{addr: %s}", host)
+	if withTLS {
+		r.tls = makeTLS(t, dir, ip)
+		httpCfg = fmt.Sprintf("{addr: %s, tls: {certificate: %s, key: %s}}", host, r.tls.cert, r.tls.key)
+		r.Verified = ip != "127.0.0.1"
+		r.InstallCA(t)
+	}
 	config := filepath.Join(dir, "config.yml")
 	write(t, config, fmt.Sprintf(`version: 0.1
 log: {level: warn, accesslog: {disabled: true}}
 storage:
   filesystem: {rootdirectory: %s}
   delete: {enabled: true}
-http: {addr: %s}
+http: %s
 auth:
   htpasswd: {realm: driftless-e2e, path: %s}
-`, filepath.Join(dir, "storage"), host, htpasswd))
-	r := &Registry{Host: host, User: user, Password: password, dir: dir, done: make(chan struct{}), out: &testenv.LockedBuffer{}}
+`, filepath.Join(dir, "storage"), httpCfg, htpasswd))
 	r.cmd = exec.Command(Binary, "serve", config)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {
@@ -94,8 +135,14 @@ func (r *Registry) Stop() {
 func (r *Registry) waitReady(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	scheme := "http"
+	if r.tls != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: r.tls.pool}}
+		scheme = "https"
+	}
 	for {
-		resp, err := http.Get("http://" + r.Host + "/v2/")
+		resp, err := hc.Get(scheme + "://" + r.Host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
 			// 401 without credentials: it serves and checks auth.
@@ -116,12 +163,17 @@ func (r *Registry) waitReady(t testing.TB) {
 }
 
 // ConfigDir writes a DOCKER_CONFIG directory whose config.json holds
-// user:password for the registry, as `docker login` writes it.
-func (r *Registry) ConfigDir(t testing.TB, user, password string) string {
+// user:password for the registry (and any other hosts given, such as a
+// Proxy's), as `docker login` writes it.
+func (r *Registry) ConfigDir(t testing.TB, user, password string, hosts ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	write(t, filepath.Join(dir, "config.json"), fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, r.Host, auth))
+	var entries []string
+	for _, h := range append([]string{r.Host}, hosts...) {
+		entries = append(entries, fmt.Sprintf(`%q: {"auth": %q}`, h, auth))
+	}
+	write(t, filepath.Join(dir, "config.json"), `{"auths": {`+strings.Join(entries, ", ")+`}}`)
 	return dir
 }
 
@@ -171,12 +223,69 @@ func write(t testing.TB, path, data string) {
 	}
 }
 
-func freeAddr(t testing.TB) string {
+func freeAddr(t testing.TB, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// URL is the registry's base URL ("https://HOST" with TLS).
+func (r *Registry) URL() string {
+	if r.tls != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// HTTPClient trusts the registry's CA (when it serves TLS).
+func (r *Registry) HTTPClient() *http.Client {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if r.tls != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: r.tls.pool}}
+	}
+	return hc
+}
+
+// Retag puts repo's manifest of tag from under each of the tags to, with
+// the registry API (no docker push: the blobs are there already).
+func (r *Registry) Retag(t testing.TB, repo, from string, to ...string) {
+	t.Helper()
+	hc := r.HTTPClient()
+	req, err := http.NewRequest(http.MethodGet, r.URL()+"/v2/"+repo+"/manifests/"+from, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(r.User, r.Password)
+	req.Header.Set("Accept", "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.index.v1+json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("get manifest %s:%s: %v %s %s", repo, from, err, resp.Status, body)
+	}
+	ctype := resp.Header.Get("Content-Type")
+	for _, tag := range to {
+		req, err := http.NewRequest(http.MethodPut, r.URL()+"/v2/"+repo+"/manifests/"+tag, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(r.User, r.Password)
+		req.Header.Set("Content-Type", ctype)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("put manifest %s:%s: %s %s", repo, tag, resp.Status, out)
+		}
+	}
 }
