@@ -215,34 +215,37 @@ func assessSwarmService(in Input, plan Plan, svc *manifest.Service) ServiceHealt
 			sh.Desired = max(sh.Desired, countTasks(in, svc.Name))
 		}
 	}
-	var pending, drift int
-	var deferred []string
-	for _, c := range plan.Changes {
-		if c.Service == svc.Name {
-			pending++
-			if c.Cause == CauseDrift {
-				drift++
-			}
-		}
-	}
-	for _, c := range plan.Deferred {
-		if c.Service == svc.Name {
-			deferred = append(deferred, c.Reason)
-		}
-	}
-	held := []string{}
-	for _, c := range plan.Conflicts {
-		if c.Service == svc.Name {
-			held = append(held, c.Name+": "+c.Reason)
-		}
-	}
-	sh.Health, sh.Message = judgeSwarm(in, svc, have, sh, swarmFindings{pending: pending, drift: drift, deferred: deferred, held: held})
+	sh.Health, sh.Message = judgeSwarm(in, have, sh, findingsOf(plan, svc.Name))
 	return sh
 }
 
 type swarmFindings struct {
 	pending, drift int
 	deferred, held []string
+}
+
+// findingsOf is what the plan says about one service.
+func findingsOf(plan Plan, service string) swarmFindings {
+	var f swarmFindings
+	for _, c := range plan.Changes {
+		if c.Service == service {
+			f.pending++
+			if c.Cause == CauseDrift {
+				f.drift++
+			}
+		}
+	}
+	for _, c := range plan.Deferred {
+		if c.Service == service {
+			f.deferred = append(f.deferred, c.Reason)
+		}
+	}
+	for _, c := range plan.Conflicts {
+		if c.Service == service {
+			f.held = append(f.held, c.Name+": "+c.Reason)
+		}
+	}
+	return f
 }
 
 func countTasks(in Input, service string) int {
@@ -255,7 +258,7 @@ func countTasks(in Input, service string) int {
 	return n
 }
 
-func judgeSwarm(in Input, svc *manifest.Service, have *SwarmService, sh ServiceHealth, f swarmFindings) (Health, string) {
+func judgeSwarm(in Input, have *SwarmService, sh ServiceHealth, f swarmFindings) (Health, string) {
 	ready := strconv.Itoa(sh.Ready) + "/" + strconv.Itoa(sh.Desired) + " tasks ready"
 	errs := ""
 	if have != nil && len(have.TaskErrors) > 0 {
