@@ -85,7 +85,7 @@ func (p *planner) swarmService(svc *manifest.Service, have *SwarmService) (Chang
 	}
 	base := Change{Kind: KindService, Name: name, ID: have.ID, Service: svc.Name}
 	if have.SpecHash != svc.Hash {
-		if rolledBack(have, svc.Hash) {
+		if p.rolledBack(have, svc) {
 			// Swarm refused this spec and went back to the previous one:
 			// updating again would fail the same way. Hold it until a new
 			// commit; Assess reports the service Degraded.
@@ -126,11 +126,14 @@ func (p *planner) swarmService(svc *manifest.Service, have *SwarmService) (Chang
 }
 
 // rolledBack reports whether Swarm rolled back (or is rolling back) an
-// update to the spec with the given hash.
-func rolledBack(s *SwarmService, hash string) bool {
+// update to the service's desired spec. Swarm's own rollback clears the
+// previous spec, so the failed rollout the applier reported (by hash)
+// says which spec it refused; a `docker service rollback` keeps it.
+func (p *planner) rolledBack(s *SwarmService, svc *manifest.Service) bool {
 	switch s.UpdateState {
 	case SwarmUpdateRollbackStarted, SwarmUpdateRollbackPaused, SwarmUpdateRollbackCompleted:
-		return s.PreviousSpecHash == hash
+		f, failed := p.in.Options.FailedRollouts[svc.Name]
+		return s.PreviousSpecHash == svc.Hash || (failed && f.Hash == svc.Hash)
 	}
 	return false
 }

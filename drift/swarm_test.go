@@ -69,6 +69,11 @@ func TestComputeSwarm(t *testing.T) {
 	swarmService(&rolledBack, "web", func(s *SwarmService) {
 		s.UpdateState, s.UpdateMessage, s.PreviousSpecHash = SwarmUpdateRollbackCompleted, "rollback completed", web3v2.Hash
 	})
+	autoRolledBack := swarmConverged(app)
+	swarmService(&autoRolledBack, "web", func(s *SwarmService) {
+		s.UpdateState, s.UpdateMessage = SwarmUpdateRollbackCompleted, "rollback completed" // Swarm cleared the previous spec
+	})
+	failedV2 := map[string]RolloutFailure{"web": {Hash: web3v2.Hash, Failure: Failure{Cause: FailureRollout, Summary: "Swarm rollback started"}}}
 	extra := swarmConverged(app)
 	extra.Services = append(extra.Services, SwarmService{ID: "svc-old", Name: "shop-old", App: testApp, Service: "old", Replicas: 1})
 	foreign := swarmConverged(desiredApp(api1))
@@ -167,6 +172,31 @@ Held back (waiting for a dependency or a backoff):
   ~ service shop-web (update: Swarm rolls the tasks)  Swarm rolled the update to revision abc1234 back (rollback completed); waiting for a new commit
 
 No changes to make now: 1 deferred.
+`,
+		},
+		{
+			name: "Swarm's own rollback: the failed rollout the applier saw holds it",
+			in:   swarmInput(appV2, autoRolledBack, Options{Applied: applied(app), FailedRollouts: failedV2}),
+			want: `
+Plan for app shop at revision abc1234:
+
+Held back (waiting for a dependency or a backoff):
+  ~ service shop-web (update: Swarm rolls the tasks)  Swarm rolled the update to revision abc1234 back (rollback completed); waiting for a new commit
+
+No changes to make now: 1 deferred.
+`,
+		},
+		{
+			name: "a new commit after a rollback is rolled out",
+			in:   swarmInput(desiredApp(service("web", 3, image("shop/web:v3")), api1), autoRolledBack, Options{Applied: applied(app), FailedRollouts: failedV2}),
+			want: `
+Plan for app shop at revision abc1234:
+
+  ~ service shop-web (update: Swarm rolls the tasks)  spec changed in revision abc1234
+        spec-hash: ` + web3.Hash + ` → ` + service("web", 3, image("shop/web:v3")).Hash + `
+        image: shop/web:v1@sha256:0123 → shop/web:v3
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
 `,
 		},
 		{

@@ -63,6 +63,7 @@ type loadFlags struct {
 	allow, hostPaths, profiles string
 	adopt                      string
 	limits                     string
+	target                     string
 }
 
 func (l *loadFlags) register(fs interface {
@@ -73,6 +74,7 @@ func (l *loadFlags) register(fs interface {
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
 	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
 	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers `docker compose` runs for the app's project, one replica at a time")
+	fs.StringVar(&l.target, "target", "", "where the app runs: engine (containers on this Docker engine, the default) or swarm (services on the Swarm manager DOCKER_HOST names)")
 }
 
 // adoptCompose reports whether --adopt asks to take over a compose
@@ -97,6 +99,12 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		// SOPS secrets open with the keys of the user's environment
 		// (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG), as with `sops`.
 		Decrypt: secrets.DecryptWith(""),
+	}
+	if err := dsync.ValidateTarget(l.target, l.adopt); err != nil {
+		return opts, fmt.Errorf("--%w", err)
+	}
+	if l.target == manifest.TargetSwarm {
+		opts.Target = manifest.TargetSwarm
 	}
 	if err := opts.Policy.Validate(); err != nil {
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)

@@ -46,6 +46,10 @@ func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
 		refuse("devices", "Swarm services cannot be given host devices")
 	case s.PID != "" || s.IPC != "":
 		refuse("pid", "Swarm services share no namespaces with the host")
+	case len(s.SecurityOpt) > 0:
+		refuse("securityOpt", "security options are not supported for Swarm services")
+	case len(s.DNS) > 0:
+		refuse("dns", "DNS servers are not supported for Swarm services yet (dns_search and dns_opt are)")
 	case s.MacAddress != "" || s.ShmSizeBytes != 0:
 		refuse("macAddress", "mac_address and shm_size are not supported for Swarm services")
 	}

@@ -1,0 +1,275 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	swarmtypes "github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// Apply carries out the plan's changes in order: networks, then
+// services, removals last, as drift ordered them. A service create,
+// update or scale waits until Swarm says the rollout is done (every task
+// running, which for a task with a healthcheck means healthy) or that it
+// failed (paused, rolled back): a failed rollout is a failed change,
+// never a success. Swarm rolls the tasks; driftless only hands it specs.
+func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult {
+	var res drift.ApplyResult
+	var failed []string
+	for _, c := range plan.Changes {
+		t0 := time.Now()
+		if stopped(opts.Stop) {
+			res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultSkipped,
+				Failure: &drift.Failure{Cause: drift.FailureStopped, Summary: "stopped for something newer"}})
+			continue
+		}
+		progress(opts, c, drift.PhaseStart, "", t0, nil)
+		err := e.applyChange(ctx, desired, plan.Revision, c, opts, t0)
+		o := drift.Outcome{Change: c, Result: drift.ResultDone, Duration: time.Since(t0)}
+		if err != nil {
+			o.Result, o.Error = drift.ResultFailed, err.Error()
+			f := &drift.Failure{}
+			if !errors.As(err, &f) {
+				f = &drift.Failure{Cause: drift.FailureOther, Summary: err.Error()}
+				if errors.Is(err, drift.ErrEngineUnreachable) || ctx.Err() != nil {
+					f.Cause = drift.FailureEngine
+				}
+			}
+			o.Failure = f
+			if f.Cause == drift.FailureRollout && c.Service != "" {
+				if res.Degraded == nil {
+					res.Degraded = map[string]*drift.Failure{}
+				}
+				res.Degraded[c.Service] = f
+			}
+			failed = append(failed, c.Name+": "+err.Error())
+			progress(opts, c, drift.PhaseFailed, "", t0, err)
+		} else {
+			progress(opts, c, drift.PhaseDone, "", t0, nil)
+		}
+		res.Outcomes = append(res.Outcomes, o)
+	}
+	if len(failed) > 0 {
+		res.Err = errors.New(strings.Join(failed, "; "))
+	}
+	return res
+}
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func progress(opts drift.ApplyOptions, c drift.Change, phase drift.Phase, msg string, t0 time.Time, err error) {
+	if opts.Progress != nil {
+		opts.Progress(drift.Event{Time: time.Now(), Change: c, Phase: phase, Message: msg, Elapsed: time.Since(t0), Err: err})
+	}
+}
+
+func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revision string, c drift.Change, opts drift.ApplyOptions, t0 time.Time) error {
+	switch c.Kind {
+	case drift.KindNetwork:
+		return e.applyNetwork(ctx, desired, c)
+	case drift.KindService:
+	default:
+		return fmt.Errorf("a Swarm app has no %s changes (the plan is not for target swarm)", c.Kind)
+	}
+	if c.Action == drift.ActionRemove {
+		if _, err := e.api.ServiceRemove(ctx, c.ID, client.ServiceRemoveOptions{}); err != nil && !isNotFound(err) {
+			return e.classify(err)
+		}
+		return nil
+	}
+	svc := desired.Service(c.Service)
+	if svc == nil {
+		return fmt.Errorf("service %s is not in the desired state", c.Service)
+	}
+	spec := ServiceSpec(desired, svc, revision)
+	rolling := false
+	switch c.Action {
+	case drift.ActionCreate:
+		if _, err := e.api.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec}); err != nil {
+			return e.classify(err)
+		}
+	case drift.ActionUpdate, drift.ActionScale:
+		cur, err := e.api.ServiceInspect(ctx, c.ID, client.ServiceInspectOptions{})
+		if err != nil {
+			return e.interfered(err, c)
+		}
+		if c.Action == drift.ActionScale {
+			// Only the replica count: the rest of the spec stays as
+			// it is, so Swarm starts or stops tasks and rolls nothing.
+			n := uint64(svc.Spec.Replicas)
+			spec = cur.Service.Spec
+			spec.Mode.Replicated = &swarmtypes.ReplicatedService{Replicas: &n}
+		}
+		v := cur.Service.Version
+		rolling = c.Action == drift.ActionUpdate
+		if _, err := e.api.ServiceUpdate(ctx, c.ID, client.ServiceUpdateOptions{Version: v, Spec: spec}); err != nil {
+			return e.interfered(err, c)
+		}
+	default:
+		return fmt.Errorf("unknown action %s for a Swarm service", c.Action)
+	}
+	progress(opts, c, drift.PhaseWaiting, "Swarm is rolling the tasks", t0, nil)
+	return e.waitRollout(ctx, spec.Name, rolling)
+}
+
+// classify marks errors of the engine as such; the rest are the request's.
+func (e *Engine) classify(err error) error {
+	var f *drift.Failure
+	switch {
+	case errors.As(err, &f):
+		return err
+	case cerrdefs.IsUnavailable(err) || cerrdefs.IsInternal(err) || client.IsErrConnectionFailed(err):
+		return e.unreachable(err)
+	}
+	return err
+}
+
+// interfered: the service went away (or changed version) between the
+// observation and the update; the next pass looks again.
+func (e *Engine) interfered(err error, c drift.Change) error {
+	if isNotFound(err) || strings.Contains(err.Error(), "update out of sequence") {
+		return &drift.Failure{Cause: drift.FailureInterference, Summary: c.Name + " changed outside Git while driftless updated it: " + err.Error()}
+	}
+	return e.classify(err)
+}
+
+// freshUpdateWait is how long an update waits for Swarm to start rolling
+// the tasks. A spec change Swarm does not roll tasks for (only the update
+// settings or labels changed) never starts one.
+const freshUpdateWait = 5 * time.Second
+
+// waitRollout polls the service until Swarm finished the rollout, or says
+// it failed, or the timeout passes. rolling: the spec was updated, so an
+// update state left from an earlier update does not count until Swarm
+// started this one (or freshUpdateWait passed without one).
+func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool) error {
+	t0 := time.Now()
+	deadline := t0.Add(e.opts.RolloutTimeout)
+	tick := time.NewTicker(e.opts.Poll)
+	defer tick.Stop()
+	var last string
+	for {
+		fresh := !rolling || time.Since(t0) > freshUpdateWait
+		done, why, err := e.rolloutState(ctx, name, fresh)
+		if done || err != nil {
+			return err
+		}
+		last = why
+		if time.Now().After(deadline) {
+			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("Swarm did not finish rolling %s within %s: %s", name, e.opts.RolloutTimeout, last)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// rolloutState: done when the update completed (or there was none, after
+// a create or a scale) and every desired task runs; a Failure when Swarm
+// paused or rolled back the update; otherwise why it is not done yet.
+// fresh: any update state counts; else only one Swarm started after the
+// service's last change.
+func (e *Engine) rolloutState(ctx context.Context, name string, fresh bool) (bool, string, error) {
+	cur, err := e.api.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			return false, "", &drift.Failure{Cause: drift.FailureInterference, Summary: name + " was removed outside Git during its rollout"}
+		}
+		return false, "", e.classify(err)
+	}
+	s := cur.Service
+	state := ""
+	if u := s.UpdateStatus; u != nil && (fresh || (u.StartedAt != nil && !u.StartedAt.Before(s.UpdatedAt.Add(-time.Second)))) {
+		state = string(u.State)
+	} else if !fresh {
+		return false, "waiting for Swarm to start the update", nil
+	}
+	tasks, err := e.api.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("service", s.ID)})
+	if err != nil {
+		return false, "", e.classify(err)
+	}
+	running, want, errs := taskCounts(name, s, tasks.Items)
+	switch state {
+	case drift.SwarmUpdatePaused, drift.SwarmUpdateRollbackStarted, drift.SwarmUpdateRollbackPaused, drift.SwarmUpdateRollbackCompleted:
+		msg := "Swarm " + strings.ReplaceAll(state, "_", " ") + ": " + s.UpdateStatus.Message
+		if len(errs) > 0 {
+			msg += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
+		}
+		return false, "", &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
+	case drift.SwarmUpdateUpdating:
+		return false, fmt.Sprintf("update in progress, %d/%d tasks running", running, want), nil
+	}
+	if running < want {
+		why := fmt.Sprintf("%d/%d tasks running", running, want)
+		if len(errs) > 0 {
+			why += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
+		}
+		return false, why, nil
+	}
+	return true, "", nil
+}
+
+// taskCounts are the service's running and desired tasks, and the errors
+// of tasks that failed since its last change, sorted.
+func taskCounts(name string, s swarmtypes.Service, tasks []swarmtypes.Task) (running, want int, errs []string) {
+	for _, t := range tasks {
+		if t.DesiredState == swarmtypes.TaskStateRunning {
+			want++
+			if t.Status.State == swarmtypes.TaskStateRunning {
+				running++
+			}
+		} else if t.Status.Err != "" && t.Status.Timestamp.After(s.UpdatedAt.Add(-time.Second)) {
+			errs = append(errs, taskName(name, t)+": "+t.Status.Err)
+		}
+	}
+	if s.Spec.Mode.Replicated != nil && s.Spec.Mode.Replicated.Replicas != nil {
+		want = int(*s.Spec.Mode.Replicated.Replicas)
+	}
+	slices.Sort(errs)
+	return running, want, slices.Compact(errs)
+}
+
+// applyNetwork creates (or, for a changed spec, replaces) an overlay
+// network. Swarm refuses to remove a network services still use: the
+// error says which.
+func (e *Engine) applyNetwork(ctx context.Context, desired *manifest.App, c drift.Change) error {
+	if c.Action == drift.ActionRemove || c.Action == drift.ActionReplace {
+		if _, err := e.api.NetworkRemove(ctx, c.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("remove network %s (Swarm removes a network only when no service uses it): %w", c.Name, e.classify(err))
+		}
+		if c.Action == drift.ActionRemove {
+			return nil
+		}
+	}
+	n := desired.Network(c.Resource)
+	if n == nil {
+		return fmt.Errorf("network %s is not in the desired state", c.Resource)
+	}
+	driver := n.Spec.Driver
+	if driver == "" || driver == "bridge" {
+		driver = "overlay" // the app's networks span the nodes
+	}
+	_, err := e.api.NetworkCreate(ctx, c.Name, client.NetworkCreateOptions{
+		Driver: driver, Scope: "swarm", Internal: n.Spec.Internal, Attachable: n.Spec.Attachable, Options: n.Spec.DriverOpts,
+		Labels: map[string]string{drift.LabelApp: desired.Name, drift.LabelResource: n.Name, drift.LabelSpecHash: n.Hash},
+	})
+	return e.classify(err)
+}
