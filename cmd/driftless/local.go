@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/secrets"
@@ -301,8 +302,41 @@ func redactedApp(app *manifest.App) *manifest.App {
 	return &out
 }
 
+// observer is the engine a one-shot command looks at: *deploy.Engine
+// for one engine, *swarm.Engine for target swarm.
+type observer interface {
+	Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error)
+}
+
+// cliEngine is what apply needs of either back end.
+type cliEngine interface {
+	observer
+	Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult
+	Close() error
+}
+
+// connectTarget opens the back end the load options' target names: the
+// Swarm manager DOCKER_HOST names for target swarm, else the engine.
+func connectTarget(ctx context.Context, target string, opts deploy.Options) (cliEngine, *deploy.Engine, error) {
+	if target != manifest.TargetSwarm {
+		eng, err := connectEngine(ctx, opts)
+		return eng, eng, err
+	}
+	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout})
+	if err != nil {
+		return nil, nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	return eng, nil, nil
+}
+
 // loadLocal parses the manifests and observes the engine for one app.
-func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, adopt bool, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
+func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, adopt bool, eng observer, prune bool) (*manifest.App, drift.Input, error) {
 	app, err := manifest.LoadDirWith(dir, name, opts)
 	if err != nil {
 		return nil, drift.Input{}, err
@@ -320,7 +354,7 @@ func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions,
 		App:     name,
 		Desired: app,
 		Actual:  actual,
-		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt},
+		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt, Target: opts.Target},
 	}
 	return app, in, nil
 }
@@ -373,7 +407,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}
-	eng, err := connectEngine(ctx, deploy.Options{})
+	eng, _, err := connectTarget(ctx, opts.Target, deploy.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

@@ -125,7 +125,7 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 		return fmt.Errorf("unknown action %s for a Swarm service", c.Action)
 	}
 	progress(opts, c, drift.PhaseWaiting, "Swarm is rolling the tasks", t0, nil)
-	return e.waitRollout(ctx, spec.Name, rolling)
+	return e.waitRollout(ctx, spec.Name, rolling, opts.Stop)
 }
 
 // classify marks errors of the engine as such; the rest are the request's.
@@ -149,6 +149,23 @@ func (e *Engine) interfered(err error, c drift.Change) error {
 	return e.classify(err)
 }
 
+// stallWait is how long a service may lack tasks, with no update under
+// way and no progress, before Apply nudges Swarm with the same spec.
+const stallWait = 10 * time.Second
+
+// nudge submits the service's current spec unchanged.
+func (e *Engine) nudge(ctx context.Context, name string) error {
+	cur, err := e.api.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
+	if err != nil {
+		return e.classify(err)
+	}
+	_, err = e.api.ServiceUpdate(ctx, cur.Service.ID, client.ServiceUpdateOptions{Version: cur.Service.Version, Spec: cur.Service.Spec})
+	if err != nil && !strings.Contains(err.Error(), "update out of sequence") {
+		return e.classify(err)
+	}
+	return nil
+}
+
 // freshUpdateWait is how long an update waits for Swarm to start rolling
 // the tasks. A spec change Swarm does not roll tasks for (only the update
 // settings or labels changed) never starts one.
@@ -158,81 +175,102 @@ const freshUpdateWait = 5 * time.Second
 // it failed, or the timeout passes. rolling: the spec was updated, so an
 // update state left from an earlier update does not count until Swarm
 // started this one (or freshUpdateWait passed without one).
-func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool) error {
+// A stop (something newer came: a commit, a shutdown) ends the wait;
+// Swarm goes on rolling, and the next pass looks again.
+func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, stop <-chan struct{}) error {
 	t0 := time.Now()
 	deadline := t0.Add(e.opts.RolloutTimeout)
 	tick := time.NewTicker(e.opts.Poll)
 	defer tick.Stop()
 	var last string
+	changed, nudged := t0, false
 	for {
 		fresh := !rolling || time.Since(t0) > freshUpdateWait
-		done, why, err := e.rolloutState(ctx, name, fresh)
+		done, why, missing, err := e.rolloutStateOf(ctx, name, fresh)
 		if done || err != nil {
 			return err
 		}
+		if why != last {
+			e.log.Info("waiting for Swarm to roll the service", "service", name, "state", why)
+			changed = time.Now()
+		}
 		last = why
+		if missing && !nudged && time.Since(changed) > stallWait {
+			// The same spec again: no task restarts, but Swarm looks at
+			// the service and creates the tasks it lacks.
+			nudged = true
+			e.log.Warn("Swarm has fewer tasks than the service asks for and no update under way; submitting the same spec so it reconciles", "service", name, "state", why)
+			if err := e.nudge(ctx, name); err != nil {
+				return err
+			}
+		}
 		if time.Now().After(deadline) {
 			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("Swarm did not finish rolling %s within %s: %s", name, e.opts.RolloutTimeout, last)}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-stop:
+			return &drift.Failure{Cause: drift.FailureStopped, Summary: "stopped waiting for Swarm to roll " + name + " (" + last + "): something newer came"}
 		case <-tick.C:
 		}
 	}
 }
 
-// rolloutState: done when the update completed (or there was none, after
-// a create or a scale) and every desired task runs; a Failure when Swarm
-// paused or rolled back the update; otherwise why it is not done yet.
-// fresh: any update state counts; else only one Swarm started after the
-// service's last change.
-func (e *Engine) rolloutState(ctx context.Context, name string, fresh bool) (bool, string, error) {
+// rolloutStateOf: done when the update completed (or there was none,
+// after a create or a scale) and every desired task runs; a Failure when
+// Swarm paused or rolled back the update; otherwise why it is not done
+// yet, and whether Swarm has fewer tasks than the service asks for with
+// no update under way (an orchestrator that lost a task when updates
+// raced creates it only at the next change of the service). fresh: any
+// update state counts; else only one Swarm started after the service's
+// last change.
+func (e *Engine) rolloutStateOf(ctx context.Context, name string, fresh bool) (bool, string, bool, error) {
 	cur, err := e.api.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
 	if err != nil {
 		if isNotFound(err) {
-			return false, "", &drift.Failure{Cause: drift.FailureInterference, Summary: name + " was removed outside Git during its rollout"}
+			return false, "", false, &drift.Failure{Cause: drift.FailureInterference, Summary: name + " was removed outside Git during its rollout"}
 		}
-		return false, "", e.classify(err)
+		return false, "", false, e.classify(err)
 	}
 	s := cur.Service
 	state := ""
 	if u := s.UpdateStatus; u != nil && (fresh || (u.StartedAt != nil && !u.StartedAt.Before(s.UpdatedAt.Add(-time.Second)))) {
 		state = string(u.State)
 	} else if !fresh {
-		return false, "waiting for Swarm to start the update", nil
+		return false, "waiting for Swarm to start the update", false, nil
 	}
 	tasks, err := e.api.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("service", s.ID)})
 	if err != nil {
-		return false, "", e.classify(err)
+		return false, "", false, e.classify(err)
 	}
-	running, want, errs := taskCounts(name, s, tasks.Items)
+	running, existing, want, errs := taskCounts(name, s, tasks.Items)
 	switch state {
 	case drift.SwarmUpdatePaused, drift.SwarmUpdateRollbackStarted, drift.SwarmUpdateRollbackPaused, drift.SwarmUpdateRollbackCompleted:
 		msg := "Swarm " + strings.ReplaceAll(state, "_", " ") + ": " + s.UpdateStatus.Message
 		if len(errs) > 0 {
 			msg += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
 		}
-		return false, "", &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
+		return false, "", false, &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
 	case drift.SwarmUpdateUpdating:
-		return false, fmt.Sprintf("update in progress, %d/%d tasks running", running, want), nil
+		return false, fmt.Sprintf("update in progress, %d/%d tasks running", running, want), false, nil
 	}
 	if running < want {
 		why := fmt.Sprintf("%d/%d tasks running", running, want)
 		if len(errs) > 0 {
 			why += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
 		}
-		return false, why, nil
+		return false, why, existing < want, nil
 	}
-	return true, "", nil
+	return true, "", false, nil
 }
 
 // taskCounts are the service's running and desired tasks, and the errors
 // of tasks that failed since its last change, sorted.
-func taskCounts(name string, s swarmtypes.Service, tasks []swarmtypes.Task) (running, want int, errs []string) {
+func taskCounts(name string, s swarmtypes.Service, tasks []swarmtypes.Task) (running, existing, want int, errs []string) {
 	for _, t := range tasks {
 		if t.DesiredState == swarmtypes.TaskStateRunning {
-			want++
+			existing++
 			if t.Status.State == swarmtypes.TaskStateRunning {
 				running++
 			}
@@ -240,11 +278,12 @@ func taskCounts(name string, s swarmtypes.Service, tasks []swarmtypes.Task) (run
 			errs = append(errs, taskName(name, t)+": "+t.Status.Err)
 		}
 	}
+	want = existing
 	if s.Spec.Mode.Replicated != nil && s.Spec.Mode.Replicated.Replicas != nil {
 		want = int(*s.Spec.Mode.Replicated.Replicas)
 	}
 	slices.Sort(errs)
-	return running, want, slices.Compact(errs)
+	return running, existing, want, slices.Compact(errs)
 }
 
 // applyNetwork creates (or, for a changed spec, replaces) an overlay
