@@ -2,6 +2,7 @@ package drift
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +22,86 @@ func ServiceName(app, service string) string { return app + "-" + service }
 // computeSwarm is Compute for manifest.TargetSwarm.
 func (p *planner) computeSwarm() {
 	p.networks()
+	p.swarmObjects()
 	p.swarmServices()
+	if len(p.plan.Changes) == 0 && len(p.plan.Deferred) == 0 {
+		// Old versions go only once every service runs the desired
+		// spec: a rollout under way, or one Swarm rolled back, may
+		// still need them, and their removal must not read as a sync
+		// of a revision Swarm refused.
+		p.pruneSwarmObjects()
+	}
 	p.pruneNetworks()
+}
+
+// SwarmObjectName is the Swarm name of a version of a compose secret or
+// config: its content hash is part of the name, since Swarm cannot change
+// one in place. A changed file is a new object, and the services that
+// use it are updated to it.
+func SwarmObjectName(app, name, hash string) string {
+	return app + "_" + name + "_" + hash[:min(8, len(hash))]
+}
+
+// desiredObjects are the secrets and configs the services use, by their
+// versioned name.
+func (p *planner) desiredObjects() map[string]SwarmObject {
+	out := map[string]SwarmObject{}
+	for _, s := range p.desired.Services {
+		for _, b := range s.Spec.Binds {
+			if b.Object == nil {
+				continue
+			}
+			name := SwarmObjectName(p.app, b.Object.Name, b.ContentHash)
+			out[name] = SwarmObject{Name: name, Kind: Kind(b.Object.Kind), App: p.app, Resource: b.Object.Name, Hash: b.ContentHash}
+		}
+	}
+	return out
+}
+
+// swarmObjects creates the versions of secrets and configs that do not
+// exist yet, before the services that use them.
+func (p *planner) swarmObjects() {
+	have := map[string]bool{}
+	for _, o := range p.in.Actual.Objects {
+		if o.App == p.app {
+			have[string(o.Kind)+" "+o.Name] = true
+		}
+	}
+	want := p.desiredObjects()
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		o := want[name]
+		if have[string(o.Kind)+" "+o.Name] {
+			continue
+		}
+		p.plan.Changes = append(p.plan.Changes, Change{Action: ActionCreate, Kind: o.Kind, Name: o.Name, Resource: o.Resource,
+			Cause: CauseGit, Reason: string(o.Kind) + " " + o.Resource + " at content " + o.Hash[:min(8, len(o.Hash))] + " (" + p.revisionPhrase() + ")"})
+	}
+}
+
+// pruneSwarmObjects removes the app's versions of secrets and configs
+// that nothing declares and no service's current or previous spec uses
+// (Swarm needs the previous ones to roll back): an old version goes one
+// update after the one that replaced it.
+func (p *planner) pruneSwarmObjects() {
+	want := p.desiredObjects()
+	used := map[string]bool{}
+	for _, s := range p.in.Actual.Services {
+		for _, n := range s.Objects {
+			used[n] = true
+		}
+	}
+	objs := slices.Clone(p.in.Actual.Objects)
+	slices.SortFunc(objs, func(a, b SwarmObject) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
+	for _, o := range objs {
+		if o.App != p.app || used[o.Name] {
+			continue
+		}
+		if _, declared := want[o.Name]; declared {
+			continue
+		}
+		p.plan.Changes = append(p.plan.Changes, Change{Action: ActionRemove, Kind: o.Kind, Name: o.Name, ID: o.ID, Resource: o.Resource,
+			Cause: CauseGit, Reason: "old version, no longer used by any service"})
+	}
 }
 
 func (p *planner) swarmServices() {

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -318,4 +319,101 @@ func TestAssessSwarm(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withConfig(name, hash string) func(*manifest.ServiceSpec) {
+	return func(s *manifest.ServiceSpec) {
+		s.Binds = append(s.Binds, manifest.BindMount{RepoPath: name + ".conf", ContentHash: hash, MountPath: "/" + name, ReadOnly: true,
+			Object: &manifest.FileObject{Kind: manifest.FileConfig, Name: name}})
+	}
+}
+
+func TestComputeSwarmConfigsVersionedByContent(t *testing.T) {
+	v1 := desiredApp(service("web", 2, withConfig("site", "aaaaaaaa11112222")))
+	v2 := desiredApp(service("web", 2, withConfig("site", "bbbbbbbb33334444")))
+	running := swarmConverged(v1)
+	running.Objects = []SwarmObject{{ID: "cfg-a", Name: "shop_site_aaaaaaaa", Kind: KindConfig, App: testApp, Resource: "site", Hash: "aaaaaaaa11112222"}}
+	swarmService(&running, "web", func(s *SwarmService) { s.Objects = []string{"shop_site_aaaaaaaa"} })
+
+	// After the update the service's previous spec still uses the old
+	// version (Swarm may roll back to it); one more update frees it.
+	updated := swarmConverged(v2)
+	updated.Objects = append(slices.Clone(running.Objects), SwarmObject{ID: "cfg-b", Name: "shop_site_bbbbbbbb", Kind: KindConfig, App: testApp, Resource: "site", Hash: "bbbbbbbb33334444"})
+	swarmService(&updated, "web", func(s *SwarmService) { s.Objects = []string{"shop_site_bbbbbbbb", "shop_site_aaaaaaaa"} })
+	freed := swarmConverged(v2)
+	freed.Objects = updated.Objects
+	swarmService(&freed, "web", func(s *SwarmService) { s.Objects = []string{"shop_site_bbbbbbbb"} })
+	// Swarm rolled an update to v3 back: the service runs v2 again and
+	// nothing uses the old version, but the app is not converged.
+	v3 := desiredApp(service("web", 2, withConfig("site", "cccccccc55556666")))
+	rolledBack := freed
+	rolledBack.Services = slices.Clone(freed.Services)
+	swarmService(&rolledBack, "web", func(s *SwarmService) { s.UpdateState, s.UpdateMessage = SwarmUpdateRollbackCompleted, "rollback completed" })
+	failedV3 := map[string]RolloutFailure{"web": {Hash: v3.Services[0].Hash}}
+
+	runPlanCases(t, []planCase{
+		{
+			name: "new app: the config before the service",
+			in:   swarmInput(v1, Actual{}, Options{}),
+			want: `
+Plan for app shop at revision abc1234:
+
+  + network shop-default  default network of services that name no network
+  + config shop_site_aaaaaaaa  config site at content aaaaaaaa (revision abc1234)
+  + service shop-web  declared in revision abc1234
+
+Plan: 3 to create, 0 to replace, 0 to start, 0 to remove.
+`,
+		},
+		{
+			name: "a changed file is a new version, and the service moves to it",
+			in:   swarmInput(v2, running, Options{Applied: applied(v1)}),
+			want: `
+Plan for app shop at revision abc1234:
+
+  + config shop_site_bbbbbbbb  config site at content bbbbbbbb (revision abc1234)
+  ~ service shop-web (update: Swarm rolls the tasks)  spec changed in revision abc1234
+        spec-hash: ` + v1.Services[0].Hash + ` → ` + v2.Services[0].Hash + `
+
+Plan: 1 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "the old version stays while the previous spec uses it",
+			in:   swarmInput(v2, updated, Options{Applied: applied(v2)}),
+			want: `
+Plan for app shop at revision abc1234:
+
+No changes: running state matches revision abc1234.
+`,
+		},
+		{
+			name: "an unused old version is removed",
+			in:   swarmInput(v2, freed, Options{Applied: applied(v2)}),
+			want: `
+Plan for app shop at revision abc1234:
+
+  - config shop_site_aaaaaaaa  old version, no longer used by any service
+
+Plan: 0 to create, 0 to replace, 0 to start, 1 to remove.
+`,
+		},
+		{
+			name: "old versions wait while Swarm's rollback holds the app",
+			in:   swarmInput(v3, withObject(rolledBack, "cfg-c", "shop_site_cccccccc"), Options{Applied: applied(v2), FailedRollouts: failedV3}),
+			want: `
+Plan for app shop at revision abc1234:
+
+Held back (waiting for a dependency or a backoff):
+  ~ service shop-web (update: Swarm rolls the tasks)  Swarm rolled the update to revision abc1234 back (rollback completed); waiting for a new commit
+
+No changes to make now: 1 deferred.
+`,
+		},
+	})
+}
+
+func withObject(act Actual, id, name string) Actual {
+	act.Objects = append(slices.Clone(act.Objects), SwarmObject{ID: id, Name: name, Kind: KindConfig, App: testApp, Resource: "site"})
+	return act
 }

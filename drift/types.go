@@ -152,6 +152,20 @@ type Actual struct {
 	// Services are the app's Swarm services (target swarm only); their
 	// tasks are also in Containers, one row per task, for status.
 	Services []SwarmService `json:"services,omitempty"`
+	// Objects are the app's Swarm configs and secrets (target swarm).
+	Objects []SwarmObject `json:"objects,omitempty"`
+}
+
+// SwarmObject is one observed Swarm config or secret driftless owns,
+// named <app>_<name>_<hash8> and labelled with its app, compose name
+// and content hash.
+type SwarmObject struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Kind     Kind   `json:"kind"` // KindConfig or KindSecret
+	App      string `json:"app,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // SwarmService is one observed Swarm service driftless owns, as plain
@@ -176,6 +190,10 @@ type SwarmService struct {
 	// PreviousSpecHash is the spec-hash label of the spec before the last
 	// update: after a rollback it is the spec Swarm refused.
 	PreviousSpecHash string `json:"previousSpecHash,omitempty"`
+	// Objects are the names of the configs and secrets the service's
+	// spec and previous spec use: Swarm needs the previous ones to roll
+	// back.
+	Objects []string `json:"objects,omitempty"`
 	// TaskErrors are the errors of the service's latest failed tasks,
 	// newest first, each with its task name and node ("web.2 on node-1:
 	// task: non-zero exit (1)").
@@ -303,8 +321,11 @@ const (
 	KindContainer Kind = "container"
 	KindNetwork   Kind = "network"
 	KindVolume    Kind = "volume"
-	// KindService is a Swarm service (target swarm).
+	// KindService is a Swarm service, KindConfig and KindSecret a Swarm
+	// config and secret (target swarm).
 	KindService Kind = "service"
+	KindConfig  Kind = "config"
+	KindSecret  Kind = "secret"
 )
 
 // Cause says why the gap exists: the desired state moved (a new commit), or

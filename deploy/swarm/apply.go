@@ -83,6 +83,8 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 	switch c.Kind {
 	case drift.KindNetwork:
 		return e.applyNetwork(ctx, desired, c)
+	case drift.KindConfig, drift.KindSecret:
+		return e.applyObject(ctx, desired, c)
 	case drift.KindService:
 	default:
 		return fmt.Errorf("a Swarm app has no %s changes (the plan is not for target swarm)", c.Kind)
@@ -98,6 +100,9 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 		return fmt.Errorf("service %s is not in the desired state", c.Service)
 	}
 	spec := ServiceSpec(desired, svc, revision)
+	if err := e.resolveObjects(ctx, desired.Name, &spec); err != nil {
+		return err
+	}
 	rolling := false
 	switch c.Action {
 	case drift.ActionCreate:
@@ -284,6 +289,78 @@ func taskCounts(name string, s swarmtypes.Service, tasks []swarmtypes.Task) (run
 	}
 	slices.Sort(errs)
 	return running, existing, want, slices.Compact(errs)
+}
+
+// applyObject creates a version of a secret or config from the
+// repository file, or removes an old one.
+func (e *Engine) applyObject(ctx context.Context, desired *manifest.App, c drift.Change) error {
+	if c.Action == drift.ActionRemove {
+		var err error
+		if c.Kind == drift.KindSecret {
+			_, err = e.api.SecretRemove(ctx, c.ID, client.SecretRemoveOptions{})
+		} else {
+			_, err = e.api.ConfigRemove(ctx, c.ID, client.ConfigRemoveOptions{})
+		}
+		if err != nil && !isNotFound(err) {
+			return e.classify(err)
+		}
+		return nil
+	}
+	data, hash, ok := objectData(desired, c.Name)
+	if !ok {
+		return fmt.Errorf("%s %s is not in the desired state", c.Kind, c.Name)
+	}
+	ann := swarmtypes.Annotations{Name: c.Name, Labels: map[string]string{drift.LabelApp: desired.Name, drift.LabelResource: c.Resource, drift.LabelSpecHash: hash}}
+	var err error
+	if c.Kind == drift.KindSecret {
+		_, err = e.api.SecretCreate(ctx, client.SecretCreateOptions{Spec: swarmtypes.SecretSpec{Annotations: ann, Data: data}})
+	} else {
+		_, err = e.api.ConfigCreate(ctx, client.ConfigCreateOptions{Spec: swarmtypes.ConfigSpec{Annotations: ann, Data: data}})
+	}
+	return e.classify(err)
+}
+
+// objectData is the content of the versioned secret or config name.
+func objectData(app *manifest.App, name string) ([]byte, string, bool) {
+	for _, s := range app.Services {
+		for _, b := range s.Spec.Binds {
+			if b.Object == nil || drift.SwarmObjectName(app.Name, b.Object.Name, b.ContentHash) != name {
+				continue
+			}
+			if t := app.Content[b.ContentHash]; t != nil && !t.Dir && len(t.Files) == 1 {
+				return t.Files[0].Data, b.ContentHash, true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// resolveObjects fills in the IDs of the secrets and configs the spec
+// refers to by name: Swarm takes both.
+func (e *Engine) resolveObjects(ctx context.Context, app string, spec *swarmtypes.ServiceSpec) error {
+	c := spec.TaskTemplate.ContainerSpec
+	if len(c.Configs) == 0 && len(c.Secrets) == 0 {
+		return nil
+	}
+	objs, err := e.observeObjects(ctx, app)
+	if err != nil {
+		return err
+	}
+	ids := map[string]string{}
+	for _, o := range objs {
+		ids[string(o.Kind)+" "+o.Name] = o.ID
+	}
+	for _, r := range c.Configs {
+		if r.ConfigID = ids["config "+r.ConfigName]; r.ConfigID == "" {
+			return fmt.Errorf("config %s does not exist (it is created before the service)", r.ConfigName)
+		}
+	}
+	for _, r := range c.Secrets {
+		if r.SecretID = ids["secret "+r.SecretName]; r.SecretID == "" {
+			return fmt.Errorf("secret %s does not exist (it is created before the service)", r.SecretName)
+		}
+	}
+	return nil
 }
 
 // applyNetwork creates (or, for a changed spec, replaces) an overlay

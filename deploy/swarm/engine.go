@@ -37,6 +37,13 @@ type api interface {
 	TaskList(ctx context.Context, options client.TaskListOptions) (client.TaskListResult, error)
 	NodeList(ctx context.Context, options client.NodeListOptions) (client.NodeListResult, error)
 
+	ConfigList(ctx context.Context, options client.ConfigListOptions) (client.ConfigListResult, error)
+	ConfigCreate(ctx context.Context, options client.ConfigCreateOptions) (client.ConfigCreateResult, error)
+	ConfigRemove(ctx context.Context, id string, options client.ConfigRemoveOptions) (client.ConfigRemoveResult, error)
+	SecretList(ctx context.Context, options client.SecretListOptions) (client.SecretListResult, error)
+	SecretCreate(ctx context.Context, options client.SecretCreateOptions) (client.SecretCreateResult, error)
+	SecretRemove(ctx context.Context, id string, options client.SecretRemoveOptions) (client.SecretRemoveResult, error)
+
 	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
 	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
 	NetworkRemove(ctx context.Context, id string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
@@ -177,8 +184,35 @@ func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (dri
 			act.ForeignNetworks = append(act.ForeignNetworks, o)
 		}
 	}
+	if act.Objects, err = e.observeObjects(ctx, app); err != nil {
+		return act, err
+	}
 	slices.SortFunc(act.Services, func(a, b drift.SwarmService) int { return cmp.Compare(a.Name, b.Name) })
 	return act, nil
+}
+
+// observeObjects lists the app's Swarm configs and secrets.
+func (e *Engine) observeObjects(ctx context.Context, app string) ([]drift.SwarmObject, error) {
+	f := make(client.Filters).Add("label", drift.LabelApp+"="+app)
+	configs, err := e.api.ConfigList(ctx, client.ConfigListOptions{Filters: f})
+	if err != nil {
+		return nil, e.unreachable(err)
+	}
+	secrets, err := e.api.SecretList(ctx, client.SecretListOptions{Filters: f})
+	if err != nil {
+		return nil, e.unreachable(err)
+	}
+	var out []drift.SwarmObject
+	obj := func(id, name string, kind drift.Kind, l map[string]string) drift.SwarmObject {
+		return drift.SwarmObject{ID: id, Name: name, Kind: kind, App: l[drift.LabelApp], Resource: l[drift.LabelResource], Hash: l[drift.LabelSpecHash]}
+	}
+	for _, c := range configs.Items {
+		out = append(out, obj(c.ID, c.Spec.Name, drift.KindConfig, c.Spec.Labels))
+	}
+	for _, s := range secrets.Items {
+		out = append(out, obj(s.ID, s.Spec.Name, drift.KindSecret, s.Spec.Labels))
+	}
+	return out, nil
 }
 
 func observeService(s swarmtypes.Service) drift.SwarmService {
@@ -199,6 +233,17 @@ func observeService(s swarmtypes.Service) drift.SwarmService {
 	}
 	if p := s.PreviousSpec; p != nil {
 		o.PreviousSpecHash = p.Labels[drift.LabelSpecHash]
+	}
+	for _, spec := range []*swarmtypes.ServiceSpec{&s.Spec, s.PreviousSpec} {
+		if spec == nil || spec.TaskTemplate.ContainerSpec == nil {
+			continue
+		}
+		for _, c := range spec.TaskTemplate.ContainerSpec.Configs {
+			o.Objects = append(o.Objects, c.ConfigName)
+		}
+		for _, c := range spec.TaskTemplate.ContainerSpec.Secrets {
+			o.Objects = append(o.Objects, c.SecretName)
+		}
 	}
 	return o
 }

@@ -98,6 +98,7 @@ func containerSpec(app *manifest.App, svc *manifest.Service) *swarmtypes.Contain
 		init := true
 		c.Init = &init
 	}
+	c.Configs, c.Secrets = fileObjects(app.Name, s)
 	for _, h := range s.ExtraHosts {
 		// "host:ip" in the model, "ip host" in a Swarm spec (hosts(5)).
 		if i := strings.Index(h, ":"); i > 0 {
@@ -111,6 +112,28 @@ func containerSpec(app *manifest.App, svc *manifest.Service) *swarmtypes.Contain
 		c.Ulimits = append(c.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}
 	return c
+}
+
+// fileObjects refer to the versions of the compose secrets and configs
+// the service uses, by name, at their mount path (read-only, like the
+// bind mount on one engine). Apply fills in their IDs.
+func fileObjects(app string, s *manifest.ServiceSpec) ([]*swarmtypes.ConfigReference, []*swarmtypes.SecretReference) {
+	var configs []*swarmtypes.ConfigReference
+	var secrets []*swarmtypes.SecretReference
+	for _, b := range s.Binds {
+		if b.Object == nil {
+			continue
+		}
+		name := drift.SwarmObjectName(app, b.Object.Name, b.ContentHash)
+		if b.Object.Kind == manifest.FileSecret {
+			secrets = append(secrets, &swarmtypes.SecretReference{SecretName: name,
+				File: &swarmtypes.SecretReferenceFileTarget{Name: b.MountPath, UID: "0", GID: "0", Mode: 0o444}})
+			continue
+		}
+		configs = append(configs, &swarmtypes.ConfigReference{ConfigName: name,
+			File: &swarmtypes.ConfigReferenceFileTarget{Name: b.MountPath, UID: "0", GID: "0", Mode: 0o444}})
+	}
+	return configs, secrets
 }
 
 // capNames are capabilities as Swarm takes them: with the CAP_ prefix.
@@ -151,6 +174,9 @@ func mounts(app *manifest.App, s *manifest.ServiceSpec) []mount.Mount {
 		out = append(out, m)
 	}
 	for _, b := range s.Binds {
+		if b.Object != nil {
+			continue // a Swarm secret or config, see fileObjects
+		}
 		m := mount.Mount{Type: mount.TypeBind, Source: b.HostPath, Target: b.MountPath, ReadOnly: b.ReadOnly}
 		if b.Propagation != "" {
 			m.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(b.Propagation)}

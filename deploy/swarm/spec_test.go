@@ -164,3 +164,33 @@ func TestTaskRows(t *testing.T) {
 		t.Errorf("task errors = %q, want %q", errs["s1"], want)
 	}
 }
+
+func TestServiceSpecConfigsAndSecrets(t *testing.T) {
+	app := load(t, map[string]string{
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    configs: [site]\n    secrets: [key]\nconfigs:\n  site: {file: ./site.conf}\nsecrets:\n  key: {file: ./key.txt}\n",
+		"site.conf":    "listen 80\n",
+		"key.txt":      "s3cret\n",
+	})
+	web := app.Service("web")
+	c := ServiceSpec(app, web, "").TaskTemplate.ContainerSpec
+	if len(c.Mounts) != 0 {
+		t.Errorf("a Swarm secret or config must not also be a bind mount: %+v", c.Mounts)
+	}
+	var cfgHash, keyHash string
+	for _, b := range web.Spec.Binds {
+		if b.Object.Name == "site" {
+			cfgHash = b.ContentHash
+		} else {
+			keyHash = b.ContentHash
+		}
+	}
+	if len(c.Configs) != 1 || c.Configs[0].ConfigName != "shop_site_"+cfgHash[:8] || c.Configs[0].File.Name != "/site" {
+		t.Errorf("configs = %+v", c.Configs)
+	}
+	if len(c.Secrets) != 1 || c.Secrets[0].SecretName != "shop_key_"+keyHash[:8] || c.Secrets[0].File.Name != "/run/secrets/key" {
+		t.Errorf("secrets = %+v", c.Secrets)
+	}
+	if data, hash, ok := objectData(app, "shop_key_"+keyHash[:8]); !ok || string(data) != "s3cret\n" || hash != keyHash {
+		t.Errorf("objectData = %q, %s, %v", data, hash, ok)
+	}
+}

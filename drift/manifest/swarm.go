@@ -21,6 +21,14 @@ func CheckSwarm(app *App) ErrorList {
 			errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...) + " (target: swarm)"})
 		}
 		checkSwarmService(&svc.Spec, refuse)
+		for i, b := range svc.Spec.Binds {
+			if b.RepoPath == "" {
+				continue
+			}
+			if t := app.Content[b.ContentHash]; b.Object == nil || t == nil || t.Dir {
+				refuse(fmt.Sprintf("binds[%d]", i), "repository files are delivered to Swarm tasks only as a compose secret or config of one file (a task may run on another node): %s", b.RepoPath)
+			}
+		}
 	}
 	for _, n := range app.Networks {
 		if d := n.Spec.Driver; d != "" && d != "bridge" && d != "overlay" && !n.Spec.External {
@@ -52,11 +60,6 @@ func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
 		refuse("dns", "DNS servers are not supported for Swarm services yet (dns_search and dns_opt are)")
 	case s.MacAddress != "" || s.ShmSizeBytes != 0:
 		refuse("macAddress", "mac_address and shm_size are not supported for Swarm services")
-	}
-	for i, b := range s.Binds {
-		if b.RepoPath != "" {
-			refuse(fmt.Sprintf("binds[%d]", i), "repository files are not mounted into Swarm tasks yet (a task may run on another node): %s", b.RepoPath)
-		}
 	}
 	if slices.ContainsFunc(s.Ports, func(p Port) bool { return p.HostIP != "" }) {
 		refuse("ports", "Swarm publishes ports on every node's ingress: a host IP cannot be given")

@@ -52,6 +52,32 @@ func TestComposeSwarmDeployKeys(t *testing.T) {
 	}
 }
 
+func TestComposeSwarmConfigsAndSecrets(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    configs: [site]\n    secrets: [{source: key, target: api.key}]\nconfigs:\n  site: {file: ./site.conf}\nsecrets:\n  key: {file: ./key.txt}\n",
+		"site.conf":    "listen 80\n",
+		"key.txt":      "s3cret\n",
+	}
+	a := mustLoadCompose(t, files, swarmOpts)
+	binds := a.Service("web").Spec.Binds
+	if len(binds) != 2 {
+		t.Fatalf("binds = %+v", binds)
+	}
+	for _, b := range binds {
+		want := map[string]FileObject{"/site": {FileConfig, "site"}, "/run/secrets/api.key": {FileSecret, "key"}}[b.MountPath]
+		if b.Object == nil || *b.Object != want || a.Content[b.ContentHash] == nil {
+			t.Errorf("bind %+v: object %+v, want %+v with its content", b, b.Object, want)
+		}
+	}
+	// On one engine they stay bind mounts, hashed as before.
+	one := mustLoadCompose(t, files, LoadOptions{})
+	for _, b := range one.Service("web").Spec.Binds {
+		if b.Object != nil {
+			t.Errorf("one engine: bind %+v carries a Swarm object", b)
+		}
+	}
+}
+
 func TestSwarmHashStableWithoutSwarmKeys(t *testing.T) {
 	// An app without Swarm-only keys hashes the same on either target,
 	// so switching target does not by itself count as a spec change.
@@ -76,7 +102,7 @@ func TestSwarmRefusals(t *testing.T) {
 			},
 			[]string{
 				"compose.yaml:4:12: services.web.build: images are not built for Swarm: every node pulls the image, so push it to a registry and name it in image (target: swarm)",
-				"compose.yaml:7:15: services.cfg.volumes[0]: repository files are not mounted into Swarm tasks yet (a task may run on another node): conf (target: swarm)",
+				"compose.yaml:7:15: services.cfg.volumes[0]: repository files are delivered to Swarm tasks only as a compose secret or config of one file (a task may run on another node): conf (target: swarm)",
 				"compose.yaml:8:19: services.cfg.x-driftless.readiness: driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update (target: swarm)",
 			}},
 		{"compose deploy keys",

@@ -362,7 +362,24 @@ type BindMount struct {
 	Propagation string `json:"propagation,omitempty"`
 	// SELinux is "z" or "Z" to relabel; "" leaves labels alone.
 	SELinux string `json:"selinux,omitempty"`
+	// Object is set, for a Swarm target only, on a compose secret or
+	// config read from a repository file: Swarm delivers it as a Swarm
+	// secret or config of that name (versioned by ContentHash) instead of
+	// a bind mount.
+	Object *FileObject `json:"object,omitempty"`
 }
+
+// FileObject is a compose secret or config by kind and name.
+type FileObject struct {
+	Kind string `json:"kind"` // FileSecret or FileConfig
+	Name string `json:"name"` // its key under the top-level secrets: or configs:
+}
+
+// Kinds of FileObject.
+const (
+	FileSecret = "secret"
+	FileConfig = "config"
+)
 
 // TmpfsMount is an in-memory file system.
 type TmpfsMount struct {

@@ -8,6 +8,8 @@ package swarm
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,12 +38,22 @@ type rig struct {
 	svc   string // the Swarm service of the app's web service
 	v1    string
 	v2    string
+	// oldConfig is a config version no spec uses once the service is
+	// updated again.
+	oldConfig string
+}
+
+func sortedPair(a, b string) []string {
+	s := []string{a, b}
+	slices.Sort(s)
+	return s
 }
 
 // compose is the app's compose file: two web tasks with a healthcheck
 // (the workload's own probe; the image has no shell), rolled start-first
 // one at a time, rolled back by Swarm when a new task does not become
-// healthy. env adds variables to the service.
+// healthy; greeting.txt reaches the tasks as a Swarm config. env adds
+// variables to the service.
 func (r *rig) compose(image string, replicas int, env ...string) string {
 	vars := ""
 	for _, kv := range env {
@@ -52,7 +64,8 @@ func (r *rig) compose(image string, replicas int, env ...string) string {
   web:
     image: %s
     environment:
-%s    healthcheck:
+%s    configs: [{source: greeting, target: /etc/greeting.txt}]
+    healthcheck:
       test: [CMD, /driftless, workload, probe, "http://127.0.0.1:8080/healthz"]
       interval: 1s
       timeout: 2s
@@ -64,7 +77,18 @@ func (r *rig) compose(image string, replicas int, env ...string) string {
       rollback_config: {parallelism: 2}
       placement:
         constraints: [node.role==manager]
+configs:
+  greeting: {file: ./greeting.txt}
 `, image, vars, replicas)
+}
+
+// configs are the app's Swarm config names, sorted.
+func (r *rig) configs() []string {
+	r.t.Helper()
+	out := r.eng.Docker("config", "ls", "--filter", "label=dev.driftless.app="+r.app, "--format", "{{.Name}}")
+	names := strings.Fields(out)
+	slices.Sort(names)
+	return names
 }
 
 func (r *rig) push(msg, compose string) string {
@@ -176,6 +200,7 @@ func TestSwarmTarget(t *testing.T) {
 	gitBase := t.TempDir()
 	url := gitserver.StartDaemon(t, gitBase)
 	r.repo = gitserver.Init(t, gitBase, r.app)
+	r.repo.WriteFile("app/greeting.txt", "hello\n")
 	first := r.push("web: two tasks", r.compose(v1, 2, "MESSAGE=one"))
 	data := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
@@ -200,6 +225,17 @@ func TestSwarmTarget(t *testing.T) {
 	t.Logf("TestSwarmTarget took %s", time.Since(total).Round(time.Millisecond))
 }
 
+func pollUntil(timeout time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return true
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return ok()
+}
+
 // step logs how long a scenario took: defer r.step(name)().
 func (r *rig) step(name string) func() {
 	t0 := time.Now()
@@ -219,6 +255,16 @@ func (r *rig) pushDeploys(first string) {
 	c := st.Services[0].Containers[0]
 	if !strings.HasPrefix(c.Name, r.svc+".") || c.Node == "" || c.State != "running" {
 		t.Errorf("task row %+v: want %s.<slot> running on a node", c, r.svc)
+	}
+	// The dashboard shows the same rows, each with its node.
+	resp, err := http.Get(r.agent.URL + "/apps/" + r.app)
+	if err != nil {
+		t.Fatalf("dashboard: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), c.Name) || !strings.Contains(string(page), "on node <b>"+c.Node+"</b>") {
+		t.Errorf("the dashboard's app page does not show task %s on node %s", c.Name, c.Node)
 	}
 	t.Logf("task %s on node %s: %s (deployed in %s)", c.Name, c.Node, c.Status, time.Since(t0).Round(time.Millisecond))
 }
@@ -275,16 +321,29 @@ func (r *rig) revertRollsBack() {
 	t, v1 := r.t, r.v1
 	defer r.step("a revert commit rolls back")()
 	t0 := time.Now()
-	second := r.push("web: message two", r.compose(v1, 2, "MESSAGE=two"))
+	const cfg = "{{range .Spec.TaskTemplate.ContainerSpec.Configs}}{{.ConfigName}}{{end}}"
+	before := r.inspect(cfg)
+	r.repo.WriteFile("app/greeting.txt", "hello again\n")
+	second := r.push("web: message two, new greeting", r.compose(v1, 2, "MESSAGE=two"))
 	r.wait(120*time.Second, "message two rolled out", converged(second, 2))
 	if got := r.inspect("{{.Spec.TaskTemplate.ContainerSpec.Env}}"); !strings.Contains(got, "MESSAGE=two") {
 		t.Errorf("env after the commit = %s", got)
+	}
+	// A changed file is a new config version; the old one stays while the
+	// service's previous spec (what Swarm rolls back to) uses it.
+	after := r.inspect(cfg)
+	if !strings.HasPrefix(before, r.app+"_greeting_") || after == before || !slices.Equal(r.configs(), sortedPair(before, after)) {
+		t.Errorf("config versions: before %q, after %q, existing %v", before, after, r.configs())
 	}
 	revert := r.repo.Revert(second)
 	r.wait(120*time.Second, "the revert rolled out", converged(revert, 2))
 	if got := r.inspect("{{.Spec.TaskTemplate.ContainerSpec.Env}}"); !strings.Contains(got, "MESSAGE=one") {
 		t.Errorf("env after the revert = %s", got)
 	}
+	if got := r.inspect(cfg); got != before {
+		t.Errorf("after the revert the service uses config %q, want the first version %q again", got, before)
+	}
+	r.oldConfig = after
 	t.Logf("commit and revert rolled by Swarm in %s", time.Since(t0).Round(time.Millisecond))
 }
 
@@ -312,20 +371,31 @@ func (r *rig) unhealthyRolledBack() {
 		t.Errorf("after the rollback the service is %q; want rollback_completed with the previous spec", got)
 	}
 	e := r.waitEntry(30*time.Second, "the failed sync of the bad revision", func(e dsync.HistoryEntry) bool {
-		return e.Kind == dsync.KindSync && e.Revision != nil && e.Revision.SHA == bad
+		return e.Kind == dsync.KindSync && e.Revision != nil && e.Revision.SHA == bad && e.Result == "failed"
 	})
-	if e.Result == "succeeded" {
-		t.Errorf("the bad revision's sync was recorded as %s: %q", e.Result, e.Summary)
-	}
 	// It stays Degraded: driftless does not push the refused spec again.
 	time.Sleep(5 * time.Second)
 	if got := r.inspect("{{.UpdateStatus.State}}"); got != "rollback_completed" {
 		t.Errorf("the service was updated again after Swarm's rollback: state %s", got)
 	}
 	st2 := r.wait(10*time.Second, "still Degraded", func(st dsync.AppStatus) bool { return st.Health == drift.HealthDegraded })
+	for _, h := range r.history() {
+		if h.Kind == dsync.KindSync && h.Revision != nil && h.Revision.SHA == bad && h.Result == "succeeded" {
+			t.Errorf("a sync of the revision Swarm refused was recorded as succeeded: %q", h.Summary)
+		}
+	}
 	t.Logf("rolled back and reported in %s (good revision %s): %q; history: %s %q", time.Since(t0).Round(time.Millisecond),
 		good.Short(), st.Message, e.Result, e.Summary)
 	if !slices.ContainsFunc(st2.Services[0].Containers, func(c dsync.ContainerStatus) bool { return c.Ready }) {
 		t.Errorf("no task of the previous spec serves after the rollback: %+v", st2.Services[0].Containers)
+	}
+
+	// Reverting the bad commit converges again, and then the config
+	// version no spec uses any more (Swarm's rollback dropped the
+	// previous spec) is removed.
+	fix := r.repo.Revert(bad)
+	r.wait(60*time.Second, "the revert of the bad commit Synced and Healthy", converged(fix, 2))
+	if !pollUntil(30*time.Second, func() bool { return !slices.Contains(r.configs(), r.oldConfig) }) {
+		t.Errorf("config %s is still there: %v", r.oldConfig, r.configs())
 	}
 }
