@@ -348,7 +348,9 @@ func TestComputeSwarmConfigsVersionedByContent(t *testing.T) {
 	v3 := desiredApp(service("web", 2, withConfig("site", "cccccccc55556666")))
 	rolledBack := freed
 	rolledBack.Services = slices.Clone(freed.Services)
-	swarmService(&rolledBack, "web", func(s *SwarmService) { s.UpdateState, s.UpdateMessage = SwarmUpdateRollbackCompleted, "rollback completed" })
+	swarmService(&rolledBack, "web", func(s *SwarmService) {
+		s.UpdateState, s.UpdateMessage = SwarmUpdateRollbackCompleted, "rollback completed"
+	})
 	failedV3 := map[string]RolloutFailure{"web": {Hash: v3.Services[0].Hash}}
 
 	runPlanCases(t, []planCase{
