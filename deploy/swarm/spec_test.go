@@ -1,12 +1,14 @@
 package swarm
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/moby/moby/api/types/events"
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -192,5 +194,26 @@ func TestServiceSpecConfigsAndSecrets(t *testing.T) {
 	}
 	if data, hash, ok := objectData(app, "shop_key_"+keyHash[:8]); !ok || string(data) != "s3cret\n" || hash != keyHash {
 		t.Errorf("objectData = %q, %s, %v", data, hash, ok)
+	}
+}
+
+func TestEventsOfSecretsConfigsAndTasks(t *testing.T) {
+	e := newEngine(nil, Options{})
+	for _, tc := range []struct {
+		m    events.Message
+		want string
+	}{
+		{events.Message{Type: events.ConfigEventType, Action: "remove", Actor: events.Actor{Attributes: map[string]string{"name": "shop_site_0123abcd"}}}, "shop remove"},
+		{events.Message{Type: events.SecretEventType, Action: "create", Actor: events.Actor{Attributes: map[string]string{"name": "nounderscore"}}}, ""},
+		{events.Message{Type: events.ContainerEventType, Action: "health_status: unhealthy", Actor: events.Actor{Attributes: map[string]string{LabelTaskApp: "shop"}}}, "shop health_status"},
+		{events.Message{Type: events.ContainerEventType, Action: "die", Actor: events.Actor{Attributes: map[string]string{"name": "not-a-task"}}}, ""},
+	} {
+		got := ""
+		if evs := e.eventsOf(context.Background(), tc.m); len(evs) == 1 {
+			got = evs[0].App + " " + evs[0].Action
+		}
+		if got != tc.want {
+			t.Errorf("%s %s: got %q, want %q", tc.m.Type, tc.m.Action, got, tc.want)
+		}
 	}
 }

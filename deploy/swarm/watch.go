@@ -15,9 +15,9 @@ import (
 // calls onEvent for each, with the app found from the service's labels
 // (remembered by Observe, or looked up): service create, update and
 // remove (a `docker service scale` or `update` by hand, a rollback Swarm
-// made), node changes (a node gone down moves tasks: every app is looked
-// at), and the containers of tasks starting, dying or changing health on
-// this node. Every (re)connection is reported as drift.EventConnected.
+// made), secrets and configs (named after their app), node changes (a
+// node gone down moves tasks: every app is looked at), and the containers
+// of tasks starting, dying or changing health on this node. Every (re)connection is reported as drift.EventConnected.
 // It returns when ctx is done.
 func (e *Engine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error {
 	const maxBackoff = 30 * time.Second
@@ -46,7 +46,7 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	filters := make(client.Filters).Add("type", string(events.ServiceEventType), string(events.NodeEventType),
-		string(events.ContainerEventType))
+		string(events.ContainerEventType), string(events.ConfigEventType), string(events.SecretEventType))
 	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
 	if err := e.Ping(ctx); err != nil {
 		return err
@@ -84,6 +84,13 @@ func (e *Engine) eventsOf(ctx context.Context, m events.Message) []drift.EngineE
 		}
 		if action == "remove" {
 			action = "destroy" // the loop's word for "gone": looked at at once
+		}
+		return []drift.EngineEvent{{App: app, Action: action, Container: m.Actor.Attributes["name"], ID: m.Actor.ID}}
+	case events.ConfigEventType, events.SecretEventType:
+		// <app>_<name>_<hash8>: an app name has no '_'.
+		app, _, ok := strings.Cut(m.Actor.Attributes["name"], "_")
+		if !ok || app == "" {
+			return nil
 		}
 		return []drift.EngineEvent{{App: app, Action: action, Container: m.Actor.Attributes["name"], ID: m.Actor.ID}}
 	case events.NodeEventType:
