@@ -297,8 +297,35 @@ func assessSwarmService(in Input, plan Plan, svc *manifest.Service) ServiceHealt
 			sh.Desired = max(sh.Desired, countTasks(in, svc.Name))
 		}
 	}
-	sh.Health, sh.Message = judgeSwarm(in, have, sh, findingsOf(plan, svc.Name))
+	sh.Health, sh.Message = judgeSwarm(in, svc.Hash, have, sh, findingsOf(plan, svc.Name))
 	return sh
+}
+
+// updateStuck: Swarm's update state says the declared spec is not what
+// runs (paused, rolled back), or Swarm is rolling back to it.
+func updateStuck(have *SwarmService, hash string) bool {
+	switch have.UpdateState {
+	case SwarmUpdatePaused, SwarmUpdateRollbackPaused, SwarmUpdateRollbackStarted:
+		return true
+	case SwarmUpdateRollbackCompleted:
+		// Left over after a rollback; a failure only while the spec
+		// Swarm went back to is not the declared one.
+		return have.SpecHash != hash
+	}
+	return false
+}
+
+func updateHealth(have *SwarmService, hash, ready, errs string) (Health, string) {
+	msg := cmp.Or(have.UpdateMessage, have.UpdateState)
+	switch {
+	case have.UpdateState == SwarmUpdatePaused || have.UpdateState == SwarmUpdateRollbackPaused:
+		return HealthDegraded, ready + "; Swarm paused the update: " + msg + errs + " (fix it in a new commit)"
+	case have.SpecHash == hash:
+		// Back to the declared spec (an update made by hand failed):
+		// Swarm is restoring what Git asks for.
+		return HealthProgressing, ready + "; Swarm is rolling back to the declared spec" + errs
+	}
+	return HealthDegraded, ready + "; Swarm rolled the update back: " + msg + errs
 }
 
 type swarmFindings struct {
@@ -340,7 +367,7 @@ func countTasks(in Input, service string) int {
 	return n
 }
 
-func judgeSwarm(in Input, have *SwarmService, sh ServiceHealth, f swarmFindings) (Health, string) {
+func judgeSwarm(in Input, hash string, have *SwarmService, sh ServiceHealth, f swarmFindings) (Health, string) {
 	ready := strconv.Itoa(sh.Ready) + "/" + strconv.Itoa(sh.Desired) + " tasks ready"
 	errs := ""
 	if have != nil && len(have.TaskErrors) > 0 {
@@ -353,10 +380,8 @@ func judgeSwarm(in Input, have *SwarmService, sh ServiceHealth, f swarmFindings)
 		return HealthMissing, "service does not exist; " + count(f.pending, "change", "changes") + " pending"
 	case len(f.deferred) > 0:
 		return HealthDegraded, ready + "; " + strings.Join(f.deferred, "; ") + errs
-	case have.UpdateState == SwarmUpdatePaused || have.UpdateState == SwarmUpdateRollbackPaused:
-		return HealthDegraded, ready + "; Swarm paused the update: " + cmp.Or(have.UpdateMessage, have.UpdateState) + errs + " (fix it in a new commit)"
-	case have.UpdateState == SwarmUpdateRollbackStarted || have.UpdateState == SwarmUpdateRollbackCompleted:
-		return HealthDegraded, ready + "; Swarm rolled the update back: " + cmp.Or(have.UpdateMessage, have.UpdateState) + errs
+	case updateStuck(have, hash):
+		return updateHealth(have, hash, ready, errs)
 	case in.Options.NoSelfHeal && f.drift > 0:
 		return HealthDegraded, ready + "; " + count(f.drift, "change", "changes") + " made outside Git not repaired: self-heal is off"
 	case f.pending > 0:

@@ -288,6 +288,13 @@ func TestAssessSwarm(t *testing.T) {
 		s.TaskErrors = []string{"shop-web.1 on node-1: task: container unhealthy"}
 	})
 
+	// A fix (or revert) commit declares the spec Swarm rolled back to:
+	// the leftover rollback state is no failure of it.
+	fixed := swarmConverged(app)
+	swarmService(&fixed, "web", func(s *SwarmService) {
+		s.UpdateState, s.UpdateMessage = SwarmUpdateRollbackCompleted, "rollback completed"
+	})
+
 	for _, tc := range []struct {
 		name    string
 		desired *manifest.App
@@ -302,6 +309,7 @@ func TestAssessSwarm(t *testing.T) {
 		{"Swarm paused the update", appV2, paused, HealthDegraded, "3/3 tasks ready; Swarm paused the update: update paused due to failure or early termination of task x; task errors: shop-web.1 on node-1: task: container unhealthy (fix it in a new commit)"},
 		{"Swarm rolled the update back: never a success", appV2, rolledBack, HealthDegraded, "3/3 tasks ready; Swarm rolled the update to revision abc1234 back (rollback completed); waiting for a new commit; task errors: shop-web.1 on node-1: task: container unhealthy"},
 		{"service missing", app, Actual{}, HealthMissing, "service does not exist; 1 change pending"},
+		{"a commit declaring the spec Swarm went back to is healthy", app, fixed, HealthHealthy, "3/3 tasks ready"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := swarmInput(tc.desired, tc.act, Options{Applied: applied(app)})
