@@ -155,16 +155,22 @@ func (e *Engine) interfered(err error, c drift.Change) error {
 }
 
 // stallWait is how long a service may lack tasks, with no update under
-// way and no progress, before Apply nudges Swarm with the same spec.
+// way and no progress, before Apply nudges Swarm (see nudge).
 const stallWait = 10 * time.Second
 
-// nudge submits the service's current spec unchanged.
+// nudge forces an update of the service's current spec (docker service
+// update --force): Swarm replaces every task, which brings back a slot
+// whose task an interrupted start-first update left half-made (created
+// but never promoted to running), where a plain reconcile sees the slot
+// as taken.
 func (e *Engine) nudge(ctx context.Context, name string) error {
 	cur, err := e.api.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
 	if err != nil {
 		return e.classify(err)
 	}
-	_, err = e.api.ServiceUpdate(ctx, cur.Service.ID, client.ServiceUpdateOptions{Version: cur.Service.Version, Spec: cur.Service.Spec})
+	spec := cur.Service.Spec
+	spec.TaskTemplate.ForceUpdate++
+	_, err = e.api.ServiceUpdate(ctx, cur.Service.ID, client.ServiceUpdateOptions{Version: cur.Service.Version, Spec: spec})
 	if err != nil && !strings.Contains(err.Error(), "update out of sequence") {
 		return e.classify(err)
 	}
@@ -201,10 +207,8 @@ func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, sto
 		}
 		last = why
 		if missing && !nudged && time.Since(changed) > stallWait {
-			// The same spec again: no task restarts, but Swarm looks at
-			// the service and creates the tasks it lacks.
 			nudged = true
-			e.log.Warn("Swarm has fewer tasks than the service asks for and no update under way; submitting the same spec so it reconciles", "service", name, "state", why)
+			e.log.Warn("Swarm has fewer tasks than the service asks for and no update under way; forcing an update of the same spec so it replaces them", "service", name, "state", why)
 			if err := e.nudge(ctx, name); err != nil {
 				return err
 			}
