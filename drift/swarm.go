@@ -388,6 +388,9 @@ func judgeSwarm(in Input, hash string, have *SwarmService, sh ServiceHealth, f s
 		return HealthProgressing, ready + "; " + count(f.pending, "change", "changes") + " pending"
 	case have.UpdateState == SwarmUpdateUpdating:
 		return HealthProgressing, ready + "; Swarm is rolling the update" + errs
+	case sh.Running > sh.Desired:
+		// Swarm has not removed the tasks of a scale-down yet.
+		return HealthProgressing, strconv.Itoa(sh.Running) + " tasks running for " + strconv.Itoa(sh.Desired) + " replicas"
 	case sh.Ready < sh.Desired && errs != "":
 		return HealthDegraded, ready + errs
 	case sh.Ready < sh.Desired:

@@ -288,6 +288,9 @@ func TestAssessSwarm(t *testing.T) {
 		s.TaskErrors = []string{"shop-web.1 on node-1: task: container unhealthy"}
 	})
 
+	extra := swarmConverged(app)
+	extra.Containers = append(extra.Containers, Container{ID: "task-web4", Name: "shop-web.4", App: testApp, Service: "web", Slot: 4, State: StateRunning, Ready: true})
+
 	// A fix (or revert) commit declares the spec Swarm rolled back to:
 	// the leftover rollback state is no failure of it.
 	fixed := swarmConverged(app)
@@ -310,6 +313,7 @@ func TestAssessSwarm(t *testing.T) {
 		{"Swarm rolled the update back: never a success", appV2, rolledBack, HealthDegraded, "3/3 tasks ready; Swarm rolled the update to revision abc1234 back (rollback completed); waiting for a new commit; task errors: shop-web.1 on node-1: task: container unhealthy"},
 		{"service missing", app, Actual{}, HealthMissing, "service does not exist; 1 change pending"},
 		{"a commit declaring the spec Swarm went back to is healthy", app, fixed, HealthHealthy, "3/3 tasks ready"},
+		{"more tasks than replicas is not done", app, extra, HealthProgressing, "4 tasks running for 3 replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := swarmInput(tc.desired, tc.act, Options{Applied: applied(app)})

@@ -208,7 +208,7 @@ func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, sto
 		last = why
 		if missing && !nudged && time.Since(changed) > stallWait {
 			nudged = true
-			e.log.Warn("Swarm has fewer tasks than the service asks for and no update under way; forcing an update of the same spec so it replaces them", "service", name, "state", why)
+			e.log.Warn("Swarm runs another number of tasks than the service asks for and no update is under way; forcing an update of the same spec so it replaces them", "service", name, "state", why)
 			if err := e.nudge(ctx, name); err != nil {
 				return err
 			}
@@ -264,12 +264,15 @@ func (e *Engine) rolloutStateOf(ctx context.Context, name string, fresh bool) (b
 	case drift.SwarmUpdateUpdating:
 		return false, fmt.Sprintf("update in progress, %d/%d tasks running", running, want), false, nil
 	}
-	if running < want {
+	if running < want || existing > want {
 		why := fmt.Sprintf("%d/%d tasks running", running, want)
+		if existing > want {
+			why = fmt.Sprintf("%d tasks for %d replicas", existing, want)
+		}
 		if len(errs) > 0 {
 			why += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
 		}
-		return false, why, existing < want, nil
+		return false, why, existing != want, nil
 	}
 	return true, "", false, nil
 }
