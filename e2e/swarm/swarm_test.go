@@ -179,13 +179,29 @@ func startSwarm(t *testing.T, images ...string) *privengine.Engine {
 	}
 	// Leave before the engine's own clean-up removes its networks, so
 	// nothing of the Swarm (its ingress sandbox, docker_gwbridge) stays.
-	t.Cleanup(func() {
-		if out, err := eng.DockerTry("swarm", "leave", "--force"); err != nil {
-			t.Logf("swarm leave: %v %s", err, out)
-		}
-	})
+	t.Cleanup(func() { leaveSwarm(t, eng) })
 	t.Logf("private engine: images loaded in %s, swarm init took %s", load.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	return eng
+}
+
+// leaveSwarm takes the private engine out of its Swarm and removes the
+// docker_gwbridge network Swarm made, whose bridge interface lives on the
+// host under that fixed name: the engine's own clean-up prunes only
+// networks without endpoints, and the ingress sandbox's endpoint goes
+// away a moment after the leave.
+func leaveSwarm(t *testing.T, eng *privengine.Engine) {
+	if out, err := eng.DockerTry("swarm", "leave", "--force"); err != nil {
+		t.Logf("swarm leave: %v %s", err, out)
+	}
+	var out string
+	var err error
+	ok := pollUntil(30*time.Second, func() bool {
+		out, err = eng.DockerTry("network", "rm", "docker_gwbridge")
+		return err == nil || strings.Contains(out, "No such network") || strings.Contains(out, "not found")
+	})
+	if !ok {
+		t.Errorf("the Swarm's docker_gwbridge network of the private engine could not be removed: %v %s", err, out)
+	}
 }
 
 // TestSwarmTarget drives one app with target swarm through a push, drift
