@@ -22,16 +22,25 @@ const (
 // order gives the same plan.
 func Compute(in Input) Plan {
 	p := newPlanner(in)
+	if in.Options.Target == manifest.TargetSwarm {
+		p.computeSwarm()
+		p.sortConflicts()
+		return p.plan
+	}
 	p.networks()
 	p.volumes()
 	p.containers()
 	p.pruneNetworks()
 	p.pruneVolumes()
+	p.sortConflicts()
+	return p.plan
+}
+
+func (p *planner) sortConflicts() {
 	slices.SortFunc(p.plan.Conflicts, func(a, b Conflict) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name),
 			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Service, b.Service))
 	})
-	return p.plan
 }
 
 // ShortRevision is the abbreviated commit shown to people.

@@ -130,7 +130,7 @@ func guard(in Input, plan Plan, p Policy) string {
 	}
 	removed := map[string]bool{}
 	for _, c := range plan.Changes {
-		if c.Kind == KindContainer && c.Action == ActionRemove && running[c.Service] && in.Desired.Service(c.Service) == nil {
+		if (c.Kind == KindContainer || c.Kind == KindService) && c.Action == ActionRemove && running[c.Service] && in.Desired.Service(c.Service) == nil {
 			removed[c.Service] = true
 		}
 	}

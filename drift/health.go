@@ -80,6 +80,9 @@ func Assess(in Input, plan Plan) AppHealth {
 	if in.Desired == nil {
 		return out
 	}
+	if in.Options.Target == manifest.TargetSwarm {
+		return assessSwarm(in, plan, out)
+	}
 	byService := map[string][]*Container{}
 	for i := range in.Actual.Containers {
 		c := &in.Actual.Containers[i]

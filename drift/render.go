@@ -29,7 +29,13 @@ func (p Plan) Render(w io.Writer) {
 		case ActionStart:
 			label += " (start)"
 		case ActionUpdate:
-			label += " (update in place)"
+			if c.Kind == KindService {
+				label += " (update: Swarm rolls the tasks)"
+			} else {
+				label += " (update in place)"
+			}
+		case ActionScale:
+			label += " (scale)"
 		}
 		return line{label: label, reason: reason, fields: c.Fields}
 	}
@@ -129,7 +135,7 @@ func (p Plan) Summary() string {
 		}
 		return "No changes: running state matches revision " + ShortRevision(p.Revision) + "."
 	}
-	var create, replace, start, remove, update int
+	var create, replace, start, remove, update, scale int
 	for _, c := range p.Changes {
 		switch c.Action {
 		case ActionCreate:
@@ -142,12 +148,17 @@ func (p Plan) Summary() string {
 			remove++
 		case ActionUpdate:
 			update++
+		case ActionScale:
+			scale++
 		}
 	}
 	s := "Plan: " + strconv.Itoa(create) + " to create, " + strconv.Itoa(replace) + " to replace, " +
 		strconv.Itoa(start) + " to start, " + strconv.Itoa(remove) + " to remove"
 	if update > 0 {
 		s += ", " + strconv.Itoa(update) + " to update in place"
+	}
+	if scale > 0 {
+		s += ", " + strconv.Itoa(scale) + " to scale"
 	}
 	return s + "."
 }

@@ -80,6 +80,9 @@ type Container struct {
 	// HostPorts are the host ports the container publishes.
 	HostPorts []int `json:"hostPorts,omitempty"`
 
+	// Node is the hostname of the Swarm node a task runs on (target swarm).
+	Node string `json:"node,omitempty"`
+
 	// Ready is filled in from driftless's own readiness prober, not Docker.
 	Ready bool `json:"ready"`
 	// ReadyReason explains a not-ready replica (probe output, exit code).
@@ -146,7 +149,67 @@ type Actual struct {
 	ForeignContainers []Container `json:"foreignContainers,omitempty"`
 	ForeignNetworks   []Network   `json:"foreignNetworks,omitempty"`
 	ForeignVolumes    []Volume    `json:"foreignVolumes,omitempty"`
+	// Services are the app's Swarm services (target swarm only); their
+	// tasks are also in Containers, one row per task, for status.
+	Services []SwarmService `json:"services,omitempty"`
+	// Objects are the app's Swarm configs and secrets (target swarm).
+	Objects []SwarmObject `json:"objects,omitempty"`
 }
+
+// SwarmObject is one observed Swarm config or secret driftless owns,
+// named <app>_<name>_<hash8> and labelled with its app, compose name
+// and content hash.
+type SwarmObject struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Kind     Kind   `json:"kind"` // KindConfig or KindSecret
+	App      string `json:"app,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Hash     string `json:"hash,omitempty"`
+}
+
+// SwarmService is one observed Swarm service driftless owns, as plain
+// data from one list call (and one task list).
+type SwarmService struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	App      string `json:"app,omitempty"`
+	Service  string `json:"service,omitempty"`
+	SpecHash string `json:"specHash,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	// Image is the image the spec names, without a pinned digest.
+	Image string `json:"image"`
+	// Global is deploy.mode: global; Replicas is then meaningless.
+	Global   bool `json:"global,omitempty"`
+	Replicas int  `json:"replicas"`
+	// UpdateState is Swarm's UpdateStatus.State ("" after a create):
+	// updating, paused, completed, rollback_started, rollback_paused,
+	// rollback_completed; UpdateMessage is its message.
+	UpdateState   string `json:"updateState,omitempty"`
+	UpdateMessage string `json:"updateMessage,omitempty"`
+	// PreviousSpecHash is the spec-hash label of the spec before the last
+	// update: after a rollback it is the spec Swarm refused.
+	PreviousSpecHash string `json:"previousSpecHash,omitempty"`
+	// Objects are the names of the configs and secrets the service's
+	// spec and previous spec use: Swarm needs the previous ones to roll
+	// back.
+	Objects []string `json:"objects,omitempty"`
+	// TaskErrors are the errors of the service's latest failed tasks,
+	// newest first, each with its task name and node ("web.2 on node-1:
+	// task: non-zero exit (1)").
+	TaskErrors []string `json:"taskErrors,omitempty"`
+}
+
+// Swarm update states (UpdateStatus.State) that mean an update did not
+// go through: Swarm paused it or rolled it back.
+const (
+	SwarmUpdatePaused            = "paused"
+	SwarmUpdateRollbackStarted   = "rollback_started"
+	SwarmUpdateRollbackPaused    = "rollback_paused"
+	SwarmUpdateRollbackCompleted = "rollback_completed"
+	SwarmUpdateUpdating          = "updating"
+	SwarmUpdateCompleted         = "completed"
+)
 
 // Options are the judgement calls and inputs that are not state.
 type Options struct {
@@ -189,6 +252,10 @@ type Options struct {
 	// Adopt replaces the compose project's containers with the app's own
 	// replicas, one at a time, each new one ready before the old one goes.
 	Adopt bool
+	// Target is manifest.TargetSwarm for an app deployed as Swarm
+	// services: the plan acts on services and overlay networks, never on
+	// containers; "" is one engine.
+	Target string
 }
 
 // ComposeProjectOf is the compose project name that belongs to the app.
@@ -236,12 +303,15 @@ const (
 	// restart policy (docker update), networks and aliases (connect),
 	// its name (rename). The process keeps running.
 	ActionUpdate Action = "update"
+	// ActionScale sets a Swarm service's replica count (docker service
+	// scale); nothing else of the service changes.
+	ActionScale Action = "scale"
 )
 
 // Symbol is how the action is shown: "+", "~", "-/+", "-"; an in-place
 // update shows as "~" like a start (Terraform's "update in-place").
 func (a Action) Symbol() string {
-	if a == ActionUpdate {
+	if a == ActionUpdate || a == ActionScale {
 		return "~"
 	}
 	return string(a)
@@ -254,6 +324,11 @@ const (
 	KindContainer Kind = "container"
 	KindNetwork   Kind = "network"
 	KindVolume    Kind = "volume"
+	// KindService is a Swarm service, KindConfig and KindSecret a Swarm
+	// config and secret (target swarm).
+	KindService Kind = "service"
+	KindConfig  Kind = "config"
+	KindSecret  Kind = "secret"
 )
 
 // Cause says why the gap exists: the desired state moved (a new commit), or

@@ -82,9 +82,12 @@ var ErrUnknownApp = errors.New("unknown app")
 
 // Options configure an Agent.
 type Options struct {
-	DataDir   string
-	Apps      []AppConfig
-	Engine    Engine
+	DataDir string
+	Apps    []AppConfig
+	Engine  Engine
+	// Swarm is the engine of apps with target swarm: a Swarm manager
+	// (deploy/swarm). Required when an app has that target.
+	Swarm     Engine
 	NewSource func(AppConfig) (Source, error)
 	Workers   int // default 2
 	// ResyncInterval enqueues every app in case events were missed;
@@ -111,6 +114,7 @@ type Agent struct {
 	log     *slog.Logger
 	now     func() time.Time
 	engine  Engine
+	swarm   Engine // nil: no app has target swarm
 	store   *store
 	series  *replicaSeries
 	queue   *queue
@@ -145,6 +149,7 @@ func New(opts Options) (*Agent, error) {
 		log:    opts.Logger,
 		now:    opts.Now,
 		engine: opts.Engine,
+		swarm:  opts.Swarm,
 		queue:  newQueue(opts.RetryBase, opts.RetryMax),
 		apps:   map[string]*appState{},
 		subs:   map[int]chan Event{},
@@ -162,6 +167,9 @@ func New(opts Options) (*Agent, error) {
 		a.secretKey = key
 	}
 	for _, cfg := range opts.Apps {
+		if cfg.Target == manifest.TargetSwarm && opts.Swarm == nil {
+			return nil, fmt.Errorf("app %s: target: swarm needs a Swarm engine (sync.Options.Swarm)", cfg.Name)
+		}
 		if err := a.addApp(cfg); err != nil {
 			return nil, err
 		}
@@ -293,7 +301,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	sched.Start()
 
-	wg.Go(func() { a.watchEngine(ctx) })
+	wg.Go(func() { a.watchEngine(ctx, a.engine) })
+	if a.swarm != nil {
+		wg.Go(func() { a.watchEngine(ctx, a.swarm) })
+	}
 	wg.Go(func() { a.recordSeries(ctx) })
 	wg.Go(func() {
 		t := time.NewTicker(a.opts.ResyncInterval)
@@ -393,11 +404,20 @@ func eventDelay(action string) time.Duration {
 	return 300 * time.Millisecond
 }
 
+// engineFor is the engine an app runs on: the Swarm manager for target
+// swarm, else the agent's engine.
+func (a *Agent) engineFor(cfg AppConfig) Engine {
+	if cfg.Target == manifest.TargetSwarm && a.swarm != nil {
+		return a.swarm
+	}
+	return a.engine
+}
+
 // watchEngine turns Docker events into passes of the apps they concern;
 // the queue dedupes bursts.
-func (a *Agent) watchEngine(ctx context.Context) {
+func (a *Agent) watchEngine(ctx context.Context, engine Engine) {
 	for ctx.Err() == nil {
-		err := a.engine.Watch(ctx, a.onEngineEvent)
+		err := engine.Watch(ctx, a.onEngineEvent)
 		if ctx.Err() != nil {
 			return
 		}
@@ -927,6 +947,11 @@ func (a *Agent) Ready() error {
 	defer cancel()
 	if err := a.engine.Ping(ctx); err != nil {
 		return engineError(err)
+	}
+	if a.swarm != nil {
+		if err := a.swarm.Ping(ctx); err != nil {
+			return engineError(err)
+		}
 	}
 	now := a.now()
 	a.mu.Lock()

@@ -65,6 +65,10 @@ type AppConfig struct {
 	// directory's .env file; these win). The agent's own environment is
 	// never used: it holds the agent's secrets.
 	Environment map[string]string
+	// Target is where the app runs: manifest.TargetEngine (default, "")
+	// as containers on the agent's engine, or manifest.TargetSwarm as
+	// Swarm services on the Swarm manager the agent talks to.
+	Target string
 	// Adopt is "compose" to take over the containers `docker compose` runs
 	// for ComposeProject (default: the app name), one replica at a time.
 	Adopt          string
@@ -148,7 +152,31 @@ const AdoptCompose = "compose"
 // loadOptions are what the config adds to the app's files.
 func (c AppConfig) loadOptions() manifest.LoadOptions {
 	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.secretKey,
-		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext}
+		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext,
+		Target: c.swarmTarget()}
+}
+
+// swarmTarget is manifest.TargetSwarm for a Swarm app, else "".
+func (c AppConfig) swarmTarget() string {
+	if c.Target == manifest.TargetSwarm {
+		return manifest.TargetSwarm
+	}
+	return ""
+}
+
+// ValidateTarget checks an app's target (driftless.yaml target:, or the
+// CLI's --target) and what it can be combined with.
+func ValidateTarget(target, adopt string) error {
+	switch target {
+	case "", manifest.TargetEngine:
+		return nil
+	case manifest.TargetSwarm:
+		if adopt != "" {
+			return errors.New("target: swarm cannot adopt a docker compose project: its containers are not Swarm services")
+		}
+		return nil
+	}
+	return fmt.Errorf("target: %q is not a target: use %s (containers on one engine, the default) or %s (services on a Swarm manager)", target, manifest.TargetEngine, manifest.TargetSwarm)
 }
 
 // Config is the whole driftless.yaml.
@@ -274,6 +302,7 @@ type fileAppConfig struct {
 	Environment    map[string]string `json:"environment"`
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
+	Target         string            `json:"target"`
 
 	Verify *fileVerify `json:"verify"`
 
@@ -463,7 +492,10 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 		errs = append(errs, err)
 	}
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
-	app.Adopt, app.ComposeProject = fa.Adopt, fa.ComposeProject
+	app.Adopt, app.ComposeProject, app.Target = fa.Adopt, fa.ComposeProject, fa.Target
+	if err := ValidateTarget(app.Target, app.Adopt); err != nil {
+		errs = append(errs, err)
+	}
 	app.CommitURLTemplate, app.TreeURLTemplate = fa.CommitURLTemplate, fa.TreeURLTemplate
 	errs = append(errs, linkTemplateErrors(fa)...)
 	var regErrs []error

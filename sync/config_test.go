@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/drift/manifest"
 )
 
 func TestLoadConfigReadsAppsAndSecrets(t *testing.T) {
@@ -236,5 +238,25 @@ func TestLoadConfigDecryptionAndSecretsDir(t *testing.T) {
 	}
 	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "invalid permissions") {
 		t.Errorf("home with mode 0755: %v", err)
+	}
+}
+func TestConfigTarget(t *testing.T) {
+	for _, tc := range []struct{ extra, want, err string }{
+		{"", "", ""},
+		{"    target: engine\n", "engine", ""},
+		{"    target: swarm\n", "swarm", ""},
+		{"    target: k8s\n", "", `target: "k8s" is not a target: use engine (containers on one engine, the default) or swarm`},
+		{"    target: swarm\n    adopt: compose\n", "", "target: swarm cannot adopt a docker compose project"},
+	} {
+		yaml := "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n" + tc.extra
+		cfg, err := parseConfig([]byte(yaml), t.TempDir(), func(string) string { return "" })
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want %q", tc.extra, err, tc.err)
+		case tc.err == "" && (err != nil || cfg.Apps[0].Target != tc.want):
+			t.Errorf("%q: %v, %+v; want target %q", tc.extra, err, cfg.Apps, tc.want)
+		case tc.err == "" && (cfg.Apps[0].loadOptions().Target == manifest.TargetSwarm) != (tc.want == "swarm"):
+			t.Errorf("%q: the loader is not told the target", tc.extra)
+		}
 	}
 }

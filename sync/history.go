@@ -70,12 +70,21 @@ func repairSummary(c drift.Change) string {
 		return what + " was stopped outside Git; started"
 	case drift.ActionRemove:
 		return what + " was added outside Git; removed"
+	case drift.ActionScale:
+		if len(c.Fields) == 1 {
+			return what + " was scaled outside Git to " + c.Fields[0].Before + " replicas; scaled back to " + c.Fields[0].After
+		}
+		return what + " was scaled outside Git; scaled back"
+	}
+	verb := "recreated"
+	if c.Kind == drift.KindService {
+		verb = "reverted (Swarm rolls the tasks)"
 	}
 	fields := fieldPaths(c)
 	if len(fields) == 0 {
-		return what + " was changed outside Git; recreated"
+		return what + " was changed outside Git; " + verb
 	}
-	return what + " was changed outside Git (" + strings.Join(fields, ", ") + "); recreated"
+	return what + " was changed outside Git (" + strings.Join(fields, ", ") + "); " + verb
 }
 
 // interferenceSummary says what someone did to a container while driftless

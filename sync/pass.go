@@ -238,7 +238,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 
 // observe lists what runs; false when the engine cannot be reached.
 func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
-	actual, err := p.a.engine.Observe(ctx, p.in.cfg.Name, true)
+	actual, err := p.a.engineFor(p.in.cfg).Observe(ctx, p.in.cfg.Name, true)
 	if err != nil {
 		o.engineErr = err
 		return false
@@ -289,7 +289,7 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 			p.a.showPull(p.in.cfg.Name, desired.rev.Short(), ev.Message)
 		}
 	}
-	res := p.a.engine.Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
+	res := p.a.engineFor(p.in.cfg).Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
 	return &applyReport{plan: plan, result: res, elapsed: time.Since(t0)}
 }
 
@@ -347,6 +347,7 @@ func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input 
 			FailedRollouts: failed,
 			ComposeProject: p.in.cfg.ComposeProject,
 			Adopt:          p.in.cfg.Adopt == AdoptCompose,
+			Target:         p.in.cfg.swarmTarget(),
 		},
 	}
 }

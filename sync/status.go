@@ -102,6 +102,8 @@ type ContainerStatus struct {
 	ImageDigest string    `json:"imageDigest,omitempty"`
 	Revision    string    `json:"revision"`
 	Created     time.Time `json:"created"`
+	// Node is the Swarm node a task runs on (target swarm).
+	Node string `json:"node,omitempty"`
 }
 
 // Condition is an active problem and how long it has lasted.

@@ -64,8 +64,11 @@ type applyRun struct {
 	target       localTarget
 	prune        bool
 	readyTimeout time.Duration
-	eng          *deploy.Engine
-	stdout       io.Writer
+	eng          cliEngine
+	// builder builds images on one engine; nil for target swarm, which
+	// refuses build: at load.
+	builder *deploy.Engine
+	stdout  io.Writer
 }
 
 func (a *applyRun) load(ctx context.Context) (*manifest.App, drift.Input, error) {
@@ -96,13 +99,13 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// Like docker compose, apply pulls with the credentials of Docker's
 	// config.json ($DOCKER_CONFIG or ~/.docker).
 	creds := &deploy.Logins{Docker: &deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}}
-	eng, err := connectEngine(ctx, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir(), Credentials: creds})
+	eng, builder, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir(), Credentials: creds})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)
 		return 1
 	}
 	defer eng.Close()
-	a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, stdout: stdout}
+	a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, builder: builder, stdout: stdout}
 	code, err := a.run(ctx, *dryRun)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless apply:", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/secrets"
@@ -63,6 +64,7 @@ type loadFlags struct {
 	allow, hostPaths, profiles string
 	adopt                      string
 	limits                     string
+	target                     string
 }
 
 func (l *loadFlags) register(fs interface {
@@ -73,6 +75,7 @@ func (l *loadFlags) register(fs interface {
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
 	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
 	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers `docker compose` runs for the app's project, one replica at a time")
+	fs.StringVar(&l.target, "target", "", "where the app runs: engine (containers on this Docker engine, the default) or swarm (services on the Swarm manager DOCKER_HOST names)")
 }
 
 // adoptCompose reports whether --adopt asks to take over a compose
@@ -97,6 +100,12 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		// SOPS secrets open with the keys of the user's environment
 		// (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG), as with `sops`.
 		Decrypt: secrets.DecryptWith(secrets.KeyFiles{}),
+	}
+	if err := dsync.ValidateTarget(l.target, l.adopt); err != nil {
+		return opts, fmt.Errorf("--%w", err)
+	}
+	if l.target == manifest.TargetSwarm {
+		opts.Target = manifest.TargetSwarm
 	}
 	if err := opts.Policy.Validate(); err != nil {
 		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
@@ -293,8 +302,42 @@ func redactedApp(app *manifest.App) *manifest.App {
 	return &out
 }
 
+// observer is the engine a one-shot command looks at: *deploy.Engine
+// for one engine, *swarm.Engine for target swarm.
+type observer interface {
+	// ObserveForPlan observes what the plan for in can depend on.
+	ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actual, error)
+}
+
+// cliEngine is what apply needs of either back end.
+type cliEngine interface {
+	observer
+	Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult
+	Close() error
+}
+
+// connectTarget opens the back end the load options' target names: the
+// Swarm manager DOCKER_HOST names for target swarm, else the engine.
+func connectTarget(ctx context.Context, target string, opts deploy.Options) (cliEngine, *deploy.Engine, error) {
+	if target != manifest.TargetSwarm {
+		eng, err := connectEngine(ctx, opts)
+		return eng, eng, err
+	}
+	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout})
+	if err != nil {
+		return nil, nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	return eng, nil, nil
+}
+
 // loadLocal parses the manifests and observes the engine for one app.
-func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, adopt bool, eng *deploy.Engine, prune bool) (*manifest.App, drift.Input, error) {
+func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, adopt bool, eng observer, prune bool) (*manifest.App, drift.Input, error) {
 	app, err := manifest.LoadDirWith(dir, name, opts)
 	if err != nil {
 		return nil, drift.Input{}, err
@@ -304,7 +347,7 @@ func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions,
 	in := drift.Input{
 		App:     name,
 		Desired: app,
-		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt},
+		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt, Target: opts.Target},
 	}
 	// Of what is not the app's, only what this plan can run into is
 	// looked up: the cost follows the app, not the host.
@@ -370,7 +413,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}
-	eng, err := connectEngine(ctx, deploy.Options{})
+	eng, _, err := connectTarget(ctx, opts.Target, deploy.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

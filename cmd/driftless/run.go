@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
@@ -184,6 +186,25 @@ func appNameFor(repo, path string) string {
 	return name
 }
 
+// connectSwarm connects to the Swarm manager when an app has target
+// swarm: the same engine DOCKER_HOST names, seen as a cluster. nil when
+// no app needs it.
+func connectSwarm(ctx context.Context, apps []dsync.AppConfig, log *slog.Logger) (*swarm.Engine, error) {
+	if !slices.ContainsFunc(apps, func(a dsync.AppConfig) bool { return a.Target == manifest.TargetSwarm }) {
+		return nil, nil
+	}
+	eng, err := swarm.New(swarm.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		log.Warn("Swarm manager unreachable at start; will keep trying", "err", err)
+	}
+	return eng, nil
+}
+
 // appFromFlags is the one app that --repo and its flags describe.
 func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 	if f.repo == "" {
@@ -212,7 +233,7 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 	if err != nil {
 		return app, err
 	}
-	app.Policy, app.Profiles, app.Limits = opts.Policy, opts.Profiles, opts.Limits
+	app.Policy, app.Profiles, app.Limits, app.Target = opts.Policy, opts.Profiles, opts.Limits, f.load.target
 	if adopt, err := f.load.adoptCompose(); err != nil {
 		return app, err
 	} else if adopt {
@@ -444,6 +465,16 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	}
 	cancel()
 
+	swarmEng, err := connectSwarm(ctx, cfg.Apps, log)
+	if err != nil {
+		return err
+	}
+	var swarmTarget dsync.Engine // stays a nil interface without a Swarm app
+	if swarmEng != nil {
+		defer swarmEng.Close()
+		swarmTarget = swarmEng
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var repos repoRegistry
@@ -457,6 +488,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 		DataDir:        cfg.DataDir,
 		Apps:           cfg.Apps,
 		Engine:         eng,
+		Swarm:          swarmTarget,
 		NewSource:      repos.track(sourceFactory(cfg.DataDir, log)),
 		Workers:        f.workers,
 		ResyncInterval: f.resync,

@@ -26,6 +26,9 @@ func (m *composeMapper) checkAcross() {
 			o := sm.portPos[p]
 			pos, field := o.pos, o.field
 			switch {
+			case m.opts.Target == TargetSwarm:
+				// Swarm publishes the port once, on its ingress, and
+				// balances it over the tasks.
 			case spec.Replicas > 1:
 				sm.refuseAt(pos, field, "host port %d would collide across the %d replicas: publish it from a service with one replica, or remove it", p.HostPort, spec.Replicas)
 			case spec.Update.Strategy == StrategyRolling && spec.Update.MaxSurge > 0:

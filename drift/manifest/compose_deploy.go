@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,26 +182,94 @@ func (sm *serviceMap) mapDeploy() {
 		sm.record("replicas", "deploy.replicas")
 	}
 	sm.checkReplicas()
+	if sm.m.opts.Target == TargetSwarm {
+		sm.mapSwarmDeploy(d)
+	} else {
+		sm.refuseSwarmOnly(d)
+	}
+	if d.EndpointMode != "" {
+		sm.refuse("deploy.endpoint_mode", "is not supported")
+	}
+	if u := d.UpdateConfig; u != nil {
+		sm.mapUpdateConfig(u)
+	}
+}
+
+// refuseSwarmOnly refuses the deploy: keys only a Swarm target carries
+// out, on an app that runs on one engine.
+func (sm *serviceMap) refuseSwarmOnly(d *types.DeployConfig) {
+	const hint = ": set target: swarm for the app to deploy it to a Swarm cluster"
 	switch d.Mode {
 	case "", "replicated":
 	default:
-		sm.refuse("deploy.mode", "%q is not supported: driftless runs replicated services on one engine", d.Mode)
+		sm.refuse("deploy.mode", "%q is not supported: driftless runs replicated services on one engine"+hint, d.Mode)
 	}
 	if len(d.Labels) > 0 {
 		sm.refuse("deploy.labels", "are swarm service labels and not supported: put container labels under labels:")
 	}
 	if d.RollbackConfig != nil {
-		sm.refuse("deploy.rollback_config", "is not supported: a failed rollout stops and keeps the old replicas serving")
+		sm.refuse("deploy.rollback_config", "is not supported: a failed rollout stops and keeps the old replicas serving"+hint)
 	}
 	if len(d.Placement.Constraints) > 0 || len(d.Placement.Preferences) > 0 || d.Placement.MaxReplicas != 0 {
-		sm.refuse("deploy.placement", "is a swarm feature and not supported: driftless runs on one engine")
+		sm.refuse("deploy.placement", "is a swarm feature and not supported on one engine"+hint)
 	}
-	if d.EndpointMode != "" {
-		sm.refuse("deploy.endpoint_mode", "is a swarm feature and not supported")
+}
+
+// mapSwarmDeploy maps the deploy: keys only Swarm carries out: mode,
+// placement, update_config's failure handling and rollback_config.
+func (sm *serviceMap) mapSwarmDeploy(d *types.DeployConfig) {
+	w := &SwarmSpec{}
+	switch d.Mode {
+	case "", "replicated":
+	case "global":
+		w.Global = true
+		if d.Replicas != nil {
+			sm.refuse("deploy.replicas", "a global service runs one task per node: remove deploy.replicas")
+		}
+	default:
+		sm.refuse("deploy.mode", "must be replicated or global, got %q", d.Mode)
 	}
+	if len(d.Labels) > 0 {
+		sm.refuse("deploy.labels", "are not supported yet: put labels under labels:")
+	}
+	w.Constraints = slices.Clone(d.Placement.Constraints)
+	for _, p := range d.Placement.Preferences {
+		if p.Spread == "" {
+			sm.refuse("deploy.placement.preferences", "each preference needs spread: (Swarm's only kind)")
+		}
+		w.Preferences = append(w.Preferences, p.Spread)
+	}
+	w.MaxReplicasPerNode = d.Placement.MaxReplicas
 	if u := d.UpdateConfig; u != nil {
-		sm.mapUpdateConfig(u)
+		w.Update = sm.swarmUpdate("deploy.update_config", u, false)
 	}
+	if r := d.RollbackConfig; r != nil {
+		ru := sm.swarmUpdate("deploy.rollback_config", r, true)
+		w.Rollback = &ru
+	}
+	if !reflect.ValueOf(*w).IsZero() {
+		// Left out otherwise, so an app without Swarm-only keys hashes the
+		// same on either target.
+		sm.spec.Swarm = w
+	}
+}
+
+func (sm *serviceMap) swarmUpdate(attr string, u *types.UpdateConfig, rollback bool) SwarmUpdate {
+	out := SwarmUpdate{Delay: time.Duration(u.Delay), FailureAction: u.FailureAction, Monitor: time.Duration(u.Monitor),
+		MaxFailureRatio: u.MaxFailureRatio, Order: u.Order}
+	if u.Parallelism != nil {
+		out.Parallelism = *u.Parallelism
+	}
+	if !validSwarmFailureAction(u.FailureAction, rollback) {
+		sm.refuse(attr+".failure_action", "must be %s, got %q", swarmFailureActionList(rollback), u.FailureAction)
+	}
+	if u.Order != "" && u.Order != "stop-first" && u.Order != "start-first" {
+		sm.refuse(attr+".order", "must be stop-first or start-first, got %q", u.Order)
+	}
+	if u.MaxFailureRatio < 0 || u.MaxFailureRatio > 1 {
+		sm.refuse(attr+".max_failure_ratio", "must be between 0 and 1")
+	}
+	return out
 }
 
 func (sm *serviceMap) checkReplicas() {
@@ -215,7 +284,8 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 	const attr = "deploy.update_config"
 	par := 1
 	if u.Parallelism != nil {
-		if *u.Parallelism == 0 || *u.Parallelism > 1<<20 {
+		// Swarm takes 0 (all at once) from update_config itself.
+		if (*u.Parallelism == 0 && sm.m.opts.Target != TargetSwarm) || *u.Parallelism > 1<<20 {
 			sm.refuse(attr+".parallelism", "must be between 1 and %d (0, all at once, is not supported: use x-driftless.update)", 1<<20)
 		}
 		par = int(min(*u.Parallelism, 1<<20))
@@ -229,6 +299,9 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 		sm.refuse(attr+".order", "must be stop-first or start-first, got %q", u.Order)
 	}
 	sm.spec.Update.Delay = time.Duration(u.Delay)
+	if sm.m.opts.Target == TargetSwarm {
+		return // Swarm carries out failure_action, monitor and max_failure_ratio
+	}
 	switch u.FailureAction {
 	case "", "pause", "rollback":
 		// driftless stops a failing rollout and keeps the old replicas
@@ -406,6 +479,7 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 			sm.m.errs.errs = append(sm.m.errs.errs, e)
 		}
 		sm.spec.Readiness = normalizeReadiness(x.Readiness)
+		sm.record("readiness", "x-driftless.readiness")
 	}
 	if u := x.Update; u != nil {
 		at := func(k string) Position { return sm.extDoc.at("spec.update." + k) }

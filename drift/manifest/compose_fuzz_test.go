@@ -43,41 +43,62 @@ func FuzzLoadCompose(f *testing.F) {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
 	f.Fuzz(func(t *testing.T, compose, dotenv []byte) {
-		fsys := fstest.MapFS{
-			"compose.yaml": {Data: compose},
-			".env":         {Data: dotenv},
-			"a":            {Data: []byte("file")},
-			"conf/x.conf":  {Data: []byte("conf")},
-		}
-		app, err := LoadWith(fsys, ".", "fuzz", LoadOptions{Profiles: []string{"*"}, Decrypt: fakeDecrypt})
-		if err == nil {
-			if app == nil || app.Format != FormatCompose {
-				t.Fatalf("no compose app without error: %#v", app)
-			}
-			for _, s := range app.Services {
-				if !ValidName(s.Name) || s.Hash != HashService(nil, s.Labels, s.Spec) {
-					t.Fatalf("service %q: invalid name or hash", s.Name)
-				}
-			}
-			return
-		}
-		var list ErrorList
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return
-		}
-		if !errors.As(err, &list) || len(list) == 0 {
-			t.Fatalf("want a non-empty ErrorList, got %T: %v", err, err)
-		}
-		for _, e := range list {
-			if (e.Pos.File != "compose.yaml" && e.Pos.File != ".env") || e.Pos.Line <= 0 {
-				t.Fatalf("error without a position in the app's files: %#v (%v)", e.Pos, e)
-			}
-			if strings.Contains(e.Msg, composeWorkDir) {
-				t.Fatalf("error names compose-go's virtual directory: %v", e)
-			}
-		}
+		fuzzCompose(t, compose, dotenv, LoadOptions{Profiles: []string{"*"}, Decrypt: fakeDecrypt})
 	})
+}
+
+// FuzzLoadComposeSwarm is FuzzLoadCompose for an app with target swarm,
+// whose front end maps the deploy: keys only Swarm carries out and
+// refuses what Swarm cannot do (CheckSwarm), every error with a position.
+func FuzzLoadComposeSwarm(f *testing.F) {
+	for _, seed := range []string{
+		"services:\n  web: {image: x, deploy: {mode: global, placement: {constraints: [a==b], preferences: [{spread: c}]}}}\n",
+		"services:\n  web: {image: x, deploy: {replicas: 2, update_config: {parallelism: 0, failure_action: rollback, monitor: 5s, max_failure_ratio: 2}, rollback_config: {failure_action: rollback}}}\n",
+		"services:\n  web: {image: x, ports: ['80:80'], deploy: {replicas: 3}, configs: [c], secrets: [{source: s, target: k}]}\nconfigs: {c: {file: a}}\nsecrets: {s: {file: conf}}\n",
+		"services:\n  web: {image: x, build: ., privileged: true, network_mode: host, networks: [n]}\nnetworks: {n: {driver: macvlan}}\n",
+	} {
+		f.Add([]byte(seed), []byte("A=1\n"))
+	}
+	f.Fuzz(func(t *testing.T, compose, dotenv []byte) {
+		fuzzCompose(t, compose, dotenv, LoadOptions{Profiles: []string{"*"}, Target: TargetSwarm})
+	})
+}
+
+func fuzzCompose(t *testing.T, compose, dotenv []byte, opts LoadOptions) {
+	fsys := fstest.MapFS{
+		"compose.yaml": {Data: compose},
+		".env":         {Data: dotenv},
+		"a":            {Data: []byte("file")},
+		"conf/x.conf":  {Data: []byte("conf")},
+	}
+	app, err := LoadWith(fsys, ".", "fuzz", opts)
+	if err == nil {
+		if app == nil || app.Format != FormatCompose {
+			t.Fatalf("no compose app without error: %#v", app)
+		}
+		for _, s := range app.Services {
+			if !ValidName(s.Name) || s.Hash != HashService(nil, s.Labels, s.Spec) {
+				t.Fatalf("service %q: invalid name or hash", s.Name)
+			}
+		}
+		return
+	}
+	var list ErrorList
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return
+	}
+	if !errors.As(err, &list) || len(list) == 0 {
+		t.Fatalf("want a non-empty ErrorList, got %T: %v", err, err)
+	}
+	for _, e := range list {
+		if (e.Pos.File != "compose.yaml" && e.Pos.File != ".env") || e.Pos.Line <= 0 {
+			t.Fatalf("error without a position in the app's files: %#v (%v)", e.Pos, e)
+		}
+		if strings.Contains(e.Msg, composeWorkDir) {
+			t.Fatalf("error names compose-go's virtual directory: %v", e)
+		}
+	}
 }
 
 // BenchmarkLoadCompose50 loads a compose file of 50 services.

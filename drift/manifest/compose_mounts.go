@@ -261,7 +261,11 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 		if !ok {
 			continue
 		}
-		sm.addBind(attr, BindMount{RepoPath: p, ContentHash: tree.Hash(), MountPath: target, ReadOnly: true})
+		b := BindMount{RepoPath: p, ContentHash: tree.Hash(), MountPath: target, ReadOnly: true}
+		if sm.m.opts.Target == TargetSwarm {
+			b.Object = &FileObject{Kind: strings.TrimSuffix(section, "s"), Name: r.Source}
+		}
+		sm.addBind(attr, b)
 	}
 }
 

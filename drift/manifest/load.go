@@ -58,6 +58,10 @@ type LoadOptions struct {
 	// the whole app (decryption.allowPlaintext); a secret can also allow
 	// it on its own.
 	AllowPlaintext bool
+	// Target is TargetSwarm for an app deployed as Swarm services: the
+	// compose front end then maps the deploy: keys only Swarm carries
+	// out, and CheckSwarm refuses what Swarm cannot do. "" is one engine.
+	Target string
 }
 
 // LoadWith is Load with the app's options.
@@ -125,6 +129,11 @@ func loadFormat(fsys fs.FS, root, app string, opts LoadOptions, display func(str
 	}
 	if err != nil {
 		return nil, err
+	}
+	if opts.Target == TargetSwarm {
+		if errs := CheckSwarm(a); len(errs) > 0 {
+			return nil, (&collector{errs: errs}).sorted()
+		}
 	}
 	// The front ends hash without the key; only keyed hashes leave.
 	a.Rehash(opts.SecretKey)

@@ -252,6 +252,42 @@ type ServiceSpec struct {
 	// that is pulled. With a Build, Image is the content-addressed name
 	// ResolveBuilds gives it.
 	Build *Build `json:"build,omitempty"`
+
+	// Swarm holds what only a Swarm target can do (compose's deploy.mode,
+	// placement, update_config failure handling, rollback_config); nil
+	// for apps on one engine, which refuse those keys.
+	Swarm *SwarmSpec `json:"swarm,omitempty"`
+}
+
+// Targets: where an app's services run.
+const (
+	TargetEngine = "engine" // containers on one Docker engine (default)
+	TargetSwarm  = "swarm"  // Swarm services on a Swarm manager
+)
+
+// SwarmSpec is the part of a service's spec only Swarm carries out.
+type SwarmSpec struct {
+	// Global runs one task on every eligible node (deploy.mode: global);
+	// Replicas is then ignored.
+	Global             bool     `json:"global,omitempty"`
+	Constraints        []string `json:"constraints,omitempty"` // as written, e.g. node.role==manager
+	Preferences        []string `json:"preferences,omitempty"` // spread descriptors, e.g. node.labels.zone
+	MaxReplicasPerNode uint64   `json:"maxReplicasPerNode,omitempty"`
+	// Update and Rollback are Swarm's update_config and rollback_config.
+	// The spec's Update still gives parallelism, order and delay of an
+	// update.
+	Update   SwarmUpdate  `json:"update,omitzero"`
+	Rollback *SwarmUpdate `json:"rollback,omitempty"`
+}
+
+// SwarmUpdate is how Swarm rolls tasks and what it does when one fails.
+type SwarmUpdate struct {
+	Parallelism     uint64        `json:"parallelism,omitempty"`
+	Delay           time.Duration `json:"delay,omitempty"`
+	FailureAction   string        `json:"failureAction,omitempty"` // pause (Swarm's default), continue, rollback
+	Monitor         time.Duration `json:"monitor,omitempty"`
+	MaxFailureRatio float32       `json:"maxFailureRatio,omitempty"`
+	Order           string        `json:"order,omitempty"` // stop-first, start-first
 }
 
 // Dependency conditions (compose's depends_on condition).
@@ -330,7 +366,24 @@ type BindMount struct {
 	Propagation string `json:"propagation,omitempty"`
 	// SELinux is "z" or "Z" to relabel; "" leaves labels alone.
 	SELinux string `json:"selinux,omitempty"`
+	// Object is set, for a Swarm target only, on a compose secret or
+	// config read from a repository file: Swarm delivers it as a Swarm
+	// secret or config of that name (versioned by ContentHash) instead of
+	// a bind mount.
+	Object *FileObject `json:"object,omitempty"`
 }
+
+// FileObject is a compose secret or config by kind and name.
+type FileObject struct {
+	Kind string `json:"kind"` // FileSecret or FileConfig
+	Name string `json:"name"` // its key under the top-level secrets: or configs:
+}
+
+// Kinds of FileObject.
+const (
+	FileSecret = "secret"
+	FileConfig = "config"
+)
 
 // TmpfsMount is an in-memory file system.
 type TmpfsMount struct {

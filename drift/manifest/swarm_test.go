@@ -1,0 +1,133 @@
+package manifest
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var swarmOpts = LoadOptions{Target: TargetSwarm}
+
+func TestComposeSwarmDeployKeys(t *testing.T) {
+	a := mustLoadCompose(t, map[string]string{"compose.yaml": `services:
+  web:
+    image: shop/web:1
+    healthcheck: {test: [CMD, /probe], interval: 2s, retries: 3}
+    deploy:
+      replicas: 3
+      placement:
+        constraints: [node.role==worker, node.labels.zone==a]
+        preferences: [{spread: node.labels.rack}]
+        max_replicas_per_node: 2
+      update_config: {parallelism: 2, delay: 5s, order: start-first, failure_action: rollback, monitor: 10s, max_failure_ratio: 0.25}
+      rollback_config: {parallelism: 0, failure_action: pause}
+      resources: {limits: {memory: 64m, cpus: "0.5"}}
+  agent:
+    image: shop/agent:1
+    deploy: {mode: global}
+`}, swarmOpts)
+	web, agent := a.Service("web"), a.Service("agent")
+	want := &SwarmSpec{
+		Constraints:        []string{"node.role==worker", "node.labels.zone==a"},
+		Preferences:        []string{"node.labels.rack"},
+		MaxReplicasPerNode: 2,
+		Update:             SwarmUpdate{Parallelism: 2, Delay: 5 * time.Second, FailureAction: "rollback", Monitor: 10 * time.Second, MaxFailureRatio: 0.25, Order: "start-first"},
+		Rollback:           &SwarmUpdate{FailureAction: "pause"},
+	}
+	if !reflect.DeepEqual(web.Spec.Swarm, want) {
+		t.Errorf("web swarm spec = %+v, want %+v", web.Spec.Swarm, want)
+	}
+	if web.Spec.Replicas != 3 || web.Spec.Resources.MemoryBytes != 64<<20 || web.Spec.Healthcheck == nil {
+		t.Errorf("web spec lost replicas, resources or healthcheck: %+v", web.Spec)
+	}
+	if agent.Spec.Swarm == nil || !agent.Spec.Swarm.Global {
+		t.Errorf("agent: want a global service, got %+v", agent.Spec.Swarm)
+	}
+
+	// The same file for one engine is refused where it asks for Swarm.
+	_, err := loadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "set target: swarm") {
+		t.Errorf("one engine: got %v, want a refusal naming target: swarm", err)
+	}
+}
+
+func TestComposeSwarmConfigsAndSecrets(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    configs: [site]\n    secrets: [{source: key, target: api.key}]\nconfigs:\n  site: {file: ./site.conf}\nsecrets:\n  key: {file: ./key.txt}\n",
+		"site.conf":    "listen 80\n",
+		"key.txt":      "s3cret\n",
+	}
+	a := mustLoadCompose(t, files, swarmOpts)
+	binds := a.Service("web").Spec.Binds
+	if len(binds) != 2 {
+		t.Fatalf("binds = %+v", binds)
+	}
+	for _, b := range binds {
+		want := map[string]FileObject{"/site": {FileConfig, "site"}, "/run/secrets/api.key": {FileSecret, "key"}}[b.MountPath]
+		if b.Object == nil || *b.Object != want || a.Content[b.ContentHash] == nil {
+			t.Errorf("bind %+v: object %+v, want %+v with its content", b, b.Object, want)
+		}
+	}
+	// On one engine they stay bind mounts, hashed as before.
+	one := mustLoadCompose(t, files, LoadOptions{})
+	for _, b := range one.Service("web").Spec.Binds {
+		if b.Object != nil {
+			t.Errorf("one engine: bind %+v carries a Swarm object", b)
+		}
+	}
+}
+
+func TestSwarmHashStableWithoutSwarmKeys(t *testing.T) {
+	// An app without Swarm-only keys hashes the same on either target,
+	// so switching target does not by itself count as a spec change.
+	files := map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"}
+	one, swarm := mustLoadCompose(t, files, LoadOptions{}), mustLoadCompose(t, files, swarmOpts)
+	if one.Services[0].Hash != swarm.Services[0].Hash {
+		t.Errorf("hash differs by target: %s vs %s", one.Services[0].Hash, swarm.Services[0].Hash)
+	}
+}
+
+func TestSwarmRefusals(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"compose",
+			map[string]string{
+				"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    build: .\n  cfg:\n    image: shop/cfg:1\n    volumes: [./conf:/etc/conf]\n    x-driftless: {readiness: {httpGet: {port: 80, path: /}}}\n",
+				"Dockerfile":   "FROM scratch\n",
+				"conf/a.conf":  "x\n",
+			},
+			[]string{
+				"compose.yaml:4:12: services.web.build: images are not built for Swarm: every node pulls the image, so push it to a registry and name it in image (target: swarm)",
+				"compose.yaml:7:15: services.cfg.volumes[0]: repository files are delivered to Swarm tasks only as a compose secret or config of one file (a task may run on another node): conf (target: swarm)",
+				"compose.yaml:8:19: services.cfg.x-driftless.readiness: driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update (target: swarm)",
+			}},
+		{"compose deploy keys",
+			map[string]string{"compose.yaml": "services:\n  g:\n    image: shop/g:1\n    deploy: {mode: global, replicas: 2, update_config: {failure_action: explode}, rollback_config: {failure_action: rollback}}\n"},
+			[]string{
+				"compose.yaml:4:38: services.g.deploy.replicas: a global service runs one task per node: remove deploy.replicas",
+				"compose.yaml:4:73: services.g.deploy.update_config.failure_action: must be pause, continue, rollback, got \"explode\"",
+				"compose.yaml:4:117: services.g.deploy.rollback_config.failure_action: must be pause or continue, got \"rollback\"",
+			}},
+		{"native",
+			map[string]string{"web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec:\n  image: shop/web:1\n  readiness: {httpGet: {port: 80, path: /}}\n"},
+			[]string{
+				"web.yaml:6:3: spec.readiness: driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update (target: swarm)",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadWith(composeFS(tt.files), ".", "shop", swarmOpts)
+			if err == nil {
+				t.Fatal("loaded, want refusals")
+			}
+			got := err.Error()
+			if got != strings.Join(tt.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", got, strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

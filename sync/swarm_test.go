@@ -1,0 +1,120 @@
+package sync
+
+import (
+	"context"
+	stdsync "sync"
+	"testing"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/drift/manifest"
+)
+
+// fakeSwarm is a Swarm manager as the loop sees it: services by name.
+type fakeSwarm struct {
+	mu       stdsync.Mutex
+	services map[string]drift.SwarmService
+	networks []drift.Network
+}
+
+func (s *fakeSwarm) Ping(context.Context) error { return nil }
+
+func (s *fakeSwarm) Watch(ctx context.Context, _ func(drift.EngineEvent)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *fakeSwarm) Observe(_ context.Context, app string, _ bool) (drift.Actual, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var a drift.Actual
+	for _, n := range s.networks {
+		if n.App == app {
+			a.Networks = append(a.Networks, n)
+		}
+	}
+	for _, svc := range s.services {
+		if svc.App == app {
+			a.Services = append(a.Services, svc)
+			for slot := 1; slot <= svc.Replicas; slot++ {
+				a.Containers = append(a.Containers, drift.Container{Name: svc.Name, App: app, Service: svc.Service, Slot: slot,
+					State: drift.StateRunning, Ready: true, Node: "node-1"})
+			}
+		}
+	}
+	return a, nil
+}
+
+func (s *fakeSwarm) Apply(_ context.Context, desired *manifest.App, plan drift.Plan, _ drift.ApplyOptions) drift.ApplyResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var res drift.ApplyResult
+	for _, c := range plan.Changes {
+		if c.Kind == drift.KindNetwork && c.Action == drift.ActionCreate {
+			n := desired.Network(c.Resource)
+			s.networks = append(s.networks, drift.Network{ID: "id-" + c.Name, Name: c.Name, App: desired.Name, Resource: n.Name, SpecHash: n.Hash, Driver: "overlay"})
+		}
+		if c.Kind == drift.KindService {
+			svc := desired.Service(c.Service)
+			switch c.Action {
+			case drift.ActionRemove:
+				delete(s.services, c.Name)
+			default:
+				s.services[c.Name] = drift.SwarmService{ID: "id-" + c.Name, Name: c.Name, App: desired.Name, Service: svc.Name,
+					SpecHash: svc.Hash, Image: svc.Spec.Image, Replicas: svc.Spec.Replicas}
+			}
+		}
+		res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultDone})
+	}
+	return res
+}
+
+func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
+	cfg := appConfig("shop")
+	cfg.Target = manifest.TargetSwarm
+	if _, err := New(Options{DataDir: t.TempDir(), Apps: []AppConfig{cfg}, Engine: &fakeEngine{},
+		NewSource: func(AppConfig) (Source, error) { return newFakeSource(), nil }}); err == nil {
+		t.Fatal("an app with target swarm and no Swarm engine was accepted")
+	}
+
+	h := newHarness(t, appConfig("other"))
+	h.agent.Close()
+	h.apps = []AppConfig{cfg, appConfig("other")}
+	h.sources["shop"] = newFakeSource()
+	sw := &fakeSwarm{services: map[string]drift.SwarmService{}}
+	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Swarm: sw, Now: h.clock.Now,
+		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent = a
+	t.Cleanup(func() { a.Close() })
+
+	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "shop/web:v1", 3)})
+	st, err := h.pass("shop", TriggerPoll)
+	if err != nil || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy {
+		t.Fatalf("first pass: %v, %s/%s %q", err, st.Sync, st.Health, st.Message)
+	}
+	if got := sw.services["shop-web"]; got.Replicas != 3 || h.engine.applyCount() != 0 {
+		t.Fatalf("the service on Swarm = %+v; applies on the single engine: %d (want none)", got, h.engine.applyCount())
+	}
+	if c := st.Services[0].Containers; len(c) != 3 || c[0].Node != "node-1" {
+		t.Errorf("task rows = %+v, want 3 with their node", c)
+	}
+
+	// docker service scale by hand: scaled back, recorded as a repair.
+	sw.mu.Lock()
+	s := sw.services["shop-web"]
+	s.Replicas = 5
+	sw.services["shop-web"] = s
+	sw.mu.Unlock()
+	if _, err := h.pass("shop", TriggerDockerEvent); err != nil {
+		t.Fatal(err)
+	}
+	if got := sw.services["shop-web"].Replicas; got != 3 {
+		t.Errorf("replicas after the repair = %d, want 3", got)
+	}
+	repairs := h.history("shop", KindRepair)
+	if len(repairs) != 1 || repairs[0].Summary != "service shop-web was scaled outside Git to 5 replicas; scaled back to 3" {
+		t.Errorf("repairs = %+v", repairs)
+	}
+}
