@@ -54,6 +54,12 @@ func (p *planner) desiredObjects() map[string]SwarmObject {
 			name := SwarmObjectName(p.app, b.Object.Name, b.ContentHash)
 			out[name] = SwarmObject{Name: name, Kind: Kind(b.Object.Kind), App: p.app, Resource: b.Object.Name, Hash: b.ContentHash}
 		}
+		// Decrypted secrets are versioned by the agent's keyed digest of
+		// their value, never a plain hash of it.
+		for _, ref := range s.Spec.Secrets {
+			name := SwarmObjectName(p.app, ref.Name, ref.Digest)
+			out[name] = SwarmObject{Name: name, Kind: KindSecret, App: p.app, Resource: ref.Name, Hash: ref.Digest}
+		}
 	}
 	return out
 }

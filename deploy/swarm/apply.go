@@ -338,6 +338,11 @@ func objectData(app *manifest.App, name string) ([]byte, string, bool) {
 				return t.Files[0].Data, b.ContentHash, true
 			}
 		}
+		for _, ref := range s.Spec.Secrets {
+			if data, ok := app.SecretData[ref.Digest]; ok && drift.SwarmObjectName(app.Name, ref.Name, ref.Digest) == name {
+				return data, ref.Digest, true
+			}
+		}
 	}
 	return nil, "", false
 }

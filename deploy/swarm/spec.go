@@ -8,6 +8,7 @@
 package swarm
 
 import (
+	"cmp"
 	"maps"
 	"os"
 	"slices"
@@ -132,6 +133,10 @@ func fileObjects(app string, s *manifest.ServiceSpec) ([]*swarmtypes.ConfigRefer
 		}
 		configs = append(configs, &swarmtypes.ConfigReference{ConfigName: name,
 			File: &swarmtypes.ConfigReferenceFileTarget{Name: b.MountPath, UID: "0", GID: "0", Mode: 0o444}})
+	}
+	for _, ref := range s.Secrets {
+		secrets = append(secrets, &swarmtypes.SecretReference{SecretName: drift.SwarmObjectName(app, ref.Name, ref.Digest),
+			File: &swarmtypes.SecretReferenceFileTarget{Name: ref.Target, UID: cmp.Or(ref.UID, "0"), GID: cmp.Or(ref.GID, "0"), Mode: os.FileMode(ref.Mode)}})
 	}
 	return configs, secrets
 }

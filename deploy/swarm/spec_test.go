@@ -169,7 +169,7 @@ func TestTaskRows(t *testing.T) {
 
 func TestServiceSpecConfigsAndSecrets(t *testing.T) {
 	app := load(t, map[string]string{
-		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    configs: [site]\n    secrets: [key]\nconfigs:\n  site: {file: ./site.conf}\nsecrets:\n  key: {file: ./key.txt}\n",
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    configs: [site]\n    secrets: [key]\nconfigs:\n  site: {file: ./site.conf}\nsecrets:\n  key: {file: ./key.txt, x-driftless: {allowPlaintext: true}}\n",
 		"site.conf":    "listen 80\n",
 		"key.txt":      "s3cret\n",
 	})
@@ -178,14 +178,7 @@ func TestServiceSpecConfigsAndSecrets(t *testing.T) {
 	if len(c.Mounts) != 0 {
 		t.Errorf("a Swarm secret or config must not also be a bind mount: %+v", c.Mounts)
 	}
-	var cfgHash, keyHash string
-	for _, b := range web.Spec.Binds {
-		if b.Object.Name == "site" {
-			cfgHash = b.ContentHash
-		} else {
-			keyHash = b.ContentHash
-		}
-	}
+	cfgHash, keyHash := web.Spec.Binds[0].ContentHash, web.Spec.Secrets[0].Digest
 	if len(c.Configs) != 1 || c.Configs[0].ConfigName != "shop_site_"+cfgHash[:8] || c.Configs[0].File.Name != "/site" {
 		t.Errorf("configs = %+v", c.Configs)
 	}

@@ -11,7 +11,8 @@ import (
 // (or that this release does not map to Swarm yet). Both front ends' apps
 // go through it when the app's target is TargetSwarm. A Swarm task may
 // run on any node, so nothing may depend on the agent's host: repository
-// files, builds, SOPS secrets and driftless's own readiness probes.
+// directories and files (other than compose configs), builds and
+// driftless's own readiness probes. Secrets become Swarm secrets.
 func CheckSwarm(app *App) ErrorList {
 	var errs ErrorList
 	for i := range app.Services {
@@ -42,8 +43,6 @@ func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
 	switch {
 	case s.Build != nil:
 		refuse("build", "images are not built for Swarm: every node pulls the image, so push it to a registry and name it in image")
-	case len(s.Secrets) > 0 || len(s.EnvFrom) > 0:
-		refuse("secrets", "SOPS secrets are not delivered to Swarm services yet")
 	case s.Readiness != nil:
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
 	case s.NetworkMode != "":

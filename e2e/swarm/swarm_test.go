@@ -65,6 +65,7 @@ func (r *rig) compose(image string, replicas int, env ...string) string {
     image: %s
     environment:
 %s    configs: [{source: greeting, target: /etc/greeting.txt}]
+    secrets: [api-key]
     healthcheck:
       test: [CMD, /driftless, workload, probe, "http://127.0.0.1:8080/healthz"]
       interval: 1s
@@ -79,6 +80,8 @@ func (r *rig) compose(image string, replicas int, env ...string) string {
         constraints: [node.role==manager]
 configs:
   greeting: {file: ./greeting.txt}
+secrets:
+  api-key: {file: ./api-key.txt, x-driftless: {allowPlaintext: true}}
 `, image, vars, replicas)
 }
 
@@ -217,6 +220,7 @@ func TestSwarmTarget(t *testing.T) {
 	url := gitserver.StartDaemon(t, gitBase)
 	r.repo = gitserver.Init(t, gitBase, r.app)
 	r.repo.WriteFile("app/greeting.txt", "hello\n")
+	r.repo.WriteFile("app/api-key.txt", swarmSecretValue)
 	first := r.push("web: two tasks", r.compose(v1, 2, "MESSAGE=one"))
 	data := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
@@ -283,6 +287,38 @@ func (r *rig) pushDeploys(first string) {
 		t.Errorf("the dashboard's app page does not show task %s on node %s", c.Name, c.Node)
 	}
 	t.Logf("task %s on node %s: %s (deployed in %s)", c.Name, c.Node, c.Status, time.Since(t0).Round(time.Millisecond))
+	r.secretIsASwarmSecret()
+}
+
+// swarmSecretValue is the compose secret's content: it must reach Swarm
+// as a secret, and show nowhere else.
+const swarmSecretValue = "swarm-secret-0f3c9d\n"
+
+// secretIsASwarmSecret: the compose secret is a Swarm secret versioned by
+// the agent's keyed digest, mounted at /run/secrets/NAME, and its value is
+// in neither the service spec nor the agent's status.
+func (r *rig) secretIsASwarmSecret() {
+	t := r.t
+	names := strings.Fields(r.eng.Docker("secret", "ls", "--filter", "label=dev.driftless.app="+r.app, "--format", "{{.Name}}"))
+	if len(names) != 1 || !strings.HasPrefix(names[0], r.app+"_api-key_") {
+		t.Errorf("Swarm secrets of the app: %v, want one %s_api-key_<digest>", names, r.app)
+	}
+	if got := r.inspect("{{range .Spec.TaskTemplate.ContainerSpec.Secrets}}{{.SecretName}} {{.File.Name}}{{end}}"); len(names) == 1 && got != names[0]+" /run/secrets/api-key" {
+		t.Errorf("service secrets = %q, want %s at /run/secrets/api-key", got, names[0])
+	}
+	value := strings.TrimSpace(swarmSecretValue)
+	if spec := r.inspect("{{json .Spec}}"); strings.Contains(spec, value) {
+		t.Errorf("the service spec shows the secret's value")
+	}
+	resp, err := http.Get(r.agent.URL + "/api/v1/apps/" + r.app)
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), value) {
+		t.Errorf("the app's status shows the secret's value")
+	}
 }
 
 // diffSaysNoChanges: the one-shot CLI, pointed at the same manager with
