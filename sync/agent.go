@@ -154,17 +154,8 @@ func New(opts Options) (*Agent, error) {
 		apps:   map[string]*appState{},
 		subs:   map[int]chan Event{},
 	}
-	if opts.DataDir != "" {
-		// The key that digests secret values in hashes and displays; the
-		// CLI reads the same file (see secrets.KeyPath).
-		key, created, err := secrets.LoadOrCreateKey(opts.DataDir)
-		if err != nil {
-			return nil, fmt.Errorf("%w; the agent needs it to hash secrets the same way across restarts", err)
-		}
-		if created {
-			a.log.Info("created the secret key; driftless apply and diff use it with the same --data directory", "path", secrets.KeyPath(opts.DataDir))
-		}
-		a.secretKey = key
+	if err := a.loadSecretKey(); err != nil {
+		return nil, err
 	}
 	for _, cfg := range opts.Apps {
 		if cfg.Target == manifest.TargetSwarm && opts.Swarm == nil {
@@ -176,7 +167,48 @@ func New(opts Options) (*Agent, error) {
 	}
 	sort.Strings(a.names)
 
-	st, err := openStore(opts.DataDir, opts.HistoryRetention)
+	st, err := a.openState()
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer, a.queue.Len)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	a.metrics = m
+	// The engine's own series (the view's divergence count) are exported
+	// with the loop's.
+	if c, ok := opts.Engine.(interface{ Collector() prometheus.Collector }); ok && opts.Registerer != nil {
+		if err := opts.Registerer.Register(c.Collector()); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("register engine metrics: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// loadSecretKey reads (or creates) the key that digests secret values in
+// hashes and displays; the CLI reads the same file (see secrets.KeyPath).
+func (a *Agent) loadSecretKey() error {
+	if a.opts.DataDir == "" {
+		return nil
+	}
+	key, created, err := secrets.LoadOrCreateKey(a.opts.DataDir)
+	if err != nil {
+		return fmt.Errorf("%w; the agent needs it to hash secrets the same way across restarts", err)
+	}
+	if created {
+		a.log.Info("created the secret key; driftless apply and diff use it with the same --data directory", "path", secrets.KeyPath(a.opts.DataDir))
+	}
+	a.secretKey = key
+	return nil
+}
+
+// openState opens the history store and restores what it keeps: the
+// replica series for the timeline and each app's toggles and memory.
+func (a *Agent) openState() (*store, error) {
+	st, err := openStore(a.opts.DataDir, a.opts.HistoryRetention)
 	if err != nil {
 		return nil, err
 	}
@@ -202,21 +234,7 @@ func New(opts Options) (*Agent, error) {
 			a.recordLogged(HistoryEntry{App: name, Kind: KindAction, Trigger: TriggerStartup, Result: "failed", Summary: st.recovered})
 		}
 	}
-	m, err := newMetrics(opts.Registerer, a.queue.Len)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	a.metrics = m
-	// The engine's own series (the view's divergence count) are exported
-	// with the loop's.
-	if c, ok := opts.Engine.(interface{ Collector() prometheus.Collector }); ok && opts.Registerer != nil {
-		if err := opts.Registerer.Register(c.Collector()); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("register engine metrics: %w", err)
-		}
-	}
-	return a, nil
+	return st, nil
 }
 
 func (o Options) withDefaults() Options {
