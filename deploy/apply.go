@@ -235,6 +235,7 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 
 	// 1. Networks and volumes the containers need.
 	r.parallel(ctx, resourceCreates, r.applyResource)
+	missing := r.failedResources(resourceCreates)
 
 	// 2. Declared services, each after its dependencies are ready.
 	var wg sync.WaitGroup
@@ -249,6 +250,12 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 		go func() {
 			defer wg.Done()
 			defer close(g.done)
+			// A replica created without its network or volume would only
+			// fail to start (or start without its data).
+			if why := missing.blocks(g.svc); why != nil {
+				r.skipAll(g.changes, why)
+				return
+			}
 			for _, dep := range g.svc.Spec.DependsOn {
 				dg, ok := groups[dep]
 				if !ok || dg.svc == nil {
@@ -289,6 +296,49 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 // cancelled is the failure of changes skipped because ctx ended.
 func cancelled(ctx context.Context) *drift.Failure {
 	return &drift.Failure{Cause: drift.FailureStopped, Summary: "apply cancelled: " + ctx.Err().Error()}
+}
+
+// missingResources are the networks and volumes whose create failed in
+// this apply, by kind and manifest name, with the failure.
+type missingResources map[string]*drift.Failure
+
+// failedResources collects the resource creates that did not succeed.
+func (r *run) failedResources(creates []indexed) missingResources {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	missing := missingResources{}
+	for _, ic := range creates {
+		out := r.outcomes[ic.index]
+		if out.Result == drift.ResultDone || ic.change.Action != drift.ActionCreate {
+			continue
+		}
+		f := drift.Failure{Cause: drift.FailureDependency, Summary: "not attempted"}
+		if out.Failure != nil {
+			f = *out.Failure
+		}
+		f.Summary = fmt.Sprintf("%s %s could not be created: %s", ic.change.Kind, ic.change.Name, out.Error)
+		missing[string(ic.change.Kind)+"/"+ic.change.Resource] = &f
+	}
+	return missing
+}
+
+// blocks is the failure that holds svc back: a network it joins or a
+// volume it mounts that could not be created; nil if none.
+func (m missingResources) blocks(svc *manifest.Service) *drift.Failure {
+	if len(m) == 0 {
+		return nil
+	}
+	for _, n := range svc.Spec.Networks {
+		if f := m[string(drift.KindNetwork)+"/"+n]; f != nil {
+			return f
+		}
+	}
+	for _, v := range svc.Spec.Volumes {
+		if f := m[string(drift.KindVolume)+"/"+v.Name]; f != nil {
+			return f
+		}
+	}
+	return nil
 }
 
 func (r *run) skipAll(changes []indexed, why *drift.Failure) {

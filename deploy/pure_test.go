@@ -293,3 +293,24 @@ func TestNotReadyReplicasAreReplacedFirst(t *testing.T) {
 		t.Fatalf("order %v, want the not-ready b and d first, each group in plan order", order)
 	}
 }
+
+// A service whose network or volume could not be created is held back
+// with that failure; other services are not.
+func TestFailedResourcesBlockTheirServices(t *testing.T) {
+	netCreate := drift.Change{Action: drift.ActionCreate, Kind: drift.KindNetwork, Name: "shop-back", Resource: "back"}
+	volCreate := drift.Change{Action: drift.ActionCreate, Kind: drift.KindVolume, Name: "shop-data", Resource: "data"}
+	r := &run{outcomes: []drift.Outcome{
+		{Change: netCreate, Result: drift.ResultFailed, Error: "address pool exhausted: raise addressPool", Failure: &drift.Failure{Cause: drift.FailureConflict, Summary: "pool"}},
+		{Change: volCreate, Result: drift.ResultDone},
+	}}
+	missing := r.failedResources([]indexed{{0, netCreate}, {1, volCreate}})
+	api := &manifest.Service{Name: "api", Spec: manifest.ServiceSpec{Networks: []string{"back"}}}
+	db := &manifest.Service{Name: "db", Spec: manifest.ServiceSpec{Networks: []string{"default"}, Volumes: []manifest.VolumeMount{{Name: "data", MountPath: "/data"}}}}
+	f := missing.blocks(api)
+	if f == nil || f.Cause != drift.FailureConflict || !strings.Contains(f.Summary, "network shop-back could not be created: address pool exhausted") {
+		t.Errorf("api: %+v, want the network's conflict", f)
+	}
+	if f := missing.blocks(db); f != nil {
+		t.Errorf("db (its volume was created): %+v, want nil", f)
+	}
+}

@@ -268,6 +268,15 @@ func TestAddressPoolExhausted(t *testing.T) {
 			if !strings.Contains(a.Message, "addressPool in driftless.yaml (or --address-pool)") {
 				t.Errorf("the refusal does not name the setting: %s", a.Message)
 			}
+			// Its replicas wait for the network instead of being created
+			// on a network that does not exist.
+			res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", drift.LabelApp+"="+a.Name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Items) != 0 {
+				t.Errorf("app %s without a network has %d containers, want none", a.Name, len(res.Items))
+			}
 		}
 	}
 	got := map[netip.Prefix]bool{}
