@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +245,33 @@ func TestRepoKeyAndSameSource(t *testing.T) {
 		if !top.sameSource(dsync.SourceStatus{URL: "/srv/demo/repo", Path: p}) {
 			t.Errorf("path %q does not match the top of the checkout", p)
 		}
+	}
+}
+
+// A compose secret that is not SOPS-encrypted is refused, with the flag to
+// accept it on the command line; with the flag it validates.
+func TestValidateAllowPlaintextSecretsFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shop")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	compose := "services:\n  web:\n    image: shop/web:1\n    secrets: [db]\nsecrets:\n  db: {file: ./db.txt}\n"
+	for name, body := range map[string]string{"compose.yaml": compose, "db.txt": "hunter2\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb strings.Builder
+	code := dispatch(context.Background(), []string{"validate", dir}, &out, &errb)
+	if code != 1 || !strings.Contains(out.String()+errb.String(), "--allow-plaintext-secrets") {
+		t.Errorf("plaintext secret: exit %d, output %q %q; want 1 naming --allow-plaintext-secrets", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := dispatch(context.Background(), []string{"validate", "--allow-plaintext-secrets", dir}, &out, &errb); code != 0 {
+		t.Errorf("with --allow-plaintext-secrets: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), "hunter2") {
+		t.Error("validate printed the secret's value")
 	}
 }

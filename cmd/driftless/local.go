@@ -65,16 +65,19 @@ type loadFlags struct {
 	adopt                      string
 	limits                     string
 	target                     string
+	allowPlaintext             bool
 }
 
 func (l *loadFlags) register(fs interface {
 	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
 }) {
 	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(manifest.AllowNames, ", "))
 	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
 	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
 	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers `docker compose` runs for the app's project, one replica at a time")
+	fs.BoolVar(&l.allowPlaintext, "allow-plaintext-secrets", false, "accept secret files that are not SOPS-encrypted (as decryption: {allowPlaintext: true} in driftless.yaml)")
 	fs.StringVar(&l.target, "target", "", "where the app runs: engine (containers on this Docker engine, the default) or swarm (services on the Swarm manager DOCKER_HOST names)")
 }
 
@@ -99,7 +102,8 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		Environment: env,
 		// SOPS secrets open with the keys of the user's environment
 		// (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG), as with `sops`.
-		Decrypt: secrets.DecryptWith(secrets.KeyFiles{}),
+		Decrypt:        secrets.DecryptWith(secrets.KeyFiles{}),
+		AllowPlaintext: l.allowPlaintext,
 	}
 	if err := dsync.ValidateTarget(l.target, l.adopt); err != nil {
 		return opts, fmt.Errorf("--%w", err)

@@ -234,6 +234,7 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 		return app, err
 	}
 	app.Policy, app.Profiles, app.Limits, app.Target = opts.Policy, opts.Profiles, opts.Limits, f.load.target
+	app.AllowPlaintext = opts.AllowPlaintext
 	if adopt, err := f.load.adoptCompose(); err != nil {
 		return app, err
 	} else if adopt {

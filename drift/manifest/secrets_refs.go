@@ -117,7 +117,7 @@ func secretFilePath(file string) (string, error) {
 var ErrNotEncrypted = errors.New("not a SOPS-encrypted file")
 
 // plaintextHint says how to fix or allow a plaintext secret file.
-const plaintextHint = "encrypt it (sops --encrypt --in-place FILE), or accept it as it is with allowPlaintext: true on the secret (compose: x-driftless: {allowPlaintext: true} on the top-level secret) or decryption: {allowPlaintext: true} for the app in driftless.yaml"
+const plaintextHint = "encrypt it (sops --encrypt --in-place FILE), or accept it as it is with allowPlaintext: true on the secret (compose: x-driftless: {allowPlaintext: true} on the top-level secret) or decryption: {allowPlaintext: true} for the app in driftless.yaml (--allow-plaintext-secrets on the command line)"
 
 // resolveSecrets decrypts every secret the app's services reference,
 // records the keyed digest of each delivered value in the spec, keeps the
