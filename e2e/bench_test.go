@@ -772,76 +772,24 @@ func TestBenchIdleAgent(t *testing.T) {
 	_, _, agent := startRepoAgent(t, app, map[string]string{"web.yaml": plainService("web", image, replicas)}, "--interval", "30s")
 	waitAllRunning(t, cli, app, replicas, 5*time.Minute)
 	time.Sleep(10 * time.Second) // readiness settle and the pass's bookkeeping
-	pid := pidOf(t, agent.Data)
+	pid := testenv.AgentPID(t, agent.Data)
 
-	ticks0, rss0 := procStat(t, pid)
+	ticks0, rss0 := testenv.ProcStat(t, pid)
 	t0 := time.Now()
 	maxRSS := rss0
 	for time.Since(t0) < window {
 		time.Sleep(time.Second)
-		if _, rss := procStat(t, pid); rss > maxRSS {
+		if _, rss := testenv.ProcStat(t, pid); rss > maxRSS {
 			maxRSS = rss
 		}
 	}
-	ticks1, rss1 := procStat(t, pid)
+	ticks1, rss1 := testenv.ProcStat(t, pid)
 	elapsed := time.Since(t0)
-	cpu := float64(ticks1-ticks0) / clkTck / elapsed.Seconds() * 100
+	cpu := float64(ticks1-ticks0) / testenv.ClockTicks / elapsed.Seconds() * 100
 	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, ticks1-ticks0, elapsed.Round(time.Millisecond))
 	t.Logf("| idle agent, %d replicas, %s window | measured | target | |", replicas, window)
 	t.Logf("|---|---|---|---|")
 	t.Logf("| CPU (utime+stime delta) | %.2f%% of a core | < 1%% | %s |", cpu, verdict(t, "idle CPU < 1% of a core", cpu < 1))
 	t.Logf("| RSS (VmRSS) at end / max over window | %.1f MB / %.1f MB | < 60 MB | %s |",
 		float64(rss1)/1024, float64(maxRSS)/1024, verdict(t, "idle RSS < 60 MB", maxRSS < 60*1024))
-}
-
-// clkTck is USER_HZ, 100 on every Linux platform Go supports here.
-const clkTck = 100
-
-// pidOf finds the agent process by its unique --data directory.
-func pidOf(t *testing.T, dataDir string) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 1 && args[1] == "run" && slices.Contains(args, dataDir) {
-			return pid
-		}
-	}
-	t.Fatalf("no driftless run process with --data %s", dataDir)
-	return 0
-}
-
-// procStat returns utime+stime in clock ticks and VmRSS in kB.
-func procStat(t *testing.T, pid int) (ticks int64, rssKB int64) {
-	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fields after the parenthesised command name; utime and stime are
-	// fields 14 and 15 of the whole line.
-	rest := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-	ut, _ := strconv.ParseInt(rest[11], 10, 64)
-	st, _ := strconv.ParseInt(rest[12], 10, 64)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			rssKB, _ = strconv.ParseInt(f[1], 10, 64)
-		}
-	}
-	return ut + st, rssKB
 }

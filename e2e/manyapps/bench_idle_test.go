@@ -9,11 +9,9 @@ package manyapps
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,22 +35,22 @@ func TestBenchIdleFiftyApps(t *testing.T) {
 	testenv.WaitApp(t, agent, 45*time.Minute, "every app converged", allApps, converged(f.apps, replicas))
 	t.Logf("%d apps × %d replicas converged in %s", apps, replicas, time.Since(start).Round(time.Second))
 	time.Sleep(15 * time.Second) // readiness settle and the last passes' bookkeeping
-	pid := pidOf(t, data)
+	pid := testenv.AgentPID(t, data)
 
 	req0 := dockerRequests(t, agent.URL)
-	ticks0, rss0 := procStat(t, pid)
+	ticks0, rss0 := testenv.ProcStat(t, pid)
 	t0 := time.Now()
 	maxRSS := rss0
 	for time.Since(t0) < window {
 		time.Sleep(time.Second)
-		if _, rss := procStat(t, pid); rss > maxRSS {
+		if _, rss := testenv.ProcStat(t, pid); rss > maxRSS {
 			maxRSS = rss
 		}
 	}
-	ticks1, rss1 := procStat(t, pid)
+	ticks1, rss1 := testenv.ProcStat(t, pid)
 	req1 := dockerRequests(t, agent.URL)
 	elapsed := time.Since(t0)
-	cpu := float64(ticks1-ticks0) / clkTck / elapsed.Seconds() * 100
+	cpu := float64(ticks1-ticks0) / testenv.ClockTicks / elapsed.Seconds() * 100
 	perMin := func(n float64) float64 { return n / elapsed.Minutes() }
 	var total float64
 	var ops []string
@@ -117,54 +115,4 @@ func dockerRequests(t *testing.T, url string) map[string]float64 {
 		t.Fatalf("no driftless_docker_requests_total on %s/metrics", url)
 	}
 	return out
-}
-
-// clkTck is USER_HZ, 100 on every Linux platform Go supports here.
-const clkTck = 100
-
-// pidOf finds the agent process by its unique --data directory.
-func pidOf(t *testing.T, dataDir string) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 1 && args[1] == "run" && slices.Contains(args, dataDir) {
-			return pid
-		}
-	}
-	t.Fatalf("no driftless run process with --data %s", dataDir)
-	return 0
-}
-
-// procStat returns utime+stime in clock ticks and VmRSS in kB.
-func procStat(t *testing.T, pid int) (ticks int64, rssKB int64) {
-	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rest := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-	ut, _ := strconv.ParseInt(rest[11], 10, 64)
-	st, _ := strconv.ParseInt(rest[12], 10, 64)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			rssKB, _ = strconv.ParseInt(f[1], 10, 64)
-		}
-	}
-	return ut + st, rssKB
 }
