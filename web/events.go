@@ -13,27 +13,37 @@ import (
 // silent streams.
 const sseHeartbeat = 25 * time.Second
 
+// startStream begins a server-sent event response: it takes one of the
+// stream slots (acquireStream) and writes the headers. ok false: the
+// answer was already sent.
+func (s *Server) startStream(c *gin.Context) (flusher http.Flusher, release func(), ok bool) {
+	flusher, ok = c.Writer.(http.Flusher)
+	if !ok {
+		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
+		return nil, nil, false
+	}
+	release, ok = s.acquireStream(c)
+	if !ok {
+		return nil, nil, false
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	return flusher, release, true
+}
+
 // events streams "status" events while the client stays connected; pages
 // use them to refetch what changed.
 func (s *Server) events(c *gin.Context) {
-	flusher, ok := c.Writer.(http.Flusher)
-	if !ok {
-		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
-		return
-	}
-	release, ok := s.acquireStream(c)
+	flusher, release, ok := s.startStream(c)
 	if !ok {
 		return
 	}
 	defer release()
 	ch, unsubscribe := s.opts.Agent.Subscribe()
 	defer unsubscribe()
-
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
 	// Tell the browser how long to wait before reconnecting, and get the
 	// headers out now so EventSource reports the stream as open.
 	fmt.Fprint(c.Writer, "retry: 3000\n\n")

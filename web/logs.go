@@ -128,21 +128,11 @@ func (s *Server) logError(c *gin.Context, err error) {
 // the container stops) until the client goes away: the request's context
 // bounds the engine's stream.
 func (s *Server) followLogs(c *gin.Context, r logRequest) {
-	flusher, ok := c.Writer.(http.Flusher)
-	if !ok {
-		jsonError(c, http.StatusInternalServerError, "streaming is not supported by this connection")
-		return
-	}
-	release, ok := s.acquireStream(c)
+	flusher, release, ok := s.startStream(c)
 	if !ok {
 		return
 	}
 	defer release()
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
 
 	var mu gosync.Mutex // the heartbeat and the stream share the writer
 	write := func(event string, v any) error {
