@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/api/types/volume"
 	"github.com/moby/moby/client"
 )
 
@@ -370,60 +373,62 @@ func brief(x any) string {
 // fetchContainer re-lists one container by ID into the view: one list call
 // with an id filter, which answers in exactly the form a full list does.
 func (e *Engine) fetchContainer(ctx context.Context, id string) (*containerObs, bool, error) {
-	t := e.view.ticket()
-	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("id", id)})
-	if err != nil {
-		return nil, false, fmt.Errorf("list container %s: %w", shortID(id), err)
-	}
-	var obs *containerObs
-	found := false
-	for _, s := range res.Items {
-		if s.ID == id { // the id filter matches prefixes
-			obs, found = &containerObs{c: containerFromSummary(s), ip: summaryIP(s)}, true
+	return fetchOne(e.view, e.view.containers, id, func() ([]container.Summary, error) {
+		res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("id", id)})
+		if err != nil {
+			return nil, fmt.Errorf("list container %s: %w", shortID(id), err)
 		}
-	}
-	e.view.mu.Lock()
-	e.view.containers.put(t, id, obs, found)
-	e.view.mu.Unlock()
-	return obs, found, nil
+		return res.Items, nil
+	}, func(s container.Summary) (*containerObs, bool) {
+		// The id filter matches prefixes.
+		return &containerObs{c: containerFromSummary(s), ip: summaryIP(s)}, s.ID == id
+	})
 }
 
 func (e *Engine) fetchNetwork(ctx context.Context, id string) (drift.Network, bool, error) {
-	t := e.view.ticket()
-	res, err := e.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("id", id)})
-	if err != nil {
-		return drift.Network{}, false, fmt.Errorf("list network %s: %w", shortID(id), err)
-	}
-	var n drift.Network
-	found := false
-	for _, s := range res.Items {
-		if s.ID == id {
-			n, found = networkFromSummary(s), true
+	return fetchOne(e.view, e.view.networks, id, func() ([]network.Summary, error) {
+		res, err := e.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("id", id)})
+		if err != nil {
+			return nil, fmt.Errorf("list network %s: %w", shortID(id), err)
 		}
-	}
-	e.view.mu.Lock()
-	e.view.networks.put(t, id, n, found)
-	e.view.mu.Unlock()
-	return n, found, nil
+		return res.Items, nil
+	}, func(s network.Summary) (drift.Network, bool) { return networkFromSummary(s), s.ID == id })
 }
 
 func (e *Engine) fetchVolume(ctx context.Context, name string) (drift.Volume, bool, error) {
-	t := e.view.ticket()
-	res, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("name", name)})
+	return fetchOne(e.view, e.view.volumes, name, func() ([]volume.Volume, error) {
+		res, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("name", name)})
+		if err != nil {
+			return nil, fmt.Errorf("list volume %s: %w", name, err)
+		}
+		return res.Items, nil
+	}, func(s volume.Volume) (drift.Volume, bool) {
+		// The name filter matches substrings.
+		return volumeFromSummary(s), s.Name == name
+	})
+}
+
+// fetchOne re-lists one object into a table of the view: the ticket is
+// taken before the list, so an older answer never overwrites a newer one.
+// match converts a listed item and says whether it is the object asked
+// for (Docker's filters also match prefixes or substrings).
+func fetchOne[S, V any](v *view, tbl table[V], key string, list func() ([]S, error), match func(S) (V, bool)) (V, bool, error) {
+	t := v.ticket()
+	var val V
+	items, err := list()
 	if err != nil {
-		return drift.Volume{}, false, fmt.Errorf("list volume %s: %w", name, err)
+		return val, false, err
 	}
-	var vol drift.Volume
 	found := false
-	for _, s := range res.Items {
-		if s.Name == name { // the name filter matches substrings
-			vol, found = volumeFromSummary(s), true
+	for _, s := range items {
+		if got, ok := match(s); ok {
+			val, found = got, true
 		}
 	}
-	e.view.mu.Lock()
-	e.view.volumes.put(t, name, vol, found)
-	e.view.mu.Unlock()
-	return vol, found, nil
+	v.mu.Lock()
+	tbl.put(t, key, val, found)
+	v.mu.Unlock()
+	return val, found, nil
 }
 
 // refreshApp re-lists one app's own objects (label-filtered, one call per
