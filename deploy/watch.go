@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -39,19 +40,27 @@ var networkActions = map[string]bool{"connect": true, "disconnect": true, "destr
 // missed before. It returns when ctx is done. onEvent is called from one
 // goroutine.
 func (e *Engine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error {
+	return FollowStream(ctx, e.log, "Docker event stream", e.watchBackoff, func(ctx context.Context) error { return e.watchOnce(ctx, onEvent) }, onEvent)
+}
+
+// FollowStream runs once (one connection of an event stream) until ctx
+// ends, reporting EventDisconnected after each break and reconnecting with
+// a backoff from first doubling to 30s, back to first after a connection
+// that lasted over a minute. It returns nil when ctx ends.
+func FollowStream(ctx context.Context, log *slog.Logger, what string, first time.Duration, once func(context.Context) error, onEvent func(drift.EngineEvent)) error {
 	const maxBackoff = 30 * time.Second
-	backoff := e.watchBackoff
+	backoff := first
 	for {
 		connected := time.Now()
-		err := e.watchOnce(ctx, onEvent)
+		err := once(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		onEvent(drift.EngineEvent{Action: drift.EventDisconnected})
 		if time.Since(connected) > time.Minute {
-			backoff = e.watchBackoff // the stream was healthy for a while
+			backoff = first // the stream was healthy for a while
 		}
-		e.log.Warn("Docker event stream broke; reconnecting", "err", err, "in", backoff)
+		log.Warn(what+" broke; reconnecting", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return nil

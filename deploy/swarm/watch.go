@@ -8,6 +8,7 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -20,26 +21,7 @@ import (
 // of tasks starting, dying or changing health on this node. Every (re)connection is reported as drift.EventConnected.
 // It returns when ctx is done.
 func (e *Engine) Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error {
-	const maxBackoff = 30 * time.Second
-	backoff := time.Second
-	for {
-		connected := time.Now()
-		err := e.watchOnce(ctx, onEvent)
-		if ctx.Err() != nil {
-			return nil
-		}
-		onEvent(drift.EngineEvent{Action: drift.EventDisconnected})
-		if time.Since(connected) > time.Minute {
-			backoff = time.Second
-		}
-		e.log.Warn("Swarm event stream broke; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, maxBackoff)
-	}
+	return deploy.FollowStream(ctx, e.log, "Swarm event stream", time.Second, func(ctx context.Context) error { return e.watchOnce(ctx, onEvent) }, onEvent)
 }
 
 func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent)) error {
