@@ -774,19 +774,9 @@ func TestBenchIdleAgent(t *testing.T) {
 	time.Sleep(10 * time.Second) // readiness settle and the pass's bookkeeping
 	pid := testenv.AgentPID(t, agent.Data)
 
-	ticks0, rss0 := testenv.ProcStat(t, pid)
-	t0 := time.Now()
-	maxRSS := rss0
-	for time.Since(t0) < window {
-		time.Sleep(time.Second)
-		if _, rss := testenv.ProcStat(t, pid); rss > maxRSS {
-			maxRSS = rss
-		}
-	}
-	ticks1, rss1 := testenv.ProcStat(t, pid)
-	elapsed := time.Since(t0)
-	cpu := float64(ticks1-ticks0) / testenv.ClockTicks / elapsed.Seconds() * 100
-	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, ticks1-ticks0, elapsed.Round(time.Millisecond))
+	idle := testenv.SampleIdle(t, pid, window)
+	elapsed, cpu, rss1, maxRSS := idle.Elapsed, idle.CPUPercent, idle.RSSKB, idle.MaxRSS
+	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, idle.Ticks, elapsed.Round(time.Millisecond))
 	t.Logf("| idle agent, %d replicas, %s window | measured | target | |", replicas, window)
 	t.Logf("|---|---|---|---|")
 	t.Logf("| CPU (utime+stime delta) | %.2f%% of a core | < 1%% | %s |", cpu, verdict(t, "idle CPU < 1% of a core", cpu < 1))

@@ -38,19 +38,9 @@ func TestBenchIdleFiftyApps(t *testing.T) {
 	pid := testenv.AgentPID(t, data)
 
 	req0 := dockerRequests(t, agent.URL)
-	ticks0, rss0 := testenv.ProcStat(t, pid)
-	t0 := time.Now()
-	maxRSS := rss0
-	for time.Since(t0) < window {
-		time.Sleep(time.Second)
-		if _, rss := testenv.ProcStat(t, pid); rss > maxRSS {
-			maxRSS = rss
-		}
-	}
-	ticks1, rss1 := testenv.ProcStat(t, pid)
+	idle := testenv.SampleIdle(t, pid, window)
 	req1 := dockerRequests(t, agent.URL)
-	elapsed := time.Since(t0)
-	cpu := float64(ticks1-ticks0) / testenv.ClockTicks / elapsed.Seconds() * 100
+	elapsed, cpu, rss1, maxRSS := idle.Elapsed, idle.CPUPercent, idle.RSSKB, idle.MaxRSS
 	perMin := func(n float64) float64 { return n / elapsed.Minutes() }
 	var total float64
 	var ops []string
@@ -61,7 +51,7 @@ func TestBenchIdleFiftyApps(t *testing.T) {
 		}
 	}
 	slices.Sort(ops)
-	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, ticks1-ticks0, elapsed.Round(time.Millisecond))
+	t.Logf("agent pid %d: %d clock ticks of CPU in %s", pid, idle.Ticks, elapsed.Round(time.Millisecond))
 	t.Logf("| idle agent, %d apps × %d replicas, %s window | measured | target | |", apps, replicas, window)
 	t.Logf("|---|---|---|---|")
 	t.Logf("| CPU (utime+stime delta) | %.2f%% of a core | < 1%% | %s |", cpu, verdict(t, "idle CPU < 1% of a core", cpu < 1))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ClockTicks is USER_HZ, 100 on every Linux platform Go supports here.
@@ -63,4 +64,30 @@ func ProcStat(t testing.TB, pid int) (ticks int64, rssKB int64) {
 		}
 	}
 	return ut + st, rssKB
+}
+
+// IdleSample is a process's CPU and memory over a window.
+type IdleSample struct {
+	Elapsed       time.Duration
+	Ticks         int64   // CPU clock ticks used in the window
+	CPUPercent    float64 // of one core
+	RSSKB, MaxRSS int64   // VmRSS at the end, and the highest seen (kB)
+}
+
+// SampleIdle watches pid for window, reading its RSS every second.
+func SampleIdle(t testing.TB, pid int, window time.Duration) IdleSample {
+	t.Helper()
+	ticks0, rss0 := ProcStat(t, pid)
+	t0 := time.Now()
+	maxRSS := rss0
+	for time.Since(t0) < window {
+		time.Sleep(time.Second)
+		if _, rss := ProcStat(t, pid); rss > maxRSS {
+			maxRSS = rss
+		}
+	}
+	ticks1, rss1 := ProcStat(t, pid)
+	elapsed := time.Since(t0)
+	return IdleSample{Elapsed: elapsed, Ticks: ticks1 - ticks0, RSSKB: rss1, MaxRSS: max(maxRSS, rss1),
+		CPUPercent: float64(ticks1-ticks0) / ClockTicks / elapsed.Seconds() * 100}
 }
