@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"filippo.io/age"
-
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/secrets"
@@ -114,14 +112,7 @@ func secretMounts(t *testing.T, container, secretsDir string) map[string]string 
 // database, the agent's output, every page and API answer.
 func TestSecretFilesOnTmpfs(t *testing.T) {
 	v1 := testenv.WorkloadImage(t, "v1")
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "age.txt")
-	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	id, keyFile := newAgeKey(t)
 	enc := func(name, plain string) string {
 		b, err := secrets.EncryptAge(name, []byte(plain), id.Recipient().String())
 		if err != nil {

@@ -176,14 +176,7 @@ spec:
 // the API, the UI, the database or the agent's output.
 func TestSOPSSecretRotation(t *testing.T) {
 	v1 := testenv.WorkloadImage(t, "v1")
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "age.txt")
-	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	id, keyFile := newAgeKey(t)
 	enc := func(pw string) string {
 		b, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
 		if err != nil {
@@ -328,4 +321,19 @@ func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	if code != 0 || strings.Contains(out, "validate-me") {
 		t.Errorf("with the key: exit %d (want 0, and no value in the output):\n%s", code, out)
 	}
+}
+
+// newAgeKey makes an age identity and writes it to a key file, as
+// age-keygen does.
+func newAgeKey(t *testing.T) (*age.X25519Identity, string) {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.txt")
+	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return id, keyFile
 }
