@@ -178,8 +178,17 @@ func TestWebExposedListenNeedsToken(t *testing.T) {
 
 	a := startWebAgent(t, withoutEnv("DRIFTLESS_API_TOKEN"), "http", &http.Client{Timeout: 10 * time.Second}, listen,
 		append(source, "--insecure-no-token")...)
-	if logs := a.out.String(); !strings.Contains(logs, "INSECURE") || !strings.Contains(logs, "without an API token") {
-		t.Errorf("no warning in the log:\n%s", logs)
+	// The warning follows the "listening" line the start waits for: give
+	// the agent a moment to write it.
+	warned := func() bool {
+		logs := a.out.String()
+		return strings.Contains(logs, "INSECURE") && strings.Contains(logs, "without an API token")
+	}
+	for deadline := time.Now().Add(10 * time.Second); !warned() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !warned() {
+		t.Errorf("no warning in the log:\n%s", a.out.String())
 	}
 	if code, page := webGet(t, a.http, a.base+"/", ""); code != http.StatusOK || !strings.Contains(page, "Insecure") || !strings.Contains(page, app) {
 		t.Errorf("dashboard from loopback: status %d, warning shown %v, app shown %v", code, strings.Contains(page, "Insecure"), strings.Contains(page, app))
