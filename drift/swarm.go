@@ -193,9 +193,15 @@ func (p *planner) swarmService(svc *manifest.Service, have *SwarmService) (Chang
 		}
 		return base, true
 	}
-	if !SameImage(have.Image, svc.Spec.Image) {
-		base.Action, base.Cause, base.Reason = ActionUpdate, CauseDrift, "image changed outside Git; reverted"
-		base.Fields = []FieldChange{{Path: "image", Before: have.Image, After: svc.Spec.Image}}
+	if fields := p.swarmDrift(svc, have); len(fields) > 0 {
+		// The whole declared spec is applied again: Swarm drops what was
+		// added by hand and rolls the tasks.
+		base.Action, base.Cause, base.Fields = ActionUpdate, CauseDrift, fields
+		base.Reason = "changed outside Git: " + joinPaths(fields) + "; reverted"
+		if !global && have.Replicas != svc.Spec.Replicas {
+			// The update sets the replica count too.
+			base.Fields = append(base.Fields, FieldChange{Path: "replicas", Before: strconv.Itoa(have.Replicas), After: strconv.Itoa(svc.Spec.Replicas)})
+		}
 		return base, true
 	}
 	if !global && have.Replicas != svc.Spec.Replicas {
@@ -208,6 +214,52 @@ func (p *planner) swarmService(svc *manifest.Service, have *SwarmService) (Chang
 		return base, true
 	}
 	return Change{}, false
+}
+
+// swarmDrift are the fields of the running spec that differ from the
+// declared one, with the spec hash unchanged: someone changed the service
+// by hand (docker service update) and kept driftless's labels.
+func (p *planner) swarmDrift(svc *manifest.Service, have *SwarmService) []FieldChange {
+	if p.in.Options.SwarmSpec == nil || have.Spec == nil {
+		if SameImage(have.Image, svc.Spec.Image) {
+			return nil
+		}
+		return []FieldChange{{Path: "image", Before: have.Image, After: svc.Spec.Image}}
+	}
+	return DiffSwarmSpec(have.Spec, p.in.Options.SwarmSpec(p.desired, svc), svc.Spec.IsSecretEnv)
+}
+
+// DiffSwarmSpec lists the fields that differ between a running and a
+// declared Swarm spec, sorted by path; a field only one side has is
+// "(unset)" on the other. The values of environment variables secret
+// says are secret show as "(sensitive)".
+func DiffSwarmSpec(running, declared SwarmSpec, secret func(key string) bool) []FieldChange {
+	var out []FieldChange
+	paths := slices.Sorted(maps.Keys(running))
+	for k := range declared {
+		if _, ok := running[k]; !ok {
+			paths = append(paths, k)
+		}
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		b, inRunning := running[path]
+		a, inDeclared := declared[path]
+		if inRunning && inDeclared && a == b {
+			continue
+		}
+		if k, isEnv := strings.CutPrefix(path, "env."); isEnv && secret != nil && secret(k) {
+			b, a = Sensitive, Sensitive
+		}
+		if !inRunning {
+			b = unset
+		}
+		if !inDeclared {
+			a = unset
+		}
+		out = append(out, FieldChange{Path: path, Before: b, After: a})
+	}
+	return out
 }
 
 // rolledBack reports whether Swarm rolled back (or is rolling back) an
@@ -245,9 +297,11 @@ func modeWord(global bool) string {
 // SameImage compares image references as Swarm stores them: a pinned
 // digest ("@sha256:…") and an implicit ":latest" or "docker.io/library/"
 // do not make two references differ.
-func SameImage(a, b string) bool { return normalImage(a) == normalImage(b) }
+func SameImage(a, b string) bool { return NormalImage(a) == NormalImage(b) }
 
-func normalImage(ref string) string {
+// NormalImage is an image reference as SameImage compares it: no pinned
+// digest, no implicit "docker.io/library/", an explicit tag.
+func NormalImage(ref string) string {
 	if i := strings.Index(ref, "@"); i > 0 {
 		ref = ref[:i]
 	}

@@ -146,7 +146,7 @@ Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to scale.
 			want: `
 Plan for app shop at revision abc1234:
 
-  ~ service shop-web (update: Swarm rolls the tasks)  image changed outside Git; reverted
+  ~ service shop-web (update: Swarm rolls the tasks)  changed outside Git: image; reverted
         image: evil/web:latest@sha256:ffff → shop/web:v1
 
 Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.

@@ -198,7 +198,19 @@ type SwarmService struct {
 	// newest first, each with its task name and node ("web.2 on node-1:
 	// task: non-zero exit (1)").
 	TaskErrors []string `json:"taskErrors,omitempty"`
+	// Spec is the running spec in comparable form; nil when the back end
+	// did not read it. It holds environment values as they are, secrets
+	// included: never serialised.
+	Spec SwarmSpec `json:"-"`
 }
+
+// SwarmSpec is a Swarm service spec as comparable fields, path to value
+// ("env.MESSAGE": "one", "resources.limits.memoryBytes": "67108864"),
+// normalised by the Swarm back end (deploy/swarm.Fields) so that what
+// Swarm fills in or defaults, and what only identifies the service, is
+// not there on either side. Replicas are not in it: a scale is its own
+// change.
+type SwarmSpec map[string]string
 
 // Swarm update states (UpdateStatus.State) that mean an update did not
 // go through: Swarm paused it or rolled it back.
@@ -256,6 +268,11 @@ type Options struct {
 	// services: the plan acts on services and overlay networks, never on
 	// containers; "" is one engine.
 	Target string
+	// SwarmSpec renders a declared service as the Swarm back end sends
+	// it, in the form of SwarmService.Spec: any field where the two
+	// differ is drift. Nil (a back end that cannot say): only the image
+	// and the replica count are compared.
+	SwarmSpec func(app *manifest.App, svc *manifest.Service) SwarmSpec `json:"-"`
 }
 
 // ComposeProjectOf is the compose project name that belongs to the app.

@@ -332,6 +332,10 @@ func (p *pass) appFor(rs *revisionState, actual drift.Actual) *manifest.App {
 func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input {
 	now := p.a.now()
 	backoff, failed := backoffInputs(p.in.mem, rs.app, p.in.cfg.Name, now)
+	var render func(*manifest.App, *manifest.Service) drift.SwarmSpec
+	if r, ok := p.a.engineFor(p.in.cfg).(swarmSpecRenderer); ok {
+		render = r.SwarmSpec
+	}
 	return drift.Input{
 		App:     p.in.cfg.Name,
 		Desired: p.appFor(rs, actual),
@@ -348,8 +352,15 @@ func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input 
 			ComposeProject: p.in.cfg.ComposeProject,
 			Adopt:          p.in.cfg.Adopt == AdoptCompose,
 			Target:         p.in.cfg.swarmTarget(),
+			SwarmSpec:      render,
 		},
 	}
+}
+
+// swarmSpecRenderer is the Swarm back end's rendering of a declared
+// service, which drift compares with the running spec field by field.
+type swarmSpecRenderer interface {
+	SwarmSpec(app *manifest.App, svc *manifest.Service) drift.SwarmSpec
 }
 
 // Result tells the worker when to run the app again, beyond what its

@@ -313,6 +313,12 @@ type observer interface {
 	ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actual, error)
 }
 
+// swarmSpecRenderer is the Swarm back end's rendering of a declared
+// service, which drift compares with the running spec.
+type swarmSpecRenderer interface {
+	SwarmSpec(app *manifest.App, svc *manifest.Service) drift.SwarmSpec
+}
+
 // cliEngine is what apply needs of either back end.
 type cliEngine interface {
 	observer
@@ -352,6 +358,10 @@ func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions,
 		App:     name,
 		Desired: app,
 		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt, Target: opts.Target},
+	}
+	if r, ok := eng.(swarmSpecRenderer); ok {
+		// Every field of a Swarm service is compared, as the agent does.
+		in.Options.SwarmSpec = r.SwarmSpec
 	}
 	// Of what is not the app's, only what this plan can run into is
 	// looked up: the cost follows the app, not the host.

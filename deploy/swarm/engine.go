@@ -181,6 +181,17 @@ func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (dri
 	if err != nil {
 		return act, e.unreachable(err)
 	}
+	netNames := map[string]string{}
+	for _, n := range nets.Items {
+		netNames[n.ID] = n.Name
+	}
+	for i, s := range svcs.Items {
+		// The running spec, for drift to compare field by field (the spec
+		// names networks by ID).
+		if o := &act.Services[i]; o.App == app {
+			o.Spec = Fields(s.Spec, netNames)
+		}
+	}
 	for _, n := range nets.Items {
 		o := drift.Network{ID: n.ID, Name: n.Name, Driver: n.Driver, Labels: n.Labels,
 			App: n.Labels[drift.LabelApp], Resource: n.Labels[drift.LabelResource], SpecHash: n.Labels[drift.LabelSpecHash]}
