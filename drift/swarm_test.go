@@ -431,3 +431,137 @@ func withObject(act Actual, id, name string) Actual {
 	act.Objects = append(slices.Clone(act.Objects), SwarmObject{ID: id, Name: name, Kind: KindConfig, App: testApp, Resource: "site"})
 	return act
 }
+
+// renderSwarm stands in for the Swarm back end's rendering of a declared
+// service: image, environment and memory limit.
+func renderSwarm(_ *manifest.App, svc *manifest.Service) SwarmSpec {
+	out := SwarmSpec{"image": svc.Spec.Image}
+	for k, v := range svc.Spec.Env {
+		out["env."+k] = v
+	}
+	if m := svc.Spec.Resources.MemoryBytes; m != 0 {
+		out["resources.limits.memoryBytes"] = strconv.FormatInt(m, 10)
+	}
+	return out
+}
+
+// swarmRunning is swarmConverged with each service's running spec read,
+// changed by edit.
+func swarmRunning(a *manifest.App, edit func(service string, s SwarmSpec)) Actual {
+	act := swarmConverged(a)
+	for i := range act.Services {
+		s := &act.Services[i]
+		s.Spec = renderSwarm(a, a.Service(s.Service))
+		s.Spec["image"] += "@sha256:0123" // Swarm pins the tag; the back end's Fields drops it
+		s.Spec["image"] = NormalImage(s.Spec["image"])
+		if edit != nil {
+			edit(s.Service, s.Spec)
+		}
+	}
+	return act
+}
+
+func TestComputeSwarmFieldDrift(t *testing.T) {
+	web := service("web", 2, env("MESSAGE", "one", "TOKEN", "s3cret"), func(s *manifest.ServiceSpec) {
+		s.SecretEnv = []string{"TOKEN"}
+		s.Resources.MemoryBytes = 64 << 20
+	})
+	app := desiredApp(web, service("api", 1))
+	opts := Options{Applied: applied(app), SwarmSpec: renderSwarm}
+	edited := func(service string, f func(SwarmSpec)) Actual {
+		return swarmRunning(app, func(s string, spec SwarmSpec) {
+			if s == service {
+				f(spec)
+			}
+		})
+	}
+	scaledAndEdited := edited("web", func(s SwarmSpec) { s["env.X"] = "1" })
+	swarmService(&scaledAndEdited, "web", func(s *SwarmService) { s.Replicas = 5 })
+
+	runPlanCases(t, []planCase{
+		{
+			name: "the running spec as the back end reads it is no drift",
+			in:   swarmInput(app, swarmRunning(app, nil), opts),
+			want: `
+Plan for app shop at revision abc1234:
+
+No changes: running state matches revision abc1234.
+`,
+		},
+		{
+			name: "docker service update --env-add and --limit-memory by hand: drift naming both, reverted",
+			in: swarmInput(app, edited("web", func(s SwarmSpec) {
+				s["env.X"] = "1"
+				s["resources.limits.memoryBytes"] = "134217728"
+			}), opts),
+			want: `
+Plan for app shop at revision abc1234:
+
+  ~ service shop-web (update: Swarm rolls the tasks)  changed outside Git: env.X, resources.limits.memoryBytes; reverted
+        env.X: 1 → (unset)
+        resources.limits.memoryBytes: 134217728 → 67108864
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "a secret variable changed by hand: drift, its values never shown",
+			in:   swarmInput(app, edited("web", func(s SwarmSpec) { s["env.TOKEN"] = "leaked" }), opts),
+			want: `
+Plan for app shop at revision abc1234:
+
+  ~ service shop-web (update: Swarm rolls the tasks)  changed outside Git: env.TOKEN; reverted
+        env.TOKEN: (sensitive) → (sensitive)
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "a variable removed by hand",
+			in:   swarmInput(app, edited("web", func(s SwarmSpec) { delete(s, "env.MESSAGE") }), opts),
+			want: `
+Plan for app shop at revision abc1234:
+
+  ~ service shop-web (update: Swarm rolls the tasks)  changed outside Git: env.MESSAGE; reverted
+        env.MESSAGE: (unset) → one
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "edited and scaled by hand: one update sets both",
+			in:   swarmInput(app, scaledAndEdited, opts),
+			want: `
+Plan for app shop at revision abc1234:
+
+  ~ service shop-web (update: Swarm rolls the tasks)  changed outside Git: env.X; reverted
+        env.X: 1 → (unset)
+        replicas: 5 → 2
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "a new commit is a spec change from Git, not drift, whatever else differs",
+			in:   swarmInput(desiredApp(service("web", 2, image("shop/web:v2")), service("api", 1)), edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), opts),
+			want: `
+Plan for app shop at revision abc1234:
+
+  ~ service shop-web (update: Swarm rolls the tasks)  spec changed in revision abc1234
+        spec-hash: ` + web.Hash + ` → ` + service("web", 2, image("shop/web:v2")).Hash + `
+        image: shop/web:v1@sha256:0123 → shop/web:v2
+
+Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "without the back end's rendering only the image is compared",
+			in:   swarmInput(app, edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), Options{Applied: applied(app)}),
+			want: `
+Plan for app shop at revision abc1234:
+
+No changes: running state matches revision abc1234.
+`,
+		},
+	})
+}
