@@ -417,6 +417,15 @@ func findingsOf(plan Plan, service string) swarmFindings {
 	return f
 }
 
+// failedAt is the failure the applier saw of a rollout of the service
+// at hash, if any.
+func failedAt(in Input, service, hash string) *Failure {
+	if f, ok := in.Options.FailedRollouts[service]; ok && f.Hash == hash {
+		return &f.Failure
+	}
+	return nil
+}
+
 func countTasks(in Input, service string) int {
 	n := 0
 	for _, c := range in.Actual.Containers {
@@ -448,6 +457,10 @@ func judgeSwarm(in Input, hash string, have *SwarmService, sh ServiceHealth, f s
 		return HealthProgressing, ready + "; " + count(f.pending, "change", "changes") + " pending"
 	case have.UpdateState == SwarmUpdateUpdating:
 		return HealthProgressing, ready + "; Swarm is rolling the update" + errs
+	case sh.Ready < sh.Desired && failedAt(in, have.Service, hash) != nil:
+		// The applier gave up waiting for the tasks (Swarm stalled, even
+		// after a forced update): not something more waiting fixes.
+		return HealthDegraded, ready + "; rollout failed: " + failedAt(in, have.Service, hash).Summary + errs
 	case sh.Running > sh.Desired:
 		// Swarm has not removed the tasks of a scale-down yet.
 		return HealthProgressing, strconv.Itoa(sh.Running) + " tasks running for " + strconv.Itoa(sh.Desired) + " replicas"

@@ -565,3 +565,35 @@ No changes: running state matches revision abc1234.
 		},
 	})
 }
+
+// TestAssessSwarmStalledRollout: a rollout the applier gave up on (Swarm
+// ran fewer tasks than asked even after a forced update) is Degraded with
+// the applier's words while the tasks are short, and Healthy once Swarm
+// caught up on its own.
+func TestAssessSwarmStalledRollout(t *testing.T) {
+	app := desiredApp(service("web", 2))
+	short := swarmConverged(app)
+	short.Containers = short.Containers[:1]
+	failed := map[string]RolloutFailure{"web": {Hash: app.Services[0].Hash, Failure: Failure{Cause: FailureRollout,
+		Summary: "Swarm did not finish rolling shop-web within 3m0s: 1/2 tasks running; a forced update did not help"}}}
+	for _, tc := range []struct {
+		name   string
+		act    Actual
+		failed map[string]RolloutFailure
+		health Health
+		msg    string
+	}{
+		{"tasks short after the applier gave up", short, failed, HealthDegraded,
+			"1/2 tasks ready; rollout failed: Swarm did not finish rolling shop-web within 3m0s: 1/2 tasks running; a forced update did not help"},
+		{"tasks short, nothing failed: still starting", short, nil, HealthProgressing, "1/2 tasks ready"},
+		{"Swarm caught up after the failure", swarmConverged(app), failed, HealthHealthy, "2/2 tasks ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := swarmInput(app, tc.act, Options{Applied: applied(app), FailedRollouts: tc.failed})
+			h := Assess(in, Compute(in))
+			if sh := h.Services[0]; sh.Health != tc.health || sh.Message != tc.msg {
+				t.Errorf("got %s %q, want %s %q", sh.Health, sh.Message, tc.health, tc.msg)
+			}
+		})
+	}
+}

@@ -71,7 +71,7 @@ func noteRolloutFailures(m *memory, app *manifest.App, res drift.ApplyResult, no
 	failedSvc, okSvc := map[string]drift.Failure{}, map[string]bool{}
 	for _, o := range res.Outcomes {
 		c := o.Change
-		if c.Kind != drift.KindContainer || c.Action == drift.ActionRemove || c.Service == "" {
+		if (c.Kind != drift.KindContainer && c.Kind != drift.KindService) || c.Action == drift.ActionRemove || c.Service == "" {
 			continue
 		}
 		switch {

@@ -199,3 +199,22 @@ func TestUnreachableRegistryDoesNotGrowTheBackoff(t *testing.T) {
 		}
 	}
 }
+
+// A Swarm service whose rollout failed is forgiven once a change of it
+// completes, like a one-engine service: an old failure must not colour
+// its health later.
+func TestSwarmRolloutFailureForgivenAfterASuccess(t *testing.T) {
+	app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "web", Hash: "h1"}}}
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	update := drift.Change{Kind: drift.KindService, Action: drift.ActionUpdate, Service: "web", Name: "shop-web"}
+	m := newMemory()
+	noteRolloutFailures(&m, app, drift.ApplyResult{Outcomes: []drift.Outcome{{Change: update, Result: drift.ResultFailed,
+		Failure: &drift.Failure{Cause: drift.FailureRollout, Summary: "Swarm did not finish rolling shop-web"}}}}, now)
+	if _, failed := m.failed["web"]; !failed {
+		t.Fatal("the failed Swarm rollout was not noted")
+	}
+	noteRolloutFailures(&m, app, drift.ApplyResult{Outcomes: []drift.Outcome{{Change: update, Result: drift.ResultDone}}}, now.Add(time.Minute))
+	if f, failed := m.failed["web"]; failed {
+		t.Errorf("still failed after a completed update: %+v", f)
+	}
+}

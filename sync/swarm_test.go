@@ -60,12 +60,21 @@ func (s *fakeSwarm) Apply(_ context.Context, desired *manifest.App, plan drift.P
 				delete(s.services, c.Name)
 			default:
 				s.services[c.Name] = drift.SwarmService{ID: "id-" + c.Name, Name: c.Name, App: desired.Name, Service: svc.Name,
-					SpecHash: svc.Hash, Image: svc.Spec.Image, Replicas: svc.Spec.Replicas}
+					SpecHash: svc.Hash, Image: svc.Spec.Image, Replicas: svc.Spec.Replicas, Spec: s.SwarmSpec(desired, svc)}
 			}
 		}
 		res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultDone})
 	}
 	return res
+}
+
+// SwarmSpec renders what the fake compares: the image and environment.
+func (s *fakeSwarm) SwarmSpec(_ *manifest.App, svc *manifest.Service) drift.SwarmSpec {
+	out := drift.SwarmSpec{"image": svc.Spec.Image}
+	for k, v := range svc.Spec.Env {
+		out["env."+k] = v
+	}
+	return out
 }
 
 func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
@@ -115,6 +124,24 @@ func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
 	}
 	repairs := h.history("shop", KindRepair)
 	if len(repairs) != 1 || repairs[0].Summary != "service shop-web was scaled outside Git to 5 replicas; scaled back to 3" {
+		t.Errorf("repairs = %+v", repairs)
+	}
+
+	// docker service update --env-add by hand (the labels stay): the
+	// declared spec is applied again, recorded as a repair naming it.
+	sw.mu.Lock()
+	s = sw.services["shop-web"]
+	s.Spec["env.X"] = "1"
+	sw.services["shop-web"] = s
+	sw.mu.Unlock()
+	if _, err := h.pass("shop", TriggerDockerEvent); err != nil {
+		t.Fatal(err)
+	}
+	if _, added := sw.services["shop-web"].Spec["env.X"]; added {
+		t.Errorf("the variable added by hand is still there: %v", sw.services["shop-web"].Spec)
+	}
+	repairs = h.history("shop", KindRepair)
+	if len(repairs) != 2 || repairs[0].Summary != "service shop-web was changed outside Git (env.X); reverted (Swarm rolls the tasks)" {
 		t.Errorf("repairs = %+v", repairs)
 	}
 }

@@ -206,15 +206,22 @@ func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, sto
 			changed = time.Now()
 		}
 		last = why
-		if missing && !nudged && time.Since(changed) > stallWait {
+		if missing && !nudged && time.Since(changed) > e.stallWait {
+			// Once: a forced update restarts every task, and one that did
+			// not help points at something it cannot fix (no node can
+			// take the task), which the timeout's error tells the user.
 			nudged = true
 			e.log.Warn("Swarm runs another number of tasks than the service asks for and no update is under way; forcing an update of the same spec so it replaces them", "service", name, "state", why)
 			if err := e.nudge(ctx, name); err != nil {
-				return err
+				return fmt.Errorf("force an update of %s, whose tasks Swarm did not replace (%s): %w", name, why, err)
 			}
 		}
 		if time.Now().After(deadline) {
-			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("Swarm did not finish rolling %s within %s: %s", name, e.opts.RolloutTimeout, last)}
+			msg := fmt.Sprintf("Swarm did not finish rolling %s within %s: %s", name, e.opts.RolloutTimeout, last)
+			if nudged {
+				msg += fmt.Sprintf("; a forced update did not help: see `docker service ps --no-trunc %s` for why its tasks do not run (placement constraints, resources, a node down). driftless tries again at the next change of the service", name)
+			}
+			return &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
 		}
 		select {
 		case <-ctx.Done():

@@ -75,6 +75,9 @@ type Engine struct {
 	// their app.
 	mu   stdsync.Mutex
 	apps map[string]string
+
+	// stallWait is stallWait; tests shorten it.
+	stallWait time.Duration
 }
 
 // New connects to the engine. It does not fail when the engine is down;
@@ -103,7 +106,7 @@ func newEngine(a api, opts Options) *Engine {
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}}
+	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}, stallWait: stallWait}
 }
 
 // Close closes the connection.

@@ -208,8 +208,9 @@ func leaveSwarm(t *testing.T, eng *privengine.Engine) {
 }
 
 // TestSwarmTarget drives one app with target swarm through a push, drift
-// made with `docker service scale` and `docker service update --image`,
-// a revert commit, and a commit whose tasks never become healthy.
+// made with `docker service scale` and `docker service update` (--image,
+// --env-add, --limit-memory, --label-add), a revert commit, and a commit
+// whose tasks never become healthy.
 func TestSwarmTarget(t *testing.T) {
 	total := time.Now()
 	v1, v2 := testenv.WorkloadImage(t, "v1"), testenv.WorkloadImage(t, "v2")
@@ -240,6 +241,7 @@ func TestSwarmTarget(t *testing.T) {
 	r.diffSaysNoChanges(data)
 	r.scaleIsHealed(first)
 	r.imageIsReverted(first)
+	r.handEditsAreReverted(first)
 	r.revertRollsBack()
 	r.unhealthyRolledBack()
 	t.Logf("TestSwarmTarget took %s", time.Since(total).Round(time.Millisecond))
@@ -366,6 +368,74 @@ func (r *rig) imageIsReverted(first string) {
 		t.Errorf("image = %s after the repair, want %s", got, v1)
 	}
 	t.Logf("reverted in %s: %q", time.Since(t0).Round(time.Millisecond), e.Summary)
+}
+
+// handEditsAreReverted: `docker service update` by hand of a setting
+// other than the image (the service keeps driftless's labels and spec
+// hash) is drift: each is reverted, with a history entry naming the
+// field. Then, converged, the agent's passes leave the service alone: no
+// false repair.
+func (r *rig) handEditsAreReverted(first string) {
+	t := r.t
+	defer r.step("docker service update --env-add, --limit-memory, --label-add by hand are reverted")()
+	for _, tc := range []struct {
+		flags []string
+		field string
+		check string // inspect format whose output must not contain gone
+		gone  string
+	}{
+		{[]string{"--env-add", "HAND_EDIT=1"}, "env.HAND_EDIT", "{{.Spec.TaskTemplate.ContainerSpec.Env}}", "HAND_EDIT"},
+		{[]string{"--limit-memory", "96m"}, "resources.limits.memoryBytes", "{{json .Spec.TaskTemplate.Resources}}", "MemoryBytes"},
+		{[]string{"--label-add", "owner=ops"}, "labels.owner", "{{json .Spec.Labels}}", "owner"},
+	} {
+		t0 := time.Now()
+		before := len(r.history())
+		r.eng.Docker(append(append([]string{"service", "update", "--detach"}, tc.flags...), r.svc)...)
+		if got := r.inspect(tc.check); !strings.Contains(got, tc.gone) {
+			t.Fatalf("docker service update %v did not change the service: %s", tc.flags, got)
+		}
+		e := r.waitEntry(90*time.Second, "the repair of "+tc.field, func(e dsync.HistoryEntry) bool {
+			return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, "was changed outside Git ("+tc.field+"); reverted")
+		})
+		r.wait(90*time.Second, "the declared spec back after "+tc.field, converged(first, 2))
+		if !pollUntil(30*time.Second, func() bool { return !strings.Contains(r.inspect(tc.check), tc.gone) }) {
+			t.Errorf("after the repair of %s the service still has it: %s", tc.field, r.inspect(tc.check))
+		}
+		t.Logf("%v reverted in %s (%d history entries since): %q", tc.flags, time.Since(t0).Round(time.Millisecond), len(r.history())-before, e.Summary)
+	}
+
+	// Converged: every pass compares the whole spec again, and none
+	// may update the service.
+	t0 := time.Now()
+	version := r.inspect("{{.Version.Index}}")
+	repairs := 0
+	for _, e := range r.history() {
+		if e.Kind == dsync.KindRepair {
+			repairs++
+		}
+	}
+	for i := range 4 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := r.agent.Client().Sync(ctx, r.app); err != nil {
+			t.Fatalf("sync now: %v", err)
+		}
+		time.Sleep(3 * time.Second) // a pass, and the 2 s poll's
+		plan, err := r.agent.Client().PlanText(ctx, r.app)
+		cancel()
+		if err != nil || !strings.Contains(plan, "No changes") {
+			t.Errorf("pass %d after convergence: the agent plans changes (%v):\n%s", i+1, err, plan)
+		}
+	}
+	after := 0
+	for _, e := range r.history() {
+		if e.Kind == dsync.KindRepair {
+			after++
+		}
+	}
+	if got := r.inspect("{{.Version.Index}}"); got != version || after != repairs {
+		t.Errorf("after convergence the passes changed the service: version %s → %s, repairs %d → %d", version, got, repairs, after)
+	}
+	t.Logf("no update in %s of passes after convergence (service version %s)", time.Since(t0).Round(time.Millisecond), version)
 }
 
 // revertRollsBack: a commit rolls out, and its revert rolls it back.
