@@ -130,7 +130,13 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 		return fmt.Errorf("unknown action %s for a Swarm service", c.Action)
 	}
 	progress(opts, c, drift.PhaseWaiting, "Swarm is rolling the tasks", t0, nil)
-	return e.waitRollout(ctx, spec.Name, rolling, opts.Stop)
+	if err := e.waitRollout(ctx, spec.Name, rolling, opts.Stop); err != nil {
+		return err
+	}
+	if c.Action != drift.ActionScale {
+		e.learnQuirks(ctx, spec.Name, svc.Hash, DesiredFields(desired, svc))
+	}
+	return nil
 }
 
 // classify marks errors of the engine as such; the rest are the request's.

@@ -32,6 +32,8 @@ type stalledSwarm struct {
 	// of one that forces.
 	updates  []swarmtypes.ServiceSpec
 	forceErr error
+	// fill, if set, is what this Swarm writes into every spec it stores.
+	fill func(*swarmtypes.ServiceSpec)
 }
 
 func newStalledSwarm(app *manifest.App, replicas, running int, heals bool) *stalledSwarm {
@@ -62,6 +64,9 @@ func (f *stalledSwarm) ServiceUpdate(_ context.Context, _ string, o client.Servi
 		return client.ServiceUpdateResult{}, f.forceErr
 	}
 	now := time.Now()
+	if f.fill != nil {
+		f.fill(&o.Spec)
+	}
 	f.svc.Spec, f.svc.UpdatedAt = o.Spec, now
 	f.svc.Version.Index++
 	f.svc.UpdateStatus = &swarmtypes.UpdateStatus{State: swarmtypes.UpdateStateCompleted, StartedAt: &now, CompletedAt: &now}
@@ -80,6 +85,10 @@ func (f *stalledSwarm) TaskList(context.Context, client.TaskListOptions) (client
 			DesiredState: swarmtypes.TaskStateRunning, Status: swarmtypes.TaskStatus{State: swarmtypes.TaskStateRunning}})
 	}
 	return out, nil
+}
+
+func (f *stalledSwarm) NetworkList(context.Context, client.NetworkListOptions) (client.NetworkListResult, error) {
+	return client.NetworkListResult{}, nil
 }
 
 func (f *stalledSwarm) forced() int {
@@ -172,5 +181,52 @@ func TestApplyForcedUpdateRefused(t *testing.T) {
 	f, res, _ := repairStalled(t, 1, false, errors.New("rpc error: update out of sequence"))
 	if f.forced() != 1 || res.Err == nil || !strings.Contains(res.Err.Error(), "did not finish rolling") {
 		t.Errorf("forced %d, err = %v; want the race ignored and the rollout timing out", f.forced(), res.Err)
+	}
+}
+
+// TestUnknownSwarmDefaultIsNoDriftLoop: a Swarm (another Docker version)
+// that writes a default Fields does not know into the spec would make
+// every pass see drift and update the service forever. What Swarm
+// returned right after driftless's own update is taken as sent for that
+// spec hash, and warned about; a later hand edit of the same field, or of
+// another, is still drift.
+func TestUnknownSwarmDefaultIsNoDriftLoop(t *testing.T) {
+	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"})
+	web := app.Service("web")
+	f := newStalledSwarm(app, 2, 2, false)
+	f.fill = func(s *swarmtypes.ServiceSpec) { s.TaskTemplate.ContainerSpec.StopSignal = "SIGTERM" }
+	var logs bytes.Buffer
+	e := newEngine(f, Options{Poll: 5 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	running := func() drift.SwarmSpec {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return e.withoutQuirks("shop-web", web.Hash, Fields(f.svc.Spec, nil))
+	}
+	if d := drift.DiffSwarmSpec(running(), DesiredFields(app, web), nil); len(d) != 0 {
+		t.Fatalf("the fake's first spec differs already: %v", d)
+	}
+	plan := drift.Plan{Revision: "r1", Changes: []drift.Change{{Action: drift.ActionUpdate, Kind: drift.KindService, Name: "shop-web", ID: "svc-1", Service: "web"}}}
+	if res := e.Apply(context.Background(), app, plan, drift.ApplyOptions{}); res.Err != nil {
+		t.Fatalf("apply: %v", res.Err)
+	}
+	if d := drift.DiffSwarmSpec(Fields(f.svc.Spec, nil), DesiredFields(app, web), nil); len(d) != 1 || d[0].Path != "container.stopSignal" {
+		t.Fatalf("the fake did not fill in its default: %v", d)
+	}
+	if d := drift.DiffSwarmSpec(running(), DesiredFields(app, web), nil); len(d) != 0 {
+		t.Errorf("Swarm's own default after driftless's update is drift: %v", d)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "container.stopSignal") {
+		t.Errorf("no warning naming the field:\n%s", logs.String())
+	}
+	f.mu.Lock()
+	f.svc.Spec.TaskTemplate.ContainerSpec.StopSignal = "SIGKILL"
+	f.svc.Spec.TaskTemplate.ContainerSpec.Env = append(f.svc.Spec.TaskTemplate.ContainerSpec.Env, "X=1")
+	f.mu.Unlock()
+	d := drift.DiffSwarmSpec(running(), DesiredFields(app, web), nil)
+	if len(d) != 2 || d[0].Path != "container.stopSignal" || d[0].Before != "SIGKILL" || d[1].Path != "env.X" {
+		t.Errorf("hand edits after the update = %v, want container.stopSignal and env.X", d)
+	}
+	if got := e.withoutQuirks("shop-web", "another-hash", Fields(f.svc.Spec, nil)); got["container.stopSignal"] != "SIGKILL" {
+		t.Errorf("what was learned for one spec hash applies to another")
 	}
 }

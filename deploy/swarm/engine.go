@@ -76,6 +76,11 @@ type Engine struct {
 	mu   stdsync.Mutex
 	apps map[string]string
 
+	// quirks are, by service name, fields Swarm returned otherwise than
+	// driftless sent them in its last create or update (see learnQuirks);
+	// guarded by mu.
+	quirks map[string]quirk
+
 	// stallWait is stallWait; tests shorten it.
 	stallWait time.Duration
 }
@@ -106,7 +111,7 @@ func newEngine(a api, opts Options) *Engine {
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}, stallWait: stallWait}
+	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}, quirks: map[string]quirk{}, stallWait: stallWait}
 }
 
 // Close closes the connection.
@@ -192,7 +197,7 @@ func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (dri
 		// The running spec, for drift to compare field by field (the spec
 		// names networks by ID).
 		if o := &act.Services[i]; o.App == app {
-			o.Spec = Fields(s.Spec, netNames)
+			o.Spec = e.withoutQuirks(o.Name, o.SpecHash, Fields(s.Spec, netNames))
 		}
 	}
 	for _, n := range nets.Items {

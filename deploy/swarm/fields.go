@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	swarmtypes "github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
@@ -299,4 +301,79 @@ func join(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// quirk is what Swarm made of the spec driftless sent for one spec hash:
+// per field, the value Swarm returned (ok false: absent) and the value
+// sent.
+type quirk struct {
+	hash   string
+	fields map[string]quirkField
+}
+
+type quirkField struct {
+	got, sent     string
+	hasGot, isSet bool
+}
+
+// learnQuirks compares the spec Swarm returns right after driftless
+// created or updated a service with what it sent. Fields normalises every
+// default a real Swarm was seen to fill in; one it does not know (another
+// Docker version) would otherwise read as drift at every pass and update
+// the service in an endless loop. Such a field is remembered for the
+// spec hash and taken as sent while Swarm keeps returning the same value
+// (withoutQuirks): a later hand edit of it, or a new commit, is compared
+// again. Best effort: an error leaves nothing learned.
+func (e *Engine) learnQuirks(ctx context.Context, name, hash string, sent drift.SwarmSpec) {
+	cur, err := e.api.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
+	if err != nil {
+		return
+	}
+	nets, err := e.api.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return
+	}
+	netNames := map[string]string{}
+	for _, n := range nets.Items {
+		netNames[n.ID] = n.Name
+	}
+	got := Fields(cur.Service.Spec, netNames)
+	q := quirk{hash: hash, fields: map[string]quirkField{}}
+	for _, f := range drift.DiffSwarmSpec(got, sent, nil) {
+		g, hasGot := got[f.Path]
+		v, isSet := sent[f.Path]
+		q.fields[f.Path] = quirkField{got: g, hasGot: hasGot, sent: v, isSet: isSet}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(q.fields) == 0 {
+		delete(e.quirks, name)
+		return
+	}
+	e.quirks[name] = q
+	e.log.Warn("Swarm returned fields of the service otherwise than driftless sent them; they are taken as Swarm's defaults for this spec, not as drift (please report this Docker version)",
+		"service", name, "fields", slices.Sorted(maps.Keys(q.fields)))
+}
+
+// withoutQuirks is the running spec with the fields Swarm is known to
+// return otherwise for this spec hash (learnQuirks) put back as sent,
+// while they still hold the value Swarm returned.
+func (e *Engine) withoutQuirks(name, hash string, spec drift.SwarmSpec) drift.SwarmSpec {
+	e.mu.Lock()
+	q, ok := e.quirks[name]
+	e.mu.Unlock()
+	if !ok || q.hash != hash {
+		return spec
+	}
+	for path, f := range q.fields {
+		if v, has := spec[path]; has != f.hasGot || v != f.got {
+			continue // changed since: compared as it is
+		}
+		if f.isSet {
+			spec[path] = f.sent
+		} else {
+			delete(spec, path)
+		}
+	}
+	return spec
 }

@@ -381,7 +381,7 @@ func (r *rig) handEditsAreReverted(first string) {
 	for _, tc := range []struct {
 		flags []string
 		field string
-		check string // inspect format whose output must not contain gone
+		check string // inspect format whose output must not contain gone after the repair
 		gone  string
 	}{
 		{[]string{"--env-add", "HAND_EDIT=1"}, "env.HAND_EDIT", "{{.Spec.TaskTemplate.ContainerSpec.Env}}", "HAND_EDIT"},
@@ -390,10 +390,9 @@ func (r *rig) handEditsAreReverted(first string) {
 	} {
 		t0 := time.Now()
 		before := len(r.history())
+		// The agent hears the update at once and may revert it before an
+		// inspect here could see it: the repair entry is the proof.
 		r.eng.Docker(append(append([]string{"service", "update", "--detach"}, tc.flags...), r.svc)...)
-		if got := r.inspect(tc.check); !strings.Contains(got, tc.gone) {
-			t.Fatalf("docker service update %v did not change the service: %s", tc.flags, got)
-		}
 		e := r.waitEntry(90*time.Second, "the repair of "+tc.field, func(e dsync.HistoryEntry) bool {
 			return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, "was changed outside Git ("+tc.field+"); reverted")
 		})
