@@ -220,13 +220,17 @@ func (p *planner) swarmService(svc *manifest.Service, have *SwarmService) (Chang
 // declared one, with the spec hash unchanged: someone changed the service
 // by hand (docker service update) and kept driftless's labels.
 func (p *planner) swarmDrift(svc *manifest.Service, have *SwarmService) []FieldChange {
-	if p.in.Options.SwarmSpec == nil || have.Spec == nil {
+	var want SwarmSpec
+	if p.in.Options.SwarmSpec != nil {
+		want = p.in.Options.SwarmSpec(p.desired, svc)
+	}
+	if want == nil || have.Spec == nil {
 		if SameImage(have.Image, svc.Spec.Image) {
 			return nil
 		}
 		return []FieldChange{{Path: "image", Before: have.Image, After: svc.Spec.Image}}
 	}
-	return DiffSwarmSpec(have.Spec, p.in.Options.SwarmSpec(p.desired, svc), svc.Spec.IsSecretEnv)
+	return DiffSwarmSpec(have.Spec, want, svc.Spec.IsSecretEnv)
 }
 
 // DiffSwarmSpec lists the fields that differ between a running and a

@@ -55,7 +55,10 @@ func DesiredFields(app *manifest.App, svc *manifest.Service) drift.SwarmSpec {
 //     (environment, constraints, capabilities, hosts, aliases, mounts,
 //     ports, configs, secrets) are keyed, not positional.
 func Fields(spec swarmtypes.ServiceSpec, netNames map[string]string) drift.SwarmSpec {
-	s := normalize(spec, netNames)
+	s, ok := normalize(spec, netNames)
+	if !ok {
+		return nil // not read: drift compares only the image
+	}
 	out := drift.SwarmSpec{}
 	if c := s.TaskTemplate.ContainerSpec; c != nil {
 		for _, kv := range c.Env {
@@ -74,22 +77,27 @@ func Fields(spec swarmtypes.ServiceSpec, netNames map[string]string) drift.Swarm
 
 // normalize is a copy of spec with what Fields does not compare removed
 // and Swarm's defaults cleared.
-func normalize(spec swarmtypes.ServiceSpec, netNames map[string]string) swarmtypes.ServiceSpec {
+func normalize(spec swarmtypes.ServiceSpec, netNames map[string]string) (swarmtypes.ServiceSpec, bool) {
 	var s swarmtypes.ServiceSpec
-	b, err := json.Marshal(spec)
+	b, err := json.Marshal(spec) // a deep copy: plain data, it does not fail
 	if err == nil {
 		err = json.Unmarshal(b, &s)
 	}
 	if err != nil {
-		// Cannot happen for a spec that came from JSON; compare nothing
-		// rather than everything.
-		return swarmtypes.ServiceSpec{}
+		return s, false
 	}
 	s.Name, s.Mode = "", swarmtypes.ServiceMode{}
 	for _, k := range []string{drift.LabelApp, drift.LabelService, drift.LabelSpecHash, drift.LabelRevision} {
 		delete(s.Labels, k)
 	}
-	t := &s.TaskTemplate
+	normalizeTask(&s.TaskTemplate, netNames)
+	normalizeUpdate(s.UpdateConfig)
+	normalizeUpdate(s.RollbackConfig)
+	normalizeEndpoint(s.EndpointSpec)
+	return s, true
+}
+
+func normalizeTask(t *swarmtypes.TaskSpec, netNames map[string]string) {
 	t.ForceUpdate, t.Runtime = 0, ""
 	if t.Placement != nil {
 		t.Placement.Platforms = nil
@@ -111,35 +119,39 @@ func normalize(spec swarmtypes.ServiceSpec, netNames map[string]string) swarmtyp
 	if c := t.ContainerSpec; c != nil {
 		normalizeContainer(c)
 	}
-	for _, u := range []*swarmtypes.UpdateConfig{s.UpdateConfig, s.RollbackConfig} {
-		if u == nil {
-			continue
+}
+
+func normalizeUpdate(u *swarmtypes.UpdateConfig) {
+	if u == nil {
+		return
+	}
+	if u.FailureAction == swarmtypes.UpdateFailureActionPause {
+		u.FailureAction = ""
+	}
+	if u.Order == swarmtypes.UpdateOrderStopFirst {
+		u.Order = ""
+	}
+	if u.Monitor == defaultMonitor {
+		u.Monitor = 0
+	}
+}
+
+func normalizeEndpoint(e *swarmtypes.EndpointSpec) {
+	if e == nil {
+		return
+	}
+	if e.Mode == swarmtypes.ResolutionModeVIP {
+		e.Mode = ""
+	}
+	for i := range e.Ports {
+		p := &e.Ports[i]
+		if p.Protocol == "tcp" {
+			p.Protocol = ""
 		}
-		if u.FailureAction == swarmtypes.UpdateFailureActionPause {
-			u.FailureAction = ""
-		}
-		if u.Order == swarmtypes.UpdateOrderStopFirst {
-			u.Order = ""
-		}
-		if u.Monitor == defaultMonitor {
-			u.Monitor = 0
+		if p.PublishMode == swarmtypes.PortConfigPublishModeIngress {
+			p.PublishMode = ""
 		}
 	}
-	if e := s.EndpointSpec; e != nil {
-		if e.Mode == swarmtypes.ResolutionModeVIP {
-			e.Mode = ""
-		}
-		for i := range e.Ports {
-			p := &e.Ports[i]
-			if p.Protocol == "tcp" {
-				p.Protocol = ""
-			}
-			if p.PublishMode == swarmtypes.PortConfigPublishModeIngress {
-				p.PublishMode = ""
-			}
-		}
-	}
-	return s
 }
 
 // Defaults Swarm writes into a spec that leaves them out.

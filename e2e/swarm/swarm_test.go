@@ -385,7 +385,7 @@ func (r *rig) handEditsAreReverted(first string) {
 		gone  string
 	}{
 		{[]string{"--env-add", "HAND_EDIT=1"}, "env.HAND_EDIT", "{{.Spec.TaskTemplate.ContainerSpec.Env}}", "HAND_EDIT"},
-		{[]string{"--limit-memory", "96m"}, "resources.limits.memoryBytes", "{{json .Spec.TaskTemplate.Resources}}", "MemoryBytes"},
+		{[]string{"--limit-memory", "512m"}, "resources.limits.memoryBytes", "{{json .Spec.TaskTemplate.Resources}}", "MemoryBytes"},
 		{[]string{"--label-add", "owner=ops"}, "labels.owner", "{{json .Spec.Labels}}", "owner"},
 	} {
 		t0 := time.Now()
@@ -393,10 +393,10 @@ func (r *rig) handEditsAreReverted(first string) {
 		// The agent hears the update at once and may revert it before an
 		// inspect here could see it: the repair entry is the proof.
 		r.eng.Docker(append(append([]string{"service", "update", "--detach"}, tc.flags...), r.svc)...)
-		e := r.waitEntry(90*time.Second, "the repair of "+tc.field, func(e dsync.HistoryEntry) bool {
+		e := r.waitEntry(180*time.Second, "the repair of "+tc.field, func(e dsync.HistoryEntry) bool {
 			return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, "was changed outside Git ("+tc.field+"); reverted")
 		})
-		r.wait(90*time.Second, "the declared spec back after "+tc.field, converged(first, 2))
+		r.wait(180*time.Second, "the declared spec back after "+tc.field, converged(first, 2))
 		if !pollUntil(30*time.Second, func() bool { return !strings.Contains(r.inspect(tc.check), tc.gone) }) {
 			t.Errorf("after the repair of %s the service still has it: %s", tc.field, r.inspect(tc.check))
 		}
@@ -433,6 +433,11 @@ func (r *rig) handEditsAreReverted(first string) {
 	}
 	if got := r.inspect("{{.Version.Index}}"); got != version || after != repairs {
 		t.Errorf("after convergence the passes changed the service: version %s → %s, repairs %d → %d", version, got, repairs, after)
+	}
+	// Every field this Swarm returned was normalised as sent: none had
+	// to be learned after an update.
+	if logs := r.agent.Logs(); strings.Contains(logs, "otherwise than driftless sent them") {
+		t.Errorf("Swarm returned fields Fields does not normalise:\n%s", logs)
 	}
 	t.Logf("no update in %s of passes after convergence (service version %s)", time.Since(t0).Round(time.Millisecond), version)
 }
