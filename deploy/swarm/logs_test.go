@@ -78,7 +78,7 @@ func muxed(lines ...string) string {
 
 func newLogsAPI() *logsAPI {
 	web := swarmtypes.Service{ID: "s1", Spec: swarmtypes.ServiceSpec{
-		Annotations: swarmtypes.Annotations{Name: "shop-web", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelService: "web", LabelSecretEnv: "API_KEY"}},
+		Annotations:  swarmtypes.Annotations{Name: "shop-web", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelService: "web", LabelSecretEnv: "API_KEY"}},
 		TaskTemplate: swarmtypes.TaskSpec{ContainerSpec: &swarmtypes.ContainerSpec{Env: []string{"API_KEY=hunter2-secret", "MODE=prod"}}},
 	}}
 	running := func(id string, slot int, node string) swarmtypes.Task {
