@@ -90,6 +90,7 @@ func (e *Engine) push(ctx context.Context, app string, bc *manifest.BuildContext
 	case err != nil:
 		return err
 	}
+	e.log.Info("pushed image so every node can pull it", "app", app, "image", bc.Ref, "registry", registry)
 	e.mu.Lock()
 	e.pushed[bc.Ref] = true
 	e.mu.Unlock()
