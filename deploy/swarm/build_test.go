@@ -140,3 +140,17 @@ func TestActiveNodes(t *testing.T) {
 		t.Errorf("activeNodes(none) = %d, want 1 (the manager)", got)
 	}
 }
+
+// A task of a built image must not carry the app's label the image has
+// (a container inherits its image's labels): the single-engine back end
+// and driftless logs would take it for one of the app's containers.
+func TestBuiltServiceTasksNotOwnedByTheEngine(t *testing.T) {
+	app := buildApp(t, "127.0.0.1:5000/shop/web")
+	c := ServiceSpec(app, app.Service("web"), "abc").TaskTemplate.ContainerSpec
+	if v, ok := c.Labels[drift.LabelApp]; !ok || v != "" {
+		t.Errorf("task container labels = %v, want %s cleared (present and empty)", c.Labels, drift.LabelApp)
+	}
+	if c.Labels[LabelTaskApp] != "shop" {
+		t.Errorf("task container labels = %v, want %s=shop", c.Labels, LabelTaskApp)
+	}
+}

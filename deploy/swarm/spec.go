@@ -98,6 +98,12 @@ func containerSpec(app *manifest.App, svc *manifest.Service) *swarmtypes.Contain
 		CapabilityAdd:   capNames(s.CapAdd),
 		CapabilityDrop:  capNames(s.CapDrop),
 	}
+	if s.Build != nil {
+		// An image driftless built carries its app's label, which a
+		// container inherits: cleared, so that a task is never taken for
+		// one of the app's containers on this engine (see LabelTaskApp).
+		c.Labels[drift.LabelApp] = ""
+	}
 	if s.Init {
 		init := true
 		c.Init = &init
