@@ -35,9 +35,13 @@ type LogOptions struct {
 
 // LogLine is one line of a container's output, secret values redacted.
 type LogLine struct {
+	// Container is the container's name, or for a Swarm app the task's
+	// (<app>-<service>.<slot>).
 	Container string `json:"container"`
-	Stream    string `json:"stream"` // stdout or stderr
-	Text      string `json:"text"`
+	// Node is the Swarm node the task runs on; "" on one engine.
+	Node   string `json:"node,omitempty"`
+	Stream string `json:"stream"` // stdout or stderr
+	Text   string `json:"text"`
 }
 
 // LogRedacted replaces a secretEnv value in log lines: the one marker the
@@ -158,6 +162,14 @@ func (e *Engine) StreamLogs(ctx context.Context, app, container string, opts Log
 	return demuxLines(rc, func(stream, text string) error {
 		return emit(LogLine{Container: strings.TrimPrefix(c.Name, "/"), Stream: stream, Text: red.Line(text)})
 	}, ctx.Err)
+}
+
+// DemuxLines splits a log stream as the engine multiplexes it (container,
+// service and task logs alike) into lines of stdout and stderr, in the
+// order they arrive, until r ends, emit fails or ctxErr reports the
+// caller's context done. An error from emit closes r.
+func DemuxLines(r io.ReadCloser, emit func(stream, text string) error, ctxErr func() error) error {
+	return demuxLines(r, emit, ctxErr)
 }
 
 // maxLogLine bounds one line; longer ones are split.

@@ -33,6 +33,10 @@ const (
 	BuildLog    BuildPhase = "log"    // a line of output
 	BuildDone   BuildPhase = "built"  // the image exists now
 	BuildCached BuildPhase = "cached" // the image existed: nothing built
+	// BuildPush: the image is being pushed to its registry so that the
+	// other nodes of a Swarm can pull it; Line is the registry at the
+	// start, then a layer's progress.
+	BuildPush BuildPhase = "push"
 )
 
 // BuildError is a build that failed on its own: a step of the Dockerfile
@@ -49,6 +53,9 @@ type BuildError struct {
 	Tail    []string
 	Err     error
 	Timeout time.Duration // set when the build ran out of time
+	// Hint says what the user should change when it is not the
+	// Dockerfile or its context; "" for a failed build.
+	Hint string
 }
 
 func (e *BuildError) Error() string {

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func (p *pass) buildAccepted(ctx context.Context, desired *revisionState, o *pas
 // ensureImages builds rs's missing images, showing progress in the app's
 // live status.
 func (p *pass) ensureImages(ctx context.Context, rs *revisionState) error {
-	b, ok := p.a.engine.(imageBuilder)
+	b, ok := p.a.engineFor(p.in.cfg).(imageBuilder)
 	if !ok {
 		return &drift.BuildError{Image: "(all)", Err: errors.New("this engine cannot build images")}
 	}
@@ -86,7 +87,8 @@ func (p *pass) ensureImages(ctx context.Context, rs *revisionState) error {
 // buildRefusal is a failed build as a refused revision: the step that
 // failed in the reason, the end of the build's output as its errors.
 func buildRefusal(rs *revisionState, be *drift.BuildError) *Refusal {
-	r := &Refusal{Revision: rs.rev, Reason: be.Error() + "; fix the Dockerfile or its context in a new commit"}
+	hint := cmp.Or(be.Hint, "fix the Dockerfile or its context in a new commit")
+	r := &Refusal{Revision: rs.rev, Reason: be.Error() + "; " + hint}
 	for _, l := range be.Tail {
 		r.Errors = append(r.Errors, "build: "+l)
 	}
@@ -111,6 +113,9 @@ func (a *Agent) announceBuild(name string, rs *revisionState, ev drift.BuildEven
 	case drift.BuildDone:
 		msg = fmt.Sprintf("built %s for %s in %s", ev.Image, services, ev.Elapsed.Round(100_000_000))
 		a.log.Info("built image", "app", name, "image", ev.Image, "elapsed", ev.Elapsed)
+	case drift.BuildPush:
+		msg = fmt.Sprintf("pushing %s for %s: %s", ev.Image, services, ev.Line)
+		a.log.Debug("push", "app", name, "image", ev.Image, "line", ev.Line)
 	default:
 		return // an image that exists says nothing new
 	}

@@ -65,9 +65,9 @@ type applyRun struct {
 	prune        bool
 	readyTimeout time.Duration
 	eng          cliEngine
-	// builder builds images on one engine; nil for target swarm, which
-	// refuses build: at load.
-	builder *deploy.Engine
+	// builder builds images: the engine, or for target swarm the
+	// manager's engine (pushing where the image names a registry).
+	builder imageBuilder
 	stdout  io.Writer
 }
 

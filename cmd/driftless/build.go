@@ -36,6 +36,9 @@ func (a *applyRun) build(ctx context.Context, desired *manifest.App) error {
 		if len(be.Tail) > 0 {
 			fmt.Fprintf(a.stdout, "\nLast lines of the build:\n    %s\n", strings.Join(be.Tail, "\n    "))
 		}
+		if be.Hint != "" {
+			return fmt.Errorf("%w; %s; nothing was changed", be, be.Hint)
+		}
 		return fmt.Errorf("%w; nothing was changed", be)
 	}
 	return err
@@ -48,6 +51,8 @@ func buildLine(ev drift.BuildEvent) string {
 		return fmt.Sprintf("  build  %s  for %s", ev.Image, strings.Join(ev.Services, ", "))
 	case drift.BuildLog:
 		return fmt.Sprintf("  build  %s  %s", ev.Image, ev.Line)
+	case drift.BuildPush:
+		return fmt.Sprintf("  push   %s  %s", ev.Image, ev.Line)
 	case drift.BuildDone:
 		return fmt.Sprintf("  build  %s  built in %s", ev.Image, ev.Elapsed.Round(10*time.Millisecond))
 	}

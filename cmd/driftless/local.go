@@ -328,22 +328,44 @@ type cliEngine interface {
 
 // connectTarget opens the back end the load options' target names: the
 // Swarm manager DOCKER_HOST names for target swarm, else the engine.
-func connectTarget(ctx context.Context, target string, opts deploy.Options) (cliEngine, *deploy.Engine, error) {
+func connectTarget(ctx context.Context, target string, opts deploy.Options) (cliEngine, imageBuilder, error) {
 	if target != manifest.TargetSwarm {
 		eng, err := connectEngine(ctx, opts)
 		return eng, eng, err
 	}
-	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout})
+	// Swarm builds on the manager's engine, then pushes where a registry
+	// is named.
+	builder, err := connectEngine(ctx, opts)
 	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout, Builder: builder})
+	if err != nil {
+		builder.Close()
 		return nil, nil, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := eng.Ping(pingCtx); err != nil {
 		eng.Close()
+		builder.Close()
 		return nil, nil, err
 	}
-	return eng, nil, nil
+	return swarmCLI{eng, builder}, eng, nil
+}
+
+// swarmCLI is the Swarm back end with the engine it builds on, closed
+// together.
+type swarmCLI struct {
+	*swarm.Engine
+	builder *deploy.Engine
+}
+
+func (s swarmCLI) Close() error { return errors.Join(s.Engine.Close(), s.builder.Close()) }
+
+// imageBuilder builds the images a revision declares with build:.
+type imageBuilder interface {
+	EnsureImages(ctx context.Context, app *manifest.App, progress func(drift.BuildEvent)) error
 }
 
 // loadLocal parses the manifests and observes the engine for one app.

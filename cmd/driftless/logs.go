@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,27 +9,35 @@ import (
 	gosync "sync"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/web"
 )
 
-// runLogs is `driftless logs APP [SERVICE|CONTAINER] [-f] [--tail N]`: the
-// output of the app's own containers, read from the local engine, with
+// runLogs is `driftless logs APP [SERVICE|CONTAINER|TASK] [-f] [--tail N]`:
+// the output of the app's own containers, read from the local engine, or
+// for a Swarm app of its services' tasks, read through the manager, with
 // secretEnv values redacted.
 func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("logs", "logs APP [SERVICE|CONTAINER] [-f] [--tail N]",
+	fs := newFlags("logs", "logs APP [SERVICE|CONTAINER|TASK] [-f] [--tail N] [--target engine|swarm]",
 		"Print the last lines of APP's containers (all of them, one service's replicas, or one container),\n"+
-			"read from the local Docker engine. Only containers labelled as APP's are shown; values of the\n"+
+			"read from the local Docker engine; for an app with target swarm, of its services' tasks (all\n"+
+			"services, one service, or one task such as shop-web.1), read through the Swarm manager like\n"+
+			"docker service logs. Only containers and services labelled as APP's are shown; values of the\n"+
 			"keys its manifests mark secretEnv are replaced by "+deploy.LogRedacted+".\n"+
-			"With several containers each line starts with the container's name.\n"+
+			"With several containers each line starts with the container's name; a Swarm task's line with\n"+
+			"the task and its node (shop-web.1@node-1 | ...).\n"+
 			"Exit 0 when done, 1 when the engine failed or no such container is APP's, 2 on usage errors.", stderr)
 	follow := fs.Bool("f", false, "follow: keep printing new lines until interrupted (or the containers stop)")
 	fs.BoolVar(follow, "follow", false, "same as -f")
 	tail := fs.Int("tail", deploy.DefaultLogTail, fmt.Sprintf("lines to show from the end of each container's log (at most %d)", deploy.MaxLogTail))
+	target := fs.String("target", "", "where the app runs: engine or swarm; default: the engine's containers, else the Swarm's services")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return exitError
 	}
-	if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > deploy.MaxLogTail {
+	if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > deploy.MaxLogTail ||
+		(*target != "" && *target != manifest.TargetEngine && *target != manifest.TargetSwarm) {
 		fs.Usage()
 		return exitError
 	}
@@ -36,22 +45,61 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 2 {
 		name = pos[1]
 	}
-	eng, err := connectEngine(ctx, deploy.Options{FilesDir: deploy.DefaultFilesDir()})
+	src, targets, err := openLogs(ctx, app, name, *target)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless logs:", err)
 		return 1
 	}
-	defer eng.Close()
-	targets, err := eng.LogTargets(ctx, app, name)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless logs:", err)
-		return 1
-	}
-	if err := printLogs(ctx, eng, app, targets, deploy.LogOptions{Tail: *tail, Follow: *follow}, stdout, stderr); err != nil {
+	defer src.Close()
+	if err := printLogs(ctx, src, app, targets, deploy.LogOptions{Tail: *tail, Follow: *follow}, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "driftless logs:", err)
 		return 1
 	}
 	return exitOK
+}
+
+// logSource is a back end that serves an app's logs: *deploy.Engine (its
+// containers) or *swarm.Engine (its services' tasks).
+type logSource interface {
+	LogTargets(ctx context.Context, app, name string) ([]string, error)
+	logStreamer
+	Close() error
+}
+
+// openLogs finds where app's logs are: on the engine, and when it has
+// none of app's containers (or target says swarm), on the Swarm whose
+// manager the same DOCKER_HOST names. The engine's answer is the one
+// reported when neither has the app.
+func openLogs(ctx context.Context, app, name, target string) (logSource, []string, error) {
+	var engineErr error
+	if target != manifest.TargetSwarm {
+		eng, err := connectEngine(ctx, deploy.Options{FilesDir: deploy.DefaultFilesDir()})
+		if err != nil {
+			return nil, nil, err
+		}
+		targets, err := eng.LogTargets(ctx, app, name)
+		if err == nil {
+			return eng, targets, nil
+		}
+		eng.Close()
+		if target == manifest.TargetEngine || !errors.Is(err, deploy.ErrNotOwned) {
+			return nil, nil, err
+		}
+		engineErr = err
+	}
+	sw, err := swarm.New(swarm.Options{})
+	if err != nil {
+		return nil, nil, cmp.Or(engineErr, err)
+	}
+	targets, err := sw.LogTargets(ctx, app, name)
+	if err != nil {
+		sw.Close()
+		if engineErr != nil && !errors.Is(err, deploy.ErrNotOwned) {
+			return nil, nil, engineErr // not a Swarm manager: the app is simply not here
+		}
+		return nil, nil, err
+	}
+	return sw, targets, nil
 }
 
 // logStreamer is what printLogs needs of the engine.
@@ -72,7 +120,12 @@ func printLogs(ctx context.Context, eng logStreamer, app string, targets []strin
 		if l.Stream == "stderr" {
 			w = stderr
 		}
-		if prefix {
+		switch {
+		case l.Node != "":
+			// A Swarm task, named like docker service logs does.
+			_, err := fmt.Fprintf(w, "%s@%s | %s\n", l.Container, l.Node, l.Text)
+			return err
+		case prefix:
 			_, err := fmt.Fprintf(w, "%s | %s\n", l.Container, l.Text)
 			return err
 		}
@@ -90,4 +143,29 @@ func printLogs(ctx context.Context, eng logStreamer, app string, targets []strin
 		return nil // interrupted while following: the normal way to stop
 	}
 	return err
+}
+
+// appLogs serves the dashboard's and the API's logs of each app from the
+// back end it runs on: the engine's containers, or a Swarm app's tasks
+// through the manager. The web server sees one LogSource.
+type appLogs struct {
+	engine *deploy.Engine
+	swarm  *swarm.Engine // nil without Swarm apps
+	// isSwarm reports whether an app has target swarm.
+	isSwarm func(app string) bool
+}
+
+func (l appLogs) source(app string) web.LogSource {
+	if l.swarm != nil && l.isSwarm(app) {
+		return l.swarm
+	}
+	return l.engine
+}
+
+func (l appLogs) LogTargets(ctx context.Context, app, name string) ([]string, error) {
+	return l.source(app).LogTargets(ctx, app, name)
+}
+
+func (l appLogs) StreamLogs(ctx context.Context, app, container string, opts deploy.LogOptions, emit func(deploy.LogLine) error) error {
+	return l.source(app).StreamLogs(ctx, app, container, opts, emit)
 }

@@ -189,11 +189,11 @@ func appNameFor(repo, path string) string {
 // connectSwarm connects to the Swarm manager when an app has target
 // swarm: the same engine DOCKER_HOST names, seen as a cluster. nil when
 // no app needs it.
-func connectSwarm(ctx context.Context, apps []dsync.AppConfig, log *slog.Logger) (*swarm.Engine, error) {
+func connectSwarm(ctx context.Context, apps []dsync.AppConfig, builder swarm.Builder, log *slog.Logger) (*swarm.Engine, error) {
 	if !slices.ContainsFunc(apps, func(a dsync.AppConfig) bool { return a.Target == manifest.TargetSwarm }) {
 		return nil, nil
 	}
-	eng, err := swarm.New(swarm.Options{Logger: log})
+	eng, err := swarm.New(swarm.Options{Logger: log, Builder: builder})
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +466,9 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	}
 	cancel()
 
-	swarmEng, err := connectSwarm(ctx, cfg.Apps, log)
+	// Images of Swarm apps are built on the manager's engine, the one
+	// eng talks to.
+	swarmEng, err := connectSwarm(ctx, cfg.Apps, eng, log)
 	if err != nil {
 		return err
 	}
@@ -507,7 +509,9 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	wopts.Registry = reg
 	wopts.Logger = log
 	wopts.Repos = repos.get
-	wopts.Logs = eng
+	wopts.Logs = appLogs{engine: eng, swarm: swarmEng, isSwarm: func(app string) bool {
+		return slices.ContainsFunc(agent.AppConfigs(), func(c dsync.AppConfig) bool { return c.Name == app && c.Target == manifest.TargetSwarm })
+	}}
 	srv, err := web.New(wopts)
 	if err != nil {
 		return err

@@ -62,6 +62,9 @@ type Options struct {
 	RolloutTimeout time.Duration
 	// Poll is how often Apply looks at a rollout; default 500ms.
 	Poll time.Duration
+	// Builder builds the images of build: sections on the manager's
+	// engine and pushes them; nil refuses every revision with builds.
+	Builder Builder
 }
 
 // Engine is a connection to a Swarm manager.
@@ -83,6 +86,10 @@ type Engine struct {
 
 	// stallWait is stallWait; tests shorten it.
 	stallWait time.Duration
+
+	// pushed are the built images pushed to their registry in this run;
+	// guarded by mu.
+	pushed map[string]bool
 }
 
 // New connects to the engine. It does not fail when the engine is down;
@@ -111,7 +118,7 @@ func newEngine(a api, opts Options) *Engine {
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}, quirks: map[string]quirk{}, stallWait: stallWait}
+	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}, quirks: map[string]quirk{}, pushed: map[string]bool{}, stallWait: stallWait}
 }
 
 // Close closes the connection.

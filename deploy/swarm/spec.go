@@ -45,6 +45,9 @@ func ServiceSpec(app *manifest.App, svc *manifest.Service, revision string) swar
 	if revision != "" {
 		labels[drift.LabelRevision] = revision
 	}
+	if len(s.SecretEnv) > 0 {
+		labels[LabelSecretEnv] = strings.Join(slices.Sorted(slices.Values(s.SecretEnv)), ",")
+	}
 	spec := swarmtypes.ServiceSpec{
 		Annotations: swarmtypes.Annotations{Name: drift.ServiceName(app.Name, svc.Name), Labels: labels},
 		TaskTemplate: swarmtypes.TaskSpec{
@@ -95,11 +98,17 @@ func containerSpec(app *manifest.App, svc *manifest.Service) *swarmtypes.Contain
 		CapabilityAdd:   capNames(s.CapAdd),
 		CapabilityDrop:  capNames(s.CapDrop),
 	}
+	if s.Build != nil {
+		// An image driftless built carries its app's label, which a
+		// container inherits: cleared, so that a task is never taken for
+		// one of the app's containers on this engine (see LabelTaskApp).
+		c.Labels[drift.LabelApp] = ""
+	}
 	if s.Init {
 		init := true
 		c.Init = &init
 	}
-	c.Configs, c.Secrets = fileObjects(app.Name, s)
+	c.Configs, c.Secrets = fileObjects(app, s)
 	for _, h := range s.ExtraHosts {
 		// "host:ip" in the model, "ip host" in a Swarm spec (hosts(5)).
 		if i := strings.Index(h, ":"); i > 0 {
@@ -118,24 +127,28 @@ func containerSpec(app *manifest.App, svc *manifest.Service) *swarmtypes.Contain
 // fileObjects refer to the versions of the compose secrets and configs
 // the service uses, by name, at their mount path (read-only, like the
 // bind mount on one engine). Apply fills in their IDs.
-func fileObjects(app string, s *manifest.ServiceSpec) ([]*swarmtypes.ConfigReference, []*swarmtypes.SecretReference) {
+func fileObjects(app *manifest.App, s *manifest.ServiceSpec) ([]*swarmtypes.ConfigReference, []*swarmtypes.SecretReference) {
 	var configs []*swarmtypes.ConfigReference
 	var secrets []*swarmtypes.SecretReference
 	for _, b := range s.Binds {
 		if b.Object == nil {
 			continue
 		}
-		name := drift.SwarmObjectName(app, b.Object.Name, b.ContentHash)
+		name := drift.SwarmObjectName(app.Name, b.Object.Name, b.ContentHash)
 		if b.Object.Kind == manifest.FileSecret {
 			secrets = append(secrets, &swarmtypes.SecretReference{SecretName: name,
 				File: &swarmtypes.SecretReferenceFileTarget{Name: b.MountPath, UID: "0", GID: "0", Mode: 0o444}})
 			continue
 		}
+		mode := os.FileMode(0o444)
+		if t := app.Content[b.ContentHash]; t != nil && len(t.Files) == 1 && t.Files[0].Exec {
+			mode = 0o555 // a script from the repository stays runnable
+		}
 		configs = append(configs, &swarmtypes.ConfigReference{ConfigName: name,
-			File: &swarmtypes.ConfigReferenceFileTarget{Name: b.MountPath, UID: "0", GID: "0", Mode: 0o444}})
+			File: &swarmtypes.ConfigReferenceFileTarget{Name: b.MountPath, UID: "0", GID: "0", Mode: mode}})
 	}
 	for _, ref := range s.Secrets {
-		secrets = append(secrets, &swarmtypes.SecretReference{SecretName: drift.SwarmObjectName(app, ref.Name, ref.Digest),
+		secrets = append(secrets, &swarmtypes.SecretReference{SecretName: drift.SwarmObjectName(app.Name, ref.Name, ref.Digest),
 			File: &swarmtypes.SecretReferenceFileTarget{Name: ref.Target, UID: cmp.Or(ref.UID, "0"), GID: cmp.Or(ref.GID, "0"), Mode: os.FileMode(ref.Mode)}})
 	}
 	return configs, secrets

@@ -110,6 +110,20 @@ func BuiltImageName(app, service, image string) (string, error) {
 	return reference.FamiliarName(named), nil
 }
 
+// PushRegistry is the registry a built image is pushed to, so that other
+// nodes can pull it: the host its image: names explicitly
+// ("registry.example.com/shop/web", "127.0.0.1:5000/web",
+// "docker.io/acme/web"), or "" when it names none ("acme/web", which
+// Docker would take for Docker Hub: a build is never pushed there unless
+// the name says so) or gives no image at all.
+func (bc *BuildContext) PushRegistry() string {
+	first, rest, ok := strings.Cut(bc.Build.Image, "/")
+	if !ok || rest == "" || !(strings.ContainsAny(first, ".:") || first == "localhost") {
+		return ""
+	}
+	return first
+}
+
 // ResolveBuilds reads the context of every service with a Build from the
 // revision, names its image after the context's tree hash and makes that
 // the service's image. Problems come back as an ErrorList located at the

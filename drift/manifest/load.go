@@ -131,6 +131,7 @@ func loadFormat(fsys fs.FS, root, app string, opts LoadOptions, display func(str
 		return nil, err
 	}
 	if opts.Target == TargetSwarm {
+		RepoFilesAsConfigs(a)
 		if errs := CheckSwarm(a); len(errs) > 0 {
 			return nil, (&collector{errs: errs}).sorted()
 		}

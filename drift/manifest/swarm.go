@@ -9,10 +9,11 @@ import (
 // CheckSwarm returns one error, located where the manifest declares it,
 // for everything a service asks for that a Swarm target cannot carry out
 // (or that this release does not map to Swarm yet). Both front ends' apps
-// go through it when the app's target is TargetSwarm. A Swarm task may
-// run on any node, so nothing may depend on the agent's host: repository
-// directories and files (other than compose configs), builds and
-// driftless's own readiness probes. Secrets become Swarm secrets.
+// go through it when the app's target is TargetSwarm, after
+// RepoFilesAsConfigs. A Swarm task may run on any node, so nothing may
+// depend on the agent's host: repository directories and driftless's own
+// readiness probes. Repository files become Swarm configs, secrets Swarm
+// secrets; images built from the repository are built on the manager.
 func CheckSwarm(app *App) ErrorList {
 	var errs ErrorList
 	for i := range app.Services {
@@ -26,8 +27,13 @@ func CheckSwarm(app *App) ErrorList {
 			if b.RepoPath == "" {
 				continue
 			}
-			if t := app.Content[b.ContentHash]; b.Object == nil || t == nil || t.Dir {
-				refuse(fmt.Sprintf("binds[%d]", i), "repository files are delivered to Swarm tasks only as a compose secret or config of one file (a task may run on another node): %s", b.RepoPath)
+			t := app.Content[b.ContentHash]
+			switch {
+			case b.Object == nil || t == nil || t.Dir:
+				refuse(fmt.Sprintf("binds[%d]", i), "repository directory %s cannot be mounted into Swarm tasks (a task may run on another node): mount its files one by one (each becomes a Swarm config), declare them under configs:, or COPY them into an image with build:", b.RepoPath)
+			case len(t.Files) == 1 && len(t.Files[0].Data) > maxSwarmObjectBytes(b.Object.Kind):
+				refuse(fmt.Sprintf("binds[%d]", i), "%s holds %d bytes, more than a Swarm %s can hold (%d KiB): COPY it into an image with build:, or put it in a volume",
+					b.RepoPath, len(t.Files[0].Data), b.Object.Kind, maxSwarmObjectBytes(b.Object.Kind)>>10)
 			}
 		}
 	}
@@ -41,8 +47,6 @@ func CheckSwarm(app *App) ErrorList {
 
 func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
 	switch {
-	case s.Build != nil:
-		refuse("build", "images are not built for Swarm: every node pulls the image, so push it to a registry and name it in image")
 	case s.Readiness != nil:
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
 	case s.NetworkMode != "":
@@ -83,4 +87,68 @@ func swarmFailureActionList(rollback bool) string {
 		return "pause or continue"
 	}
 	return strings.Join(swarmFailureActions, ", ")
+}
+
+// Swarm's limits on the size of a config and a secret (swarmkit's
+// MaxConfigSize and MaxSecretSize).
+const (
+	maxSwarmConfigBytes = 1000 << 10
+	maxSwarmSecretBytes = 500 << 10
+)
+
+func maxSwarmObjectBytes(kind string) int {
+	if kind == FileSecret {
+		return maxSwarmSecretBytes
+	}
+	return maxSwarmConfigBytes
+}
+
+// RepoFilesAsConfigs delivers each repository file a service binds (not
+// a directory) as a Swarm config, as compose configs already are: a task
+// may run on a node without the agent's copy of the revision, and a
+// config travels with the service to whichever node runs it. The config
+// is named after the file's path (RepoFileConfigName) and versioned by
+// its content hash like any other. On one engine nothing changes: the
+// file is bind-mounted read-only from the agent's data directory.
+func RepoFilesAsConfigs(app *App) {
+	for i := range app.Services {
+		binds := app.Services[i].Spec.Binds
+		for j := range binds {
+			b := &binds[j]
+			if b.RepoPath == "" || b.Object != nil {
+				continue
+			}
+			if t := app.Content[b.ContentHash]; t != nil && !t.Dir && len(t.Files) == 1 {
+				b.Object = &FileObject{Kind: FileConfig, Name: RepoFileConfigName(app.Name, b.RepoPath)}
+			}
+		}
+	}
+}
+
+// maxSwarmObjectName is Swarm's limit on a config's or secret's name.
+const maxSwarmObjectName = 64
+
+// RepoFileConfigName is the config name of a bound repository file: its
+// path with every character Swarm does not take in a name made a '-'
+// ("conf/nginx.conf" is "conf-nginx.conf"), cut so that the versioned name
+// <app>_<name>_<hash8> fits Swarm's 64 characters. Two files that end up
+// with the same name still get two configs when their content differs
+// (the hash is part of the versioned name), and share one when it does
+// not.
+func RepoFileConfigName(app, repoPath string) string {
+	b := []byte(repoPath)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	name := string(b)
+	if n := maxSwarmObjectName - len(app) - len("__12345678"); len(name) > n {
+		name = name[len(name)-max(n, 1):] // the end names the file
+	}
+	name = strings.Trim(name, "-._")
+	if name == "" {
+		return "file"
+	}
+	return name
 }

@@ -101,8 +101,7 @@ func TestSwarmRefusals(t *testing.T) {
 				"conf/a.conf":  "x\n",
 			},
 			[]string{
-				"compose.yaml:4:12: services.web.build: images are not built for Swarm: every node pulls the image, so push it to a registry and name it in image (target: swarm)",
-				"compose.yaml:7:15: services.cfg.volumes[0]: repository files are delivered to Swarm tasks only as a compose secret or config of one file (a task may run on another node): conf (target: swarm)",
+				"compose.yaml:7:15: services.cfg.volumes[0]: repository directory conf cannot be mounted into Swarm tasks (a task may run on another node): mount its files one by one (each becomes a Swarm config), declare them under configs:, or COPY them into an image with build: (target: swarm)",
 				"compose.yaml:8:19: services.cfg.x-driftless.readiness: driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update (target: swarm)",
 			}},
 		{"compose deploy keys",

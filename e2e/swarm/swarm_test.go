@@ -177,7 +177,7 @@ func startSwarm(t *testing.T, images ...string) *privengine.Engine {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	if _, err := cli.SwarmInit(ctx, client.SwarmInitOptions{ListenAddr: "127.0.0.1:0", AdvertiseAddr: "127.0.0.1"}); err != nil {
+	if _, err := cli.SwarmInit(ctx, client.SwarmInitOptions{ListenAddr: "127.0.0.1:0", AdvertiseAddr: "127.0.0.1", DataPathPort: freeDataPathPort(t)}); err != nil {
 		t.Fatalf("swarm init on the private engine: %v", err)
 	}
 	// Leave before the engine's own clean-up removes its networks, so
