@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -167,6 +168,24 @@ type entry struct {
 	Files  []fileFact
 	Env    []envFact
 	App    *manifest.App
+	// Empties are the paths of the model's empty (not nil) slices and
+	// maps, which gob would decode as nil.
+	Empties [][]step
+}
+
+// decodeEntry decodes an entry and restores its empty lists.
+func decodeEntry(data []byte) (entry, error) {
+	var e entry
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&e); err != nil {
+		return e, err
+	}
+	if e.Format != format || e.App == nil {
+		return e, errors.New("not an entry of this format")
+	}
+	for _, p := range e.Empties {
+		restoreEmpty(reflect.ValueOf(e.App), p)
+	}
+	return e, nil
 }
 
 type envFact struct {
@@ -223,8 +242,8 @@ func (c *Cache) lookup(key, dir string, req Request) (*manifest.App, bool) {
 	if err != nil {
 		return nil, false
 	}
-	var e entry
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&e); err != nil || e.Format != format || e.App == nil {
+	e, err := decodeEntry(data)
+	if err != nil {
 		c.debug("load cache: unreadable entry", "app", req.App, "err", err)
 		return nil, false
 	}
@@ -250,13 +269,22 @@ func (c *Cache) lookup(key, dir string, req Request) (*manifest.App, bool) {
 }
 
 // store writes the entry atomically and keeps the app's newest PerApp
-// entries. It reports whether the entry was written.
+// entries. It reports whether the entry was written: only when the
+// entry decodes to exactly the model.
 func (c *Cache) store(key, app string, e entry) bool {
 	// The key is in the cache key; the model never carries it to disk.
 	saved := e.App.SecretKey
 	e.App.SecretKey = nil
+	findEmpties(reflect.ValueOf(e.App), nil, &e.Empties)
 	var buf bytes.Buffer
 	err := gob.NewEncoder(&buf).Encode(e)
+	var back entry
+	if err == nil {
+		back, err = decodeEntry(buf.Bytes())
+	}
+	if err == nil && !reflect.DeepEqual(back.App, e.App) {
+		err = errors.New("the model does not survive encoding")
+	}
 	e.App.SecretKey = saved
 	maxBytes := c.MaxBytes
 	if maxBytes <= 0 {
