@@ -67,8 +67,6 @@ type Cache struct {
 type Request struct {
 	Dir, App string
 	Opts     manifest.LoadOptions
-	// Extra is anything else the caller's model depends on, as text.
-	Extra string
 }
 
 // Outcome says what Load did, for tests and debugging.
@@ -221,7 +219,6 @@ func (c *Cache) key(req Request) (string, error) {
 	field(fmt.Sprintf("%v/%v/%q", o.AllowPlaintext, o.Decrypt != nil, o.Target))
 	// The key itself never reaches the disk: a digest of it does.
 	field(digest(append([]byte("secret-key:"), o.SecretKey...)))
-	field(req.Extra)
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
