@@ -111,4 +111,19 @@ volumes:
 	wantEnv(t, app+"-web-1", map[string]string{"GREETING": "hi", "REGION": "eu-west-1"})
 	out, code = run(shell, "diff")
 	must(out, code, 0, "diff after apply with the shell's variables", "No changes")
+
+	// Every run above went through the load cache of the data directory
+	// (an edited file and a changed variable were seen all the same); what
+	// it read keeps counting: the variables gone again, an override file
+	// appearing.
+	if entries, _ := filepath.Glob(filepath.Join(env["DRIFTLESS_DATA"], "cache", "load", app+".*.gob")); len(entries) == 0 {
+		t.Fatal("no load cache entry under the data directory")
+	}
+	out, code = run(env, "diff")
+	must(out, code, 1, "diff without the shell's variables", "env.GREETING: hi → hello")
+	if err := os.WriteFile(filepath.Join(dir, "compose.override.yaml"), []byte("services:\n  web:\n    environment: {GREETING: override}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = run(shell, "diff")
+	must(out, code, 1, "diff with an override file", "env.GREETING: hi → override")
 }

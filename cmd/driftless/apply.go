@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/internal/loadcache"
 )
 
 // localFlags are the flags every local command (validate, diff, apply)
@@ -26,6 +27,7 @@ type localFlags struct {
 type localTarget struct {
 	name, dir string
 	opts      manifestLoad
+	cache     *loadcache.Cache
 }
 
 // manifestLoad is how a local app's files are read.
@@ -56,7 +58,7 @@ func (l *localFlags) resolve(ctx context.Context, pos []string, stderr io.Writer
 	if err != nil {
 		return localTarget{}, err
 	}
-	return localTarget{name: name, dir: dir, opts: manifestLoad{opts: opts, adopt: adopt}}, nil
+	return localTarget{name: name, dir: dir, opts: manifestLoad{opts: opts, adopt: adopt}, cache: loadCache(*l.data)}, nil
 }
 
 // applyRun is one `driftless apply`.
@@ -72,7 +74,7 @@ type applyRun struct {
 }
 
 func (a *applyRun) load(ctx context.Context) (*manifest.App, drift.Input, error) {
-	return loadLocal(ctx, a.target.dir, a.target.name, a.target.opts.opts, a.target.opts.adopt, a.eng, a.prune)
+	return loadLocal(ctx, a.target.cache, a.target.dir, a.target.name, a.target.opts.opts, a.target.opts.adopt, a.eng, a.prune)
 }
 
 func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -19,6 +19,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/internal/loadcache"
 	"github.com/driftless-dev/driftless/secrets"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
@@ -257,7 +258,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "driftless validate:", err)
 		return exitError
 	}
-	app, err := manifest.LoadDirWith(dir, name, opts)
+	app, _, err := loadCache(defaultDataDir()).Load(loadcache.Request{Dir: dir, App: name, Opts: opts})
 	var list manifest.ErrorList
 	if err != nil && !errors.As(err, &list) {
 		fmt.Fprintln(stderr, "driftless validate:", err)
@@ -368,9 +369,24 @@ type imageBuilder interface {
 	EnsureImages(ctx context.Context, app *manifest.App, progress func(drift.BuildEvent)) error
 }
 
-// loadLocal parses the manifests and observes the engine for one app.
-func loadLocal(ctx context.Context, dir, name string, opts manifest.LoadOptions, adopt bool, eng observer, prune bool) (*manifest.App, drift.Input, error) {
-	app, err := manifest.LoadDirWith(dir, name, opts)
+// loadCache is the one-shot commands' cache of loaded apps, under the data
+// directory (see package loadcache); DRIFTLESS_LOAD_CACHE=off turns it off.
+func loadCache(data string) *loadcache.Cache {
+	if os.Getenv("DRIFTLESS_LOAD_CACHE") == "off" {
+		return nil
+	}
+	build := loadcache.ExecutableBuildID()
+	if build == "" {
+		return nil
+	}
+	return &loadcache.Cache{Dir: filepath.Join(data, "cache", "load"), Build: version + "/" + build}
+}
+
+// loadLocal parses the manifests (or takes them from the load cache, when
+// nothing they were read from has changed) and observes the engine for
+// one app.
+func loadLocal(ctx context.Context, cache *loadcache.Cache, dir, name string, opts manifest.LoadOptions, adopt bool, eng observer, prune bool) (*manifest.App, drift.Input, error) {
+	app, _, err := cache.Load(loadcache.Request{Dir: dir, App: name, Opts: opts})
 	if err != nil {
 		return nil, drift.Input{}, err
 	}
@@ -455,7 +471,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer eng.Close()
-	app, in, err := loadLocal(ctx, dir, name, opts, adopt, eng, *prune)
+	app, in, err := loadLocal(ctx, loadCache(*data), dir, name, opts, adopt, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"syscall"
 	"time"
@@ -46,9 +47,31 @@ func main() {
 	// as App.Warnings. Its own copies would only be noise on stderr.
 	logrus.SetOutput(io.Discard)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := cpuProfile(os.Getenv("DRIFTLESS_CPUPROFILE"), os.Stderr)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// cpuProfile writes a CPU profile of the command to file, when set: a
+// debugging aid (DRIFTLESS_CPUPROFILE=file), read with `go tool pprof`.
+func cpuProfile(file string, stderr io.Writer) (stop func()) {
+	if file == "" {
+		return func() {}
+	}
+	f, err := os.Create(file)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "driftless: DRIFTLESS_CPUPROFILE:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {

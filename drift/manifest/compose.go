@@ -131,8 +131,8 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 		l.errs.add(Position{File: main.display, Line: 1}, "", "the compose file is empty: declare services")
 		return nil, l.errs.sorted()
 	}
-	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment)
-	l.in = &interpolator{env: env, errs: l.errs, warnings: l.warnings}
+	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment, l.opts.envRead)
+	l.in = &interpolator{env: env, read: l.opts.envRead, errs: l.errs, warnings: l.warnings}
 	// A single compose file is valid to compose-go's schema check exactly
 	// when each of its documents is to ours (the same schema, formats and
 	// casts; compose-go checks it merged with nothing). Ours reports every
@@ -144,7 +144,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()
 	}
-	project, err := runComposeGo(l.ix, env, app, opts.Profiles, l.in.usedCasts)
+	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles)
 	if err != nil {
 		if schemaLater {
 			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
@@ -426,13 +426,19 @@ func nativeDocuments(file string, data []byte) []Position {
 // (found by the schema check, which applies them the same way): giving
 // compose-go only these keeps its interpolation from trying all of them on
 // every value, with the same result.
-func runComposeGo(ix *composeIndex, env map[string]string, app string, profiles []string, casts map[tree.Path]interpolation.Cast) (p *types.Project, err error) {
+func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []string) (p *types.Project, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("compose-go: %v", r)
 		}
 	}()
-	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: env}
+	defer func() {
+		if p != nil && in.read != nil {
+			readByComposeGo(p, in.read)
+		}
+	}()
+	casts := in.usedCasts
+	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.env}
 	for _, f := range ix.files {
 		details.ConfigFiles = append(details.ConfigFiles, types.ConfigFile{
 			Filename: path.Join(composeWorkDir, f.path),
@@ -454,7 +460,47 @@ func runComposeGo(ix *composeIndex, env map[string]string, app string, profiles 
 		o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
 			return template.SubstituteWithOptions(s, m, template.WithoutLogging)
 		}
+		o.Interpolate.LookupValue = in.lookup
 	})
+}
+
+// readByComposeGo reports the variables compose-go reads from the
+// environment map itself rather than through the interpolation lookup:
+// environment entries without a value and build args without one
+// (ResolveEnvironment, Normalize), and the sources of secrets and configs.
+// Each keeps its name as a key of the loaded project, so the project names
+// them all.
+func readByComposeGo(p *types.Project, read func(string)) {
+	for _, services := range []types.Services{p.Services, p.DisabledServices} {
+		for _, s := range services {
+			for k := range s.Environment {
+				read(k)
+			}
+			if s.Build != nil {
+				for k := range s.Build.Args {
+					read(k)
+				}
+			}
+		}
+	}
+	for _, jobs := range []types.Jobs{p.Jobs, p.DisabledJobs} {
+		for _, j := range jobs {
+			for k := range j.Environment {
+				read(k)
+			}
+			if j.Build != nil {
+				for k := range j.Build.Args {
+					read(k)
+				}
+			}
+		}
+	}
+	for _, s := range p.Secrets {
+		read(s.Environment)
+	}
+	for _, c := range p.Configs {
+		read(c.Environment)
+	}
 }
 
 var (

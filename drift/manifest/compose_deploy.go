@@ -24,20 +24,17 @@ import (
 // container, as in compose.
 func (sm *serviceMap) mapEnvironment() {
 	s := sm.s
-	project := sm.m.in.env
+	in := sm.m.in
 	explicit := types.MappingWithEquals{}
 	for k, v := range s.Environment {
 		explicit[k] = v
 	}
-	explicit.Resolve(func(k string) (string, bool) {
-		v, ok := project[k]
-		return v, ok
-	})
+	explicit.Resolve(in.lookup)
 	env := explicit.ToMapping()
 	secret := map[string]bool{}
 	for i, ef := range s.EnvFiles {
 		sm.readEnvFile(i, ef, env, secret, func(k string) (string, bool) {
-			if v, ok := project[k]; ok {
+			if v, ok := in.lookup(k); ok {
 				return v, true
 			}
 			if v, ok := explicit[k]; ok && v != nil {

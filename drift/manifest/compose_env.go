@@ -27,7 +27,7 @@ var dotenvLine = regexp.MustCompile(`line (\d+): `)
 
 // composeEnvironment reads .env from the app directory and returns the
 // interpolation environment.
-func composeEnvironment(c *collector, fsys fs.FS, root string, display func(string) string, given map[string]string) map[string]string {
+func composeEnvironment(c *collector, fsys fs.FS, root string, display func(string) string, given map[string]string, read func(string)) map[string]string {
 	env := maps.Clone(given)
 	if env == nil {
 		env = map[string]string{}
@@ -46,6 +46,7 @@ func composeEnvironment(c *collector, fsys fs.FS, root string, display func(stri
 	}
 	fromFile := map[string]string{}
 	err = dotenv.ParseWithFormat(bytes.NewReader(data), ".env", fromFile, func(k string) (string, bool) {
+		read(k)
 		if v, ok := given[k]; ok {
 			return v, true
 		}
@@ -57,6 +58,7 @@ func composeEnvironment(c *collector, fsys fs.FS, root string, display func(stri
 		return env
 	}
 	for k, v := range fromFile {
+		read(k)
 		if _, set := env[k]; !set {
 			env[k] = v
 		}
@@ -86,7 +88,9 @@ func dotenvMessage(err error) string {
 // interpolator substitutes ${VAR} in compose values like compose does, and
 // reports what compose would report, with positions.
 type interpolator struct {
-	env      map[string]string
+	env map[string]string
+	// read is told every name looked up in env (LoadOptions.EnvRead).
+	read     func(string)
 	errs     *collector
 	warnings *collector
 	// usedCasts are the type casts some string value of the files is at:
@@ -95,6 +99,9 @@ type interpolator struct {
 }
 
 func (in *interpolator) lookup(k string) (string, bool) {
+	if in.read != nil {
+		in.read(k)
+	}
 	v, ok := in.env[k]
 	return v, ok
 }

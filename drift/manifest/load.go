@@ -62,6 +62,18 @@ type LoadOptions struct {
 	// compose front end then maps the deploy: keys only Swarm carries
 	// out, and CheckSwarm refuses what Swarm cannot do. "" is one engine.
 	Target string
+	// EnvRead, when set, is called with the name of every variable of
+	// Environment the load reads, whether it is set or not (a name may
+	// come more than once). With the files it read, these are all the
+	// loaded App depends on: the CLI's load cache keys on them.
+	EnvRead func(name string)
+}
+
+// envRead reports a read of the environment variable name.
+func (o *LoadOptions) envRead(name string) {
+	if o.EnvRead != nil {
+		o.EnvRead(name)
+	}
 }
 
 // LoadWith is Load with the app's options.
@@ -81,6 +93,16 @@ func LoadDirWith(dir string, app string, opts LoadOptions) (*App, error) {
 	if dir == "" {
 		dir = "."
 	}
+	return LoadDirFSWith(os.DirFS(dir), dir, app, opts)
+}
+
+// LoadDirFSWith is LoadDirWith reading the directory dir through fsys,
+// which must be os.DirFS(dir) or a view of it (one that records what the
+// load read, say): positions still name files below dir.
+func LoadDirFSWith(fsys fs.FS, dir string, app string, opts LoadOptions) (*App, error) {
+	if dir == "" {
+		dir = "."
+	}
 	display := func(p string) string {
 		switch {
 		case dir == ".":
@@ -92,7 +114,7 @@ func LoadDirWith(dir string, app string, opts LoadOptions) (*App, error) {
 		}
 		return dir + "/" + p
 	}
-	return load(os.DirFS(dir), ".", app, opts, display)
+	return load(fsys, ".", app, opts, display)
 }
 
 // load checks the app name and options and bounds the reads of fsys.
