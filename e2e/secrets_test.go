@@ -18,7 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	"github.com/driftless-dev/driftless/secrets"
+	"github.com/driftless-dev/driftless/secrets/sopstest"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -178,7 +178,7 @@ func TestSOPSSecretRotation(t *testing.T) {
 	v1 := testenv.WorkloadImage(t, "v1")
 	id, keyFile := newAgeKey(t)
 	enc := func(pw string) string {
-		b, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
+		b, err := sopstest.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +293,7 @@ func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: validate-me\n"), id.Recipient().String())
+	enc, err := sopstest.EncryptAge("app-db-password.yaml", []byte("password: validate-me\n"), id.Recipient().String())
 	if err != nil {
 		t.Fatal(err)
 	}
