@@ -61,7 +61,9 @@ func Decrypt(name string, data []byte, keys Keys) ([]byte, error) {
 	}
 	out, err := emitPlain(f.format, f.branches)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTampered, err)
+		// As sops: the file opened, but its values cannot be printed in
+		// its format (a NaN in JSON, a list in a dotenv file).
+		return nil, fmt.Errorf("it decrypts, but cannot be printed as %s: %v", f.format, err)
 	}
 	return out, nil
 }

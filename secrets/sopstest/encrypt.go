@@ -63,7 +63,7 @@ func encryptTree(name string, plaintext []byte, group sops.KeyGroup) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group}, Version: version.Version}}
+	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group}, UnencryptedSuffix: sops.DefaultUnencryptedSuffix, Version: version.Version}}
 	// The data key is encrypted by each master key itself, not through
 	// sops's key service, which rebuilds keys from their fingerprints and
 	// would lose an OpenPGP key's GnuPG home.
