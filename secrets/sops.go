@@ -131,32 +131,8 @@ func groupKey(g []masterKey, ids sopsage.ParsedIdentities, gnupgHome string) ([]
 			if k.Type != typ {
 				continue
 			}
-			for _, own := range []bool{true, false} {
-				var dk []byte
-				var err error
-				switch {
-				case typ == keyTypeAge && own:
-					if len(ids) == 0 {
-						continue
-					}
-					mk := &sopsage.MasterKey{Recipient: k.ID, EncryptedKey: k.Enc}
-					ids.ApplyToMasterKey(mk)
-					dk, err = mk.Decrypt()
-				case typ == keyTypeAge:
-					dk, err = (&sopsage.MasterKey{Recipient: k.ID, EncryptedKey: k.Enc}).Decrypt()
-				case own:
-					if gnupgHome == "" {
-						continue
-					}
-					mk := sopspgp.NewMasterKeyFromFingerprint(k.ID)
-					mk.EncryptedKey = k.Enc
-					sopspgp.GnuPGHome(gnupgHome).ApplyToMasterKey(mk)
-					dk, err = mk.Decrypt()
-				default:
-					mk := sopspgp.NewMasterKeyFromFingerprint(k.ID)
-					mk.EncryptedKey = k.Enc
-					dk, err = mk.Decrypt()
-				}
+			for _, open := range openers(k, ids, gnupgHome) {
+				dk, err := open()
 				if err == nil {
 					return dk, nil
 				}
@@ -168,6 +144,42 @@ func groupKey(g []masterKey, ids sopsage.ParsedIdentities, gnupgHome string) ([]
 		return nil, errors.New("the group has no age or OpenPGP key")
 	}
 	return nil, errors.Join(errs...)
+}
+
+// openers are the ways to open k's data key, in order: with the app's own
+// keys (when it has some of k's type), then as sops does with the
+// environment's (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, ~/.config/sops/age;
+// $GNUPGHOME or ~/.gnupg).
+func openers(k masterKey, ids sopsage.ParsedIdentities, gnupgHome string) []func() ([]byte, error) {
+	var out []func() ([]byte, error)
+	switch k.Type {
+	case keyTypeAge:
+		if len(ids) > 0 {
+			out = append(out, func() ([]byte, error) {
+				mk := &sopsage.MasterKey{Recipient: k.ID, EncryptedKey: k.Enc}
+				ids.ApplyToMasterKey(mk)
+				return mk.Decrypt()
+			})
+		}
+		out = append(out, func() ([]byte, error) {
+			return (&sopsage.MasterKey{Recipient: k.ID, EncryptedKey: k.Enc}).Decrypt()
+		})
+	case keyTypePGP:
+		pgpKey := func() *sopspgp.MasterKey {
+			mk := sopspgp.NewMasterKeyFromFingerprint(k.ID)
+			mk.EncryptedKey = k.Enc
+			return mk
+		}
+		if gnupgHome != "" {
+			out = append(out, func() ([]byte, error) {
+				mk := pgpKey()
+				sopspgp.GnuPGHome(gnupgHome).ApplyToMasterKey(mk)
+				return mk.Decrypt()
+			})
+		}
+		out = append(out, func() ([]byte, error) { return pgpKey().Decrypt() })
+	}
+	return out
 }
 
 // recipients names the public keys a file is encrypted for.
