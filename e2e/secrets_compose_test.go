@@ -12,7 +12,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	"github.com/driftless-dev/driftless/secrets"
+	"github.com/driftless-dev/driftless/secrets/sopstest"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -68,7 +68,7 @@ func TestComposeSecretsOpenPGP(t *testing.T) {
 	app := testenv.UniqueApp(t)
 	pw, apiKey, envPw := "pgp-db-"+app, "plain-api-"+app, "pgp-env-"+app
 	enc := func(name, plain string) string {
-		b, err := secrets.EncryptPGP(name, []byte(plain), home, fpr)
+		b, err := sopstest.EncryptPGP(name, []byte(plain), home, fpr)
 		if err != nil {
 			t.Fatal(err)
 		}

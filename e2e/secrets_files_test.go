@@ -18,7 +18,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	"github.com/driftless-dev/driftless/secrets"
+	"github.com/driftless-dev/driftless/secrets/sopstest"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -114,7 +114,7 @@ func TestSecretFilesOnTmpfs(t *testing.T) {
 	v1 := testenv.WorkloadImage(t, "v1")
 	id, keyFile := newAgeKey(t)
 	enc := func(name, plain string) string {
-		b, err := secrets.EncryptAge(name, []byte(plain), id.Recipient().String())
+		b, err := sopstest.EncryptAge(name, []byte(plain), id.Recipient().String())
 		if err != nil {
 			t.Fatal(err)
 		}

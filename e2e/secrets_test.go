@@ -18,7 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	"github.com/driftless-dev/driftless/secrets"
+	"github.com/driftless-dev/driftless/secrets/sopstest"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -178,7 +178,7 @@ func TestSOPSSecretRotation(t *testing.T) {
 	v1 := testenv.WorkloadImage(t, "v1")
 	id, keyFile := newAgeKey(t)
 	enc := func(pw string) string {
-		b, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
+		b, err := sopstest.EncryptAge("app-db-password.yaml", []byte("password: "+pw+"\n"), id.Recipient().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,8 @@ func checkContainerEnv(t *testing.T, app, kv string) {
 
 // TestValidateChecksSecretsDecrypt: `driftless validate` opens every
 // referenced SOPS file with the keys of the environment, and says which
-// file does not open and why.
+// file does not open and why (no key; only key types driftless does not
+// use).
 func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -293,7 +294,7 @@ func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := secrets.EncryptAge("app-db-password.yaml", []byte("password: validate-me\n"), id.Recipient().String())
+	enc, err := sopstest.EncryptAge("app-db-password.yaml", []byte("password: validate-me\n"), id.Recipient().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +321,17 @@ func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	out, code = testenv.Run(t, ctx, dir, "validate", "--output", "json")
 	if code != 0 || strings.Contains(out, "validate-me") {
 		t.Errorf("with the key: exit %d (want 0, and no value in the output):\n%s", code, out)
+	}
+	// A file only for a cloud KMS: refused, naming the file and the key
+	// type, even with an age key at hand.
+	kmsOnly, err := sopstest.WithOnlyKeys(enc, map[string][]map[string]string{"kms": {{
+		"arn": "arn:aws:kms:eu-west-1:111122223333:key/1234abcd", "created_at": "2024-01-02T03:04:05Z", "enc": "AQICAHh", "aws_profile": "",
+	}}})
+	must(err)
+	must(os.WriteFile(filepath.Join(dir, "secrets", "app-db-password.yaml"), kmsOnly, 0o644))
+	out, code = testenv.Run(t, ctx, dir, "validate")
+	if code != 1 || !strings.Contains(out, "secrets/app-db-password.yaml: no available key can decrypt it: it is encrypted only for keys of type kms, which driftless cannot use") {
+		t.Errorf("a KMS-only file: exit %d, output:\n%s", code, out)
 	}
 }
 

@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/cmd/sops/common"
-	"github.com/getsops/sops/v3/cmd/sops/formats"
-	"github.com/getsops/sops/v3/config"
 	sopspgp "github.com/getsops/sops/v3/pgp"
+	"github.com/getsops/sops/v3/shamir"
 )
 
 // Keys are the decryption keys of one app beyond what the agent's
@@ -41,94 +37,157 @@ var (
 	ErrTampered = errors.New("its content does not match its MAC (tampered with, or edited without sops)")
 )
 
-// FormatOf is the SOPS format of a file by its name, as `sops` chooses
-// it: .yaml/.yml, .json, .env, .ini, anything else binary.
-func FormatOf(name string) formats.Format {
-	return formats.FormatForPath(name)
-}
-
 // Decrypt returns the plaintext of a SOPS-encrypted file, in the form
 // `sops --decrypt` prints it. name only chooses the format. The age
 // identities of keys are tried first; then what SOPS finds in the agent's
 // environment (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG). The MAC is always
 // checked. The error says which of ErrNotEncrypted, ErrNoKey or
-// ErrTampered applies, with SOPS's own reason.
+// ErrTampered applies, with the reason.
 func Decrypt(name string, data []byte, keys Keys) ([]byte, error) {
-	store := common.StoreForFormat(FormatOf(name), config.NewStoresConfig())
-	tree, err := store.LoadEncryptedFile(data)
+	f, err := loadEncrypted(FormatOf(name), data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotEncrypted, err)
 	}
-	key, err := dataKey(&tree, keys)
+	if unsupported := unsupportedOnly(f.meta.KeyGroups); unsupported != "" {
+		return nil, fmt.Errorf("%w: it is encrypted only for %s, which driftless cannot use: driftless opens age and OpenPGP keys; add an age or OpenPGP recipient to the file (sops updatekeys, or sops --rotate --add-age age1...) and give the agent its private key", ErrNoKey, unsupported)
+	}
+	key, err := dataKey(f.meta, keys)
 	if err != nil {
-		// SOPS's own message is a multi-line colored report; the
-		// recipients say what to do.
-		return nil, fmt.Errorf("%w: it is encrypted for %s; give the agent one of their private keys", ErrNoKey, recipients(&tree))
+		// The recipients say what to do.
+		return nil, fmt.Errorf("%w: it is encrypted for %s; give the agent one of their private keys", ErrNoKey, recipients(f.meta.KeyGroups))
 	}
-	cipher := aes.NewCipher()
-	mac, err := tree.Decrypt(key, cipher)
+	if err := decryptTree(f, key); err != nil {
+		return nil, err
+	}
+	out, err := emitPlain(f.format, f.branches)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTampered, err)
+		// As sops: the file opened, but its values cannot be printed in
+		// its format (a NaN in JSON, a list in a dotenv file).
+		return nil, fmt.Errorf("it decrypts, but cannot be printed as %s: %v", f.format, err)
 	}
-	want, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot decrypt the MAC: %v", ErrTampered, err)
-	}
-	if want != mac {
-		return nil, ErrTampered
-	}
-	return store.EmitPlainFile(tree.Branches)
+	return out, nil
 }
 
-// dataKey opens the file's data key with the app's own keys (age
-// identities, GnuPG home) — each master key decrypting directly, since
-// sops's key service would rebuild the keys without them — else with what
-// SOPS finds in the environment.
-func dataKey(tree *sops.Tree, keys Keys) ([]byte, error) {
-	own := strings.TrimSpace(keys.AgeIdentities) != "" || keys.GnuPGHome != ""
+// unsupportedOnly names the key types of a file none of whose keys
+// driftless can use (an AWS KMS-only file, say), or "".
+func unsupportedOnly(groups [][]masterKey) string {
+	var types []string
+	for _, g := range groups {
+		for _, k := range g {
+			if k.Type == keyTypeAge || k.Type == keyTypePGP {
+				return ""
+			}
+			if !slices.Contains(types, k.Type) {
+				types = append(types, k.Type)
+			}
+		}
+	}
+	if len(types) == 0 {
+		return ""
+	}
+	return "keys of type " + strings.Join(types, ", ")
+}
+
+// dataKey recovers the file's data key: from each key group, one share
+// (the whole key when there is one group), opened by the first of its age
+// or OpenPGP keys that the app's keys (age identities, GnuPG home) or else
+// the environment's open; with several groups, the shares are combined
+// (Shamir), as sops does.
+func dataKey(meta metadata, keys Keys) ([]byte, error) {
 	var ids sopsage.ParsedIdentities
 	if strings.TrimSpace(keys.AgeIdentities) != "" {
 		if err := ids.Import(keys.AgeIdentities); err != nil {
 			return nil, fmt.Errorf("the app's age key file: %w", err)
 		}
 	}
-	for _, group := range tree.Metadata.KeyGroups {
-		for _, k := range group {
-			switch mk := k.(type) {
-			case *sopsage.MasterKey:
-				if len(ids) == 0 {
-					continue
-				}
-				ids.ApplyToMasterKey(mk)
-				if dk, err := mk.Decrypt(); err == nil {
+	var parts [][]byte
+	var errs []error
+	for _, g := range meta.KeyGroups {
+		part, err := groupKey(g, ids, keys.GnuPGHome)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		parts = append(parts, part)
+	}
+	if len(meta.KeyGroups) <= 1 {
+		if len(parts) != 1 {
+			return nil, errors.Join(errs...)
+		}
+		return parts[0], nil
+	}
+	if len(parts) < meta.ShamirThreshold {
+		return nil, fmt.Errorf("%d of %d key groups opened, %d needed: %w", len(parts), len(meta.KeyGroups), meta.ShamirThreshold, errors.Join(errs...))
+	}
+	return shamir.Combine(parts)
+}
+
+// groupKey opens one key group's share: age keys first (cheap), then
+// OpenPGP (gpg); each with the app's keys, then the environment's.
+func groupKey(g []masterKey, ids sopsage.ParsedIdentities, gnupgHome string) ([]byte, error) {
+	var errs []error
+	for _, typ := range []string{keyTypeAge, keyTypePGP} {
+		for _, k := range g {
+			if k.Type != typ {
+				continue
+			}
+			for _, open := range openers(k, ids, gnupgHome) {
+				dk, err := open()
+				if err == nil {
 					return dk, nil
 				}
-			case *sopspgp.MasterKey:
-				if keys.GnuPGHome == "" {
-					continue
-				}
-				sopspgp.GnuPGHome(keys.GnuPGHome).ApplyToMasterKey(mk)
-				if dk, err := mk.Decrypt(); err == nil {
-					return dk, nil
-				}
+				errs = append(errs, err)
 			}
 		}
 	}
-	// Not for the app's keys: the file may be for a key the environment
-	// holds (an OpenPGP key in $GNUPGHOME, the agent-wide age key).
-	dk, err := tree.Metadata.GetDataKey()
-	if err != nil && own {
-		return nil, fmt.Errorf("neither the app's keys nor the agent's: %w", err)
+	if len(errs) == 0 {
+		return nil, errors.New("the group has no age or OpenPGP key")
 	}
-	return dk, err
+	return nil, errors.Join(errs...)
+}
+
+// openers are the ways to open k's data key, in order: with the app's own
+// keys (when it has some of k's type), then as sops does with the
+// environment's (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, ~/.config/sops/age;
+// $GNUPGHOME or ~/.gnupg).
+func openers(k masterKey, ids sopsage.ParsedIdentities, gnupgHome string) []func() ([]byte, error) {
+	var out []func() ([]byte, error)
+	switch k.Type {
+	case keyTypeAge:
+		if len(ids) > 0 {
+			out = append(out, func() ([]byte, error) {
+				mk := &sopsage.MasterKey{Recipient: k.ID, EncryptedKey: k.Enc}
+				ids.ApplyToMasterKey(mk)
+				return mk.Decrypt()
+			})
+		}
+		out = append(out, func() ([]byte, error) {
+			return (&sopsage.MasterKey{Recipient: k.ID, EncryptedKey: k.Enc}).Decrypt()
+		})
+	case keyTypePGP:
+		pgpKey := func() *sopspgp.MasterKey {
+			mk := sopspgp.NewMasterKeyFromFingerprint(k.ID)
+			mk.EncryptedKey = k.Enc
+			return mk
+		}
+		if gnupgHome != "" {
+			out = append(out, func() ([]byte, error) {
+				mk := pgpKey()
+				sopspgp.GnuPGHome(gnupgHome).ApplyToMasterKey(mk)
+				return mk.Decrypt()
+			})
+		}
+		out = append(out, func() ([]byte, error) { return pgpKey().Decrypt() })
+	}
+	return out
 }
 
 // recipients names the public keys a file is encrypted for.
-func recipients(tree *sops.Tree) string {
+func recipients(groups [][]masterKey) string {
 	var rs []string
-	for _, g := range tree.Metadata.KeyGroups {
+	for _, g := range groups {
 		for _, k := range g {
-			rs = append(rs, k.TypeToIdentifier()+" "+k.ToString())
+			rs = append(rs, k.Type+" "+k.ID)
 		}
 	}
 	if len(rs) == 0 {
@@ -140,8 +199,7 @@ func recipients(tree *sops.Tree) string {
 // IsEncrypted reports whether data looks like a SOPS file of name's
 // format (it has SOPS metadata), without decrypting anything.
 func IsEncrypted(name string, data []byte) bool {
-	store := common.StoreForFormat(FormatOf(name), config.NewStoresConfig())
-	_, err := store.LoadEncryptedFile(bytes.Clone(data))
+	_, err := loadEncrypted(FormatOf(name), bytes.Clone(data))
 	return err == nil
 }
 

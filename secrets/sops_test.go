@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"filippo.io/age"
+
+	"github.com/driftless-dev/driftless/secrets/sopstest"
 )
 
 func newAgeKey(t *testing.T) *age.X25519Identity {
@@ -26,7 +28,7 @@ func encrypt(t *testing.T, name, plain string, ids ...*age.X25519Identity) []byt
 	for _, id := range ids {
 		rs = append(rs, id.Recipient().String())
 	}
-	b, err := EncryptAge(name, []byte(plain), rs...)
+	b, err := sopstest.EncryptAge(name, []byte(plain), rs...)
 	if err != nil {
 		t.Fatalf("encrypt %s: %v", name, err)
 	}
@@ -167,7 +169,7 @@ func newGnuPGHome(t *testing.T) (home, fingerprint string) {
 // with the app's GnuPG home, and with GNUPGHOME, and not without the key.
 func TestDecryptOpenPGP(t *testing.T) {
 	home, fp := newGnuPGHome(t)
-	enc, err := EncryptPGP("db.yaml", []byte("password: pgp-s3cret\n"), home, fp)
+	enc, err := sopstest.EncryptPGP("db.yaml", []byte("password: pgp-s3cret\n"), home, fp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	fage "filippo.io/age"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsecrets "github.com/driftless-dev/driftless/secrets"
+	"github.com/driftless-dev/driftless/secrets/sopstest"
 )
 
 func TestScanSecretsAndRedactDiff(t *testing.T) {
@@ -207,7 +207,7 @@ func TestDiffCollapsesSOPSFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := func(name, plain string) string {
-		b, err := dsecrets.EncryptAge(name, []byte(plain), id.Recipient().String())
+		b, err := sopstest.EncryptAge(name, []byte(plain), id.Recipient().String())
 		if err != nil {
 			t.Fatal(err)
 		}

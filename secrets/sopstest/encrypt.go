@@ -1,4 +1,8 @@
-package secrets
+// Package sopstest encrypts files with the sops library itself, the code
+// `sops --encrypt` runs, for tests. Only _test.go files may import it: the
+// library links every cloud SDK its key services use, which the driftless
+// binary must not carry (its reader is package secrets).
+package sopstest
 
 import (
 	"crypto/rand"
@@ -9,6 +13,7 @@ import (
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/cmd/sops/common"
+	"github.com/getsops/sops/v3/cmd/sops/formats"
 	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keys"
 	sopspgp "github.com/getsops/sops/v3/pgp"
@@ -17,8 +22,7 @@ import (
 
 // EncryptAge encrypts plaintext for the age recipients ("age1...") the
 // way `sops --encrypt --age RECIPIENTS` does, in the format name chooses.
-// driftless itself only decrypts; this is the same code path `sops` runs,
-// for tests and for `driftless` users without the sops binary at hand.
+// driftless itself only decrypts; this is the same code path `sops` runs.
 func EncryptAge(name string, plaintext []byte, recipients ...string) ([]byte, error) {
 	if len(recipients) == 0 {
 		return nil, errors.New("no age recipients")
@@ -54,12 +58,12 @@ func EncryptPGP(name string, plaintext []byte, gnupgHome string, fingerprints ..
 
 // encryptTree is what `sops --encrypt` does with one key group.
 func encryptTree(name string, plaintext []byte, group sops.KeyGroup) ([]byte, error) {
-	store := common.StoreForFormat(FormatOf(name), config.NewStoresConfig())
+	store := common.StoreForFormat(formats.FormatForPath(name), config.NewStoresConfig())
 	branches, err := store.LoadPlainFile(plaintext)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group}, Version: version.Version}}
+	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group}, UnencryptedSuffix: sops.DefaultUnencryptedSuffix, Version: version.Version}}
 	// The data key is encrypted by each master key itself, not through
 	// sops's key service, which rebuilds keys from their fingerprints and
 	// would lose an OpenPGP key's GnuPG home.
