@@ -311,11 +311,19 @@ func (e *Engine) start() (time.Duration, error) {
 	// the test binary dies without cleaning up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if e.netns != "" {
-		// ip netns exec also mounts the namespace's /sys, which dockerd
-		// reads for its interfaces; a new UTS namespace gives the engine
-		// its hostname. Each step execs the next: the PID is dockerd's.
-		cmd = exec.Command("ip", append([]string{"netns", "exec", e.netns, "sh", "-c",
-			`echo "$0" >/proc/sys/kernel/hostname && exec dockerd "$@"`, e.hostname}, e.args()...)...)
+		// ip netns exec mounts the namespace's /sys (so dockerd sees its
+		// own interfaces there, never the host's), in a mount namespace
+		// of its own, which hides the cgroup file systems under /sys:
+		// they are mounted again there as on the host. A new UTS
+		// namespace gives the engine its hostname. Each step execs the
+		// next: the PID is dockerd's.
+		mounts, err := cgroupMounts()
+		if err != nil {
+			logFile.Close()
+			return 0, err
+		}
+		script := `echo "$0" >/proc/sys/kernel/hostname && ` + mounts + `exec dockerd "$@"`
+		cmd = exec.Command("ip", append([]string{"netns", "exec", e.netns, "sh", "-c", script, e.hostname}, e.args()...)...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUTS}
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -347,6 +355,30 @@ func (e *Engine) start() (time.Duration, error) {
 	e.starts = append(e.starts, d)
 	return d, nil
 }
+
+// cgroupMounts is a shell command list ("mount ... && " each) that
+// mounts the host's cgroup file systems (v1 hierarchies, v2, or both) at
+// the same places again, in the order the host has them.
+func cgroupMounts() (string, error) {
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 4 || (f[1] != "/sys/fs/cgroup" && !strings.HasPrefix(f[1], "/sys/fs/cgroup/")) {
+			continue
+		}
+		fmt.Fprintf(&b, "mkdir -p %s && mount -t %s -o %s %s %s && ", shellQuote(f[1]), shellQuote(f[2]), shellQuote(f[3]), shellQuote(f[0]), shellQuote(f[1]))
+	}
+	if b.Len() == 0 {
+		return "", errors.New("privengine: no cgroup file system under /sys/fs/cgroup to give an isolated engine")
+	}
+	return b.String(), nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Stop stops the engine by PID: SIGTERM, then SIGKILL after StopTimeout.
 // dockerd stops its containers first; those with a restart policy of
