@@ -80,10 +80,17 @@ func (sm *serviceMap) record(model, attr string) {
 func (sm *serviceMap) mapService() {
 	s := sm.s
 	sm.refuseUnmapped()
+	restart := RestartNever // compose's default restart is "no"
+	if sm.m.opts.Target == TargetSwarm {
+		// docker stack deploy's default: Swarm restarts tasks on any
+		// exit, and only then replaces the tasks of a node drained or
+		// lost. An explicit restart or deploy.restart_policy still wins.
+		restart = RestartAlways
+	}
 	sm.spec = ServiceSpec{
 		Image:      s.Image,
 		Replicas:   defaultReplicas,
-		Restart:    RestartNever, // compose's default restart is "no"
+		Restart:    restart,
 		User:       s.User,
 		WorkingDir: s.WorkingDir,
 		Hostname:   s.Hostname,
