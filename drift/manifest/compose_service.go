@@ -80,17 +80,10 @@ func (sm *serviceMap) record(model, attr string) {
 func (sm *serviceMap) mapService() {
 	s := sm.s
 	sm.refuseUnmapped()
-	restart := RestartNever // compose's default restart is "no"
-	if sm.m.opts.Target == TargetSwarm {
-		// docker stack deploy's default: Swarm restarts tasks on any
-		// exit, and only then replaces the tasks of a node drained or
-		// lost. An explicit restart or deploy.restart_policy still wins.
-		restart = RestartAlways
-	}
 	sm.spec = ServiceSpec{
 		Image:      s.Image,
 		Replicas:   defaultReplicas,
-		Restart:    restart,
+		Restart:    RestartNever, // compose's default restart is "no"
 		User:       s.User,
 		WorkingDir: s.WorkingDir,
 		Hostname:   s.Hostname,
@@ -523,6 +516,7 @@ func (sm *serviceMap) mapRestart() {
 			sm.refuse("restart", "must be no, always, on-failure[:N] or unless-stopped, got %q", r)
 		}
 		sm.spec.Restart, sm.spec.RestartMaxRetries = policy, n
+		sm.spec.RestartNeverDeclared = policy == RestartNever
 	}
 	if sm.s.Deploy == nil || sm.s.Deploy.RestartPolicy == nil {
 		return
@@ -557,6 +551,7 @@ func (sm *serviceMap) mapRestart() {
 		return
 	}
 	sm.spec.Restart, sm.spec.RestartMaxRetries = policy, retries
+	sm.spec.RestartNeverDeclared = policy == RestartNever
 }
 
 func composeRestart(r string) (policy string, retries int, ok bool) {
