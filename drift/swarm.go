@@ -361,8 +361,37 @@ func assessSwarmService(in Input, plan Plan, svc *manifest.Service) ServiceHealt
 			sh.Desired = max(sh.Desired, countTasks(in, svc.Name))
 		}
 	}
-	sh.Health, sh.Message = judgeSwarm(in, svc.Hash, have, sh, findingsOf(plan, svc.Name))
+	f := findingsOf(plan, svc.Name)
+	f.unstarted, f.unstartedWhy = unstartedTasks(in, svc.Name)
+	sh.Health, sh.Message = judgeSwarm(in, svc.Hash, have, sh, f)
 	return sh
+}
+
+// unstartedTasks are the tasks Swarm wants running that it says why it
+// cannot start, chiefly ones its scheduler cannot place ("no suitable
+// node": a node drained or down, a constraint no node meets, too few
+// resources). Swarm keeps them pending and places them once a node fits;
+// until then the service runs fewer tasks than it declares, which needs
+// a person, not patience.
+func unstartedTasks(in Input, service string) (n int, groups []string) {
+	names := map[string][]string{}
+	var reasons []string
+	for _, c := range in.Actual.Containers {
+		if c.App != in.App || c.Service != service || c.State == StateRunning || c.ReadyReason == "" {
+			continue
+		}
+		// Tasks held back for the same reason are named together.
+		why := string(c.State) + ": " + c.ReadyReason
+		if names[why] == nil {
+			reasons = append(reasons, why)
+		}
+		names[why] = append(names[why], c.Name)
+		n++
+	}
+	for _, why := range reasons {
+		groups = append(groups, strings.Join(names[why], ", ")+" "+why)
+	}
+	return n, groups
 }
 
 // updateStuck: Swarm's update state says the declared spec is not what
@@ -395,6 +424,10 @@ func updateHealth(have *SwarmService, hash, ready, errs string) (Health, string)
 type swarmFindings struct {
 	pending, drift int
 	deferred, held []string
+	// unstarted: tasks Swarm cannot start, and why, grouped by reason
+	// (not from the plan: from the observed tasks).
+	unstarted    int
+	unstartedWhy []string
 }
 
 // findingsOf is what the plan says about one service.
@@ -468,6 +501,10 @@ func judgeSwarm(in Input, hash string, have *SwarmService, sh ServiceHealth, f s
 	case sh.Running > sh.Desired:
 		// Swarm has not removed the tasks of a scale-down yet.
 		return HealthProgressing, strconv.Itoa(sh.Running) + " tasks running for " + strconv.Itoa(sh.Desired) + " replicas"
+	case sh.Ready < sh.Desired && f.unstarted > 0:
+		return HealthDegraded, ready + "; Swarm cannot start " + count(f.unstarted, "task", "tasks") + ": " +
+			strings.Join(f.unstartedWhy[:min(3, len(f.unstartedWhy))], "; ") + errs +
+			" (check the nodes with docker node ls: one drained, paused or down, or none that meets the placement constraints or resources)"
 	case sh.Ready < sh.Desired && errs != "":
 		return HealthDegraded, ready + errs
 	case sh.Ready < sh.Desired:

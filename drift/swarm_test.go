@@ -75,6 +75,18 @@ func TestComputeSwarm(t *testing.T) {
 		s.UpdateState, s.UpdateMessage = SwarmUpdateRollbackCompleted, "rollback completed" // Swarm cleared the previous spec
 	})
 	failedV2 := map[string]RolloutFailure{"web": {Hash: web3v2.Hash, Failure: Failure{Cause: FailureRollout, Summary: "Swarm rollback started"}}}
+	// The node the tasks ran on was drained and no other meets the
+	// constraints: Swarm keeps the new tasks pending, with its reason.
+	unplaced := swarmConverged(app)
+	for i := 1; i < 3; i++ {
+		c := &unplaced.Containers[i]
+		c.State, c.Ready, c.Node = "pending", false, ""
+		c.ReadyReason = "no suitable node (1 node not available for new tasks; scheduling constraints not satisfied on 1 node)"
+	}
+	unplacedOther := swarmConverged(app)
+	unplacedOther.Containers[2].State, unplacedOther.Containers[2].Ready = "pending", false
+	unplacedOther.Containers[2].ReadyReason = "no suitable node (insufficient resources on 2 nodes)"
+
 	extra := swarmConverged(app)
 	extra.Services = append(extra.Services, SwarmService{ID: "svc-old", Name: "shop-old", App: testApp, Service: "old", Replicas: 1})
 	foreign := swarmConverged(desiredApp(api1))
@@ -262,6 +274,8 @@ func TestSameImage(t *testing.T) {
 	}
 }
 
+const unstartedHint = " (check the nodes with docker node ls: one drained, paused or down, or none that meets the placement constraints or resources)"
+
 func TestAssessSwarm(t *testing.T) {
 	web := service("web", 3)
 	app := desiredApp(web)
@@ -288,6 +302,18 @@ func TestAssessSwarm(t *testing.T) {
 		s.TaskErrors = []string{"shop-web.1 on node-1: task: container unhealthy"}
 	})
 
+	// The node the tasks ran on was drained and no other meets the
+	// constraints: Swarm keeps the new tasks pending, with its reason.
+	unplaced := swarmConverged(app)
+	for i := 1; i < 3; i++ {
+		c := &unplaced.Containers[i]
+		c.State, c.Ready, c.Node = "pending", false, ""
+		c.ReadyReason = "no suitable node (1 node not available for new tasks; scheduling constraints not satisfied on 1 node)"
+	}
+	unplacedOther := swarmConverged(app)
+	unplacedOther.Containers[2].State, unplacedOther.Containers[2].Ready = "pending", false
+	unplacedOther.Containers[2].ReadyReason = "no suitable node (insufficient resources on 2 nodes)"
+
 	extra := swarmConverged(app)
 	extra.Containers = append(extra.Containers, Container{ID: "task-web4", Name: "shop-web.4", App: testApp, Service: "web", Slot: 4, State: StateRunning, Ready: true})
 
@@ -307,6 +333,10 @@ func TestAssessSwarm(t *testing.T) {
 	}{
 		{"every task running and healthy", app, swarmConverged(app), HealthHealthy, "3/3 tasks ready"},
 		{"a task not yet healthy", app, oneDown, HealthProgressing, "2/3 tasks ready"},
+		{"tasks Swarm cannot place: Degraded with its reason, once per reason", app, unplaced, HealthDegraded,
+			"1/3 tasks ready; Swarm cannot start 2 tasks: shop-web.2, shop-web.3 pending: no suitable node (1 node not available for new tasks; scheduling constraints not satisfied on 1 node)" + unstartedHint},
+		{"a task Swarm cannot place for lack of resources", app, unplacedOther, HealthDegraded,
+			"2/3 tasks ready; Swarm cannot start 1 task: shop-web.3 pending: no suitable node (insufficient resources on 2 nodes)" + unstartedHint},
 		{"a task keeps failing", app, failing, HealthDegraded, "2/3 tasks ready; task errors: shop-web.3 on node-1: task: non-zero exit (1)"},
 		{"Swarm is rolling an update", appV2, updating, HealthProgressing, "3/3 tasks ready; Swarm is rolling the update"},
 		{"Swarm paused the update", appV2, paused, HealthDegraded, "3/3 tasks ready; Swarm paused the update: update paused due to failure or early termination of task x; task errors: shop-web.1 on node-1: task: container unhealthy (fix it in a new commit)"},

@@ -512,6 +512,11 @@ func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppH
 		if ss.Health == "" {
 			ss.Health = HealthUnknown
 		}
+		if sh.Service != "" {
+			// What the judgement counted against: for a Swarm global
+			// service, one task per eligible node, not a replica count.
+			ss.Desired = sh.Desired
+		}
 		if actual != nil {
 			for _, c := range actual.Containers {
 				if c.Service != svc.Name {

@@ -145,3 +145,22 @@ func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
 		t.Errorf("repairs = %+v", repairs)
 	}
 }
+
+// TestSwarmGlobalServiceShowsItsTaskCount: a global service has no
+// replica count; status shows as desired the tasks Swarm runs for it
+// (one per eligible node), as its health message counts them.
+func TestSwarmGlobalServiceShowsItsTaskCount(t *testing.T) {
+	app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "agent", Spec: manifest.ServiceSpec{Image: "shop/agent:1", Replicas: 1,
+		Swarm: &manifest.SwarmSpec{Global: true}}}}}
+	actual := &drift.Actual{Services: []drift.SwarmService{{ID: "s1", Name: "shop-agent", App: "shop", Service: "agent", Global: true, Image: "shop/agent:1"}}}
+	for _, node := range []string{"manager-1", "worker-1"} {
+		actual.Containers = append(actual.Containers, drift.Container{Name: "shop-agent." + node, App: "shop", Service: "agent",
+			State: drift.StateRunning, Ready: true, Node: node})
+	}
+	in := drift.Input{App: "shop", Desired: app, Actual: *actual, Options: drift.Options{Target: manifest.TargetSwarm}}
+	h := drift.Assess(in, drift.Compute(in))
+	got := serviceStatuses(&revisionState{app: app}, nil, &h, actual)
+	if len(got) != 1 || got[0].Desired != 2 || got[0].Ready != 2 || got[0].Message != "2/2 tasks ready" {
+		t.Errorf("global service status = %+v, want 2/2 tasks ready and 2 desired", got)
+	}
+}

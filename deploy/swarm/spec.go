@@ -226,7 +226,12 @@ func resources(s *manifest.ServiceSpec) *swarmtypes.ResourceRequirements {
 func restartPolicy(s *manifest.ServiceSpec) *swarmtypes.RestartPolicy {
 	switch s.Restart {
 	case manifest.RestartNever:
-		return &swarmtypes.RestartPolicy{Condition: swarmtypes.RestartPolicyConditionNone}
+		if s.RestartNeverDeclared {
+			return &swarmtypes.RestartPolicy{Condition: swarmtypes.RestartPolicyConditionNone}
+		}
+		// compose's default "no": Swarm's default, as docker stack
+		// deploy does, so Swarm replaces the tasks of a drained or lost
+		// node (it replaces none under condition none).
 	case manifest.RestartOnFailure:
 		p := &swarmtypes.RestartPolicy{Condition: swarmtypes.RestartPolicyConditionOnFailure}
 		if s.RestartMaxRetries > 0 {

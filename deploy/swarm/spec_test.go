@@ -28,6 +28,28 @@ func load(t *testing.T, files map[string]string) *manifest.App {
 	return a
 }
 
+// TestServiceSpecRestartDefault: a compose service that says nothing of
+// restarts restarts on any exit on Swarm, as with docker stack deploy, so
+// Swarm replaces its tasks when their node is drained or lost (with
+// condition none it replaces nothing); an explicit restart: "no" is kept.
+func TestServiceSpecRestartDefault(t *testing.T) {
+	app := load(t, map[string]string{"compose.yaml": `services:
+  web: {image: shop/web:1}
+  job: {image: shop/job:1, restart: "no"}
+  worker: {image: shop/worker:1, deploy: {restart_policy: {condition: none}}}
+`})
+	for svc, want := range map[string]swarmtypes.RestartPolicyCondition{
+		"web":    swarmtypes.RestartPolicyConditionAny,
+		"job":    swarmtypes.RestartPolicyConditionNone,
+		"worker": swarmtypes.RestartPolicyConditionNone,
+	} {
+		spec := ServiceSpec(app, app.Service(svc), "abc123")
+		if got := spec.TaskTemplate.RestartPolicy; got == nil || got.Condition != want {
+			t.Errorf("service %s: restart policy %+v, want condition %s", svc, got, want)
+		}
+	}
+}
+
 func TestServiceSpecFromCompose(t *testing.T) {
 	app := load(t, map[string]string{"compose.yaml": `services:
   web:

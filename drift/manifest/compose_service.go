@@ -516,6 +516,7 @@ func (sm *serviceMap) mapRestart() {
 			sm.refuse("restart", "must be no, always, on-failure[:N] or unless-stopped, got %q", r)
 		}
 		sm.spec.Restart, sm.spec.RestartMaxRetries = policy, n
+		sm.spec.RestartNeverDeclared = policy == RestartNever
 	}
 	if sm.s.Deploy == nil || sm.s.Deploy.RestartPolicy == nil {
 		return
@@ -550,6 +551,7 @@ func (sm *serviceMap) mapRestart() {
 		return
 	}
 	sm.spec.Restart, sm.spec.RestartMaxRetries = policy, retries
+	sm.spec.RestartNeverDeclared = policy == RestartNever
 }
 
 func composeRestart(r string) (policy string, retries int, ok bool) {

@@ -56,6 +56,7 @@ func normalizeService(raw *rawServiceSpec) ServiceSpec {
 		EnvFrom:                slices.Clone(raw.EnvFrom),
 		Networks:               sortedSet(raw.Networks),
 		Restart:                orDefaultString(raw.Restart, RestartAlways),
+		RestartNeverDeclared:   raw.Restart == RestartNever,
 		DependsOn:              sortedSet(raw.DependsOn),
 		StopGracePeriodSeconds: orDefault(raw.StopGracePeriodSeconds, defaultStopGrace),
 		Update:                 normalizeUpdate(raw.Update),

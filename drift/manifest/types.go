@@ -188,8 +188,16 @@ type ServiceSpec struct {
 	Resources Resources     `json:"resources"`
 	Readiness *Readiness    `json:"readiness,omitempty"`
 	Restart   string        `json:"restart"`
-	Update    Update        `json:"update"`
-	DependsOn []string      `json:"dependsOn,omitempty"`
+	// RestartNeverDeclared: Restart is never because the manifest says
+	// so (native restart: never; compose restart: "no" or
+	// deploy.restart_policy.condition: none), not by compose's default.
+	// On Swarm an undeclared never is Swarm's default, restart on any
+	// exit, as with docker stack deploy: without it Swarm does not
+	// replace the tasks of a node drained or lost. Absent (false) it
+	// leaves the spec hash as it was.
+	RestartNeverDeclared bool     `json:"restartNeverDeclared,omitempty"`
+	Update               Update   `json:"update"`
+	DependsOn            []string `json:"dependsOn,omitempty"`
 	// StopGracePeriodSeconds is how long Docker waits after SIGTERM.
 	StopGracePeriodSeconds int `json:"stopGracePeriodSeconds"`
 

@@ -20,6 +20,13 @@
 // networks (so no bridge interface is left on the host), the engine
 // itself, its default bridge, mounts under its directory, its cgroup
 // parent and its files.
+//
+// StartIsolated runs an engine in a network namespace (and hostname) of
+// its own instead, and Link joins two of them by a veth pair: two
+// Swarm nodes on one machine, whose fixed ports (gossip 7946, VXLAN 4789)
+// and docker_gwbridge would otherwise collide with each other and with
+// any other Swarm engine on the host. Nothing of such an engine is on the
+// host's network: its interfaces go with its namespace.
 package privengine
 
 import (
@@ -66,6 +73,10 @@ type Engine struct {
 	// Starts and Stops are how long each start (until the engine answers
 	// a ping) and each stop (until the process exited) took.
 	starts, stops []time.Duration
+
+	// netns is the engine's network namespace ("" = the host's), and
+	// hostname its name there (a Swarm node's hostname).
+	netns, hostname string
 }
 
 // StopTimeout is how long Stop waits after SIGTERM before SIGKILL. dockerd
@@ -77,6 +88,20 @@ const startTimeout = 30 * time.Second
 
 // Start starts a private engine and registers its clean-up.
 func Start(t testing.TB) *Engine {
+	t.Helper()
+	return start(t, "")
+}
+
+// StartIsolated starts a private engine in a network namespace and a UTS
+// namespace of its own, with hostname as its host name (what Swarm shows
+// as the node's hostname). Its default bridge is inside the namespace;
+// Link connects it to another isolated engine.
+func StartIsolated(t testing.TB, hostname string) *Engine {
+	t.Helper()
+	return start(t, hostname)
+}
+
+func start(t testing.TB, hostname string) *Engine {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		unavailable(t, "a private Docker engine needs root")
@@ -109,6 +134,10 @@ func Start(t testing.TB) *Engine {
 		Dir:          dir,
 		sock:         filepath.Join(dir, "docker.sock"),
 		cgroupParent: "/driftless-privengine-" + hex.EncodeToString(id),
+		hostname:     hostname,
+	}
+	if hostname != "" {
+		e.netns = e.bridge // a random name, never one of another engine
 	}
 	e.Host = "unix://" + e.sock
 	e.bridgeNet, err = freeBridgeNet()
@@ -131,22 +160,61 @@ func Start(t testing.TB) *Engine {
 	if err := writeMarker(dir, e.marker()); err != nil {
 		t.Fatal(err)
 	}
+	if e.netns != "" {
+		ipCmds(t, []string{"netns", "add", e.netns}, []string{"-n", e.netns, "link", "set", "lo", "up"})
+	}
 	// The default bridge: dockerd uses a bridge it is given as it is.
 	gw := strings.TrimSuffix(e.bridgeNet, "0/24") + "1/24"
-	for _, args := range [][]string{
-		{"link", "add", e.bridge, "type", "bridge"},
-		{"addr", "add", gw, "dev", e.bridge},
-		{"link", "set", e.bridge, "up"},
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("privengine: ip %s: %v %s", strings.Join(args, " "), err, out)
-		}
-	}
+	ipCmds(t, e.ip("link", "add", e.bridge, "type", "bridge"), e.ip("addr", "add", gw, "dev", e.bridge), e.ip("link", "set", e.bridge, "up"))
 	e.Start()
 	return e
 }
 
+// ip is an ip(8) command line in the engine's network namespace.
+func (e *Engine) ip(args ...string) []string {
+	if e.netns == "" {
+		return args
+	}
+	return append([]string{"-n", e.netns}, args...)
+}
+
+func ipCmds(t testing.TB, cmds ...[]string) {
+	t.Helper()
+	for _, args := range cmds {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("privengine: ip %s: %v %s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// Link joins the network namespaces of two isolated engines (see
+// StartIsolated) with a veth pair, and returns the addresses each has
+// on it, a's 10.254.0.1 and b's 10.254.0.2 (a /30 only these two share,
+// in namespaces only these two engines use). Link a pair once.
+func Link(a, b *Engine) (addrA, addrB string) {
+	a.t.Helper()
+	if a.netns == "" || b.netns == "" {
+		a.t.Fatal("privengine: Link joins engines started with StartIsolated")
+	}
+	const dev = "dlelink"
+	addrA, addrB = "10.254.0.1", "10.254.0.2"
+	ipCmds(a.t,
+		// Made in the namespaces: no end of it is ever on the host.
+		[]string{"link", "add", dev, "netns", a.netns, "type", "veth", "peer", "name", dev, "netns", b.netns},
+		a.ip("addr", "add", addrA+"/30", "dev", dev), b.ip("addr", "add", addrB+"/30", "dev", dev),
+		a.ip("link", "set", dev, "up"), b.ip("link", "set", dev, "up"))
+	return addrA, addrB
+}
+
+// Hostname is the host name of an isolated engine ("" for one on the
+// host's namespaces).
+func (e *Engine) Hostname() string { return e.hostname }
+
 func (e *Engine) marker() marker {
+	if e.netns != "" {
+		// The bridge is in the namespace and goes with it.
+		return marker{CgroupParent: e.cgroupParent, Netns: e.netns}
+	}
 	return marker{CgroupParent: e.cgroupParent, Bridge: e.bridge}
 }
 
@@ -239,11 +307,27 @@ func (e *Engine) start() (time.Duration, error) {
 	fmt.Fprintf(logFile, "=== privengine: starting dockerd at %s\n", time.Now().Format(time.RFC3339Nano))
 	t0 := time.Now()
 	cmd := exec.Command("dockerd", e.args()...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = withoutDockerEnv(os.Environ())
 	// Its own process group (a terminal's ^C is not for it), and killed if
 	// the test binary dies without cleaning up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if e.netns != "" {
+		// ip netns exec mounts the namespace's /sys (so dockerd sees its
+		// own interfaces there, never the host's), in a mount namespace
+		// of its own, which hides the cgroup file systems under /sys:
+		// they are mounted again there as on the host. A new UTS
+		// namespace gives the engine its hostname. Each step execs the
+		// next: the PID is dockerd's.
+		mounts, err := cgroupMounts()
+		if err != nil {
+			logFile.Close()
+			return 0, err
+		}
+		script := `echo "$0" >/proc/sys/kernel/hostname && ` + mounts + `exec dockerd "$@"`
+		cmd = exec.Command("ip", append([]string{"netns", "exec", e.netns, "sh", "-c", script, e.hostname}, e.args()...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUTS}
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = withoutDockerEnv(os.Environ())
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return 0, fmt.Errorf("privengine: start dockerd: %w", err)
@@ -271,6 +355,30 @@ func (e *Engine) start() (time.Duration, error) {
 	e.starts = append(e.starts, d)
 	return d, nil
 }
+
+// cgroupMounts is a shell command list ("mount ... && " each) that
+// mounts the host's cgroup file systems (v1 hierarchies, v2, or both) at
+// the same places again, in the order the host has them.
+func cgroupMounts() (string, error) {
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 4 || (f[1] != "/sys/fs/cgroup" && !strings.HasPrefix(f[1], "/sys/fs/cgroup/")) {
+			continue
+		}
+		fmt.Fprintf(&b, "mkdir -p %s && mount -t %s -o %s %s %s && ", shellQuote(f[1]), shellQuote(f[2]), shellQuote(f[3]), shellQuote(f[0]), shellQuote(f[1]))
+	}
+	if b.Len() == 0 {
+		return "", errors.New("privengine: no cgroup file system under /sys/fs/cgroup to give an isolated engine")
+	}
+	return b.String(), nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Stop stops the engine by PID: SIGTERM, then SIGKILL after StopTimeout.
 // dockerd stops its containers first; those with a restart policy of
@@ -479,10 +587,10 @@ func (e *Engine) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// cleanup removes everything the engine made. Containers and networks are
-// removed through the engine (started again if it is stopped), so no
-// bridge interface or route stays on the host; then the engine stops and
-// its directory, mounts and cgroup parent go.
+// cleanup removes everything the engine made: its containers and
+// networks (see removeNetworks; an isolated engine's go with its
+// namespace), then the engine, its directory, mounts, cgroup parent and
+// namespace.
 func (e *Engine) cleanup() {
 	t := e.t
 	if t.Failed() {
@@ -494,26 +602,43 @@ func (e *Engine) cleanup() {
 	if _, err := os.Stat(e.sock + ".hidden"); err == nil {
 		_ = os.Rename(e.sock+".hidden", e.sock)
 	}
-	if !running {
-		if _, err := e.start(); err != nil {
-			t.Logf("privengine cleanup: could not start the engine again to remove its networks: %v", err)
-		}
-	}
-	if e.Running() {
-		if ids, err := e.DockerTry("ps", "-aq"); err == nil && ids != "" {
-			if out, err := e.DockerTry(append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil {
-				t.Logf("privengine cleanup: docker rm: %v\n%s", err, out)
-			}
-		}
-		if out, err := e.DockerTry("network", "prune", "-f"); err != nil {
-			t.Logf("privengine cleanup: docker network prune: %v\n%s", err, out)
-		}
+	if e.netns != "" {
+		// Its containers' and networks' interfaces are in its namespace
+		// and go with it (reap deletes it once the processes are gone).
 		e.mu.Lock()
 		e.stopLocked(StopTimeout)
 		e.mu.Unlock()
+	} else {
+		e.removeNetworks(running)
 	}
 	if err := reap(e.Dir, e.marker()); err != nil {
 		t.Logf("privengine cleanup: %v", err)
 	}
 	e.lock.Close()
+}
+
+// removeNetworks removes the engine's containers and networks through
+// the engine (started again if it is stopped), so no bridge interface or
+// route stays on the host, and stops it.
+func (e *Engine) removeNetworks(running bool) {
+	t := e.t
+	if !running {
+		if _, err := e.start(); err != nil {
+			t.Logf("privengine cleanup: could not start the engine again to remove its networks: %v", err)
+		}
+	}
+	if !e.Running() {
+		return
+	}
+	if ids, err := e.DockerTry("ps", "-aq"); err == nil && ids != "" {
+		if out, err := e.DockerTry(append([]string{"rm", "-f"}, strings.Fields(ids)...)...); err != nil {
+			t.Logf("privengine cleanup: docker rm: %v\n%s", err, out)
+		}
+	}
+	if out, err := e.DockerTry("network", "prune", "-f"); err != nil {
+		t.Logf("privengine cleanup: docker network prune: %v\n%s", err, out)
+	}
+	e.mu.Lock()
+	e.stopLocked(StopTimeout)
+	e.mu.Unlock()
 }

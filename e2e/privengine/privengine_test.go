@@ -96,6 +96,53 @@ func hostInterfaces(t *testing.T) map[string]string {
 	return out
 }
 
+// TestIsolatedEnginesCleanUp: two engines started with StartIsolated
+// each run in a network namespace of their own, under their own
+// hostname, linked by a veth pair whose addresses are in their namespaces
+// only; nothing of theirs is on the host's network, and their namespaces
+// and directories are gone after the test.
+func TestIsolatedEnginesCleanUp(t *testing.T) {
+	host := hostInterfaces(t)
+	var dirs, namespaces []string
+	t.Run("engines", func(t *testing.T) {
+		a, b := StartIsolated(t, "dle-node-a"), StartIsolated(t, "dle-node-b")
+		addrA, addrB := Link(a, b)
+		for _, tc := range []struct {
+			e          *Engine
+			name, addr string
+		}{{a, "dle-node-a", addrA}, {b, "dle-node-b", addrB}} {
+			dirs, namespaces = append(dirs, tc.e.Dir), append(namespaces, tc.e.netns)
+			if got := tc.e.Docker("info", "-f", "{{.Name}}"); got != tc.name {
+				t.Errorf("the isolated engine's name is %q, want its own hostname %q", got, tc.name)
+			}
+			out, err := exec.Command("ip", "-n", tc.e.netns, "-o", "-4", "addr", "show", "dev", "dlelink").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), tc.addr+"/30") {
+				t.Errorf("the link in namespace %s: %v %s, want address %s", tc.e.netns, err, out, tc.addr)
+			}
+			for _, dev := range []string{tc.e.bridge, "dlelink"} {
+				if _, err := os.Stat(filepath.Join("/sys/class/net", dev)); err == nil {
+					t.Errorf("interface %s of an isolated engine is on the host", dev)
+				}
+			}
+		}
+	})
+	for i, dir := range dirs {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the engine's directory %s is still there (%v)", dir, err)
+		}
+		if _, err := os.Stat(filepath.Join("/run/netns", namespaces[i])); !os.IsNotExist(err) {
+			t.Errorf("the engine's network namespace %s is still there (%v)", namespaces[i], err)
+		}
+		if pids := enginePIDs(dir, ""); len(pids) > 0 {
+			t.Errorf("processes of the engine still run: %v", pids)
+		}
+	}
+	after := hostInterfaces(t)
+	if len(after) != len(host) {
+		t.Errorf("host interfaces before %v, after %v", host, after)
+	}
+}
+
 // TestStaleEngineIsReaped: when a test process dies without its clean-up
 // (a test timeout, a SIGKILL), the next Start removes what its engine
 // left: the engine's processes, its networks' bridges and its directory.
@@ -103,6 +150,8 @@ func TestStaleEngineIsReaped(t *testing.T) {
 	if os.Getenv("PRIVENGINE_HELPER") == "1" {
 		e := Start(t)
 		id := e.Docker("network", "create", "privengine-stale")
+		iso := StartIsolated(t, "dle-stale")
+		fmt.Printf("ISOLATED %s %s\n", iso.Dir, iso.netns)
 		fmt.Printf("READY %s br-%s\n", e.Dir, id[:12])
 		time.Sleep(time.Minute) // killed before this ends
 		return
@@ -119,18 +168,22 @@ func TestStaleEngineIsReaped(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var dir, bridge string
+	var dir, bridge, isoDir, netns string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "ISOLATED" {
+			isoDir, netns = f[1], f[2]
+		}
+		if len(f) == 3 && f[0] == "READY" {
 			dir, bridge = f[1], f[2]
 			break
 		}
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if dir == "" {
-		t.Fatal("the helper process did not start an engine")
+	if dir == "" || isoDir == "" {
+		t.Fatal("the helper process did not start its engines")
 	}
 	if _, err := os.Stat(filepath.Join("/sys/class/net", bridge)); err != nil {
 		t.Fatalf("the dead process's bridge %s is not there to be reaped: %v", bridge, err)
@@ -144,5 +197,14 @@ func TestStaleEngineIsReaped(t *testing.T) {
 	}
 	if pids := enginePIDs(dir, ""); len(pids) > 0 {
 		t.Errorf("processes of the dead engine still run: %v", pids)
+	}
+	if _, err := os.Stat(isoDir); !os.IsNotExist(err) {
+		t.Errorf("the dead process's isolated engine directory %s is still there (%v)", isoDir, err)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", netns)); !os.IsNotExist(err) {
+		t.Errorf("the dead process's network namespace %s is still there (%v)", netns, err)
+	}
+	if pids := enginePIDs(isoDir, ""); len(pids) > 0 {
+		t.Errorf("processes of the dead isolated engine still run: %v", pids)
 	}
 }

@@ -26,6 +26,8 @@ const markerFile = "privengine.json"
 type marker struct {
 	CgroupParent string `json:"cgroupParent"`
 	Bridge       string `json:"bridge"`
+	// Netns is the network namespace of an isolated engine.
+	Netns string `json:"netns,omitempty"`
 }
 
 func writeMarker(dir string, m marker) error {
@@ -106,6 +108,15 @@ func reap(dir string, m marker) error {
 	for _, br := range bridges {
 		if out, err := exec.Command("ip", "link", "delete", br).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("delete bridge %s: %v %s", br, err, out))
+		}
+	}
+	if m.Netns != "" && strings.HasPrefix(m.Netns, "dle") {
+		// Its interfaces (the default bridge, the veth of Link, those of
+		// its networks) are deleted with it.
+		if _, err := os.Stat(filepath.Join("/run/netns", m.Netns)); err == nil {
+			if out, err := exec.Command("ip", "netns", "delete", m.Netns).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("delete network namespace %s: %v %s", m.Netns, err, out))
+			}
 		}
 	}
 	errs = append(errs, unmountUnder(dir))

@@ -493,7 +493,15 @@ func (r *rig) unhealthyRolledBack() {
 	if len(sawSuccess) > 0 {
 		t.Errorf("the bad revision was reported Healthy: %q", sawSuccess)
 	}
-	if got := r.inspect("{{.UpdateStatus.State}} {{.Spec.TaskTemplate.ContainerSpec.Env}}"); !strings.HasPrefix(got, "rollback_completed") || strings.Contains(got, "WORKLOAD_NEVER_READY") {
+	// Degraded is reported from rollback_started on; Swarm finishes the
+	// rollback a moment later (tasks restart on any exit, so it also
+	// replaces the failed ones first).
+	var got string
+	pollUntil(60*time.Second, func() bool {
+		got = r.inspect("{{.UpdateStatus.State}} {{.Spec.TaskTemplate.ContainerSpec.Env}}")
+		return strings.HasPrefix(got, "rollback_completed")
+	})
+	if !strings.HasPrefix(got, "rollback_completed") || strings.Contains(got, "WORKLOAD_NEVER_READY") {
 		t.Errorf("after the rollback the service is %q; want rollback_completed with the previous spec", got)
 	}
 	e := r.waitEntry(30*time.Second, "the failed sync of the bad revision", func(e dsync.HistoryEntry) bool {
