@@ -550,10 +550,13 @@ func waitAppStatus(t *testing.T, a *testenv.Agent, app string, timeout time.Dura
 
 // convergedServices accepts the status once sha is applied, the app is
 // Synced and Healthy, and every service has exactly its desired replicas
-// (a completed job counts: it is healthy).
+// (a completed job counts: it is healthy). The status is written whole at
+// the end of a pass, so it is a finished pass's verdict even while the
+// next pass runs: with 17 apps polled every second on a slow machine a
+// pass is nearly always under way, and waiting for none timed out.
 func convergedServices(sha string, want map[string]int) func(dsync.AppStatus) bool {
 	return func(st dsync.AppStatus) bool {
-		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || st.Reconciling {
+		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy {
 			return false
 		}
 		if len(st.Services) != len(want) {
