@@ -238,23 +238,17 @@ func headComments(n *yaml.Node, cs []string) []string {
 	return nil
 }
 
-func footComments(n *yaml.Node, cs []string) []string {
-	if len(cs) > 0 {
-		if n.FootComment != "" {
-			n.FootComment += "\n" + joinComments(cs)
-		} else {
-			n.FootComment = joinComments(cs)
-		}
-	}
-	return nil
-}
+func footComments(n *yaml.Node, cs []string) []string { return addComments(&n.FootComment, cs) }
 
-func lineComments(n *yaml.Node, cs []string) []string {
+func lineComments(n *yaml.Node, cs []string) []string { return addComments(&n.LineComment, cs) }
+
+// addComments adds cs after the comment already in *field.
+func addComments(field *string, cs []string) []string {
 	if len(cs) > 0 {
-		if n.LineComment != "" {
-			n.LineComment += "\n" + joinComments(cs)
+		if *field != "" {
+			*field += "\n" + joinComments(cs)
 		} else {
-			n.LineComment = joinComments(cs)
+			*field = joinComments(cs)
 		}
 	}
 	return nil
