@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -124,23 +125,32 @@ func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgr
 		return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
 	}
 	defer resp.Close()
-	layers := map[string]string{}
-	for msg, err := range resp.JSONMessages(ctx) {
-		if err != nil {
-			return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
-		}
-		if msg.Error != nil && msg.Error.Message != "" {
-			err := errors.New(msg.Error.Message)
-			return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
-		}
-		if line := progressLine(layers, msg); line != "" && progress != nil {
-			progress(line)
-		}
+	if err := followStream(resp.JSONMessages(ctx), progress); err != nil {
+		return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
 	}
 	if res, err := e.api.ImageInspect(ctx, image); err == nil {
 		e.recordPull(app, image, res.ID)
 	} else {
 		e.log.Warn("could not inspect a pulled image to record it; prune-images will not offer it", "app", app, "image", image, "err", err)
+	}
+	return nil
+}
+
+// followStream reads a pull's or a push's message stream to its end,
+// telling progress (which may be nil) each layer's state change. The
+// error is the stream's own, or the first one the engine reported in it.
+func followStream(msgs iter.Seq2[jsonstream.Message, error], progress PullProgress) error {
+	layers := map[string]string{}
+	for msg, err := range msgs {
+		if err != nil {
+			return err
+		}
+		if msg.Error != nil && msg.Error.Message != "" {
+			return errors.New(msg.Error.Message)
+		}
+		if line := progressLine(layers, msg); line != "" && progress != nil {
+			progress(line)
+		}
 	}
 	return nil
 }

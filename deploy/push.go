@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/moby/moby/client"
@@ -61,21 +60,11 @@ func (e *Engine) PushImage(ctx context.Context, app, ref string, progress PullPr
 		return &PushError{Image: ref, Registry: host, Kind: classifyPull(err), Err: err}
 	}
 	defer resp.Close()
-	layers := map[string]string{}
-	for msg, err := range resp.JSONMessages(ctx) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return &PushError{Image: ref, Registry: host, Kind: classifyPull(err), Err: err}
+	if err := followStream(resp.JSONMessages(ctx), progress); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if msg.Error != nil && msg.Error.Message != "" {
-			err := errors.New(msg.Error.Message)
-			return &PushError{Image: ref, Registry: host, Kind: classifyPull(err), Err: err}
-		}
-		if line := progressLine(layers, msg); line != "" && progress != nil {
-			progress(line)
-		}
+		return &PushError{Image: ref, Registry: host, Kind: classifyPull(err), Err: err}
 	}
 	return nil
 }

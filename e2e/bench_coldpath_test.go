@@ -260,7 +260,7 @@ func (r runs) medians() run {
 	return run{wall: median(wall), cpu: median(cpu)}
 }
 
-// runCmd runs a command to completion like timeCmd and also returns the
+// runCmd runs a command to completion and returns the wall time and the
 // CPU time the process used.
 func runCmd(t *testing.T, dir string, env []string, name string, args ...string) run {
 	t.Helper()

@@ -21,7 +21,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -167,20 +166,10 @@ func waitAllRunning(t *testing.T, cli *client.Client, app string, n int, timeout
 	}
 }
 
+// timeCmd runs a command to completion and returns its wall time.
 func timeCmd(t *testing.T, dir string, env []string, name string, args ...string) time.Duration {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	d := time.Since(start)
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return d
+	return runCmd(t, dir, env, name, args...).wall
 }
 
 // TestBenchConverge50 compares `driftless apply` with `docker-compose up -d`

@@ -60,7 +60,9 @@ func TestComposeCorpus(t *testing.T) {
 		delete(a.Files, "want.txt")     // the loader's golden output
 		delete(a.Files, "profiles.txt") // the golden test's profiles: in driftless.yaml here
 		a.namespaceImages(images)
-		cfg := composeAppConfig{Name: app, Branch: "main", Path: ".", Interval: "1s"}
+		// Polled every 3s, not every second: seventeen fetches a second
+		// are a load of their own on a two-core machine.
+		cfg := composeAppConfig{Name: app, Branch: "main", Path: ".", Interval: "3s"}
 		r := &stackRun{stack: s, app: a, images: images}
 		if s.setup != nil {
 			s.setup(t, r, &cfg)
@@ -94,6 +96,12 @@ func TestComposeCorpus(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// corpusWait bounds each wait for convergence or a repair. Seventeen
+// stacks deploy and roll at once, beside other test packages on a
+// two-core CI machine, so the bound is generous: it only decides how long
+// a real failure takes to report, with the last status in the message.
+const corpusWait = 5 * time.Minute
 
 // corpusStack is one app of the corpus and what to check about it.
 type corpusStack struct {
@@ -272,7 +280,7 @@ func (r *stackRun) runAll() {
 		head := r.repo.Head()
 		docker(t, "rm", "-f", victim)
 		want := victim + " was removed outside Git; recreated"
-		waitAppStatus(t, r.agent, r.app.Name, 90*time.Second, "the repair of "+victim, func(st dsync.AppStatus) bool {
+		waitAppStatus(t, r.agent, r.app.Name, corpusWait, "the repair of "+victim, func(st dsync.AppStatus) bool {
 			return convergedServices(head, replicas)(st) && slices.ContainsFunc(history(t, r.agent.Client(), r.app.Name, string(dsync.KindRepair)),
 				func(e dsync.HistoryEntry) bool { return e.Summary == want })
 		})
@@ -295,7 +303,7 @@ func readRepoFile(repo *gitserver.Repo, name string) (string, error) {
 // waitConverged waits until sha runs with the replicas, Synced and Healthy.
 func (r *stackRun) waitConverged(what, sha string, replicas map[string]int) dsync.AppStatus {
 	r.t.Helper()
-	return waitAppStatus(r.t, r.agent, r.app.Name, 120*time.Second, what+" ("+sha[:7]+") to converge", convergedServices(sha, replicas))
+	return waitAppStatus(r.t, r.agent, r.app.Name, corpusWait, what+" ("+sha[:7]+") to converge", convergedServices(sha, replicas))
 }
 
 // checkContainers compares docker ps with the replicas: every slot runs

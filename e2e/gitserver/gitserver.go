@@ -78,6 +78,10 @@ func startDaemon(t testing.TB, baseDir string, port int) (stop func()) {
 	// outlives a kill of the wrapper.
 	cmd := exec.Command(execPath(t, "git-daemon"),
 		"--export-all", "--base-path="+baseDir, "--reuseaddr", "--informative-errors",
+		// The default limit, 32, makes git daemon kill a running fetch to
+		// admit a new one; seventeen apps polling one daemon hit it, and
+		// the agent then reports a Git server fault the test did not make.
+		"--max-connections=0",
 		"--listen=127.0.0.1", "--port="+strconv.Itoa(port), baseDir)
 	cmd.Env = gitEnv()
 	var stderr bytes.Buffer
