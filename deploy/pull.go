@@ -106,6 +106,18 @@ func (e *Engine) registryAuth(ctx context.Context, app, image string) (host, enc
 	return host, encoded, err
 }
 
+// RegistryAuth is the X-Registry-Auth value for pulling image as app:
+// the app's credentials for the image's registry, "" for none. A Swarm
+// service carries it so that every node can pull a private image, as
+// `docker stack deploy --with-registry-auth` does.
+func (e *Engine) RegistryAuth(ctx context.Context, app, image string) (string, error) {
+	host, auth, err := e.registryAuth(ctx, app, image)
+	if err != nil {
+		return "", fmt.Errorf("image %s, registry %s: %w", image, host, err)
+	}
+	return auth, nil
+}
+
 // PullProgress is told each layer's state changes while an image is
 // pulled: "a1b2c3d4e5f6: Downloading 1.2MB/3.4MB", "Digest: sha256:…".
 type PullProgress func(line string)

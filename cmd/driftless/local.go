@@ -340,7 +340,7 @@ func connectTarget(ctx context.Context, target string, opts deploy.Options) (cli
 	if err != nil {
 		return nil, nil, err
 	}
-	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout, Builder: builder})
+	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout, Builder: builder, Registries: builder})
 	if err != nil {
 		builder.Close()
 		return nil, nil, err

@@ -187,13 +187,14 @@ func appNameFor(repo, path string) string {
 }
 
 // connectSwarm connects to the Swarm manager when an app has target
-// swarm: the same engine DOCKER_HOST names, seen as a cluster. nil when
-// no app needs it.
-func connectSwarm(ctx context.Context, apps []dsync.AppConfig, builder swarm.Builder, log *slog.Logger) (*swarm.Engine, error) {
+// swarm: the same engine DOCKER_HOST names, seen as a cluster, which
+// builds on that engine and sends the apps' registry credentials with
+// each service. nil when no app needs it.
+func connectSwarm(ctx context.Context, apps []dsync.AppConfig, engine *deploy.Engine, log *slog.Logger) (*swarm.Engine, error) {
 	if !slices.ContainsFunc(apps, func(a dsync.AppConfig) bool { return a.Target == manifest.TargetSwarm }) {
 		return nil, nil
 	}
-	eng, err := swarm.New(swarm.Options{Logger: log, Builder: builder})
+	eng, err := swarm.New(swarm.Options{Logger: log, Builder: engine, Registries: engine})
 	if err != nil {
 		return nil, err
 	}

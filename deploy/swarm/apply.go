@@ -103,10 +103,14 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 	if err := e.resolveObjects(ctx, desired.Name, &spec); err != nil {
 		return err
 	}
+	auth, err := e.registryAuth(ctx, desired.Name, spec.TaskTemplate.ContainerSpec.Image)
+	if err != nil {
+		return err
+	}
 	rolling := false
 	switch c.Action {
 	case drift.ActionCreate:
-		if _, err := e.api.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec}); err != nil {
+		if _, err := e.api.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: spec, EncodedRegistryAuth: auth}); err != nil {
 			return e.classify(err)
 		}
 	case drift.ActionUpdate, drift.ActionScale:
@@ -116,14 +120,17 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 		}
 		if c.Action == drift.ActionScale {
 			// Only the replica count: the rest of the spec stays as
-			// it is, so Swarm starts or stops tasks and rolls nothing.
+			// it is, so Swarm starts or stops tasks and rolls nothing
+			// (and keeps the credentials it has: an empty auth means
+			// "from the current spec").
 			n := uint64(svc.Spec.Replicas)
 			spec = cur.Service.Spec
 			spec.Mode.Replicated = &swarmtypes.ReplicatedService{Replicas: &n}
+			auth = ""
 		}
 		v := cur.Service.Version
 		rolling = c.Action == drift.ActionUpdate
-		if _, err := e.api.ServiceUpdate(ctx, c.ID, client.ServiceUpdateOptions{Version: v, Spec: spec}); err != nil {
+		if _, err := e.api.ServiceUpdate(ctx, c.ID, client.ServiceUpdateOptions{Version: v, Spec: spec, EncodedRegistryAuth: auth}); err != nil {
 			return e.interfered(err, c)
 		}
 	default:
@@ -137,6 +144,20 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 		e.learnQuirks(ctx, spec.Name, svc.Hash, DesiredFields(desired, svc))
 	}
 	return nil
+}
+
+// registryAuth is what the service's tasks pull image with. A lookup
+// that fails (a credential helper that is missing or fails) refuses the
+// change: without the credentials the tasks could not pull.
+func (e *Engine) registryAuth(ctx context.Context, app, image string) (string, error) {
+	if e.opts.Registries == nil {
+		return "", nil
+	}
+	auth, err := e.opts.Registries.RegistryAuth(ctx, app, image)
+	if err != nil {
+		return "", fmt.Errorf("credentials for the service's image: %w", err)
+	}
+	return auth, nil
 }
 
 // classify marks errors of the engine as such; the rest are the request's.

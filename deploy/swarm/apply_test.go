@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	stdsync "sync"
 	"testing"
@@ -31,6 +32,7 @@ type stalledSwarm struct {
 	// updates are the specs of every ServiceUpdate, forceErr the error
 	// of one that forces.
 	updates  []swarmtypes.ServiceSpec
+	auths    []string // EncodedRegistryAuth of every ServiceUpdate
 	forceErr error
 	// fill, if set, is what this Swarm writes into every spec it stores.
 	fill func(*swarmtypes.ServiceSpec)
@@ -60,6 +62,7 @@ func (f *stalledSwarm) ServiceUpdate(_ context.Context, _ string, o client.Servi
 	}
 	forced := o.Spec.TaskTemplate.ForceUpdate != f.svc.Spec.TaskTemplate.ForceUpdate
 	f.updates = append(f.updates, o.Spec)
+	f.auths = append(f.auths, o.EncodedRegistryAuth)
 	if forced && f.forceErr != nil {
 		return client.ServiceUpdateResult{}, f.forceErr
 	}
@@ -228,5 +231,45 @@ func TestUnknownSwarmDefaultIsNoDriftLoop(t *testing.T) {
 	}
 	if got := e.withoutQuirks("shop-web", "another-hash", Fields(f.svc.Spec, nil)); got["container.stopSignal"] != "SIGKILL" {
 		t.Errorf("what was learned for one spec hash applies to another")
+	}
+}
+
+// registries hands out a fixed auth per app and image, or fails.
+type registries struct{ err error }
+
+func (r registries) RegistryAuth(_ context.Context, app, image string) (string, error) {
+	return "auth(" + app + "," + image + ")", r.err
+}
+
+// TestServiceUpdatesCarryRegistryAuth: an update sends the app's
+// credentials for the service's image, so that every node can pull it
+// (docker stack deploy --with-registry-auth); a scale sends none, which
+// keeps what the service has; a failed lookup sends nothing at all.
+func TestServiceUpdatesCarryRegistryAuth(t *testing.T) {
+	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: 127.0.0.1:5000/shop/web:1\n    deploy: {replicas: 2}\n"})
+	for _, tc := range []struct {
+		action   drift.Action
+		err      error
+		wantAuth []string
+		wantErr  string
+	}{
+		{action: drift.ActionUpdate, wantAuth: []string{"auth(" + app.Name + ",127.0.0.1:5000/shop/web:1)"}},
+		{action: drift.ActionScale, wantAuth: []string{""}},
+		{action: drift.ActionUpdate, err: errors.New("credential helper docker-credential-pass failed"), wantErr: "credentials for the service's image: credential helper docker-credential-pass failed"},
+	} {
+		f := newStalledSwarm(app, 2, 2, true)
+		e := newEngine(f, Options{Poll: 5 * time.Millisecond, RolloutTimeout: 2 * time.Second, Registries: registries{err: tc.err}})
+		plan := drift.Plan{Revision: "r1", Changes: []drift.Change{{Action: tc.action, Kind: drift.KindService, Name: "shop-web", ID: "svc-1", Service: "web"}}}
+		res := e.Apply(context.Background(), app, plan, drift.ApplyOptions{})
+		got := ""
+		if res.Err != nil {
+			got = res.Err.Error()
+		}
+		if !strings.Contains(got, tc.wantErr) || (tc.wantErr == "") != (got == "") {
+			t.Errorf("%s: errors %q, want %q", tc.action, got, tc.wantErr)
+		}
+		if !slices.Equal(f.auths, tc.wantAuth) {
+			t.Errorf("%s: updates sent registry auth %q, want %q", tc.action, f.auths, tc.wantAuth)
+		}
 	}
 }

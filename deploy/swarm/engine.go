@@ -65,6 +65,15 @@ type Options struct {
 	// Builder builds the images of build: sections on the manager's
 	// engine and pushes them; nil refuses every revision with builds.
 	Builder Builder
+	// Registries gives the credentials a service's image is pulled with
+	// on every node; nil pulls anonymously.
+	Registries Registries
+}
+
+// Registries encodes an app's credentials for an image's registry (the
+// X-Registry-Auth value, "" for none); *deploy.Engine has it.
+type Registries interface {
+	RegistryAuth(ctx context.Context, app, image string) (string, error)
 }
 
 // Engine is a connection to a Swarm manager.
