@@ -86,9 +86,15 @@ func (e *Engine) applyChange(ctx context.Context, desired *manifest.App, revisio
 	case drift.KindConfig, drift.KindSecret:
 		return e.applyObject(ctx, desired, c)
 	case drift.KindService:
+		return e.applyService(ctx, desired, revision, c, opts, t0)
 	default:
 		return fmt.Errorf("a Swarm app has no %s changes (the plan is not for target swarm)", c.Kind)
 	}
+}
+
+// applyService creates, updates, scales or removes one service, and waits
+// for Swarm's rollout.
+func (e *Engine) applyService(ctx context.Context, desired *manifest.App, revision string, c drift.Change, opts drift.ApplyOptions, t0 time.Time) error {
 	if c.Action == drift.ActionRemove {
 		if _, err := e.api.ServiceRemove(ctx, c.ID, client.ServiceRemoveOptions{}); err != nil && !isNotFound(err) {
 			return e.classify(err)
@@ -213,8 +219,10 @@ const freshUpdateWait = 5 * time.Second
 // it failed, or the timeout passes. rolling: the spec was updated, so an
 // update state left from an earlier update does not count until Swarm
 // started this one (or freshUpdateWait passed without one).
-// A stop (something newer came: a commit, a shutdown) ends the wait;
-// Swarm goes on rolling, and the next pass looks again.
+// Tasks Swarm cannot place (no suitable node) end the wait after
+// stallWait: Swarm places them by itself once a node fits. A stop
+// (something newer came: a commit, a shutdown) ends the wait; Swarm goes
+// on rolling, and the next pass looks again.
 func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, stop <-chan struct{}) error {
 	t0 := time.Now()
 	deadline := t0.Add(e.opts.RolloutTimeout)
@@ -222,33 +230,36 @@ func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, sto
 	defer tick.Stop()
 	var last string
 	changed, nudged := t0, false
+	var unplaced holding
 	for {
 		fresh := !rolling || time.Since(t0) > freshUpdateWait
-		done, why, missing, err := e.rolloutStateOf(ctx, name, fresh)
-		if done || err != nil {
+		st, err := e.rolloutStateOf(ctx, name, fresh)
+		if st.done || err != nil {
 			return err
 		}
-		if why != last {
-			e.log.Info("waiting for Swarm to roll the service", "service", name, "state", why)
+		if st.why != last {
+			e.log.Info("waiting for Swarm to roll the service", "service", name, "state", st.why)
 			changed = time.Now()
 		}
-		last = why
-		if missing && !nudged && time.Since(changed) > e.stallWait {
+		last = st.why
+		if unplaced.held(st.unplaced != "") > e.stallWait {
+			// Swarm places the tasks by itself once a node fits; waiting
+			// out the rollout timeout would only hold up the pass. The
+			// service is Degraded with the same reason until then.
+			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("Swarm cannot place %s: %s; it places them once a node fits (a node made active, a constraint met, resources freed)", name, st.unplaced)}
+		}
+		if st.missing && !nudged && time.Since(changed) > e.stallWait {
 			// Once: a forced update restarts every task, and one that did
 			// not help points at something it cannot fix (no node can
 			// take the task), which the timeout's error tells the user.
 			nudged = true
-			e.log.Warn("Swarm runs another number of tasks than the service asks for and no update is under way; forcing an update of the same spec so it replaces them", "service", name, "state", why)
+			e.log.Warn("Swarm runs another number of tasks than the service asks for and no update is under way; forcing an update of the same spec so it replaces them", "service", name, "state", st.why)
 			if err := e.nudge(ctx, name); err != nil {
-				return fmt.Errorf("force an update of %s, whose tasks Swarm did not replace (%s): %w", name, why, err)
+				return fmt.Errorf("force an update of %s, whose tasks Swarm did not replace (%s): %w", name, st.why, err)
 			}
 		}
 		if time.Now().After(deadline) {
-			msg := fmt.Sprintf("Swarm did not finish rolling %s within %s: %s", name, e.opts.RolloutTimeout, last)
-			if nudged {
-				msg += fmt.Sprintf("; a forced update did not help: see `docker service ps --no-trunc %s` for why its tasks do not run (placement constraints, resources, a node down). driftless tries again at the next change of the service", name)
-			}
-			return &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
+			return e.timedOut(name, last, nudged)
 		}
 		select {
 		case <-ctx.Done():
@@ -260,76 +271,144 @@ func (e *Engine) waitRollout(ctx context.Context, name string, rolling bool, sto
 	}
 }
 
-// rolloutStateOf: done when the update completed (or there was none,
-// after a create or a scale) and every desired task runs; a Failure when
-// Swarm paused or rolled back the update; otherwise why it is not done
-// yet, and whether Swarm has fewer tasks than the service asks for with
-// no update under way (an orchestrator that lost a task when updates
-// raced creates it only at the next change of the service). fresh: any
-// update state counts; else only one Swarm started after the service's
-// last change.
-func (e *Engine) rolloutStateOf(ctx context.Context, name string, fresh bool) (bool, string, bool, error) {
+// timedOut is the failure of a rollout that did not finish in time.
+func (e *Engine) timedOut(name, last string, nudged bool) error {
+	msg := fmt.Sprintf("Swarm did not finish rolling %s within %s: %s", name, e.opts.RolloutTimeout, last)
+	if nudged {
+		msg += fmt.Sprintf("; a forced update did not help: see `docker service ps --no-trunc %s` for why its tasks do not run (placement constraints, resources, a node down). driftless tries again at the next change of the service", name)
+	}
+	return &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
+}
+
+// holding measures how long a condition has held without a break.
+type holding struct{ since time.Time }
+
+// held records whether the condition holds now and returns for how long
+// it has (0 when it does not).
+func (h *holding) held(now bool) time.Duration {
+	switch {
+	case !now:
+		h.since = time.Time{}
+		return 0
+	case h.since.IsZero():
+		h.since = time.Now()
+	}
+	return time.Since(h.since)
+}
+
+// rolloutState is where a service's rollout stands.
+type rolloutState struct {
+	// done: the update completed (or there was none, after a create or
+	// a scale) and every desired task runs.
+	done bool
+	// why it is not done yet.
+	why string
+	// missing: Swarm has another number of tasks than the service asks
+	// for with no update under way (an orchestrator that lost a task
+	// when updates raced creates it only at the next change).
+	missing bool
+	// unplaced is Swarm's reason it cannot place some of the tasks it
+	// wants running ("2 tasks: no suitable node (…)"), "" if none.
+	unplaced string
+}
+
+// rolloutStateOf says where the service's rollout stands; a Failure when
+// Swarm paused or rolled back the update. fresh: any update state counts;
+// else only one Swarm started after the service's last change.
+func (e *Engine) rolloutStateOf(ctx context.Context, name string, fresh bool) (rolloutState, error) {
 	cur, err := e.api.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
 	if err != nil {
 		if isNotFound(err) {
-			return false, "", false, &drift.Failure{Cause: drift.FailureInterference, Summary: name + " was removed outside Git during its rollout"}
+			return rolloutState{}, &drift.Failure{Cause: drift.FailureInterference, Summary: name + " was removed outside Git during its rollout"}
 		}
-		return false, "", false, e.classify(err)
+		return rolloutState{}, e.classify(err)
 	}
 	s := cur.Service
 	state := ""
 	if u := s.UpdateStatus; u != nil && (fresh || (u.StartedAt != nil && !u.StartedAt.Before(s.UpdatedAt.Add(-time.Second)))) {
 		state = string(u.State)
 	} else if !fresh {
-		return false, "waiting for Swarm to start the update", false, nil
+		return rolloutState{why: "waiting for Swarm to start the update"}, nil
 	}
 	tasks, err := e.api.TaskList(ctx, client.TaskListOptions{Filters: make(client.Filters).Add("service", s.ID)})
 	if err != nil {
-		return false, "", false, e.classify(err)
+		return rolloutState{}, e.classify(err)
 	}
-	running, existing, want, errs := taskCounts(name, s, tasks.Items)
+	c := countTasks(name, s, tasks.Items)
 	switch state {
 	case drift.SwarmUpdatePaused, drift.SwarmUpdateRollbackStarted, drift.SwarmUpdateRollbackPaused, drift.SwarmUpdateRollbackCompleted:
 		msg := "Swarm " + strings.ReplaceAll(state, "_", " ") + ": " + s.UpdateStatus.Message
-		if len(errs) > 0 {
-			msg += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
+		if len(c.errs) > 0 {
+			msg += "; task errors: " + strings.Join(c.errs[:min(3, len(c.errs))], "; ")
 		}
-		return false, "", false, &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
+		return rolloutState{}, &drift.Failure{Cause: drift.FailureRollout, Summary: msg}
 	case drift.SwarmUpdateUpdating:
-		return false, fmt.Sprintf("update in progress, %d/%d tasks running", running, want), false, nil
+		return rolloutState{why: fmt.Sprintf("update in progress, %d/%d tasks running", c.running, c.want), unplaced: c.unplaced}, nil
 	}
-	if running < want || existing > want {
-		why := fmt.Sprintf("%d/%d tasks running", running, want)
-		if existing > want {
-			why = fmt.Sprintf("%d tasks for %d replicas", existing, want)
-		}
-		if len(errs) > 0 {
-			why += "; task errors: " + strings.Join(errs[:min(3, len(errs))], "; ")
-		}
-		return false, why, existing != want, nil
-	}
-	return true, "", false, nil
+	return c.state(), nil
 }
 
-// taskCounts are the service's running and desired tasks, and the errors
-// of tasks that failed since its last change, sorted.
-func taskCounts(name string, s swarmtypes.Service, tasks []swarmtypes.Task) (running, existing, want int, errs []string) {
+// state is where the rollout stands by the tasks alone, with no update
+// under way.
+func (c taskCount) state() rolloutState {
+	if c.running >= c.want && c.existing <= c.want {
+		return rolloutState{done: true}
+	}
+	why := fmt.Sprintf("%d/%d tasks running", c.running, c.want)
+	if c.existing > c.want {
+		why = fmt.Sprintf("%d tasks for %d replicas", c.existing, c.want)
+	}
+	if len(c.errs) > 0 {
+		why += "; task errors: " + strings.Join(c.errs[:min(3, len(c.errs))], "; ")
+	}
+	return rolloutState{why: why, missing: c.existing != c.want, unplaced: c.unplaced}
+}
+
+// taskCount is what a service's tasks say about its rollout.
+type taskCount struct {
+	running, existing, want int
+	// errs are the errors of tasks that failed since the service's last
+	// change, sorted.
+	errs []string
+	// unplaced is why tasks Swarm wants running stay pending, with how
+	// many ("1 task: no suitable node (…)"); "" if none.
+	unplaced string
+}
+
+func countTasks(name string, s swarmtypes.Service, tasks []swarmtypes.Task) taskCount {
+	var c taskCount
+	pending := map[string]int{}
 	for _, t := range tasks {
-		if t.DesiredState == swarmtypes.TaskStateRunning {
-			existing++
+		switch {
+		case t.DesiredState == swarmtypes.TaskStateRunning:
+			c.existing++
 			if t.Status.State == swarmtypes.TaskStateRunning {
-				running++
+				c.running++
 			}
-		} else if t.Status.Err != "" && t.Status.Timestamp.After(s.UpdatedAt.Add(-time.Second)) {
-			errs = append(errs, taskName(name, t)+": "+t.Status.Err)
+			if t.Status.State == swarmtypes.TaskStatePending && t.Status.Err != "" {
+				pending[t.Status.Err]++
+			}
+		case t.Status.Err != "" && t.Status.Timestamp.After(s.UpdatedAt.Add(-time.Second)):
+			c.errs = append(c.errs, taskName(name, t)+": "+t.Status.Err)
 		}
 	}
-	want = existing
+	c.want = c.existing
 	if s.Spec.Mode.Replicated != nil && s.Spec.Mode.Replicated.Replicas != nil {
-		want = int(*s.Spec.Mode.Replicated.Replicas)
+		c.want = int(*s.Spec.Mode.Replicated.Replicas)
 	}
-	slices.Sort(errs)
-	return running, existing, want, slices.Compact(errs)
+	slices.Sort(c.errs)
+	c.errs = slices.Compact(c.errs)
+	var reasons []string
+	for why, n := range pending {
+		task := "tasks"
+		if n == 1 {
+			task = "task"
+		}
+		reasons = append(reasons, fmt.Sprintf("%d %s: %s", n, task, why))
+	}
+	slices.Sort(reasons)
+	c.unplaced = strings.Join(reasons, "; ")
+	return c
 }
 
 // applyObject creates a version of a secret or config from the

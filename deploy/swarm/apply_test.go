@@ -34,6 +34,9 @@ type stalledSwarm struct {
 	updates  []swarmtypes.ServiceSpec
 	auths    []string // EncodedRegistryAuth of every ServiceUpdate
 	forceErr error
+	// pendingErr, if set, is why the tasks beyond running stay pending
+	// (Swarm cannot place them).
+	pendingErr string
 	// fill, if set, is what this Swarm writes into every spec it stores.
 	fill func(*swarmtypes.ServiceSpec)
 }
@@ -86,6 +89,12 @@ func (f *stalledSwarm) TaskList(context.Context, client.TaskListOptions) (client
 	for i := range f.running {
 		out.Items = append(out.Items, swarmtypes.Task{ID: "task-" + string(rune('a'+i)), ServiceID: f.svc.ID, Slot: i + 1,
 			DesiredState: swarmtypes.TaskStateRunning, Status: swarmtypes.TaskStatus{State: swarmtypes.TaskStateRunning}})
+	}
+	if f.pendingErr != "" {
+		for i := f.running; i < int(*f.svc.Spec.Mode.Replicated.Replicas); i++ {
+			out.Items = append(out.Items, swarmtypes.Task{ID: "task-" + string(rune('a'+i)), ServiceID: f.svc.ID, Slot: i + 1,
+				DesiredState: swarmtypes.TaskStateRunning, Status: swarmtypes.TaskStatus{State: swarmtypes.TaskStatePending, Err: f.pendingErr}})
+		}
 	}
 	return out, nil
 }
@@ -271,5 +280,30 @@ func TestServiceUpdatesCarryRegistryAuth(t *testing.T) {
 		if !slices.Equal(f.auths, tc.wantAuth) {
 			t.Errorf("%s: updates sent registry auth %q, want %q", tc.action, f.auths, tc.wantAuth)
 		}
+	}
+}
+
+// TestApplyStopsWaitingForTasksSwarmCannotPlace: scaled up where no node
+// can take the new tasks, Apply does not wait out the rollout timeout
+// (the pass would hang for minutes) nor force an update (it cannot help):
+// once the tasks stayed unplaced for stallWait it reports the rollout
+// failed with Swarm's reason. Swarm places them when a node fits.
+func TestApplyStopsWaitingForTasksSwarmCannotPlace(t *testing.T) {
+	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 3}\n"})
+	f := newStalledSwarm(app, 1, 1, false)
+	f.pendingErr = "no suitable node (scheduling constraints not satisfied on 1 node)"
+	e := newEngine(f, Options{Poll: 5 * time.Millisecond, RolloutTimeout: time.Minute})
+	e.stallWait = 50 * time.Millisecond
+	plan := drift.Plan{Revision: "r1", Changes: []drift.Change{{Action: drift.ActionScale, Kind: drift.KindService, Name: "shop-web", ID: "svc-1", Service: "web"}}}
+	res := e.Apply(context.Background(), app, plan, drift.ApplyOptions{})
+	want := "Swarm cannot place shop-web: 2 tasks: no suitable node (scheduling constraints not satisfied on 1 node); it places them once a node fits"
+	if res.Err == nil || !strings.Contains(res.Err.Error(), want) {
+		t.Fatalf("err = %v, want %q", res.Err, want)
+	}
+	if len(res.Outcomes) != 1 || res.Outcomes[0].Failure == nil || res.Outcomes[0].Failure.Cause != drift.FailureRollout {
+		t.Errorf("outcomes = %+v, want one rollout failure", res.Outcomes)
+	}
+	if n := f.forced(); n != 0 {
+		t.Errorf("forced %d updates, want none: a forced update cannot place a task", n)
 	}
 }
