@@ -270,68 +270,87 @@ func yamlNode(v any) *yaml.Node {
 	return n
 }
 
-func yamlSequence(l []any, n *yaml.Node) {
-	var head, inline []string
-	first := true
-	for _, e := range l {
-		if c, ok := e.(comment); ok {
-			if c.Inline {
-				inline = append(inline, c.Value)
-			} else {
-				head = append(head, c.Value)
-			}
-			continue
-		}
-		if first {
-			head = headComments(n, head)
-			first = false
-		}
-		en := yamlNode(e)
-		head = headComments(en, head)
-		inline = lineComments(en, inline)
-		n.Content = append(n.Content, en)
+// pendingComments are the comments met in a sequence or mapping before
+// its next element, which they attach to.
+type pendingComments struct {
+	head, inline []string
+	started      bool // an element was placed
+}
+
+// take keeps v when it is a comment, and says so.
+func (p *pendingComments) take(v any) bool {
+	c, ok := v.(comment)
+	if !ok {
+		return false
 	}
-	head = append(head, inline...)
-	if len(head) > 0 {
-		if first {
-			headComments(n, head)
-		} else {
-			footComments(n.Content[len(n.Content)-1], head)
-		}
+	if c.Inline {
+		p.inline = append(p.inline, c.Value)
+	} else {
+		p.head = append(p.head, c.Value)
+	}
+	return true
+}
+
+// place puts the pending comments on the next element of collection n:
+// head comments on head (those before the first element on n itself),
+// inline ones on line.
+func (p *pendingComments) place(n, head, line *yaml.Node) {
+	if !p.started {
+		p.head = headComments(n, p.head)
+		p.started = true
+	}
+	p.head = headComments(head, p.head)
+	p.inline = lineComments(line, p.inline)
+}
+
+// finish puts the comments after the last element: on n when it has none,
+// else as the foot comment of last.
+func (p *pendingComments) finish(n, last *yaml.Node) {
+	rest := append(p.head, p.inline...)
+	if len(rest) == 0 {
+		return
+	}
+	if !p.started {
+		headComments(n, rest)
+	} else {
+		footComments(last, rest)
 	}
 }
 
-func yamlMapping(b branch, n *yaml.Node) {
-	var head, inline []string
-	first := true
-	for _, it := range b {
-		if c, ok := it.Key.(comment); ok {
-			if c.Inline {
-				inline = append(inline, c.Value)
-			} else {
-				head = append(head, c.Value)
-			}
+func yamlSequence(l []any, n *yaml.Node) {
+	var pc pendingComments
+	for _, e := range l {
+		if pc.take(e) {
 			continue
 		}
-		if first {
-			head = headComments(n, head)
-			first = false
+		en := yamlNode(e)
+		pc.place(n, en, en)
+		n.Content = append(n.Content, en)
+	}
+	var last *yaml.Node
+	if len(n.Content) > 0 {
+		last = n.Content[len(n.Content)-1]
+	}
+	pc.finish(n, last)
+}
+
+func yamlMapping(b branch, n *yaml.Node) {
+	var pc pendingComments
+	for _, it := range b {
+		if pc.take(it.Key) {
+			continue
 		}
 		kn := &yaml.Node{}
 		_ = kn.Encode(it.Key)
-		head = headComments(kn, head)
 		vn := yamlNode(it.Value)
-		inline = lineComments(vn, inline)
+		pc.place(n, kn, vn)
 		n.Content = append(n.Content, kn, vn)
 	}
-	head = append(head, inline...)
-	if len(head) > 0 {
-		if first {
-			headComments(n, head)
-		} else {
-			footComments(n.Content[len(n.Content)-2], head)
-		}
+	var last *yaml.Node
+	if len(n.Content) > 1 {
+		last = n.Content[len(n.Content)-2]
 	}
+	pc.finish(n, last)
 }
 
 func emitYAML(branches []branch) ([]byte, error) {

@@ -471,28 +471,24 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 // Each keeps its name as a key of the loaded project, so the project names
 // them all.
 func readByComposeGo(p *types.Project, read func(string)) {
-	for _, services := range []types.Services{p.Services, p.DisabledServices} {
-		for _, s := range services {
-			for k := range s.Environment {
+	readEnvAndArgs := func(env types.MappingWithEquals, build *types.BuildConfig) {
+		for k := range env {
+			read(k)
+		}
+		if build != nil {
+			for k := range build.Args {
 				read(k)
 			}
-			if s.Build != nil {
-				for k := range s.Build.Args {
-					read(k)
-				}
-			}
+		}
+	}
+	for _, services := range []types.Services{p.Services, p.DisabledServices} {
+		for _, s := range services {
+			readEnvAndArgs(s.Environment, s.Build)
 		}
 	}
 	for _, jobs := range []types.Jobs{p.Jobs, p.DisabledJobs} {
 		for _, j := range jobs {
-			for k := range j.Environment {
-				read(k)
-			}
-			if j.Build != nil {
-				for k := range j.Build.Args {
-					read(k)
-				}
-			}
+			readEnvAndArgs(j.Environment, j.Build)
 		}
 	}
 	for _, s := range p.Secrets {
