@@ -220,6 +220,10 @@ type Engine struct {
 	// subnetMu makes choosing a subnet and creating its network one step
 	// for all of this engine's apps.
 	subnetMu sync.Mutex
+
+	// memo is the one-shot CLI's inspect memo (UseInspectMemo); nil in
+	// the agent, which has its view.
+	memo *memoState
 }
 
 // waker returns a channel that is signalled when an event concerns the

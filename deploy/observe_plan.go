@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/moby/moby/client"
 
@@ -39,9 +40,22 @@ import (
 //
 // Foreign containers that hold neither a needed name nor a needed port are
 // left out, and so are image digests: no decision of the CLI reads them.
+//
+// With an inspect memo (UseInspectMemo), a running container that no
+// engine event has named since the memo's observation is not inspected
+// again: one read of the engine's event buffer stands in for the inspects.
 func (e *Engine) ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actual, error) {
 	app := in.App
+	// The reads that do not depend on each other go at once: the memo's
+	// events, the app's own lists and its compose project's containers.
+	f := foreignFinder{e: e, app: app}
+	var wg sync.WaitGroup
+	if e.memo != nil && e.memo.app == app {
+		wg.Go(func() { e.checkMemo(ctx) })
+	}
+	wg.Go(func() { f.byLabel(ctx, drift.LabelComposeProject+"="+in.Options.ComposeProjectOf(app)) })
 	actual, ips, err := e.observeOwn(ctx, app)
+	wg.Wait()
 	if err != nil {
 		return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
 	}
@@ -49,8 +63,6 @@ func (e *Engine) ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actu
 	if desired == nil {
 		desired = &manifest.App{Name: app}
 	}
-	f := foreignFinder{e: e, app: app}
-	f.byLabel(ctx, drift.LabelComposeProject+"="+in.Options.ComposeProjectOf(app))
 	if needsAllNetworks(desired, actual.Networks) {
 		f.networks(ctx, &actual)
 	}

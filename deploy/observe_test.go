@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 // them. Calls it does not implement panic (nil embedded interface).
 type fakeDocker struct {
 	dockerAPI
+	mu         sync.Mutex // lists and inspects run at once
 	containers []container.Summary
 	inspect    map[string]container.InspectResponse
 	calls      map[string]int
@@ -23,22 +25,30 @@ type fakeDocker struct {
 }
 
 func (f *fakeDocker) ContainerList(_ context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls["ContainerList"]++
 	f.filters = append(f.filters, o.Filters)
 	return client.ContainerListResult{Items: f.containers}, nil
 }
 
 func (f *fakeDocker) NetworkList(context.Context, client.NetworkListOptions) (client.NetworkListResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls["NetworkList"]++
 	return client.NetworkListResult{Items: []network.Summary{{Network: network.Network{Name: "shop-default", ID: "n1", Driver: "bridge", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelResource: "default"}}}}}, nil
 }
 
 func (f *fakeDocker) VolumeList(context.Context, client.VolumeListOptions) (client.VolumeListResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls["VolumeList"]++
 	return client.VolumeListResult{Items: []volume.Volume{{Name: "shop-data", Driver: "local", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelResource: "data"}}}}, nil
 }
 
 func (f *fakeDocker) ContainerInspect(_ context.Context, id string, _ client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls["ContainerInspect"]++
 	return client.ContainerInspectResult{Container: f.inspect[id]}, nil
 }

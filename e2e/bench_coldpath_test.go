@@ -72,8 +72,9 @@ func TestBenchNoopApply50(t *testing.T) {
 
 	// Each command's wall time and CPU time (user + system): on this
 	// shared machine the CPU time is the steadier measure of the work.
-	var dl, dlOff, cp, diff, load, loadOff, start runs
+	var dl, dlOff, dlNoMemo, cp, diff, load, loadOff, start runs
 	uncached := append(slices.Clone(env), "DRIFTLESS_LOAD_CACHE=off")
+	noMemo := append(slices.Clone(env), "DRIFTLESS_INSPECT_MEMO=off")
 	for r := range rounds {
 		d := func() { dl.add(runCmd(t, dir, env, bin, apply...)) }
 		c := func() { cp.add(runCmd(t, dir, env, compose, "up", "-d")) }
@@ -85,13 +86,23 @@ func TestBenchNoopApply50(t *testing.T) {
 			d()
 		}
 		dlOff.add(runCmd(t, dir, uncached, bin, apply...))
+		dlNoMemo.add(runCmd(t, dir, noMemo, bin, apply...))
 		diff.add(runCmd(t, dir, env, bin, "diff", ".", "--app", app))
 		load.add(runCmd(t, dir, env, bin, "validate", ".", "--app", app))
 		loadOff.add(runCmd(t, dir, uncached, bin, "validate", ".", "--app", app))
 		start.add(runCmd(t, dir, env, bin, "version"))
 	}
+	// The memo belongs to one engine address: the first apply through the
+	// proxy writes the proxy's, the second is the one counted.
 	proxy := testenv.StartCountingProxy(t)
-	timeCmd(t, dir, append(env, "DOCKER_HOST="+proxy.Host()), bin, apply...)
+	viaProxy := append(slices.Clone(env), "DOCKER_HOST="+proxy.Host())
+	timeCmd(t, dir, viaProxy, bin, apply...)
+	proxy.Reset()
+	timeCmd(t, dir, viaProxy, bin, apply...)
+	memoCalls := proxy.Summary()
+	proxy.Reset()
+	timeCmd(t, dir, append(viaProxy, "DRIFTLESS_INSPECT_MEMO=off"), bin, apply...)
+	noMemoCalls := proxy.Summary()
 
 	cm, dm := cp.medians(), dl.medians()
 	t.Logf("| no-op on the same docker-compose.yml, 50 services (median of %d) | wall | CPU (user+sys) |", rounds)
@@ -99,6 +110,7 @@ func TestBenchNoopApply50(t *testing.T) {
 	t.Logf("| `docker-compose up -d` (1.29) | %s | %s |", ms(cm.wall), ms(cm.cpu))
 	t.Logf("| **`driftless apply`** | **%s** | **%s** |", ms(dm.wall), ms(dm.cpu))
 	t.Logf("| `driftless apply`, load cache off | %s | %s |", ms(dlOff.medians().wall), ms(dlOff.medians().cpu))
+	t.Logf("| `driftless apply`, inspect memo off | %s | %s |", ms(dlNoMemo.medians().wall), ms(dlNoMemo.medians().cpu))
 	t.Logf("| `driftless version` (process start) | %s | %s |", ms(start.medians().wall), ms(start.medians().cpu))
 	t.Logf("| `driftless validate` (process start + load, from the cache) | %s | %s |", ms(load.medians().wall), ms(load.medians().cpu))
 	t.Logf("| `driftless validate`, load cache off | %s | %s |", ms(loadOff.medians().wall), ms(loadOff.medians().cpu))
@@ -106,7 +118,7 @@ func TestBenchNoopApply50(t *testing.T) {
 	t.Logf("| speed-up of the no-op apply (CPU time: %.1f×) | %.1f× (target ≥ 50×: %s) | |",
 		cm.cpu.Seconds()/dm.cpu.Seconds(), cm.wall.Seconds()/dm.wall.Seconds(),
 		verdict(t, "no-op apply ≥ 50× faster than docker-compose's", cm.wall.Seconds() >= 50*dm.wall.Seconds()))
-	t.Logf("Docker API calls of one no-op apply: %s", testenv.FormatCalls(proxy.Summary()))
+	t.Logf("Docker API calls of one no-op apply: %s; with the inspect memo off: %s", testenv.FormatCalls(memoCalls), testenv.FormatCalls(noMemoCalls))
 }
 
 // benchLabel marks the containers a benchmark fills the engine with, so

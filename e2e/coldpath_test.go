@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/moby/moby/client"
 )
 
 // TestColdObservationPlansLikeTheFullOne checks the one-shot CLI's cheap
@@ -69,6 +70,12 @@ func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
 	t.Logf("driftless diff, no-op, %d owned containers: %s", len(dockerNames(t, app)), testenv.FormatCalls(proxy.Summary()))
 
 	c.check("no-op", false, "No changes")
+	for try := 0; try < 3 && c.memoInspects != 0; try++ {
+		c.check("no-op, again", false, "No changes")
+	}
+	if c.memoInspects != 0 {
+		t.Errorf("no-op after a no-op: the inspect memo path made %d inspects, want none", c.memoInspects)
+	}
 	docker(t, "rm", "-f", app+"-web-2")
 	c.check("missing replica", false, app+"-web-2", "removed outside Git")
 	foreign(app+"-web-2", "create")
@@ -80,6 +87,87 @@ func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
 	c.check("stopped replica", false, app+"-api-1", "stopped outside Git")
 	docker(t, "update", "--memory", "96m", "--memory-swap", "192m", app+"-web-1")
 	c.check("docker update", false, app+"-web-1", "resources.memory")
+	if c.memoInspects == 0 {
+		t.Errorf("docker update: the inspect memo inspected nothing; the updated replica must be inspected again")
+	}
+	network := strings.Fields(docker(t, "inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", app+"-web-3"))[0]
+	docker(t, "network", "disconnect", network, app+"-web-3")
+	c.check("network disconnect", false, app+"-web-3", "networks: (none)")
+
+	// A memo whose anchor was pushed out of Docker's event buffer (256
+	// events) proves nothing: everything is inspected, and a docker update
+	// whose own event was pushed out with it is still seen.
+	docker(t, "update", "--memory", "128m", "--memory-swap", "256m", app+"-web-3")
+	floodEvents(t, ctx, image, 300)
+	c.check("docker update, then 300 other events", false, "resources.memory: 128Mi → 64Mi")
+	if owned := len(dockerNames(t, app)); c.memoInspects != owned {
+		t.Errorf("after 300 events: the inspect memo path made %d inspects, want all %d", c.memoInspects, owned)
+	}
+}
+
+// TestInspectMemoOfTheCLI runs the CLI itself: a second no-op diff
+// inspects nothing, and a docker update between two runs is seen.
+func TestInspectMemoOfTheCLI(t *testing.T) {
+	app := testenv.UniqueApp(t)
+	image := testenv.WorkloadImage(t, "v1")
+	dir := writeApp(t, app, map[string]string{"web.yaml": plainService("web", image, 3) + "  resources: {memory: 64Mi}\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	if out, code := testenv.Run(t, ctx, dir, "apply", dir, "--app", app, "--data", data); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	proxy := testenv.StartCountingProxy(t)
+	diff := func() (string, int) {
+		t.Helper()
+		proxy.Reset()
+		cmd := exec.CommandContext(ctx, testenv.DriftlessBinary(t), "diff", dir, "--app", app, "--data", data)
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+proxy.Host())
+		out, _ := cmd.CombinedOutput()
+		return string(out), proxy.Summary()["GET /containers/{id}/json"]
+	}
+	if out, _ := diff(); !strings.Contains(out, "No changes") {
+		t.Fatalf("first diff through the proxy:\n%s", out)
+	}
+	// Other tests share the engine: a burst of their events can push the
+	// memo's anchor out of the buffer, which costs inspects, not truth.
+	inspects := -1
+	for try := 0; try < 3 && inspects != 0; try++ {
+		var out string
+		if out, inspects = diff(); !strings.Contains(out, "No changes") {
+			t.Fatalf("second diff:\n%s", out)
+		}
+	}
+	if inspects != 0 {
+		t.Errorf("a no-op diff after a no-op diff inspected %d containers, want none", inspects)
+	}
+	docker(t, "update", "--memory", "96m", "--memory-swap", "192m", app+"-web-2")
+	out, inspects := diff()
+	if !strings.Contains(out, app+"-web-2") || !strings.Contains(out, "resources.memory") {
+		t.Errorf("diff after docker update does not show it:\n%s", out)
+	}
+	if inspects < 1 {
+		t.Errorf("diff after docker update inspected nothing")
+	}
+	t.Logf("diff after docker update: %d inspect(s)\n%s", inspects, out)
+}
+
+// floodEvents makes n engine events that concern no container: tags of
+// image, then their removal.
+func floodEvents(t *testing.T, ctx context.Context, image string, n int) {
+	t.Helper()
+	cli := dockerClient(t)
+	tag := fmt.Sprintf("driftless-flood-%d", time.Now().UnixNano())
+	for i := range n / 2 {
+		if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: image, Target: fmt.Sprintf("%s:%d", tag, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n / 2 {
+		if _, err := cli.ImageRemove(ctx, fmt.Sprintf("%s:%d", tag, i), client.ImageRemoveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // coldCheck compares, in one situation, the plan and health from the
@@ -90,6 +178,10 @@ type coldCheck struct {
 	app     string
 	desired *manifest.App
 	proxy   *testenv.CountingProxy
+	// memo is the inspect memo the last observation with one left;
+	// memoInspects how many containers that observation inspected.
+	memo         []byte
+	memoInspects int
 }
 
 // check compares the two and requires the plan to show want.
@@ -136,6 +228,29 @@ func (c *coldCheck) check(situation string, foreignMatters bool, want ...string)
 		}
 	}
 	c.checkCalls(situation, full)
+
+	// The same, as the next CLI process sees it with the memo the last
+	// one left: the memo must not change what is seen.
+	c.proxy.Reset()
+	memoIn := in
+	memoIn.Actual, err = observeWith(ctx, c.proxy.Host(), func(e *deploy.Engine) (drift.Actual, error) {
+		e.UseInspectMemo(app, "test", c.memo)
+		actual, err := e.ObserveForPlan(ctx, in)
+		c.memo = e.InspectMemo(app)
+		return actual, err
+	})
+	if err != nil {
+		t.Fatalf("%s: observation with the inspect memo: %v", situation, err)
+	}
+	c.memoInspects = c.proxy.Summary()["GET /containers/{id}/json"]
+	withMemo := drift.Compute(memoIn)
+	if a, b := decisions(t, full), decisions(t, withMemo); a != b {
+		t.Errorf("%s: the plans differ\nfull observation:\n%s\nwith the inspect memo:\n%s", situation, full.String(), withMemo.String())
+	}
+	if a, b := decisions(t, drift.Assess(fullIn, full)), decisions(t, drift.Assess(memoIn, withMemo)); a != b {
+		t.Errorf("%s: the health verdicts differ\nfull: %s\nwith the inspect memo: %s", situation, a, b)
+	}
+	t.Logf("%s: with the inspect memo, %d inspect(s)", situation, c.memoInspects)
 }
 
 // checkCalls requires of the cheap observation's calls: container lists,

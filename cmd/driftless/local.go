@@ -471,11 +471,13 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer eng.Close()
+	memo := openInspectMemo(eng, *data, name)
 	app, in, err := loadLocal(ctx, loadCache(*data), dir, name, opts, adopt, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
 	}
+	memo.save(name)
 	plan := drift.Compute(in)
 	if *output == "json" {
 		_ = writeJSON(stdout, plan)
