@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"regexp"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -62,8 +63,16 @@ func (e *PullError) Unwrap() error { return e.Err }
 // classifyPull sorts an engine's pull error. The engine relays the
 // registry's answer as text (and, for some, an errdefs class); both are
 // read.
-func classifyPull(err error) PullErrorKind {
+func classifyPull(err error, names ...string) PullErrorKind {
 	msg := strings.ToLower(err.Error())
+	// The image and registry named in the message are not evidence: a
+	// registry on port 40153 is not a 401, a repository called denied-app
+	// is not a denial.
+	for _, n := range names {
+		if n != "" {
+			msg = strings.ReplaceAll(msg, strings.ToLower(n), " ")
+		}
+	}
 	has := func(words ...string) bool {
 		for _, w := range words {
 			if strings.Contains(msg, w) {
@@ -75,7 +84,8 @@ func classifyPull(err error) PullErrorKind {
 	switch {
 	case has("x509:", "certificate signed by unknown authority", "certificate is not valid", "certificate has expired"):
 		return PullUntrusted
-	case has("unauthorized", "authentication required", "no basic auth credentials", "denied", "401", "incorrect username or password", "forbidden"):
+	case has("unauthorized", "authentication required", "no basic auth credentials", "denied", "incorrect username or password", "forbidden") ||
+		httpStatus401.MatchString(msg):
 		return PullAuth
 	case has("manifest unknown", "not found", "name unknown", "does not exist"):
 		return PullNotFound
@@ -88,6 +98,10 @@ func classifyPull(err error) PullErrorKind {
 	}
 	return PullOther
 }
+
+// httpStatus401 is a 401 status code standing alone, not digits of a port,
+// an address or a digest.
+var httpStatus401 = regexp.MustCompile(`(?:^|[^\w.:/@-])401(?:[^\w.:/-]|$)`)
 
 // registryAuth is the X-Registry-Auth value for pulling image for app.
 func (e *Engine) registryAuth(ctx context.Context, app, image string) (host, encoded string, err error) {
@@ -134,11 +148,11 @@ func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgr
 		if client.IsErrConnectionFailed(err) {
 			return fmt.Errorf("pull image %s: %w", image, err)
 		}
-		return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+		return &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
 	}
 	defer resp.Close()
 	if err := followStream(resp.JSONMessages(ctx), progress); err != nil {
-		return &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+		return &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
 	}
 	if res, err := e.api.ImageInspect(ctx, image); err == nil {
 		e.recordPull(app, image, res.ID)
@@ -298,7 +312,7 @@ func (e *Engine) resolveViaEngine(ctx context.Context, host, image string, ac re
 		if client.IsErrConnectionFailed(err) {
 			return "", fmt.Errorf("resolve image %s: %w", image, err)
 		}
-		return "", &PullError{Image: image, Registry: host, Kind: classifyPull(err), Err: err}
+		return "", &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
 	}
 	return res.Descriptor.Digest.String(), nil
 }

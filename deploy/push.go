@@ -57,14 +57,14 @@ func (e *Engine) PushImage(ctx context.Context, app, ref string, progress PullPr
 		if client.IsErrConnectionFailed(err) || ctx.Err() != nil {
 			return fmt.Errorf("push image %s: %w", ref, err)
 		}
-		return &PushError{Image: ref, Registry: host, Kind: classifyPull(err), Err: err}
+		return &PushError{Image: ref, Registry: host, Kind: classifyPull(err, ref, host), Err: err}
 	}
 	defer resp.Close()
 	if err := followStream(resp.JSONMessages(ctx), progress); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &PushError{Image: ref, Registry: host, Kind: classifyPull(err), Err: err}
+		return &PushError{Image: ref, Registry: host, Kind: classifyPull(err, ref, host), Err: err}
 	}
 	return nil
 }

@@ -228,10 +228,20 @@ func TestClassifyPull(t *testing.T) {
 		`Get "https://r.example/v2/": net/http: request canceled while waiting for connection (Client.Timeout exceeded)`: PullUnreachable,
 		`Get "https://172.17.0.1:45123/v2/": x509: certificate signed by unknown authority`:                              PullUntrusted,
 		`something else went wrong`: PullOther,
+		// A registry port that starts with 401 is not an HTTP 401.
+		`Get "https://172.17.0.1:40153/v2/": dial tcp 172.17.0.1:40153: connect: connection refused`: PullUnreachable,
+		`pull 172.17.0.1:5000/shop/web@sha256:40140140: manifest unknown`:                            PullNotFound,
+		`received unexpected HTTP status: 401`:                                                       PullAuth,
 	} {
 		if got := classifyPull(errors.New(msg)); got != want {
 			t.Errorf("%s: got %s, want %s", msg, got, want)
 		}
+	}
+	// Words in the image's own name are not evidence.
+	image := "r.example/denied-app:v1"
+	msg := `manifest for r.example/denied-app:v1 not found: manifest unknown: manifest unknown`
+	if got := classifyPull(errors.New(msg), image, "r.example"); got != PullNotFound {
+		t.Errorf("%s: got %s, want %s", msg, got, PullNotFound)
 	}
 }
 
