@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -121,6 +122,20 @@ func (e *Engine) InspectMemo(app string) []byte {
 		return nil
 	}
 	return data
+}
+
+// SaveInspectMemo writes InspectMemo(app) to path for the next process, or
+// removes the file when there is nothing to carry. A memo that cannot be
+// written costs the next run its inspects, nothing else.
+func (e *Engine) SaveInspectMemo(app, path string) {
+	data := e.InspectMemo(app)
+	if data == nil {
+		os.Remove(path)
+		return
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		e.log.Debug("inspect memo not written", "path", path, "err", err)
+	}
 }
 
 // checkMemo reads the events since the memo's anchor (the whole buffer

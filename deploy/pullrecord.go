@@ -142,6 +142,12 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(path, data)
+}
+
+// writeFileAtomic writes data to path (0600) through a temporary file and
+// a rename.
+func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

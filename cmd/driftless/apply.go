@@ -108,7 +108,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer eng.Close()
 	a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, builder: builder, stdout: stdout}
-	memo := openInspectMemo(eng, *lfl.data, target.name)
+	memo := openInspectMemo(eng, *lfl.data, target.name, target.cache)
 	code, err := a.run(ctx, *dryRun)
 	memo.save(target.name)
 	if err != nil {

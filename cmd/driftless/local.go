@@ -375,11 +375,21 @@ func loadCache(data string) *loadcache.Cache {
 	if os.Getenv("DRIFTLESS_LOAD_CACHE") == "off" {
 		return nil
 	}
-	build := loadcache.ExecutableBuildID()
+	build := cliBuild()
 	if build == "" {
 		return nil
 	}
-	return &loadcache.Cache{Dir: filepath.Join(data, "cache", "load"), Build: version + "/" + build}
+	return &loadcache.Cache{Dir: filepath.Join(data, "cache", "load"), Build: build}
+}
+
+// cliBuild identifies this build of driftless for what the one-shot
+// commands keep between runs; "" when it cannot be known.
+func cliBuild() string {
+	id := loadcache.ExecutableBuildID()
+	if id == "" {
+		return ""
+	}
+	return version + "/" + id
 }
 
 // loadLocal parses the manifests (or takes them from the load cache, when
@@ -471,8 +481,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer eng.Close()
-	memo := openInspectMemo(eng, *data, name)
-	app, in, err := loadLocal(ctx, loadCache(*data), dir, name, opts, adopt, eng, *prune)
+	cache := loadCache(*data)
+	memo := openInspectMemo(eng, *data, name, cache)
+	app, in, err := loadLocal(ctx, cache, dir, name, opts, adopt, eng, *prune)
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless diff:", err)
 		return exitError
