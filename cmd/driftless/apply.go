@@ -9,6 +9,8 @@ import (
 	stdsync "sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
@@ -77,9 +79,13 @@ func (a *applyRun) load(ctx context.Context) (*manifest.App, drift.Input, error)
 	return loadLocal(ctx, a.target.cache, a.target.dir, a.target.name, a.target.opts.opts, a.target.opts.adopt, a.eng, a.prune)
 }
 
-func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("apply", "apply [PATH] [--app NAME] [--prune] [--dry-run]",
-		"Converge the local Docker engine to the manifests under PATH once, like 'docker compose up -d':\nshow the plan, carry it out with live progress, wait until every replica is ready.\nExit 0 when the app converged and every replica is ready; 1 otherwise, with the reason; 2 on usage errors.", stderr)
+func applyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "apply [PATH] [--app NAME] [--prune] [--dry-run]",
+		Short: "converge the local Docker engine to the manifests once",
+		Long:  "Converge the local Docker engine to the manifests under PATH once, like 'docker compose up -d':\nshow the plan, carry it out with live progress, wait until every replica is ready.\nExit 0 when the app converged and every replica is ready; 1 otherwise, with the reason; 2 on usage errors.",
+	}
+	fs := cmd.Flags()
 	var lfl localFlags
 	fs.StringVar(&lfl.app, "app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "remove containers and networks no longer declared (volumes are always kept)")
@@ -89,32 +95,31 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	buildTimeout := fs.Duration("build-timeout", deploy.DefaultBuildTimeout, "how long one image build from build: may take")
 	lfl.data = dataFlag(fs)
 	lfl.lf.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	target, err := lfl.resolve(ctx, pos, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless apply:", err)
-		return exitError
-	}
-	// Like docker compose, apply pulls with the credentials of Docker's
-	// config.json ($DOCKER_CONFIG or ~/.docker).
-	creds := &deploy.Logins{Docker: &deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}}
-	eng, builder, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir(), Credentials: creds})
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless apply:", err)
-		return 1
-	}
-	defer eng.Close()
-	a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, builder: builder, stdout: stdout}
-	memo := openInspectMemo(eng, *lfl.data, target.name, target.cache)
-	code, err := a.run(ctx, *dryRun)
-	memo.save(target.name)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless apply:", err)
-	}
-	return code
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		target, err := lfl.resolve(ctx, pos, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless apply:", err)
+			return exitError
+		}
+		// Like docker compose, apply pulls with the credentials of Docker's
+		// config.json ($DOCKER_CONFIG or ~/.docker).
+		creds := &deploy.Logins{Docker: &deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}}
+		eng, builder, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir(), Credentials: creds})
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless apply:", err)
+			return 1
+		}
+		defer eng.Close()
+		a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, builder: builder, stdout: stdout}
+		memo := openInspectMemo(eng, *lfl.data, target.name, target.cache)
+		code, err := a.run(ctx, *dryRun)
+		memo.save(target.name)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless apply:", err)
+		}
+		return code
+	})
+	return cmd
 }
 
 // run plans, applies, waits for readiness and reports.

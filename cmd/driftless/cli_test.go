@@ -28,19 +28,6 @@ func TestAppNameFor(t *testing.T) {
 	}
 }
 
-func TestFlagsMayFollowThePath(t *testing.T) {
-	fs := newFlags("diff", "diff", "", &bytes.Buffer{})
-	app := fs.String("app", "", "")
-	prune := fs.Bool("prune", false, "")
-	pos, err := parseFlags(fs, []string{"examples/shop", "--app", "shop", "--prune"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pos) != 1 || pos[0] != "examples/shop" || *app != "shop" || !*prune {
-		t.Fatalf("pos=%v app=%q prune=%v", pos, *app, *prune)
-	}
-}
-
 func TestLocalAppRejectsBadNames(t *testing.T) {
 	if _, _, err := localApp([]string{"."}, "Bad_Name"); err == nil || !strings.Contains(err.Error(), "--app") {
 		t.Fatalf("want an error naming --app, got %v", err)
@@ -82,36 +69,6 @@ func TestProgressShowsMilestonesOnly(t *testing.T) {
 	line := progressLine(drift.Event{Change: web3, Phase: "ready", Message: "shop-web-3 ready in 1.2s"})
 	if !strings.Contains(line, "+") || !strings.Contains(line, "shop-web-3") || !strings.HasSuffix(line, "ready in 1.2s") {
 		t.Fatalf("ready line: %q", line)
-	}
-}
-
-func TestUnknownCommand(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"deploy"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
-		t.Fatalf("code %d, stderr %q", code, errb.String())
-	}
-	out.Reset()
-	if code := dispatch(context.Background(), []string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "validate") || strings.Contains(out.String(), "workload") {
-		t.Fatalf("help lists public commands only: %q", out.String())
-	}
-}
-
-func TestHelpAndVersionAreNotErrors(t *testing.T) {
-	for _, args := range [][]string{{"validate", "--help"}, {"diff", "-h"}, {"apply", "--help"}, {"status", "--help"}, {"run", "--help"}, {"demo", "--help"}} {
-		var out, errb bytes.Buffer
-		code := dispatch(context.Background(), args, &out, &errb)
-		if code != 0 || !strings.Contains(errb.String()+out.String(), "Usage: driftless "+args[0]) {
-			t.Errorf("%v: exit %d, output %q", args, code, errb.String()+out.String())
-		}
-	}
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "driftless ") {
-		t.Fatalf("--version: exit %d, %q %q", code, out.String(), errb.String())
-	}
-	out.Reset()
-	errb.Reset()
-	if code := dispatch(context.Background(), []string{"validate", "--no-such-flag"}, &out, &errb); code != 2 {
-		t.Fatalf("an unknown flag must stay an error, exit %d", code)
 	}
 }
 

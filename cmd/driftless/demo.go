@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/examples"
@@ -30,22 +32,32 @@ const (
 
 var demoImages = []string{"driftless-demo:v1", "driftless-demo:v2"}
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", "demo [--data DIR] [--listen ADDR] [--clean]",
-		`Try driftless on this machine, with no registry and no remote Git host:
+func demoCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "demo [--data DIR] [--listen ADDR] [--clean]",
+		Short: "try driftless locally: demo image, Git repo, agent, dashboard",
+		Long: `Try driftless on this machine, with no registry and no remote Git host:
 it packs this binary into the demo images driftless-demo:v1 and :v2, seeds a Git
 repository in DATA/repo with the example app (web x3 with a readiness probe, cache
 with a volume, one network), and runs the agent on it with the dashboard.
-A second run reuses what exists. --clean removes everything the demo created.`, stderr)
+A second run reuses what exists. --clean removes everything the demo created.`,
+	}
+	fs := cmd.Flags()
 	var f runFlags
 	f.register(fs, false)
 	clean := fs.Bool("clean", false, "remove the demo's containers, network, volume, images and data directory, then exit")
 	// The demo keeps its own data apart from a real agent's.
-	_ = fs.Set("data", filepath.Join(defaultDataDir(), "demo"))
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
+	demoData := filepath.Join(defaultDataDir(), "demo")
+	_ = fs.Set("data", demoData)
+	fs.Lookup("data").DefValue = demoData
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		return runDemo(ctx, f, *clean, pos, stdout, stderr)
+	})
+	return cmd
+}
+
+// runDemo is `driftless demo` once its flags are parsed.
+func runDemo(ctx context.Context, f runFlags, clean bool, pos []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "driftless demo: unexpected argument %q\n", pos[0])
 		return exitError
@@ -55,7 +67,7 @@ A second run reuses what exists. --clean removes everything the demo created.`, 
 		fmt.Fprintln(stderr, "driftless demo:", err)
 		return exitError
 	}
-	if *clean {
+	if clean {
 		if err := demoClean(ctx, data, stdout); err != nil {
 			fmt.Fprintln(stderr, "driftless demo --clean:", err)
 			return 1

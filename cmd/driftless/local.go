@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/swarm"
@@ -30,34 +31,6 @@ const (
 	exitChanges = 1
 	exitError   = 2
 )
-
-// newFlags makes a flag set whose --help prints the command's usage.
-func newFlags(name, usageLine, about string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: driftless %s\n\n%s\n\nFlags:\n", usageLine, about)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses interleaved flags and positional arguments, the way
-// people type them (`driftless diff examples/shop --app shop`).
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
 
 // loadFlags are what a user adds to an app's files: the host power its
 // manifests may use, and the compose profiles to activate.
@@ -77,7 +50,7 @@ func (l *loadFlags) register(fs interface {
 	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
 	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
-	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers `docker compose` runs for the app's project, one replica at a time")
+	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers 'docker compose' runs for the app's project, one replica at a time")
 	fs.BoolVar(&l.allowPlaintext, "allow-plaintext-secrets", false, "accept secret files that are not SOPS-encrypted (as decryption: {allowPlaintext: true} in driftless.yaml)")
 	fs.StringVar(&l.target, "target", "", "where the app runs: engine (containers on this Docker engine, the default) or swarm (services on the Swarm manager DOCKER_HOST names)")
 }
@@ -130,7 +103,7 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 // dataFlag registers --data on a local command: the agent's data
 // directory, whose secret key the command hashes secrets with so that its
 // hashes agree with the agent's.
-func dataFlag(fs *flag.FlagSet) *string {
+func dataFlag(fs *pflag.FlagSet) *string {
 	return fs.String("data", defaultDataDir(), "the agent's data directory, for its secret key (env DRIFTLESS_DATA)")
 }
 
@@ -237,64 +210,67 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", "validate [PATH] [--app NAME] [--output text|json]",
-		"Parse every manifest under PATH (default .) strictly and report all errors with file:line:column.\nExit 0 when valid, 1 when not, 2 on usage errors.", stderr)
+func validateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "validate [PATH] [--app NAME] [--output text|json]",
+		Short: "check manifests and report every error with file:line:column",
+		Long:  "Parse every manifest under PATH (default .) strictly and report all errors with file:line:column.\nExit 0 when valid, 1 when not, 2 on usage errors.",
+	}
+	fs := cmd.Flags()
 	appFlag := fs.String("app", "", "app name (default: the directory name)")
-	output := fs.String("output", "text", "output format: text or json")
+	output := fs.StringP("output", "o", "text", "output format: text or json")
 	var lf loadFlags
 	lf.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	name, dir, err := localApp(pos, *appFlag)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless validate:", err)
-		return exitError
-	}
-	opts, err := lf.options(processEnv())
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless validate:", err)
-		return exitError
-	}
-	app, _, err := loadCache(defaultDataDir()).Load(loadcache.Request{Dir: dir, App: name, Opts: opts})
-	var list manifest.ErrorList
-	if err != nil && !errors.As(err, &list) {
-		fmt.Fprintln(stderr, "driftless validate:", err)
-		return exitError
-	}
-	if *output == "json" {
-		res := struct {
-			App     string             `json:"app"`
-			Valid   bool               `json:"valid"`
-			Errors  manifest.ErrorList `json:"errors"`
-			Desired *manifest.App      `json:"desired,omitempty"`
-		}{App: name, Valid: err == nil, Errors: list}
-		if err == nil {
-			res.Desired = redactedApp(app)
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		name, dir, err := localApp(pos, *appFlag)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless validate:", err)
+			return exitError
 		}
-		_ = writeJSON(stdout, res)
-	} else if err != nil {
-		for _, e := range list {
-			fmt.Fprintln(stdout, e.Error())
+		opts, err := lf.options(processEnv())
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless validate:", err)
+			return exitError
 		}
-		fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", dir, len(list))
-	} else {
-		for _, w := range app.Warnings {
-			fmt.Fprintln(stdout, "warning: "+w.Error())
+		app, _, err := loadCache(defaultDataDir()).Load(loadcache.Request{Dir: dir, App: name, Opts: opts})
+		var list manifest.ErrorList
+		if err != nil && !errors.As(err, &list) {
+			fmt.Fprintln(stderr, "driftless validate:", err)
+			return exitError
 		}
-		what := "app"
-		if app.Format == manifest.FormatCompose {
-			what = "compose app"
+		if *output == "json" {
+			res := struct {
+				App     string             `json:"app"`
+				Valid   bool               `json:"valid"`
+				Errors  manifest.ErrorList `json:"errors"`
+				Desired *manifest.App      `json:"desired,omitempty"`
+			}{App: name, Valid: err == nil, Errors: list}
+			if err == nil {
+				res.Desired = redactedApp(app)
+			}
+			_ = writeJSON(stdout, res)
+		} else if err != nil {
+			for _, e := range list {
+				fmt.Fprintln(stdout, e.Error())
+			}
+			fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", dir, len(list))
+		} else {
+			for _, w := range app.Warnings {
+				fmt.Fprintln(stdout, "warning: "+w.Error())
+			}
+			what := "app"
+			if app.Format == manifest.FormatCompose {
+				what = "compose app"
+			}
+			fmt.Fprintf(stdout, "%s: valid: %s %s with %d service(s), %d network(s), %d volume(s).\n",
+				dir, what, name, len(app.Services), len(app.Networks), len(app.Volumes))
 		}
-		fmt.Fprintf(stdout, "%s: valid: %s %s with %d service(s), %d network(s), %d volume(s).\n",
-			dir, what, name, len(app.Services), len(app.Networks), len(app.Volumes))
-	}
-	if err != nil {
-		return 1
-	}
-	return exitOK
+		if err != nil {
+			return 1
+		}
+		return exitOK
+	})
+	return cmd
 }
 
 // redactedApp is app with its secret values redacted, for output.
@@ -440,75 +416,69 @@ func connectEngine(ctx context.Context, opts deploy.Options) (*deploy.Engine, er
 	return eng, nil
 }
 
-func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("diff", "diff [PATH] [--app NAME] [--prune] [--output text|json]",
-		"Show what 'driftless apply' would change: the manifests under PATH against the local Docker engine.\nExit 0 when nothing would change, 1 when something would, 2 on errors.", stderr)
+func diffCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "diff [PATH] [--app NAME] [--prune] [--output text|json]",
+		Short: "show what apply would change on the local Docker engine",
+		Long:  "Show what 'driftless apply' would change: the manifests under PATH against the local Docker engine.\nExit 0 when nothing would change, 1 when something would, 2 on errors.",
+	}
+	fs := cmd.Flags()
 	appFlag := fs.String("app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "include removal of objects no longer declared")
-	output := fs.String("output", "text", "output format: text or json")
+	output := fs.StringP("output", "o", "text", "output format: text or json")
 	data := dataFlag(fs)
 	var lf loadFlags
 	lf.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	name, dir, err := localApp(pos, *appFlag)
-	if err == nil && *appFlag == "" {
-		name, err = defaultAppName(ctx, dir, name, *data, stderr)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless diff:", err)
-		return exitError
-	}
-	opts, err := lf.options(processEnv())
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless diff:", err)
-		return exitError
-	}
-	if opts.SecretKey, err = cliSecretKey(*data, stderr); err != nil {
-		fmt.Fprintln(stderr, "driftless diff:", err)
-		return exitError
-	}
-	adopt, err := lf.adoptCompose()
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless diff:", err)
-		return exitError
-	}
-	eng, _, err := connectTarget(ctx, opts.Target, deploy.Options{})
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless diff:", err)
-		return exitError
-	}
-	defer eng.Close()
-	cache := loadCache(*data)
-	memo := openInspectMemo(eng, *data, name, cache)
-	app, in, err := loadLocal(ctx, cache, dir, name, opts, adopt, eng, *prune)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless diff:", err)
-		return exitError
-	}
-	memo.save(name)
-	plan := drift.Compute(in)
-	if *output == "json" {
-		_ = writeJSON(stdout, plan)
-	} else {
-		for _, w := range app.Warnings {
-			fmt.Fprintln(stderr, "warning:", w.Error())
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		name, dir, err := localApp(pos, *appFlag)
+		if err == nil && *appFlag == "" {
+			name, err = defaultAppName(ctx, dir, name, *data, stderr)
 		}
-		fmt.Fprint(stdout, plan.String())
-	}
-	if plan.Empty() {
-		return exitOK
-	}
-	return exitChanges
-}
-
-// flagExit is the exit code after parseFlags failed: --help asked for the
-// usage the flag set has just printed, which is not an error.
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitError
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		opts, err := lf.options(processEnv())
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		if opts.SecretKey, err = cliSecretKey(*data, stderr); err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		adopt, err := lf.adoptCompose()
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		eng, _, err := connectTarget(ctx, opts.Target, deploy.Options{})
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		defer eng.Close()
+		cache := loadCache(*data)
+		memo := openInspectMemo(eng, *data, name, cache)
+		app, in, err := loadLocal(ctx, cache, dir, name, opts, adopt, eng, *prune)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		memo.save(name)
+		plan := drift.Compute(in)
+		if *output == "json" {
+			_ = writeJSON(stdout, plan)
+		} else {
+			for _, w := range app.Warnings {
+				fmt.Fprintln(stderr, "warning:", w.Error())
+			}
+			fmt.Fprint(stdout, plan.String())
+		}
+		if plan.Empty() {
+			return exitOK
+		}
+		return exitChanges
+	})
+	return cmd
 }

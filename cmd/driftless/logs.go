@@ -8,54 +8,58 @@ import (
 	"io"
 	gosync "sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/web"
 )
 
-// runLogs is `driftless logs APP [SERVICE|CONTAINER|TASK] [-f] [--tail N]`:
+// logsCmd is `driftless logs APP [SERVICE|CONTAINER|TASK] [-f] [--tail N]`:
 // the output of the app's own containers, read from the local engine, or
 // for a Swarm app of its services' tasks, read through the manager, with
 // secretEnv values redacted.
-func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("logs", "logs APP [SERVICE|CONTAINER|TASK] [-f] [--tail N] [--target engine|swarm]",
-		"Print the last lines of APP's containers (all of them, one service's replicas, or one container),\n"+
-			"read from the local Docker engine; for an app with target swarm, of its services' tasks (all\n"+
-			"services, one service, or one task such as shop-web.1), read through the Swarm manager like\n"+
-			"docker service logs. Only containers and services labelled as APP's are shown; values of the\n"+
-			"keys its manifests mark secretEnv are replaced by "+deploy.LogRedacted+".\n"+
-			"With several containers each line starts with the container's name; a Swarm task's line with\n"+
-			"the task and its node (shop-web.1@node-1 | ...).\n"+
-			"Exit 0 when done, 1 when the engine failed or no such container is APP's, 2 on usage errors.", stderr)
-	follow := fs.Bool("f", false, "follow: keep printing new lines until interrupted (or the containers stop)")
-	fs.BoolVar(follow, "follow", false, "same as -f")
-	tail := fs.Int("tail", deploy.DefaultLogTail, fmt.Sprintf("lines to show from the end of each container's log (at most %d)", deploy.MaxLogTail))
+func logsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "logs APP [SERVICE|CONTAINER|TASK] [--follow] [--tail N] [--target engine|swarm]",
+		Short: "print an app's container logs (-f to follow), secrets redacted",
+		Long: "Print the last lines of APP's containers (all of them, one service's replicas, or one container),\n" +
+			"read from the local Docker engine; for an app with target swarm, of its services' tasks (all\n" +
+			"services, one service, or one task such as shop-web.1), read through the Swarm manager like\n" +
+			"docker service logs. Only containers and services labelled as APP's are shown; values of the\n" +
+			"keys its manifests mark secretEnv are replaced by " + deploy.LogRedacted + ".\n" +
+			"With several containers each line starts with the container's name; a Swarm task's line with\n" +
+			"the task and its node (shop-web.1@node-1 | ...).\n" +
+			"Exit 0 when done, 1 when the engine failed or no such container is APP's, 2 on usage errors.",
+	}
+	fs := cmd.Flags()
+	follow := fs.BoolP("follow", "f", false, "keep printing new lines until interrupted (or the containers stop)")
+	tail := fs.IntP("tail", "n", deploy.DefaultLogTail, fmt.Sprintf("lines to show from the end of each container's log (at most %d)", deploy.MaxLogTail))
 	target := fs.String("target", "", "where the app runs: engine or swarm; default: the engine's containers, else the Swarm's services")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return exitError
-	}
-	if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > deploy.MaxLogTail ||
-		(*target != "" && *target != manifest.TargetEngine && *target != manifest.TargetSwarm) {
-		fs.Usage()
-		return exitError
-	}
-	app, name := pos[0], ""
-	if len(pos) == 2 {
-		name = pos[1]
-	}
-	src, targets, err := openLogs(ctx, app, name, *target)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless logs:", err)
-		return 1
-	}
-	defer src.Close()
-	if err := printLogs(ctx, src, app, targets, deploy.LogOptions{Tail: *tail, Follow: *follow}, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "driftless logs:", err)
-		return 1
-	}
-	return exitOK
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > deploy.MaxLogTail ||
+			(*target != "" && *target != manifest.TargetEngine && *target != manifest.TargetSwarm) {
+			fmt.Fprint(stderr, cmd.UsageString())
+			return exitError
+		}
+		app, name := pos[0], ""
+		if len(pos) == 2 {
+			name = pos[1]
+		}
+		src, targets, err := openLogs(ctx, app, name, *target)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless logs:", err)
+			return 1
+		}
+		defer src.Close()
+		if err := printLogs(ctx, src, app, targets, deploy.LogOptions{Tail: *tail, Follow: *follow}, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "driftless logs:", err)
+			return 1
+		}
+		return exitOK
+	})
+	return cmd
 }
 
 // logSource is a back end that serves an app's logs: *deploy.Engine (its

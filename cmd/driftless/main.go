@@ -4,40 +4,36 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/sirupsen/logrus"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"sort"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/internal/workload"
 )
 
-// command is one subcommand of the driftless binary.
-type command struct {
-	name    string
-	summary string
-	hidden  bool
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{name: "validate", summary: "check manifests and report every error with file:line:column", run: runValidate},
-		{name: "diff", summary: "show what apply would change on the local Docker engine", run: runDiff},
-		{name: "apply", summary: "converge the local Docker engine to the manifests once", run: runApply},
-		{name: "run", summary: "run the agent: follow Git, heal drift, serve the dashboard", run: runRun},
-		{name: "status", summary: "show a running agent's apps and services", run: runStatus},
-		{name: "history", summary: "show a running agent's history of an app", run: runHistory},
-		{name: "logs", summary: "print an app's container logs (-f to follow), secrets redacted", run: runLogs},
-		{name: "prune-images", summary: "remove images driftless built for an app that no container uses", run: runPruneImages},
-		{name: "demo", summary: "try driftless locally: demo image, Git repo, agent, dashboard", run: runDemo},
-		{name: "version", summary: "print the version", run: runVersion},
-		{name: "workload", hidden: true, summary: "run the demo/test workload server (used inside images)", run: runWorkload},
+// commands are driftless's subcommands; cobra adds help and completion.
+func commands() []*cobra.Command {
+	return []*cobra.Command{
+		validateCmd(),
+		diffCmd(),
+		applyCmd(),
+		runCmd(),
+		statusCmd(),
+		historyCmd(),
+		logsCmd(),
+		pruneImagesCmd(),
+		demoCmd(),
+		versionCmd(),
+		workloadCmd(),
 	}
 }
 
@@ -74,35 +70,102 @@ func cpuProfile(file string, stderr io.Writer) (stop func()) {
 	}
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		return 0
-	}
-	if args[0] == "--version" || args[0] == "-version" {
-		return runVersion(ctx, nil, stdout, stderr)
-	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+// exitCode is a command's exit status other than 0, carried out of
+// cobra's RunE to dispatch.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// body is a command's work once cobra has parsed its flags: the positional
+// arguments in, the exit code out.
+type body func(ctx context.Context, pos []string, stdout, stderr io.Writer) int
+
+// runs adapts a body to cobra.
+func runs(b body) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, pos []string) error {
+		if code := b(cmd.Context(), pos, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != exitOK {
+			return exitCode(code)
 		}
+		return nil
 	}
-	fmt.Fprintf(stderr, "driftless: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "driftless keeps a Docker engine converged to the manifests in a Git repository.")
-	fmt.Fprintln(w, "\nUsage: driftless <command> [flags]\n\nCommands:")
-	cmds := commands()
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
-	for _, c := range cmds {
-		if !c.hidden {
-			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// newRoot is the driftless command with its subcommands, cobra's help and
+// completion commands, and --version. Output goes where dispatch says.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:     "driftless",
+		Short:   "driftless keeps a Docker engine converged to the manifests in a Git repository.",
+		Version: versionText(version, buildInfo()),
+		// dispatch reports errors itself, to exit with the right code.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetVersionTemplate("{{.Version}}")
+	root.AddCommand(commands()...)
+	return root
+}
+
+// dispatch runs the command args name and returns its exit code: the
+// command's own, or 2 with the usage on stderr when the command line is
+// wrong (an unknown command or flag, a flag's bad value).
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot()
+	// Never nil: cobra would read os.Args instead.
+	root.SetArgs(append([]string{}, args...))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if cmd, _, err := root.Find(args); err == nil {
+		if arg, name := singleDashLong(cmd, args); name != "" {
+			return usageError(cmd, fmt.Errorf("%s: long flags take two dashes: --%s", arg, name), stderr)
 		}
 	}
-	fmt.Fprintln(w, "\nRun 'driftless <command> --help' for a command's flags.")
+	cmd, err := root.ExecuteContextC(ctx)
+	var code exitCode
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
+	}
+	return usageError(cmd, err, stderr)
+}
+
+func usageError(cmd *cobra.Command, err error, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "%s: %v\n\n%s", cmd.CommandPath(), err, cmd.UsageString())
+	return exitError
+}
+
+// singleDashLong finds a long flag of cmd written with one dash (-follow,
+// -output=json), as driftless took them before its flags were GNU-style.
+// pflag would read it as short flags: -output=json as -o "utput=json".
+func singleDashLong(cmd *cobra.Command, args []string) (arg, name string) {
+	if cmd.DisableFlagParsing {
+		return "", ""
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(a, "=")
+		if len(name) > 2 && name[0] == '-' && name[1] != '-' && cmd.Flags().Lookup(name[1:]) != nil {
+			return a, name[1:]
+		}
+	}
+	return "", ""
+}
+
+// workloadCmd is the demo/test workload server inside the binary, the
+// entrypoint of workload images (`driftless workload ...`). Its arguments
+// are its own, parsed by package workload exactly as given.
+func workloadCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "workload",
+		Short:              "run the demo/test workload server (used inside images)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE:               runs(runWorkload),
+	}
 }
 
 func runWorkload(ctx context.Context, args []string, stdout, stderr io.Writer) int {

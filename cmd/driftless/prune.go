@@ -8,53 +8,58 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift/manifest"
 )
 
-// runPruneImages is `driftless prune-images APP`: it removes the images
+// pruneImagesCmd is `driftless prune-images APP`: it removes the images
 // driftless built or pulled for the app that no container uses (pulled
 // ones only when no app still wants them). It is a dry run unless --yes
 // is given.
-func runPruneImages(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("prune-images", "prune-images APP [--dry-run] [--yes] [--data DIR] [--output text|json]",
-		"Remove the images driftless built for APP from its build: sections, and those it pulled for APP\n(recorded under DIR/pulled), that no container uses, running or stopped. A pulled image is also\nkept while APP's desired state names it, while another app pulled or wants it, and while it has\nnames driftless did not pull. Other images are never touched.\nWithout --yes (or with --dry-run) it only prints what it would remove.\nExit 0 when done, 1 when an image could not be removed or the engine failed, 2 on usage errors.", stderr)
+func pruneImagesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "prune-images APP [--dry-run] [--yes] [--data DIR] [--output text|json]",
+		Short: "remove images driftless built for an app that no container uses",
+		Long:  "Remove the images driftless built for APP from its build: sections, and those it pulled for APP\n(recorded under DIR/pulled), that no container uses, running or stopped. A pulled image is also\nkept while APP's desired state names it, while another app pulled or wants it, and while it has\nnames driftless did not pull. Other images are never touched.\nWithout --yes (or with --dry-run) it only prints what it would remove.\nExit 0 when done, 1 when an image could not be removed or the engine failed, 2 on usage errors.",
+	}
+	fs := cmd.Flags()
 	dryRun := fs.Bool("dry-run", false, "print what would be removed and remove nothing (the default without --yes)")
 	yes := fs.Bool("yes", false, "remove the images")
-	output := fs.String("output", "text", "output format: text or json")
+	output := fs.StringP("output", "o", "text", "output format: text or json")
 	data := fs.String("data", defaultDataDir(), "the agent's data directory, which records the images pulled for each app (env DRIFTLESS_DATA)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return exitError
-	}
-	if len(pos) != 1 || !manifest.ValidName(pos[0]) || (*output != "text" && *output != "json") {
-		fs.Usage()
-		return exitError
-	}
-	eng, err := connectEngine(ctx, deploy.Options{FilesDir: filepath.Join(*data, "files")})
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless prune-images:", err)
-		return 1
-	}
-	defer eng.Close()
-	rep, err := eng.PruneImages(ctx, pos[0], *dryRun || !*yes)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless prune-images:", err)
-		return 1
-	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
-	} else {
-		fmt.Fprint(stdout, renderPrune(rep))
-	}
-	for _, p := range rep.Images {
-		if p.Err != "" {
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		if len(pos) != 1 || !manifest.ValidName(pos[0]) || (*output != "text" && *output != "json") {
+			fmt.Fprint(stderr, cmd.UsageString())
+			return exitError
+		}
+		eng, err := connectEngine(ctx, deploy.Options{FilesDir: filepath.Join(*data, "files")})
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless prune-images:", err)
 			return 1
 		}
-	}
-	return exitOK
+		defer eng.Close()
+		rep, err := eng.PruneImages(ctx, pos[0], *dryRun || !*yes)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless prune-images:", err)
+			return 1
+		}
+		if *output == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(rep)
+		} else {
+			fmt.Fprint(stdout, renderPrune(rep))
+		}
+		for _, p := range rep.Images {
+			if p.Err != "" {
+				return 1
+			}
+		}
+		return exitOK
+	})
+	return cmd
 }
 
 // renderPrune prints a prune report, one image per line and a summary.

@@ -10,18 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/driftless-dev/driftless/gitsource"
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/web"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stdout, "driftless", version)
-	return 0
-}
 
 // invokedAs is how to run this binary again in a hint: as the user typed
 // it ("./driftless", "/opt/bin/driftless"), since it may not be on PATH.
@@ -39,16 +34,14 @@ type remoteFlags struct {
 	output    string
 }
 
-func (r *remoteFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-}) {
+func (r *remoteFlags) register(fs *pflag.FlagSet) {
 	server := os.Getenv("DRIFTLESS_SERVER")
 	if server == "" {
 		server = "http://127.0.0.1:8080"
 	}
 	fs.StringVar(&r.server, "server", server, "URL of the running agent (env DRIFTLESS_SERVER)")
 	fs.StringVar(&r.tokenFile, "api-token-file", "", "file holding the API token (or env DRIFTLESS_API_TOKEN)")
-	fs.StringVar(&r.output, "output", "text", "output format: text or json")
+	fs.StringVarP(&r.output, "output", "o", "text", "output format: text or json")
 }
 
 func (r *remoteFlags) client() (*web.Client, error) {
@@ -89,56 +82,59 @@ func revText(r *gitsource.Revision) string {
 	return s
 }
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("status", "status [APP] [--server URL] [--output text|json]",
-		"Show the apps of a running agent (started with 'driftless run' or 'driftless demo').\nWith APP, show its services, containers, drift and errors.", stderr)
+func statusCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [APP] [--server URL] [--output text|json]",
+		Short: "show a running agent's apps and services",
+		Long:  "Show the apps of a running agent (started with 'driftless run' or 'driftless demo').\nWith APP, show its services, containers, drift and errors.",
+	}
+	fs := cmd.Flags()
 	var r remoteFlags
 	r.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	cl, err := r.client()
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless status:", err)
-		return exitError
-	}
-	now := time.Now()
-	if len(pos) == 0 {
-		apps, err := cl.Apps(ctx)
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		cl, err := r.client()
 		if err != nil {
-			fmt.Fprintf(stderr, "driftless status: %v\nStart the agent with '%[2]s run' (or '%[2]s demo'), or point --server at it.\n", err, invokedAs())
+			fmt.Fprintln(stderr, "driftless status:", err)
+			return exitError
+		}
+		now := time.Now()
+		if len(pos) == 0 {
+			apps, err := cl.Apps(ctx)
+			if err != nil {
+				fmt.Fprintf(stderr, "driftless status: %v\nStart the agent with '%[2]s run' (or '%[2]s demo'), or point --server at it.\n", err, invokedAs())
+				return 1
+			}
+			if r.output == "json" {
+				_ = writeJSON(stdout, apps)
+				return 0
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "APP\tSYNC\tHEALTH\tREADY\tREVISION\tLAST SUCCESS\tMESSAGE")
+			for _, a := range apps {
+				desired, ready := 0, 0
+				for _, s := range a.Services {
+					desired += s.Desired
+					ready += s.Ready
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", a.Name, a.Sync, a.Health, ready, desired,
+					revText(a.Applied), ago(a.LastSuccess, now), a.Message)
+			}
+			tw.Flush()
+			return 0
+		}
+		a, err := cl.App(ctx, pos[0])
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless status:", err)
 			return 1
 		}
 		if r.output == "json" {
-			_ = writeJSON(stdout, apps)
+			_ = writeJSON(stdout, a)
 			return 0
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "APP\tSYNC\tHEALTH\tREADY\tREVISION\tLAST SUCCESS\tMESSAGE")
-		for _, a := range apps {
-			desired, ready := 0, 0
-			for _, s := range a.Services {
-				desired += s.Desired
-				ready += s.Ready
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", a.Name, a.Sync, a.Health, ready, desired,
-				revText(a.Applied), ago(a.LastSuccess, now), a.Message)
-		}
-		tw.Flush()
+		printAppStatus(stdout, a, now)
 		return 0
-	}
-	a, err := cl.App(ctx, pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless status:", err)
-		return 1
-	}
-	if r.output == "json" {
-		_ = writeJSON(stdout, a)
-		return 0
-	}
-	printAppStatus(stdout, a, now)
-	return 0
+	})
+	return cmd
 }
 
 func printAppStatus(w io.Writer, a dsync.AppStatus, now time.Time) {
@@ -195,49 +191,52 @@ func printAppStatus(w io.Writer, a dsync.AppStatus, now time.Time) {
 	}
 }
 
-func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("history", "history APP [--kind sync,repair,refused,...] [--limit N] [--before ID]",
-		"Show what a running agent did to an app, newest first: syncs, revert commits, drift repairs,\nrefused revisions, rollbacks, flapping warnings.", stderr)
+func historyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history APP [--kind sync,repair,refused,...] [--limit N] [--before ID]",
+		Short: "show a running agent's history of an app",
+		Long:  "Show what a running agent did to an app, newest first: syncs, revert commits, drift repairs,\nrefused revisions, rollbacks, flapping warnings.",
+	}
+	fs := cmd.Flags()
 	var r remoteFlags
 	r.register(fs)
 	kinds := fs.String("kind", "", "comma-separated kinds: sync, repair, refused, rollback, flapping, source, action")
 	limit := fs.Int("limit", 20, "entries per page")
 	before := fs.Uint64("before", 0, "show entries older than this ID (the 'next' cursor)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "driftless history: name one APP (see 'driftless status' for the list)")
-		return exitError
-	}
-	cl, err := r.client()
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless history:", err)
-		return exitError
-	}
-	var ks []string
-	if *kinds != "" {
-		ks = strings.Split(*kinds, ",")
-	}
-	page, err := cl.History(ctx, pos[0], ks, *before, *limit)
-	if err != nil {
-		fmt.Fprintf(stderr, "driftless history: %v\n", err)
-		return 1
-	}
-	if r.output == "json" {
-		_ = writeJSON(stdout, page)
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		if len(pos) != 1 {
+			fmt.Fprintln(stderr, "driftless history: name one APP (see 'driftless status' for the list)")
+			return exitError
+		}
+		cl, err := r.client()
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless history:", err)
+			return exitError
+		}
+		var ks []string
+		if *kinds != "" {
+			ks = strings.Split(*kinds, ",")
+		}
+		page, err := cl.History(ctx, pos[0], ks, *before, *limit)
+		if err != nil {
+			fmt.Fprintf(stderr, "driftless history: %v\n", err)
+			return 1
+		}
+		if r.output == "json" {
+			_ = writeJSON(stdout, page)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tTIME\tKIND\tTRIGGER\tREVISION\tRESULT\tSUMMARY")
+		for _, e := range page.Entries {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind,
+				e.Trigger, revText(e.Revision), e.Result, e.Summary)
+		}
+		tw.Flush()
+		if page.Next != 0 {
+			fmt.Fprintf(stdout, "\nOlder entries: %s history %s --before %d\n", invokedAs(), pos[0], page.Next)
+		}
 		return 0
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTIME\tKIND\tTRIGGER\tREVISION\tRESULT\tSUMMARY")
-	for _, e := range page.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind,
-			e.Trigger, revText(e.Revision), e.Result, e.Summary)
-	}
-	tw.Flush()
-	if page.Next != 0 {
-		fmt.Fprintf(stdout, "\nOlder entries: %s history %s --before %d\n", invokedAs(), pos[0], page.Next)
-	}
-	return 0
+	})
+	return cmd
 }

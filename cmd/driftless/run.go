@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/swarm"
@@ -386,33 +387,37 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "run (--repo URL | --config FILE) [flags]", runUsage(), stderr)
+func runCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run (--repo URL | --config FILE) [flags]",
+		Short: "run the agent: follow Git, heal drift, serve the dashboard",
+		Long:  runUsage(),
+	}
+	fs := cmd.Flags()
 	var f runFlags
 	f.register(fs, true)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "driftless run: unexpected argument %q (the repository is given with --repo)\n", pos[0])
-		return exitError
-	}
-	cfg, err := f.toConfig()
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless run:", err)
-		return exitError
-	}
-	log, err := newLogger(stderr, f.logLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, "driftless run:", err)
-		return exitError
-	}
-	if err := serve(ctx, cfg, f, log, nil); err != nil {
-		fmt.Fprintln(stderr, "driftless run:", err)
-		return 1
-	}
-	return 0
+	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
+		if len(pos) > 0 {
+			fmt.Fprintf(stderr, "driftless run: unexpected argument %q (the repository is given with --repo)\n", pos[0])
+			return exitError
+		}
+		cfg, err := f.toConfig()
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless run:", err)
+			return exitError
+		}
+		log, err := newLogger(stderr, f.logLevel)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless run:", err)
+			return exitError
+		}
+		if err := serve(ctx, cfg, f, log, nil); err != nil {
+			fmt.Fprintln(stderr, "driftless run:", err)
+			return 1
+		}
+		return 0
+	})
+	return cmd
 }
 
 // webOptions are the web front end's settings from the config and the

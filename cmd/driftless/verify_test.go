@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestVerifyFlagsReadTheKeysAtStartup(t *testing.T) {
@@ -17,10 +18,10 @@ func TestVerifyFlagsReadTheKeysAtStartup(t *testing.T) {
 		{[]string{"--repo", "https://h/x.git", "--verify-openpgp-keys", missing + ",  "}, "OpenPGP key file: open " + missing},
 		{[]string{"--config", "driftless.yaml", "--verify-openpgp-keys", missing}, "with --config, set verify: per app"},
 	} {
-		fs := newFlags("run", "run", "", &bytes.Buffer{})
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		var f runFlags
 		f.register(fs, true)
-		if _, err := parseFlags(fs, tc.args); err != nil {
+		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.toConfig()

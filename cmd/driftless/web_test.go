@@ -18,7 +18,7 @@ func TestRunRefusesExposedListenWithoutToken(t *testing.T) {
 	t.Setenv("DRIFTLESS_API_TOKEN", "")
 	data := filepath.Join(t.TempDir(), "data")
 	var out bytes.Buffer
-	code := runRun(context.Background(), []string{"--repo", "https://git.example.com/acme/infra.git", "--listen", "0.0.0.0:18080", "--data", data}, &out, &out)
+	code := dispatch(context.Background(), []string{"run", "--repo", "https://git.example.com/acme/infra.git", "--listen", "0.0.0.0:18080", "--data", data}, &out, &out)
 	if code == 0 {
 		t.Fatalf("exit 0; output %s", &out)
 	}
@@ -58,7 +58,7 @@ func TestRunOnABusyPortCreatesNothing(t *testing.T) {
 	defer busy.Close()
 	data := filepath.Join(t.TempDir(), "data")
 	var out bytes.Buffer
-	code := runRun(context.Background(), []string{"--repo", "https://git.example.com/acme/infra.git", "--listen", busy.Addr().String(), "--data", data}, &out, &out)
+	code := dispatch(context.Background(), []string{"run", "--repo", "https://git.example.com/acme/infra.git", "--listen", busy.Addr().String(), "--data", data}, &out, &out)
 	if code == 0 || !strings.Contains(out.String(), "address already in use") || !strings.Contains(out.String(), "--listen") {
 		t.Fatalf("exit %d; output %s", code, &out)
 	}
