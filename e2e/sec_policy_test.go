@@ -143,7 +143,7 @@ func TestSecSymlinkedHostPathIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := path + "/compose.yaml:5:16: services.web.volumes[0]: mounting " + data + " (which leads to " + landed + " on the host) gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)"
+	want := path + "/compose.yaml:5:15: services.web.volumes[0]: mounting " + data + " (which leads to " + landed + " on the host) gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)"
 
 	// The revision that runs is refused at the next pass, and not healed
 	// through the symlink.
@@ -177,7 +177,7 @@ func TestSecSymlinkedHostPathIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, code := runDriftless(t, ctx, filepath.Join(repo.Work, path), nil, "validate", "--app", app, "--allow-host-path", hostDir)
-	if code != 1 || !strings.Contains(out, "compose.yaml:5:16: services.web.volumes[0]: mounting "+data+" (which leads to "+landed+" on the host) gives the container the Docker socket") {
+	if code != 1 || !strings.Contains(out, "compose.yaml:5:15: services.web.volumes[0]: mounting "+data+" (which leads to "+landed+" on the host) gives the container the Docker socket") {
 		t.Errorf("driftless validate: exit %d, want 1 with the refusal:\n%s", code, out)
 	}
 
