@@ -485,6 +485,7 @@ type composeAppConfig struct {
 	Interval    string            `json:"interval"`
 	Prune       bool              `json:"prune,omitempty"`
 	Allow       []string          `json:"allow,omitempty"`
+	HostPaths   []string          `json:"hostPaths,omitempty"`
 	Profiles    []string          `json:"profiles,omitempty"`
 	Environment map[string]string `json:"environment,omitempty"`
 	// AllowInsecureTransport is set by startConfigAgent: the test

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
@@ -106,6 +108,10 @@ type Options struct {
 	// Observer, if set, is told after every pass and every pin or unpin
 	// (notifications, commit statuses).
 	Observer Observer
+	// Host is where every pass judges the apps' host paths (symlinks
+	// followed, the engine's sockets); default: this machine
+	// (internal/hostpath with the process's environment).
+	Host manifest.Host
 }
 
 // Agent keeps every configured app converged to its Git revision.
@@ -255,6 +261,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryMax <= 0 {
 		o.RetryMax = 5 * time.Minute
+	}
+	if o.Host.Resolve == nil {
+		o.Host = hostpath.Host(os.Getenv)
 	}
 	return o
 }

@@ -374,6 +374,9 @@ type harness struct {
 	// lastResult is how the last pass asked to be requeued.
 	lastResult Result
 	logs       lockedLog
+	// host, when set before open, is the machine the agent judges host
+	// paths on; zero: the real one.
+	host manifest.Host
 }
 
 // lockedLog is the agent's Info log, for tests of what it says.
@@ -419,6 +422,7 @@ func (h *harness) open() {
 		DataDir: h.dir, Apps: h.apps, Engine: h.engine, Now: h.clock.Now,
 		Logger:    slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil },
+		Host:      h.host,
 	})
 	if err != nil {
 		h.t.Fatal(err)

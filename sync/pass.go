@@ -231,9 +231,25 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 	case cand.refusal != nil:
 		o.refusal = cand.refusal
 	default:
-		return cand
+		if o.refusal = p.hostPathRefusal(cand); o.refusal == nil {
+			return cand
+		}
 	}
 	return nil
+}
+
+// hostPathRefusal judges the revision's host paths where they land now.
+// The revision was parsed once, with its paths as written; a symlink on
+// the host can change at any time, so every pass looks again before it
+// builds, creates or heals anything.
+func (p *pass) hostPathRefusal(rs *revisionState) *Refusal {
+	errs := manifest.CheckHostPaths(rs.app, p.in.cfg.Policy, p.a.opts.Host)
+	if len(errs) == 0 {
+		return nil
+	}
+	r, _ := refusalOf(rs.rev, p.in.cfg, errs)
+	r.Reason = fmt.Sprintf("%d host path(s) lead where this app may not mount; fix the manifests in a new commit, or the host", len(errs))
+	return r
 }
 
 // observe lists what runs; false when the engine cannot be reached.
@@ -263,6 +279,14 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 		o.refusal = &Refusal{Revision: cand.rev, Reason: dec.Refusal}
 	}
 	if o.accepted == nil {
+		return nil, drift.Plan{}, drift.Decision{}
+	}
+	if r := p.hostPathRefusal(o.accepted); r != nil {
+		// What runs keeps running, but nothing is created or healed
+		// from a revision whose host paths now lead elsewhere.
+		if o.refusal == nil {
+			o.refusal = r
+		}
 		return nil, drift.Plan{}, drift.Decision{}
 	}
 	p.a.setTarget(p.in.cfg.Name, o.accepted.rev.SHA)

@@ -20,6 +20,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/internal/loadcache"
 	"github.com/driftless-dev/driftless/secrets"
 	dsync "github.com/driftless-dev/driftless/sync"
@@ -71,7 +72,10 @@ func (l *loadFlags) adoptCompose() (bool, error) {
 // from (nil: nothing but the app's .env file).
 func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error) {
 	opts := manifest.LoadOptions{
-		Policy:      manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
+		Policy: manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
+		// Host paths are judged where they land on this machine, whose
+		// engine the command drives.
+		Host:        hostpath.Host(os.Getenv),
 		Profiles:    splitList(l.profiles),
 		Environment: env,
 		// SOPS secrets open with the keys of the user's environment

@@ -167,7 +167,7 @@ func loadCompose(fsys fs.FS, root, app string, layout composeLayout, ign *ignore
 	}
 	// The policy's and the limits' refusals belong to the same list as the
 	// mapping's.
-	l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy)...)
+	l.errs.errs = append(l.errs.errs, CheckPolicy(a, opts.Policy, opts.Host)...)
 	l.errs.errs = append(l.errs.errs, CheckLimits(a, opts.Limits)...)
 	if len(l.errs.errs) > 0 {
 		return nil, l.errs.sorted()

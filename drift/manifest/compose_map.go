@@ -237,7 +237,8 @@ func (m *composeMapper) mapVolumes() []Volume {
 		}
 		labels := copyMap(v.Labels)
 		m.refuseReserved(base+".labels", labels)
-		out = append(out, Volume{Name: name, ComposeName: key, Labels: labels, Spec: spec, Hash: HashVolume(labels, spec), Source: m.ix.firstKeyAt(base)})
+		out = append(out, Volume{Name: name, ComposeName: key, Labels: labels, Spec: spec, Hash: HashVolume(labels, spec), Source: m.ix.firstKeyAt(base),
+			Fields: volumeFields(m.ix.at, base+".driver", base+".driver_opts", spec.DriverOpts)})
 	}
 	return out
 }

@@ -207,7 +207,7 @@ networks:
 volumes:
   db_data: {driver: local, driver_opts: {type: none, o: bind, device: /srv/db}, labels: {backup: daily}}
   shared: {external: true}
-`}, LoadOptions{})
+`}, LoadOptions{Policy: Policy{HostPaths: []string{"/srv"}}})
 	want := []Network{
 		{Name: "back-end", Spec: NetworkSpec{Driver: "bridge", Internal: true}},
 		{Name: "front", Labels: map[string]string{"tier": "front"}, Spec: NetworkSpec{Driver: "bridge", Attachable: true, EnableIPv6: true, DriverOpts: map[string]string{"com.docker.network.bridge.name": "br-front"}}},
@@ -224,7 +224,7 @@ volumes:
 		{Name: "shared", ComposeName: "shared", Spec: VolumeSpec{Driver: "local", External: true, ExternalName: "shared"}},
 	}
 	for i := range a.Volumes {
-		a.Volumes[i].Hash, a.Volumes[i].Source = "", Position{}
+		a.Volumes[i].Hash, a.Volumes[i].Source, a.Volumes[i].Fields = "", Position{}, nil
 	}
 	if !reflect.DeepEqual(a.Volumes, wantVol) {
 		t.Errorf("volumes:\n got %+v\nwant %+v", a.Volumes, wantVol)

@@ -196,6 +196,7 @@ func TestPolicyErrorsPointAtTheField(t *testing.T) {
 		`a.yaml:34:36: spec.securityOpt[1]: "seccomp=unconfined" turns off`,
 		"a.yaml:35:13: spec.devices[0]: host device /dev/fuse",
 		"a.yaml:37:8: spec.pid: the host's PID namespace",
+		`a.yaml:73:8: spec.driverOpts: volume nfs has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`",
 	}
 	if len(got) != len(wantSubs) {
 		t.Errorf("got %d errors, want %d:\n%s", len(got), len(wantSubs), strings.Join(got, "\n"))

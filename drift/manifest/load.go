@@ -37,6 +37,9 @@ type LoadOptions struct {
 	// Policy is the host power the app's manifests may use; the zero
 	// Policy allows none (see CheckPolicy).
 	Policy Policy
+	// Host is where host paths are judged (see Host); the zero Host
+	// judges them as written.
+	Host Host
 	// Profiles are the compose profiles to activate; services with other
 	// profiles are not part of the app.
 	Profiles []string
@@ -198,7 +201,7 @@ func loadNative(fsys fs.FS, root, app string, ign *ignoreList, opts LoadOptions,
 	if len(c.errs) > 0 {
 		return nil, c.sorted()
 	}
-	c.errs = append(CheckPolicy(result, opts.Policy), CheckLimits(result, opts.Limits)...)
+	c.errs = append(CheckPolicy(result, opts.Policy, opts.Host), CheckLimits(result, opts.Limits)...)
 	c.errs = append(c.errs, resolveSecrets(fsys, root, result, opts, display)...)
 	if err := ResolveRepoBinds(fsys, root, result); err != nil {
 		var list ErrorList

@@ -11,18 +11,21 @@ import (
 // them by name (driftless.yaml `allow:`, `driftless run --allow`). A commit
 // must not be able to take the host by default.
 const (
-	AllowPrivileged   = "privileged"    // privileged: true
-	AllowHostNetwork  = "host-network"  // network mode host
-	AllowHostPID      = "host-pid"      // pid: host
-	AllowHostIPC      = "host-ipc"      // ipc: host
-	AllowDevices      = "devices"       // host devices
-	AllowCapabilities = "capabilities"  // capabilities beyond Docker's defaults
-	AllowUnconfined   = "unconfined"    // security options that turn off seccomp, AppArmor or SELinux
-	AllowDockerSocket = "docker-socket" // a mount that reaches the Docker socket
+	AllowPrivileged    = "privileged"     // privileged: true
+	AllowHostNetwork   = "host-network"   // network mode host
+	AllowHostPID       = "host-pid"       // pid: host
+	AllowHostIPC       = "host-ipc"       // ipc: host
+	AllowDevices       = "devices"        // host devices
+	AllowCapabilities  = "capabilities"   // capabilities beyond Docker's defaults
+	AllowUnconfined    = "unconfined"     // security options that turn off seccomp, AppArmor or SELinux
+	AllowDockerSocket  = "docker-socket"  // a mount that reaches an engine's socket (Docker's, rootless Docker's, containerd's)
+	AllowSystemPaths   = "system-paths"   // a mount that reaches the host's /proc, /sys or /dev
+	AllowVolumeDrivers = "volume-drivers" // a volume plugin, or local driver options that mount a filesystem
 )
 
 // AllowNames are the names Policy.Allow accepts.
-var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowPrivileged, AllowUnconfined}
+var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowPrivileged,
+	AllowSystemPaths, AllowUnconfined, AllowVolumeDrivers}
 
 // defaultCaps are the capabilities Docker grants every container; adding
 // one of them again gives nothing new.
@@ -30,9 +33,6 @@ var defaultCaps = []string{
 	"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
 	"NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
 }
-
-// dockerSockets are where the Docker socket lives on a host.
-var dockerSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
 
 // Policy is what an app's manifests may do to the host. The zero Policy
 // allows no host power: no absolute host paths, nothing in AllowNames.
@@ -61,33 +61,12 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-func (p Policy) allowsHostPath(hp string) bool {
-	hp = path.Clean(hp)
-	for _, prefix := range p.HostPaths {
-		prefix = path.Clean(prefix)
-		if hp == prefix || prefix == "/" || strings.HasPrefix(hp, prefix+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// reachesDockerSocket reports whether mounting hp exposes the Docker
-// socket: the socket itself or a directory above it.
-func reachesDockerSocket(hp string) bool {
-	hp = path.Clean(hp)
-	for _, s := range dockerSockets {
-		if hp == s || hp == "/" || strings.HasPrefix(s, hp+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // CheckPolicy returns one error for every use of a host power the policy
 // does not allow, located where the manifest declares it, with the setting
-// that would allow it. Both front ends' apps go through it.
-func CheckPolicy(app *App, p Policy) ErrorList {
+// that would allow it. Both front ends' apps go through it. Host paths are
+// judged where they land on host (see Host); the zero Host judges them as
+// written.
+func CheckPolicy(app *App, p Policy, host Host) ErrorList {
 	var errs ErrorList
 	for i := range app.Services {
 		svc := &app.Services[i]
@@ -97,16 +76,16 @@ func CheckPolicy(app *App, p Policy) ErrorList {
 		}
 		p.checkNamespaces(&svc.Spec, deny)
 		p.checkPrivileges(&svc.Spec, deny)
-		p.checkBinds(&svc.Spec, deny)
 	}
-	return errs
+	errs = append(errs, p.checkVolumeDrivers(app)...)
+	return append(errs, CheckHostPaths(app, p, host)...)
 }
 
 // denyFunc records a refusal of the field at model path field.
 type denyFunc func(field, format string, args ...any)
 
-func allowHint(name string) string {
-	return fmt.Sprintf("allow it for this app with `allow: [%s]` in driftless.yaml (or `--allow %s`)", name, name)
+func allowHint(names ...string) string {
+	return fmt.Sprintf("allow it for this app with `allow: [%s]` in driftless.yaml (or `--allow %s`)", strings.Join(names, ", "), strings.Join(names, ","))
 }
 
 // checkNamespaces refuses the host's namespaces.
@@ -140,25 +119,6 @@ func (p Policy) checkPrivileges(s *ServiceSpec, deny denyFunc) {
 	for j, o := range s.SecurityOpt {
 		if unconfined(o) && !p.Allows(AllowUnconfined) {
 			deny(indexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
-		}
-	}
-}
-
-// checkBinds refuses host paths outside the allowed prefixes, and the
-// Docker socket unless allowed by name.
-func (p Policy) checkBinds(s *ServiceSpec, deny denyFunc) {
-	for j, b := range s.Binds {
-		if b.HostPath == "" {
-			continue
-		}
-		field := indexPath("binds", j)
-		switch {
-		case reachesDockerSocket(b.HostPath) && !p.Allows(AllowDockerSocket):
-			deny(field, "mounting %s gives the container the Docker socket, which is root on the host; %s", b.HostPath, allowHint(AllowDockerSocket))
-		case reachesDockerSocket(b.HostPath):
-		case !p.allowsHostPath(b.HostPath):
-			deny(field, "host path %s is outside the paths this app may mount; allow it with `hostPaths: [%s]` in driftless.yaml (or `--allow-host-path %s`), or mount a file from the repository with a relative path",
-				b.HostPath, b.HostPath, b.HostPath)
 		}
 	}
 }

@@ -555,6 +555,26 @@ type Volume struct {
 	Spec        VolumeSpec        `json:"spec"`
 	Hash        string            `json:"hash"`
 	Source      Position          `json:"source"`
+	// Fields locates the driver and its options ("driver", "driverOpts",
+	// "driverOpts.device") for the policy's messages, as Service.Fields.
+	Fields map[string]FieldRef `json:"-"`
+}
+
+// Field returns where the model field was declared.
+func (v *Volume) Field(path string) FieldRef {
+	if r, ok := v.Fields[path]; ok {
+		return r
+	}
+	return FieldRef{Pos: v.Source, Field: path}
+}
+
+// DisplayName is the volume's name as the user wrote it: its compose key,
+// or its manifest name.
+func (v *Volume) DisplayName() string {
+	if v.ComposeName != "" {
+		return v.ComposeName
+	}
+	return v.Name
 }
 
 // DockerName is the volume's name on the engine.

@@ -462,7 +462,23 @@ func validateVolume(c *collector, o *object) {
 		Spec:   spec,
 		Hash:   HashVolume(o.labels, spec),
 		Source: o.source(),
+		Fields: volumeFields(o.doc.at, "spec.driver", "spec.driverOpts", spec.DriverOpts),
 	}
+}
+
+// volumeFields locates a volume's driver and options for the policy's
+// messages (see Volume.Fields); at is where a written path is, or its
+// nearest written ancestor.
+func volumeFields(at func(string) Position, driver, opts string, driverOpts map[string]string) map[string]FieldRef {
+	fields := map[string]FieldRef{
+		"driver":     {Pos: at(driver), Field: driver},
+		"driverOpts": {Pos: at(opts), Field: opts},
+	}
+	for k := range driverOpts {
+		written := childPath(opts, k)
+		fields[childPath("driverOpts", k)] = FieldRef{Pos: at(written), Field: written}
+	}
+	return fields
 }
 
 // validateExternal checks the fields of an external network or volume:

@@ -98,6 +98,11 @@ func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 		dir = "."
 	}
 	if app, ok := c.lookup(key, dir, req); ok {
+		// Where host paths land is a fact of the host, not of the files:
+		// it is judged again on every hit, as the load judged it.
+		if errs := manifest.CheckHostPaths(app, req.Opts.Policy, req.Opts.Host); len(errs) > 0 {
+			return nil, Failed, errs
+		}
 		return app, Hit, nil
 	}
 	rec := newRecorder(os.DirFS(dir))

@@ -2,6 +2,7 @@ package loadcache
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/internal/hostpath"
 )
 
 const composeFile = `services:
@@ -363,5 +365,34 @@ func TestBuildArgFromEnvironment(t *testing.T) {
 	third := load(t, c, req, Miss)
 	if third.Services[0].Hash == second.Services[0].Hash {
 		t.Fatal("the Dockerfile did not change the service")
+	}
+}
+
+// Where a host path lands is not a fact of the files: a hit judges it
+// again, so a symlink made after the first load is refused as the load
+// would refuse it.
+func TestHitJudgesHostPathsAgain(t *testing.T) {
+	hostDir := t.TempDir()
+	data := filepath.Join(hostDir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := newApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: nginx\n    volumes: [\"" + data + ":/data\"]\n"})
+	c := testCache(t)
+	req := baseRequest(dir)
+	req.Opts.Policy = manifest.Policy{HostPaths: []string{hostDir}}
+	req.Opts.Host = hostpath.Host(func(string) string { return "" })
+	load(t, c, req, Miss)
+	load(t, c, req, Hit)
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/run/docker.sock", data); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := c.Load(req)
+	var list manifest.ErrorList
+	if got != Failed || !errors.As(err, &list) || !strings.Contains(err.Error(), "compose.yaml:4:15: services.web.volumes[0]: mounting "+data+" (which leads to /run/docker.sock on the host) gives the container the Docker socket") {
+		t.Fatalf("outcome %s, error %v; want the symlink refused", name(got), err)
 	}
 }

@@ -1,0 +1,315 @@
+package manifest
+
+import (
+	"errors"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// issueVolumes is issue 24's example: the host's root and the Docker
+// socket through named volumes, with no allow at all.
+const issueVolumes = `services:
+  x:
+    image: alpine
+    volumes: [hostroot:/host, sock:/var/run/docker.sock]
+volumes:
+  hostroot: {driver_opts: {type: none, o: bind, device: /}}
+  sock: {driver_opts: {type: none, o: bind, device: /var/run/docker.sock}}
+`
+
+func TestComposeVolumeDriverOptionsAreHostPower(t *testing.T) {
+	got := composeErrors(t, map[string]string{"compose.yaml": issueVolumes}, LoadOptions{})
+	want := []string{
+		"compose.yaml:6:57: volumes.hostroot.driver_opts.device: volume hostroot binds a host path: mounting / gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)",
+		"compose.yaml:7:53: volumes.sock.driver_opts.device: volume sock binds a host path: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The names the messages give are enough.
+	if _, err := loadComposeFiles(t, map[string]string{"compose.yaml": issueVolumes},
+		LoadOptions{Policy: Policy{Allow: []string{AllowDockerSocket, AllowSystemPaths}}}); err != nil {
+		t.Errorf("with docker-socket and system-paths: %v", err)
+	}
+}
+
+func TestVolumePolicy(t *testing.T) {
+	srv := Policy{HostPaths: []string{"/srv/shop"}}
+	tests := []struct {
+		name   string
+		volume string // the volume's compose declaration
+		policy Policy
+		want   string // the error's start; "" accepted
+	}{
+		{"plain", `{}`, Policy{}, ""},
+		{"labels only", `{labels: {a: b}}`, Policy{}, ""},
+		{"tmpfs with options", `{driver_opts: {type: tmpfs, device: tmpfs, o: "size=64m,uid=1000"}}`, Policy{}, ""},
+		{"quota size", `{driver_opts: {size: 10G}}`, Policy{}, ""},
+		{"external", `{external: true, name: other}`, Policy{}, ""},
+		{"bind under hostPaths", `{driver_opts: {type: none, o: bind, device: /srv/shop/data}}`, srv, ""},
+		{"rbind under hostPaths", `{driver_opts: {type: none, o: "rbind,ro", device: /srv/shop/data}}`, srv, ""},
+		{"bind outside hostPaths", `{driver_opts: {type: none, o: bind, device: /srv/shopping}}`, srv,
+			"compose.yaml:6:52: volumes.vol.driver_opts.device: volume vol binds a host path: host path /srv/shopping is outside the paths this app may mount; allow it with `hostPaths: [/srv/shopping]`"},
+		{"type none with a device is a bind", `{driver_opts: {type: none, device: /etc}}`, Policy{},
+			"compose.yaml:6:43: volumes.vol.driver_opts.device: volume vol binds a host path: host path /etc is outside"},
+		{"bind whatever the type", `{driver_opts: {type: ext4, o: bind, device: /etc}}`, Policy{},
+			"compose.yaml:6:52: volumes.vol.driver_opts.device: volume vol binds a host path: host path /etc is outside"},
+		{"bind of a tmpfs", `{driver_opts: {type: tmpfs, o: "size=1m,bind", device: tmpfs}}`, Policy{},
+			`compose.yaml:6:63: volumes.vol.driver_opts.device: volume vol binds a host directory with the local driver's options: device must be an absolute host path, got "tmpfs"`},
+		{"bind of the containerd socket", `{driver_opts: {o: bind, device: /run/containerd/containerd.sock}}`, Policy{HostPaths: []string{"/"}},
+			"compose.yaml:6:40: volumes.vol.driver_opts.device: volume vol binds a host path: mounting /run/containerd/containerd.sock gives the container the containerd socket, which is root on the host; allow it for this app with `allow: [docker-socket]`"},
+		{"nfs", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, Policy{},
+			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`"},
+		{"nfs allowed", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, Policy{Allow: []string{AllowVolumeDrivers}}, ""},
+		{"cifs does not show its password", `{driver_opts: {type: cifs, o: "username=u,password=hunter2", device: //nas/x}}`, Policy{},
+			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "cifs"`},
+		{"a block device", `{driver_opts: {type: ext4, device: /dev/sda1}}`, Policy{},
+			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "ext4"`},
+		{"overlay", `{driver_opts: {type: overlay, o: "lowerdir=/,upperdir=/u,workdir=/w", device: overlay}}`, Policy{},
+			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "overlay"`},
+		{"options without a type", `{driver_opts: {o: "addr=10.0.0.1"}}`, Policy{},
+			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount what its options say (o)`},
+		{"an option Docker does not know", `{driver_opts: {mountpoint: /x}}`, Policy{},
+			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount what its options say (mountpoint)`},
+		{"a plugin", `{driver: rexray/ebs}`, Policy{},
+			`compose.yaml:6:17: volumes.vol.driver: volume vol uses the volume driver "rexray/ebs", a plugin that acts on the host with its privileges; allow it for this app with ` + "`allow: [volume-drivers]`"},
+		{"a plugin allowed", `{driver: rexray/ebs, driver_opts: {size: "10"}}`, Policy{Allow: []string{AllowVolumeDrivers}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"compose.yaml": "services:\n  x:\n    image: alpine\n    volumes: [vol:/v]\nvolumes:\n  vol: " + tc.volume + "\n"}
+			_, err := loadComposeFiles(t, files, LoadOptions{Policy: tc.policy})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want == "":
+			case err == nil:
+				t.Errorf("accepted, want %s", tc.want)
+			default:
+				if got := errorLines(t, err); len(got) != 1 || !strings.HasPrefix(got[0], tc.want) {
+					t.Errorf("errors:\n%s\nwant one starting\n%s", strings.Join(got, "\n"), tc.want)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the message shows an option's value: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// The native front end's volumes go through the same checks, located at
+// driverOpts.
+func TestNativeVolumeDriverOptionsAreHostPower(t *testing.T) {
+	const doc = `apiVersion: driftless.dev/v1
+kind: Service
+metadata: {name: x}
+spec:
+  image: alpine
+  volumes: [{name: hostroot, mountPath: /host}, {name: sock, mountPath: /var/run/docker.sock}, {name: share, mountPath: /share}, {name: ebs, mountPath: /ebs}]
+---
+apiVersion: driftless.dev/v1
+kind: Volume
+metadata: {name: hostroot}
+spec: {driverOpts: {type: none, o: bind, device: /}}
+---
+apiVersion: driftless.dev/v1
+kind: Volume
+metadata: {name: sock}
+spec:
+  driverOpts:
+    type: none
+    o: bind
+    device: /var/run/docker.sock
+---
+apiVersion: driftless.dev/v1
+kind: Volume
+metadata: {name: share}
+spec: {driverOpts: {type: nfs, o: "addr=10.0.0.1"}}
+---
+apiVersion: driftless.dev/v1
+kind: Volume
+metadata: {name: ebs}
+spec: {driver: rexray/ebs}
+`
+	fsys := fstest.MapFS{"app.yaml": {Data: []byte(doc)}}
+	_, err := LoadWith(fsys, ".", "shop", LoadOptions{})
+	got := errorLines(t, err)
+	want := []string{
+		"app.yaml:11:50: spec.driverOpts.device: volume hostroot binds a host path: mounting / gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)",
+		"app.yaml:20:13: spec.driverOpts.device: volume sock binds a host path: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
+		`app.yaml:25:8: spec.driverOpts: volume share has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]` in driftless.yaml (or `--allow volume-drivers`)",
+		`app.yaml:30:16: spec.driver: volume ebs uses the volume driver "rexray/ebs", a plugin that acts on the host with its privileges; allow it for this app with ` + "`allow: [volume-drivers]` in driftless.yaml (or `--allow volume-drivers`)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	all := LoadOptions{Policy: Policy{Allow: []string{AllowDockerSocket, AllowSystemPaths, AllowVolumeDrivers}}}
+	if _, err := LoadWith(fsys, ".", "shop", all); err != nil {
+		t.Errorf("with every name the messages give: %v", err)
+	}
+}
+
+// Sockets and kernel files need their names whatever hostPaths say; a path
+// is judged as written and where it lands.
+func TestHostTargets(t *testing.T) {
+	everything := Policy{HostPaths: []string{"/"}}
+	tests := []struct {
+		hostPath string
+		policy   Policy
+		want     []string // allow names the refusal asks for; nil accepted
+	}{
+		{"/srv/data", everything, nil},
+		{"/var/run/docker.sock", everything, []string{AllowDockerSocket}},
+		{"/run/docker.sock", everything, []string{AllowDockerSocket}},
+		{"/run", everything, []string{AllowDockerSocket}},
+		{"/var", everything, []string{AllowDockerSocket}},
+		{"/run/containerd", everything, []string{AllowDockerSocket}},
+		{"/run/containerd/containerd.sock", everything, []string{AllowDockerSocket}},
+		{"/run/user/1000/docker.sock", everything, []string{AllowDockerSocket}},
+		{"/run/user/1000", everything, []string{AllowDockerSocket}},
+		{"/var/run/user/0/docker.sock", everything, []string{AllowDockerSocket}},
+		{"/run/user/1000/pulse", everything, nil},
+		{"/run/lock", everything, nil},
+		{"/proc", everything, []string{AllowSystemPaths}},
+		{"/proc/1/root", everything, []string{AllowSystemPaths}},
+		{"/sys/fs/cgroup", everything, []string{AllowSystemPaths}},
+		{"/dev/sda", everything, []string{AllowSystemPaths}},
+		{"/devices", everything, nil},
+		{"/", everything, []string{AllowDockerSocket, AllowSystemPaths}},
+		{"/", Policy{Allow: []string{AllowDockerSocket}}, []string{AllowSystemPaths}},
+		{"/", Policy{Allow: []string{AllowDockerSocket, AllowSystemPaths}}, nil},
+		{"/proc", Policy{Allow: []string{AllowSystemPaths}}, nil},
+		{"/run/user/1000/docker.sock", Policy{Allow: []string{AllowDockerSocket}}, nil},
+	}
+	for _, tc := range tests {
+		errs := CheckHostPaths(appBinding(tc.hostPath), tc.policy, Host{})
+		if got := refusedNames(errs); !slices.Equal(got, tc.want) {
+			t.Errorf("%s with %+v: refused for %q (%v), want %q", tc.hostPath, tc.policy, got, errs, tc.want)
+		}
+	}
+}
+
+// fakeHost resolves with a table of symlinks: link path → target.
+func fakeHost(links map[string]string) Host {
+	return Host{Resolve: func(p string) (string, error) {
+		if target, ok := links["error:"+p]; ok {
+			return "", errors.New(target)
+		}
+		for n := 0; n < 10; n++ {
+			changed := false
+			for link, target := range links {
+				if p == link || strings.HasPrefix(p, link+"/") {
+					p = path.Join(target, strings.TrimPrefix(p, link))
+					changed = true
+				}
+			}
+			if !changed {
+				break
+			}
+		}
+		return p, nil
+	}}
+}
+
+func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
+	host := fakeHost(map[string]string{
+		"/srv/shop/link":    "/var/run/docker.sock",
+		"/srv/shop/rootlnk": "/",
+		"/srv/shop/etc":     "/etc",
+		"/srv/shop/inside":  "/srv/shop/real",
+		"/var/run":          "/run",
+		"/data":             "/mnt/disk/data",
+		"/srv/engine.sock":  "/opt/engine/docker.sock",
+		"error:/srv/shop/x": "permission denied",
+	})
+	shop := Policy{HostPaths: []string{"/srv/shop"}}
+	tests := []struct {
+		hostPath string
+		policy   Policy
+		host     Host
+		want     string // the refusal; "" accepted
+	}{
+		{"/srv/shop/link", shop, host, "mounting /srv/shop/link (which leads to /run/docker.sock on the host) gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)"},
+		{"/srv/shop/link", shop, Host{}, ""},
+		{"/srv/shop/rootlnk/etc", shop, host, "host path /srv/shop/rootlnk/etc leads to /etc on the host (symlinks followed), which is outside the paths this app may mount; remove the symlink, or allow /etc with `hostPaths: [/etc]` in driftless.yaml (or `--allow-host-path /etc`)"},
+		{"/srv/shop/rootlnk", shop, host, "mounting /srv/shop/rootlnk (which leads to / on the host) gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)"},
+		{"/srv/shop/etc/passwd", shop, host, "host path /srv/shop/etc/passwd leads to /etc/passwd on the host (symlinks followed), which is outside the paths this app may mount; remove the symlink, or allow /etc/passwd with `hostPaths: [/etc/passwd]` in driftless.yaml (or `--allow-host-path /etc/passwd`)"},
+		{"/srv/shop/inside/data", shop, host, ""},
+		{"/srv/shop/x", shop, host, "cannot tell where host path /srv/shop/x leads on the host (permission denied); driftless follows a host path's symlinks before it allows the mount"},
+		// An allowed directory that is itself a symlink allows where it
+		// leads.
+		{"/data/db", Policy{HostPaths: []string{"/data"}}, host, ""},
+		// The directory itself, by its other name.
+		{"/mnt/disk/data/db", Policy{HostPaths: []string{"/data"}}, host, ""},
+		{"/mnt/disk/other", Policy{HostPaths: []string{"/data"}}, host, "host path /mnt/disk/other is outside the paths this app may mount"},
+		// A socket the environment names, and through a symlink.
+		{"/srv/engine.sock", Policy{HostPaths: []string{"/srv"}}, Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}},
+			"mounting /srv/engine.sock (which leads to /opt/engine/docker.sock on the host) gives the container the Docker socket"},
+		{"/srv/engine.sock", Policy{HostPaths: []string{"/srv"}, Allow: []string{AllowDockerSocket}}, Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}}, ""},
+	}
+	for _, tc := range tests {
+		errs := CheckHostPaths(appBinding(tc.hostPath), tc.policy, tc.host)
+		switch {
+		case tc.want == "" && len(errs) > 0:
+			t.Errorf("%s: refused: %v", tc.hostPath, errs)
+		case tc.want == "":
+		case len(errs) != 1 || !strings.HasPrefix(errs[0].Msg, tc.want):
+			t.Errorf("%s: errors %v\nwant one starting %s", tc.hostPath, errs, tc.want)
+		}
+	}
+}
+
+// The sockets of the well-known list are judged where they land too: an
+// engine whose socket was moved behind a symlink.
+func TestSocketBehindASymlink(t *testing.T) {
+	host := fakeHost(map[string]string{"/run/docker.sock": "/srv/engine/docker.sock"})
+	errs := CheckHostPaths(appBinding("/srv/engine"), Policy{HostPaths: []string{"/srv"}}, host)
+	if got := refusedNames(errs); !slices.Equal(got, []string{AllowDockerSocket}) {
+		t.Errorf("refused for %q (%v), want docker-socket", got, errs)
+	}
+}
+
+// A load with a Host judges where bind volumes land as well, at the
+// volume's device.
+func TestLoadJudgesBindVolumesWhereTheyLand(t *testing.T) {
+	files := map[string]string{"compose.yaml": `services:
+  x:
+    image: alpine
+    volumes: [data:/data]
+volumes:
+  data:
+    driver_opts: {type: none, o: bind, device: /srv/shop/data}
+`}
+	opts := LoadOptions{Policy: Policy{HostPaths: []string{"/srv/shop"}}}
+	if _, err := loadComposeFiles(t, files, opts); err != nil {
+		t.Fatalf("as written: %v", err)
+	}
+	opts.Host = fakeHost(map[string]string{"/srv/shop/data": "/var/run/docker.sock", "/var/run": "/run"})
+	got := composeErrors(t, files, opts)
+	want := "compose.yaml:7:48: volumes.data.driver_opts.device: volume data binds a host path: mounting /srv/shop/data (which leads to /run/docker.sock on the host) gives the container the Docker socket"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("errors:\n%s\nwant one starting\n%s", strings.Join(got, "\n"), want)
+	}
+}
+
+func appBinding(hostPath string) *App {
+	return &App{Services: []Service{{Name: "x", Spec: ServiceSpec{Binds: []BindMount{{HostPath: hostPath, MountPath: "/m"}}}}}}
+}
+
+// refusedNames are the allow names the refusals ask for, or "hostPaths".
+func refusedNames(errs ErrorList) []string {
+	var names []string
+	for _, e := range errs {
+		_, rest, ok := strings.Cut(e.Msg, "`allow: [")
+		if !ok {
+			names = append(names, "hostPaths")
+			continue
+		}
+		list, _, _ := strings.Cut(rest, "]")
+		names = append(names, strings.Split(list, ", ")...)
+	}
+	return names
+}
