@@ -82,7 +82,9 @@ type AppConfig struct {
 	// write access on the host) could change.
 	AllowInsecureTransport bool
 	// OnForcePush is what a head that does not descend from the applied
-	// revision does: ForcePushFollow (default) or ForcePushRefuse.
+	// revision does: ForcePushFollow, ForcePushRefuse, or "" for the
+	// default, which is refuse with Verify and follow without (see
+	// refusesForcePush).
 	OnForcePush string
 	// Limits bound what one revision may ask for (replicas, services,
 	// bytes, ...); zero fields are manifest.DefaultLimits().
@@ -564,15 +566,30 @@ func parseGitSafety(fa fileAppConfig, app *AppConfig) []error {
 			errs = append(errs, fmt.Errorf("repo: %w; use an https:// or ssh:// URL, or set allowInsecureTransport: true on this app to accept it", err))
 		}
 	}
-	app.OnForcePush = ForcePushFollow
+	// Left out, it stays "": the default depends on verify.
+	app.OnForcePush = fa.OnForcePush
 	switch fa.OnForcePush {
-	case "", ForcePushFollow:
-	case ForcePushRefuse:
-		app.OnForcePush = ForcePushRefuse
+	case "", ForcePushFollow, ForcePushRefuse:
 	default:
-		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
+		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision; the default with verify)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
 	}
 	return errs
+}
+
+// refusesForcePush reports whether a head that does not descend from the
+// applied revision is refused, and whether only because verify is on.
+// With verify, an older signed commit verifies as well as a new one:
+// following a rewritten history would let anyone who can push replay a
+// signed revision (an old image, a revoked setting) without a signing
+// key. So refuse is the default there; an explicit follow still wins.
+func (c AppConfig) refusesForcePush() (refuse, byVerify bool) {
+	switch c.OnForcePush {
+	case ForcePushRefuse:
+		return true, false
+	case ForcePushFollow:
+		return false, false
+	}
+	return c.Verify != nil, c.Verify != nil
 }
 
 // parseLimits reads an app's limits: a count, or for the byte limits a

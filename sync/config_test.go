@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,22 +152,43 @@ func TestConfigRefusesInsecureTransportsUnlessAllowed(t *testing.T) {
 }
 
 func TestConfigOnForcePush(t *testing.T) {
-	for _, tc := range []struct{ value, want, err string }{
-		{"", ForcePushFollow, ""},
-		{"follow", ForcePushFollow, ""},
-		{"refuse", ForcePushRefuse, ""},
-		{"ignore", "", `onForcePush: "ignore" is not supported: use "follow"`},
+	signers := allowedSignersFile(t)
+	for _, tc := range []struct {
+		value, verify    string
+		refuse, byVerify bool
+		err              string
+	}{
+		{value: "", refuse: false},
+		{value: "follow", refuse: false},
+		{value: "refuse", refuse: true},
+		// With verify, an older signed commit verifies too: a rewritten
+		// history is refused unless follow is explicit.
+		{value: "", verify: signers, refuse: true, byVerify: true},
+		{value: "follow", verify: signers, refuse: false},
+		{value: "refuse", verify: signers, refuse: true},
+		{value: "ignore", err: `onForcePush: "ignore" is not supported: use "follow"`},
 	} {
 		yaml := "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n"
 		if tc.value != "" {
 			yaml += "    onForcePush: " + tc.value + "\n"
 		}
+		if tc.verify != "" {
+			yaml += "    verify: {sshAllowedSigners: " + tc.verify + "}\n"
+		}
+		name := fmt.Sprintf("onForcePush %q, verify %t", tc.value, tc.verify != "")
 		cfg, err := parseConfig([]byte(yaml), t.TempDir(), func(string) string { return "" })
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("onForcePush %q: error %v, want %q", tc.value, err, tc.err)
-		case tc.err == "" && (err != nil || cfg.Apps[0].OnForcePush != tc.want):
-			t.Errorf("onForcePush %q: %v, %+v; want %q", tc.value, err, cfg.Apps, tc.want)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if refuse, byVerify := cfg.Apps[0].refusesForcePush(); refuse != tc.refuse || byVerify != tc.byVerify {
+			t.Errorf("%s: refuse %t (by verify %t), want %t (by verify %t)", name, refuse, byVerify, tc.refuse, tc.byVerify)
 		}
 	}
 }
