@@ -59,6 +59,9 @@ type AppConfig struct {
 	// Policy is the host power the app's manifests may use (privileged,
 	// host paths, ...); none by default.
 	Policy manifest.Policy
+	// Shared are the external networks and volumes of other apps that
+	// this app's manifests may join or mount; none by default.
+	Shared drift.Shared
 	// Profiles are the compose profiles to activate.
 	Profiles []string
 	// Environment is what compose files interpolate from (with the app
@@ -299,6 +302,7 @@ type fileAppConfig struct {
 
 	Allow          []string          `json:"allow"`
 	HostPaths      []string          `json:"hostPaths"`
+	Shared         *fileShared       `json:"shared"`
 	Registries     []fileRegistry    `json:"registries"`
 	Profiles       []string          `json:"profiles"`
 	Environment    map[string]string `json:"environment"`
@@ -318,6 +322,22 @@ type fileAppConfig struct {
 
 	Notifications []fileNotification `json:"notifications"`
 	CommitStatus  *fileCommitStatus  `json:"commitStatus"`
+}
+
+// fileShared is an app's `shared:`: other apps' external networks and
+// volumes it may use, by Docker name.
+type fileShared struct {
+	Networks []string `json:"networks"`
+	Volumes  []string `json:"volumes"`
+}
+
+// parse reads and checks the lists; the zero Shared when left out.
+func (fs *fileShared) parse() (drift.Shared, error) {
+	if fs == nil {
+		return drift.Shared{}, nil
+	}
+	s := drift.Shared{Networks: fs.Networks, Volumes: fs.Volumes}
+	return s, s.Validate()
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -489,10 +509,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.WebhookSecret, err = secret("webhookSecret", fa.WebhookSecretEnv, fa.WebhookSecretFile); err != nil {
 		errs = append(errs, err)
 	}
-	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
-	if err := app.Policy.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, parseReach(fa, &app)...)
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject, app.Target = fa.Adopt, fa.ComposeProject, fa.Target
 	if err := ValidateTarget(app.Target, app.Adopt); err != nil {
@@ -509,6 +526,22 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	errs = append(errs, parseAppTrust(fa, rel, &app)...)
 	errs = append(errs, parseAppNotify(fa, &app, secret)...)
 	return app, errs
+}
+
+// parseReach reads what an app's manifests may reach beyond the app's
+// own objects: host power (allow, hostPaths) and other apps' networks and
+// volumes (shared).
+func parseReach(fa fileAppConfig, app *AppConfig) []error {
+	var errs []error
+	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	if err := app.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	var err error
+	if app.Shared, err = fa.Shared.parse(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // parseAppTrust reads what guards an app against its own repository: the

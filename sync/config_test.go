@@ -282,3 +282,29 @@ func TestConfigTarget(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigShared(t *testing.T) {
+	base := "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n"
+	cfg, err := parseConfig([]byte(base+"    shared: {networks: [traefik-public], volumes: [blog-media, uploads]}\n"), t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Apps[0].Shared; fmt.Sprint(s.Networks, s.Volumes) != "[traefik-public] [blog-media uploads]" {
+		t.Fatalf("shared = %+v", s)
+	}
+	if cfg, err := parseConfig([]byte(base), t.TempDir(), func(string) string { return "" }); err != nil || len(cfg.Apps[0].Shared.Networks)+len(cfg.Apps[0].Shared.Volumes) != 0 {
+		t.Fatalf("left out: %v, %+v; want nothing shared", err, cfg.Apps)
+	}
+	for _, tc := range []struct{ shared, want string }{
+		{"{volume: [media]}", `unknown field "volume"`},
+		{"{volumes: media}", "cannot unmarshal string"},
+		{"{volumes: [media, media]}", `apps[0] (shop): shared.volumes: "media" is listed twice`},
+		{`{networks: ["a b"]}`, `shared.networks: "a b" is not a Docker network name`},
+		{`{volumes: [""]}`, `shared.volumes: "" is not a Docker volume name`},
+	} {
+		_, err := parseConfig([]byte(base+"    shared: "+tc.shared+"\n"), t.TempDir(), func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("shared: %s: error %v, want %q", tc.shared, err, tc.want)
+		}
+	}
+}

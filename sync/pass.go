@@ -353,6 +353,8 @@ func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input 
 			Adopt:          p.in.cfg.Adopt == AdoptCompose,
 			Target:         p.in.cfg.swarmTarget(),
 			SwarmSpec:      render,
+			Shared:         p.in.cfg.Shared,
+			SourceDir:      p.in.cfg.Path,
 		},
 	}
 }

@@ -235,6 +235,9 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 		return app, err
 	}
 	app.Policy, app.Profiles, app.Limits, app.Target = opts.Policy, opts.Profiles, opts.Limits, f.load.target
+	if app.Shared, err = f.load.shared(); err != nil {
+		return app, err
+	}
 	app.AllowPlaintext = opts.AllowPlaintext
 	if adopt, err := f.load.adoptCompose(); err != nil {
 		return app, err
