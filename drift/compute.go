@@ -2,7 +2,9 @@ package drift
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,24 +254,70 @@ func (p *planner) networks() {
 // a conflict that holds back the services joining it.
 func (p *planner) externalNetwork(d *manifest.Network) {
 	name := d.DockerName(p.app)
-	exists := func(n Network) bool { return n.Name == name }
-	if slices.ContainsFunc(p.in.Actual.Networks, exists) || slices.ContainsFunc(p.in.Actual.ForeignNetworks, exists) {
+	var owners []string
+	found := false
+	for _, list := range [][]Network{p.in.Actual.Networks, p.in.Actual.ForeignNetworks} {
+		for _, n := range list {
+			if n.Name == name {
+				found = true
+				owners = append(owners, n.App)
+			}
+		}
+	}
+	if !found {
+		p.blockNetwork(d.Name, name, "external network "+name+" does not exist; driftless never creates external networks: create it with `docker network create "+name+"`")
 		return
 	}
-	p.blockNetwork(d.Name, name, "external network "+name+" does not exist; driftless never creates external networks: create it with `docker network create "+name+"`")
+	if owner := p.otherOwner(owners, p.in.Options.Shared.Networks, name); owner != "" {
+		p.blockOwned(&p.blockedNetworks, KindNetwork, d.Name, name, owner, d.Source)
+	}
+}
+
+// otherOwner is the app, other than this one, that owns the external
+// object name (by its app label) when Shared does not list it; "" when
+// the app may use it. Several objects may share a network's name: the
+// first other owner by name is reported.
+func (p *planner) otherOwner(owners, shared []string, name string) string {
+	if slices.Contains(shared, name) {
+		return ""
+	}
+	other := ""
+	for _, o := range owners {
+		if o != "" && o != p.app && (other == "" || o < other) {
+			other = o
+		}
+	}
+	return other
+}
+
+// blockOwned records an external network or volume of another app as a
+// conflict that holds back the services using it and, through Owner,
+// refuses a new revision. The reason names where it is declared and the
+// setting that would allow it.
+func (p *planner) blockOwned(blocked *map[string]Conflict, kind Kind, resource, name, owner string, at manifest.Position) {
+	use, flag := "join", "--shared-network"
+	if kind == KindVolume {
+		use, flag = "mount", "--shared-volume"
+	}
+	why := fmt.Sprintf("external %s %s belongs to app %s (label %s); an app may not %s another app's %ss: if app %s shares it on purpose, list it for this app with `shared: {%ss: [%s]}` in driftless.yaml (or `%s %s`)",
+		kind, name, owner, LabelApp, use, kind, owner, kind, name, flag, name)
+	if at.File != "" {
+		at.File = path.Join(p.in.Options.SourceDir, at.File)
+		why = at.String() + ": " + why
+	}
+	p.block(blocked, resource, Conflict{Kind: kind, Name: name, Reason: why, Owner: owner})
 }
 
 func (p *planner) blockNetwork(resource, name, why string) {
-	p.block(&p.blockedNetworks, KindNetwork, resource, name, why)
+	p.block(&p.blockedNetworks, resource, Conflict{Kind: KindNetwork, Name: name, Reason: why})
 }
 
 // block records that a declared network or volume cannot be had, as a
 // conflict that holds back the services using it.
-func (p *planner) block(blocked *map[string]Conflict, kind Kind, resource, name, why string) {
+func (p *planner) block(blocked *map[string]Conflict, resource string, c Conflict) {
 	if *blocked == nil {
 		*blocked = map[string]Conflict{}
 	}
-	c := Conflict{Kind: kind, Name: name, Reason: why}
 	(*blocked)[resource] = c
 	p.conflict(c)
 }
@@ -344,15 +392,27 @@ func (p *planner) volumes() {
 // exists; see externalNetwork.
 func (p *planner) externalVolume(d *manifest.Volume) {
 	name := d.DockerName(p.app)
-	exists := func(v Volume) bool { return v.Name == name }
-	if slices.ContainsFunc(p.in.Actual.Volumes, exists) || slices.ContainsFunc(p.in.Actual.ForeignVolumes, exists) {
+	var owners []string
+	found := false
+	for _, list := range [][]Volume{p.in.Actual.Volumes, p.in.Actual.ForeignVolumes} {
+		for _, v := range list {
+			if v.Name == name {
+				found = true
+				owners = append(owners, v.App)
+			}
+		}
+	}
+	if !found {
+		p.blockVolume(d.Name, name, "external volume "+name+" does not exist; driftless never creates external volumes: create it with `docker volume create "+name+"`")
 		return
 	}
-	p.blockVolume(d.Name, name, "external volume "+name+" does not exist; driftless never creates external volumes: create it with `docker volume create "+name+"`")
+	if owner := p.otherOwner(owners, p.in.Options.Shared.Volumes, name); owner != "" {
+		p.blockOwned(&p.blockedVolumes, KindVolume, d.Name, name, owner, d.Source)
+	}
 }
 
 func (p *planner) blockVolume(resource, name, why string) {
-	p.block(&p.blockedVolumes, KindVolume, resource, name, why)
+	p.block(&p.blockedVolumes, resource, Conflict{Kind: KindVolume, Name: name, Reason: why})
 }
 
 // declaresOwned reports whether a declaration still covers the owned

@@ -20,8 +20,10 @@ type Policy struct {
 	// Suspended holds every change.
 	Suspended bool
 	// Guard checks a revision that is not accepted yet: it is refused when
-	// it declares no service (unless AllowEmpty) or when its plan would
-	// remove more than MaxRemovalPercent of the services running now.
+	// it declares no service (unless AllowEmpty), when it uses another
+	// app's network or volume (a conflict with an Owner), or when its plan
+	// would remove more than MaxRemovalPercent of the services running
+	// now.
 	Guard             bool
 	AllowEmpty        bool
 	MaxRemovalPercent int // 100 = no limit
@@ -107,7 +109,25 @@ func runsAnything(in Input) bool {
 	return false
 }
 
-// guard refuses a revision that would remove too much, reusing the plan.
+// othersObjects refuses a revision that reaches another app's networks
+// or volumes: nothing of it is applied, not even the services that do
+// not use them, since the revision as written is not one this app may
+// run. "" when it reaches none.
+func othersObjects(plan Plan) string {
+	var whys []string
+	for _, c := range plan.Conflicts {
+		if c.Owner != "" {
+			whys = append(whys, c.Reason)
+		}
+	}
+	if len(whys) == 0 {
+		return ""
+	}
+	return "the revision uses another app's objects: " + strings.Join(whys, "; ")
+}
+
+// guard refuses a revision that must not be applied as a whole, reusing
+// the plan.
 func guard(in Input, plan Plan, p Policy) string {
 	if (in.Desired == nil || len(in.Desired.Services) == 0) && !p.AllowEmpty {
 		const allow = "allowEmpty: true in driftless.yaml (or --allow-empty for driftless run)"
@@ -115,6 +135,9 @@ func guard(in Input, plan Plan, p Policy) string {
 			return "the revision declares no services: check the app's path, which holds no manifests; to accept an empty revision set " + allow
 		}
 		return "the revision declares no services, so applying it would remove everything the app runs; to allow it set " + allow
+	}
+	if why := othersObjects(plan); why != "" {
+		return why
 	}
 	if p.MaxRemovalPercent >= 100 {
 		return ""

@@ -6,6 +6,9 @@
 package drift
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
@@ -273,6 +276,44 @@ type Options struct {
 	// differ is drift. Nil (a back end that cannot say): only the image
 	// and the replica count are compared.
 	SwarmSpec func(app *manifest.App, svc *manifest.Service) SwarmSpec `json:"-"`
+	// Shared are the external networks and volumes of other apps this
+	// app may use; any other is a conflict (Conflict.Owner).
+	Shared Shared
+	// SourceDir is the app's directory in its repository, which the
+	// desired state's manifest positions are relative to: messages join
+	// the two, so that they name the file as the repository has it.
+	SourceDir string
+}
+
+// Shared names, by Docker name, the external networks and volumes that
+// carry another app's label and that an app may still join or mount: its
+// `shared:` in driftless.yaml, or the CLI's --shared-network and
+// --shared-volume. Nothing an app does reaches another app's objects
+// unless the host's owner lists them here.
+type Shared struct {
+	Networks []string `json:"networks,omitempty"`
+	Volumes  []string `json:"volumes,omitempty"`
+}
+
+// Validate checks the names: each a Docker object name, listed once.
+func (s Shared) Validate() error {
+	var errs []error
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"networks", s.Networks}, {"volumes", s.Volumes}} {
+		seen := map[string]bool{}
+		for _, n := range l.names {
+			switch {
+			case !manifest.ValidDockerName(n):
+				errs = append(errs, fmt.Errorf("shared.%s: %q is not a Docker %s name", l.key, n, strings.TrimSuffix(l.key, "s")))
+			case seen[n]:
+				errs = append(errs, fmt.Errorf("shared.%s: %q is listed twice", l.key, n))
+			}
+			seen[n] = true
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ComposeProjectOf is the compose project name that belongs to the app.
@@ -396,6 +437,11 @@ type Conflict struct {
 	// Service is the declared service whose replicas the conflict holds
 	// back, if any; Assess uses it to explain a missing replica.
 	Service string `json:"service,omitempty"`
+	// Owner is set when the app declares as external a network or volume
+	// of another app (this one) that Options.Shared does not list: one
+	// app does not reach another's objects, so Decide refuses a new
+	// revision that does.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Plan is the ordered list of changes that closes the gap. It is plain data.

@@ -59,6 +59,9 @@ type AppConfig struct {
 	// Policy is the host power the app's manifests may use (privileged,
 	// host paths, ...); none by default.
 	Policy manifest.Policy
+	// Shared are the external networks and volumes of other apps that
+	// this app's manifests may join or mount; none by default.
+	Shared drift.Shared
 	// Profiles are the compose profiles to activate.
 	Profiles []string
 	// Environment is what compose files interpolate from (with the app
@@ -82,7 +85,9 @@ type AppConfig struct {
 	// write access on the host) could change.
 	AllowInsecureTransport bool
 	// OnForcePush is what a head that does not descend from the applied
-	// revision does: ForcePushFollow (default) or ForcePushRefuse.
+	// revision does: ForcePushFollow, ForcePushRefuse, or "" for the
+	// default, which is refuse with Verify and follow without (see
+	// refusesForcePush).
 	OnForcePush string
 	// Limits bound what one revision may ask for (replicas, services,
 	// bytes, ...); zero fields are manifest.DefaultLimits().
@@ -297,6 +302,7 @@ type fileAppConfig struct {
 
 	Allow          []string          `json:"allow"`
 	HostPaths      []string          `json:"hostPaths"`
+	Shared         *fileShared       `json:"shared"`
 	Registries     []fileRegistry    `json:"registries"`
 	Profiles       []string          `json:"profiles"`
 	Environment    map[string]string `json:"environment"`
@@ -316,6 +322,22 @@ type fileAppConfig struct {
 
 	Notifications []fileNotification `json:"notifications"`
 	CommitStatus  *fileCommitStatus  `json:"commitStatus"`
+}
+
+// fileShared is an app's `shared:`: other apps' external networks and
+// volumes it may use, by Docker name.
+type fileShared struct {
+	Networks []string `json:"networks"`
+	Volumes  []string `json:"volumes"`
+}
+
+// parse reads and checks the lists; the zero Shared when left out.
+func (fs *fileShared) parse() (drift.Shared, error) {
+	if fs == nil {
+		return drift.Shared{}, nil
+	}
+	s := drift.Shared{Networks: fs.Networks, Volumes: fs.Volumes}
+	return s, s.Validate()
 }
 
 // fileVerify names the keys trusted to sign an app's commits.
@@ -487,10 +509,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	if app.WebhookSecret, err = secret("webhookSecret", fa.WebhookSecretEnv, fa.WebhookSecretFile); err != nil {
 		errs = append(errs, err)
 	}
-	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
-	if err := app.Policy.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, parseReach(fa, &app)...)
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
 	app.Adopt, app.ComposeProject, app.Target = fa.Adopt, fa.ComposeProject, fa.Target
 	if err := ValidateTarget(app.Target, app.Adopt); err != nil {
@@ -507,6 +526,22 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	errs = append(errs, parseAppTrust(fa, rel, &app)...)
 	errs = append(errs, parseAppNotify(fa, &app, secret)...)
 	return app, errs
+}
+
+// parseReach reads what an app's manifests may reach beyond the app's
+// own objects: host power (allow, hostPaths) and other apps' networks and
+// volumes (shared).
+func parseReach(fa fileAppConfig, app *AppConfig) []error {
+	var errs []error
+	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	if err := app.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	var err error
+	if app.Shared, err = fa.Shared.parse(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // parseAppTrust reads what guards an app against its own repository: the
@@ -564,15 +599,30 @@ func parseGitSafety(fa fileAppConfig, app *AppConfig) []error {
 			errs = append(errs, fmt.Errorf("repo: %w; use an https:// or ssh:// URL, or set allowInsecureTransport: true on this app to accept it", err))
 		}
 	}
-	app.OnForcePush = ForcePushFollow
+	// Left out, it stays "": the default depends on verify.
+	app.OnForcePush = fa.OnForcePush
 	switch fa.OnForcePush {
-	case "", ForcePushFollow:
-	case ForcePushRefuse:
-		app.OnForcePush = ForcePushRefuse
+	case "", ForcePushFollow, ForcePushRefuse:
 	default:
-		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
+		errs = append(errs, fmt.Errorf("onForcePush: %q is not supported: use %q (apply it and record it) or %q (keep the applied revision; the default with verify)", fa.OnForcePush, ForcePushFollow, ForcePushRefuse))
 	}
 	return errs
+}
+
+// refusesForcePush reports whether a head that does not descend from the
+// applied revision is refused, and whether only because verify is on.
+// With verify, an older signed commit verifies as well as a new one:
+// following a rewritten history would let anyone who can push replay a
+// signed revision (an old image, a revoked setting) without a signing
+// key. So refuse is the default there; an explicit follow still wins.
+func (c AppConfig) refusesForcePush() (refuse, byVerify bool) {
+	switch c.OnForcePush {
+	case ForcePushRefuse:
+		return true, false
+	case ForcePushFollow:
+		return false, false
+	}
+	return c.Verify != nil, c.Verify != nil
 }
 
 // parseLimits reads an app's limits: a count, or for the byte limits a

@@ -44,7 +44,7 @@ func FuzzParseConfig(f *testing.F) {
 			if !a.AllowInsecureTransport && gitsource.CheckTransport(a.Repo) != nil {
 				t.Fatalf("accepted an insecure repository %q without the opt-in", a.Repo)
 			}
-			if a.OnForcePush != ForcePushFollow && a.OnForcePush != ForcePushRefuse {
+			if a.OnForcePush != "" && a.OnForcePush != ForcePushFollow && a.OnForcePush != ForcePushRefuse {
 				t.Fatalf("accepted onForcePush %q", a.OnForcePush)
 			}
 			if _, err := ParseSchedule(a.Interval); err != nil {

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,22 +152,43 @@ func TestConfigRefusesInsecureTransportsUnlessAllowed(t *testing.T) {
 }
 
 func TestConfigOnForcePush(t *testing.T) {
-	for _, tc := range []struct{ value, want, err string }{
-		{"", ForcePushFollow, ""},
-		{"follow", ForcePushFollow, ""},
-		{"refuse", ForcePushRefuse, ""},
-		{"ignore", "", `onForcePush: "ignore" is not supported: use "follow"`},
+	signers := allowedSignersFile(t)
+	for _, tc := range []struct {
+		value, verify    string
+		refuse, byVerify bool
+		err              string
+	}{
+		{value: "", refuse: false},
+		{value: "follow", refuse: false},
+		{value: "refuse", refuse: true},
+		// With verify, an older signed commit verifies too: a rewritten
+		// history is refused unless follow is explicit.
+		{value: "", verify: signers, refuse: true, byVerify: true},
+		{value: "follow", verify: signers, refuse: false},
+		{value: "refuse", verify: signers, refuse: true},
+		{value: "ignore", err: `onForcePush: "ignore" is not supported: use "follow"`},
 	} {
 		yaml := "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n"
 		if tc.value != "" {
 			yaml += "    onForcePush: " + tc.value + "\n"
 		}
+		if tc.verify != "" {
+			yaml += "    verify: {sshAllowedSigners: " + tc.verify + "}\n"
+		}
+		name := fmt.Sprintf("onForcePush %q, verify %t", tc.value, tc.verify != "")
 		cfg, err := parseConfig([]byte(yaml), t.TempDir(), func(string) string { return "" })
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("onForcePush %q: error %v, want %q", tc.value, err, tc.err)
-		case tc.err == "" && (err != nil || cfg.Apps[0].OnForcePush != tc.want):
-			t.Errorf("onForcePush %q: %v, %+v; want %q", tc.value, err, cfg.Apps, tc.want)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if refuse, byVerify := cfg.Apps[0].refusesForcePush(); refuse != tc.refuse || byVerify != tc.byVerify {
+			t.Errorf("%s: refuse %t (by verify %t), want %t (by verify %t)", name, refuse, byVerify, tc.refuse, tc.byVerify)
 		}
 	}
 }
@@ -257,6 +279,32 @@ func TestConfigTarget(t *testing.T) {
 			t.Errorf("%q: %v, %+v; want target %q", tc.extra, err, cfg.Apps, tc.want)
 		case tc.err == "" && (cfg.Apps[0].loadOptions().Target == manifest.TargetSwarm) != (tc.want == "swarm"):
 			t.Errorf("%q: the loader is not told the target", tc.extra)
+		}
+	}
+}
+
+func TestConfigShared(t *testing.T) {
+	base := "apps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n"
+	cfg, err := parseConfig([]byte(base+"    shared: {networks: [traefik-public], volumes: [blog-media, uploads]}\n"), t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Apps[0].Shared; fmt.Sprint(s.Networks, s.Volumes) != "[traefik-public] [blog-media uploads]" {
+		t.Fatalf("shared = %+v", s)
+	}
+	if cfg, err := parseConfig([]byte(base), t.TempDir(), func(string) string { return "" }); err != nil || len(cfg.Apps[0].Shared.Networks)+len(cfg.Apps[0].Shared.Volumes) != 0 {
+		t.Fatalf("left out: %v, %+v; want nothing shared", err, cfg.Apps)
+	}
+	for _, tc := range []struct{ shared, want string }{
+		{"{volume: [media]}", `unknown field "volume"`},
+		{"{volumes: media}", "cannot unmarshal string"},
+		{"{volumes: [media, media]}", `apps[0] (shop): shared.volumes: "media" is listed twice`},
+		{`{networks: ["a b"]}`, `shared.networks: "a b" is not a Docker network name`},
+		{`{volumes: [""]}`, `shared.volumes: "" is not a Docker volume name`},
+	} {
+		_, err := parseConfig([]byte(base+"    shared: "+tc.shared+"\n"), t.TempDir(), func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("shared: %s: error %v, want %q", tc.shared, err, tc.want)
 		}
 	}
 }

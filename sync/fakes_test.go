@@ -191,6 +191,18 @@ func (e *fakeEngine) Observe(ctx context.Context, app string, withForeign bool) 
 	}
 	if withForeign {
 		a.ForeignContainers = append(a.ForeignContainers, e.foreign...)
+		// Every network and volume, as deploy lists them: the external
+		// ones the app uses, and their owners' labels.
+		for _, n := range e.networks {
+			if n.App != app {
+				a.ForeignNetworks = append(a.ForeignNetworks, n)
+			}
+		}
+		for _, v := range e.volumes {
+			if v.App != app {
+				a.ForeignVolumes = append(a.ForeignVolumes, v)
+			}
+		}
 	}
 	return a, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/gitsource"
 )
 
 func web(image string, replicas int) map[string]string {
@@ -198,5 +200,68 @@ func TestTrackingAnotherBranchIsNotAForcePush(t *testing.T) {
 	st, err := h.pass("shop", "startup")
 	if err != nil || st.Applied.SHA != rel || st.ForcePush != nil || len(h.history("shop", KindForcePush)) != 0 {
 		t.Fatalf("after switching branch: err %v, applied %s, force-push %+v", err, st.Applied.Short(), st.ForcePush)
+	}
+}
+
+// replayedSignedCommit deploys two signed revisions with verify on and
+// onForcePush as given, then moves main back to the older signed one, as
+// anyone who can push but holds no signing key can.
+func replayedSignedCommit(t *testing.T, onForcePush string) (h *harness, v1, v2 string) {
+	t.Helper()
+	cfg := appConfig("shop")
+	cfg.Verify = testVerifier(t)
+	cfg.OnForcePush = onForcePush
+	h = newHarness(t, cfg)
+	src := h.sources["shop"]
+	alice := gitsource.Signer{Type: gitsource.SignerSSH, Key: "SHA256:alice", Identity: "alice@example.com"}
+	v1 = src.signed(src.commit("v1", web("demo:v1", 1)), alice)
+	h.pass("shop", "startup")
+	v2 = src.signed(src.commit("v2", web("demo:v2", 1)), alice)
+	if st, err := h.pass("shop", "poll"); err != nil || st.Applied.SHA != v2 {
+		t.Fatalf("v2: err %v, applied %s", err, st.Applied.Short())
+	}
+	src.mu.Lock()
+	src.head = v1
+	src.mu.Unlock()
+	return h, v1, v2
+}
+
+// TestReplayedSignedCommitIsRefusedWithVerify: with verify on and
+// onForcePush left out, moving the branch back to an older signed commit
+// is refused, and the status says it was verify's default and how to
+// accept it.
+func TestReplayedSignedCommitIsRefusedWithVerify(t *testing.T) {
+	h, v1, v2 := replayedSignedCommit(t, "")
+	st, err := h.pass("shop", "poll")
+	var stalled *stalledError
+	if !errors.As(err, &stalled) {
+		t.Fatalf("pass error = %v, want a stalled error (wait for a new commit)", err)
+	}
+	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + v2[:7]}) {
+		t.Fatalf("running %v, want %s kept", got, v2[:7])
+	}
+	why := "onForcePush: refuse, the default with verify on: a replayed older signed commit is not accepted"
+	remedy := "push a commit that descends from " + v2[:7] + ", or set onForcePush: follow"
+	if st.Refused == nil || st.Refused.Revision.SHA != v1 || !strings.Contains(st.Message, why) || !strings.Contains(st.Message, remedy) {
+		t.Fatalf("refused %+v, message %q: want %s refused saying %q and %q", st.Refused, st.Message, v1[:7], why, remedy)
+	}
+	if st.ForcePush == nil || !st.ForcePush.Refused || !st.ForcePush.VerifyDefault {
+		t.Fatalf("force-push %+v, want refused by verify's default", st.ForcePush)
+	}
+	if es := h.history("shop", KindForcePush); len(es) != 1 || es[0].Result != "refused" || !strings.Contains(es[0].Summary, why) {
+		t.Fatalf("history %q, want one refused entry saying why", summaries(es))
+	}
+}
+
+// TestReplayedSignedCommitIsFollowedWhenExplicit: onForcePush: follow
+// set explicitly still follows with verify on.
+func TestReplayedSignedCommitIsFollowedWhenExplicit(t *testing.T) {
+	h, v1, _ := replayedSignedCommit(t, ForcePushFollow)
+	st, err := h.pass("shop", "poll")
+	if err != nil || st.Applied.SHA != v1 || st.Refused != nil || st.ForcePush == nil || st.ForcePush.Refused {
+		t.Fatalf("err %v, applied %s, refused %+v, force-push %+v; want %s followed", err, st.Applied.Short(), st.Refused, st.ForcePush, v1[:7])
+	}
+	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + v1[:7]}) {
+		t.Fatalf("running %v, want %s", got, v1[:7])
 	}
 }

@@ -232,7 +232,7 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 	old := u.mem.forcePush
 	switch {
 	case o.forcePush != nil:
-		if old != nil && old.From == o.forcePush.From && old.To.SHA == o.forcePush.To.SHA && old.Refused == o.forcePush.Refused {
+		if old != nil && old.From == o.forcePush.From && old.To.SHA == o.forcePush.To.SHA && old.Refused == o.forcePush.Refused && old.VerifyDefault == o.forcePush.VerifyDefault {
 			return
 		}
 		fp := *o.forcePush
@@ -241,10 +241,10 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 		u.addPersist(func(pa *persistedApp) { c := fp; pa.ForcePush = &c })
 		to := fp.To
 		e := HistoryEntry{Kind: KindForcePush, Revision: &to, Result: "followed",
-			Summary: fp.Summary() + "; following it (onForcePush: " + ForcePushFollow + ")"}
+			Summary: fp.Summary() + "; following it (" + fp.setting() + ")"}
 		if fp.Refused {
 			e.Result = "refused"
-			e.Summary = fp.Summary() + "; refused (onForcePush: " + ForcePushRefuse + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
+			e.Summary = fp.Summary() + "; refused (" + fp.setting() + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
 		}
 		u.record(in, e)
 	case old != nil && o.fetched != nil && o.sourceErr == nil && o.fetched.SHA != old.To.SHA:
@@ -256,9 +256,9 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 // forcePushCondition is the force-push as an active condition.
 func forcePushCondition(fp ForcePush) string {
 	if fp.Refused {
-		return fp.Summary() + "; refused (onForcePush: " + ForcePushRefuse + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
+		return fp.Summary() + "; refused (" + fp.setting() + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
 	}
-	return fp.Summary() + "; followed (onForcePush: " + ForcePushFollow + "); this notice clears at the next fast-forward"
+	return fp.Summary() + "; followed (" + fp.setting() + "); this notice clears at the next fast-forward"
 }
 
 func (u *statusUpdate) noteErrors(o passOutcome) {

@@ -181,12 +181,12 @@ func (p *pass) checkForcePush(ctx context.Context, head gitsource.Revision, o *p
 		// else on purpose.
 		return true
 	}
-	refuse := cfg.OnForcePush == ForcePushRefuse
+	refuse, byVerify := cfg.refusesForcePush()
 	if fp := mem.forcePush; fp != nil && fp.From == applied.SHA && fp.To.SHA == head.SHA {
 		// Known already: a rewritten history is walked to its roots, so
 		// it is not walked again on every poll.
 		c := *fp
-		c.Refused = refuse
+		c.Refused, c.VerifyDefault = refuse, byVerify
 		o.forcePush = &c
 		return true
 	}
@@ -199,7 +199,7 @@ func (p *pass) checkForcePush(ctx context.Context, head gitsource.Revision, o *p
 	case ok:
 		return true
 	}
-	o.forcePush = &ForcePush{Ref: cfg.refName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse}
+	o.forcePush = &ForcePush{Ref: cfg.refName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse, VerifyDefault: byVerify}
 	return true
 }
 
@@ -220,7 +220,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 	if fp := o.forcePush; fp != nil && fp.Refused && fp.To.SHA == target.SHA {
 		// Refused like an invalid revision: the applied one keeps
 		// running and healing.
-		o.refusal = &Refusal{Revision: *target, Reason: fp.Summary() + " (onForcePush: " + ForcePushRefuse + "); " + fp.Remedy()}
+		o.refusal = &Refusal{Revision: *target, Reason: fp.Summary() + " (" + fp.setting() + "); " + fp.Remedy()}
 		return nil
 	}
 	p.a.setTarget(p.in.cfg.Name, target.SHA)
@@ -377,6 +377,8 @@ func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input 
 			Adopt:          p.in.cfg.Adopt == AdoptCompose,
 			Target:         p.in.cfg.swarmTarget(),
 			SwarmSpec:      render,
+			Shared:         p.in.cfg.Shared,
+			SourceDir:      p.in.cfg.Path,
 		},
 	}
 }

@@ -130,9 +130,12 @@ type ForcePush struct {
 	To   gitsource.Revision `json:"to"`   // the head it moved to
 	// Missing: the clone no longer holds From (it was cloned again), so
 	// ancestry could not be checked and the move counts as a force-push.
-	Missing bool      `json:"missing,omitempty"`
-	Refused bool      `json:"refused"` // onForcePush: refuse
-	Since   time.Time `json:"since"`
+	Missing bool `json:"missing,omitempty"`
+	Refused bool `json:"refused"` // onForcePush: refuse
+	// VerifyDefault: refused by the default that verify sets, not by an
+	// explicit onForcePush: refuse.
+	VerifyDefault bool      `json:"verifyDefault,omitempty"`
+	Since         time.Time `json:"since"`
 }
 
 // Summary says what moved: "branch main moved from 1a2b3c4 to 5d6e7f8,
@@ -143,6 +146,18 @@ func (f ForcePush) Summary() string {
 		return fmt.Sprintf("%s moved from %s to %s, and the clone no longer holds %s, so it counts as not a fast-forward", f.Ref, from, f.To.Short(), from)
 	}
 	return fmt.Sprintf("%s moved from %s to %s, not a fast-forward", f.Ref, from, f.To.Short())
+}
+
+// setting names the onForcePush that decided, and why when it is
+// verify's default.
+func (f ForcePush) setting() string {
+	switch {
+	case !f.Refused:
+		return "onForcePush: " + ForcePushFollow
+	case f.VerifyDefault:
+		return "onForcePush: " + ForcePushRefuse + ", the default with verify on: a replayed older signed commit is not accepted"
+	}
+	return "onForcePush: " + ForcePushRefuse
 }
 
 // Remedy says how to get a refused force-push deployed.

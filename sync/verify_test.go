@@ -47,6 +47,17 @@ func (s *fakeSource) VerifyCommit(ctx context.Context, sha string, v *gitsource.
 // decides what verifies, the config only has to turn verify on.
 func testVerifier(t *testing.T) *gitsource.Verifier {
 	t.Helper()
+	v, err := gitsource.NewVerifier(gitsource.VerifyConfig{SSHAllowedSigners: allowedSignersFile(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// allowedSignersFile is an allowed_signers file with a throwaway key, to
+// turn verify on in a config.
+func allowedSignersFile(t *testing.T) string {
+	t.Helper()
 	pub, _, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,11 +70,7 @@ func testVerifier(t *testing.T) *gitsource.Verifier {
 	if err := os.WriteFile(file, []byte("alice@example.com "+string(ssh.MarshalAuthorizedKey(key))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v, err := gitsource.NewVerifier(gitsource.VerifyConfig{SSHAllowedSigners: file})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return file
 }
 
 func TestUnsignedRevisionIsRefusedAndSignedOnesApply(t *testing.T) {

@@ -32,10 +32,12 @@ type localTarget struct {
 	cache     *loadcache.Cache
 }
 
-// manifestLoad is how a local app's files are read.
+// manifestLoad is how a local app's files are read, and what they may
+// reach of other apps.
 type manifestLoad struct {
-	opts  manifest.LoadOptions
-	adopt bool
+	opts   manifest.LoadOptions
+	adopt  bool
+	shared drift.Shared
 }
 
 // resolve turns the positional PATH and the flags into the target.
@@ -60,7 +62,11 @@ func (l *localFlags) resolve(ctx context.Context, pos []string, stderr io.Writer
 	if err != nil {
 		return localTarget{}, err
 	}
-	return localTarget{name: name, dir: dir, opts: manifestLoad{opts: opts, adopt: adopt}, cache: loadCache(*l.data)}, nil
+	shared, err := l.lf.shared()
+	if err != nil {
+		return localTarget{}, err
+	}
+	return localTarget{name: name, dir: dir, opts: manifestLoad{opts: opts, adopt: adopt, shared: shared}, cache: loadCache(*l.data)}, nil
 }
 
 // applyRun is one `driftless apply`.
@@ -76,7 +82,7 @@ type applyRun struct {
 }
 
 func (a *applyRun) load(ctx context.Context) (*manifest.App, drift.Input, error) {
-	return loadLocal(ctx, a.target.cache, a.target.dir, a.target.name, a.target.opts.opts, a.target.opts.adopt, a.eng, a.prune)
+	return loadLocal(ctx, a.target.cache, a.target.dir, a.target.name, a.target.opts, a.eng, a.prune)
 }
 
 func applyCmd() *cobra.Command {
@@ -132,10 +138,12 @@ func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
 		fmt.Fprintln(a.stdout, "warning:", w.Error())
 	}
 	plan := drift.Compute(in)
-	// A person runs apply: like the agent's "Sync now", the whole plan is
-	// applied, changes made outside Git included.
-	decision := drift.Decide(in, plan, drift.Policy{SelfHeal: true, Manual: true, MaxRemovalPercent: 100, AllowEmpty: true})
+	decision := drift.Decide(in, plan, cliPolicy())
 	fmt.Fprint(a.stdout, plan.String())
+	if decision.Refusal != "" {
+		fmt.Fprintln(a.stdout, "\nNothing was changed.")
+		return 1, fmt.Errorf("revision refused: %s", decision.Refusal)
+	}
 	if dryRun {
 		fmt.Fprintln(a.stdout, "\nDry run: nothing was changed.")
 		return exitOK, nil
@@ -172,6 +180,15 @@ func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
 		return 1, err
 	}
 	return a.report(plan, res, rest, health, start), nil
+}
+
+// cliPolicy judges a person's one-shot diff and apply. Like the agent's
+// "Sync now", the whole plan is applied, changes made outside Git
+// included, and nothing is held for its size: the person sees the plan.
+// Like a new revision at the agent (Guard), one that reaches another
+// app's objects is refused.
+func cliPolicy() drift.Policy {
+	return drift.Policy{SelfHeal: true, Manual: true, Guard: true, MaxRemovalPercent: 100, AllowEmpty: true}
 }
 
 // awaitReady waits, like `docker compose up --wait` and up to

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,5 +231,19 @@ func TestValidateAllowPlaintextSecretsFlag(t *testing.T) {
 	}
 	if strings.Contains(out.String()+errb.String(), "hunter2") {
 		t.Error("validate printed the secret's value")
+	}
+}
+
+// TestSharedFlags: --shared-network and --shared-volume are checked like
+// shared: in driftless.yaml.
+func TestSharedFlags(t *testing.T) {
+	l := loadFlags{sharedNetworks: "traefik-public", sharedVolumes: "blog-media, uploads"}
+	s, err := l.shared()
+	if err != nil || fmt.Sprint(s.Networks, s.Volumes) != "[traefik-public] [blog-media uploads]" {
+		t.Fatalf("shared = %+v, %v", s, err)
+	}
+	l.sharedVolumes = "media,media"
+	if _, err := l.shared(); err == nil || !strings.Contains(err.Error(), `--shared-network / --shared-volume: shared.volumes: "media" is listed twice`) {
+		t.Fatalf("a name twice: %v", err)
 	}
 }

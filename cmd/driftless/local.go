@@ -41,6 +41,9 @@ type loadFlags struct {
 	limits                     string
 	target                     string
 	allowPlaintext             bool
+	// sharedNetworks and sharedVolumes are other apps' objects the app
+	// may use (shared: in driftless.yaml).
+	sharedNetworks, sharedVolumes string
 }
 
 func (l *loadFlags) register(fs interface {
@@ -54,6 +57,17 @@ func (l *loadFlags) register(fs interface {
 	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers 'docker compose' runs for the app's project, one replica at a time")
 	fs.BoolVar(&l.allowPlaintext, "allow-plaintext-secrets", false, "accept secret files that are not SOPS-encrypted (as decryption: {allowPlaintext: true} in driftless.yaml)")
 	fs.StringVar(&l.target, "target", "", "where the app runs: engine (containers on this Docker engine, the default) or swarm (services on the Swarm manager DOCKER_HOST names)")
+	fs.StringVar(&l.sharedNetworks, "shared-network", "", "external networks of other apps (their dev.driftless.app label) the app may join, comma-separated; as shared: {networks: [...]} in driftless.yaml")
+	fs.StringVar(&l.sharedVolumes, "shared-volume", "", "external volumes of other apps the app may mount, comma-separated; as shared: {volumes: [...]} in driftless.yaml")
+}
+
+// shared is what --shared-network and --shared-volume list.
+func (l *loadFlags) shared() (drift.Shared, error) {
+	s := drift.Shared{Networks: splitList(l.sharedNetworks), Volumes: splitList(l.sharedVolumes)}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("--shared-network / --shared-volume: %w", err)
+	}
+	return s, nil
 }
 
 // adoptCompose reports whether --adopt asks to take over a compose
@@ -375,7 +389,8 @@ func cliBuild() string {
 // loadLocal parses the manifests (or takes them from the load cache, when
 // nothing they were read from has changed) and observes the engine for
 // one app.
-func loadLocal(ctx context.Context, cache *loadcache.Cache, dir, name string, opts manifest.LoadOptions, adopt bool, eng observer, prune bool) (*manifest.App, drift.Input, error) {
+func loadLocal(ctx context.Context, cache *loadcache.Cache, dir, name string, ml manifestLoad, eng observer, prune bool) (*manifest.App, drift.Input, error) {
+	opts, adopt := ml.opts, ml.adopt
 	app, _, err := cache.Load(loadcache.Request{Dir: dir, App: name, Opts: opts})
 	if err != nil {
 		return nil, drift.Input{}, err
@@ -385,7 +400,7 @@ func loadLocal(ctx context.Context, cache *loadcache.Cache, dir, name string, op
 	in := drift.Input{
 		App:     name,
 		Desired: app,
-		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt, Target: opts.Target},
+		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt, Target: opts.Target, Shared: ml.shared},
 	}
 	if r, ok := eng.(swarmSpecRenderer); ok {
 		// Every field of a Swarm service is compared, as the agent does.
@@ -456,6 +471,11 @@ func diffCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
 		}
+		shared, err := lf.shared()
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
 		eng, _, err := connectTarget(ctx, opts.Target, deploy.Options{})
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
@@ -464,7 +484,7 @@ func diffCmd() *cobra.Command {
 		defer eng.Close()
 		cache := loadCache(*data)
 		memo := openInspectMemo(eng, *data, name, cache)
-		app, in, err := loadLocal(ctx, cache, dir, name, opts, adopt, eng, *prune)
+		app, in, err := loadLocal(ctx, cache, dir, name, manifestLoad{opts: opts, adopt: adopt, shared: shared}, eng, *prune)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
@@ -478,6 +498,11 @@ func diffCmd() *cobra.Command {
 				fmt.Fprintln(stderr, "warning:", w.Error())
 			}
 			fmt.Fprint(stdout, plan.String())
+		}
+		if dec := drift.Decide(in, plan, cliPolicy()); dec.Refusal != "" {
+			// apply would refuse it: an error, not a plan to carry out.
+			fmt.Fprintln(stderr, "driftless diff: revision refused:", dec.Refusal)
+			return exitError
 		}
 		if plan.Empty() {
 			return exitOK

@@ -111,7 +111,7 @@ func (f *runFlags) register(fs interface {
 		fs.StringVar(&f.config, "config", "", "driftless.yaml listing several apps (instead of --repo)")
 		fs.StringVar(&f.repo, "repo", "", "Git repository URL: https:// or ssh:// (git://, http://, file:// and local paths need --allow-insecure-transport)")
 		fs.BoolVar(&f.allowInsecure, "allow-insecure-transport", false, "accept a git://, http://, file:// or local repository, which anyone on the network path (or with write access here) could change")
-		fs.StringVar(&f.onForcePush, "on-force-push", dsync.ForcePushFollow, "a head that does not descend from the applied revision: follow (apply and record it) or refuse (keep the applied one)")
+		fs.StringVar(&f.onForcePush, "on-force-push", "", "a head that does not descend from the applied revision: follow (apply and record it) or refuse (keep the applied one); default refuse with --verify-*, else follow")
 		fs.StringVar(&f.branch, "branch", "", "branch to follow (default: the remote's default branch)")
 		fs.StringVar(&f.tag, "tag", "", "tag to follow instead of a branch")
 		fs.StringVar(&f.commit, "commit", "", "fixed commit to hold instead of a branch")
@@ -236,6 +236,9 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 		return app, err
 	}
 	app.Policy, app.Profiles, app.Limits, app.Target = opts.Policy, opts.Profiles, opts.Limits, f.load.target
+	if app.Shared, err = f.load.shared(); err != nil {
+		return app, err
+	}
 	app.AllowPlaintext = opts.AllowPlaintext
 	if adopt, err := f.load.adoptCompose(); err != nil {
 		return app, err
@@ -300,7 +303,7 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		if f.verifyPGP != "" || f.verifySSH != "" {
 			return cfg, errors.New("--verify-* flags apply to --repo only; with --config, set verify: per app in the file")
 		}
-		if f.allowInsecure || (f.onForcePush != "" && f.onForcePush != dsync.ForcePushFollow) {
+		if f.allowInsecure || f.onForcePush != "" {
 			return cfg, errors.New("--allow-insecure-transport and --on-force-push are for --repo; in a config file set allowInsecureTransport and onForcePush on each app")
 		}
 		c, err := dsync.LoadConfig(f.config)

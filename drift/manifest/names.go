@@ -16,6 +16,10 @@ const reservedLabelPrefix = "dev.driftless."
 // and volume names.
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
 
+// ValidDockerName reports whether s is a name the Docker Engine accepts
+// for a container, network or volume.
+func ValidDockerName(s string) bool { return dockerName.MatchString(s) }
+
 // ValidName reports whether s is a DNS label as driftless uses it for app and
 // object names: lowercase letters, digits and '-', starting with a letter,
 // ending with a letter or digit, at most 63 characters.
