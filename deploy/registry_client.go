@@ -66,6 +66,9 @@ type registryClient struct {
 	// tokens are bearer tokens by registry, scope and credential
 	// identity: one app's token never answers another app's check.
 	tokens map[tokenKey]bearerToken
+	// pullable are credential identity + image digest pairs the registry
+	// let pull (see pullaccess.go).
+	pullable map[string]bool
 }
 
 // tokenKey names a cached bearer token. identity is credentialIdentity's:
@@ -88,7 +91,19 @@ type bearerToken struct {
 }
 
 func newRegistryClient(certsDir string, insecure func(context.Context, string) bool) *registryClient {
-	return &registryClient{certsDir: certsDir, insecure: insecure, clients: map[string]*hostClient{}, tokens: map[tokenKey]bearerToken{}}
+	return &registryClient{certsDir: certsDir, insecure: insecure, clients: map[string]*hostClient{}, tokens: map[tokenKey]bearerToken{}, pullable: map[string]bool{}}
+}
+
+func (c *registryClient) mayPull(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pullable[key]
+}
+
+func (c *registryClient) rememberPull(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pullable[key] = true
 }
 
 // credentialIdentity names the credentials ac holds for host without
