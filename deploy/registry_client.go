@@ -85,9 +85,6 @@ type hostClient struct {
 type bearerToken struct {
 	token   string
 	expires time.Time
-	// withheld says why the credentials were not sent to the token
-	// server ("" when they were): the token is an anonymous one.
-	withheld string
 }
 
 func newRegistryClient(certsDir string, insecure func(context.Context, string) bool) *registryClient {
@@ -157,6 +154,7 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 		return "", err
 	}
 	key := tokenKey{host: apiHost(host), scope: "repository:" + repo + ":pull", identity: credentialIdentity(host, ac)}
+	withheld := "" // why the token server got no credentials, if it did not
 	for attempt := 0; attempt < 2; attempt++ {
 		resp, err := c.head(ctx, hc, host, repo, ref, key, ac)
 		if err != nil {
@@ -172,14 +170,15 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 			return d, nil
 		case http.StatusUnauthorized:
 			if attempt > 0 {
-				return "", c.authFailure(image, host, key, resp.Status)
+				return "", authFailure(image, host, resp.Status, withheld)
 			}
-			retry, err := c.learn(ctx, hc, host, key, resp.Header.Get("WWW-Authenticate"), ac)
+			var retry bool
+			retry, withheld, err = c.learn(ctx, hc, host, key, resp.Header.Get("WWW-Authenticate"), ac)
 			if err != nil {
 				return "", err
 			}
 			if !retry {
-				return "", c.authFailure(image, host, key, resp.Status)
+				return "", authFailure(image, host, resp.Status, withheld)
 			}
 		case http.StatusForbidden:
 			return "", &PullError{Image: image, Registry: host, Kind: PullAuth, Err: fmt.Errorf("HEAD manifest: %s", resp.Status)}
@@ -192,15 +191,12 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 	return "", fmt.Errorf("%w: %s", errNoAnswer, host)
 }
 
-// authFailure is the registry's refusal, saying when the credentials were
-// withheld from its token server.
-func (c *registryClient) authFailure(image, host string, key tokenKey, status string) error {
-	c.mu.Lock()
-	withheld := c.tokens[key].withheld
-	c.mu.Unlock()
+// authFailure is the registry's refusal, saying why when the credentials
+// were withheld from its token server.
+func authFailure(image, host, status, withheld string) error {
 	err := fmt.Errorf("HEAD manifest: %s", status)
 	if withheld != "" {
-		err = fmt.Errorf("HEAD manifest: %s with an anonymous token: %s", status, withheld)
+		err = fmt.Errorf("HEAD manifest: %s: %s", status, withheld)
 	}
 	return &PullError{Image: image, Registry: host, Kind: PullAuth, Err: err}
 }
@@ -258,26 +254,27 @@ func (c *registryClient) authorize(req *http.Request, hc *hostClient, key tokenK
 
 // learn reads a 401's challenge: Basic is sent up front from now on; a
 // Bearer realm gives a token for the scope, kept under the credentials'
-// identity until it expires. It says whether a retry can succeed, or
+// identity until it expires. It says whether a retry can succeed and why
+// the credentials were withheld from the token server (if they were), or
 // returns an errNoAnswer for the engine to take over.
-func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string, key tokenKey, challenge string, ac registry.AuthConfig) (bool, error) {
+func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string, key tokenKey, challenge string, ac registry.AuthConfig) (bool, string, error) {
 	kind, params := parseChallenge(challenge)
 	switch kind {
 	case "basic":
 		c.mu.Lock()
 		hc.basic = true
 		c.mu.Unlock()
-		return ac.Username != "", nil
+		return ac.Username != "", "", nil
 	case "bearer":
 		if params["realm"] == "" {
-			return false, nil
+			return false, "", nil
 		}
 		if ac.IdentityToken != "" {
-			return false, fmt.Errorf("%w: an OAuth identity token is exchanged by the engine", errNoAnswer)
+			return false, "", fmt.Errorf("%w: an OAuth identity token is exchanged by the engine", errNoAnswer)
 		}
 		realm, err := url.Parse(params["realm"])
 		if err != nil {
-			return false, nil
+			return false, "", nil
 		}
 		c.mu.Lock()
 		regScheme := hc.scheme
@@ -291,13 +288,12 @@ func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string,
 		}
 		tok, err := c.fetchToken(ctx, hc, realm, params["service"], key.scope, send)
 		if err != nil {
-			return false, nil
+			return false, withheld, nil
 		}
-		tok.withheld = withheld
 		c.storeToken(key, tok)
-		return true, nil
+		return true, withheld, nil
 	}
-	return false, nil
+	return false, "", nil
 }
 
 // storeToken caches tok, dropping expired tokens on the way so the cache
