@@ -37,9 +37,9 @@ func TestPrunePulled(t *testing.T) {
 	defer e.prober.stop()
 	for _, r := range [][2]string{{reg + ":v1", "sha256:v1"}, {reg + ":v2", "sha256:v2"}, {reg + ":v3", "sha256:v3"},
 		{reg + ":shared", "sha256:shared"}, {reg + ":v4", "sha256:retagged"}, {reg + ":stable" + d6, "sha256:pinned"}, {reg + ":gone", "sha256:gone"}} {
-		e.recordPull("shop", r[0], r[1])
+		e.recordPull("shop", r[0], r[1], false)
 	}
-	e.recordPull("blog", reg+":shared", "sha256:shared")
+	e.recordPull("blog", reg+":shared", "sha256:shared", false)
 	e.recordDesired("shop", []string{reg + ":v3"})
 	e.recordDesired("blog", []string{"nginx:latest"})
 

@@ -155,7 +155,7 @@ func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgr
 		return &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
 	}
 	if res, err := e.api.ImageInspect(ctx, image); err == nil {
-		e.recordPull(app, image, res.ID)
+		e.recordPull(app, image, res.ID, auth == "")
 	} else {
 		e.log.Warn("could not inspect a pulled image to record it; prune-images will not offer it", "app", app, "image", image, "err", err)
 	}
@@ -241,21 +241,30 @@ func (r *run) ensureImage(ctx context.Context, s *step, svc *manifest.Service) e
 func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) error {
 	ref := svc.Spec.Image
 	if svc.PullPolicy != manifest.PullAlways {
-		present, err := r.e.ImageExists(ctx, ref)
-		if err != nil || present {
+		img, present, err := r.e.inspectImage(ctx, ref)
+		if err != nil {
 			return err
+		}
+		if present {
+			// Present is not enough when another app pulled it: this
+			// app's own credentials must be able to pull it too.
+			return pullFailure(r.e.checkPullAccess(ctx, r.app, ref, img))
 		}
 		if svc.PullPolicy == manifest.PullNever {
 			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("image %s is not on the engine and pullPolicy is never: load or build it there, or set pullPolicy: missing", ref)}
 		}
 	}
-	err := r.e.Pull(ctx, r.app, ref, func(line string) {
+	return pullFailure(r.e.Pull(ctx, r.app, ref, func(line string) {
 		r.emit(s, drift.PhasePull, "pull "+ref+": "+line, nil)
-	})
+	}))
+}
+
+// pullFailure makes a *PullError a rollout failure of the service: auth
+// and not found wait for a fix, backing off; an unreachable registry is
+// retried at the base delay until it answers.
+func pullFailure(err error) error {
 	var pe *PullError
 	if errors.As(err, &pe) {
-		// Auth and not found wait for a fix, backing off; an unreachable
-		// registry is retried at the base delay until it answers.
 		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error(), Transient: pe.Kind == PullUnreachable}
 	}
 	return err

@@ -30,6 +30,10 @@ type PullRecord struct {
 	Image  string    `json:"image"` // the reference pulled
 	ID     string    `json:"id"`    // the image ID it gave
 	Pulled time.Time `json:"pulled"`
+	// Anonymous: pulled without credentials, so the image is public and
+	// another app may run it unasked (see pullaccess.go). Records from
+	// before this field count as pulled with credentials.
+	Anonymous bool `json:"anonymous,omitempty"`
 }
 
 // desiredRecord is the images an app's last applied desired state names.
@@ -53,8 +57,8 @@ func recordKey(image, id string) string {
 // recordPull remembers that image (now ID id) was pulled for app. A
 // failure is logged, not returned: the pull succeeded, and the worst case
 // is an image prune-images will not offer.
-func (e *Engine) recordPull(app, image, id string) {
-	rec := PullRecord{App: app, Image: image, ID: id, Pulled: time.Now().UTC()}
+func (e *Engine) recordPull(app, image, id string, anonymous bool) {
+	rec := PullRecord{App: app, Image: image, ID: id, Pulled: time.Now().UTC(), Anonymous: anonymous}
 	path := filepath.Join(e.pulledDir(), app, recordKey(image, id)+".json")
 	if err := writeJSONAtomic(path, rec); err != nil {
 		e.log.Warn("could not record a pulled image; prune-images will not offer it", "app", app, "image", image, "err", err)

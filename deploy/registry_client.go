@@ -2,8 +2,10 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
+	"golang.org/x/net/publicsuffix"
 )
 
 // A tag check asks the registry for the tag's digest with one HEAD of the
@@ -54,11 +57,23 @@ type registryClient struct {
 	// insecure says whether the engine lets host go unverified or over
 	// HTTP.
 	insecure func(ctx context.Context, host string) bool
+	// dial replaces the network's dial when set: tests resolve registry
+	// names to loopback with it.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu      sync.Mutex
 	clients map[string]*hostClient
-	tokens  map[string]bearerToken // "host scope" → token
+	// tokens are bearer tokens by registry, scope and credential
+	// identity: one app's token never answers another app's check.
+	tokens map[tokenKey]bearerToken
+	// pullable are credential identity + image digest pairs the registry
+	// let pull (see pullaccess.go).
+	pullable map[string]bool
 }
+
+// tokenKey names a cached bearer token. identity is credentialIdentity's:
+// the registry, the username and a hash of the secret.
+type tokenKey struct{ host, scope, identity string }
 
 type hostClient struct {
 	http   *http.Client
@@ -73,7 +88,38 @@ type bearerToken struct {
 }
 
 func newRegistryClient(certsDir string, insecure func(context.Context, string) bool) *registryClient {
-	return &registryClient{certsDir: certsDir, insecure: insecure, clients: map[string]*hostClient{}, tokens: map[string]bearerToken{}}
+	return &registryClient{certsDir: certsDir, insecure: insecure, clients: map[string]*hostClient{}, tokens: map[tokenKey]bearerToken{}, pullable: map[string]bool{}}
+}
+
+func (c *registryClient) mayPull(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pullable[key]
+}
+
+func (c *registryClient) rememberPull(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pullable[key] = true
+}
+
+// credentialIdentity names the credentials ac holds for host without
+// holding the secret: the registry, the username, and a hash of the
+// password and tokens. Anonymous is an identity of its own.
+func credentialIdentity(host string, ac registry.AuthConfig) string {
+	if !hasCredentials(ac) {
+		return normalizeRegistry(host) + "\x00anonymous"
+	}
+	h := sha256.New()
+	for _, s := range []string{ac.Password, ac.RegistryToken, ac.IdentityToken} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return normalizeRegistry(host) + "\x00user " + ac.Username + "\x00" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func hasCredentials(ac registry.AuthConfig) bool {
+	return ac.Username != "" || ac.Password != "" || ac.RegistryToken != "" || ac.IdentityToken != ""
 }
 
 // apiHost is where a registry host's API answers: Docker Hub's is
@@ -85,16 +131,20 @@ func apiHost(host string) string {
 	return host
 }
 
-// headDigest returns the digest the image's tag names now, or a
-// *PullError for an answer from the registry (auth, not found), or an
+// headDigest returns the digest the image's tag (or digest) names now, or
+// a *PullError for an answer from the registry (auth, not found), or an
 // error wrapping errNoAnswer when the engine should be asked instead.
 func (c *registryClient) headDigest(ctx context.Context, image string, ac registry.AuthConfig) (string, error) {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return "", fmt.Errorf("invalid image reference %q: %w", image, err)
 	}
-	tagged, ok := reference.TagNameOnly(named).(reference.NamedTagged)
-	if !ok {
+	var ref string
+	if d, ok := named.(reference.Digested); ok {
+		ref = d.Digest().String()
+	} else if tagged, ok := reference.TagNameOnly(named).(reference.NamedTagged); ok {
+		ref = tagged.Tag()
+	} else {
 		return "", fmt.Errorf("%w: %s names no tag", errNoAnswer, image)
 	}
 	host := reference.Domain(named)
@@ -103,9 +153,10 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 	if err != nil {
 		return "", err
 	}
-	scope := "repository:" + repo + ":pull"
+	key := tokenKey{host: apiHost(host), scope: "repository:" + repo + ":pull", identity: credentialIdentity(host, ac)}
+	withheld := "" // why the token server got no credentials, if it did not
 	for attempt := 0; attempt < 2; attempt++ {
-		resp, err := c.head(ctx, hc, host, repo, tagged.Tag(), scope, ac)
+		resp, err := c.head(ctx, hc, host, repo, ref, key, ac)
 		if err != nil {
 			return "", err
 		}
@@ -118,8 +169,16 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 			}
 			return d, nil
 		case http.StatusUnauthorized:
-			if attempt > 0 || !c.learn(ctx, hc, host, scope, resp.Header.Get("WWW-Authenticate"), ac) {
-				return "", &PullError{Image: image, Registry: host, Kind: PullAuth, Err: fmt.Errorf("HEAD manifest: %s", resp.Status)}
+			if attempt > 0 {
+				return "", authFailure(image, host, resp.Status, withheld)
+			}
+			var retry bool
+			retry, withheld, err = c.learn(ctx, hc, host, key, resp.Header.Get("WWW-Authenticate"), ac)
+			if err != nil {
+				return "", err
+			}
+			if !retry {
+				return "", authFailure(image, host, resp.Status, withheld)
 			}
 		case http.StatusForbidden:
 			return "", &PullError{Image: image, Registry: host, Kind: PullAuth, Err: fmt.Errorf("HEAD manifest: %s", resp.Status)}
@@ -132,20 +191,31 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 	return "", fmt.Errorf("%w: %s", errNoAnswer, host)
 }
 
+// authFailure is the registry's refusal, saying why when the credentials
+// were withheld from its token server.
+func authFailure(image, host, status, withheld string) error {
+	err := fmt.Errorf("HEAD manifest: %s", status)
+	if withheld != "" {
+		err = fmt.Errorf("HEAD manifest: %s: %s", status, withheld)
+	}
+	return &PullError{Image: image, Registry: host, Kind: PullAuth, Err: err}
+}
+
 // head sends the HEAD with what is known of the registry's auth, falling
 // back to plain HTTP once for an insecure registry.
-func (c *registryClient) head(ctx context.Context, hc *hostClient, host, repo, tag, scope string, ac registry.AuthConfig) (*http.Response, error) {
+func (c *registryClient) head(ctx context.Context, hc *hostClient, host, repo, ref string, key tokenKey, ac registry.AuthConfig) (*http.Response, error) {
 	c.mu.Lock()
 	scheme := hc.scheme
 	c.mu.Unlock()
 	do := func(scheme string) (*http.Response, error) {
-		u := url.URL{Scheme: scheme, Host: apiHost(host), Path: "/v2/" + repo + "/manifests/" + tag}
+		u := url.URL{Scheme: scheme, Host: apiHost(host), Path: "/v2/" + repo + "/manifests/" + ref}
 		req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.String(), nil)
 		if err != nil {
 			return nil, err
 		}
 		req.Header.Set("Accept", strings.Join(manifestTypes, ", "))
-		c.authorize(req, hc, host, scope, ac)
+		req.Header.Set("User-Agent", userAgent)
+		c.authorize(req, hc, key, ac)
 		return hc.http.Do(req)
 	}
 	resp, err := do(scheme)
@@ -163,9 +233,13 @@ func (c *registryClient) head(ctx context.Context, hc *hostClient, host, repo, t
 	return resp, nil
 }
 
-func (c *registryClient) authorize(req *http.Request, hc *hostClient, host, scope string, ac registry.AuthConfig) {
+// userAgent names driftless's own registry requests, apart from the
+// engine's.
+const userAgent = "driftless"
+
+func (c *registryClient) authorize(req *http.Request, hc *hostClient, key tokenKey, ac registry.AuthConfig) {
 	c.mu.Lock()
-	tok, ok := c.tokens[host+" "+scope]
+	tok, ok := c.tokens[key]
 	basic := hc.basic
 	c.mu.Unlock()
 	switch {
@@ -179,37 +253,127 @@ func (c *registryClient) authorize(req *http.Request, hc *hostClient, host, scop
 }
 
 // learn reads a 401's challenge: Basic is sent up front from now on; a
-// Bearer realm gives a token for the scope, kept until it expires. It
-// says whether a retry can succeed.
-func (c *registryClient) learn(ctx context.Context, hc *hostClient, host, scope, challenge string, ac registry.AuthConfig) bool {
+// Bearer realm gives a token for the scope, kept under the credentials'
+// identity until it expires. It says whether a retry can succeed and why
+// the credentials were withheld from the token server (if they were), or
+// returns an errNoAnswer for the engine to take over.
+func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string, key tokenKey, challenge string, ac registry.AuthConfig) (bool, string, error) {
 	kind, params := parseChallenge(challenge)
 	switch kind {
 	case "basic":
 		c.mu.Lock()
 		hc.basic = true
 		c.mu.Unlock()
-		return ac.Username != ""
+		return ac.Username != "", "", nil
 	case "bearer":
-		if params["realm"] == "" || ac.IdentityToken != "" {
-			return false // an OAuth refresh token: left to the engine
+		if params["realm"] == "" {
+			return false, "", nil
 		}
-		tok, err := c.fetchToken(ctx, hc, params["realm"], params["service"], scope, ac)
+		if ac.IdentityToken != "" {
+			return false, "", fmt.Errorf("%w: an OAuth identity token is exchanged by the engine", errNoAnswer)
+		}
+		realm, err := url.Parse(params["realm"])
 		if err != nil {
-			return false
+			return false, "", nil
 		}
 		c.mu.Lock()
-		c.tokens[host+" "+scope] = tok
+		regScheme := hc.scheme
 		c.mu.Unlock()
-		return true
+		send, withheld := ac, ""
+		if why := credentialsWithheld(regScheme, apiHost(host), realm); why != "" && hasCredentials(ac) {
+			// As Docker does without credentials: ask for an anonymous
+			// token, which is enough for a public image.
+			send = registry.AuthConfig{}
+			withheld = fmt.Sprintf("no credentials were sent to the token server %s, because %s (driftless sends registry credentials only to the registry's own host or domain, and over HTTPS to a TLS registry)", redactURL(realm), why)
+		}
+		tok, err := c.fetchToken(ctx, hc, realm, params["service"], key.scope, send)
+		if err != nil {
+			return false, withheld, nil
+		}
+		c.storeToken(key, tok)
+		return true, withheld, nil
 	}
-	return false
+	return false, "", nil
 }
 
-func (c *registryClient) fetchToken(ctx context.Context, hc *hostClient, realm, service, scope string, ac registry.AuthConfig) (bearerToken, error) {
-	u, err := url.Parse(realm)
-	if err != nil {
-		return bearerToken{}, err
+// storeToken caches tok, dropping expired tokens on the way so the cache
+// does not grow with credentials that are gone.
+func (c *registryClient) storeToken(key tokenKey, tok bearerToken) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, t := range c.tokens {
+		if now.After(t.expires) {
+			delete(c.tokens, k)
+		}
 	}
+	c.tokens[key] = tok
+}
+
+// credentialsWithheld says why registry credentials may not go to u, or
+// "" when they may. They go to the registry's own origin (host and port),
+// or to a host name of the registry's own domain (its eTLD+1 in the public
+// suffix list: Docker Hub's auth.docker.io, GitLab's gitlab.example.com
+// for registry.example.com), and never over plain HTTP when the registry
+// is spoken to over TLS. An address or a single-label name matches only
+// itself, port included. regScheme is how the registry answers,
+// regHost its API host[:port].
+func credentialsWithheld(regScheme, regHost string, u *url.URL) string {
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && regScheme == "http":
+	case u.Scheme == "http":
+		return "it is plain HTTP and the registry is spoken to over TLS"
+	default:
+		return fmt.Sprintf("its scheme %q is not HTTPS", u.Scheme)
+	}
+	if canonicalAddr(regHost, regScheme) == canonicalAddr(u.Host, u.Scheme) {
+		return ""
+	}
+	if sameSite(hostOnly(regHost), u.Hostname()) {
+		return ""
+	}
+	return "it is on another host than the registry " + regHost
+}
+
+// canonicalAddr is host:port with the scheme's default port filled in.
+func canonicalAddr(hostport, scheme string) string {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h, p = strings.Trim(hostport, "[]"), map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return net.JoinHostPort(strings.ToLower(h), p)
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+// sameSite: both are DNS names under one registrable domain.
+func sameSite(a, b string) bool {
+	if _, err := netip.ParseAddr(a); err == nil {
+		return false
+	}
+	if _, err := netip.ParseAddr(b); err == nil {
+		return false
+	}
+	da, err1 := publicsuffix.EffectiveTLDPlusOne(strings.ToLower(strings.TrimSuffix(a, ".")))
+	db, err2 := publicsuffix.EffectiveTLDPlusOne(strings.ToLower(strings.TrimSuffix(b, ".")))
+	return err1 == nil && err2 == nil && da == db
+}
+
+// redactURL is u without its query, which may carry anything.
+func redactURL(u *url.URL) string {
+	v := *u
+	v.RawQuery, v.User = "", nil
+	return v.String()
+}
+
+func (c *registryClient) fetchToken(ctx context.Context, hc *hostClient, realm *url.URL, service, scope string, ac registry.AuthConfig) (bearerToken, error) {
+	u := *realm
 	q := u.Query()
 	if service != "" {
 		q.Set("service", service)
@@ -220,6 +384,7 @@ func (c *registryClient) fetchToken(ctx context.Context, hc *hostClient, realm, 
 	if err != nil {
 		return bearerToken{}, err
 	}
+	req.Header.Set("User-Agent", userAgent)
 	if ac.Username != "" {
 		req.SetBasicAuth(ac.Username, ac.Password)
 	}
@@ -296,11 +461,28 @@ func (c *registryClient) client(ctx context.Context, host string) (*hostClient, 
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
-	hc = &hostClient{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, stamp: stamp, scheme: "https"}
+	if c.dial != nil {
+		tr.DialContext = c.dial
+	}
+	hc = &hostClient{http: &http.Client{Transport: tr, Timeout: 30 * time.Second, CheckRedirect: keepCredentialsHome}, stamp: stamp, scheme: "https"}
 	c.mu.Lock()
 	c.clients[host] = hc
 	c.mu.Unlock()
 	return hc, nil
+}
+
+// keepCredentialsHome follows a redirect (as the default policy does, up
+// to 10) but drops the Authorization header where credentialsWithheld
+// would not have sent it from the first request's origin: a registry or
+// token server cannot bounce them to another host or to plain HTTP.
+func keepCredentialsHome(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if credentialsWithheld(via[0].URL.Scheme, via[0].URL.Host, req.URL) != "" {
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 // dirStamp changes when a file in dir is added, removed or rewritten.
