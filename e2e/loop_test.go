@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/gitsource"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 func webManifest(image string, replicas int, message string) string {
@@ -39,13 +40,13 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	first := repo.Commit("deploy web")
 
 	dataDir := t.TempDir()
-	cfg := dsync.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
+	cfg := config.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
 		Interval: "@every 1s", SelfHeal: true, MaxRemovalPercent: 50, AllowInsecureTransport: true}
 	agent, err := dsync.New(dsync.Options{
 		DataDir: dataDir,
-		Apps:    []dsync.AppConfig{cfg},
+		Apps:    []config.AppConfig{cfg},
 		Engine:  engine,
-		NewSource: func(c dsync.AppConfig) (dsync.Source, error) {
+		NewSource: func(c config.AppConfig) (dsync.Source, error) {
 			return gitsource.New(gitsource.Config{URL: c.Repo, Branch: c.Branch, Path: c.Path, Dir: filepath.Join(dataDir, "git", c.Name), Auth: c.Auth,
 				AllowInsecureTransport: c.AllowInsecureTransport})
 		},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // Commit status states, in driftless's words; each host has its own.
@@ -48,7 +49,7 @@ var defaultBases = map[string]string{
 	"bitbucket": "https://api.bitbucket.org/2.0",
 }
 
-func newHostClient(cfg dsync.CommitStatus, repoURL string, hc *http.Client) (*hostClient, error) {
+func newHostClient(cfg config.CommitStatus, repoURL string, hc *http.Client) (*hostClient, error) {
 	host, path := splitRepoURL(repoURL)
 	c := &hostClient{provider: cfg.Provider, base: strings.TrimRight(cfg.BaseURL, "/"), repo: strings.Trim(cfg.Repo, "/"), token: cfg.Token, http: hc}
 	if c.repo == "" {

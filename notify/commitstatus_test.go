@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // received is one request as a Git host would see it.
@@ -68,7 +69,7 @@ func TestCommitStatusRequestsFollowEachHostsAPI(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.provider, func(t *testing.T) {
 			srv, got := hostServer(t, http.StatusCreated)
-			c, err := newHostClient(dsync.CommitStatus{Provider: tc.provider, BaseURL: srv.URL + "/", Repo: tc.repo, Token: "s3cret"}, tc.repoURL, srv.Client())
+			c, err := newHostClient(config.CommitStatus{Provider: tc.provider, BaseURL: srv.URL + "/", Repo: tc.repo, Token: "s3cret"}, tc.repoURL, srv.Client())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +100,7 @@ func TestCommitStatusRequestsFollowEachHostsAPI(t *testing.T) {
 
 func TestCommitStatusErrorSaysWhatTheHostAnswered(t *testing.T) {
 	srv, _ := hostServer(t, http.StatusUnauthorized)
-	c, err := newHostClient(dsync.CommitStatus{Provider: "github", BaseURL: srv.URL, Token: "bad"}, "https://github.com/acme/infra", srv.Client())
+	c, err := newHostClient(config.CommitStatus{Provider: "github", BaseURL: srv.URL, Token: "bad"}, "https://github.com/acme/infra", srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,19 +112,19 @@ func TestCommitStatusErrorSaysWhatTheHostAnswered(t *testing.T) {
 
 func TestHostClientConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		cfg     dsync.CommitStatus
+		cfg     config.CommitStatus
 		repoURL string
 		want    string
 	}{
-		{dsync.CommitStatus{Provider: "github"}, "/srv/git/infra", "commitStatus.repo: could not be derived"},
-		{dsync.CommitStatus{Provider: "github", Repo: "infra"}, "", `commitStatus.repo: "infra" is not owner/name`},
-		{dsync.CommitStatus{Provider: "gitea", Repo: "a/b"}, "", "commitStatus.baseURL: required for gitea"},
+		{config.CommitStatus{Provider: "github"}, "/srv/git/infra", "commitStatus.repo: could not be derived"},
+		{config.CommitStatus{Provider: "github", Repo: "infra"}, "", `commitStatus.repo: "infra" is not owner/name`},
+		{config.CommitStatus{Provider: "gitea", Repo: "a/b"}, "", "commitStatus.baseURL: required for gitea"},
 	} {
 		if _, err := newHostClient(tc.cfg, tc.repoURL, http.DefaultClient); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v %q: error %v, want %q", tc.cfg, tc.repoURL, err, tc.want)
 		}
 	}
-	c, err := newHostClient(dsync.CommitStatus{Provider: "gitea"}, "ssh://git@git.example.com:2222/acme/infra.git", http.DefaultClient)
+	c, err := newHostClient(config.CommitStatus{Provider: "gitea"}, "ssh://git@git.example.com:2222/acme/infra.git", http.DefaultClient)
 	if err != nil || c.base != "https://git.example.com/api/v1" || c.repo != "acme/infra" {
 		t.Fatalf("gitea defaults from the repo URL: %+v, %v", c, err)
 	}

@@ -17,9 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
-// Defaults of dsync.NotifySettings.
+// Defaults of config.NotifySettings.
 const (
 	DefaultSourceUnreachableAfter = 5 * time.Minute
 	DefaultRepairBatch            = time.Minute
@@ -35,7 +36,7 @@ type Recorder interface {
 
 // Options configure a Notifier.
 type Options struct {
-	Config     dsync.Config // Notifications, Notify, ExternalURL and each app's own
+	Config     config.Config // Notifications, Notify, ExternalURL and each app's own
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	HTTPClient *http.Client     // commit statuses; default a client with a 30s timeout
@@ -129,7 +130,7 @@ func New(o Options) (*Notifier, error) {
 		perApp: map[string][]*destination{}, hosts: map[string]*host{}}
 	var errs []error
 	names := map[string]bool{}
-	mk := func(where string, cfgs []dsync.Notification) []*destination {
+	mk := func(where string, cfgs []config.Notification) []*destination {
 		var out []*destination
 		for i, c := range cfgs {
 			d, err := n.destination(c, o.retry)
@@ -165,7 +166,7 @@ func New(o Options) (*Notifier, error) {
 	return n, nil
 }
 
-func (n *Notifier) destination(c dsync.Notification, r retry) (*destination, error) {
+func (n *Notifier) destination(c config.Notification, r retry) (*destination, error) {
 	kinds, err := ParseKinds(c.Events)
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)

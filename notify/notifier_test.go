@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // hook is a loopback webhook receiver standing in for a destination.
@@ -80,10 +81,10 @@ func (r *recorder) RecordNotification(app, summary, result string) error {
 func TestNotifierSendsFilteredEventsThroughShoutrrr(t *testing.T) {
 	all, onlyFailures := newHook(t, 0), newHook(t, 0)
 	reg := prometheus.NewRegistry()
-	n, err := New(Options{Registerer: reg, Config: dsync.Config{
+	n, err := New(Options{Registerer: reg, Config: config.Config{
 		ExternalURL:   "https://driftless.example.com/",
-		Notifications: []dsync.Notification{{Name: "ops", URL: all.url("/hooks/ops")}},
-		Apps: []dsync.AppConfig{{Name: "web", Notifications: []dsync.Notification{
+		Notifications: []config.Notification{{Name: "ops", URL: all.url("/hooks/ops")}},
+		Apps: []config.AppConfig{{Name: "web", Notifications: []config.Notification{
 			{Name: "web-oncall", URL: onlyFailures.url("/hooks/web"), Events: []string{"rollout-failed"}}}}},
 	}})
 	if err != nil {
@@ -131,7 +132,7 @@ func TestNotifierSendsFilteredEventsThroughShoutrrr(t *testing.T) {
 func TestNotifierRetriesAFailingDestinationAndRecordsGivingUp(t *testing.T) {
 	flaky := newHook(t, 2)
 	n, err := New(Options{retry: retry{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond},
-		Config: dsync.Config{Notifications: []dsync.Notification{{Name: "flaky", URL: flaky.url("/x")}}}})
+		Config: config.Config{Notifications: []config.Notification{{Name: "flaky", URL: flaky.url("/x")}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestNotifierRetriesAFailingDestinationAndRecordsGivingUp(t *testing.T) {
 }
 
 func TestNewRejectsBadDestinationsWithoutShowingTheURL(t *testing.T) {
-	_, err := New(Options{Config: dsync.Config{Notifications: []dsync.Notification{
+	_, err := New(Options{Config: config.Config{Notifications: []config.Notification{
 		{Name: "a", URL: "nosuchservice://token-abc@host"},
 		{Name: "b", URL: "generic://127.0.0.1/x", Events: []string{"everything"}},
 	}}})
@@ -200,7 +201,7 @@ func TestHungDestinationNeverHoldsTheLoopUp(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	defer srv.Close()
 	defer close(release)
-	n, err := New(Options{Config: dsync.Config{Notifications: []dsync.Notification{
+	n, err := New(Options{Config: config.Config{Notifications: []config.Notification{
 		{Name: "hung", URL: "generic://" + strings.TrimPrefix(srv.URL, "http://") + "/x?template=json&disabletls=yes"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/secrets"
+	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 )
@@ -85,12 +86,12 @@ var ErrUnknownApp = errors.New("unknown app")
 // Options configure an Agent.
 type Options struct {
 	DataDir string
-	Apps    []AppConfig
+	Apps    []config.AppConfig
 	Engine  Engine
 	// Swarm is the engine of apps with target swarm: a Swarm manager
 	// (deploy/swarm). Required when an app has that target.
 	Swarm     Engine
-	NewSource func(AppConfig) (Source, error)
+	NewSource func(config.AppConfig) (Source, error)
 	Workers   int // default 2
 	// ResyncInterval enqueues every app in case events were missed;
 	// default 5m.
@@ -269,7 +270,7 @@ func (o Options) withDefaults() Options {
 }
 
 // addApp checks one app's config and prepares its state and source.
-func (a *Agent) addApp(cfg AppConfig) error {
+func (a *Agent) addApp(cfg config.AppConfig) error {
 	if !manifest.ValidName(cfg.Name) {
 		return fmt.Errorf("app %q: invalid name", cfg.Name)
 	}
@@ -277,13 +278,13 @@ func (a *Agent) addApp(cfg AppConfig) error {
 		return fmt.Errorf("app %q is configured twice", cfg.Name)
 	}
 	if cfg.Interval == "" {
-		cfg.Interval = DefaultInterval
+		cfg.Interval = config.DefaultInterval
 	}
-	sched, err := ParseSchedule(cfg.Interval)
+	sched, err := config.ParseSchedule(cfg.Interval)
 	if err != nil {
 		return fmt.Errorf("app %s: interval: %w", cfg.Name, err)
 	}
-	cfg.secretKey = a.secretKey
+	cfg.SecretKey = a.secretKey
 	src, err := a.opts.NewSource(cfg)
 	if err != nil {
 		return fmt.Errorf("app %s: source: %w", cfg.Name, err)
@@ -433,7 +434,7 @@ func eventDelay(action string) time.Duration {
 
 // engineFor is the engine an app runs on: the Swarm manager for target
 // swarm, else the agent's engine.
-func (a *Agent) engineFor(cfg AppConfig) Engine {
+func (a *Agent) engineFor(cfg config.AppConfig) Engine {
 	if cfg.Target == manifest.TargetSwarm && a.swarm != nil {
 		return a.swarm
 	}
@@ -717,10 +718,10 @@ func (a *Agent) App(name string) (AppStatus, bool) {
 }
 
 // AppConfigs returns the apps' configs with runtime toggles applied.
-func (a *Agent) AppConfigs() []AppConfig {
+func (a *Agent) AppConfigs() []config.AppConfig {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]AppConfig, 0, len(a.names))
+	out := make([]config.AppConfig, 0, len(a.names))
 	for _, name := range a.names {
 		out = append(out, a.apps[name].cfg)
 	}
@@ -855,7 +856,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 		st.pinned = &rev
 		st.status.Pinned = &rev
 	}
-	ref := st.cfg.refName()
+	ref := st.cfg.RefName()
 	a.mu.Unlock()
 	if err != nil {
 		return err
@@ -881,7 +882,7 @@ func (a *Agent) Unpin(app string) error {
 		st.pinned = nil
 		st.status.Pinned = nil
 	}
-	ref := st.cfg.refName()
+	ref := st.cfg.RefName()
 	a.mu.Unlock()
 	if err != nil {
 		return err
@@ -986,7 +987,7 @@ func (a *Agent) Ready() error {
 	var errs []error
 	for _, name := range a.names {
 		st := a.apps[name]
-		window := max(3*scheduleInterval(st.sched, now), 2*time.Minute)
+		window := max(3*config.ScheduleInterval(st.sched, now), 2*time.Minute)
 		last := st.status.LastSuccess
 		switch {
 		case last.IsZero():

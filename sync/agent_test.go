@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -654,7 +655,7 @@ func TestMetricsReflectStatus(t *testing.T) {
 	h := newHarness(t, appConfig("shop"))
 	h.agent.Close()
 	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Now: h.clock.Now, Registerer: reg,
-		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // buildingEngine is the fake engine plus builds: an image is built once,
@@ -48,10 +49,10 @@ func (e *buildingEngine) EnsureImages(ctx context.Context, app *manifest.App, pr
 // newBuildHarness is a harness whose engine builds.
 func newBuildHarness(t *testing.T) (*harness, *buildingEngine) {
 	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
-		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []AppConfig{appConfig("shop")}}
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{appConfig("shop")}}
 	eng := &buildingEngine{fakeEngine: h.engine, images: map[string]bool{}}
 	a, err := New(Options{DataDir: h.dir, Apps: h.apps, Engine: eng, Now: h.clock.Now,
-		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

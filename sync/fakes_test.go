@@ -16,6 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // fakeSource is a Git repository in memory: commits with their files, and
@@ -381,7 +382,7 @@ type harness struct {
 	engine  *fakeEngine
 	sources map[string]*fakeSource
 	clock   *fakeClock
-	apps    []AppConfig
+	apps    []config.AppConfig
 	agent   *Agent
 	// lastResult is how the last pass asked to be requeued.
 	lastResult Result
@@ -417,7 +418,7 @@ func (l *lockedLog) take(s string) []string {
 	return out
 }
 
-func newHarness(t *testing.T, apps ...AppConfig) *harness {
+func newHarness(t *testing.T, apps ...config.AppConfig) *harness {
 	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{},
 		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: apps}
 	for _, a := range apps {
@@ -433,7 +434,7 @@ func (h *harness) open() {
 	a, err := New(Options{
 		DataDir: h.dir, Apps: h.apps, Engine: h.engine, Now: h.clock.Now,
 		Logger:    slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil },
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil },
 		Host:      h.host,
 	})
 	if err != nil {
@@ -466,8 +467,8 @@ func (h *harness) history(app string, kinds ...HistoryKind) []HistoryEntry {
 	return es
 }
 
-func appConfig(name string) AppConfig {
-	return AppConfig{Name: name, Repo: "https://git.example.com/infra.git", Branch: "main", Interval: "30s",
+func appConfig(name string) config.AppConfig {
+	return config.AppConfig{Name: name, Repo: "https://git.example.com/infra.git", Branch: "main", Interval: "30s",
 		SelfHeal: true, MaxRemovalPercent: 50}
 }
 

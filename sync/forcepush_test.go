@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 func web(image string, replicas int) map[string]string {
@@ -78,7 +79,7 @@ func checkFollowed(t *testing.T, h *harness, st AppStatus, v2, r string) {
 func refusedForcePush(t *testing.T) (h *harness, v2, r string, good []string) {
 	t.Helper()
 	cfg := appConfig("shop")
-	cfg.OnForcePush = ForcePushRefuse
+	cfg.OnForcePush = config.ForcePushRefuse
 	h = newHarness(t, cfg)
 	src := h.sources["shop"]
 	v1 := src.commit("v1", web("demo:v1", 2))
@@ -149,7 +150,7 @@ func TestForcePushRefusedUntilACommitDescendsFromTheApplied(t *testing.T) {
 
 func TestForcePushAcceptedBySwitchingToFollow(t *testing.T) {
 	cfg := appConfig("shop")
-	cfg.OnForcePush = ForcePushRefuse
+	cfg.OnForcePush = config.ForcePushRefuse
 	h := newHarness(t, cfg)
 	src := h.sources["shop"]
 	v1 := src.commit("v1", web("demo:v1", 1))
@@ -159,7 +160,7 @@ func TestForcePushAcceptedBySwitchingToFollow(t *testing.T) {
 	r := src.rewrite(v1, "rewritten", web("demo:r", 1))
 	h.pass("shop", "poll")
 
-	h.apps[0].OnForcePush = ForcePushFollow
+	h.apps[0].OnForcePush = config.ForcePushFollow
 	h.restart()
 	st, err := h.pass("shop", "startup")
 	if err != nil || st.Applied.SHA != r || st.Refused != nil || st.ForcePush == nil || st.ForcePush.Refused {
@@ -188,7 +189,7 @@ func TestForcePushWhenTheAppliedCommitIsGone(t *testing.T) {
 
 func TestTrackingAnotherBranchIsNotAForcePush(t *testing.T) {
 	cfg := appConfig("shop")
-	cfg.OnForcePush = ForcePushRefuse
+	cfg.OnForcePush = config.ForcePushRefuse
 	h := newHarness(t, cfg)
 	src := h.sources["shop"]
 	src.commit("v1 on main", web("demo:v1", 1))
@@ -256,7 +257,7 @@ func TestReplayedSignedCommitIsRefusedWithVerify(t *testing.T) {
 // TestReplayedSignedCommitIsFollowedWhenExplicit: onForcePush: follow
 // set explicitly still follows with verify on.
 func TestReplayedSignedCommitIsFollowedWhenExplicit(t *testing.T) {
-	h, v1, _ := replayedSignedCommit(t, ForcePushFollow)
+	h, v1, _ := replayedSignedCommit(t, config.ForcePushFollow)
 	st, err := h.pass("shop", "poll")
 	if err != nil || st.Applied.SHA != v1 || st.Refused != nil || st.ForcePush == nil || st.ForcePush.Refused {
 		t.Fatalf("err %v, applied %s, refused %+v, force-push %+v; want %s followed", err, st.Applied.Short(), st.Refused, st.ForcePush, v1[:7])

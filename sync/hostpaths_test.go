@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // linkHost is a host whose one symlink a test moves between passes.
@@ -42,7 +43,7 @@ func TestHostPathsAreJudgedAtEveryPass(t *testing.T) {
 	cfg.Policy = manifest.Policy{HostPaths: []string{"/srv/shop"}}
 	host := &linkHost{link: "/srv/shop/data"}
 	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
-		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []AppConfig{cfg},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{cfg},
 		host: manifest.Host{Resolve: host.resolve}}
 	h.open()
 	src := h.sources["shop"]

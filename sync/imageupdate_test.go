@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 func followedApp() *manifest.App {
@@ -106,7 +107,7 @@ func TestImageUpdateFollowsTag(t *testing.T) {
 	eng := &resolvingEngine{fakeEngine: h.engine, digest: "sha256:aaa"}
 	h.agent.Close()
 	a, err := New(Options{DataDir: h.dir, Apps: h.apps, Engine: eng, Now: h.clock.Now,
-		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

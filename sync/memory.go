@@ -6,6 +6,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/robfig/cron/v3"
 )
 
@@ -15,7 +16,7 @@ import (
 // needed for correctness: after a restart it is rebuilt from the store,
 // Git and Docker.
 type appState struct {
-	cfg     AppConfig
+	cfg     config.AppConfig
 	sched   cron.Schedule
 	status  AppStatus
 	pinned  *gitsource.Revision
@@ -89,14 +90,14 @@ func (m memory) clone() memory {
 	return c
 }
 
-func newAppState(cfg AppConfig, sched cron.Schedule, src Source) *appState {
+func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appState {
 	return &appState{
 		cfg:    cfg,
 		sched:  sched,
 		source: src,
 		status: AppStatus{
 			Name:      cfg.Name,
-			Source:    SourceStatus{URL: redactURL(cfg.Repo), Ref: cfg.refName(), Path: cfg.Path},
+			Source:    SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
 			Sync:      SyncUnknown,
 			Health:    HealthUnknown,
 			Message:   "waiting for the first pass",

@@ -9,6 +9,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // statusInput is what nextStatus judges: the app before the pass, and
@@ -16,7 +17,7 @@ import (
 type statusInput struct {
 	prev    AppStatus
 	mem     memory
-	cfg     AppConfig
+	cfg     config.AppConfig
 	pinned  *gitsource.Revision
 	trigger string
 	now     time.Time
@@ -190,7 +191,7 @@ func (u *statusUpdate) markApplied(in statusInput, desired *revisionState, plan 
 		state[s.Name] = drift.AppliedService{Hash: s.Hash, Replicas: s.Spec.Replicas}
 	}
 	prev := u.mem.appliedRev
-	from := in.cfg.sourceIdentity()
+	from := in.cfg.SourceIdentity()
 	u.mem.appliedRev = &rev
 	u.mem.appliedState = state
 	u.mem.appliedFrom = from

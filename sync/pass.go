@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // A pass is one reconcile of one app, a short sequence of steps that reads
@@ -26,7 +27,7 @@ import (
 
 // passInput is what a pass starts from, copied under the lock.
 type passInput struct {
-	cfg      AppConfig
+	cfg      config.AppConfig
 	pinned   *gitsource.Revision
 	triggers []string
 	start    time.Time
@@ -176,12 +177,12 @@ func (p *pass) checkForcePush(ctx context.Context, head gitsource.Revision, o *p
 	cfg, mem := p.in.cfg, p.in.mem
 	applied := mem.appliedRev
 	if applied == nil || applied.SHA == head.SHA || cfg.Commit != "" ||
-		(mem.appliedFrom != "" && mem.appliedFrom != cfg.sourceIdentity()) {
+		(mem.appliedFrom != "" && mem.appliedFrom != cfg.SourceIdentity()) {
 		// Nothing to compare with, or the config now tracks something
 		// else on purpose.
 		return true
 	}
-	refuse, byVerify := cfg.refusesForcePush()
+	refuse, byVerify := cfg.RefusesForcePush()
 	if fp := mem.forcePush; fp != nil && fp.From == applied.SHA && fp.To.SHA == head.SHA {
 		// Known already: a rewritten history is walked to its roots, so
 		// it is not walked again on every poll.
@@ -199,7 +200,7 @@ func (p *pass) checkForcePush(ctx context.Context, head gitsource.Revision, o *p
 	case ok:
 		return true
 	}
-	o.forcePush = &ForcePush{Ref: cfg.refName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse, VerifyDefault: byVerify}
+	o.forcePush = &ForcePush{Ref: cfg.RefName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse, VerifyDefault: byVerify}
 	return true
 }
 
@@ -347,7 +348,7 @@ func (p *pass) policy(guard bool) drift.Policy {
 // they are, so the adopted replicas keep their data.
 // Followed image tags are pinned to their resolved digests.
 func (p *pass) appFor(rs *revisionState, actual drift.Actual) *manifest.App {
-	if p.in.cfg.Adopt != AdoptCompose {
+	if p.in.cfg.Adopt != config.AdoptCompose {
 		return pinTags(rs.app, p.st.tags)
 	}
 	return pinTags(drift.AdoptComposeVolumes(rs.app, actual, cmp.Or(p.in.cfg.ComposeProject, p.in.cfg.Name)), p.st.tags)
@@ -374,8 +375,8 @@ func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input 
 			NoSelfHeal:     !p.in.cfg.SelfHeal,
 			FailedRollouts: failed,
 			ComposeProject: p.in.cfg.ComposeProject,
-			Adopt:          p.in.cfg.Adopt == AdoptCompose,
-			Target:         p.in.cfg.swarmTarget(),
+			Adopt:          p.in.cfg.Adopt == config.AdoptCompose,
+			Target:         p.in.cfg.SwarmTarget(),
 			SwarmSpec:      render,
 			Shared:         p.in.cfg.Shared,
 			SourceDir:      p.in.cfg.Path,

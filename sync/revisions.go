@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // revisionCacheSize is how many parsed revisions an app keeps: the head,
@@ -39,7 +40,7 @@ func newRevisionCache() *revisionCache {
 // load parses rev's manifests with the app's options, once per commit. A
 // revision that cannot be read (Git trouble) is an error; one whose
 // manifests are wrong is a revisionState with a refusal.
-func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev gitsource.Revision) (*revisionState, error) {
+func (c *revisionCache) load(ctx context.Context, src Source, cfg config.AppConfig, rev gitsource.Revision) (*revisionState, error) {
 	if rs, ok := c.parsed[rev.SHA]; ok {
 		rev.SignedBy = rs.rev.SignedBy // verified once, with the commit
 		rs.rev = rev
@@ -64,7 +65,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev
 	case err != nil:
 		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
 	default:
-		app, err := manifest.LoadWith(fsys, ".", cfg.Name, cfg.loadOptions())
+		app, err := manifest.LoadWith(fsys, ".", cfg.Name, cfg.LoadOptions())
 		if rs.refusal, err = refusalOf(rev, cfg, err); err != nil {
 			return nil, err
 		}
@@ -92,7 +93,7 @@ type commitVerifier interface {
 // verifyRevision checks rev's signature when the app has verify on. A
 // commit that is unsigned or not signed by a trusted key is refused (wait
 // for a new commit); a clone that cannot be read is an error (retry).
-func verifyRevision(ctx context.Context, src Source, cfg AppConfig, rev gitsource.Revision) (gitsource.Signer, *Refusal, error) {
+func verifyRevision(ctx context.Context, src Source, cfg config.AppConfig, rev gitsource.Revision) (gitsource.Signer, *Refusal, error) {
 	if cfg.Verify == nil {
 		return gitsource.Signer{}, nil, nil
 	}
@@ -113,7 +114,7 @@ func verifyRevision(ctx context.Context, src Source, cfg AppConfig, rev gitsourc
 // refusalOf turns a load error into a refusal of the revision (the
 // manifests are wrong: wait for a new commit), or returns it as an error
 // (the files could not be read: retry).
-func refusalOf(rev gitsource.Revision, cfg AppConfig, err error) (*Refusal, error) {
+func refusalOf(rev gitsource.Revision, cfg config.AppConfig, err error) (*Refusal, error) {
 	var list manifest.ErrorList
 	switch {
 	case err == nil:
@@ -133,7 +134,7 @@ func refusalOf(rev gitsource.Revision, cfg AppConfig, err error) (*Refusal, erro
 }
 
 // loadSHA parses the revision with the given SHA.
-func (c *revisionCache) loadSHA(ctx context.Context, src Source, cfg AppConfig, sha string) (*revisionState, error) {
+func (c *revisionCache) loadSHA(ctx context.Context, src Source, cfg config.AppConfig, sha string) (*revisionState, error) {
 	rev, err := src.Revision(ctx, sha)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // Sync and health are drift's judgements (drift.SyncStatus, drift.Health).
@@ -153,16 +154,16 @@ func (f ForcePush) Summary() string {
 func (f ForcePush) setting() string {
 	switch {
 	case !f.Refused:
-		return "onForcePush: " + ForcePushFollow
+		return "onForcePush: " + config.ForcePushFollow
 	case f.VerifyDefault:
-		return "onForcePush: " + ForcePushRefuse + ", the default with verify on: a replayed older signed commit is not accepted"
+		return "onForcePush: " + config.ForcePushRefuse + ", the default with verify on: a replayed older signed commit is not accepted"
 	}
-	return "onForcePush: " + ForcePushRefuse
+	return "onForcePush: " + config.ForcePushRefuse
 }
 
 // Remedy says how to get a refused force-push deployed.
 func (f ForcePush) Remedy() string {
-	return fmt.Sprintf("to accept it, push a commit that descends from %s, or set onForcePush: %s", shortSHA(f.From), ForcePushFollow)
+	return fmt.Sprintf("to accept it, push a commit that descends from %s, or set onForcePush: %s", shortSHA(f.From), config.ForcePushFollow)
 }
 
 // Flap is a field repaired again and again: something outside Git is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 func appendN(t *testing.T, s *store, app string, kind HistoryKind, n int) {
@@ -132,7 +133,7 @@ func TestCorruptStoreIsMovedAsideAndHistoryStartsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: dir, engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
-		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []AppConfig{appConfig("shop")}}
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{appConfig("shop")}}
 	h.open()
 	es := h.history("shop")
 	if len(es) != 1 || !strings.Contains(es[0].Summary, "history database was unreadable") || !strings.Contains(es[0].Summary, "driftless.db.corrupt-") {

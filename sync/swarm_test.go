@@ -7,6 +7,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // fakeSwarm is a Swarm manager as the loop sees it: services by name.
@@ -80,18 +81,18 @@ func (s *fakeSwarm) SwarmSpec(_ *manifest.App, svc *manifest.Service) drift.Swar
 func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
 	cfg := appConfig("shop")
 	cfg.Target = manifest.TargetSwarm
-	if _, err := New(Options{DataDir: t.TempDir(), Apps: []AppConfig{cfg}, Engine: &fakeEngine{},
-		NewSource: func(AppConfig) (Source, error) { return newFakeSource(), nil }}); err == nil {
+	if _, err := New(Options{DataDir: t.TempDir(), Apps: []config.AppConfig{cfg}, Engine: &fakeEngine{},
+		NewSource: func(config.AppConfig) (Source, error) { return newFakeSource(), nil }}); err == nil {
 		t.Fatal("an app with target swarm and no Swarm engine was accepted")
 	}
 
 	h := newHarness(t, appConfig("other"))
 	h.agent.Close()
-	h.apps = []AppConfig{cfg, appConfig("other")}
+	h.apps = []config.AppConfig{cfg, appConfig("other")}
 	h.sources["shop"] = newFakeSource()
 	sw := &fakeSwarm{services: map[string]drift.SwarmService{}}
 	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Swarm: sw, Now: h.clock.Now,
-		NewSource: func(c AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 //go:embed templates/*.html
@@ -62,12 +63,12 @@ type AppSource struct {
 // appConfigLister is implemented by *sync.Agent; when the agent has it,
 // Options.Sources need not be set.
 type appConfigLister interface {
-	AppConfigs() []dsync.AppConfig
+	AppConfigs() []config.AppConfig
 }
 
 // SourcesFrom adapts the agent's app configs for webhook matching. Apps
 // fixed to a commit are left out: no push changes what they run.
-func SourcesFrom(configs func() []dsync.AppConfig) func() []AppSource {
+func SourcesFrom(configs func() []config.AppConfig) func() []AppSource {
 	return func() []AppSource {
 		var out []AppSource
 		for _, c := range configs() {

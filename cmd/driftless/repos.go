@@ -5,6 +5,7 @@ import (
 
 	"github.com/driftless-dev/driftless/gitsource"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -17,8 +18,8 @@ type repoRegistry struct {
 }
 
 // track wraps a source factory to record what it creates.
-func (r *repoRegistry) track(next func(dsync.AppConfig) (dsync.Source, error)) func(dsync.AppConfig) (dsync.Source, error) {
-	return func(a dsync.AppConfig) (dsync.Source, error) {
+func (r *repoRegistry) track(next func(config.AppConfig) (dsync.Source, error)) func(config.AppConfig) (dsync.Source, error) {
+	return func(a config.AppConfig) (dsync.Source, error) {
 		src, err := next(a)
 		if gs, ok := src.(*gitsource.Source); ok && err == nil {
 			r.mu.Lock()

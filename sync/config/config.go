@@ -1,4 +1,7 @@
-package sync
+// Package config is the driftless.yaml schema: the apps, their sources,
+// credentials, policy and notifications, parsed and validated with the
+// defaults filled in. It reads files named in the config; it runs nothing.
+package config
 
 import (
 	"encoding/json"
@@ -87,7 +90,7 @@ type AppConfig struct {
 	// OnForcePush is what a head that does not descend from the applied
 	// revision does: ForcePushFollow, ForcePushRefuse, or "" for the
 	// default, which is refuse with Verify and follow without (see
-	// refusesForcePush).
+	// RefusesForcePush).
 	OnForcePush string
 	// Limits bound what one revision may ask for (replicas, services,
 	// bytes, ...); zero fields are manifest.DefaultLimits().
@@ -104,8 +107,9 @@ type AppConfig struct {
 	// (decryption.allowPlaintext).
 	AllowPlaintext bool
 
-	// secretKey is the agent's key (set by New), passed to the loader.
-	secretKey manifest.SecretKey
+	// SecretKey is the agent's key, set by the agent (never read from the
+	// file) and passed to the loader.
+	SecretKey manifest.SecretKey
 
 	// CommitURLTemplate and TreeURLTemplate link revisions on the
 	// dashboard to a Git host driftless cannot recognise from the repo URL
@@ -154,15 +158,15 @@ const (
 // AdoptCompose is the Adopt value that takes over a compose project.
 const AdoptCompose = "compose"
 
-// loadOptions are what the config adds to the app's files.
-func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.secretKey,
+// LoadOptions are what the config adds to the app's files.
+func (c AppConfig) LoadOptions() manifest.LoadOptions {
+	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.SecretKey,
 		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext,
-		Target: c.swarmTarget()}
+		Target: c.SwarmTarget()}
 }
 
-// swarmTarget is manifest.TargetSwarm for a Swarm app, else "".
-func (c AppConfig) swarmTarget() string {
+// SwarmTarget is manifest.TargetSwarm for a Swarm app, else "".
+func (c AppConfig) SwarmTarget() string {
 	if c.Target == manifest.TargetSwarm {
 		return manifest.TargetSwarm
 	}
@@ -609,13 +613,13 @@ func parseGitSafety(fa fileAppConfig, app *AppConfig) []error {
 	return errs
 }
 
-// refusesForcePush reports whether a head that does not descend from the
+// RefusesForcePush reports whether a head that does not descend from the
 // applied revision is refused, and whether only because verify is on.
 // With verify, an older signed commit verifies as well as a new one:
 // following a rewritten history would let anyone who can push replay a
 // signed revision (an old image, a revoked setting) without a signing
 // key. So refuse is the default there; an explicit follow still wins.
-func (c AppConfig) refusesForcePush() (refuse, byVerify bool) {
+func (c AppConfig) RefusesForcePush() (refuse, byVerify bool) {
 	switch c.OnForcePush {
 	case ForcePushRefuse:
 		return true, false
@@ -702,14 +706,14 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 	return sched, nil
 }
 
-// scheduleInterval approximates how often a schedule fires, for readiness.
-func scheduleInterval(s cron.Schedule, now time.Time) time.Duration {
+// ScheduleInterval approximates how often a schedule fires, for readiness.
+func ScheduleInterval(s cron.Schedule, now time.Time) time.Duration {
 	first := s.Next(now)
 	return s.Next(first).Sub(first)
 }
 
-// redactURL drops userinfo from a repository URL for display.
-func redactURL(raw string) string {
+// RedactURL drops userinfo from a repository URL for display.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil || u.Scheme == "" {
 		return raw
@@ -718,15 +722,15 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// sourceIdentity names what the app tracks: a force-push is judged only
+// SourceIdentity names what the app tracks: a force-push is judged only
 // between revisions of the same repository and ref, so changing the
 // branch in the config is not one.
-func (c AppConfig) sourceIdentity() string {
-	return redactURL(c.Repo) + " " + c.refName()
+func (c AppConfig) SourceIdentity() string {
+	return RedactURL(c.Repo) + " " + c.RefName()
 }
 
-// refName describes the tracked ref for status.
-func (c AppConfig) refName() string {
+// RefName describes the tracked ref for status.
+func (c AppConfig) RefName() string {
 	switch {
 	case c.Branch != "":
 		return "branch " + c.Branch

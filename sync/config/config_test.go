@@ -1,4 +1,4 @@
-package sync
+package config
 
 import (
 	"fmt"
@@ -187,7 +187,7 @@ func TestConfigOnForcePush(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if refuse, byVerify := cfg.Apps[0].refusesForcePush(); refuse != tc.refuse || byVerify != tc.byVerify {
+		if refuse, byVerify := cfg.Apps[0].RefusesForcePush(); refuse != tc.refuse || byVerify != tc.byVerify {
 			t.Errorf("%s: refuse %t (by verify %t), want %t (by verify %t)", name, refuse, byVerify, tc.refuse, tc.byVerify)
 		}
 	}
@@ -251,7 +251,7 @@ func TestLoadConfigDecryptionAndSecretsDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := cfg.Apps[0]
-	if cfg.SecretsDir != "/run/s" || a.GnuPGHome != home || !a.AllowPlaintext || !a.loadOptions().AllowPlaintext {
+	if cfg.SecretsDir != "/run/s" || a.GnuPGHome != home || !a.AllowPlaintext || !a.LoadOptions().AllowPlaintext {
 		t.Errorf("secretsDir %q, gnupgHome %q, allowPlaintext %v", cfg.SecretsDir, a.GnuPGHome, a.AllowPlaintext)
 	}
 	// A home others may read is refused: sops would ignore it silently.
@@ -277,7 +277,7 @@ func TestConfigTarget(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", tc.extra, err, tc.err)
 		case tc.err == "" && (err != nil || cfg.Apps[0].Target != tc.want):
 			t.Errorf("%q: %v, %+v; want target %q", tc.extra, err, cfg.Apps, tc.want)
-		case tc.err == "" && (cfg.Apps[0].loadOptions().Target == manifest.TargetSwarm) != (tc.want == "swarm"):
+		case tc.err == "" && (cfg.Apps[0].LoadOptions().Target == manifest.TargetSwarm) != (tc.want == "swarm"):
 			t.Errorf("%q: the loader is not told the target", tc.extra)
 		}
 	}

@@ -1,4 +1,4 @@
-package sync
+package config
 
 import (
 	"crypto/ed25519"
@@ -66,4 +66,23 @@ func indent(s string) string {
 		return s
 	}
 	return "\n      " + s
+}
+
+// allowedSignersFile is an allowed_signers file with a throwaway key, to
+// turn verify on in a config.
+func allowedSignersFile(t *testing.T) string {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "allowed_signers")
+	if err := os.WriteFile(file, []byte("alice@example.com "+string(ssh.MarshalAuthorizedKey(key))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -1,4 +1,4 @@
-package sync
+package config
 
 import (
 	"strings"
@@ -20,10 +20,10 @@ apps:
 		t.Fatal(err)
 	}
 	want := manifest.Limits{Replicas: 500, Services: 30, ManifestBytes: 1 << 20, ContentBytes: 32 << 20}
-	if got := cfg.Apps[0].loadOptions().Limits; got != want {
+	if got := cfg.Apps[0].LoadOptions().Limits; got != want {
 		t.Errorf("shop limits = %+v, want %+v", got, want)
 	}
-	if got := cfg.Apps[1].loadOptions().Limits.WithDefaults(); got != manifest.DefaultLimits() {
+	if got := cfg.Apps[1].LoadOptions().Limits.WithDefaults(); got != manifest.DefaultLimits() {
 		t.Errorf("blog limits = %+v, want the defaults %+v", got, manifest.DefaultLimits())
 	}
 

@@ -1,4 +1,4 @@
-package sync
+package config
 
 import (
 	"path/filepath"
