@@ -20,7 +20,7 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestComposeCorpus runs the compose apps the loader is golden-tested on
@@ -268,7 +268,7 @@ func (r *stackRun) runAll() {
 		if got := specHashes(t, r.app.Name); !maps.Equal(got, beforeLast) {
 			t.Errorf("after reverting %s the services run spec hashes %v, want the ones before it %v", last[:7], got, beforeLast)
 		}
-		syncs := history(t, r.agent.Client(), r.app.Name, string(dsync.KindSync))
+		syncs := history(t, r.agent.Client(), r.app.Name, string(status.KindSync))
 		if len(syncs) == 0 || syncs[0].Revision == nil || syncs[0].Revision.SHA != reverted || !syncs[0].Revision.Revert {
 			t.Errorf("the newest sync entry should be the revert %s, marked as one: %+v", reverted[:7], firstOf(syncs))
 		}
@@ -280,9 +280,9 @@ func (r *stackRun) runAll() {
 		head := r.repo.Head()
 		docker(t, "rm", "-f", victim)
 		want := victim + " was removed outside Git; recreated"
-		waitAppStatus(t, r.agent, r.app.Name, corpusWait, "the repair of "+victim, func(st dsync.AppStatus) bool {
-			return convergedServices(head, replicas)(st) && slices.ContainsFunc(history(t, r.agent.Client(), r.app.Name, string(dsync.KindRepair)),
-				func(e dsync.HistoryEntry) bool { return e.Summary == want })
+		waitAppStatus(t, r.agent, r.app.Name, corpusWait, "the repair of "+victim, func(st status.AppStatus) bool {
+			return convergedServices(head, replicas)(st) && slices.ContainsFunc(history(t, r.agent.Client(), r.app.Name, string(status.KindRepair)),
+				func(e status.HistoryEntry) bool { return e.Summary == want })
 		})
 		r.checkContainers(replicas)
 	}
@@ -301,7 +301,7 @@ func readRepoFile(repo *gitserver.Repo, name string) (string, error) {
 }
 
 // waitConverged waits until sha runs with the replicas, Synced and Healthy.
-func (r *stackRun) waitConverged(what, sha string, replicas map[string]int) dsync.AppStatus {
+func (r *stackRun) waitConverged(what, sha string, replicas map[string]int) status.AppStatus {
 	r.t.Helper()
 	return waitAppStatus(r.t, r.agent, r.app.Name, corpusWait, what+" ("+sha[:7]+") to converge", convergedServices(sha, replicas))
 }

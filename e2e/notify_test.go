@@ -16,7 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fakeHost stands in for both a notification destination (shoutrrr's
@@ -259,7 +259,7 @@ func TestNotifyBatchesDriftRepairs(t *testing.T) {
 	})
 	client := agent.Client()
 	repairs := func() int {
-		page, err := client.History(t.Context(), app, []string{string(dsync.KindRepair)}, 0, 100)
+		page, err := client.History(t.Context(), app, []string{string(status.KindRepair)}, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

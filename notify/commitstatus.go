@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Commit status states, in driftless's words; each host has its own.
@@ -204,12 +205,12 @@ func (t *statusTracker) statuses(r dsync.Report, externalURL string) []commitSta
 			continue
 		}
 		switch {
-		case e.Kind == dsync.KindRefused:
+		case e.Kind == status.KindRefused:
 			add(e.Revision.SHA, stateFailure, e.Summary, e.ID)
-		case e.Kind == dsync.KindSync && (e.Result == "failed" || e.Result == "partial"):
+		case e.Kind == status.KindSync && (e.Result == "failed" || e.Result == "partial"):
 			delete(t.awaiting, r.App)
 			add(e.Revision.SHA, stateFailure, e.Summary, e.ID)
-		case e.Kind == dsync.KindSync && e.Result == "succeeded":
+		case e.Kind == status.KindSync && e.Result == "succeeded":
 			t.awaiting[r.App] = applied{sha: e.Revision.SHA, entry: e.ID}
 		}
 	}

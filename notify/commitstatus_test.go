@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // received is one request as a Git host would see it.
@@ -161,13 +162,13 @@ func TestStatusTrackerPendingThenSuccessOrFailure(t *testing.T) {
 	}{
 		{dsync.Report{App: "web", Applying: good}, "1111111=pending"},
 		{dsync.Report{App: "web", Applying: good}, ""},
-		{dsync.Report{App: "web", Next: status(drift.HealthProgressing, good), Entries: []dsync.HistoryEntry{{ID: 3, Kind: dsync.KindSync, Result: "succeeded", Revision: good}}}, ""},
-		{dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, "1111111=success"},
-		{dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, ""},
+		{dsync.Report{App: "web", Next: appStatus(drift.HealthProgressing, good), Entries: []status.HistoryEntry{{ID: 3, Kind: status.KindSync, Result: "succeeded", Revision: good}}}, ""},
+		{dsync.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, "1111111=success"},
+		{dsync.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, ""},
 		{dsync.Report{App: "web", Applying: bad}, "2222222=pending"},
-		{dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}, "2222222=failure"},
+		{dsync.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}, "2222222=failure"},
 		{dsync.Report{App: "web", Applying: bad}, "2222222=pending"},
-		{dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{Kind: dsync.KindRefused, Revision: rev("3333333cc", "typo"), Summary: "refused 3333333: web.yaml:3:5: replicas: must be a number"}}}, "3333333=failure"},
+		{dsync.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRefused, Revision: rev("3333333cc", "typo"), Summary: "refused 3333333: web.yaml:3:5: replicas: must be a number"}}}, "3333333=failure"},
 	}
 	for i, s := range steps {
 		got := tr.statuses(s.r, "https://d.example")

@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Kind is what happened, and what a destination filters on.
@@ -119,7 +120,7 @@ func (d *detector) events(r dsync.Report, now time.Time) []Event {
 	}
 	for _, e := range r.Entries {
 		switch e.Kind {
-		case dsync.KindSync:
+		case status.KindSync:
 			if e.Result == "succeeded" {
 				add(KindSynced, e.Revision, e.Summary, e.ID)
 				continue
@@ -135,18 +136,18 @@ func (d *detector) events(r dsync.Report, now time.Time) []Event {
 				add(KindRolloutFailed, e.Revision, e.Summary, e.ID)
 			}
 			m.broken, m.brokenSHA = true, sha
-		case dsync.KindRefused:
+		case status.KindRefused:
 			ev := Event{Kind: KindRefused, App: r.App, Time: now, Revision: e.Revision, What: e.Summary, Errors: e.Errors, EntryID: e.ID}
 			out = append(out, ev)
-		case dsync.KindRepair:
+		case status.KindRepair:
 			if m.repairs == 0 {
 				m.repairEntry = e.ID
 				m.batchDeadline = now.Add(d.repairWindow)
 			}
 			m.repairs++
-		case dsync.KindFlapping:
+		case status.KindFlapping:
 			add(KindFlapping, e.Revision, e.Summary, e.ID)
-		case dsync.KindRollback:
+		case status.KindRollback:
 			k := KindPinned
 			if strings.HasPrefix(e.Summary, "unpinned") {
 				k = KindUnpinned

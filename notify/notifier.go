@@ -18,6 +18,7 @@ import (
 
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Defaults of config.NotifySettings.
@@ -273,7 +274,7 @@ func (n *Notifier) Observe(r dsync.Report) {
 		n.postStatus(r.App, s)
 	}
 	n.dispatch(events)
-	if slices.ContainsFunc(r.Entries, func(e dsync.HistoryEntry) bool { return e.Kind == dsync.KindRepair }) {
+	if slices.ContainsFunc(r.Entries, func(e status.HistoryEntry) bool { return e.Kind == status.KindRepair }) {
 		n.armFlush(now)
 	}
 }

@@ -1,7 +1,12 @@
+// Package sync owns the control loop: a deduplicating work queue keyed by
+// app, the passes that fetch, validate, observe, diff and apply, and the
+// status and history they leave behind.
 package sync
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +24,7 @@ import (
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 )
@@ -132,7 +138,7 @@ type Agent struct {
 	apps map[string]*appState
 
 	subsMu  stdsync.Mutex
-	subs    map[int]chan Event
+	subs    map[int]chan status.Event
 	nextSub int
 
 	secretKey manifest.SecretKey // never logged or shown
@@ -159,7 +165,7 @@ func New(opts Options) (*Agent, error) {
 		swarm:  opts.Swarm,
 		queue:  newQueue(opts.RetryBase, opts.RetryMax),
 		apps:   map[string]*appState{},
-		subs:   map[int]chan Event{},
+		subs:   map[int]chan status.Event{},
 	}
 	if err := a.loadSecretKey(); err != nil {
 		return nil, err
@@ -238,7 +244,7 @@ func (a *Agent) openState() (*store, error) {
 	if st.recovered != "" {
 		a.log.Error("history store was unreadable; starting a new one", "detail", st.recovered)
 		for _, name := range a.names {
-			a.recordLogged(HistoryEntry{App: name, Kind: KindAction, Trigger: TriggerStartup, Result: "failed", Summary: st.recovered})
+			a.recordLogged(status.HistoryEntry{App: name, Kind: status.KindAction, Trigger: TriggerStartup, Result: "failed", Summary: st.recovered})
 		}
 	}
 	return st, nil
@@ -696,10 +702,10 @@ func (a *Agent) announceApply(name string, desired *revisionState, plan drift.Pl
 }
 
 // Apps returns a copy of every app's status, sorted by name.
-func (a *Agent) Apps() []AppStatus {
+func (a *Agent) Apps() []status.AppStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]AppStatus, 0, len(a.names))
+	out := make([]status.AppStatus, 0, len(a.names))
 	for _, name := range a.names {
 		out = append(out, cloneStatus(a.apps[name].status))
 	}
@@ -707,12 +713,12 @@ func (a *Agent) Apps() []AppStatus {
 }
 
 // App returns a copy of one app's status.
-func (a *Agent) App(name string) (AppStatus, bool) {
+func (a *Agent) App(name string) (status.AppStatus, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st, ok := a.apps[name]
 	if !ok {
-		return AppStatus{}, false
+		return status.AppStatus{}, false
 	}
 	return cloneStatus(st.status), true
 }
@@ -766,10 +772,12 @@ func (a *Agent) recordSeries(ctx context.Context) {
 }
 
 // History returns entries newest first.
-func (a *Agent) History(q HistoryQuery) ([]HistoryEntry, error) { return a.store.Query(q) }
+func (a *Agent) History(q status.HistoryQuery) ([]status.HistoryEntry, error) {
+	return a.store.Query(q)
+}
 
 // Entry returns one history entry.
-func (a *Agent) Entry(id uint64) (HistoryEntry, bool) { return a.store.Entry(id) }
+func (a *Agent) Entry(id uint64) (status.HistoryEntry, bool) { return a.store.Entry(id) }
 
 // Enqueue asks for a pass of app. A webhook or manual trigger also lets
 // a rollout under way notice a newer revision.
@@ -826,7 +834,7 @@ func (a *Agent) setToggle(app, summary string, change func(*persistedApp, *appSt
 		// Saying the same twice is not an event worth a history entry.
 		return err
 	}
-	a.recordLogged(HistoryEntry{App: app, Kind: KindAction, Trigger: TriggerAPI, Summary: summary})
+	a.recordLogged(status.HistoryEntry{App: app, Kind: status.KindAction, Trigger: TriggerAPI, Summary: summary})
 	a.notify(app, "status")
 	a.queue.Add(app, TriggerAPI)
 	return nil
@@ -861,7 +869,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 	if err != nil {
 		return err
 	}
-	a.recordLogged(HistoryEntry{App: app, Kind: KindRollback, Trigger: TriggerAPI, Revision: &rev,
+	a.recordLogged(status.HistoryEntry{App: app, Kind: status.KindRollback, Trigger: TriggerAPI, Revision: &rev,
 		Summary: fmt.Sprintf("pinned to %s “%s”; not following %s until unpinned", rev.Short(), rev.Subject, ref)})
 	a.notify(app, "status")
 	a.preempt(app)
@@ -888,7 +896,7 @@ func (a *Agent) Unpin(app string) error {
 		return err
 	}
 	if was != nil {
-		a.recordLogged(HistoryEntry{App: app, Kind: KindRollback, Trigger: TriggerAPI, Revision: was,
+		a.recordLogged(status.HistoryEntry{App: app, Kind: status.KindRollback, Trigger: TriggerAPI, Revision: was,
 			Summary: fmt.Sprintf("unpinned from %s; following %s again", was.Short(), ref)})
 		a.preempt(app)
 	}
@@ -900,8 +908,8 @@ func (a *Agent) Unpin(app string) error {
 // Subscribe returns a channel of change notifications and a function that
 // ends the subscription. A subscriber that does not keep up loses events;
 // it never slows the loop down.
-func (a *Agent) Subscribe() (<-chan Event, func()) {
-	ch := make(chan Event, 64)
+func (a *Agent) Subscribe() (<-chan status.Event, func()) {
+	ch := make(chan status.Event, 64)
 	a.subsMu.Lock()
 	id := a.nextSub
 	a.nextSub++
@@ -923,7 +931,7 @@ func (a *Agent) notify(app, kind string) {
 	defer a.subsMu.Unlock()
 	for _, ch := range a.subs {
 		select {
-		case ch <- Event{App: app, Kind: kind}:
+		case ch <- status.Event{App: app, Kind: kind}:
 		default:
 		}
 	}
@@ -931,7 +939,7 @@ func (a *Agent) notify(app, kind string) {
 
 // recordLogged records entries outside a pass; a failure is logged (the
 // next pass shows it in status).
-func (a *Agent) recordLogged(entries ...HistoryEntry) {
+func (a *Agent) recordLogged(entries ...status.HistoryEntry) {
 	stored, err := a.recordStored(entries...)
 	if err != nil {
 		a.log.Error("history not written", "err", err)
@@ -945,7 +953,7 @@ func (a *Agent) recordLogged(entries ...HistoryEntry) {
 
 // recordStored stores history entries, tells subscribers and returns the
 // entries as stored, with their IDs.
-func (a *Agent) recordStored(entries ...HistoryEntry) ([]HistoryEntry, error) {
+func (a *Agent) recordStored(entries ...status.HistoryEntry) ([]status.HistoryEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -999,7 +1007,24 @@ func (a *Agent) Ready() error {
 	return errors.Join(errs...)
 }
 
-func cloneStatus(s AppStatus) AppStatus {
+// statusChanged ignores the fields every pass touches, and Docker's status
+// words ("Up 3 minutes"), which change with the clock alone.
+func statusChanged(a, b status.AppStatus) bool {
+	a, b = cloneStatus(a), cloneStatus(b)
+	a.LastPass, a.LastSuccess, a.Reconciling, a.Source.LastFetch = b.LastPass, b.LastSuccess, b.Reconciling, b.Source.LastFetch
+	for _, s := range []*status.AppStatus{&a, &b} {
+		for i := range s.Services {
+			for j := range s.Services[i].Containers {
+				s.Services[i].Containers[j].Status = ""
+			}
+		}
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA != nil || errB != nil || !bytes.Equal(ja, jb)
+}
+
+func cloneStatus(s status.AppStatus) status.AppStatus {
 	s.Services = slices.Clone(s.Services)
 	for i := range s.Services {
 		s.Services[i].Containers = slices.Clone(s.Services[i].Containers)
@@ -1024,7 +1049,7 @@ func cloneStatus(s AppStatus) AppStatus {
 	return s
 }
 
-func cloneForcePush(f *ForcePush) *ForcePush {
+func cloneForcePush(f *status.ForcePush) *status.ForcePush {
 	if f == nil {
 		return nil
 	}

@@ -11,10 +11,11 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func summaries(es []HistoryEntry) []string {
+func summaries(es []status.HistoryEntry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Summary)
@@ -40,7 +41,7 @@ func TestPassDeploysHeadAndRecordsSync(t *testing.T) {
 		t.Fatalf("services = %+v", st.Services)
 	}
 	es := h.history("shop")
-	if len(es) != 1 || es[0].Kind != KindSync || es[0].Trigger != "startup" || es[0].Result != "succeeded" || len(es[0].Outcomes) != 3 {
+	if len(es) != 1 || es[0].Kind != status.KindSync || es[0].Trigger != "startup" || es[0].Result != "succeeded" || len(es[0].Outcomes) != 3 {
 		t.Fatalf("history = %+v", es)
 	}
 
@@ -81,7 +82,7 @@ func TestInvalidRevisionIsRefusedAndLastGoodKeepsBeingEnforced(t *testing.T) {
 	// Polling the same bad head again records nothing new.
 	h.clock.Advance(time.Minute)
 	st2, _ := h.pass("shop", "poll")
-	if n := len(h.history("shop", KindRefused)); n != 1 {
+	if n := len(h.history("shop", status.KindRefused)); n != 1 {
 		t.Fatalf("%d refused entries after two passes on the same sha, want 1", n)
 	}
 	if st2.Errors[0].Since != st.Errors[0].Since {
@@ -110,8 +111,8 @@ func TestInvalidRevisionIsRefusedAndLastGoodKeepsBeingEnforced(t *testing.T) {
 	}
 }
 
-func hasCondition(st AppStatus, kind string) bool {
-	return slices.ContainsFunc(st.Errors, func(c Condition) bool { return c.Kind == kind })
+func hasCondition(st status.AppStatus, kind string) bool {
+	return slices.ContainsFunc(st.Errors, func(c status.Condition) bool { return c.Kind == kind })
 }
 
 func TestEmptyRevisionIsRefusedUnlessAllowed(t *testing.T) {
@@ -185,7 +186,7 @@ func TestSelfHealOffShowsDriftWithoutRepairing(t *testing.T) {
 	if st.Health != drift.HealthDegraded || st.Services[0].Health != drift.HealthDegraded || !strings.Contains(st.Services[0].Message, "self-heal is off") {
 		t.Fatalf("health with unrepaired drift = %s, service %s %q", st.Health, st.Services[0].Health, st.Services[0].Message)
 	}
-	if n := len(h.history("shop", KindRepair)); n != 0 {
+	if n := len(h.history("shop", status.KindRepair)); n != 0 {
 		t.Fatalf("%d repair entries with self-heal off", n)
 	}
 	// A new commit is still applied.
@@ -211,10 +212,10 @@ func TestSuspendAppliesNothingAndSurvivesRestart(t *testing.T) {
 	if h.engine.applyCount() != applies {
 		t.Fatal("a suspended app was changed")
 	}
-	if !st.Suspended || st.Health != HealthSuspended || st.Applied.SHA != v1 || st.Sync != drift.SyncOutOfSync {
+	if !st.Suspended || st.Health != status.HealthSuspended || st.Applied.SHA != v1 || st.Sync != drift.SyncOutOfSync {
 		t.Fatalf("status = suspended %v health %s applied %s sync %s", st.Suspended, st.Health, st.Applied.Short(), st.Sync)
 	}
-	actions := h.history("shop", KindAction)
+	actions := h.history("shop", status.KindAction)
 	if len(actions) != 1 || !strings.HasPrefix(actions[0].Summary, "suspended") {
 		t.Fatalf("action entries = %v", summaries(actions))
 	}
@@ -235,7 +236,7 @@ func TestSelfHealToggleOverridesConfigAfterRestart(t *testing.T) {
 	if err := h.agent.SetSelfHeal("shop", false); err != nil {
 		t.Fatal(err)
 	}
-	if es := h.history("shop", KindAction); len(es) != 1 || !strings.HasPrefix(es[0].Summary, "self-heal turned off") {
+	if es := h.history("shop", status.KindAction); len(es) != 1 || !strings.HasPrefix(es[0].Summary, "self-heal turned off") {
 		t.Fatalf("action entries = %q, want one for the one real change", summaries(es))
 	}
 	h.restart()
@@ -259,7 +260,7 @@ func TestRevertCommitIsMarkedInHistory(t *testing.T) {
 	h.pass("shop", "poll")
 	rv := src.revert(v2, v1files)
 	h.pass("shop", "commit")
-	syncs := h.history("shop", KindSync)
+	syncs := h.history("shop", status.KindSync)
 	if len(syncs) != 3 {
 		t.Fatalf("sync entries = %v", summaries(syncs))
 	}
@@ -282,13 +283,13 @@ func TestDriftRepairsAreRecordedOneByOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := summaries(h.history("shop", KindRepair))
+	got := summaries(h.history("shop", status.KindRepair))
 	slices.Sort(got)
 	want := []string{"shop-web-1 was stopped outside Git; started", "shop-web-2 was removed outside Git; recreated"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("repairs = %q, want %q", got, want)
 	}
-	if n := len(h.history("shop", KindSync)); n != 1 {
+	if n := len(h.history("shop", status.KindSync)); n != 1 {
 		t.Fatalf("a repair without a new commit wrote a sync entry (%d sync entries)", n)
 	}
 	if st.Sync != drift.SyncSynced || len(h.engine.running("shop")) != 2 {
@@ -302,7 +303,7 @@ func TestStatusShowsProgressingDuringRollout(t *testing.T) {
 	h := newHarness(t, appConfig("shop"))
 	h.sources["shop"].commit("web v1", map[string]string{"web.yaml": service("web", "demo:v1", 2)})
 	h.pass("shop", "startup")
-	var during AppStatus
+	var during status.AppStatus
 	h.engine.duringApply = func() { during, _ = h.agent.App("shop") }
 	sha := h.sources["shop"].commit("web v2", map[string]string{"web.yaml": service("web", "demo:v2", 2)})
 	after, _ := h.pass("shop", "poll")
@@ -385,7 +386,7 @@ func TestReplicaHeldBackByConflictIsNotARepair(t *testing.T) {
 	if len(h.engine.running("shop")) != 1 || st.Sync != drift.SyncSynced {
 		t.Fatalf("after the conflict cleared: %s, running %v", st.Sync, h.engine.running("shop"))
 	}
-	if repairs := summaries(h.history("shop", KindRepair)); len(repairs) != 0 {
+	if repairs := summaries(h.history("shop", status.KindRepair)); len(repairs) != 0 {
 		t.Fatalf("a replica that never existed was reported as repaired: %q", repairs)
 	}
 }
@@ -423,7 +424,7 @@ func TestCrashLoopBacksOffAndFlappingIsReported(t *testing.T) {
 	if len(h.engine.running("shop")) != 0 || st.Drift == nil || len(st.Drift.Deferred) != 1 {
 		t.Fatalf("third failure within the backoff was repaired at once (running %v, drift %+v)", h.engine.running("shop"), st.Drift)
 	}
-	if n := len(h.history("shop", KindRepair)); n != 2 {
+	if n := len(h.history("shop", status.KindRepair)); n != 2 {
 		t.Fatalf("%d repair entries, want 2", n)
 	}
 
@@ -435,7 +436,7 @@ func TestCrashLoopBacksOffAndFlappingIsReported(t *testing.T) {
 	if len(st.Flapping) != 1 || st.Flapping[0].Container != "shop-web-1" || st.Flapping[0].Field != "state" || st.Flapping[0].Count != 3 || !hasCondition(st, "flapping") {
 		t.Fatalf("flapping = %+v errors %+v", st.Flapping, st.Errors)
 	}
-	flaps := h.history("shop", KindFlapping)
+	flaps := h.history("shop", status.KindFlapping)
 	if len(flaps) != 1 || !strings.Contains(flaps[0].Summary, "shop-web-1 state was repaired 3 times") {
 		t.Fatalf("flapping entries = %v", summaries(flaps))
 	}
@@ -449,7 +450,7 @@ func TestCrashLoopBacksOffAndFlappingIsReported(t *testing.T) {
 	if len(h.engine.running("shop")) != 0 {
 		t.Fatal("repaired after 11s although the backoff had doubled to 20s")
 	}
-	if n := len(h.history("shop", KindFlapping)); n != 1 {
+	if n := len(h.history("shop", status.KindFlapping)); n != 1 {
 		t.Fatalf("%d flapping entries while the same flap lasts, want 1", n)
 	}
 
@@ -494,7 +495,7 @@ func TestSourceFailureKeepsLastGoodAndRecordsTransitions(t *testing.T) {
 	if err != nil || st.Source.Error != "" || hasCondition(st, "source") {
 		t.Fatalf("after recovery: %v %+v", err, st.Source)
 	}
-	es := h.history("shop", KindSource)
+	es := h.history("shop", status.KindSource)
 	if len(es) != 2 || es[1].Result != "failed" || es[0].Result != "succeeded" || !strings.Contains(es[1].Summary, "keeping "+good[:7]) {
 		t.Fatalf("source entries = %q", summaries(es))
 	}
@@ -512,7 +513,7 @@ func TestEngineDownMakesAgentNotReady(t *testing.T) {
 	}
 	h.engine.setDown(errors.New("dial unix /var/run/docker.sock: connect: no such file or directory"))
 	st, _ := h.pass("shop", "poll")
-	if !strings.HasPrefix(st.Message, "Docker engine unreachable") || st.Sync != SyncUnknown || !hasCondition(st, "engine") {
+	if !strings.HasPrefix(st.Message, "Docker engine unreachable") || st.Sync != status.SyncUnknown || !hasCondition(st, "engine") {
 		t.Fatalf("status = %s %q", st.Sync, st.Message)
 	}
 	if err := h.agent.Ready(); err == nil || !strings.Contains(err.Error(), "Docker engine unreachable") {
@@ -554,7 +555,7 @@ func TestPinRollsBackAndUnpinFollowsBranch(t *testing.T) {
 	if st.Pinned != nil || st.Applied.SHA != v2 {
 		t.Fatalf("after unpin: pinned %v applied %v", st.Pinned, st.Applied.Short())
 	}
-	rb := h.history("shop", KindRollback)
+	rb := h.history("shop", status.KindRollback)
 	if len(rb) != 2 || !strings.HasPrefix(rb[1].Summary, "pinned to "+v1[:7]) || !strings.HasPrefix(rb[0].Summary, "unpinned") {
 		t.Fatalf("rollback entries = %q", summaries(rb))
 	}
@@ -573,7 +574,7 @@ func TestRestartKeepsEnforcingLastGoodWhenHeadIsInvalid(t *testing.T) {
 	if !slices.Equal(h.engine.running("shop"), []string{"shop-web-1@" + good[:7]}) {
 		t.Fatalf("after restart with a bad head, running %v; want the last good revision repaired", h.engine.running("shop"))
 	}
-	if n := len(h.history("shop", KindRefused)); n != 1 {
+	if n := len(h.history("shop", status.KindRefused)); n != 1 {
 		t.Fatalf("%d refused entries for one bad sha across a restart", n)
 	}
 	if st.Refused == nil {
@@ -640,7 +641,7 @@ func TestRunDeploysOnStartupAndStopsCleanly(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.agent.History(HistoryQuery{}); err == nil {
+	if _, err := h.agent.History(status.HistoryQuery{}); err == nil {
 		t.Fatal("history store still open after Run returned")
 	}
 	// The data dir can be opened again: the store was closed.
@@ -721,7 +722,7 @@ func TestMetricsReflectStatus(t *testing.T) {
 // A pass that finds nothing new must not log or count as a change just
 // because Docker's "Up 3 minutes" moved on.
 func TestStatusChangedIgnoresDockersUptimeWords(t *testing.T) {
-	st := AppStatus{Name: "shop", Services: []ServiceStatus{{Name: "web", Containers: []ContainerStatus{{Name: "shop-web-1", Status: "Up 3 minutes", Ready: true}}}}}
+	st := status.AppStatus{Name: "shop", Services: []status.ServiceStatus{{Name: "web", Containers: []status.ContainerStatus{{Name: "shop-web-1", Status: "Up 3 minutes", Ready: true}}}}}
 	later := cloneStatus(st)
 	later.Services[0].Containers[0].Status = "Up 4 minutes"
 	if statusChanged(st, later) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Tunables of the loop's backoffs and flapping detection. They are not
@@ -133,19 +134,19 @@ func noteCrash(m *memory, name string, now time.Time) {
 // the moment it starts flapping. Flapping apps keep being repaired: Git
 // stays the source of truth, and stopping would leave the app broken;
 // instead the fight is reported so a person can find the other party.
-func noteFlap(m *memory, k flapKey, now time.Time) (Flap, bool) {
+func noteFlap(m *memory, k flapKey, now time.Time) (status.Flap, bool) {
 	m.repairs[k] = append(m.repairs[k], now)
 	pruneFlaps(m, now)
 	times := m.repairs[k]
 	if len(times) < flapThreshold {
-		return Flap{}, false
+		return status.Flap{}, false
 	}
 	if f, ok := m.flapping[k]; ok {
 		f.Count = len(times)
 		m.flapping[k] = f
-		return Flap{}, false
+		return status.Flap{}, false
 	}
-	f := Flap{Container: k.container, Field: k.field, Count: len(times), Since: now}
+	f := status.Flap{Container: k.container, Field: k.field, Count: len(times), Since: now}
 	m.flapping[k] = f
 	return f, true
 }
@@ -178,7 +179,7 @@ func pruneFlaps(m *memory, now time.Time) {
 	}
 }
 
-func flapEntry(f Flap) string {
+func flapEntry(f status.Flap) string {
 	return fmt.Sprintf("%s %s was repaired %d times in %s: something outside Git keeps changing it; driftless keeps repairing it",
 		f.Container, f.Field, f.Count, flapWindow)
 }

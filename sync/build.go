@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // imageBuilder is an engine that builds the images a revision declares
@@ -86,9 +87,9 @@ func (p *pass) ensureImages(ctx context.Context, rs *revisionState) error {
 
 // buildRefusal is a failed build as a refused revision: the step that
 // failed in the reason, the end of the build's output as its errors.
-func buildRefusal(rs *revisionState, be *drift.BuildError) *Refusal {
+func buildRefusal(rs *revisionState, be *drift.BuildError) *status.Refusal {
 	hint := cmp.Or(be.Hint, "fix the Dockerfile or its context in a new commit")
-	r := &Refusal{Revision: rs.rev, Reason: be.Error() + "; " + hint}
+	r := &status.Refusal{Revision: rs.rev, Reason: be.Error() + "; " + hint}
 	for _, l := range be.Tail {
 		r.Errors = append(r.Errors, "build: "+l)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // buildingEngine is the fake engine plus builds: an image is built once,
@@ -63,7 +64,7 @@ func newBuildHarness(t *testing.T) (*harness, *buildingEngine) {
 
 // checkBuildRefusal checks that bad was refused for its failing build and
 // that nothing was changed.
-func checkBuildRefusal(t *testing.T, h *harness, st AppStatus, err error, bad, applied string, running []string) {
+func checkBuildRefusal(t *testing.T, h *harness, st status.AppStatus, err error, bad, applied string, running []string) {
 	t.Helper()
 	var stalled *stalledError
 	if !errors.As(err, &stalled) {
@@ -125,8 +126,8 @@ func TestBuildFailureRefusesTheRevisionOnce(t *testing.T) {
 
 	// Polling the same head again does not build again.
 	h.pass("shop", "poll")
-	if eng.attempts != 2 || len(h.history("shop", KindRefused)) != 1 {
-		t.Fatalf("after a second poll: %d builds, %d refusals; want 2 and 1", eng.attempts, len(h.history("shop", KindRefused)))
+	if eng.attempts != 2 || len(h.history("shop", status.KindRefused)) != 1 {
+		t.Fatalf("after a second poll: %d builds, %d refusals; want 2 and 1", eng.attempts, len(h.history("shop", status.KindRefused)))
 	}
 
 	// The next commit is tried again.

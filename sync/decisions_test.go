@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // The decisions that were wrong before the loop became one pure decision
@@ -44,7 +45,7 @@ func TestManualSyncRepairsDriftWithSelfHealOff(t *testing.T) {
 	if len(h.engine.running("shop")) != 2 || st.Sync != drift.SyncSynced || len(st.Held) != 0 {
 		t.Fatalf("after Sync now: running %v, %s, held %+v", h.engine.running("shop"), st.Sync, st.Held)
 	}
-	if r := summaries(h.history("shop", KindRepair)); len(r) != 1 || r[0] != "shop-web-1 was removed outside Git; recreated" {
+	if r := summaries(h.history("shop", status.KindRepair)); len(r) != 1 || r[0] != "shop-web-1 was removed outside Git; recreated" {
 		t.Fatalf("repairs %q", r)
 	}
 }
@@ -63,7 +64,7 @@ func TestRefusalNamesTheRevisionThatRuns(t *testing.T) {
 	if !strings.Contains(st.Message, "still running "+v1[:7]) || strings.Contains(st.Message, bad[:7]) {
 		t.Fatalf("message %q; want it to name %s, which runs, not %s", st.Message, v1[:7], bad[:7])
 	}
-	refused := h.history("shop", KindRefused)
+	refused := h.history("shop", status.KindRefused)
 	if len(refused) != 1 || !strings.HasSuffix(refused[0].Summary, "still running "+v1[:7]) {
 		t.Fatalf("refusal entry %q", summaries(refused))
 	}
@@ -87,7 +88,7 @@ func TestInterferenceDuringRolloutIsRepairedAtOnce(t *testing.T) {
 	if st.Health == drift.HealthDegraded || strings.Contains(st.Message, "fix the image") {
 		t.Fatalf("interference reported as a bad release: %s %q", st.Health, st.Message)
 	}
-	repairs := h.history("shop", KindRepair)
+	repairs := h.history("shop", status.KindRepair)
 	if len(repairs) != 1 || !strings.Contains(repairs[0].Summary, "removed outside driftless") {
 		t.Fatalf("repairs %q", summaries(repairs))
 	}
@@ -150,7 +151,7 @@ func TestSuspendStopsARolloutUnderWay(t *testing.T) {
 	if n := len(h.engine.running("shop")); n != 0 {
 		t.Fatalf("%d replicas created after suspend", n)
 	}
-	if st.Health != HealthSuspended {
+	if st.Health != status.HealthSuspended {
 		t.Fatalf("health %s", st.Health)
 	}
 }

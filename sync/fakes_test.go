@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fakeSource is a Git repository in memory: commits with their files, and
@@ -450,7 +451,7 @@ func (h *harness) restart() {
 }
 
 // pass runs one pass of app synchronously and returns its status.
-func (h *harness) pass(app, trigger string) (AppStatus, error) {
+func (h *harness) pass(app, trigger string) (status.AppStatus, error) {
 	h.t.Helper()
 	res, err := h.agent.reconcile(context.Background(), app, strings.Split(trigger, "+"))
 	h.lastResult = res
@@ -458,9 +459,9 @@ func (h *harness) pass(app, trigger string) (AppStatus, error) {
 	return st, err
 }
 
-func (h *harness) history(app string, kinds ...HistoryKind) []HistoryEntry {
+func (h *harness) history(app string, kinds ...status.HistoryKind) []status.HistoryEntry {
 	h.t.Helper()
-	es, err := h.agent.History(HistoryQuery{App: app, Kinds: kinds, Limit: 500})
+	es, err := h.agent.History(status.HistoryQuery{App: app, Kinds: kinds, Limit: 500})
 	if err != nil {
 		h.t.Fatal(err)
 	}

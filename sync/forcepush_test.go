@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 func web(image string, replicas int) map[string]string {
@@ -39,7 +40,7 @@ func TestForcePushFollowedIsShownUntilAFastForward(t *testing.T) {
 	if st.ForcePush == nil || !hasCondition(st, "force-push") {
 		t.Fatalf("after a restart: force-push %+v, errors %+v; want it still shown", st.ForcePush, st.Errors)
 	}
-	if n := len(h.history("shop", KindForcePush)); n != 1 {
+	if n := len(h.history("shop", status.KindForcePush)); n != 1 {
 		t.Fatalf("%d force-push entries for one force-push", n)
 	}
 
@@ -56,13 +57,13 @@ func TestForcePushFollowedIsShownUntilAFastForward(t *testing.T) {
 
 // checkFollowed checks that the force-push from -> to was followed,
 // recorded once and shown.
-func checkFollowed(t *testing.T, h *harness, st AppStatus, v2, r string) {
+func checkFollowed(t *testing.T, h *harness, st status.AppStatus, v2, r string) {
 	t.Helper()
 	if got := h.engine.running("shop"); !slices.Equal(got, []string{"shop-web-1@" + r[:7]}) {
 		t.Fatalf("running %v, want the force-pushed revision followed", got)
 	}
 	want := "branch main moved from " + v2[:7] + " to " + r[:7] + ", not a fast-forward"
-	es := h.history("shop", KindForcePush)
+	es := h.history("shop", status.KindForcePush)
 	if len(es) != 1 || es[0].Result != "followed" || !strings.HasPrefix(es[0].Summary, want) || es[0].Revision.SHA != r {
 		t.Fatalf("force-push history = %+v, want one entry %q", es, want)
 	}
@@ -108,8 +109,8 @@ func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
 	if st.ForcePush == nil || !st.ForcePush.Refused || !hasCondition(st, "force-push") {
 		t.Fatalf("force-push %+v, errors %+v", st.ForcePush, st.Errors)
 	}
-	es := h.history("shop", KindForcePush, KindRefused)
-	if len(es) != 1 || es[0].Kind != KindForcePush || es[0].Result != "refused" || !strings.Contains(es[0].Summary, remedy) {
+	es := h.history("shop", status.KindForcePush, status.KindRefused)
+	if len(es) != 1 || es[0].Kind != status.KindForcePush || es[0].Result != "refused" || !strings.Contains(es[0].Summary, remedy) {
 		t.Fatalf("history = %q, want one refused force-push entry with the remedy", summaries(es))
 	}
 
@@ -122,7 +123,7 @@ func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
 	if got := h.engine.running("shop"); !slices.Equal(got, good) {
 		t.Fatalf("running %v after repairs and a restart, want the applied revision", got)
 	}
-	if st.Refused == nil || st.ForcePush == nil || len(h.history("shop", KindForcePush, KindRefused)) != 1 {
+	if st.Refused == nil || st.ForcePush == nil || len(h.history("shop", status.KindForcePush, status.KindRefused)) != 1 {
 		t.Fatalf("after restart: refused %+v, force-push %+v, history %q", st.Refused, st.ForcePush, summaries(h.history("shop")))
 	}
 }
@@ -166,7 +167,7 @@ func TestForcePushAcceptedBySwitchingToFollow(t *testing.T) {
 	if err != nil || st.Applied.SHA != r || st.Refused != nil || st.ForcePush == nil || st.ForcePush.Refused {
 		t.Fatalf("after onForcePush: follow: err %v, applied %s, refused %+v, force-push %+v", err, st.Applied.Short(), st.Refused, st.ForcePush)
 	}
-	if es := h.history("shop", KindForcePush); len(es) != 2 || es[0].Result != "followed" {
+	if es := h.history("shop", status.KindForcePush); len(es) != 2 || es[0].Result != "followed" {
 		t.Fatalf("history %q, want the refusal then the follow", summaries(es))
 	}
 }
@@ -182,7 +183,7 @@ func TestForcePushWhenTheAppliedCommitIsGone(t *testing.T) {
 	if err != nil || st.Applied.SHA != r || st.ForcePush == nil || !st.ForcePush.Missing {
 		t.Fatalf("err %v, applied %s, force-push %+v", err, st.Applied.Short(), st.ForcePush)
 	}
-	if es := h.history("shop", KindForcePush); len(es) != 1 || !strings.Contains(es[0].Summary, "no longer holds "+v1[:7]) {
+	if es := h.history("shop", status.KindForcePush); len(es) != 1 || !strings.Contains(es[0].Summary, "no longer holds "+v1[:7]) {
 		t.Fatalf("history %q, want it to say the applied commit is gone", summaries(es))
 	}
 }
@@ -199,7 +200,7 @@ func TestTrackingAnotherBranchIsNotAForcePush(t *testing.T) {
 	h.restart()
 	rel := src.rewrite("", "release branch", web("demo:rel", 1))
 	st, err := h.pass("shop", "startup")
-	if err != nil || st.Applied.SHA != rel || st.ForcePush != nil || len(h.history("shop", KindForcePush)) != 0 {
+	if err != nil || st.Applied.SHA != rel || st.ForcePush != nil || len(h.history("shop", status.KindForcePush)) != 0 {
 		t.Fatalf("after switching branch: err %v, applied %s, force-push %+v", err, st.Applied.Short(), st.ForcePush)
 	}
 }
@@ -249,7 +250,7 @@ func TestReplayedSignedCommitIsRefusedWithVerify(t *testing.T) {
 	if st.ForcePush == nil || !st.ForcePush.Refused || !st.ForcePush.VerifyDefault {
 		t.Fatalf("force-push %+v, want refused by verify's default", st.ForcePush)
 	}
-	if es := h.history("shop", KindForcePush); len(es) != 1 || es[0].Result != "refused" || !strings.Contains(es[0].Summary, why) {
+	if es := h.history("shop", status.KindForcePush); len(es) != 1 || es[0].Result != "refused" || !strings.Contains(es[0].Summary, why) {
 		t.Fatalf("history %q, want one refused entry saying why", summaries(es))
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Tag updates: a service with imageUpdate follows its image's tag. On its
@@ -135,10 +136,10 @@ func pinTags(app *manifest.App, tags map[string]*followedTag) *manifest.App {
 }
 
 // tagHistory is one history entry per moved tag.
-func tagHistory(app string, moves []tagMove, now time.Time) []HistoryEntry {
-	var out []HistoryEntry
+func tagHistory(app string, moves []tagMove, now time.Time) []status.HistoryEntry {
+	var out []status.HistoryEntry
 	for _, m := range moves {
-		out = append(out, HistoryEntry{Time: now, App: app, Kind: KindImage, Trigger: TriggerImageUpdate, Summary: m.summary()})
+		out = append(out, status.HistoryEntry{Time: now, App: app, Kind: status.KindImage, Trigger: TriggerImageUpdate, Summary: m.summary()})
 	}
 	return out
 }

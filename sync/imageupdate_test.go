@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 func followedApp() *manifest.App {
@@ -68,7 +69,7 @@ func TestRunningDigestSeedsFromPinnedReplicas(t *testing.T) {
 
 func TestTagMoveHistory(t *testing.T) {
 	es := tagHistory("shop", []tagMove{{service: "web", image: "shop/web:stable", from: "sha256:aaa", to: "sha256:bbb"}}, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-	if len(es) != 1 || es[0].Kind != KindImage || es[0].Summary != "web: image shop/web:stable moved from sha256:aaa to sha256:bbb" {
+	if len(es) != 1 || es[0].Kind != status.KindImage || es[0].Summary != "web: image shop/web:stable moved from sha256:aaa to sha256:bbb" {
 		t.Errorf("got %+v", es)
 	}
 }
@@ -143,7 +144,7 @@ func TestImageUpdateFollowsTag(t *testing.T) {
 	if got := eng.images("shop"); !slices.Equal(got, []string{"shop-web-1=demo:stable@sha256:bbb"}) {
 		t.Fatalf("after the tag moved: %v", got)
 	}
-	if es := h.history("shop", KindImage); len(es) != 1 || es[0].Summary != "web: image demo:stable moved from sha256:aaa to sha256:bbb" {
+	if es := h.history("shop", status.KindImage); len(es) != 1 || es[0].Summary != "web: image demo:stable moved from sha256:aaa to sha256:bbb" {
 		t.Errorf("image history = %v", summaries(es))
 	}
 	if st.Health != drift.HealthHealthy {

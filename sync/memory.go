@@ -7,6 +7,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/robfig/cron/v3"
 )
 
@@ -18,7 +19,7 @@ import (
 type appState struct {
 	cfg     config.AppConfig
 	sched   cron.Schedule
-	status  AppStatus
+	status  status.AppStatus
 	pinned  *gitsource.Revision
 	running *runningPass // the pass under way, if any
 
@@ -38,14 +39,14 @@ type memory struct {
 	appliedRev   *gitsource.Revision
 	appliedState map[string]drift.AppliedService
 	lastRefused  string
-	appliedFrom  string     // sourceIdentity of appliedRev's source
-	forcePush    *ForcePush // shown until a later fast-forward
+	appliedFrom  string            // sourceIdentity of appliedRev's source
+	forcePush    *status.ForcePush // shown until a later fast-forward
 	sourceFail   bool
-	crash        map[string]crashState     // by container name
-	failed       map[string]rolloutBackoff // by service
-	repairs      map[flapKey][]time.Time   // recent repairs per container field
-	flapping     map[flapKey]Flap          // fields repaired too often
-	conditions   map[string]Condition      // active problems by kind
+	crash        map[string]crashState       // by container name
+	failed       map[string]rolloutBackoff   // by service
+	repairs      map[flapKey][]time.Time     // recent repairs per container field
+	flapping     map[flapKey]status.Flap     // fields repaired too often
+	conditions   map[string]status.Condition // active problems by kind
 }
 
 // crashState is the repair backoff of a container that keeps stopping.
@@ -70,8 +71,8 @@ func newMemory() memory {
 		crash:      map[string]crashState{},
 		failed:     map[string]rolloutBackoff{},
 		repairs:    map[flapKey][]time.Time{},
-		flapping:   map[flapKey]Flap{},
-		conditions: map[string]Condition{},
+		flapping:   map[flapKey]status.Flap{},
+		conditions: map[string]status.Condition{},
 	}
 }
 
@@ -95,11 +96,11 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 		cfg:    cfg,
 		sched:  sched,
 		source: src,
-		status: AppStatus{
+		status: status.AppStatus{
 			Name:      cfg.Name,
-			Source:    SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
-			Sync:      SyncUnknown,
-			Health:    HealthUnknown,
+			Source:    status.SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
+			Sync:      status.SyncUnknown,
+			Health:    status.HealthUnknown,
 			Message:   "waiting for the first pass",
 			Suspended: cfg.Suspend,
 			SelfHeal:  cfg.SelfHeal,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -49,15 +50,15 @@ func newMetrics(reg prometheus.Registerer, queueLen func() int) (*metrics, error
 }
 
 // observe updates the per-app series from a pass's status.
-func (m *metrics) observe(s AppStatus, app string, now, start time.Time) {
+func (m *metrics) observe(s status.AppStatus, app string, now, start time.Time) {
 	m.duration.WithLabelValues(app).Observe(now.Sub(start).Seconds())
 	if !s.LastSuccess.IsZero() {
 		m.lastSuccess.WithLabelValues(app).Set(float64(s.LastSuccess.Unix()))
 	}
-	for _, st := range []drift.SyncStatus{drift.SyncSynced, drift.SyncOutOfSync, SyncUnknown} {
+	for _, st := range []drift.SyncStatus{drift.SyncSynced, drift.SyncOutOfSync, status.SyncUnknown} {
 		m.syncStatus.WithLabelValues(app, string(st)).Set(boolFloat(s.Sync == st))
 	}
-	for _, h := range []drift.Health{drift.HealthHealthy, drift.HealthProgressing, drift.HealthDegraded, HealthSuspended, drift.HealthMissing, HealthUnknown} {
+	for _, h := range []drift.Health{drift.HealthHealthy, drift.HealthProgressing, drift.HealthDegraded, status.HealthSuspended, drift.HealthMissing, status.HealthUnknown} {
 		m.health.WithLabelValues(app, string(h)).Set(boolFloat(s.Health == h))
 	}
 	// Services come and go with revisions; drop series of removed ones.

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -10,12 +11,13 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // statusInput is what nextStatus judges: the app before the pass, and
 // what the pass found and did.
 type statusInput struct {
-	prev    AppStatus
+	prev    status.AppStatus
 	mem     memory
 	cfg     config.AppConfig
 	pinned  *gitsource.Revision
@@ -26,9 +28,9 @@ type statusInput struct {
 
 // statusUpdate is the app after the pass, and what to record about it.
 type statusUpdate struct {
-	status  AppStatus
+	status  status.AppStatus
 	mem     memory
-	history []HistoryEntry
+	history []status.HistoryEntry
 	// persist changes the app's durable state; nil when nothing durable
 	// changed.
 	persist func(*persistedApp)
@@ -78,7 +80,7 @@ func (u *statusUpdate) addPersist(f func(*persistedApp)) {
 	}
 }
 
-func (u *statusUpdate) record(in statusInput, e HistoryEntry) {
+func (u *statusUpdate) record(in statusInput, e status.HistoryEntry) {
 	e.App, e.Trigger = in.cfg.Name, in.trigger
 	u.history = append(u.history, e)
 }
@@ -88,7 +90,7 @@ func revisionChanged(m memory, rs *revisionState) bool {
 }
 
 // noteRefusal records a refused revision once, however often it is seen.
-func (u *statusUpdate) noteRefusal(in statusInput, r Refusal) {
+func (u *statusUpdate) noteRefusal(in statusInput, r status.Refusal) {
 	if u.mem.lastRefused == r.Revision.SHA {
 		return
 	}
@@ -101,7 +103,7 @@ func (u *statusUpdate) noteRefusal(in statusInput, r Refusal) {
 	rev := r.Revision
 	// "Still running" names what runs: the last applied revision, not
 	// one that was accepted but never came up.
-	u.record(in, HistoryEntry{Kind: KindRefused, Revision: &rev, Summary: refusedSummary(r, u.mem.appliedRev),
+	u.record(in, status.HistoryEntry{Kind: status.KindRefused, Revision: &rev, Summary: status.RefusedSummary(r, u.mem.appliedRev),
 		Result: "refused", Errors: r.Errors})
 }
 
@@ -117,7 +119,7 @@ func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
 			u.noteRepair(in, o)
 		case o.Result == drift.ResultFailed && o.Failure != nil && o.Failure.Cause == drift.FailureInterference:
 			r := rev
-			u.record(in, HistoryEntry{Kind: KindRepair, Revision: &r, Summary: interferenceSummary(o), Result: "interrupted",
+			u.record(in, status.HistoryEntry{Kind: status.KindRepair, Revision: &r, Summary: status.InterferenceSummary(o), Result: "interrupted",
 				Outcomes: []drift.Outcome{o}, Duration: o.Duration})
 			u.noteFlapOf(in, o.Change)
 		}
@@ -128,14 +130,14 @@ func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
 	if revisionChanged(u.mem, desired) || hasGit {
 		r := rev
 		planCopy := clonePlan(a.plan)
-		entry := HistoryEntry{Kind: KindSync, Revision: &r, Plan: &planCopy, Outcomes: res.Outcomes,
-			Duration: a.elapsed, Result: resultWord(res)}
-		entry.Summary = syncSummary(rev, a.plan, entry.Result)
+		entry := status.HistoryEntry{Kind: status.KindSync, Revision: &r, Plan: &planCopy, Outcomes: res.Outcomes,
+			Duration: a.elapsed, Result: status.ResultWord(res)}
+		entry.Summary = status.SyncSummary(rev, a.plan, entry.Result)
 		entry.Digests = replicaDigests(in.out.actual)
 		if res.Err != nil {
 			entry.Errors = append(entry.Errors, res.Err.Error())
 		}
-		for _, svc := range sortedKeys(res.Degraded) {
+		for _, svc := range slices.Sorted(maps.Keys(res.Degraded)) {
 			entry.Errors = append(entry.Errors, svc+": "+res.Degraded[svc].Error())
 		}
 		u.record(in, entry)
@@ -149,7 +151,7 @@ func (u *statusUpdate) noteRepair(in statusInput, o drift.Outcome) {
 	c := o.Change
 	u.repairs++
 	rev := in.out.accepted.rev
-	u.record(in, HistoryEntry{Kind: KindRepair, Revision: &rev, Summary: repairSummary(c), Result: "succeeded",
+	u.record(in, status.HistoryEntry{Kind: status.KindRepair, Revision: &rev, Summary: status.RepairSummary(c), Result: "succeeded",
 		Outcomes: []drift.Outcome{o}, Duration: o.Duration})
 	// Only a container that stopped again counts towards the crash
 	// backoff: one removed by hand is recreated at once every time.
@@ -160,9 +162,9 @@ func (u *statusUpdate) noteRepair(in statusInput, o drift.Outcome) {
 }
 
 func (u *statusUpdate) noteFlapOf(in statusInput, c drift.Change) {
-	for _, field := range repairFields(c) {
+	for _, field := range status.RepairFields(c) {
 		if f, started := noteFlap(&u.mem, flapKey{c.Name, field}, in.now); started {
-			u.record(in, HistoryEntry{Kind: KindFlapping, Summary: flapEntry(f)})
+			u.record(in, status.HistoryEntry{Kind: status.KindFlapping, Summary: flapEntry(f)})
 		}
 	}
 }
@@ -202,7 +204,7 @@ func (u *statusUpdate) markApplied(in statusInput, desired *revisionState, plan 
 	})
 	if entry && prev != nil && prev.SHA != rev.SHA {
 		r := rev
-		u.record(in, HistoryEntry{Kind: KindSync, Revision: &r, Result: "succeeded", Summary: syncSummary(rev, drift.Plan{}, "succeeded")})
+		u.record(in, status.HistoryEntry{Kind: status.KindSync, Revision: &r, Result: "succeeded", Summary: status.SyncSummary(rev, drift.Plan{}, "succeeded")})
 	}
 }
 
@@ -216,11 +218,11 @@ func (u *statusUpdate) noteSource(in statusInput) {
 		if u.mem.accepted != nil {
 			keeping = "keeping " + u.mem.accepted.rev.Short() + " running"
 		}
-		u.record(in, HistoryEntry{Kind: KindSource, Result: "failed",
+		u.record(in, status.HistoryEntry{Kind: status.KindSource, Result: "failed",
 			Summary: fmt.Sprintf("source failed: %v; %s and retrying with backoff", o.sourceErr, keeping)})
 	case o.sourceErr == nil && o.fetched != nil && u.mem.sourceFail:
 		u.mem.sourceFail = false
-		u.record(in, HistoryEntry{Kind: KindSource, Result: "succeeded", Revision: cloneRev(o.fetched),
+		u.record(in, status.HistoryEntry{Kind: status.KindSource, Result: "succeeded", Revision: cloneRev(o.fetched),
 			Summary: "source recovered: fetched " + o.fetched.Short()})
 	}
 }
@@ -241,11 +243,11 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 		u.mem.forcePush = &fp
 		u.addPersist(func(pa *persistedApp) { c := fp; pa.ForcePush = &c })
 		to := fp.To
-		e := HistoryEntry{Kind: KindForcePush, Revision: &to, Result: "followed",
-			Summary: fp.Summary() + "; following it (" + fp.setting() + ")"}
+		e := status.HistoryEntry{Kind: status.KindForcePush, Revision: &to, Result: "followed",
+			Summary: fp.Summary() + "; following it (" + fp.Setting() + ")"}
 		if fp.Refused {
 			e.Result = "refused"
-			e.Summary = fp.Summary() + "; refused (" + fp.setting() + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
+			e.Summary = fp.Summary() + "; refused (" + fp.Setting() + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
 		}
 		u.record(in, e)
 	case old != nil && o.fetched != nil && o.sourceErr == nil && o.fetched.SHA != old.To.SHA:
@@ -255,11 +257,11 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 }
 
 // forcePushCondition is the force-push as an active condition.
-func forcePushCondition(fp ForcePush) string {
+func forcePushCondition(fp status.ForcePush) string {
 	if fp.Refused {
-		return fp.Summary() + "; refused (" + fp.setting() + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
+		return fp.Summary() + "; refused (" + fp.Setting() + "), still running " + shortSHA(fp.From) + "; " + fp.Remedy()
 	}
-	return fp.Summary() + "; followed (" + fp.setting() + "); this notice clears at the next fast-forward"
+	return fp.Summary() + "; followed (" + fp.Setting() + "); this notice clears at the next fast-forward"
 }
 
 func (u *statusUpdate) noteErrors(o passOutcome) {
@@ -285,7 +287,7 @@ var conditionOrder = []string{"engine", "source", "force-push", "validation", "a
 
 // conditions are the active problems; each keeps its Since while the same
 // kind of problem lasts.
-func (u *statusUpdate) conditions(in statusInput) map[string]Condition {
+func (u *statusUpdate) conditions(in statusInput) map[string]status.Condition {
 	o := in.out
 	active := map[string]string{}
 	if o.sourceErr != nil {
@@ -334,20 +336,20 @@ func (u *statusUpdate) conditions(in statusInput) map[string]Condition {
 			}
 		}
 	}
-	conds := map[string]Condition{}
+	conds := map[string]status.Condition{}
 	for kind, msg := range active {
 		since := in.now
 		if old, ok := u.mem.conditions[kind]; ok {
 			since = old.Since
 		}
-		conds[kind] = Condition{Kind: kind, Message: msg, Since: since}
+		conds[kind] = status.Condition{Kind: kind, Message: msg, Since: since}
 	}
 	u.mem.conditions = conds
 	return conds
 }
 
 // buildStatus writes the status every field at once from the pass.
-func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStatus {
+func buildStatus(in statusInput, mem memory, conds map[string]status.Condition) status.AppStatus {
 	o := in.out
 	s := cloneStatus(in.prev)
 	s.Reconciling = false
@@ -381,7 +383,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStat
 	}
 	switch {
 	case o.engineErr != nil && !o.cancelled:
-		s.Sync, s.Health, s.Drift, s.Held = SyncUnknown, HealthUnknown, nil, nil
+		s.Sync, s.Health, s.Drift, s.Held = status.SyncUnknown, status.HealthUnknown, nil, nil
 	case o.gap != nil:
 		plan := clonePlan(*o.gap)
 		s.Drift = &plan
@@ -390,10 +392,10 @@ func buildStatus(in statusInput, mem memory, conds map[string]Condition) AppStat
 		s.Services = serviceStatuses(o.accepted, o.input.Desired, o.health, o.actual)
 		s.Held = slices.Clone(o.decision.Held)
 	case o.accepted == nil && !o.cancelled:
-		s.Sync, s.Health, s.Drift, s.Services, s.Held = SyncUnknown, drift.HealthMissing, nil, nil, nil
+		s.Sync, s.Health, s.Drift, s.Services, s.Held = status.SyncUnknown, drift.HealthMissing, nil, nil, nil
 	}
 	if s.Suspended {
-		s.Health = HealthSuspended
+		s.Health = status.HealthSuspended
 	}
 	s.Message = message(o, mem, &s)
 	return s
@@ -411,7 +413,7 @@ func success(o passOutcome) bool {
 	return true
 }
 
-func sourceStatus(s *AppStatus, in statusInput, conds map[string]Condition) {
+func sourceStatus(s *status.AppStatus, in statusInput, conds map[string]status.Condition) {
 	o := in.out
 	if o.fetched != nil {
 		s.Fetched = cloneRev(o.fetched)
@@ -428,7 +430,7 @@ func sourceStatus(s *AppStatus, in statusInput, conds map[string]Condition) {
 
 // message is the one line a user reads first: the most pressing problem,
 // what it means, and what the loop does next.
-func message(o passOutcome, mem memory, s *AppStatus) string {
+func message(o passOutcome, mem memory, s *status.AppStatus) string {
 	if m := failureMessage(o, mem, s); m != "" {
 		return m
 	}
@@ -458,7 +460,7 @@ func message(o passOutcome, mem memory, s *AppStatus) string {
 
 // failureMessage is the message of a pass that could not do its work, or
 // "".
-func failureMessage(o passOutcome, mem memory, s *AppStatus) string {
+func failureMessage(o passOutcome, mem memory, s *status.AppStatus) string {
 	running := "nothing deployed yet"
 	if mem.appliedRev != nil {
 		running = "still running " + mem.appliedRev.Short()
@@ -488,7 +490,7 @@ func failureMessage(o passOutcome, mem memory, s *AppStatus) string {
 
 // pinned is the app as the pass enforced it (followed tags pinned to
 // their digests), nil to show the revision's.
-func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppHealth, actual *drift.Actual) []ServiceStatus {
+func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppHealth, actual *drift.Actual) []status.ServiceStatus {
 	if desired == nil || desired.app == nil {
 		return nil
 	}
@@ -502,16 +504,16 @@ func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppH
 			health[sh.Service] = sh
 		}
 	}
-	var out []ServiceStatus
+	var out []status.ServiceStatus
 	for _, svc := range app.Services {
 		sh := health[svc.Name]
-		ss := ServiceStatus{
+		ss := status.ServiceStatus{
 			Name: svc.Name, Image: svc.Spec.Image, Desired: svc.Spec.Replicas,
 			Running: sh.Running, Ready: sh.Ready, Health: sh.Health, Message: sh.Message,
-			Containers: []ContainerStatus{},
+			Containers: []status.ContainerStatus{},
 		}
 		if ss.Health == "" {
-			ss.Health = HealthUnknown
+			ss.Health = status.HealthUnknown
 		}
 		if sh.Service != "" {
 			// What the judgement counted against: for a Swarm global
@@ -523,7 +525,7 @@ func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppH
 				if c.Service != svc.Name {
 					continue
 				}
-				ss.Containers = append(ss.Containers, ContainerStatus{
+				ss.Containers = append(ss.Containers, status.ContainerStatus{
 					Name: c.Name, ID: c.ID, Slot: c.Slot, State: string(c.State), Status: c.Status,
 					Ready: c.Ready, ReadyReason: c.ReadyReason, RestartCount: c.RestartCount,
 					Image: c.Image, ImageDigest: c.ImageDigest, Revision: c.Revision, Created: c.Created, Node: c.Node,
@@ -535,12 +537,12 @@ func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppH
 	return out
 }
 
-func sortedFlaps(m map[flapKey]Flap) []Flap {
-	out := make([]Flap, 0, len(m))
+func sortedFlaps(m map[flapKey]status.Flap) []status.Flap {
+	out := make([]status.Flap, 0, len(m))
 	for _, f := range m {
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b Flap) int {
+	slices.SortFunc(out, func(a, b status.Flap) int {
 		if c := strings.Compare(a.Container, b.Container); c != 0 {
 			return c
 		}
@@ -554,20 +556,20 @@ func sortedFlaps(m map[flapKey]Flap) []Flap {
 
 // withStorageError adds (or clears) the condition that history could not
 // be written: enforcement goes on, but the record of it does not.
-func withStorageError(s AppStatus, mem *memory, err error, now time.Time) AppStatus {
+func withStorageError(s status.AppStatus, mem *memory, err error, now time.Time) status.AppStatus {
 	if err == nil {
 		if _, had := mem.conditions["history"]; !had {
 			return s
 		}
 		delete(mem.conditions, "history")
-		s.Errors = slices.DeleteFunc(slices.Clone(s.Errors), func(c Condition) bool { return c.Kind == "history" })
+		s.Errors = slices.DeleteFunc(slices.Clone(s.Errors), func(c status.Condition) bool { return c.Kind == "history" })
 		return s
 	}
-	c := Condition{Kind: "history", Message: "history and state could not be written to the data directory (" + err.Error() + "); healing goes on, but is not recorded", Since: now}
+	c := status.Condition{Kind: "history", Message: "history and state could not be written to the data directory (" + err.Error() + "); healing goes on, but is not recorded", Since: now}
 	if old, ok := mem.conditions["history"]; ok {
 		c.Since = old.Since
 	}
 	mem.conditions["history"] = c
-	s.Errors = append(slices.DeleteFunc(slices.Clone(s.Errors), func(c Condition) bool { return c.Kind == "history" }), c)
+	s.Errors = append(slices.DeleteFunc(slices.Clone(s.Errors), func(c status.Condition) bool { return c.Kind == "history" }), c)
 	return s
 }

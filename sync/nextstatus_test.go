@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // nextStatus is pure: these cases feed it outcomes on a fixed clock and
@@ -25,15 +26,15 @@ func acceptedRev(n int, services ...manifest.Service) *revisionState {
 	return &revisionState{rev: testRev(n, fmt.Sprintf("commit %d", n)), app: &manifest.App{Name: "shop", Services: services}}
 }
 
-func statusIn(prev AppStatus, mem memory, o passOutcome, now time.Time) statusInput {
+func statusIn(prev status.AppStatus, mem memory, o passOutcome, now time.Time) statusInput {
 	return statusInput{prev: prev, mem: mem, cfg: appConfig("shop"), trigger: TriggerPoll, now: now, out: o}
 }
 
 func TestNextStatusEngineUnreachableKeepsSince(t *testing.T) {
 	o := passOutcome{engineErr: fmt.Errorf("%w at unix:///var/run/docker.sock: connection refused", drift.ErrEngineUnreachable)}
-	u := nextStatus(statusIn(AppStatus{Name: "shop"}, newMemory(), o, clock0))
+	u := nextStatus(statusIn(status.AppStatus{Name: "shop"}, newMemory(), o, clock0))
 	s := u.status
-	if s.Sync != SyncUnknown || s.Health != HealthUnknown || len(s.Errors) != 1 || s.Errors[0].Kind != "engine" ||
+	if s.Sync != status.SyncUnknown || s.Health != status.HealthUnknown || len(s.Errors) != 1 || s.Errors[0].Kind != "engine" ||
 		s.Message != "Docker engine unreachable at unix:///var/run/docker.sock: connection refused; retrying" {
 		t.Fatalf("status %+v", s)
 	}
@@ -51,7 +52,7 @@ func TestNextStatusSourceTransitionsAreRecordedOnce(t *testing.T) {
 	mem := newMemory()
 	mem.accepted = acc
 	fail := passOutcome{accepted: acc, sourceErr: errors.New("git server unreachable"), gap: &drift.Plan{}, health: &drift.AppHealth{Health: drift.HealthHealthy}}
-	u1 := nextStatus(statusIn(AppStatus{}, mem, fail, clock0))
+	u1 := nextStatus(statusIn(status.AppStatus{}, mem, fail, clock0))
 	u2 := nextStatus(statusIn(u1.status, u1.mem, fail, clock0.Add(time.Minute)))
 	head := testRev(2, "next")
 	ok := passOutcome{accepted: acc, fetched: &head, gap: &drift.Plan{}, health: &drift.AppHealth{Health: drift.HealthHealthy}}
@@ -75,11 +76,11 @@ func TestNextStatusCommitWithoutContainerChangesBecomesApplied(t *testing.T) {
 	mem := newMemory()
 	mem.accepted, mem.appliedRev = v1, &v1.rev
 	o := passOutcome{accepted: v2, fetched: &v2.rev, gap: &drift.Plan{App: "shop"}, health: &drift.AppHealth{Health: drift.HealthHealthy}}
-	u := nextStatus(statusIn(AppStatus{}, mem, o, clock0))
+	u := nextStatus(statusIn(status.AppStatus{}, mem, o, clock0))
 	if u.status.Applied == nil || u.status.Applied.SHA != v2.rev.SHA || u.status.Sync != drift.SyncSynced {
 		t.Fatalf("applied %v, %s", u.status.Applied, u.status.Sync)
 	}
-	if len(u.history) != 1 || u.history[0].Kind != KindSync || u.history[0].Result != "succeeded" {
+	if len(u.history) != 1 || u.history[0].Kind != status.KindSync || u.history[0].Result != "succeeded" {
 		t.Fatalf("history %+v", u.history)
 	}
 	if u.mem.appliedState["web"].Hash != "h1" || u.persist == nil {
@@ -92,7 +93,7 @@ func TestNextStatusCancelledPassSaysNothingNew(t *testing.T) {
 	mem := newMemory()
 	mem.accepted = acc
 	o := passOutcome{accepted: acc, sourceErr: errors.New("context canceled"), cancelled: true}
-	u := nextStatus(statusIn(AppStatus{Sync: drift.SyncSynced, Health: drift.HealthHealthy}, mem, o, clock0))
+	u := nextStatus(statusIn(status.AppStatus{Sync: drift.SyncSynced, Health: drift.HealthHealthy}, mem, o, clock0))
 	if len(u.history) != 0 || len(u.status.Errors) != 0 || len(u.errors) != 0 || u.status.Sync != drift.SyncSynced {
 		t.Fatalf("a cancelled pass changed the story: history %v, errors %+v, metrics %v, sync %s", u.history, u.status.Errors, u.errors, u.status.Sync)
 	}
@@ -100,9 +101,9 @@ func TestNextStatusCancelledPassSaysNothingNew(t *testing.T) {
 
 func TestNextStatusDoesNotChangeItsInput(t *testing.T) {
 	mem := newMemory()
-	mem.conditions["source"] = Condition{Kind: "source", Message: "old", Since: clock0}
+	mem.conditions["source"] = status.Condition{Kind: "source", Message: "old", Since: clock0}
 	o := passOutcome{accepted: acceptedRev(1), gap: &drift.Plan{}, health: &drift.AppHealth{Health: drift.HealthHealthy}}
-	nextStatus(statusIn(AppStatus{}, mem, o, clock0))
+	nextStatus(statusIn(status.AppStatus{}, mem, o, clock0))
 	if _, ok := mem.conditions["source"]; !ok || mem.accepted != nil {
 		t.Fatal("nextStatus changed the memory it was given")
 	}
@@ -128,7 +129,7 @@ func TestPassResult(t *testing.T) {
 		{"engine during apply", passOutcome{accepted: acc, apply: applied(drift.FailureEngine)}, "no requeue, engine"},
 		{"engine on observe", passOutcome{engineErr: errors.New("connection refused")}, "no requeue, engine"},
 		{"rollout failure", passOutcome{accepted: acc, apply: applied(drift.FailureRollout, drift.FailureInterference)}, "no requeue, error"},
-		{"refused", passOutcome{accepted: acc, refusal: &Refusal{Revision: testRev(2, "bad"), Reason: "1 manifest error(s)"}}, "no requeue, stalled"},
+		{"refused", passOutcome{accepted: acc, refusal: &status.Refusal{Revision: testRev(2, "bad"), Reason: "1 manifest error(s)"}}, "no requeue, stalled"},
 		{"source", passOutcome{accepted: acc, sourceErr: errors.New("unreachable")}, "no requeue, waiting"},
 		{"backoff", passOutcome{accepted: acc, gap: &drift.Plan{Deferred: []drift.Change{{NotBefore: clock0.Add(10 * time.Second)}}}}, "after 10.1s, nil"},
 	} {

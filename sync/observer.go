@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Observer is told what a pass (or a person's action) left behind, so that
@@ -21,18 +22,13 @@ type Report struct {
 	App string
 	// Prev and Next are the app's status before and after. For an action
 	// outside a pass (pin, unpin) both are the current status.
-	Prev, Next AppStatus
+	Prev, Next status.AppStatus
 	// Entries are the history entries just stored, with their IDs.
-	Entries []HistoryEntry
+	Entries []status.HistoryEntry
 	// Applying is set when a rollout of this revision starts; the
 	// pass's own report follows when it ends.
 	Applying *gitsource.Revision
 }
-
-// KindNotification: a notification or commit status could not be
-// delivered (result "failed"), or was delivered again (result
-// "recovered").
-const KindNotification HistoryKind = "notification"
 
 // RecordNotification adds a history entry about a delivery problem of
 // app's notifications or commit statuses, and while it lasts (result
@@ -49,11 +45,11 @@ func (a *Agent) RecordNotification(app, summary, result string) error {
 	// Copy on write: a pass may be reading the old map outside the lock.
 	conds := maps.Clone(st.mem.conditions)
 	if conds == nil {
-		conds = map[string]Condition{}
+		conds = map[string]status.Condition{}
 	}
-	errs := slices.DeleteFunc(slices.Clone(st.status.Errors), func(c Condition) bool { return c.Kind == "notification" })
+	errs := slices.DeleteFunc(slices.Clone(st.status.Errors), func(c status.Condition) bool { return c.Kind == "notification" })
 	if result == "failed" {
-		c := Condition{Kind: "notification", Message: "notifications are not delivered: " + summary, Since: now}
+		c := status.Condition{Kind: "notification", Message: "notifications are not delivered: " + summary, Since: now}
 		if old, had := conds["notification"]; had {
 			c.Since = old.Since
 		}
@@ -65,7 +61,7 @@ func (a *Agent) RecordNotification(app, summary, result string) error {
 	st.mem.conditions, st.status.Errors = conds, errs
 	a.mu.Unlock()
 	a.notify(app, "status")
-	_, err := a.store.Append(HistoryEntry{App: app, Kind: KindNotification, Summary: summary, Result: result, Time: now})
+	_, err := a.store.Append(status.HistoryEntry{App: app, Kind: status.KindNotification, Summary: summary, Result: result, Time: now})
 	if err == nil {
 		a.notify(app, "history")
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 type reports struct {
@@ -41,7 +42,7 @@ func TestObserverHearsRolloutsPassesAndPins(t *testing.T) {
 		t.Fatalf("first report = %+v, want the rollout of %s starting", got, first[:7])
 	}
 	done := got[1]
-	if done.Applying != nil || len(done.Entries) != 1 || done.Entries[0].ID == 0 || done.Entries[0].Kind != KindSync ||
+	if done.Applying != nil || len(done.Entries) != 1 || done.Entries[0].ID == 0 || done.Entries[0].Kind != status.KindSync ||
 		done.Next.Health != drift.HealthHealthy || done.Next.Applied == nil || done.Next.Applied.SHA != first {
 		t.Fatalf("pass report = %+v, want the stored sync entry and the healthy status", done)
 	}
@@ -58,7 +59,7 @@ func TestObserverHearsRolloutsPassesAndPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = obs.take()
-	if len(got) != 1 || len(got[0].Entries) != 1 || got[0].Entries[0].Kind != KindRollback || got[0].Entries[0].ID == 0 {
+	if len(got) != 1 || len(got[0].Entries) != 1 || got[0].Entries[0].Kind != status.KindRollback || got[0].Entries[0].ID == 0 {
 		t.Fatalf("pin reports %+v, want its rollback entry", got)
 	}
 
@@ -68,10 +69,10 @@ func TestObserverHearsRolloutsPassesAndPins(t *testing.T) {
 	if got := obs.take(); len(got) != 0 {
 		t.Fatalf("a delivery problem was reported to the observer (it would feed itself): %+v", got)
 	}
-	if es := h.history("shop", KindNotification); len(es) != 1 || es[0].Summary != "ops: could not deliver" || es[0].Result != "failed" {
+	if es := h.history("shop", status.KindNotification); len(es) != 1 || es[0].Summary != "ops: could not deliver" || es[0].Result != "failed" {
 		t.Fatalf("delivery problem history = %+v", es)
 	}
-	hasCondition := func(st AppStatus) bool {
+	hasCondition := func(st status.AppStatus) bool {
 		for _, c := range st.Errors {
 			if c.Kind == "notification" && c.Message == "notifications are not delivered: ops: could not deliver" {
 				return true

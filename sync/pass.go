@@ -13,6 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // A pass is one reconcile of one app, a short sequence of steps that reads
@@ -55,7 +56,7 @@ func (in passInput) manual() bool { return slices.Contains(in.triggers, TriggerM
 type passOutcome struct {
 	fetched   *gitsource.Revision // head of the tracked ref, when fetched
 	sourceErr error               // fetching or reading a revision failed
-	refusal   *Refusal            // a revision refused in this pass
+	refusal   *status.Refusal     // a revision refused in this pass
 	accepted  *revisionState      // the revision enforced after the pass
 	engineErr error               // the engine could not be observed
 	apply     *applyReport        // what was applied, if anything
@@ -70,7 +71,7 @@ type passOutcome struct {
 	cancelled bool
 	// forcePush: the fetched head does not descend from the applied
 	// revision (Since is left for nextStatus to set).
-	forcePush *ForcePush
+	forcePush *status.ForcePush
 	// tagMoves are followed image tags found at a new digest;
 	// nextTagCheck is when the next tag is due (zero: none followed).
 	tagMoves     []tagMove
@@ -200,7 +201,7 @@ func (p *pass) checkForcePush(ctx context.Context, head gitsource.Revision, o *p
 	case ok:
 		return true
 	}
-	o.forcePush = &ForcePush{Ref: cfg.RefName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse, VerifyDefault: byVerify}
+	o.forcePush = &status.ForcePush{Ref: cfg.RefName(), From: applied.SHA, To: head, Missing: missing, Refused: refuse, VerifyDefault: byVerify}
 	return true
 }
 
@@ -221,7 +222,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 	if fp := o.forcePush; fp != nil && fp.Refused && fp.To.SHA == target.SHA {
 		// Refused like an invalid revision: the applied one keeps
 		// running and healing.
-		o.refusal = &Refusal{Revision: *target, Reason: fp.Summary() + " (" + fp.setting() + "); " + fp.Remedy()}
+		o.refusal = &status.Refusal{Revision: *target, Reason: fp.Summary() + " (" + fp.Setting() + "); " + fp.Remedy()}
 		return nil
 	}
 	p.a.setTarget(p.in.cfg.Name, target.SHA)
@@ -243,7 +244,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 // The revision was parsed once, with its paths as written; a symlink on
 // the host can change at any time, so every pass looks again before it
 // builds, creates or heals anything.
-func (p *pass) hostPathRefusal(rs *revisionState) *Refusal {
+func (p *pass) hostPathRefusal(rs *revisionState) *status.Refusal {
 	errs := manifest.CheckHostPaths(rs.app, p.in.cfg.Policy, p.a.opts.Host)
 	if len(errs) == 0 {
 		return nil
@@ -277,7 +278,7 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 			o.accepted = cand
 			return cand, plan, dec
 		}
-		o.refusal = &Refusal{Revision: cand.rev, Reason: dec.Refusal}
+		o.refusal = &status.Refusal{Revision: cand.rev, Reason: dec.Refusal}
 	}
 	if o.accepted == nil {
 		return nil, drift.Plan{}, drift.Decision{}

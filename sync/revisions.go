@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // revisionCacheSize is how many parsed revisions an app keeps: the head,
@@ -20,7 +21,7 @@ const revisionCacheSize = 8
 type revisionState struct {
 	rev     gitsource.Revision
 	app     *manifest.App
-	refusal *Refusal
+	refusal *status.Refusal
 	// built: the images the revision builds were all there once in this
 	// process (see buildCandidate).
 	built bool
@@ -61,7 +62,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg config.AppConf
 	fsys, err := src.Files(ctx, rev.SHA)
 	switch {
 	case errors.Is(err, gitsource.ErrPathMissing):
-		rs.refusal = &Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit; fix the path in the config or add it to the repository", displayPath(cfg.Path))}
+		rs.refusal = &status.Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit; fix the path in the config or add it to the repository", displayPath(cfg.Path))}
 	case err != nil:
 		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
 	default:
@@ -93,7 +94,7 @@ type commitVerifier interface {
 // verifyRevision checks rev's signature when the app has verify on. A
 // commit that is unsigned or not signed by a trusted key is refused (wait
 // for a new commit); a clone that cannot be read is an error (retry).
-func verifyRevision(ctx context.Context, src Source, cfg config.AppConfig, rev gitsource.Revision) (gitsource.Signer, *Refusal, error) {
+func verifyRevision(ctx context.Context, src Source, cfg config.AppConfig, rev gitsource.Revision) (gitsource.Signer, *status.Refusal, error) {
 	if cfg.Verify == nil {
 		return gitsource.Signer{}, nil, nil
 	}
@@ -104,7 +105,7 @@ func verifyRevision(ctx context.Context, src Source, cfg config.AppConfig, rev g
 	signer, err := cv.VerifyCommit(ctx, rev.SHA, cfg.Verify)
 	switch {
 	case errors.Is(err, gitsource.ErrUnverified):
-		return gitsource.Signer{}, &Refusal{Revision: rev, Reason: err.Error() + "; push a commit signed by a trusted key"}, nil
+		return gitsource.Signer{}, &status.Refusal{Revision: rev, Reason: err.Error() + "; push a commit signed by a trusted key"}, nil
 	case err != nil:
 		return gitsource.Signer{}, nil, fmt.Errorf("verify signature of %s: %w", rev.Short(), err)
 	}
@@ -114,13 +115,13 @@ func verifyRevision(ctx context.Context, src Source, cfg config.AppConfig, rev g
 // refusalOf turns a load error into a refusal of the revision (the
 // manifests are wrong: wait for a new commit), or returns it as an error
 // (the files could not be read: retry).
-func refusalOf(rev gitsource.Revision, cfg config.AppConfig, err error) (*Refusal, error) {
+func refusalOf(rev gitsource.Revision, cfg config.AppConfig, err error) (*status.Refusal, error) {
 	var list manifest.ErrorList
 	switch {
 	case err == nil:
 		return nil, nil
 	case errors.As(err, &list):
-		r := &Refusal{Revision: rev, Reason: fmt.Sprintf("%d manifest error(s); fix them in a new commit", len(list))}
+		r := &status.Refusal{Revision: rev, Reason: fmt.Sprintf("%d manifest error(s); fix them in a new commit", len(list))}
 		for _, e := range list {
 			located := *e
 			located.Pos.File = path.Join(cfg.Path, e.Pos.File)
@@ -128,7 +129,7 @@ func refusalOf(rev gitsource.Revision, cfg config.AppConfig, err error) (*Refusa
 		}
 		return r, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return &Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit: %v", displayPath(cfg.Path), err)}, nil
+		return &status.Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit: %v", displayPath(cfg.Path), err)}, nil
 	}
 	return nil, fmt.Errorf("read manifests of %s: %w", rev.Short(), err)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // SeriesRetention is how long the replica series is kept: the dashboard's
@@ -70,7 +72,7 @@ type serviceCount struct {
 }
 
 // countsOf is the ready/desired count of every service in a status.
-func countsOf(s AppStatus) []serviceCount {
+func countsOf(s status.AppStatus) []serviceCount {
 	out := make([]serviceCount, 0, len(s.Services))
 	for _, svc := range s.Services {
 		out = append(out, serviceCount{svc.Name, svc.Ready, svc.Desired})

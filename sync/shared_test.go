@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 const blogCompose = `services:
@@ -54,7 +56,7 @@ func TestRevisionUsingAnotherAppsVolumeIsRefused(t *testing.T) {
 			t.Errorf("refused %+v, message %q: want both to say %q", st.Refused, st.Message, want)
 		}
 	}
-	if es := h.history("shop", KindRefused); len(es) != 1 {
+	if es := h.history("shop", status.KindRefused); len(es) != 1 {
 		t.Errorf("refused history %q, want one entry", summaries(es))
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/status"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -56,7 +57,7 @@ type persistedApp struct {
 	// force-push is only judged against a revision of the same ref.
 	AppliedFrom string `json:"appliedFrom,omitempty"`
 	// ForcePush is the force-push shown until a later fast-forward.
-	ForcePush *ForcePush `json:"forcePush,omitempty"`
+	ForcePush *status.ForcePush `json:"forcePush,omitempty"`
 }
 
 func openStore(dataDir string, retention int) (*store, error) {
@@ -162,7 +163,7 @@ func checkStore(db *bolt.DB) error {
 		}
 		if b := tx.Bucket(bucketHistory); b != nil {
 			return b.ForEach(func(k, v []byte) error {
-				var e HistoryEntry
+				var e status.HistoryEntry
 				if err := json.Unmarshal(v, &e); err != nil {
 					return fmt.Errorf("history entry %d: %w", binary.BigEndian.Uint64(k), err)
 				}
@@ -233,13 +234,13 @@ func idKey(id uint64) []byte {
 
 // Append stores entries, assigning IDs in order, and trims the oldest
 // entries beyond the retention. It returns the stored entries.
-func (s *store) Append(entries ...HistoryEntry) ([]HistoryEntry, error) {
+func (s *store) Append(entries ...status.HistoryEntry) ([]status.HistoryEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]HistoryEntry, len(entries))
+	out := make([]status.HistoryEntry, len(entries))
 	added := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketHistory)
@@ -278,7 +279,7 @@ func (s *store) Append(entries ...HistoryEntry) ([]HistoryEntry, error) {
 }
 
 // Query returns entries newest first.
-func (s *store) Query(q HistoryQuery) ([]HistoryEntry, error) {
+func (s *store) Query(q status.HistoryQuery) ([]status.HistoryEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
@@ -286,7 +287,7 @@ func (s *store) Query(q HistoryQuery) ([]HistoryEntry, error) {
 	if limit > 500 {
 		limit = 500
 	}
-	var out []HistoryEntry
+	var out []status.HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketHistory).Cursor()
 		var k, v []byte
@@ -300,7 +301,7 @@ func (s *store) Query(q HistoryQuery) ([]HistoryEntry, error) {
 			k, v = c.Last()
 		}
 		for ; k != nil && len(out) < limit; k, v = c.Prev() {
-			var e HistoryEntry
+			var e status.HistoryEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("entry %d: %w", binary.BigEndian.Uint64(k), err)
 			}
@@ -323,8 +324,8 @@ func (s *store) Query(q HistoryQuery) ([]HistoryEntry, error) {
 	return out, nil
 }
 
-func (s *store) Entry(id uint64) (HistoryEntry, bool) {
-	var e HistoryEntry
+func (s *store) Entry(id uint64) (status.HistoryEntry, bool) {
+	var e status.HistoryEntry
 	found := false
 	_ = s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketHistory).Get(idKey(id))

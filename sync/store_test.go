@@ -11,12 +11,13 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
-func appendN(t *testing.T, s *store, app string, kind HistoryKind, n int) {
+func appendN(t *testing.T, s *store, app string, kind status.HistoryKind, n int) {
 	t.Helper()
 	for i := range n {
-		if _, err := s.Append(HistoryEntry{App: app, Kind: kind, Summary: fmt.Sprintf("%s %d", app, i), Time: time.Unix(int64(i), 0)}); err != nil {
+		if _, err := s.Append(status.HistoryEntry{App: app, Kind: kind, Summary: fmt.Sprintf("%s %d", app, i), Time: time.Unix(int64(i), 0)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -28,7 +29,7 @@ func TestStoreHistorySurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendN(t, s, "shop", KindSync, 3)
+	appendN(t, s, "shop", status.KindSync, 3)
 	if err := s.UpdateApp("shop", func(p *persistedApp) { on := true; p.Suspended = &on }); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestStoreHistorySurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got, err := s.Query(HistoryQuery{})
+	got, err := s.Query(status.HistoryQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,8 @@ func TestStoreHistorySurvivesReopen(t *testing.T) {
 	if err != nil || p.Suspended == nil || !*p.Suspended {
 		t.Fatalf("persisted app state = %+v, %v; want suspended", p, err)
 	}
-	appendN(t, s, "shop", KindSync, 1)
-	if got, _ := s.Query(HistoryQuery{Limit: 1}); got[0].ID != 4 {
+	appendN(t, s, "shop", status.KindSync, 1)
+	if got, _ := s.Query(status.HistoryQuery{Limit: 1}); got[0].ID != 4 {
 		t.Fatalf("IDs restart after reopen: got %d, want 4", got[0].ID)
 	}
 }
@@ -69,8 +70,8 @@ func TestStoreTrimsToRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendN(t, s, "shop", KindSync, 8)
-	got, _ := s.Query(HistoryQuery{Limit: 100})
+	appendN(t, s, "shop", status.KindSync, 8)
+	got, _ := s.Query(status.HistoryQuery{Limit: 100})
 	if len(got) != 5 || got[4].ID != 4 || got[0].ID != 8 {
 		t.Fatalf("kept %d entries (%d..%d), want the newest 5 (4..8)", len(got), got[len(got)-1].ID, got[0].ID)
 	}
@@ -80,8 +81,8 @@ func TestStoreTrimsToRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	appendN(t, s, "shop", KindSync, 1)
-	got, _ = s.Query(HistoryQuery{Limit: 100})
+	appendN(t, s, "shop", status.KindSync, 1)
+	got, _ = s.Query(status.HistoryQuery{Limit: 100})
 	if len(got) != 5 || got[4].ID != 5 {
 		t.Fatalf("after reopen kept %d entries from %d, want 5 from 5", len(got), got[len(got)-1].ID)
 	}
@@ -94,31 +95,31 @@ func TestStoreQueryFiltersAndPages(t *testing.T) {
 	}
 	defer s.Close()
 	for i := range 10 {
-		app, kind := "shop", KindSync
+		app, kind := "shop", status.KindSync
 		if i%2 == 1 {
-			app, kind = "blog", KindRepair
+			app, kind = "blog", status.KindRepair
 		}
-		if _, err := s.Append(HistoryEntry{App: app, Kind: kind}); err != nil {
+		if _, err := s.Append(status.HistoryEntry{App: app, Kind: kind}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids := func(es []HistoryEntry) []uint64 {
+	ids := func(es []status.HistoryEntry) []uint64 {
 		var out []uint64
 		for _, e := range es {
 			out = append(out, e.ID)
 		}
 		return out
 	}
-	page1, _ := s.Query(HistoryQuery{App: "shop", Limit: 3})
-	page2, _ := s.Query(HistoryQuery{App: "shop", Limit: 3, Before: page1[2].ID})
+	page1, _ := s.Query(status.HistoryQuery{App: "shop", Limit: 3})
+	page2, _ := s.Query(status.HistoryQuery{App: "shop", Limit: 3, Before: page1[2].ID})
 	if fmt.Sprint(ids(page1), ids(page2)) != "[9 7 5] [3 1]" {
 		t.Fatalf("pages = %v %v, want [9 7 5] [3 1]", ids(page1), ids(page2))
 	}
-	repairs, _ := s.Query(HistoryQuery{Kinds: []HistoryKind{KindRepair}, Before: 6})
+	repairs, _ := s.Query(status.HistoryQuery{Kinds: []status.HistoryKind{status.KindRepair}, Before: 6})
 	if fmt.Sprint(ids(repairs)) != "[4 2]" {
 		t.Fatalf("repairs before 6 = %v, want [4 2]", ids(repairs))
 	}
-	all, _ := s.Query(HistoryQuery{Before: 1000})
+	all, _ := s.Query(status.HistoryQuery{Before: 1000})
 	if len(all) != 10 {
 		t.Fatalf("Before beyond the newest returned %d entries, want 10", len(all))
 	}

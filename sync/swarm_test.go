@@ -8,6 +8,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fakeSwarm is a Swarm manager as the loop sees it: services by name.
@@ -123,7 +124,7 @@ func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
 	if got := sw.services["shop-web"].Replicas; got != 3 {
 		t.Errorf("replicas after the repair = %d, want 3", got)
 	}
-	repairs := h.history("shop", KindRepair)
+	repairs := h.history("shop", status.KindRepair)
 	if len(repairs) != 1 || repairs[0].Summary != "service shop-web was scaled outside Git to 5 replicas; scaled back to 3" {
 		t.Errorf("repairs = %+v", repairs)
 	}
@@ -141,7 +142,7 @@ func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
 	if _, added := sw.services["shop-web"].Spec["env.X"]; added {
 		t.Errorf("the variable added by hand is still there: %v", sw.services["shop-web"].Spec)
 	}
-	repairs = h.history("shop", KindRepair)
+	repairs = h.history("shop", status.KindRepair)
 	if len(repairs) != 2 || repairs[0].Summary != "service shop-web was changed outside Git (env.X); reverted (Swarm rolls the tasks)" {
 		t.Errorf("repairs = %+v", repairs)
 	}

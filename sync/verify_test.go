@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // signed marks sha as signed by a trusted key.
@@ -85,7 +86,7 @@ func TestUnsignedRevisionIsRefusedAndSignedOnesApply(t *testing.T) {
 	if err != nil || st.Applied == nil || st.Applied.SHA != good || st.Applied.SignedBy != alice {
 		t.Fatalf("signed head: err %v, applied %+v", err, st.Applied)
 	}
-	if es := h.history("shop", KindSync); len(es) != 1 || es[0].Revision.SignedBy != alice {
+	if es := h.history("shop", status.KindSync); len(es) != 1 || es[0].Revision.SignedBy != alice {
 		t.Fatalf("sync history = %+v, want the signer on the revision", es)
 	}
 
@@ -105,7 +106,7 @@ func TestUnsignedRevisionIsRefusedAndSignedOnesApply(t *testing.T) {
 	if st.Applied.SHA != good || st.Applied.SignedBy != alice || !strings.Contains(st.Message, want) {
 		t.Fatalf("applied %+v, message %q", st.Applied, st.Message)
 	}
-	if es := h.history("shop", KindRefused); len(es) != 1 || !strings.Contains(es[0].Summary, "is not signed") {
+	if es := h.history("shop", status.KindRefused); len(es) != 1 || !strings.Contains(es[0].Summary, "is not signed") {
 		t.Fatalf("refused history = %+v", summaries(es))
 	}
 

@@ -25,6 +25,7 @@ import (
 
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 //go:embed templates/*.html
@@ -35,10 +36,10 @@ var staticFS embed.FS
 
 // Agent is what the web server needs from the sync agent.
 type Agent interface {
-	Apps() []dsync.AppStatus
-	App(name string) (dsync.AppStatus, bool)
-	History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error)
-	Entry(id uint64) (dsync.HistoryEntry, bool)
+	Apps() []status.AppStatus
+	App(name string) (status.AppStatus, bool)
+	History(q status.HistoryQuery) ([]status.HistoryEntry, error)
+	Entry(id uint64) (status.HistoryEntry, bool)
 	// Series is an app's ready/desired replica series from since on.
 	Series(app string, since time.Time) []dsync.ServiceSeries
 	Enqueue(app, trigger string) error
@@ -46,7 +47,7 @@ type Agent interface {
 	SetSelfHeal(app string, on bool) error
 	Pin(ctx context.Context, app, sha string) error
 	Unpin(app string) error
-	Subscribe() (<-chan dsync.Event, func())
+	Subscribe() (<-chan status.Event, func())
 	Ready() error
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // The timeline: an app's history as marks on a time axis, over its
@@ -78,14 +79,14 @@ var markLabels = map[string]string{
 }
 
 // timelineKinds are the history kinds that can become marks.
-var timelineKinds = []dsync.HistoryKind{dsync.KindSync, dsync.KindRollback, dsync.KindRefused, dsync.KindForcePush, dsync.KindRepair, dsync.KindSource}
+var timelineKinds = []status.HistoryKind{status.KindSync, status.KindRollback, status.KindRefused, status.KindForcePush, status.KindRepair, status.KindSource}
 
 // markKind is the mark an entry makes; false for entries the timeline
 // leaves out (a followed force-push is shown by the sync after it, a
 // source that recovered by the marks that follow).
-func markKind(e dsync.HistoryEntry) (string, bool) {
+func markKind(e status.HistoryEntry) (string, bool) {
 	switch e.Kind {
-	case dsync.KindSync:
+	case status.KindSync:
 		switch {
 		case e.Result == "failed" || e.Result == "partial":
 			return markFailed, true
@@ -95,15 +96,15 @@ func markKind(e dsync.HistoryEntry) (string, bool) {
 			return markRevert, true
 		}
 		return markApplied, true
-	case dsync.KindRollback:
+	case status.KindRollback:
 		return markRevert, true
-	case dsync.KindRefused:
+	case status.KindRefused:
 		return markRefused, true
-	case dsync.KindForcePush:
+	case status.KindForcePush:
 		return markRefused, e.Result == "refused"
-	case dsync.KindRepair:
+	case status.KindRepair:
 		return markRepair, true
-	case dsync.KindSource:
+	case status.KindSource:
 		return markFailed, e.Result == "failed"
 	}
 	return "", false
@@ -113,7 +114,7 @@ func markKind(e dsync.HistoryEntry) (string, bool) {
 type timelineInput struct {
 	App     string
 	Series  []dsync.ServiceSeries
-	Entries []dsync.HistoryEntry // any order; those outside the range are left out
+	Entries []status.HistoryEntry // any order; those outside the range are left out
 	Span    time.Duration
 	Now     time.Time
 	// Compact draws one lane, the app's services summed, without labels
@@ -444,7 +445,7 @@ func (t *timelineCanvas) drawAxis(b *strings.Builder, y int) {
 // mark is one history entry on the axis.
 type mark struct {
 	kind  string
-	entry dsync.HistoryEntry
+	entry status.HistoryEntry
 }
 
 // maxTimelineMarks bounds the marks drawn; the newest are kept.
@@ -491,7 +492,7 @@ func (t *timelineCanvas) drawMarks(b *strings.Builder, marks []mark, axisY int) 
 
 // markTitle is a mark's hover text: when, what, and the first errors
 // (a refusal's file:line).
-func markTitle(e dsync.HistoryEntry) string {
+func markTitle(e status.HistoryEntry) string {
 	title := e.Time.UTC().Format("15:04:05") + " " + string(e.Kind) + ": " + e.Summary
 	for i, err := range e.Errors {
 		if i == 3 {
@@ -583,8 +584,8 @@ const maxTimelinePages = 4
 func (s *Server) timelineFor(app string, span time.Duration, compact bool) template.HTML {
 	now := s.opts.Now()
 	start := now.Add(-span)
-	q := dsync.HistoryQuery{App: app, Kinds: timelineKinds, Limit: 500}
-	var entries []dsync.HistoryEntry
+	q := status.HistoryQuery{App: app, Kinds: timelineKinds, Limit: 500}
+	var entries []status.HistoryEntry
 	for range maxTimelinePages {
 		page, err := s.opts.Agent.History(q)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/gitsource"
 	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // svgNode is a parsed SVG element, for assertions on structure.
@@ -92,22 +93,22 @@ func minutesAgo(m int) time.Time {
 	return tlNow.Truncate(time.Minute).Add(-time.Duration(m) * time.Minute)
 }
 
-func timelineEntries() []dsync.HistoryEntry {
+func timelineEntries() []status.HistoryEntry {
 	r := func(revert bool) *gitsource.Revision {
 		return &gitsource.Revision{SHA: "1234567890123456789012345678901234567890", Subject: "s", Revert: revert}
 	}
-	return []dsync.HistoryEntry{
-		{ID: 11, Time: minutesAgo(2), Kind: dsync.KindSync, Result: "succeeded", Revision: r(false), Summary: "synced 1234567 “scale down”"},
-		{ID: 10, Time: minutesAgo(5), Kind: dsync.KindRefused, Result: "refused", Summary: "refused abc <script>: 1 manifest error(s)", Errors: []string{"web.yaml:12:13: spec.replicas: must be >= 0"}},
-		{ID: 9, Time: minutesAgo(8), Kind: dsync.KindRepair, Result: "succeeded", Summary: "shop-web-2 was removed outside Git; recreated"},
-		{ID: 8, Time: minutesAgo(12), Kind: dsync.KindSync, Result: "failed", Revision: r(false), Summary: "failed to sync"},
-		{ID: 7, Time: minutesAgo(15), Kind: dsync.KindSync, Result: "succeeded", Revision: r(true), Summary: "synced revert"},
-		{ID: 6, Time: minutesAgo(16), Kind: dsync.KindRollback, Summary: "pinned to 1234567"},
-		{ID: 5, Time: minutesAgo(17), Kind: dsync.KindSource, Result: "failed", Summary: "source failed"},
-		{ID: 4, Time: minutesAgo(18), Kind: dsync.KindSource, Result: "succeeded", Summary: "source recovered"},  // no mark
-		{ID: 3, Time: minutesAgo(19), Kind: dsync.KindAction, Summary: "suspended"},                              // no mark
-		{ID: 2, Time: minutesAgo(20), Kind: dsync.KindSync, Result: "stopped for something newer", Summary: "x"}, // no mark
-		{ID: 1, Time: minutesAgo(90), Kind: dsync.KindSync, Result: "succeeded", Summary: "before the range"},    // outside 1h
+	return []status.HistoryEntry{
+		{ID: 11, Time: minutesAgo(2), Kind: status.KindSync, Result: "succeeded", Revision: r(false), Summary: "synced 1234567 “scale down”"},
+		{ID: 10, Time: minutesAgo(5), Kind: status.KindRefused, Result: "refused", Summary: "refused abc <script>: 1 manifest error(s)", Errors: []string{"web.yaml:12:13: spec.replicas: must be >= 0"}},
+		{ID: 9, Time: minutesAgo(8), Kind: status.KindRepair, Result: "succeeded", Summary: "shop-web-2 was removed outside Git; recreated"},
+		{ID: 8, Time: minutesAgo(12), Kind: status.KindSync, Result: "failed", Revision: r(false), Summary: "failed to sync"},
+		{ID: 7, Time: minutesAgo(15), Kind: status.KindSync, Result: "succeeded", Revision: r(true), Summary: "synced revert"},
+		{ID: 6, Time: minutesAgo(16), Kind: status.KindRollback, Summary: "pinned to 1234567"},
+		{ID: 5, Time: minutesAgo(17), Kind: status.KindSource, Result: "failed", Summary: "source failed"},
+		{ID: 4, Time: minutesAgo(18), Kind: status.KindSource, Result: "succeeded", Summary: "source recovered"},  // no mark
+		{ID: 3, Time: minutesAgo(19), Kind: status.KindAction, Summary: "suspended"},                              // no mark
+		{ID: 2, Time: minutesAgo(20), Kind: status.KindSync, Result: "stopped for something newer", Summary: "x"}, // no mark
+		{ID: 1, Time: minutesAgo(90), Kind: status.KindSync, Result: "succeeded", Summary: "before the range"},    // outside 1h
 	}
 }
 
@@ -354,9 +355,9 @@ func requireOrderedInPlot(t *testing.T, marks []svgNode) {
 // Marks seconds apart would share a pixel: they are moved apart, in order,
 // and stay inside the plot even at its right end.
 func TestTimelineMarksDoNotHideEachOther(t *testing.T) {
-	var entries []dsync.HistoryEntry
+	var entries []status.HistoryEntry
 	for i := range 6 {
-		entries = append(entries, dsync.HistoryEntry{ID: uint64(i + 1), Time: tlNow.Add(time.Duration(i-6) * time.Second), Kind: dsync.KindRepair, Summary: "x"})
+		entries = append(entries, status.HistoryEntry{ID: uint64(i + 1), Time: tlNow.Add(time.Duration(i-6) * time.Second), Kind: status.KindRepair, Summary: "x"})
 	}
 	for _, compact := range []bool{false, true} {
 		svg := parseSVG(t, string(timelineSVG(timelineInput{App: "shop", Entries: entries, Span: time.Hour, Now: tlNow, Compact: compact})))
@@ -412,9 +413,9 @@ func FuzzTimelineSVG(f *testing.F) {
 	f.Fuzz(func(t *testing.T, app, service, summary, errText string) {
 		in := timelineInput{App: app, Span: time.Hour, Now: tlNow,
 			Series: []dsync.ServiceSeries{{Service: service, Points: []dsync.SeriesPoint{{Time: minutesAgo(3), Ready: 1, Desired: 2, MinReady: 0, MaxReady: 2}}}},
-			Entries: []dsync.HistoryEntry{
-				{ID: 1, Time: minutesAgo(2), Kind: dsync.KindRefused, Summary: summary, Errors: []string{errText}},
-				{ID: 2, Time: minutesAgo(1), Kind: dsync.KindSync, Result: "succeeded", Summary: summary},
+			Entries: []status.HistoryEntry{
+				{ID: 1, Time: minutesAgo(2), Kind: status.KindRefused, Summary: summary, Errors: []string{errText}},
+				{ID: 2, Time: minutesAgo(1), Kind: status.KindSync, Result: "succeeded", Summary: summary},
 			}}
 		for _, compact := range []bool{false, true} {
 			in.Compact = compact

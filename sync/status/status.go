@@ -1,11 +1,9 @@
-// Package sync owns the control loop: a deduplicating work queue keyed by
-// app, the passes that fetch, validate, observe, diff and apply, and the
-// status and history they leave behind.
-package sync
+// Package status holds what the loop tells people about each app: its
+// status, the history entries it records and how they read. The dashboard,
+// the CLI and notifications read these types; only the loop writes them.
+package status
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -142,16 +140,16 @@ type ForcePush struct {
 // Summary says what moved: "branch main moved from 1a2b3c4 to 5d6e7f8,
 // not a fast-forward".
 func (f ForcePush) Summary() string {
-	from := shortSHA(f.From)
+	from := drift.ShortRevision(f.From)
 	if f.Missing {
 		return fmt.Sprintf("%s moved from %s to %s, and the clone no longer holds %s, so it counts as not a fast-forward", f.Ref, from, f.To.Short(), from)
 	}
 	return fmt.Sprintf("%s moved from %s to %s, not a fast-forward", f.Ref, from, f.To.Short())
 }
 
-// setting names the onForcePush that decided, and why when it is
+// Setting names the onForcePush that decided, and why when it is
 // verify's default.
-func (f ForcePush) setting() string {
+func (f ForcePush) Setting() string {
 	switch {
 	case !f.Refused:
 		return "onForcePush: " + config.ForcePushFollow
@@ -163,7 +161,7 @@ func (f ForcePush) setting() string {
 
 // Remedy says how to get a refused force-push deployed.
 func (f ForcePush) Remedy() string {
-	return fmt.Sprintf("to accept it, push a commit that descends from %s, or set onForcePush: %s", shortSHA(f.From), config.ForcePushFollow)
+	return fmt.Sprintf("to accept it, push a commit that descends from %s, or set onForcePush: %s", drift.ShortRevision(f.From), config.ForcePushFollow)
 }
 
 // Flap is a field repaired again and again: something outside Git is
@@ -190,6 +188,10 @@ const (
 	// descend from the applied one (result "followed" or "refused").
 	KindForcePush HistoryKind = "force-push"
 	KindImage     HistoryKind = "image" // a followed image tag moved to a new digest
+	// KindNotification: a notification or commit status could not be
+	// delivered (result "failed"), or was delivered again (result
+	// "recovered").
+	KindNotification HistoryKind = "notification"
 )
 
 // HistoryEntry is one recorded event. Entries are kept in the data
@@ -224,21 +226,4 @@ type HistoryQuery struct {
 type Event struct {
 	App  string `json:"app"`
 	Kind string `json:"kind"` // status, history
-}
-
-// statusChanged ignores the fields every pass touches, and Docker's status
-// words ("Up 3 minutes"), which change with the clock alone.
-func statusChanged(a, b AppStatus) bool {
-	a, b = cloneStatus(a), cloneStatus(b)
-	a.LastPass, a.LastSuccess, a.Reconciling, a.Source.LastFetch = b.LastPass, b.LastSuccess, b.Reconciling, b.Source.LastFetch
-	for _, s := range []*AppStatus{&a, &b} {
-		for i := range s.Services {
-			for j := range s.Services[i].Containers {
-				s.Services[i].Containers[j].Status = ""
-			}
-		}
-	}
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA != nil || errB != nil || !bytes.Equal(ja, jb)
 }

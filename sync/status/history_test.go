@@ -1,4 +1,4 @@
-package sync
+package status
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func TestSyncSummaryLeadsWithTheResult(t *testing.T) {
 		{rev, "partial", "partly synced 1a2b3c4 “Bump web”: 0 to create, 1 to replace, 0 to start, 0 to remove."},
 		{rev, "stopped for something newer", "stopped syncing 1a2b3c4 “Bump web” for a newer revision: 0 to create, 1 to replace, 0 to start, 0 to remove."},
 	} {
-		if got := syncSummary(tc.rev, plan, tc.result); got != tc.want {
+		if got := SyncSummary(tc.rev, plan, tc.result); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.result, got, tc.want)
 		}
 	}

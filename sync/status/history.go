@@ -1,7 +1,6 @@
-package sync
+package status
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -11,7 +10,9 @@ import (
 // How history entries read. Wording lives here so a change of words is a
 // change of one file.
 
-func syncSummary(rev gitsource.Revision, plan drift.Plan, result string) string {
+// SyncSummary is a sync entry's summary: how it ended first, then the
+// revision and the plan.
+func SyncSummary(rev gitsource.Revision, plan drift.Plan, result string) string {
 	what := "synced"
 	switch result {
 	case "failed":
@@ -31,9 +32,9 @@ func syncSummary(rev gitsource.Revision, plan drift.Plan, result string) string 
 	return s + ": " + strings.TrimPrefix(plan.Summary(), "Plan: ")
 }
 
-// resultWord is a sync's result: succeeded, partial (some changes done)
+// ResultWord is a sync's result: succeeded, partial (some changes done)
 // or failed.
-func resultWord(res drift.ApplyResult) string {
+func ResultWord(res drift.ApplyResult) string {
 	if res.Err == nil {
 		return "succeeded"
 	}
@@ -48,7 +49,8 @@ func resultWord(res drift.ApplyResult) string {
 	return "failed"
 }
 
-func refusedSummary(r Refusal, running *gitsource.Revision) string {
+// RefusedSummary is a refused revision's summary, with what still runs.
+func RefusedSummary(r Refusal, running *gitsource.Revision) string {
 	keeping := "nothing was deployed before"
 	if running != nil {
 		keeping = "still running " + running.Short()
@@ -56,9 +58,9 @@ func refusedSummary(r Refusal, running *gitsource.Revision) string {
 	return "refused " + r.Revision.Short() + " “" + r.Revision.Subject + "”: " + r.Reason + "; " + keeping
 }
 
-// repairSummary says in words what was changed outside Git and what was
+// RepairSummary says in words what was changed outside Git and what was
 // done about it.
-func repairSummary(c drift.Change) string {
+func RepairSummary(c drift.Change) string {
 	what := c.Name
 	if c.Kind != drift.KindContainer {
 		what = string(c.Kind) + " " + c.Name
@@ -87,14 +89,14 @@ func repairSummary(c drift.Change) string {
 	return what + " was changed outside Git (" + strings.Join(fields, ", ") + "); " + verb
 }
 
-// interferenceSummary says what someone did to a container while driftless
+// InterferenceSummary says what someone did to a container while driftless
 // worked on it, and that it is repaired like any drift.
-func interferenceSummary(o drift.Outcome) string {
+func InterferenceSummary(o drift.Outcome) string {
 	return o.Failure.Summary + "; driftless repairs it at once"
 }
 
-// repairFields are the keys flapping is counted by.
-func repairFields(c drift.Change) []string {
+// RepairFields are the keys flapping is counted by.
+func RepairFields(c drift.Change) []string {
 	switch c.Action {
 	case drift.ActionCreate:
 		return []string{"removed"}
@@ -115,13 +117,4 @@ func fieldPaths(c drift.Change) []string {
 		fields = append(fields, f.Path)
 	}
 	return fields
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
