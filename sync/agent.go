@@ -25,6 +25,7 @@ import (
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/sync/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 )
@@ -128,8 +129,8 @@ type Agent struct {
 	now     func() time.Time
 	engine  Engine
 	swarm   Engine // nil: no app has target swarm
-	store   *store
-	series  *replicaSeries
+	store   *store.Store
+	series  *store.Series
 	queue   *queue
 	metrics *metrics
 	names   []string // sorted
@@ -220,17 +221,17 @@ func (a *Agent) loadSecretKey() error {
 
 // openState opens the history store and restores what it keeps: the
 // replica series for the timeline and each app's toggles and memory.
-func (a *Agent) openState() (*store, error) {
-	st, err := openStore(a.opts.DataDir, a.opts.HistoryRetention)
+func (a *Agent) openState() (*store.Store, error) {
+	st, err := store.Open(a.opts.DataDir, a.opts.HistoryRetention)
 	if err != nil {
 		return nil, err
 	}
 	a.store = st
-	a.series = newReplicaSeries()
-	if err := a.series.prune(st.db, a.now()); err != nil {
+	a.series = store.NewSeries()
+	if err := a.series.Prune(st, a.now()); err != nil {
 		a.log.Warn("replica series not pruned; the timeline may show old points", "err", err)
 	}
-	if err := a.series.load(st.db, a.now()); err != nil {
+	if err := a.series.Load(st, a.now()); err != nil {
 		a.log.Warn("replica series not loaded; the timeline starts empty", "err", err)
 	}
 	for _, name := range a.names {
@@ -241,10 +242,10 @@ func (a *Agent) openState() (*store, error) {
 		}
 		a.apps[name].restore(p)
 	}
-	if st.recovered != "" {
-		a.log.Error("history store was unreadable; starting a new one", "detail", st.recovered)
+	if st.Recovered != "" {
+		a.log.Error("history store was unreadable; starting a new one", "detail", st.Recovered)
 		for _, name := range a.names {
-			a.recordLogged(status.HistoryEntry{App: name, Kind: status.KindAction, Trigger: TriggerStartup, Result: "failed", Summary: st.recovered})
+			a.recordLogged(status.HistoryEntry{App: name, Kind: status.KindAction, Trigger: TriggerStartup, Result: "failed", Summary: st.Recovered})
 		}
 	}
 	return st, nil
@@ -658,10 +659,10 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	a.mu.Unlock()
 
 	if !o.cancelled && o.gap != nil {
-		a.series.observe(name, now, o.before)
-		counts := countsOf(snapshot)
-		a.series.observe(name, now, counts)
-		a.series.forget(name, counts)
+		a.series.Observe(name, now, o.before)
+		counts := store.CountsOf(snapshot)
+		a.series.Observe(name, now, counts)
+		a.series.Forget(name, counts)
 	}
 	a.metrics.observe(snapshot, name, now, in.start)
 	a.observe(Report{App: name, Prev: sin.prev, Next: cloneStatus(snapshot), Entries: stored})
@@ -737,8 +738,8 @@ func (a *Agent) AppConfigs() []config.AppConfig {
 // Series returns app's ready/desired replica series from since on, one
 // per service, oldest point first (the point before since included: it
 // still holds at since).
-func (a *Agent) Series(app string, since time.Time) []ServiceSeries {
-	return a.series.since(app, since)
+func (a *Agent) Series(app string, since time.Time) []status.ServiceSeries {
+	return a.series.Since(app, since)
 }
 
 // seriesTick is how often every service's latest count is carried into
@@ -754,16 +755,16 @@ func (a *Agent) recordSeries(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			if err := a.series.flush(a.store.db, a.now()); err != nil {
+			if err := a.series.Flush(a.store, a.now()); err != nil {
 				a.log.Warn("replica series not saved at shutdown", "err", err)
 			}
 			return
 		case <-t.C:
 			now := a.now()
-			a.series.tick(now, a.names)
+			a.series.Tick(now, a.names)
 			if now.Sub(lastFlush) >= time.Minute {
 				lastFlush = now
-				if err := a.series.flush(a.store.db, now); err != nil {
+				if err := a.series.Flush(a.store, now); err != nil {
 					a.log.Warn("replica series not saved; retrying in a minute", "err", err)
 				}
 			}
@@ -796,7 +797,7 @@ func (a *Agent) SetSuspended(app string, suspended bool) error {
 	if !suspended {
 		summary = "resumed: changes are applied again"
 	}
-	err := a.setToggle(app, summary, func(p *persistedApp, st *appState) {
+	err := a.setToggle(app, summary, func(p *store.App, st *appState) {
 		p.Suspended = &suspended
 		st.cfg.Suspend = suspended
 		st.status.Suspended = suspended
@@ -813,21 +814,21 @@ func (a *Agent) SetSelfHeal(app string, on bool) error {
 	if !on {
 		summary = "self-heal turned off: changes made outside Git are shown, not repaired"
 	}
-	return a.setToggle(app, summary, func(p *persistedApp, st *appState) {
+	return a.setToggle(app, summary, func(p *store.App, st *appState) {
 		p.SelfHeal = &on
 		st.cfg.SelfHeal = on
 		st.status.SelfHeal = on
 	})
 }
 
-func (a *Agent) setToggle(app, summary string, change func(*persistedApp, *appState)) error {
+func (a *Agent) setToggle(app, summary string, change func(*store.App, *appState)) error {
 	st, ok := a.apps[app]
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
 	a.mu.Lock()
 	before := st.cfg
-	err := a.store.UpdateApp(app, func(p *persistedApp) { change(p, st) })
+	err := a.store.UpdateApp(app, func(p *store.App) { change(p, st) })
 	unchanged := before.Suspend == st.cfg.Suspend && before.SelfHeal == st.cfg.SelfHeal
 	a.mu.Unlock()
 	if err != nil || unchanged {
@@ -859,7 +860,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 		a.queue.Add(app, TriggerAPI)
 		return nil
 	}
-	err = a.store.UpdateApp(app, func(p *persistedApp) { p.Pinned = &rev })
+	err = a.store.UpdateApp(app, func(p *store.App) { p.Pinned = &rev })
 	if err == nil {
 		st.pinned = &rev
 		st.status.Pinned = &rev
@@ -885,7 +886,7 @@ func (a *Agent) Unpin(app string) error {
 	}
 	a.mu.Lock()
 	was := st.pinned
-	err := a.store.UpdateApp(app, func(p *persistedApp) { p.Pinned = nil })
+	err := a.store.UpdateApp(app, func(p *store.App) { p.Pinned = nil })
 	if err == nil {
 		st.pinned = nil
 		st.status.Pinned = nil

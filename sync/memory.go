@@ -8,6 +8,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/sync/store"
 	"github.com/robfig/cron/v3"
 )
 
@@ -114,7 +115,7 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 
 // restore applies what the store remembers; runtime toggles override the
 // config once set.
-func (st *appState) restore(p persistedApp) {
+func (st *appState) restore(p store.App) {
 	if p.Suspended != nil {
 		st.cfg.Suspend = *p.Suspended
 	}

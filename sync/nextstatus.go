@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/sync/store"
 )
 
 // statusInput is what nextStatus judges: the app before the pass, and
@@ -33,7 +34,7 @@ type statusUpdate struct {
 	history []status.HistoryEntry
 	// persist changes the app's durable state; nil when nothing durable
 	// changed.
-	persist func(*persistedApp)
+	persist func(*store.App)
 	repairs int      // drift repairs made, for metrics
 	errors  []string // kinds of failure in this pass, for metrics
 }
@@ -47,7 +48,7 @@ func nextStatus(in statusInput) statusUpdate {
 	if o.accepted != nil && (u.mem.accepted == nil || u.mem.accepted.rev.SHA != o.accepted.rev.SHA) {
 		u.mem.accepted = o.accepted
 		rev := o.accepted.rev
-		u.addPersist(func(pa *persistedApp) { pa.Accepted = &rev })
+		u.addPersist(func(pa *store.App) { pa.Accepted = &rev })
 	}
 	if o.refusal != nil {
 		u.noteRefusal(in, *o.refusal)
@@ -70,9 +71,9 @@ func nextStatus(in statusInput) statusUpdate {
 	return *u
 }
 
-func (u *statusUpdate) addPersist(f func(*persistedApp)) {
+func (u *statusUpdate) addPersist(f func(*store.App)) {
 	prev := u.persist
-	u.persist = func(pa *persistedApp) {
+	u.persist = func(pa *store.App) {
 		if prev != nil {
 			prev(pa)
 		}
@@ -96,7 +97,7 @@ func (u *statusUpdate) noteRefusal(in statusInput, r status.Refusal) {
 	}
 	u.mem.lastRefused = r.Revision.SHA
 	sha := r.Revision.SHA
-	u.addPersist(func(pa *persistedApp) { pa.LastRefused = sha })
+	u.addPersist(func(pa *store.App) { pa.LastRefused = sha })
 	if fp := in.out.forcePush; fp != nil && fp.Refused && fp.To.SHA == sha {
 		return // the force-push entry says it, with the remedy
 	}
@@ -197,7 +198,7 @@ func (u *statusUpdate) markApplied(in statusInput, desired *revisionState, plan 
 	u.mem.appliedRev = &rev
 	u.mem.appliedState = state
 	u.mem.appliedFrom = from
-	u.addPersist(func(pa *persistedApp) {
+	u.addPersist(func(pa *store.App) {
 		pa.Applied = &rev
 		pa.AppliedState = state
 		pa.AppliedFrom = from
@@ -241,7 +242,7 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 		fp := *o.forcePush
 		fp.Since = in.now
 		u.mem.forcePush = &fp
-		u.addPersist(func(pa *persistedApp) { c := fp; pa.ForcePush = &c })
+		u.addPersist(func(pa *store.App) { c := fp; pa.ForcePush = &c })
 		to := fp.To
 		e := status.HistoryEntry{Kind: status.KindForcePush, Revision: &to, Result: "followed",
 			Summary: fp.Summary() + "; following it (" + fp.Setting() + ")"}
@@ -252,7 +253,7 @@ func (u *statusUpdate) noteForcePush(in statusInput) {
 		u.record(in, e)
 	case old != nil && o.fetched != nil && o.sourceErr == nil && o.fetched.SHA != old.To.SHA:
 		u.mem.forcePush = nil
-		u.addPersist(func(pa *persistedApp) { pa.ForcePush = nil })
+		u.addPersist(func(pa *store.App) { pa.ForcePush = nil })
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/sync/store"
 )
 
 // A pass is one reconcile of one app, a short sequence of steps that reads
@@ -78,7 +79,7 @@ type passOutcome struct {
 	nextTagCheck time.Time
 	// before is each service's ready/desired count seen before an apply,
 	// so the replica series shows the dip a repair closes.
-	before []serviceCount
+	before []store.ServiceCount
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -298,10 +299,10 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 }
 
 // healthCounts is the ready/desired count of each service assessed.
-func healthCounts(h drift.AppHealth) []serviceCount {
-	out := make([]serviceCount, 0, len(h.Services))
+func healthCounts(h drift.AppHealth) []store.ServiceCount {
+	out := make([]store.ServiceCount, 0, len(h.Services))
 	for _, s := range h.Services {
-		out = append(out, serviceCount{s.Service, s.Ready, s.Desired})
+		out = append(out, store.ServiceCount{Service: s.Service, Ready: s.Ready, Desired: s.Desired})
 	}
 	return out
 }

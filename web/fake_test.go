@@ -16,7 +16,6 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -30,7 +29,7 @@ type fakeAgent struct {
 	notReady error
 	subs     []chan status.Event
 	pinErr   error
-	series   map[string][]dsync.ServiceSeries // by app
+	series   map[string][]status.ServiceSeries // by app
 }
 
 var errUnknownApp = errors.New("unknown app")
@@ -78,7 +77,7 @@ func (f *fakeAgent) History(q status.HistoryQuery) ([]status.HistoryEntry, error
 	return out, nil
 }
 
-func (f *fakeAgent) Series(app string, since time.Time) []dsync.ServiceSeries {
+func (f *fakeAgent) Series(app string, since time.Time) []status.ServiceSeries {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.series[app])

@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -41,7 +40,7 @@ type Agent interface {
 	History(q status.HistoryQuery) ([]status.HistoryEntry, error)
 	Entry(id uint64) (status.HistoryEntry, bool)
 	// Series is an app's ready/desired replica series from since on.
-	Series(app string, since time.Time) []dsync.ServiceSeries
+	Series(app string, since time.Time) []status.ServiceSeries
 	Enqueue(app, trigger string) error
 	SetSuspended(app string, suspended bool) error
 	SetSelfHeal(app string, on bool) error

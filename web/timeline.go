@@ -13,7 +13,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -113,7 +112,7 @@ func markKind(e status.HistoryEntry) (string, bool) {
 // timelineInput is everything a timeline is drawn from.
 type timelineInput struct {
 	App     string
-	Series  []dsync.ServiceSeries
+	Series  []status.ServiceSeries
 	Entries []status.HistoryEntry // any order; those outside the range are left out
 	Span    time.Duration
 	Now     time.Time
@@ -259,7 +258,7 @@ func (t *timelineCanvas) x(at time.Time) float64 {
 // lane is one step chart: a service, or the app's services summed.
 type lane struct {
 	name   string
-	points []dsync.SeriesPoint
+	points []status.SeriesPoint
 }
 
 func (t *timelineCanvas) lanes() []lane {
@@ -275,7 +274,7 @@ func (t *timelineCanvas) lanes() []lane {
 
 // sumSeries adds the services' counts minute by minute; a service counts
 // from its first point on, with the value in force at each minute.
-func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
+func sumSeries(series []status.ServiceSeries) []status.SeriesPoint {
 	if len(series) == 0 {
 		return nil
 	}
@@ -290,10 +289,10 @@ func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
 		}
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	out := make([]dsync.SeriesPoint, 0, len(times))
+	out := make([]status.SeriesPoint, 0, len(times))
 	idx := make([]int, len(series))
 	for _, at := range times {
-		sum := dsync.SeriesPoint{Time: at}
+		sum := status.SeriesPoint{Time: at}
 		for i, s := range series {
 			for idx[i]+1 < len(s.Points) && !s.Points[idx[i]+1].Time.After(at) {
 				idx[i]++
@@ -319,7 +318,7 @@ func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
 // steps turns points into step-chart polylines, one per stretch without a
 // gap. value picks ready or desired; span, if set, the lowest and highest
 // values within a point's minute, drawn as a spike from the step.
-func (t *timelineCanvas) steps(points []dsync.SeriesPoint, value func(dsync.SeriesPoint) int, span func(dsync.SeriesPoint) (int, int), y func(int) float64) [][][2]float64 {
+func (t *timelineCanvas) steps(points []status.SeriesPoint, value func(status.SeriesPoint) int, span func(status.SeriesPoint) (int, int), y func(int) float64) [][][2]float64 {
 	var lines [][][2]float64
 	var cur [][2]float64
 	for i, p := range points {
@@ -381,7 +380,7 @@ func polyline(b *strings.Builder, class, stroke, dash string, pts [][2]float64) 
 
 func (t *timelineCanvas) drawLane(b *strings.Builder, l lane, top int) {
 	peak := 1
-	var last *dsync.SeriesPoint
+	var last *status.SeriesPoint
 	for i, p := range l.points {
 		peak = max(peak, p.Ready, p.Desired, p.MaxReady)
 		if !p.Time.After(t.end) {
@@ -403,10 +402,10 @@ func (t *timelineCanvas) drawLane(b *strings.Builder, l lane, top int) {
 		fmt.Fprintf(b, `<text class="lane-now" x="4" y="%.1f" font-size="11" fill="#636c76">%s</text>`, bottom-height/2+14, esc(now))
 		fmt.Fprintf(b, `<text class="lane-peak" x="%.1f" y="%.1f" font-size="10" fill="#636c76" text-anchor="end">%d</text>`, t.x0-4, y(peak)+4, peak)
 	}
-	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Desired }, nil, y) {
+	for _, pts := range t.steps(l.points, func(p status.SeriesPoint) int { return p.Desired }, nil, y) {
 		polyline(b, "desired", "#8c959f", ` stroke-dasharray="5 4"`, pts)
 	}
-	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Ready }, func(p dsync.SeriesPoint) (int, int) { return p.MinReady, p.MaxReady }, y) {
+	for _, pts := range t.steps(l.points, func(p status.SeriesPoint) int { return p.Ready }, func(p status.SeriesPoint) (int, int) { return p.MinReady, p.MaxReady }, y) {
 		polyline(b, "ready", "#1a7f37", "", pts)
 	}
 	b.WriteString(`</g>`)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -112,8 +111,8 @@ func timelineEntries() []status.HistoryEntry {
 	}
 }
 
-func timelineSeries() []dsync.ServiceSeries {
-	var web []dsync.SeriesPoint
+func timelineSeries() []status.ServiceSeries {
+	var web []status.SeriesPoint
 	// 3/3 from 40 minutes ago, a dip to 2 at 8 minutes ago, then scaled
 	// down to 1/1 two minutes ago; a gap (agent down) from 30 to 25
 	// minutes ago.
@@ -121,7 +120,7 @@ func timelineSeries() []dsync.ServiceSeries {
 		if m < 30 && m > 25 {
 			continue
 		}
-		p := dsync.SeriesPoint{Time: minutesAgo(m), Ready: 3, Desired: 3, MinReady: 3}
+		p := status.SeriesPoint{Time: minutesAgo(m), Ready: 3, Desired: 3, MinReady: 3}
 		switch {
 		case m == 8:
 			p.MinReady = 2 // a replica removed and recreated within the minute
@@ -130,8 +129,8 @@ func timelineSeries() []dsync.ServiceSeries {
 		}
 		web = append(web, p)
 	}
-	return []dsync.ServiceSeries{
-		{Service: "db", Points: []dsync.SeriesPoint{{Time: minutesAgo(40), Ready: 1, Desired: 1, MinReady: 1}, {Time: minutesAgo(0), Ready: 1, Desired: 1, MinReady: 1}}},
+	return []status.ServiceSeries{
+		{Service: "db", Points: []status.SeriesPoint{{Time: minutesAgo(40), Ready: 1, Desired: 1, MinReady: 1}, {Time: minutesAgo(0), Ready: 1, Desired: 1, MinReady: 1}}},
 		{Service: "web", Points: web},
 	}
 }
@@ -280,7 +279,7 @@ func TestParseRange(t *testing.T) {
 
 func TestTimelineEndpointsAndPages(t *testing.T) {
 	e := newTestEnv(t, func(o *Options) { o.Now = func() time.Time { return fixedTime.Add(40 * time.Minute) } })
-	e.agent.series = map[string][]dsync.ServiceSeries{"shop": {{Service: "web", Points: []dsync.SeriesPoint{{Time: fixedTime, Ready: 3, Desired: 3}}}}}
+	e.agent.series = map[string][]status.ServiceSeries{"shop": {{Service: "web", Points: []status.SeriesPoint{{Time: fixedTime, Ready: 3, Desired: 3}}}}}
 
 	w := e.do(http.MethodGet, "/apps/shop/timeline?range=1h", "")
 	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "image/svg+xml") {
@@ -385,7 +384,7 @@ func TestTimelineMarksDoNotHideEachOther(t *testing.T) {
 // A minute that saw more and fewer ready replicas than at its end (a
 // deploy from 0 and a scale-down to 1 within it) draws a spike to both.
 func TestTimelineMinuteSpike(t *testing.T) {
-	in := timelineInput{App: "shop", Span: time.Hour, Now: tlNow, Series: []dsync.ServiceSeries{{Service: "web", Points: []dsync.SeriesPoint{
+	in := timelineInput{App: "shop", Span: time.Hour, Now: tlNow, Series: []status.ServiceSeries{{Service: "web", Points: []status.SeriesPoint{
 		{Time: minutesAgo(5), Ready: 1, Desired: 1, MinReady: 0, MaxReady: 3},
 	}}}}
 	svg := parseSVG(t, string(timelineSVG(in)))
@@ -412,7 +411,7 @@ func FuzzTimelineSVG(f *testing.F) {
 	f.Add("a", "", "\x00\x01\ufffe", "\xff\xfe")
 	f.Fuzz(func(t *testing.T, app, service, summary, errText string) {
 		in := timelineInput{App: app, Span: time.Hour, Now: tlNow,
-			Series: []dsync.ServiceSeries{{Service: service, Points: []dsync.SeriesPoint{{Time: minutesAgo(3), Ready: 1, Desired: 2, MinReady: 0, MaxReady: 2}}}},
+			Series: []status.ServiceSeries{{Service: service, Points: []status.SeriesPoint{{Time: minutesAgo(3), Ready: 1, Desired: 2, MinReady: 0, MaxReady: 2}}}},
 			Entries: []status.HistoryEntry{
 				{ID: 1, Time: minutesAgo(2), Kind: status.KindRefused, Summary: summary, Errors: []string{errText}},
 				{ID: 2, Time: minutesAgo(1), Kind: status.KindSync, Result: "succeeded", Summary: summary},

@@ -1,4 +1,4 @@
-package sync
+package store
 
 import (
 	"bytes"
@@ -7,12 +7,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/driftless-dev/driftless/sync/status"
+	bolt "go.etcd.io/bbolt"
 )
 
 // SeriesRetention is how long the replica series is kept: the dashboard's
@@ -28,76 +27,57 @@ const maxSeriesPerApp = 256
 
 var bucketSeries = []byte("series")
 
-// SeriesPoint is one minute of one service: the ready and desired counts
-// at the minute's last observation, and the lowest and highest ready
-// counts seen in it (so a replica removed and recreated within a second,
-// or a deploy and a scale-down in the same minute, still show).
-type SeriesPoint struct {
-	Time     time.Time `json:"time"` // start of the minute, UTC
-	Ready    int       `json:"ready"`
-	Desired  int       `json:"desired"`
-	MinReady int       `json:"minReady"`
-	MaxReady int       `json:"maxReady"`
-}
-
-// ServiceSeries is one service's points, oldest first. A minute without a
-// point is a minute the agent did not run.
-type ServiceSeries struct {
-	Service string        `json:"service"`
-	Points  []SeriesPoint `json:"points"`
-}
-
 // seriesKey identifies one service's series.
 type seriesKey struct{ app, service string }
 
-// replicaSeries is the in-memory copy of the replica series, written to
-// bbolt by flush. Points are appended at most once a minute per service;
+// Series is the in-memory copy of the replica series, written to
+// bbolt by Flush. Points are appended at most once a minute per service;
 // a change within the minute updates that minute's point.
-type replicaSeries struct {
-	mu     stdsync.Mutex
-	points map[seriesKey][]SeriesPoint
+type Series struct {
+	mu     sync.Mutex
+	points map[seriesKey][]status.SeriesPoint
 	// current is the latest observation, carried into each new minute.
-	current map[seriesKey]SeriesPoint
+	current map[seriesKey]status.SeriesPoint
 	dirty   map[seriesKey]map[int64]bool // minutes not yet written
 }
 
-func newReplicaSeries() *replicaSeries {
-	return &replicaSeries{points: map[seriesKey][]SeriesPoint{}, current: map[seriesKey]SeriesPoint{}, dirty: map[seriesKey]map[int64]bool{}}
+func NewSeries() *Series {
+	return &Series{points: map[seriesKey][]status.SeriesPoint{}, current: map[seriesKey]status.SeriesPoint{}, dirty: map[seriesKey]map[int64]bool{}}
 }
 
-// serviceCount is what a pass saw of one service.
-type serviceCount struct {
-	service        string
-	ready, desired int
+// ServiceCount is what a pass saw of one service.
+type ServiceCount struct {
+	Service        string
+	Ready, Desired int
 }
 
-// countsOf is the ready/desired count of every service in a status.
-func countsOf(s status.AppStatus) []serviceCount {
-	out := make([]serviceCount, 0, len(s.Services))
+// CountsOf is the ready/desired count of every service in a status.
+func CountsOf(s status.AppStatus) []ServiceCount {
+	out := make([]ServiceCount, 0, len(s.Services))
 	for _, svc := range s.Services {
-		out = append(out, serviceCount{svc.Name, svc.Ready, svc.Desired})
+		out = append(out, ServiceCount{svc.Name, svc.Ready, svc.Desired})
 	}
 	return out
 }
 
-// observe records counts seen at now.
-func (r *replicaSeries) observe(app string, now time.Time, counts []serviceCount) {
+// Observe records counts seen at now.
+func (r *Series) Observe(app string, now time.Time, counts []ServiceCount) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range counts {
-		k := seriesKey{app, c.service}
+		k := seriesKey{app, c.Service}
 		if _, known := r.points[k]; !known && r.appSeries(app) >= maxSeriesPerApp {
 			continue
 		}
-		r.current[k] = SeriesPoint{Ready: c.ready, Desired: c.desired}
-		r.add(k, now, c.ready, c.desired)
+		r.current[k] = status.SeriesPoint{Ready: c.Ready, Desired: c.Desired}
+		r.add(k, now, c.Ready, c.Desired)
 	}
 }
 
-// tick carries every service's latest observation into the minute of now,
+// Tick carries every service's latest observation into the minute of now,
 // for apps still configured, so a steady service has a point every minute
 // and a gap means the agent was not running.
-func (r *replicaSeries) tick(now time.Time, apps []string) {
+func (r *Series) Tick(now time.Time, apps []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, cur := range r.current {
@@ -107,18 +87,18 @@ func (r *replicaSeries) tick(now time.Time, apps []string) {
 	}
 }
 
-// forget stops carrying services an app no longer declares.
-func (r *replicaSeries) forget(app string, keep []serviceCount) {
+// Forget stops carrying services an app no longer declares.
+func (r *Series) Forget(app string, keep []ServiceCount) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.current {
-		if k.app == app && !slices.ContainsFunc(keep, func(c serviceCount) bool { return c.service == k.service }) {
+		if k.app == app && !slices.ContainsFunc(keep, func(c ServiceCount) bool { return c.Service == k.service }) {
 			delete(r.current, k)
 		}
 	}
 }
 
-func (r *replicaSeries) appSeries(app string) int {
+func (r *Series) appSeries(app string) int {
 	n := 0
 	for k := range r.points {
 		if k.app == app {
@@ -129,7 +109,7 @@ func (r *replicaSeries) appSeries(app string) int {
 }
 
 // add merges one observation into the minute of now. Callers hold r.mu.
-func (r *replicaSeries) add(k seriesKey, now time.Time, ready, desired int) {
+func (r *Series) add(k seriesKey, now time.Time, ready, desired int) {
 	m := now.UTC().Truncate(seriesStep)
 	pts := r.points[k]
 	if n := len(pts); n > 0 && !pts[n-1].Time.Before(m) {
@@ -143,7 +123,7 @@ func (r *replicaSeries) add(k seriesKey, now time.Time, ready, desired int) {
 		last.Ready, last.Desired = ready, desired
 		last.MinReady, last.MaxReady = min(last.MinReady, ready), max(last.MaxReady, ready)
 	} else {
-		pts = append(pts, SeriesPoint{Time: m, Ready: ready, Desired: desired, MinReady: ready, MaxReady: ready})
+		pts = append(pts, status.SeriesPoint{Time: m, Ready: ready, Desired: desired, MinReady: ready, MaxReady: ready})
 	}
 	cutoff := m.Add(-SeriesRetention)
 	i := sort.Search(len(pts), func(i int) bool { return !pts[i].Time.Before(cutoff) })
@@ -155,10 +135,10 @@ func (r *replicaSeries) add(k seriesKey, now time.Time, ready, desired int) {
 }
 
 // Since returns app's series from since on, services sorted by name.
-func (r *replicaSeries) since(app string, since time.Time) []ServiceSeries {
+func (r *Series) Since(app string, since time.Time) []status.ServiceSeries {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []ServiceSeries
+	var out []status.ServiceSeries
 	for k, pts := range r.points {
 		if k.app != app {
 			continue
@@ -168,10 +148,10 @@ func (r *replicaSeries) since(app string, since time.Time) []ServiceSeries {
 		i := sort.Search(len(pts), func(i int) bool { return pts[i].Time.After(since) })
 		i = max(i-1, 0)
 		if i < len(pts) {
-			out = append(out, ServiceSeries{Service: k.service, Points: slices.Clone(pts[i:])})
+			out = append(out, status.ServiceSeries{Service: k.service, Points: slices.Clone(pts[i:])})
 		}
 	}
-	slices.SortFunc(out, func(a, b ServiceSeries) int { return strings.Compare(a.Service, b.Service) })
+	slices.SortFunc(out, func(a, b status.ServiceSeries) int { return strings.Compare(a.Service, b.Service) })
 	return out
 }
 
@@ -200,7 +180,7 @@ func parseSeriesDBKey(key []byte) (seriesKey, int64, bool) {
 
 // A point is stored as four uvarints: ready, desired, lowest and highest
 // ready.
-func encodePoint(p SeriesPoint) []byte {
+func encodePoint(p status.SeriesPoint) []byte {
 	var b []byte
 	for _, v := range []int{p.Ready, p.Desired, p.MinReady, p.MaxReady} {
 		b = binary.AppendUvarint(b, uint64(max(v, 0)))
@@ -208,26 +188,26 @@ func encodePoint(p SeriesPoint) []byte {
 	return b
 }
 
-func decodePoint(v []byte) (SeriesPoint, bool) {
+func decodePoint(v []byte) (status.SeriesPoint, bool) {
 	var vals [4]int
 	for i := range vals {
 		x, n := binary.Uvarint(v)
 		if n <= 0 || x > 1<<20 {
-			return SeriesPoint{}, false
+			return status.SeriesPoint{}, false
 		}
 		vals[i], v = int(x), v[n:]
 	}
-	return SeriesPoint{Ready: vals[0], Desired: vals[1], MinReady: min(vals[2], vals[0]), MaxReady: max(vals[3], vals[0])}, len(v) == 0
+	return status.SeriesPoint{Ready: vals[0], Desired: vals[1], MinReady: min(vals[2], vals[0]), MaxReady: max(vals[3], vals[0])}, len(v) == 0
 }
 
-// load reads the stored series, dropping points older than the
+// Load reads the stored series, dropping points older than the
 // retention; an undecodable point is skipped (the series is a picture,
 // not a record).
-func (r *replicaSeries) load(db *bolt.DB, now time.Time) error {
+func (r *Series) Load(st *Store, now time.Time) error {
 	cutoff := now.Add(-SeriesRetention).Unix()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return db.View(func(tx *bolt.Tx) error {
+	return st.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSeries)
 		if b == nil {
 			return nil
@@ -248,12 +228,12 @@ func (r *replicaSeries) load(db *bolt.DB, now time.Time) error {
 	})
 }
 
-// prune deletes every stored point older than the retention, and any key
+// Prune deletes every stored point older than the retention, and any key
 // that is not a point, including series of apps no longer configured. It
 // walks the whole bucket, so it runs at startup only.
-func (r *replicaSeries) prune(db *bolt.DB, now time.Time) error {
+func (r *Series) Prune(st *Store, now time.Time) error {
 	cutoff := now.Add(-SeriesRetention).Unix()
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := st.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketSeries)
 		if err != nil {
 			return err
@@ -280,9 +260,9 @@ func (r *replicaSeries) prune(db *bolt.DB, now time.Time) error {
 	return nil
 }
 
-// flush writes the minutes changed since the last flush and deletes
+// Flush writes the minutes changed since the last flush and deletes
 // stored points older than the retention, in one transaction.
-func (r *replicaSeries) flush(db *bolt.DB, now time.Time) error {
+func (r *Series) Flush(st *Store, now time.Time) error {
 	r.mu.Lock()
 	type write struct {
 		key []byte
@@ -300,7 +280,7 @@ func (r *replicaSeries) flush(db *bolt.DB, now time.Time) error {
 	r.dirty = map[seriesKey]map[int64]bool{}
 	r.mu.Unlock()
 	cutoff := now.Add(-SeriesRetention).Unix()
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := st.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketSeries)
 		if err != nil {
 			return err

@@ -1,20 +1,14 @@
-package sync
+package store
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
-func appendN(t *testing.T, s *store, app string, kind status.HistoryKind, n int) {
+func appendN(t *testing.T, s *Store, app string, kind status.HistoryKind, n int) {
 	t.Helper()
 	for i := range n {
 		if _, err := s.Append(status.HistoryEntry{App: app, Kind: kind, Summary: fmt.Sprintf("%s %d", app, i), Time: time.Unix(int64(i), 0)}); err != nil {
@@ -25,17 +19,17 @@ func appendN(t *testing.T, s *store, app string, kind status.HistoryKind, n int)
 
 func TestStoreHistorySurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir, 0)
+	s, err := Open(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "shop", status.KindSync, 3)
-	if err := s.UpdateApp("shop", func(p *persistedApp) { on := true; p.Suspended = &on }); err != nil {
+	if err := s.UpdateApp("shop", func(p *App) { on := true; p.Suspended = &on }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 
-	s, err = openStore(dir, 0)
+	s, err = Open(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +60,7 @@ func TestStoreHistorySurvivesReopen(t *testing.T) {
 
 func TestStoreTrimsToRetention(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir, 5)
+	s, err := Open(dir, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +70,7 @@ func TestStoreTrimsToRetention(t *testing.T) {
 		t.Fatalf("kept %d entries (%d..%d), want the newest 5 (4..8)", len(got), got[len(got)-1].ID, got[0].ID)
 	}
 	s.Close()
-	s, err = openStore(dir, 5)
+	s, err = Open(dir, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +83,7 @@ func TestStoreTrimsToRetention(t *testing.T) {
 }
 
 func TestStoreQueryFiltersAndPages(t *testing.T) {
-	s, err := openStore(t.TempDir(), 0)
+	s, err := Open(t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,39 +116,5 @@ func TestStoreQueryFiltersAndPages(t *testing.T) {
 	all, _ := s.Query(status.HistoryQuery{Before: 1000})
 	if len(all) != 10 {
 		t.Fatalf("Before beyond the newest returned %d entries, want 10", len(all))
-	}
-}
-
-// An unreadable database is moved aside and a new one started, with an
-// entry that says so; a database locked by another agent is not.
-func TestCorruptStoreIsMovedAsideAndHistoryStartsOver(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "driftless.db")
-	if err := os.WriteFile(path, bytes.Repeat([]byte("not a bolt database "), 4096), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, dir: dir, engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
-		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{appConfig("shop")}}
-	h.open()
-	es := h.history("shop")
-	if len(es) != 1 || !strings.Contains(es[0].Summary, "history database was unreadable") || !strings.Contains(es[0].Summary, "driftless.db.corrupt-") {
-		t.Fatalf("history after recovery: %q", summaries(es))
-	}
-	aside, _ := filepath.Glob(path + ".corrupt-*")
-	if len(aside) != 1 {
-		t.Fatalf("moved-aside files: %v", aside)
-	}
-	// The agent works on the new store.
-	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
-	if st, err := h.pass("shop", TriggerStartup); err != nil || st.Sync != drift.SyncSynced {
-		t.Fatalf("after recovery: %v %s", err, st.Sync)
-	}
-
-	// A second agent on the same directory is refused, not "recovered".
-	if _, err := openStore(dir, 0); err == nil || !strings.Contains(err.Error(), "another driftless") {
-		t.Fatalf("second store on a locked database: %v", err)
-	}
-	if aside2, _ := filepath.Glob(path + ".corrupt-*"); len(aside2) != 1 {
-		t.Fatalf("a locked database was moved aside: %v", aside2)
 	}
 }

@@ -1,15 +1,16 @@
-package sync
+package store
 
 import (
 	"testing"
 	"time"
 
+	"github.com/driftless-dev/driftless/sync/status"
 	bolt "go.etcd.io/bbolt"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func points(s []ServiceSeries, service string) []SeriesPoint {
+func points(s []status.ServiceSeries, service string) []status.SeriesPoint {
 	for _, x := range s {
 		if x.Service == service {
 			return x.Points
@@ -21,28 +22,28 @@ func points(s []ServiceSeries, service string) []SeriesPoint {
 // A minute keeps the lowest ready count seen in it and the last desired
 // count; the next minute starts from the latest observation.
 func TestSeriesMinuteKeepsTheDip(t *testing.T) {
-	r := newReplicaSeries()
-	r.observe("shop", t0.Add(5*time.Second), []serviceCount{{"web", 3, 3}})
-	r.observe("shop", t0.Add(20*time.Second), []serviceCount{{"web", 2, 3}}) // a replica removed
-	r.observe("shop", t0.Add(21*time.Second), []serviceCount{{"web", 3, 3}}) // and recreated
-	r.tick(t0.Add(70*time.Second), []string{"shop"})
-	r.observe("shop", t0.Add(130*time.Second), []serviceCount{{"web", 1, 1}}) // scaled down
+	r := NewSeries()
+	r.Observe("shop", t0.Add(5*time.Second), []ServiceCount{{"web", 3, 3}})
+	r.Observe("shop", t0.Add(20*time.Second), []ServiceCount{{"web", 2, 3}}) // a replica removed
+	r.Observe("shop", t0.Add(21*time.Second), []ServiceCount{{"web", 3, 3}}) // and recreated
+	r.Tick(t0.Add(70*time.Second), []string{"shop"})
+	r.Observe("shop", t0.Add(130*time.Second), []ServiceCount{{"web", 1, 1}}) // scaled down
 
-	got := points(r.since("shop", t0), "web")
-	want := []SeriesPoint{{t0, 3, 3, 2, 3}, {t0.Add(time.Minute), 3, 3, 3, 3}, {t0.Add(2 * time.Minute), 1, 1, 1, 1}}
+	got := points(r.Since("shop", t0), "web")
+	want := []status.SeriesPoint{{Time: t0, Ready: 3, Desired: 3, MinReady: 2, MaxReady: 3}, {Time: t0.Add(time.Minute), Ready: 3, Desired: 3, MinReady: 3, MaxReady: 3}, {Time: t0.Add(2 * time.Minute), Ready: 1, Desired: 1, MinReady: 1, MaxReady: 1}}
 	requirePoints(t, "", got, want)
-	if other := r.since("cart", t0); len(other) != 0 {
+	if other := r.Since("cart", t0); len(other) != 0 {
 		t.Fatalf("another app's series = %+v", other)
 	}
 }
 
 // The point before since still holds at since; points before it are cut.
 func TestSeriesSinceStartsWithThePointInForce(t *testing.T) {
-	r := newReplicaSeries()
+	r := NewSeries()
 	for i := range 10 {
-		r.observe("shop", t0.Add(time.Duration(i)*time.Minute), []serviceCount{{"web", i, 9}})
+		r.Observe("shop", t0.Add(time.Duration(i)*time.Minute), []ServiceCount{{"web", i, 9}})
 	}
-	got := points(r.since("shop", t0.Add(4*time.Minute+30*time.Second)), "web")
+	got := points(r.Since("shop", t0.Add(4*time.Minute+30*time.Second)), "web")
 	if len(got) != 6 || got[0].Ready != 4 || got[5].Ready != 9 {
 		t.Fatalf("points since 4m30s = %+v, want ready 4..9", got)
 	}
@@ -52,28 +53,28 @@ func TestSeriesSinceStartsWithThePointInForce(t *testing.T) {
 // and when loading, and the series survives a restart of the agent.
 func TestSeriesRetentionAndRestart(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir, 0)
+	s, err := Open(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newReplicaSeries()
+	r := NewSeries()
 	start := t0
 	total := int((SeriesRetention + 2*time.Hour) / time.Minute)
 	for i := range total {
 		now := start.Add(time.Duration(i) * time.Minute)
-		r.observe("shop", now, []serviceCount{{"web", i % 4, 3}, {"db", 1, 1}})
+		r.Observe("shop", now, []ServiceCount{{"web", i % 4, 3}, {"db", 1, 1}})
 		if i%60 == 0 {
-			if err := r.flush(s.db, now); err != nil {
+			if err := r.Flush(s, now); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	end := start.Add(time.Duration(total-1) * time.Minute)
-	if err := r.flush(s.db, end); err != nil {
+	if err := r.Flush(s, end); err != nil {
 		t.Fatal(err)
 	}
 	keep := int(SeriesRetention/time.Minute) + 1
-	if n := len(points(r.since("shop", time.Time{}), "web")); n != keep {
+	if n := len(points(r.Since("shop", time.Time{}), "web")); n != keep {
 		t.Fatalf("in memory %d points, want %d (the retention at 1-minute resolution)", n, keep)
 	}
 	if n := countStoredPoints(t, s); n != 2*keep {
@@ -82,20 +83,20 @@ func TestSeriesRetentionAndRestart(t *testing.T) {
 	s.Close()
 
 	// Reopened two hours later: the oldest two hours are gone too.
-	s, err = openStore(dir, 0)
+	s, err = Open(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	later := end.Add(2 * time.Hour)
-	r2 := newReplicaSeries()
-	if err := r2.prune(s.db, later); err != nil {
+	r2 := NewSeries()
+	if err := r2.Prune(s, later); err != nil {
 		t.Fatal(err)
 	}
-	if err := r2.load(s.db, later); err != nil {
+	if err := r2.Load(s, later); err != nil {
 		t.Fatal(err)
 	}
-	got := points(r2.since("shop", time.Time{}), "web")
+	got := points(r2.Since("shop", time.Time{}), "web")
 	if len(got) != keep-120 {
 		t.Fatalf("after restart %d points, want %d", len(got), keep-120)
 	}
@@ -108,14 +109,14 @@ func TestSeriesRetentionAndRestart(t *testing.T) {
 	}
 	// After the restart the line goes on from the current minute; the
 	// minutes in between stay a gap.
-	r2.observe("shop", later, []serviceCount{{"web", 3, 3}})
-	got = points(r2.since("shop", end), "web")
+	r2.Observe("shop", later, []ServiceCount{{"web", 3, 3}})
+	got = points(r2.Since("shop", end), "web")
 	if len(got) != 2 || !got[1].Time.Equal(later) {
 		t.Fatalf("after restart the series = %+v, want the last stored point then %v", got, later)
 	}
 }
 
-func countStoredPoints(t *testing.T, s *store) int {
+func countStoredPoints(t *testing.T, s *Store) int {
 	t.Helper()
 	n := 0
 	if err := s.db.View(func(tx *bolt.Tx) error {
@@ -127,35 +128,7 @@ func countStoredPoints(t *testing.T, s *store) int {
 	return n
 }
 
-// Through the agent: a pass records what it saw before and after an
-// apply, and the series is there after a restart.
-func TestAgentRecordsReplicaSeries(t *testing.T) {
-	h := newHarness(t, appConfig("shop"))
-	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 3)})
-	h.pass("shop", "startup")
-	h.clock.Advance(2 * time.Minute)
-	h.engine.rm("shop-web-2")
-	h.pass("shop", "docker-event")
-	h.clock.Advance(2 * time.Minute)
-	h.sources["shop"].commit("scale down", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
-	h.pass("shop", "commit")
-
-	check := func(when string) {
-		t.Helper()
-		got := points(h.agent.Series("shop", t0), "web")
-		// The first deploy from 0, the repair's dip to 2, the scale-down.
-		want := []SeriesPoint{{t0, 3, 3, 0, 3}, {t0.Add(2 * time.Minute), 3, 3, 2, 3}, {t0.Add(4 * time.Minute), 1, 1, 1, 1}}
-		requirePoints(t, when, got, want)
-	}
-	check("before restart")
-	if err := h.agent.series.flush(h.agent.store.db, h.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	h.restart()
-	check("after restart")
-}
-
-func requirePoints(t *testing.T, when string, got, want []SeriesPoint) {
+func requirePoints(t *testing.T, when string, got, want []status.SeriesPoint) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: points = %+v, want %+v", when, got, want)
@@ -171,7 +144,7 @@ func requirePoints(t *testing.T, when string, got, want []SeriesPoint) {
 // Whatever the database holds under the series bucket, reading it never
 // panics, and a point that decodes encodes back to the same bytes.
 func FuzzSeriesRecord(f *testing.F) {
-	f.Add(seriesDBKey(seriesKey{"shop", "web"}, 1700000000), encodePoint(SeriesPoint{Ready: 3, Desired: 3, MinReady: 2, MaxReady: 3}))
+	f.Add(seriesDBKey(seriesKey{"shop", "web"}, 1700000000), encodePoint(status.SeriesPoint{Ready: 3, Desired: 3, MinReady: 2, MaxReady: 3}))
 	f.Add([]byte("x\x00"), []byte{0xff, 0xff})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		if k, unix, ok := parseSeriesDBKey(key); ok && string(seriesDBKey(k, unix)) != string(key) {

@@ -1,4 +1,8 @@
-package sync
+// Package store keeps what the agent remembers across restarts in one
+// bbolt file, DataDir/driftless.db: the history, each app's runtime state
+// (toggles, pin, the last applied revision) and the replica series the
+// timeline draws.
+package store
 
 import (
 	"encoding/binary"
@@ -9,7 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -27,22 +31,22 @@ var (
 	bucketApps    = []byte("apps")
 )
 
-// store persists history and the per-app runtime state (toggles, pin, the
+// Store persists history and the per-app runtime state (toggles, pin, the
 // last applied revision) in DataDir/driftless.db.
-type store struct {
+type Store struct {
 	db        *bolt.DB
 	retention int
-	// recovered says where an unreadable database was moved when the
+	// Recovered says where an unreadable database was moved when the
 	// store started fresh; "" when it opened normally.
-	recovered string
+	Recovered string
 
-	mu    stdsync.Mutex // serialises count bookkeeping with writes
+	mu    sync.Mutex // serialises count bookkeeping with writes
 	count int
 }
 
-// persistedApp is what survives a restart for one app. Pointers are nil
+// App is what survives a restart for one app. Pointers are nil
 // until set at runtime; then they override the config.
-type persistedApp struct {
+type App struct {
 	Suspended *bool               `json:"suspended,omitempty"`
 	SelfHeal  *bool               `json:"selfHeal,omitempty"`
 	Pinned    *gitsource.Revision `json:"pinned,omitempty"`
@@ -60,7 +64,7 @@ type persistedApp struct {
 	ForcePush *status.ForcePush `json:"forcePush,omitempty"`
 }
 
-func openStore(dataDir string, retention int) (*store, error) {
+func Open(dataDir string, retention int) (*Store, error) {
 	if dataDir == "" {
 		return nil, errors.New("data directory not set: set dataDir in the config or --data-dir")
 	}
@@ -87,12 +91,12 @@ func openStore(dataDir string, retention int) (*store, error) {
 	if ferr != nil {
 		return nil, ferr
 	}
-	s.recovered = fmt.Sprintf("the history database was unreadable (%v); it was moved to %s and history starts over here", err, aside)
+	s.Recovered = fmt.Sprintf("the history database was unreadable (%v); it was moved to %s and history starts over here", err, aside)
 	return s, nil
 }
 
 // openStoreFile opens and checks one database file.
-func openStoreFile(path string, retention int) (s *store, err error) {
+func openStoreFile(path string, retention int) (s *Store, err error) {
 	defer func() {
 		// bbolt panics on some damaged pages; that is a corrupt file too.
 		if r := recover(); r != nil {
@@ -118,7 +122,7 @@ func openStoreFile(path string, retention int) (s *store, err error) {
 		db.Close()
 		return nil, fmt.Errorf("history store %s is damaged: %w", path, err)
 	}
-	s = &store{db: db, retention: retention}
+	s = &Store{db: db, retention: retention}
 	err = db.Update(func(tx *bolt.Tx) error {
 		h, err := tx.CreateBucketIfNotExists(bucketHistory)
 		if err != nil {
@@ -152,7 +156,7 @@ func checkStore(db *bolt.DB) error {
 		}
 		if b := tx.Bucket(bucketApps); b != nil {
 			if err := b.ForEach(func(k, v []byte) error {
-				var p persistedApp
+				var p App
 				if err := json.Unmarshal(v, &p); err != nil {
 					return fmt.Errorf("state of app %s: %w", k, err)
 				}
@@ -224,7 +228,7 @@ func preflight(path string) error {
 	return nil
 }
 
-func (s *store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.db.Close() }
 
 func idKey(id uint64) []byte {
 	k := make([]byte, 8)
@@ -234,7 +238,7 @@ func idKey(id uint64) []byte {
 
 // Append stores entries, assigning IDs in order, and trims the oldest
 // entries beyond the retention. It returns the stored entries.
-func (s *store) Append(entries ...status.HistoryEntry) ([]status.HistoryEntry, error) {
+func (s *Store) Append(entries ...status.HistoryEntry) ([]status.HistoryEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -279,7 +283,7 @@ func (s *store) Append(entries ...status.HistoryEntry) ([]status.HistoryEntry, e
 }
 
 // Query returns entries newest first.
-func (s *store) Query(q status.HistoryQuery) ([]status.HistoryEntry, error) {
+func (s *Store) Query(q status.HistoryQuery) ([]status.HistoryEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
@@ -324,7 +328,7 @@ func (s *store) Query(q status.HistoryQuery) ([]status.HistoryEntry, error) {
 	return out, nil
 }
 
-func (s *store) Entry(id uint64) (status.HistoryEntry, bool) {
+func (s *Store) Entry(id uint64) (status.HistoryEntry, bool) {
 	var e status.HistoryEntry
 	found := false
 	_ = s.db.View(func(tx *bolt.Tx) error {
@@ -338,8 +342,8 @@ func (s *store) Entry(id uint64) (status.HistoryEntry, bool) {
 	return e, found
 }
 
-func (s *store) LoadApp(name string) (persistedApp, error) {
-	var p persistedApp
+func (s *Store) LoadApp(name string) (App, error) {
+	var p App
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketApps).Get([]byte(name))
 		if v == nil {
@@ -348,16 +352,16 @@ func (s *store) LoadApp(name string) (persistedApp, error) {
 		return json.Unmarshal(v, &p)
 	})
 	if err != nil {
-		return persistedApp{}, fmt.Errorf("read state of app %s: %w", name, err)
+		return App{}, fmt.Errorf("read state of app %s: %w", name, err)
 	}
 	return p, nil
 }
 
 // UpdateApp changes an app's persisted state in one transaction.
-func (s *store) UpdateApp(name string, change func(*persistedApp)) error {
+func (s *Store) UpdateApp(name string, change func(*App)) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketApps)
-		var p persistedApp
+		var p App
 		if v := b.Get([]byte(name)); v != nil {
 			if err := json.Unmarshal(v, &p); err != nil {
 				return err
