@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,7 +81,7 @@ func TestComposeCorpus(t *testing.T) {
 	// The stacks run at once, each as a subtest. Not with t.Parallel: that
 	// would run only -parallel (GOMAXPROCS) of them at a time, and they
 	// mostly wait for the engine.
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	for _, s := range stacks {
 		r := runs[s.dir]
 		r.agent = agent
@@ -221,7 +221,7 @@ func (r *stackRun) runAll() {
 		}
 		var finish func(*testing.T)
 		done := make(chan struct{})
-		stopWatching := stdsync.OnceFunc(func() { close(done) })
+		stopWatching := sync.OnceFunc(func() { close(done) })
 		defer stopWatching() // also when the wait below fails the test
 		if ch.during != nil {
 			finish = ch.during(r, done)
@@ -494,7 +494,7 @@ func putInVolume(t *testing.T, image, volume, name, body string) {
 // sampleRunning counts, until done, the running containers of a service
 // at every moment it looks; it returns the minimum and maximum seen.
 func sampleRunning(app, service string, done <-chan struct{}) func() (lo, hi int) {
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	lo, hi := 1<<30, 0
 	finished := make(chan struct{})
 	go func() {

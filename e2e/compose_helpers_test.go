@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,7 +73,7 @@ type imageSet struct {
 	ns   string
 	base string
 
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	profiles map[string]string // profile key -> image ID
 	tags     []string
 }
@@ -185,7 +185,7 @@ func randHex(n int) string {
 // --- Host ports -----------------------------------------------------------
 
 var handedOut struct {
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	ports map[int]bool
 }
 

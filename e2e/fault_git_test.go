@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,11 +147,11 @@ type slowLink struct {
 	upstream string
 	rate     int // bytes per second, server to client
 
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	trip  int64 // a connection that passed this many bytes trips
 	onTip func()
 	conns map[net.Conn]bool
-	wg    stdsync.WaitGroup
+	wg    sync.WaitGroup
 }
 
 func startSlowLink(t *testing.T, upstream string, rate int) *slowLink {

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"text/tabwriter"
@@ -75,7 +75,7 @@ type faultRow struct {
 }
 
 var faultSummary struct {
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	rows []*faultRow
 }
 
@@ -642,7 +642,7 @@ func (f *foreignObjects) check(t interface {
 // what ran at any moment can be rebuilt without sampling gaps.
 type eventLog struct {
 	app string
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	evs []events.Message
 	err error
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -43,11 +43,11 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	dataDir := t.TempDir()
 	cfg := config.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
 		Interval: "@every 1s", SelfHeal: true, MaxRemovalPercent: 50, AllowInsecureTransport: true}
-	agent, err := dsync.New(dsync.Options{
+	agent, err := loop.New(loop.Options{
 		DataDir: dataDir,
 		Apps:    []config.AppConfig{cfg},
 		Engine:  engine,
-		NewSource: func(c config.AppConfig) (dsync.Source, error) {
+		NewSource: func(c config.AppConfig) (loop.Source, error) {
 			return gitsource.New(gitsource.Config{URL: c.Repo, Branch: c.Branch, Path: c.Path, Dir: filepath.Join(dataDir, "git", c.Name), Auth: c.Auth,
 				AllowInsecureTransport: c.AllowInsecureTransport})
 		},

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +25,7 @@ import (
 type fakeHost struct {
 	t        *testing.T
 	addr     string
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	messages []hostMessage
 	statuses []hostStatus
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -184,7 +184,7 @@ type applied struct {
 	entry uint64
 }
 
-func (t *statusTracker) statuses(r dsync.Report, externalURL string) []commitStatus {
+func (t *statusTracker) statuses(r loop.Report, externalURL string) []commitStatus {
 	var out []commitStatus
 	add := func(sha, state, desc string, entry uint64) {
 		// Saying the same twice in a row adds nothing; keeping only the

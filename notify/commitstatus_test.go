@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -157,18 +157,18 @@ func TestStatusTrackerPendingThenSuccessOrFailure(t *testing.T) {
 	}
 	tr := newStatusTracker()
 	steps := []struct {
-		r    dsync.Report
+		r    loop.Report
 		want string
 	}{
-		{dsync.Report{App: "web", Applying: good}, "1111111=pending"},
-		{dsync.Report{App: "web", Applying: good}, ""},
-		{dsync.Report{App: "web", Next: appStatus(drift.HealthProgressing, good), Entries: []status.HistoryEntry{{ID: 3, Kind: status.KindSync, Result: "succeeded", Revision: good}}}, ""},
-		{dsync.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, "1111111=success"},
-		{dsync.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, ""},
-		{dsync.Report{App: "web", Applying: bad}, "2222222=pending"},
-		{dsync.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}, "2222222=failure"},
-		{dsync.Report{App: "web", Applying: bad}, "2222222=pending"},
-		{dsync.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRefused, Revision: rev("3333333cc", "typo"), Summary: "refused 3333333: web.yaml:3:5: replicas: must be a number"}}}, "3333333=failure"},
+		{loop.Report{App: "web", Applying: good}, "1111111=pending"},
+		{loop.Report{App: "web", Applying: good}, ""},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthProgressing, good), Entries: []status.HistoryEntry{{ID: 3, Kind: status.KindSync, Result: "succeeded", Revision: good}}}, ""},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, "1111111=success"},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, ""},
+		{loop.Report{App: "web", Applying: bad}, "2222222=pending"},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}, "2222222=failure"},
+		{loop.Report{App: "web", Applying: bad}, "2222222=pending"},
+		{loop.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRefused, Revision: rev("3333333cc", "typo"), Summary: "refused 3333333: web.yaml:3:5: replicas: must be a number"}}}, "3333333=failure"},
 	}
 	for i, s := range steps {
 		got := tr.statuses(s.r, "https://d.example")

@@ -9,15 +9,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/nicholas-fedor/shoutrrr/pkg/router"
 	"github.com/nicholas-fedor/shoutrrr/pkg/types"
 	"github.com/prometheus/client_golang/prometheus"
 
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -30,7 +30,7 @@ const (
 var defaultRetry = retry{Attempts: 6, Base: 2 * time.Second, Max: 2 * time.Minute}
 
 // Recorder keeps delivery problems where people look: the app's history.
-// *sync.Agent satisfies it.
+// *loop.Agent satisfies it.
 type Recorder interface {
 	RecordNotification(app, summary, result string) error
 }
@@ -45,7 +45,7 @@ type Options struct {
 	retry      retry            // tests shorten it
 }
 
-// Notifier is the loop's dsync.Observer: it derives events and commit
+// Notifier is the loop's loop.Observer: it derives events and commit
 // statuses from each report and hands them to one goroutine per
 // destination.
 type Notifier struct {
@@ -55,7 +55,7 @@ type Notifier struct {
 	window      time.Duration
 	counter     *prometheus.CounterVec
 
-	mu       stdsync.Mutex // guards the detector, the tracker and recorder
+	mu       sync.Mutex // guards the detector, the tracker and recorder
 	det      *detector
 	tracker  *statusTracker
 	recorder Recorder
@@ -264,8 +264,8 @@ func (n *Notifier) Test(ctx context.Context, name string) error {
 	return fmt.Errorf("%w %q", ErrUnknownDestination, name)
 }
 
-// Observe implements dsync.Observer. It only computes and enqueues.
-func (n *Notifier) Observe(r dsync.Report) {
+// Observe implements loop.Observer. It only computes and enqueues.
+func (n *Notifier) Observe(r loop.Report) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()
@@ -336,4 +336,4 @@ func (n *Notifier) problem(app, dest, summary, result string) {
 }
 
 // The agent takes the Notifier as its observer.
-var _ dsync.Observer = (*Notifier)(nil)
+var _ loop.Observer = (*Notifier)(nil)

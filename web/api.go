@@ -16,7 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -283,7 +283,7 @@ func actions() []action {
 			name:  "sync",
 			parse: noInput,
 			run: func(_ context.Context, a Agent, app string, _ actionInput) error {
-				return a.Enqueue(app, dsync.TriggerManual)
+				return a.Enqueue(app, loop.TriggerManual)
 			},
 			done: func(app string, _ actionInput) string { return "sync of " + app + " queued" },
 		},
@@ -356,7 +356,7 @@ func (s *Server) runAction(ctx context.Context, a action, app string, in actionI
 		return http.StatusBadRequest, err.Error()
 	}
 	if err := a.run(ctx, s.opts.Agent, app, in); err != nil {
-		if _, ok := s.opts.Agent.App(app); !ok || errors.Is(err, dsync.ErrUnknownApp) {
+		if _, ok := s.opts.Agent.App(app); !ok || errors.Is(err, loop.ErrUnknownApp) {
 			return http.StatusNotFound, s.unknownAppMessage(app)
 		}
 		s.log.Warn("action refused by agent", "action", a.name, "app", app, "err", err)

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -84,7 +84,7 @@ func (s *Server) redactedDiff(ctx context.Context, app, from, to string) (gitsou
 
 // diffCache keeps the last few redacted diffs.
 type diffCache struct {
-	mu    gosync.Mutex
+	mu    sync.Mutex
 	items map[string]gitsource.Diff
 	order []string
 }

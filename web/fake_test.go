@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	gosync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +21,7 @@ import (
 
 // fakeAgent implements Agent in memory and records what web asked of it.
 type fakeAgent struct {
-	mu       gosync.Mutex
+	mu       sync.Mutex
 	apps     []status.AppStatus
 	history  []status.HistoryEntry // newest first
 	enqueued []string              // "app/trigger"

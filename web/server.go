@@ -1,6 +1,6 @@
 // Package web serves driftless's dashboard, JSON API, webhooks, metrics and
 // health endpoints. It reads status and history from the agent and enqueues
-// work; every decision about what to do stays in package sync.
+// work; every decision about what to do stays in package loop (sync/loop).
 package web
 
 import (
@@ -60,7 +60,7 @@ type AppSource struct {
 	WebhookSecret string // per-app secret; empty means Options.WebhookSecret
 }
 
-// appConfigLister is implemented by *sync.Agent; when the agent has it,
+// appConfigLister is implemented by *loop.Agent; when the agent has it,
 // Options.Sources need not be set.
 type appConfigLister interface {
 	AppConfigs() []config.AppConfig
@@ -95,7 +95,7 @@ type Options struct {
 	// Sources lists the configured apps' repositories and webhook secrets.
 	// A function rather than a slice so configuration changes are seen.
 	// Nil: taken from the agent's AppConfigs when it has that method
-	// (*sync.Agent does), else no app matches any webhook.
+	// (*loop.Agent does), else no app matches any webhook.
 	Sources func() []AppSource
 	// PublicRead serves read-only pages and API to any address without a
 	// token.

@@ -4,13 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 )
 
 // The real agent satisfies the interface web uses.
-var _ Agent = (*dsync.Agent)(nil)
-var _ appConfigLister = (*dsync.Agent)(nil)
+var _ Agent = (*loop.Agent)(nil)
+var _ appConfigLister = (*loop.Agent)(nil)
 
 type agentWithConfigs struct {
 	*fakeAgent

@@ -22,8 +22,8 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/notify"
-	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -482,7 +482,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	var swarmTarget dsync.Engine // stays a nil interface without a Swarm app
+	var swarmTarget loop.Engine // stays a nil interface without a Swarm app
 	if swarmEng != nil {
 		defer swarmEng.Close()
 		swarmTarget = swarmEng
@@ -496,7 +496,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	agent, err := dsync.New(dsync.Options{
+	agent, err := loop.New(loop.Options{
 		Observer:       notifier,
 		DataDir:        cfg.DataDir,
 		Apps:           cfg.Apps,
@@ -567,8 +567,8 @@ func webSources(apps []config.AppConfig) []web.AppSource {
 }
 
 // sourceFactory clones each app's repository under DATA/repos/APP.
-func sourceFactory(dataDir string, log *slog.Logger) func(config.AppConfig) (dsync.Source, error) {
-	return func(a config.AppConfig) (dsync.Source, error) {
+func sourceFactory(dataDir string, log *slog.Logger) func(config.AppConfig) (loop.Source, error) {
+	return func(a config.AppConfig) (loop.Source, error) {
 		return gitsource.New(gitsource.Config{
 			URL: a.Repo, Branch: a.Branch, Tag: a.Tag, Commit: a.Commit, Path: a.Path,
 			Dir:                    filepath.Join(dataDir, "repos", a.Name),

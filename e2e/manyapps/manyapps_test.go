@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,7 +81,7 @@ func removeApps(t *testing.T, apps []string) {
 		return
 	}
 	defer eng.Close()
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	sem := make(chan struct{}, 6)
 	for _, app := range apps {
 		wg.Go(func() {

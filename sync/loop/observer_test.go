@@ -1,8 +1,8 @@
-package sync
+package loop
 
 import (
 	"context"
-	stdsync "sync"
+	"sync"
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -10,7 +10,7 @@ import (
 )
 
 type reports struct {
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	got []Report
 }
 

@@ -1,9 +1,9 @@
-package sync
+package loop
 
 import (
 	"fmt"
 	"slices"
-	stdsync "sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,7 +57,7 @@ func TestQueueNeverProcessesOneKeyConcurrently(t *testing.T) {
 	keys := []string{"a", "b", "c"}
 	var inFlight [3]atomic.Int32
 	var violations, processed atomic.Int32
-	var workers stdsync.WaitGroup
+	var workers sync.WaitGroup
 	for range 4 {
 		workers.Go(func() {
 			for {
@@ -76,7 +76,7 @@ func TestQueueNeverProcessesOneKeyConcurrently(t *testing.T) {
 			}
 		})
 	}
-	var adders stdsync.WaitGroup
+	var adders sync.WaitGroup
 	for g := range 8 {
 		adders.Go(func() {
 			for i := range 200 {

@@ -1,7 +1,9 @@
-// Package sync owns the control loop: a deduplicating work queue keyed by
-// app, the passes that fetch, validate, observe, diff and apply, and the
-// status and history they leave behind.
-package sync
+// Package loop is the agent's control loop: a deduplicating work queue
+// keyed by app, and the passes that fetch, validate, observe, diff and
+// apply, ending in one status write (nextStatus). The config it runs
+// comes from sync/config; what it leaves behind is sync/status, kept in
+// sync/store.
+package loop
 
 import (
 	"bytes"
@@ -15,7 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -135,16 +137,16 @@ type Agent struct {
 	metrics *metrics
 	names   []string // sorted
 
-	mu   stdsync.Mutex // guards the public part of every appState
+	mu   sync.Mutex // guards the public part of every appState
 	apps map[string]*appState
 
-	subsMu  stdsync.Mutex
+	subsMu  sync.Mutex
 	subs    map[int]chan status.Event
 	nextSub int
 
 	secretKey manifest.SecretKey // never logged or shown
 
-	closeOnce stdsync.Once
+	closeOnce sync.Once
 	closeErr  error
 }
 
@@ -173,7 +175,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	for _, cfg := range opts.Apps {
 		if cfg.Target == manifest.TargetSwarm && opts.Swarm == nil {
-			return nil, fmt.Errorf("app %s: target: swarm needs a Swarm engine (sync.Options.Swarm)", cfg.Name)
+			return nil, fmt.Errorf("app %s: target: swarm needs a Swarm engine (loop.Options.Swarm)", cfg.Name)
 		}
 		if err := a.addApp(cfg); err != nil {
 			return nil, err
@@ -318,14 +320,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	// if that takes longer than shutdownGrace.
 	passCtx, cancelPasses := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPasses()
-	var workers stdsync.WaitGroup
+	var workers sync.WaitGroup
 	for range a.opts.Workers {
 		workers.Go(func() { a.worker(passCtx) })
 	}
 	for _, name := range a.names {
 		a.queue.Add(name, TriggerStartup)
 	}
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 
 	sched := cron.New()
 	for _, name := range a.names {
@@ -916,7 +918,7 @@ func (a *Agent) Subscribe() (<-chan status.Event, func()) {
 	a.nextSub++
 	a.subs[id] = ch
 	a.subsMu.Unlock()
-	var once stdsync.Once
+	var once sync.Once
 	return ch, func() {
 		once.Do(func() {
 			a.subsMu.Lock()

@@ -1,4 +1,4 @@
-package sync
+package loop
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -23,7 +23,7 @@ import (
 // fakeSource is a Git repository in memory: commits with their files, and
 // a head.
 type fakeSource struct {
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	commits  map[string]fakeCommit
 	head     string
 	fetchErr error
@@ -138,7 +138,7 @@ func (s *fakeSource) Revision(ctx context.Context, sha string) (gitsource.Revisi
 // fakeEngine is a Docker engine in memory that carries out plans the way
 // deploy does, as far as the differ can tell.
 type fakeEngine struct {
-	mu         stdsync.Mutex
+	mu         sync.Mutex
 	containers []drift.Container
 	networks   []drift.Network
 	volumes    []drift.Volume
@@ -360,7 +360,7 @@ func (e *fakeEngine) applyCount() int {
 
 // fakeClock is the agent's Now.
 type fakeClock struct {
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	now time.Time
 }
 
@@ -395,7 +395,7 @@ type harness struct {
 
 // lockedLog is the agent's Info log, for tests of what it says.
 type lockedLog struct {
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	buf bytes.Buffer
 }
 

@@ -1,8 +1,8 @@
-package sync
+package loop
 
 import (
 	"context"
-	stdsync "sync"
+	"sync"
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -13,7 +13,7 @@ import (
 
 // fakeSwarm is a Swarm manager as the loop sees it: services by name.
 type fakeSwarm struct {
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	services map[string]drift.SwarmService
 	networks []drift.Network
 }

@@ -1,9 +1,9 @@
-package sync
+package loop
 
 import (
 	"math/rand/v2"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 )
 
@@ -13,8 +13,8 @@ import (
 // workers at once, and a key added while it is being processed is handed out
 // once more after Done. Failures back off exponentially per key.
 type queue struct {
-	mu   stdsync.Mutex
-	cond *stdsync.Cond
+	mu   sync.Mutex
+	cond *sync.Cond
 
 	order      []string            // keys ready to be handed out, FIFO
 	dirty      map[string][]string // keys that must run (again), with their triggers
@@ -33,7 +33,7 @@ func newQueue(baseDelay, maxDelay time.Duration) *queue {
 		baseDelay:  baseDelay,
 		maxDelay:   maxDelay,
 	}
-	q.cond = stdsync.NewCond(&q.mu)
+	q.cond = sync.NewCond(&q.mu)
 	return q
 }
 

@@ -1,10 +1,10 @@
-package sync
+package loop
 
 import (
 	"errors"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +14,7 @@ import (
 
 // linkHost is a host whose one symlink a test moves between passes.
 type linkHost struct {
-	mu     stdsync.Mutex
+	mu     sync.Mutex
 	link   string
 	target string // "" : link is a plain directory
 }
