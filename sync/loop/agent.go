@@ -614,7 +614,7 @@ func (a *Agent) reconcile(ctx context.Context, name string, triggers []string) (
 	a.mu.Lock()
 	in := passInput{cfg: st.cfg, pinned: cloneRev(st.pinned), triggers: triggers, start: a.now(), mem: st.mem, stop: stop}
 	st.running = &runningPass{stop: stop}
-	st.status.Reconciling = true
+	st.status.Reconciling = true // status exception: a pass under way shows at once; nextStatus clears it
 	a.mu.Unlock()
 	a.notify(name, "status")
 	p := &pass{a: a, st: st, in: in}
@@ -629,9 +629,6 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	sin := statusInput{prev: cloneStatus(st.status), mem: st.mem, cfg: st.cfg, pinned: cloneRev(st.pinned), trigger: in.trigger(), now: now, out: o}
 	a.mu.Unlock()
 	u := nextStatus(sin)
-	if !o.cancelled {
-		u.history = append(tagHistory(name, o.tagMoves, now), u.history...)
-	}
 	var storeErr error
 	if u.persist != nil {
 		storeErr = a.store.UpdateApp(name, u.persist)
@@ -645,7 +642,9 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	}
 	if u.persist != nil || len(u.history) > 0 {
 		// Only a write says whether the store works again; a pass that
-		// wrote nothing keeps the history condition as it was.
+		// wrote nothing keeps the history condition as it was. Status
+		// exception: the write comes after nextStatus, so only here is its
+		// error known (withStorageError is pure too).
 		u.status = withStorageError(u.status, &u.mem, storeErr, now)
 	}
 	for _, kind := range u.errors {
@@ -656,7 +655,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	a.mu.Lock()
 	changed := statusChanged(st.status, u.status)
 	transition := st.status.Sync != u.status.Sync || st.status.Health != u.status.Health
-	st.status, st.mem, st.running = u.status, u.mem, nil
+	st.status, st.mem, st.running = u.status, u.mem, nil // the pass's one status write
 	snapshot := cloneStatus(st.status)
 	a.mu.Unlock()
 
@@ -689,7 +688,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 func (a *Agent) announceApply(name string, desired *revisionState, plan drift.Plan) {
 	planCopy := clonePlan(plan)
 	a.mu.Lock()
-	s := &a.apps[name].status
+	s := &a.apps[name].status // status exception: progress during a pass, replaced by its write
 	prev := cloneStatus(*s)
 	s.Sync = drift.SyncOutOfSync
 	if s.Health != drift.HealthDegraded {
@@ -802,7 +801,7 @@ func (a *Agent) SetSuspended(app string, suspended bool) error {
 	err := a.setToggle(app, summary, func(p *store.App, st *appState) {
 		p.Suspended = &suspended
 		st.cfg.Suspend = suspended
-		st.status.Suspended = suspended
+		st.status.Suspended = suspended // status exception: a person's toggle shows at once; the pass it enqueues writes the same
 	})
 	if err == nil && suspended {
 		a.preempt(app)
@@ -819,7 +818,7 @@ func (a *Agent) SetSelfHeal(app string, on bool) error {
 	return a.setToggle(app, summary, func(p *store.App, st *appState) {
 		p.SelfHeal = &on
 		st.cfg.SelfHeal = on
-		st.status.SelfHeal = on
+		st.status.SelfHeal = on // status exception: a person's toggle shows at once; the pass it enqueues writes the same
 	})
 }
 
@@ -865,7 +864,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 	err = a.store.UpdateApp(app, func(p *store.App) { p.Pinned = &rev })
 	if err == nil {
 		st.pinned = &rev
-		st.status.Pinned = &rev
+		st.status.Pinned = &rev // status exception: a person's pin shows at once; the pass it enqueues writes the same
 	}
 	ref := st.cfg.RefName()
 	a.mu.Unlock()
@@ -891,7 +890,7 @@ func (a *Agent) Unpin(app string) error {
 	err := a.store.UpdateApp(app, func(p *store.App) { p.Pinned = nil })
 	if err == nil {
 		st.pinned = nil
-		st.status.Pinned = nil
+		st.status.Pinned = nil // status exception: a person's unpin shows at once; the pass it enqueues writes the same
 	}
 	ref := st.cfg.RefName()
 	a.mu.Unlock()

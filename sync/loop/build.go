@@ -123,7 +123,7 @@ func (a *Agent) announceBuild(name string, rs *revisionState, ev drift.BuildEven
 	a.mu.Lock()
 	st, ok := a.apps[name]
 	if ok {
-		st.status.Message = msg
+		st.status.Message = msg // status exception: build progress during a pass, replaced by its write
 	}
 	a.mu.Unlock()
 	if ok {

@@ -97,6 +97,7 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 		cfg:    cfg,
 		sched:  sched,
 		source: src,
+		// Status exception: what shows until the first pass writes.
 		status: status.AppStatus{
 			Name:      cfg.Name,
 			Source:    status.SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
@@ -114,7 +115,8 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 }
 
 // restore applies what the store remembers; runtime toggles override the
-// config once set.
+// config once set. Status exception: before the first pass, the status
+// shows what the store kept.
 func (st *appState) restore(p store.App) {
 	if p.Suspended != nil {
 		st.cfg.Suspend = *p.Suspended

@@ -41,7 +41,9 @@ type statusUpdate struct {
 
 // nextStatus is the one place where a pass's outcome becomes status,
 // history and memory. It is pure: the clock is in.now, and in.prev and
-// in.mem are not changed.
+// in.mem are not changed. Every other status write is marked "status
+// exception" with its reason: progress shown during a pass, a person's
+// action shown before the pass it enqueues, and what only the caller knows.
 func nextStatus(in statusInput) statusUpdate {
 	u := &statusUpdate{mem: in.mem.clone()}
 	o := in.out
@@ -68,6 +70,10 @@ func nextStatus(in statusInput) statusUpdate {
 	u.noteErrors(o)
 	conds := u.conditions(in)
 	u.status = buildStatus(in, u.mem, conds)
+	if !o.cancelled {
+		// Followed tags that moved come first: they led to the sync, if any.
+		u.history = append(tagHistory(in.cfg.Name, o.tagMoves, in.now), u.history...)
+	}
 	return *u
 }
 

@@ -58,6 +58,8 @@ func (a *Agent) RecordNotification(app, summary, result string) error {
 	} else {
 		delete(conds, "notification")
 	}
+	// Status exception: a delivery problem is reported outside any pass;
+	// nextStatus keeps the condition from mem.conditions until "recovered".
 	st.mem.conditions, st.status.Errors = conds, errs
 	a.mu.Unlock()
 	a.notify(app, "status")
