@@ -76,21 +76,7 @@ spec:
 	}
 	good := repo.Commit("two apps with an encrypted db.env")
 
-	var apps []map[string]any
-	for _, app := range []string{native, compose} {
-		apps = append(apps, map[string]any{"name": app, "repo": repo.URL(server.URL), "branch": "main", "path": "apps/" + app,
-			"interval": "1s", "allowInsecureTransport": true, "decryption": map[string]any{"ageKeyFile": keyFile}})
-	}
-	body, err := json.Marshal(map[string]any{"apps": apps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(cfg, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "SOPS_AGE_KEY_FILE=", "SOPS_AGE_KEY=")
-	agent := testenv.StartAgentEnv(t, env, dataDir(t), "run", "--config", cfg)
+	agent := startKeyedAgent(t, repo.URL(server.URL), keyFile, native, compose)
 	before := map[string][]dockerContainer{}
 	for _, app := range []string{native, compose} {
 		waitAppStatus(t, agent, app, 90*time.Second, "deployed with the decrypted password", convergedServices(good, map[string]int{"web": 1}))
@@ -138,17 +124,48 @@ spec:
 	dir := filepath.Join(t.TempDir(), "shop")
 	for p, c := range files {
 		if p, ok := strings.CutPrefix(p, "apps/"+native+"/"); ok {
-			if strings.HasSuffix(p, ".env") {
-				c += "DB_PASSWORD=\n"
-			}
 			writeRepoFile(t, filepath.Join(dir, p), c)
 		}
 	}
+	appendLine(t, filepath.Join(dir, "secrets", "db.env"), "DB_PASSWORD=\n")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, code := runDriftless(t, ctx, dir, map[string]string{"SOPS_AGE_KEY_FILE": keyFile}, "validate")
 	if code != 1 || !strings.Contains(out, `secrets/db.env:`) || !strings.Contains(out, `key "DB_PASSWORD" is set twice`) {
 		t.Errorf("driftless validate: exit %d, want 1 and the file and line:\n%s", code, out)
+	}
+}
+
+// startKeyedAgent starts one agent for apps (each apps/<name> of the
+// repository at url) whose age key is keyFile, and no other key.
+func startKeyedAgent(t *testing.T, url, keyFile string, apps ...string) *testenv.Agent {
+	t.Helper()
+	var cfgApps []map[string]any
+	for _, app := range apps {
+		cfgApps = append(cfgApps, map[string]any{"name": app, "repo": url, "branch": "main", "path": "apps/" + app,
+			"interval": "1s", "allowInsecureTransport": true, "decryption": map[string]any{"ageKeyFile": keyFile}})
+	}
+	body, err := json.Marshal(map[string]any{"apps": cfgApps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(cfg, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "SOPS_AGE_KEY_FILE=", "SOPS_AGE_KEY=")
+	return testenv.StartAgentEnv(t, env, dataDir(t), "run", "--config", cfg)
+}
+
+func appendLine(t *testing.T, p, line string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line); err != nil {
+		t.Fatal(err)
 	}
 }
 
