@@ -192,6 +192,15 @@ func (f *netEngine) ContainerInspect(_ context.Context, id string, _ client.Cont
 	return client.ContainerInspectResult{Container: cp}, nil
 }
 
+// ImageInspect is the first call of a replica's creation, which the tests
+// of network merges must not reach when the merge failed.
+func (f *netEngine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "image inspect")
+	return client.ImageInspectResult{}, errors.New("netEngine: creating a replica is not modelled")
+}
+
 // endpoint is where a container's network of that name points, and its
 // aliases.
 func (f *netEngine) endpoint(id, name string) (string, []string) {
