@@ -22,11 +22,12 @@ import (
 // Repository bind mounts are never a mutable checkout: each content tree
 // (manifest.RepoTree, by its full content hash) is written once, read-only,
 // to FilesDir/<hash>/, and every replica of every revision with the same
-// content mounts that directory read-only. Directories named by a 16
-// character hash are an older version's: containers created then keep
-// mounting them, and RemoveUnusedFiles removes them once none does. A directory tree is the
+// content mounts that directory read-only. A directory tree is the
 // directory itself; a single file is FilesDir/<hash>/file (a fixed name, so
-// the content hash alone names it whatever the mount path).
+// the content hash alone names it whatever the mount path). Directories
+// named by a 16-character hash are an older version's: containers created
+// then keep mounting them, and RemoveUnusedFiles removes them once none
+// does.
 
 // singleFileName is the name of a single-file tree inside its directory.
 const singleFileName = "file"
