@@ -107,6 +107,7 @@ func networkFromSummary(s network.Summary) drift.Network {
 		SpecHash: s.Labels[drift.LabelSpecHash],
 		Driver:   s.Driver,
 		Labels:   s.Labels,
+		Created:  s.Created,
 	}
 }
 

@@ -63,6 +63,9 @@ func repairSummary(c drift.Change) string {
 	if c.Kind != drift.KindContainer {
 		what = string(c.Kind) + " " + c.Name
 	}
+	if c.MergeInto != "" {
+		return what + " existed twice (a create interrupted by a crash, or one made outside Git) and every container start failed; kept the oldest, moved the other's containers to it and removed it"
+	}
 	switch c.Action {
 	case drift.ActionCreate:
 		return what + " was removed outside Git; recreated"
@@ -95,6 +98,9 @@ func interferenceSummary(o drift.Outcome) string {
 
 // repairFields are the keys flapping is counted by.
 func repairFields(c drift.Change) []string {
+	if c.MergeInto != "" {
+		return []string{"duplicate"}
+	}
 	switch c.Action {
 	case drift.ActionCreate:
 		return []string{"removed"}
