@@ -133,7 +133,8 @@ type Options struct {
 	// signatures one client address may send per minute before it gets
 	// 429; default 5.
 	MaxAuthFailures int
-	// Now is the clock for sessions and rate limits; nil means time.Now.
+	// Now is the clock for sessions, rate limits and the container states
+	// pages show; nil means time.Now.
 	Now func() time.Time
 
 	// Repos gives an app's clone, for what a revision changed; nil (or a
