@@ -78,6 +78,11 @@ type Container struct {
 	ExitCode    int            `json:"exitCode,omitempty"` // parsed from Status when exited
 	Health      string         `json:"health,omitempty"`   // Docker healthcheck: starting, healthy, unhealthy
 	Created     time.Time      `json:"created"`
+	// StartedAt and FinishedAt are when the container last started and
+	// last stopped, from the prober's inspect (a list gives only Status's
+	// words, true at the moment of the list); zero when unknown.
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	// Networks are the Docker network names the container is attached to.
 	Networks []string `json:"networks,omitempty"`
 	// HostPorts are the host ports the container publishes.
