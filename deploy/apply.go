@@ -213,7 +213,7 @@ type serviceGroup struct {
 }
 
 func (r *run) execute(ctx context.Context, changes []drift.Change) {
-	var resourceCreates, resourceRemoves []indexed
+	var merges, resourceCreates, resourceRemoves []indexed
 	groups := map[string]*serviceGroup{}
 	var order []*serviceGroup
 	for i, c := range changes {
@@ -226,6 +226,8 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 				order = append(order, g)
 			}
 			g.changes = append(g.changes, indexed{i, c})
+		case c.MergeInto != "":
+			merges = append(merges, indexed{i, c})
 		case c.Action == drift.ActionRemove:
 			resourceRemoves = append(resourceRemoves, indexed{i, c})
 		default:
@@ -233,9 +235,11 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 		}
 	}
 
-	// 1. Networks and volumes the containers need.
+	// 1. Networks and volumes the containers need: first a duplicate
+	// network name made unambiguous, without which no container starts.
+	r.parallel(ctx, merges, r.applyResource)
 	r.parallel(ctx, resourceCreates, r.applyResource)
-	missing := r.failedResources(resourceCreates)
+	missing := r.failedResources(append(merges, resourceCreates...))
 
 	// 2. Declared services, each after its dependencies are ready.
 	var wg sync.WaitGroup
@@ -309,7 +313,8 @@ func (r *run) failedResources(creates []indexed) missingResources {
 	missing := missingResources{}
 	for _, ic := range creates {
 		out := r.outcomes[ic.index]
-		if out.Result == drift.ResultDone || ic.change.Action != drift.ActionCreate {
+		merge := ic.change.MergeInto != ""
+		if out.Result == drift.ResultDone || (ic.change.Action != drift.ActionCreate && !merge) {
 			continue
 		}
 		f := drift.Failure{Cause: drift.FailureDependency, Summary: "not attempted"}
@@ -317,6 +322,9 @@ func (r *run) failedResources(creates []indexed) missingResources {
 			f = *out.Failure
 		}
 		f.Summary = fmt.Sprintf("%s %s could not be created: %s", ic.change.Kind, ic.change.Name, out.Error)
+		if merge {
+			f.Summary = fmt.Sprintf("%s %s exists twice and the duplicate could not be removed: %s", ic.change.Kind, ic.change.Name, out.Error)
+		}
 		missing[string(ic.change.Kind)+"/"+ic.change.Resource] = &f
 	}
 	return missing

@@ -107,6 +107,7 @@ func networkFromSummary(s network.Summary) drift.Network {
 		SpecHash: s.Labels[drift.LabelSpecHash],
 		Driver:   s.Driver,
 		Labels:   s.Labels,
+		Created:  s.Created,
 	}
 }
 
@@ -187,6 +188,7 @@ func infoFromInspect(c container.InspectResponse) runtimeInfo {
 		info.State = drift.ContainerState(c.State.Status)
 		info.ExitCode = c.State.ExitCode
 		info.StartedAt, _ = time.Parse(time.RFC3339Nano, c.State.StartedAt)
+		info.FinishedAt, _ = time.Parse(time.RFC3339Nano, c.State.FinishedAt)
 		if c.State.Health != nil {
 			info.Health = string(c.State.Health.Status)
 			if info.Health == "none" {

@@ -1,12 +1,14 @@
 package deploy
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,11 +20,14 @@ import (
 )
 
 // Repository bind mounts are never a mutable checkout: each content tree
-// (manifest.RepoTree, by its content hash) is written once, read-only, to
-// FilesDir/<hash>/, and every replica of every revision with the same
+// (manifest.RepoTree, by its full content hash) is written once, read-only,
+// to FilesDir/<hash>/, and every replica of every revision with the same
 // content mounts that directory read-only. A directory tree is the
 // directory itself; a single file is FilesDir/<hash>/file (a fixed name, so
-// the content hash alone names it whatever the mount path).
+// the content hash alone names it whatever the mount path). Directories
+// named by a 16-character hash are an older version's: containers created
+// then keep mounting them, and RemoveUnusedFiles removes them once none
+// does.
 
 // singleFileName is the name of a single-file tree inside its directory.
 const singleFileName = "file"
@@ -91,23 +96,34 @@ func (e *Engine) materializeService(app *manifest.App, svc *manifest.Service) er
 // materialize writes tree to FilesDir/<hash>/ once: into a temporary
 // directory beside it, synced and made read-only, then renamed into place,
 // so a directory under its final name is always complete. An existing one
-// is reused.
+// is reused only if it holds exactly the tree (read back and compared, not
+// trusted by its name): anything else under that name, changed on the host
+// or left by an older version, is replaced by a fresh copy.
 func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
 	if e.opts.FilesDir == "" {
 		return errors.New("no files directory for repository bind mounts (deploy.Options.FilesDir)")
 	}
-	if hash == "" || strings.ContainsAny(hash, `/\`) || strings.HasPrefix(hash, ".") {
-		return fmt.Errorf("invalid content hash %q", hash)
+	if !isContentHash(hash) {
+		return fmt.Errorf("invalid content hash %q: want the 64 hex characters of a SHA-256", hash)
+	}
+	if got := tree.Hash(); got != hash {
+		return fmt.Errorf("content hash %s does not match its content (%s)", hash, got)
 	}
 	e.filesMu.Lock()
 	defer e.filesMu.Unlock()
 	final := filepath.Join(e.opts.FilesDir, hash)
-	if fi, err := os.Lstat(final); err == nil && fi.IsDir() {
-		// Reused: a fresh time keeps RemoveUnusedFiles's minAge from
-		// taking it before the replica that needs it is created.
-		now := time.Now()
-		_ = os.Chtimes(final, now, now)
-		return nil
+	_, statErr := os.Lstat(final)
+	exists := statErr == nil
+	if exists {
+		why := treeDiffers(final, tree)
+		if why == "" {
+			// Reused: a fresh time keeps RemoveUnusedFiles's minAge from
+			// taking it before the replica that needs it is created.
+			now := time.Now()
+			_ = os.Chtimes(final, now, now)
+			return nil
+		}
+		e.log.Warn("materialized repository files do not match their content hash; writing them again", "dir", final, "why", why)
 	}
 	if err := os.MkdirAll(e.opts.FilesDir, 0o755); err != nil {
 		return fmt.Errorf("create files directory: %w", err)
@@ -120,14 +136,130 @@ func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
 		_ = removeTree(tmp)
 		return fmt.Errorf("materialize %s: %w", hash, err)
 	}
+	if exists {
+		// rename cannot replace a non-empty directory: the mismatching
+		// one moves aside first (under tmpPrefix, which nothing mounts by
+		// name) and is removed, so its content is served no longer: a
+		// container that still mounts it sees its files again only once
+		// restarted onto the fresh copy.
+		stale := filepath.Join(e.opts.FilesDir, tmpPrefix+"stale-"+filepath.Base(tmp)[len(tmpPrefix):])
+		if err := os.Rename(final, stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = removeTree(tmp)
+			return fmt.Errorf("materialize %s: move the mismatching copy aside: %w", hash, err)
+		}
+		defer func() { _ = removeTree(stale) }()
+	}
 	if err := os.Rename(tmp, final); err != nil {
 		_ = removeTree(tmp)
-		if fi, serr := os.Lstat(final); serr == nil && fi.IsDir() {
+		if treeDiffers(final, tree) == "" {
 			return nil // another process put the same content there
 		}
 		return fmt.Errorf("materialize %s: %w", hash, err)
 	}
 	return syncDir(e.opts.FilesDir)
+}
+
+// isContentHash reports whether h is a full content hash (RepoTree.Hash):
+// 64 lower-case hex characters, so it is also a safe directory name.
+func isContentHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// treeDiffers reads the materialized copy at root back and compares it with
+// tree: the same regular files with the same data and executable bit, and
+// nothing else (no other file, link or directory). It returns why it
+// differs, or "" if it holds exactly the tree. Links are not followed.
+func treeDiffers(root string, tree *manifest.RepoTree) string {
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return err.Error()
+	}
+	if !fi.IsDir() {
+		return "not a directory"
+	}
+	want := map[string]manifest.RepoFile{}
+	dirs := map[string]bool{".": true}
+	for _, f := range tree.Files {
+		rel := f.Path
+		if !tree.Dir {
+			rel = singleFileName
+		}
+		want[rel] = f
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	seen := 0
+	why := ""
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if !dirs[rel] {
+				why = "unexpected directory " + rel
+				return fs.SkipAll
+			}
+			return nil
+		}
+		if why = fileDiffers(p, rel, d, want); why != "" {
+			return fs.SkipAll
+		}
+		seen++
+		return nil
+	})
+	switch {
+	case err != nil:
+		return err.Error()
+	case why != "":
+		return why
+	case seen != len(want):
+		return fmt.Sprintf("%d of %d files present", seen, len(want))
+	}
+	return ""
+}
+
+// fileDiffers compares one entry of a materialized copy with the file the
+// tree has at rel; "" if they match.
+func fileDiffers(p, rel string, d fs.DirEntry, want map[string]manifest.RepoFile) string {
+	f, ok := want[rel]
+	if !ok {
+		return "unexpected entry " + rel
+	}
+	if !d.Type().IsRegular() {
+		return rel + " is not a regular file"
+	}
+	info, err := d.Info()
+	if err != nil {
+		return err.Error()
+	}
+	if info.Size() != int64(len(f.Data)) {
+		return rel + " has other content"
+	}
+	if exec := info.Mode()&0o111 != 0; exec != f.Exec {
+		return rel + " has another executable bit"
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return err.Error()
+	}
+	if !bytes.Equal(data, f.Data) {
+		return rel + " has other content"
+	}
+	return ""
 }
 
 // writeTree writes the files, fsyncs them, and makes files 0444 (0555 when

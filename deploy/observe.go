@@ -266,6 +266,7 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 		c := &containers[i]
 		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.result(c.ID)
 		c.Config = e.prober.config(c.ID)
+		c.StartedAt, c.FinishedAt = e.prober.times(c.ID)
 	}
 }
 

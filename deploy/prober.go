@@ -34,8 +34,10 @@ type runtimeInfo struct {
 	// HealthOutput is the last healthcheck's output (inspect only).
 	HealthOutput string
 	ExitCode     int
-	// StartedAt, RestartCount and Config are only known from an inspect.
+	// StartedAt, FinishedAt, RestartCount and Config are only known from
+	// an inspect.
 	StartedAt    time.Time
+	FinishedAt   time.Time
 	RestartCount int
 	Config       *drift.RuntimeConfig
 	// secrets are the container's secret values (inspect only): any text
@@ -225,7 +227,7 @@ func (p *prober) update(info runtimeInfo) {
 	if !info.inspected && old.inspected {
 		// A summary refresh keeps what only an inspect knows.
 		info.StartedAt, info.RestartCount, info.Config, info.inspected = old.StartedAt, old.RestartCount, old.Config, true
-		info.secrets = old.secrets
+		info.FinishedAt, info.secrets = old.FinishedAt, old.secrets
 	}
 	if info.inspected && !old.inspected || info.Config != old.Config {
 		e.inspectedAt, e.dirty = p.now(), false
@@ -336,6 +338,17 @@ func (p *prober) result(id string) (ready bool, reason string, restarts int, kno
 	// Probe answers and healthcheck output are the container's own words:
 	// they may echo its secrets.
 	return e.ready, secrets.Scrub(secrets.Scrub(e.reason, e.info.secrets...), p.scrub...), e.info.RestartCount, true
+}
+
+// times is when the container last started and last stopped, as its last
+// inspect said; zero when not known.
+func (p *prober) times(id string) (startedAt, finishedAt time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.entries[id]; ok {
+		return e.info.StartedAt, e.info.FinishedAt
+	}
+	return time.Time{}, time.Time{}
 }
 
 // forgetIf drops the containers for which gone says so, stopping their

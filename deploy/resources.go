@@ -21,6 +21,8 @@ func (r *run) applyResource(ctx context.Context, ic indexed) {
 	switch {
 	case c.Kind == drift.KindNetwork && c.Action == drift.ActionCreate:
 		err = r.createNetwork(ctx, s, "")
+	case c.Kind == drift.KindNetwork && c.Action == drift.ActionRemove && c.MergeInto != "":
+		err = r.mergeNetwork(ctx, s)
 	case c.Kind == drift.KindNetwork && c.Action == drift.ActionRemove:
 		_, err = r.removeNetwork(ctx, s)
 	case c.Kind == drift.KindNetwork && c.Action == drift.ActionReplace:
@@ -73,22 +75,6 @@ func (r *run) createNetwork(ctx context.Context, s *step, previous string) error
 		return fmt.Errorf("network %s is external: driftless never creates it", decl.DockerName(r.app))
 	}
 	name := decl.DockerName(r.app)
-	// Docker allows two networks with one name; driftless does not create
-	// a second one, and never adopts a foreign one.
-	existing, err := r.e.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
-	if err != nil {
-		return fmt.Errorf("list networks: %w", err)
-	}
-	for _, n := range existing.Items {
-		if n.Name != name {
-			continue
-		}
-		if n.Labels[drift.LabelApp] != r.app {
-			return fmt.Errorf("name %s is held by a network driftless does not own; rename or remove it", name)
-		}
-		r.emit(s, drift.PhaseCreated, "already exists", nil)
-		return nil
-	}
 	driver := decl.Spec.Driver
 	if driver == "" {
 		driver = "bridge"
@@ -104,12 +90,19 @@ func (r *run) createNetwork(ctx context.Context, s *step, previous string) error
 		ipv6 := true
 		opts.EnableIPv6 = &ipv6
 	}
-	subnet, err := r.e.createWithSubnet(ctx, name, decl.Spec, previous, opts)
+	// Docker allows two networks with one name: createWithSubnet looks
+	// the name up right before each create, and never adopts a foreign
+	// network.
+	existed, subnet, err := r.e.createWithSubnet(ctx, r.app, name, decl.Spec, previous, opts)
 	var f *drift.Failure
 	if errors.As(err, &f) {
 		return err
 	} else if err != nil {
 		return fmt.Errorf("create network %s: %w", name, err)
+	}
+	if existed {
+		r.emit(s, drift.PhaseCreated, "already exists", nil)
+		return nil
 	}
 	msg := ""
 	if subnet.IsValid() {

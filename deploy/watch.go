@@ -130,10 +130,12 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 }
 
 // noteEvent makes the next observation inspect a container whose settings
-// an event says changed.
+// an event says changed, or that started again: a restart between two
+// observations leaves the state "running", so without the event the start
+// time and restart count would wait for the periodic inspect.
 func (e *Engine) noteEvent(ev drift.EngineEvent) {
 	switch ev.Action {
-	case "update", "rename", "connect", "disconnect", "oom":
+	case "update", "rename", "connect", "disconnect", "oom", "start":
 		if ev.ID != "" {
 			e.prober.markDirty(ev.ID)
 		}

@@ -192,14 +192,13 @@ func (p *planner) resourceName(resource, name string) string {
 func (p *planner) networks() {
 	owned := map[string]*Network{}
 	foreign := map[string]string{}
-	for i := range p.in.Actual.Networks {
-		n := &p.in.Actual.Networks[i]
+	for _, n := range p.keptNetworks() {
 		if n.App != p.app {
 			foreign[n.Name] = foreignWhy("network", n.App)
 			continue
 		}
 		key := p.resourceName(n.Resource, n.Name)
-		if prev, ok := owned[key]; !ok || n.ID < prev.ID {
+		if prev, ok := owned[key]; !ok || CompareNetworkAge(n, prev) < 0 {
 			owned[key] = n
 		}
 	}
@@ -248,6 +247,48 @@ func (p *planner) networks() {
 	}
 	p.ownedNetworks = owned
 }
+
+// keptNetworks are the observed networks of the app but for duplicates: of
+// two or more of its networks with one Docker name (Docker on API 1.41 does
+// not refuse the second create, which an agent killed after Docker made the
+// first one repeats), the oldest is kept and a removal is planned for each
+// other that first moves its containers to the kept one (Change.MergeInto).
+// The name stays ambiguous, and every container start fails, until then.
+// Swarm's networks are left to Swarm.
+func (p *planner) keptNetworks() []*Network {
+	byName := map[string][]*Network{}
+	var out []*Network
+	for i := range p.in.Actual.Networks {
+		n := &p.in.Actual.Networks[i]
+		if n.App != p.app || p.in.Options.Target == manifest.TargetSwarm {
+			out = append(out, n)
+			continue
+		}
+		byName[n.Name] = append(byName[n.Name], n)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		ns := byName[name]
+		slices.SortFunc(ns, CompareNetworkAge)
+		kept := ns[0]
+		out = append(out, kept)
+		for _, dup := range ns[1:] {
+			p.plan.Changes = append(p.plan.Changes, Change{
+				Action: ActionRemove, Kind: KindNetwork, Name: dup.Name, ID: dup.ID,
+				Resource: p.resourceName(dup.Resource, dup.Name), Cause: CauseDrift, MergeInto: kept.ID,
+				Reason: "a second network named " + name + " (" + shortNetworkID(dup.ID) + "): every container start fails while the name is ambiguous; its containers move to the oldest, " + shortNetworkID(kept.ID),
+			})
+		}
+	}
+	return out
+}
+
+// CompareNetworkAge orders networks by creation, then ID: of two with one
+// name, the first is the one kept, whatever order Docker lists them in.
+func CompareNetworkAge(a, b *Network) int {
+	return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
+}
+
+func shortNetworkID(id string) string { return id[:min(12, len(id))] }
 
 // externalNetwork checks that a network the app uses but does not own
 // exists: driftless never creates, replaces or removes it. A missing one is
@@ -443,8 +484,9 @@ func (p *planner) pruneNetworks() {
 			gone = append(gone, n)
 		}
 	}
-	// Duplicates of a declared network (same resource label, another ID)
-	// are left alone: at most one network per resource is tracked.
+	// Duplicates by name were merged into the oldest (keptNetworks); two
+	// of the app's networks with one resource label and different names
+	// are not ambiguous, and only the oldest is tracked.
 	slices.SortFunc(gone, func(a, b *Network) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
 	for _, n := range gone {
 		c := Change{Action: ActionRemove, Kind: KindNetwork, Name: n.Name, ID: n.ID,

@@ -183,7 +183,9 @@ func aliases(m map[string][]string) string {
 }
 
 // binds shows each bind as source:target[:options]; a repository source
-// carries its content hash, so a changed file shows as a change.
+// carries its content hash, so a changed file shows as a change. The hash
+// is shown as long as the service hash covers it: a spec recorded before
+// content hashes were full then reads the same as today's.
 func binds(bs []manifest.BindMount) string {
 	s := make([]string, len(bs))
 	for i, b := range bs {
@@ -191,7 +193,7 @@ func binds(bs []manifest.BindMount) string {
 		if b.RepoPath != "" {
 			src = "repo:" + b.RepoPath
 			if b.ContentHash != "" {
-				src += "@" + b.ContentHash
+				src += "@" + b.ContentHash[:min(manifest.LegacyContentIDLen, len(b.ContentHash))]
 			}
 		}
 		var opts []string

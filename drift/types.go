@@ -78,6 +78,11 @@ type Container struct {
 	ExitCode    int            `json:"exitCode,omitempty"` // parsed from Status when exited
 	Health      string         `json:"health,omitempty"`   // Docker healthcheck: starting, healthy, unhealthy
 	Created     time.Time      `json:"created"`
+	// StartedAt and FinishedAt are when the container last started and
+	// last stopped, from the prober's inspect (a list gives only Status's
+	// words, true at the moment of the list); zero when unknown.
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	// Networks are the Docker network names the container is attached to.
 	Networks []string `json:"networks,omitempty"`
 	// HostPorts are the host ports the container publishes.
@@ -128,6 +133,9 @@ type Network struct {
 	SpecHash string            `json:"specHash,omitempty"`
 	Driver   string            `json:"driver"`
 	Labels   map[string]string `json:"-"`
+	// Created is when Docker created it: of two networks with one name,
+	// the older is kept (see Change.MergeInto).
+	Created time.Time `json:"created,omitzero"`
 }
 
 // Volume is one observed Docker volume.
@@ -422,6 +430,13 @@ type Change struct {
 	Resource string `json:"resource,omitempty"`
 	// NotBefore is set on deferred changes: when the backoff ends.
 	NotBefore time.Time `json:"notBefore,omitzero"`
+	// MergeInto is set on the removal of a network that has the same
+	// Docker name as another of the app's (a create interrupted after
+	// Docker made it, then made again): the ID of the one that is kept.
+	// Every container start fails while the name is ambiguous, so the
+	// applier moves the duplicate's containers to the kept network and
+	// removes it before any container is created or started.
+	MergeInto string `json:"mergeInto,omitempty"`
 	// Adopt names the docker compose project whose container ID is: the
 	// applier may replace or remove that container although driftless does
 	// not own it, and only because the app adopts that project.

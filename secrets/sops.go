@@ -42,11 +42,15 @@ var (
 // identities of keys are tried first; then what SOPS finds in the agent's
 // environment (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, GnuPG). The MAC is always
 // checked. The error says which of ErrNotEncrypted, ErrNoKey or
-// ErrTampered applies, with the reason.
+// ErrTampered applies, with the reason; a key driftless refuses (set
+// twice, say) is a *manifest.KeyError (see badKey).
 func Decrypt(name string, data []byte, keys Keys) ([]byte, error) {
 	f, err := loadEncrypted(FormatOf(name), data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotEncrypted, err)
+	}
+	if bad := badKey(f); bad != nil {
+		return nil, bad
 	}
 	if unsupported := unsupportedOnly(f.meta.KeyGroups); unsupported != "" {
 		return nil, fmt.Errorf("%w: it is encrypted only for %s, which driftless cannot use: driftless opens age and OpenPGP keys; add an age or OpenPGP recipient to the file (sops updatekeys, or sops --rotate --add-age age1...) and give the agent its private key", ErrNoKey, unsupported)

@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"github.com/getsops/sops/v3/logging"
 	"github.com/sirupsen/logrus"
 
+	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
 )
 
@@ -275,10 +277,19 @@ func refusal(err error) sopstest.Refusal {
 	return sopstest.NotPrintable
 }
 
+// refusedKey is the reader's own refusal (badKey): a key set twice, or a
+// dotenv key compose would read as a key and a value. sops accepts such
+// files, or refuses them for another reason.
+const refusedKey sopstest.Refusal = "refused key"
+
 // compare decrypts data with both and reports any difference.
 func compare(name string, data []byte) (sopstest.Refusal, error) {
 	want, why, werr := sopstest.Decrypt(name, data)
 	got, err := Decrypt(name, bytes.Clone(data), Keys{})
+	var bad *manifest.KeyError
+	if errors.As(err, &bad) {
+		return why, keyRefusalGrounded(data, bad)
+	}
 	if why == sopstest.Panicked {
 		if err == nil {
 			return why, fmt.Errorf("the library panics (%v), the reader accepts", werr)
@@ -292,6 +303,23 @@ func compare(name string, data []byte) (sopstest.Refusal, error) {
 		return why, fmt.Errorf("different plaintexts:\nlibrary: %q\nreader:  %q", want, got)
 	}
 	return why, nil
+}
+
+// keyRefusalGrounded checks that a key the reader refused is in the file
+// where the refusal says: at both lines when it is set twice.
+func keyRefusalGrounded(data []byte, bad *manifest.KeyError) error {
+	lines := strings.Split(string(data), "\n")
+	quoted, _ := json.Marshal(bad.Key)
+	at := func(n int) bool {
+		return n >= 1 && n <= len(lines) && (strings.Contains(lines[n-1], bad.Key) || strings.Contains(lines[n-1], string(quoted)))
+	}
+	switch {
+	case bad.Msg != "" && !strings.Contains(bad.Key, ":"):
+		return fmt.Errorf("the reader refused key %q, which holds no ':': %v", bad.Key, bad)
+	case !at(bad.Line), bad.Msg == "" && !at(bad.First):
+		return fmt.Errorf("the reader refused a key the file does not hold there: %v", bad)
+	}
+	return nil
 }
 
 var encSpan = regexp.MustCompile(`ENC\[AES256_GCM,[^\]]*\]`)
@@ -338,6 +366,16 @@ func diffCase(t *testing.T, recipient string, seed uint64, f int, pick, pos uint
 	bad := tamper(enc, pick, pos, to)
 	if _, err := compare(df.name, bad); err != nil {
 		t.Fatalf("%s, seed %d, tampered (pick %d, pos %d):\n%s\n%v", df.name, seed, pick, pos, bad, err)
+	}
+	// A structural tamper, as sops itself would print the edited tree.
+	kind := tamperKinds[int(pos)%len(tamperKinds)]
+	flat := df.format == FormatDotenv || df.format == FormatINI
+	edited, err := sopstest.Rewrite(df.name, enc, structuralTamper(g.r, kind, flat))
+	if err != nil {
+		return why // the library cannot print the edit: nothing to compare
+	}
+	if _, err := compare(df.name, edited); err != nil {
+		t.Fatalf("%s, seed %d, %s:\n%s\n%v", df.name, seed, kind, edited, err)
 	}
 	return why
 }

@@ -176,7 +176,7 @@ func yamlBranch(n *yaml.Node, b branch, commentsHandled bool) (branch, error) {
 			if err != nil {
 				return nil, err
 			}
-			b = append(b, item{Key: key, Value: val})
+			b = append(b, item{Key: key, Value: val, line: k.Line})
 			if scalar {
 				b = commentsToMap(v.FootComment, false, b)
 			}
@@ -383,10 +383,23 @@ func jsonScalar(t json.Token) (any, error) {
 	return n.Float64()
 }
 
-func jsonList(dec *json.Decoder) ([]any, error) {
+// jsonReader reads a JSON file token by token; in is the file, for the
+// line numbers of keys.
+type jsonReader struct {
+	dec *json.Decoder
+	in  []byte
+}
+
+// line is the line the decoder has read up to.
+func (r *jsonReader) line() int {
+	off := min(int(r.dec.InputOffset()), len(r.in))
+	return 1 + bytes.Count(r.in[:off], []byte("\n"))
+}
+
+func (r *jsonReader) list() ([]any, error) {
 	var l []any
 	for {
-		t, err := dec.Token()
+		t, err := r.dec.Token()
 		if err != nil {
 			return l, err
 		}
@@ -395,13 +408,13 @@ func jsonList(dec *json.Decoder) ([]any, error) {
 		case isDelim && d == ']':
 			return l, nil
 		case isDelim && d == '{':
-			b, err := jsonObject(dec)
+			b, err := r.object()
 			if err != nil {
 				return l, err
 			}
 			l = append(l, b)
 		case isDelim && d == '[':
-			sub, err := jsonList(dec)
+			sub, err := r.list()
 			if err != nil {
 				return l, err
 			}
@@ -416,29 +429,29 @@ func jsonList(dec *json.Decoder) ([]any, error) {
 	}
 }
 
-func jsonItem(dec *json.Decoder) (item, error) {
+func (r *jsonReader) item() (item, error) {
 	var it item
-	k, err := dec.Token()
+	k, err := r.dec.Token()
 	if err != nil && err != io.EOF {
 		return it, err
 	}
 	if s, ok := k.(string); ok {
-		it.Key = s
+		it.Key, it.line = s, r.line()
 	} else if d, ok := k.(json.Delim); ok && d == '}' {
 		return it, errEndOfObject
 	} else {
 		return it, fmt.Errorf("expected a JSON object key, got %v of type %T", k, k)
 	}
-	t, err := dec.Token()
+	t, err := r.dec.Token()
 	if err != nil {
 		return it, err
 	}
 	if d, ok := t.(json.Delim); ok {
 		switch d {
 		case '[':
-			it.Value, err = jsonList(dec)
+			it.Value, err = r.list()
 		case '{':
-			it.Value, err = jsonObject(dec)
+			it.Value, err = r.object()
 		}
 		return it, err
 	}
@@ -446,10 +459,10 @@ func jsonItem(dec *json.Decoder) (item, error) {
 	return it, err
 }
 
-func jsonObject(dec *json.Decoder) (branch, error) {
+func (r *jsonReader) object() (branch, error) {
 	var b branch
 	for {
-		it, err := jsonItem(dec)
+		it, err := r.item()
 		if err == io.EOF || err == errEndOfObject {
 			return b, nil
 		}
@@ -461,16 +474,16 @@ func jsonObject(dec *json.Decoder) (branch, error) {
 }
 
 func loadJSON(in []byte) ([]branch, error) {
-	dec := json.NewDecoder(bytes.NewReader(in))
-	dec.UseNumber() // integers beyond 2^53 stay exact
-	t, err := dec.Token()
+	r := &jsonReader{dec: json.NewDecoder(bytes.NewReader(in)), in: in}
+	r.dec.UseNumber() // integers beyond 2^53 stay exact
+	t, err := r.dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	if d, ok := t.(json.Delim); !ok || d != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	b, err := jsonObject(dec)
+	b, err := r.object()
 	if err != nil {
 		return nil, err
 	}
@@ -570,19 +583,19 @@ func emitBinary(branches []branch) ([]byte, error) {
 
 func loadDotenv(in []byte) ([]branch, error) {
 	var b branch
-	for _, line := range bytes.Split(in, []byte("\n")) {
+	for n, line := range bytes.Split(in, []byte("\n")) {
 		if len(line) == 0 {
 			continue
 		}
 		if line[0] == '#' {
-			b = append(b, item{Key: comment{Value: string(line[1:])}})
+			b = append(b, item{Key: comment{Value: string(line[1:])}, line: n + 1})
 			continue
 		}
 		i := bytes.IndexByte(line, '=')
 		if i < 0 {
 			return nil, errors.New("a dotenv line without '='")
 		}
-		b = append(b, item{Key: string(line[:i]), Value: strings.ReplaceAll(string(line[i+1:]), "\\n", "\n")})
+		b = append(b, item{Key: string(line[:i]), Value: strings.ReplaceAll(string(line[i+1:]), "\\n", "\n"), line: n + 1})
 	}
 	return []branch{b}, nil
 }

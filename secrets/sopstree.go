@@ -35,6 +35,7 @@ type comment struct {
 type item struct {
 	Key   any
 	Value any
+	line  int // where the key is in the file as committed; 0 if unknown
 }
 
 // branch is a mapping, in the file's order: the MAC depends on it.
@@ -315,7 +316,10 @@ func decryptValue(s string, key []byte, ad string) (any, error) {
 	case "float":
 		return strconv.ParseFloat(string(plain), 64)
 	case "bytes":
-		return plain, nil
+		// sops cannot open such a value: its cipher keys a map by the
+		// plaintext, and a byte slice panics there. Only an edit makes
+		// one (sops writes no bytes values).
+		return nil, errors.New("a value of type bytes, which sops cannot decrypt")
 	case "bool":
 		return strconv.ParseBool(string(plain))
 	case "time":

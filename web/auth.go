@@ -25,16 +25,33 @@ const (
 // names this machine in its Host header. The Host check defends against DNS
 // rebinding: a web page on evil.example resolved to 127.0.0.1 reaches us
 // from loopback but carries Host: evil.example.
+//
+// A request that carries a forwarding header came through a proxy: a
+// reverse proxy on this host connects from loopback on behalf of anyone,
+// so its requests get no loopback trust, for reads and writes alike.
 func trustedLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return loopbackPeer(r.RemoteAddr) && !proxied(r) && isLoopbackName(hostOnly(r.Host))
+}
+
+// loopbackPeer reports whether the connection comes from this machine.
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
 		return false
 	}
 	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return false
+	return ip != nil && ip.IsLoopback()
+}
+
+// proxied reports whether the request says a proxy forwarded it. Only the
+// headers' presence counts: an empty X-Forwarded-For is still a proxy's.
+func proxied(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if len(r.Header.Values(h)) > 0 {
+			return true
+		}
 	}
-	return isLoopbackName(hostOnly(r.Host))
+	return false
 }
 
 func isLoopbackName(h string) bool {
@@ -83,7 +100,7 @@ func (s *Server) identify() gin.HandlerFunc {
 		v := visitor{loopback: s.trusted(r)}
 		if s.opts.APIToken != "" {
 			if auth := r.Header.Get("Authorization"); auth != "" {
-				client := clientKey(r.RemoteAddr)
+				client := clientOf(r)
 				if wait := s.failures.retryAfter(client); wait > 0 {
 					s.tooManyFailures(c, wait)
 					return
@@ -134,22 +151,55 @@ func wantsHTML(c *gin.Context) bool {
 // requireRead admits loopback, everyone with PublicRead, and token holders.
 func (s *Server) requireRead() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		r := c.Request
 		if s.mayRead(c) {
 			c.Next()
 			return
 		}
 		if s.opts.APIToken != "" {
-			if wantsHTML(c) && r.Method == http.MethodGet {
-				c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
-				c.Abort()
-				return
-			}
-			c.Header("WWW-Authenticate", `Bearer realm="driftless"`)
-			s.deny(c, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <api token>, or log in at /login")
+			s.askForToken(c, "authentication required: send Authorization: Bearer <api token>, or log in at /login")
 			return
 		}
 		s.deny(c, http.StatusForbidden, "read access is only open to loopback: start the agent with --public-read to serve pages to other hosts, or with --api-token-file FILE and send Authorization: Bearer <token>")
+	}
+}
+
+// askForToken sends a browser to the login page and answers anything else
+// 401 with msg.
+func (s *Server) askForToken(c *gin.Context, msg string) {
+	r := c.Request
+	if wantsHTML(c) && r.Method == http.MethodGet {
+		c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
+		c.Abort()
+		return
+	}
+	c.Header("WWW-Authenticate", `Bearer realm="driftless"`)
+	s.deny(c, http.StatusUnauthorized, msg)
+}
+
+// mayReadLogs reports whether the visitor may read container logs: token
+// holders (bearer or login session), and trusted loopback only while no
+// token is configured. Logs are what applications print, secrets included,
+// so --public-read does not open them, and a configured token is asked of
+// loopback too.
+func (s *Server) mayReadLogs(c *gin.Context) bool {
+	v := s.visitor(c)
+	return v.authed || (s.opts.APIToken == "" && v.loopback)
+}
+
+// requireLogs guards the logs page and the logs API (its follow stream
+// included), after requireRead.
+func (s *Server) requireLogs() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.mayReadLogs(c) {
+			c.Next()
+			return
+		}
+		if s.opts.APIToken != "" {
+			s.askForToken(c, "container logs need the API token, also with --public-read and from loopback: send Authorization: Bearer <token>, or log in at /login")
+			return
+		}
+		s.deny(c, http.StatusForbidden, "container logs are served only to trusted loopback while no API token is configured: "+
+			"set one with --api-token-file FILE or DRIFTLESS_API_TOKEN (driftless.yaml: apiTokenFile or apiTokenEnv) and send Authorization: Bearer <token>")
 	}
 }
 
@@ -330,7 +380,7 @@ func roundDur(d time.Duration) string {
 
 func (s *Server) login(c *gin.Context) {
 	next := localPath(c.PostForm("next"), "/")
-	client := clientKey(c.Request.RemoteAddr)
+	client := clientOf(c.Request)
 	if wait := s.failures.retryAfter(client); wait > 0 && s.opts.APIToken != "" {
 		c.Header("Retry-After", retryAfterSeconds(wait))
 		d := s.loginData(c, next)

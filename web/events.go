@@ -77,15 +77,20 @@ func (s *Server) events(c *gin.Context) {
 	}
 }
 
-// acquireStream counts one more open stream, or answers 503 when the cap is
-// reached: each stream holds a connection for as long as the client likes,
-// so clients over the cap are told when to retry.
+// acquireStream takes one of the stream slots for the request's client, or
+// answers when a cap is reached: 429 when this client holds its share,
+// 503 when the agent's ceiling is reached; both say when to retry.
 func (s *Server) acquireStream(c *gin.Context) (release func(), ok bool) {
-	if n := s.streams.Add(1); n > int64(s.opts.MaxEventStreams) {
-		s.streams.Add(-1)
+	release, refused := s.streams.acquire(clientOf(c.Request))
+	switch refused {
+	case streamClientFull:
+		c.Header("Retry-After", "30")
+		jsonError(c, http.StatusTooManyRequests, fmt.Sprintf("too many open live streams from your address (at most %d per client): close other dashboard tabs or followed logs, or retry later", s.streams.perClient))
+		return nil, false
+	case streamAllFull:
 		c.Header("Retry-After", "30")
 		jsonError(c, http.StatusServiceUnavailable, fmt.Sprintf("too many open event streams (at most %d); close other dashboard tabs or retry later", s.opts.MaxEventStreams))
 		return nil, false
 	}
-	return func() { s.streams.Add(-1) }, true
+	return release, true
 }

@@ -120,7 +120,7 @@ func (s *Server) webhook(p provider) gin.HandlerFunc {
 			result(code, res, gin.H{"error": msg})
 		}
 
-		client := clientKey(c.Request.RemoteAddr)
+		client := clientOf(c.Request)
 		body, refused := s.receiveHook(c, client)
 		if refused != nil {
 			fail(refused.code, refused.result, refused.msg)

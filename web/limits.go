@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -96,20 +97,146 @@ func (l *failureLimiter) evict(now time.Time) {
 	}
 }
 
-// clientKey is the address failures are counted against: the IP, or the
+// clientKey is the address a connection's peer counts as: the IP, or the
 // /64 for IPv6, since one host usually holds a whole /64.
 func clientKey(remoteAddr string) string {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
 		return remoteAddr
 	}
-	addr := ap.Addr().Unmap()
+	return addrKey(ap.Addr())
+}
+
+func addrKey(addr netip.Addr) string {
+	addr = addr.Unmap()
 	if addr.Is6() {
 		if p, err := addr.Prefix(64); err == nil {
 			return p.String()
 		}
 	}
 	return addr.String()
+}
+
+// clientOf is who a request counts against in the per-client limits
+// (failed credentials, open streams): the peer's address, or, for a
+// request a proxy on this host forwarded, the client the proxy names.
+// Without that, every client behind a reverse proxy would share the
+// proxy's 127.0.0.1, and one of them could lock all out. Only a loopback
+// peer's headers are read, so a remote client cannot choose its key; the
+// key is kept apart from direct clients', so a forged header cannot spend
+// another address's allowance either.
+func clientOf(r *http.Request) string {
+	peer := clientKey(r.RemoteAddr)
+	if !loopbackPeer(r.RemoteAddr) || !proxied(r) {
+		return peer
+	}
+	if addr, ok := forwardedClient(r.Header); ok {
+		return "proxied " + addrKey(addr)
+	}
+	return peer
+}
+
+// forwardedClient is the client a proxy says it forwarded for: the last
+// hop of X-Forwarded-For (the one the proxy itself appended; earlier ones
+// are the client's to write), else the last for= of Forwarded, else
+// X-Real-IP.
+func forwardedClient(h http.Header) (netip.Addr, bool) {
+	if v := lastListItem(h.Values("X-Forwarded-For")); v != "" {
+		return parseHostAddr(v)
+	}
+	if v := lastListItem(h.Values("Forwarded")); v != "" {
+		for _, pair := range strings.Split(v, ";") {
+			if k, val, ok := strings.Cut(strings.TrimSpace(pair), "="); ok && strings.EqualFold(k, "for") {
+				return parseHostAddr(strings.Trim(val, `"`))
+			}
+		}
+		return netip.Addr{}, false
+	}
+	if vs := h.Values("X-Real-Ip"); len(vs) > 0 {
+		return parseHostAddr(strings.TrimSpace(vs[len(vs)-1]))
+	}
+	return netip.Addr{}, false
+}
+
+// lastListItem is the last non-empty element of a comma-separated header
+// that may be repeated.
+func lastListItem(values []string) string {
+	for i := len(values) - 1; i >= 0; i-- {
+		items := strings.Split(values[i], ",")
+		for j := len(items) - 1; j >= 0; j-- {
+			if it := strings.TrimSpace(items[j]); it != "" {
+				return it
+			}
+		}
+	}
+	return ""
+}
+
+// parseHostAddr reads "192.0.2.1", "192.0.2.1:443", "2001:db8::1" or
+// "[2001:db8::1]:443".
+func parseHostAddr(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return a, true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), true
+	}
+	return netip.Addr{}, false
+}
+
+// streamSlots caps open live streams (dashboard events, followed logs):
+// max in all, so many clients together cannot exhaust the agent's memory,
+// and perClient for one client (clientOf), so one client cannot take them
+// all. Each stream holds a connection for as long as its client likes.
+type streamSlots struct {
+	max, perClient int
+
+	mu       sync.Mutex
+	open     int
+	byClient map[string]int // only clients with an open stream
+}
+
+// streamRefusal says which cap a refused stream hit.
+type streamRefusal int
+
+const (
+	streamAdmitted streamRefusal = iota
+	streamClientFull
+	streamAllFull
+)
+
+func newStreamSlots(max, perClient int) *streamSlots {
+	return &streamSlots{max: max, perClient: min(perClient, max), byClient: map[string]int{}}
+}
+
+// acquire takes a slot for client; release gives it back (once, however
+// often it is called).
+func (s *streamSlots) acquire(client string) (release func(), refused streamRefusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.byClient[client] >= s.perClient:
+		return nil, streamClientFull
+	case s.open >= s.max:
+		return nil, streamAllFull
+	}
+	s.open++
+	s.byClient[client]++
+	return sync.OnceFunc(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.open--
+		if s.byClient[client]--; s.byClient[client] <= 0 {
+			delete(s.byClient, client)
+		}
+	}), streamAdmitted
+}
+
+// count is the number of open streams, in all and of client.
+func (s *streamSlots) count(client string) (all, ofClient int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open, s.byClient[client]
 }
 
 // retryAfterSeconds renders a wait for the Retry-After header, rounded up

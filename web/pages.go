@@ -45,10 +45,10 @@ type pageHeader struct {
 	LoggedIn  bool
 	CanWrite  bool // action buttons work for this visitor
 	Flash     string
-	LiveApp   string // the app whose events refresh this page; "" = any
-	Live      bool   // the page refreshes itself on events
-	Now       time.Time
-	Insecure  string // warning shown on every page: no token on a network address
+	LiveApp   string    // the app whose events refresh this page; "" = any
+	Live      bool      // the page refreshes itself on events
+	Now       time.Time // when the page is rendered: container states are worded as of it
+	Insecure  string    // warning shown on every page: no token on a network address
 }
 
 const flashCookie = "driftless_flash"
@@ -61,7 +61,7 @@ func (s *Server) header(c *gin.Context, title string) pageHeader {
 		CSRF:      s.csrfToken(r),
 		TokenMode: s.opts.APIToken != "",
 		LoggedIn:  s.visitor(c).authed,
-		Now:       time.Now(),
+		Now:       s.opts.Now(),
 		Insecure:  s.insecureBanner(),
 	}
 	h.CanWrite = h.LoggedIn || (!h.TokenMode && s.visitor(c).loopback)

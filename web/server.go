@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -121,8 +120,13 @@ type Options struct {
 	BodyTimeout time.Duration
 	// MaxConnections caps open connections; default 256.
 	MaxConnections int
-	// MaxEventStreams caps open /events streams; default 64.
+	// MaxEventStreams caps open live streams (/events and followed logs)
+	// in all; default 64.
 	MaxEventStreams int
+	// MaxEventStreamsPerClient caps one client address's open live
+	// streams (an IPv6 /64; behind a proxy on this host, the client it
+	// names); default 8.
+	MaxEventStreamsPerClient int
 	// SessionLifetime and SessionIdle end login sessions; defaults 12h
 	// and 1h.
 	SessionLifetime, SessionIdle time.Duration
@@ -130,7 +134,8 @@ type Options struct {
 	// signatures one client address may send per minute before it gets
 	// 429; default 5.
 	MaxAuthFailures int
-	// Now is the clock for sessions and rate limits; nil means time.Now.
+	// Now is the clock for sessions, rate limits and the container states
+	// pages show; nil means time.Now.
 	Now func() time.Time
 
 	// Repos gives an app's clone, for what a revision changed; nil (or a
@@ -145,10 +150,13 @@ const (
 	DefaultBodyTimeout     = 10 * time.Second
 	DefaultMaxConnections  = 256
 	DefaultMaxEventStreams = 64
-	DefaultSessionLifetime = 12 * time.Hour
-	DefaultSessionIdle     = time.Hour
-	DefaultMaxAuthFailures = 5
-	authFailureWindow      = time.Minute
+	// DefaultMaxEventStreamsPerClient leaves room for a few dashboard
+	// tabs and followed logs per person.
+	DefaultMaxEventStreamsPerClient = 8
+	DefaultSessionLifetime          = 12 * time.Hour
+	DefaultSessionIdle              = time.Hour
+	DefaultMaxAuthFailures          = 5
+	authFailureWindow               = time.Minute
 )
 
 // Server is the HTTP front end of the agent.
@@ -162,7 +170,7 @@ type Server struct {
 	tls      *tls.Config // nil: plain HTTP
 	sessions *sessionStore
 	failures *failureLimiter
-	streams  atomic.Int64    // open /events streams
+	streams  *streamSlots
 	configs  appConfigLister // nil: no per-app link templates
 	diffs    diffCache
 }
@@ -202,6 +210,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, configs: lister}
 	s.sessions = newSessionStore(opts.SessionLifetime, opts.SessionIdle, opts.Now)
 	s.failures = newFailureLimiter(opts.MaxAuthFailures, authFailureWindow, opts.Now)
+	s.streams = newStreamSlots(opts.MaxEventStreams, opts.MaxEventStreamsPerClient)
 	if opts.TLSCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(opts.TLSCertFile, opts.TLSKeyFile)
 		if err != nil {
@@ -243,6 +252,9 @@ func setLimitDefaults(o *Options) {
 	}
 	if o.MaxEventStreams <= 0 {
 		o.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if o.MaxEventStreamsPerClient <= 0 {
+		o.MaxEventStreamsPerClient = DefaultMaxEventStreamsPerClient
 	}
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = DefaultSessionLifetime
@@ -417,8 +429,9 @@ func displayAddr(addr string) string {
 func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.ContextWithFallback = true
-	// Client addresses come from RemoteAddr only; forwarded headers are
-	// never trusted for access decisions.
+	// Client addresses come from RemoteAddr only: forwarded headers never
+	// grant access (they take loopback's trust away, see trustedLoopback,
+	// and name the client of a local proxy for the per-client limits).
 	_ = r.SetTrustedProxies(nil)
 	r.Use(s.recovery(), s.logging(), securityHeaders(), s.bodyDeadline(), s.limitBody(), s.identify())
 
@@ -447,7 +460,7 @@ func (s *Server) routes() *gin.Engine {
 	read.GET("/apps/:app", s.appPage)
 	read.GET("/apps/:app/history", s.historyPage)
 	read.GET("/apps/:app/timeline", s.timelinePart)
-	read.GET("/apps/:app/logs/:container", s.logsPage)
+	read.GET("/apps/:app/logs/:container", s.requireLogs(), s.logsPage)
 	read.GET("/history", s.historyPage)
 	read.GET("/history/:id", s.entryPage)
 	read.GET("/revisions/:sha", s.revisionPage)
@@ -459,7 +472,7 @@ func (s *Server) routes() *gin.Engine {
 	apiRead.GET("/apps/:app/services", s.apiServices)
 	apiRead.GET("/apps/:app/plan", s.apiPlan)
 	apiRead.GET("/apps/:app/diff", s.apiDiff)
-	apiRead.GET("/apps/:app/logs", s.apiLogs)
+	apiRead.GET("/apps/:app/logs", s.requireLogs(), s.apiLogs)
 	apiRead.GET("/apps/:app/history", s.apiHistory)
 	apiRead.GET("/history", s.apiHistory)
 	apiRead.GET("/history/:id", s.apiEntry)

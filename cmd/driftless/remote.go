@@ -173,7 +173,7 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 			if c.Ready {
 				ready = "ready"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t\t%s\t%s\t%s\n", c.Name, ready, c.State, c.Image, c.Status)
+			fmt.Fprintf(tw, "  %s\t%s\t\t%s\t%s\t%s\n", c.Name, ready, c.State, c.Image, c.StateAt(now))
 		}
 	}
 	tw.Flush()

@@ -221,23 +221,28 @@ func ReadBuildContext(fsys fs.FS, dir, dockerfile string) (*RepoTree, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("%s is a file: the context must be a directory", dir)
 	}
-	var ign *dockerIgnore
+	walk := &contextWalk{}
 	if data, err := fs.ReadFile(fsys, path.Join(dir, DockerIgnoreFile)); err == nil {
-		ign = parseDockerIgnore(string(data))
+		if walk.ign, err = parseDockerIgnore(string(data), dockerfile); err != nil {
+			return nil, err
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	t := &RepoTree{Dir: true}
 	var total int64
 	err = fs.WalkDir(fsys, dir, func(fp string, d fs.DirEntry, err error) error {
-		if err != nil {
+		rel := relTo(dir, fp)
+		if err != nil || rel == "." {
 			return err
 		}
-		if d.IsDir() {
-			return nil
-		}
-		rel := relTo(dir, fp)
-		if rel != dockerfile && rel != DockerIgnoreFile && ign.excluded(rel) {
+		excluded, skipDir, err := walk.visit(rel, d.IsDir())
+		switch {
+		case err != nil:
+			return err
+		case skipDir:
+			return fs.SkipDir
+		case d.IsDir(), excluded && rel != dockerfile && rel != DockerIgnoreFile:
 			return nil
 		}
 		f, err := contextFile(fsys, fp, rel, d)

@@ -388,23 +388,50 @@ func TestReadBuildContextSizeBound(t *testing.T) {
 	}
 }
 
+// excludedByWalk reports whether the context walk leaves rel out: each
+// of its directories is visited first, as fs.WalkDir does.
+func excludedByWalk(ign *dockerIgnore, rel string) bool {
+	w := &contextWalk{ign: ign}
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		if _, skip, err := w.visit(strings.Join(parts[:i], "/"), true); err != nil || skip {
+			return true
+		}
+	}
+	out, _, err := w.visit(rel, false)
+	return out || err != nil
+}
+
 func TestDockerIgnoreMatching(t *testing.T) {
-	d := parseDockerIgnore("*.md\n!README.md\nbuild/\n**/node_modules\n  spaced.txt  \n/abs/x\n./dot\n")
+	d, err := parseDockerIgnore("*.md\n!README.md\nbuild/\n!build/keep\nout\n!**/keep\n**/node_modules\n  spaced.txt  \n/abs/x\n./dot\n[!a]x\n.\n..\n/\n", "Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for rel, want := range map[string]bool{
 		"a.md":                  true,
 		"README.md":             false,
 		"sub/a.md":              false, // anchored at the root, unlike .gitignore
 		"build/out.o":           true,
+		"build/keep":            false, // the exception starts with build/: docker enters it
+		"out/keep":              true,  // no exception starts with out/: docker skips it whole
 		"buildx":                false,
 		"node_modules/x.js":     true,
 		"a/b/node_modules/y.js": true,
 		"spaced.txt":            true,
 		"abs/x":                 true,
 		"dot":                   true,
-		"main.go":               false,
+		"ax":                    true,
+		"!x":                    true,  // [!a] is the class of '!' and 'a'
+		"bx":                    false, // not a negation
+		"main.go":               false, // ".", ".." and "/" match nothing
 	} {
-		if got := d.excluded(rel); got != want {
+		if got := excludedByWalk(d, rel); got != want {
 			t.Errorf("excluded(%q) = %v, want %v", rel, got, want)
+		}
+	}
+	for _, bad := range []string{"[a-\n", "!\n", "a[\n"} {
+		if _, err := parseDockerIgnore(bad, "Dockerfile"); err == nil || !strings.Contains(err.Error(), ".dockerignore: ") {
+			t.Errorf("%q: err = %v, want the pattern docker refuses", bad, err)
 		}
 	}
 }
@@ -413,18 +440,24 @@ func FuzzDockerIgnore(f *testing.F) {
 	f.Add("*.md\n!README.md\n", "README.md")
 	f.Add("**/x\n[a-\n\\", "a/b/x")
 	f.Add("!\n/\n.\n..\n", "..")
+	f.Add("a\n!a/**/b\n[!a]\n", "a/c/b")
 	f.Fuzz(func(t *testing.T, text, rel string) {
-		d := parseDockerIgnore(text)
-		first := d.excluded(rel)
-		if d.excluded(rel) != first {
+		d, err := parseDockerIgnore(text, "Dockerfile")
+		if err != nil {
+			return
+		}
+		first := excludedByWalk(d, rel)
+		if excludedByWalk(d, rel) != first {
 			t.Fatal("excluded is not stable")
 		}
 		// Only exceptions: nothing can be excluded.
 		var only strings.Builder
 		for _, l := range strings.Split(text, "\n") {
-			only.WriteString("!" + strings.TrimPrefix(strings.TrimSpace(l), "!") + "\n")
+			if l = strings.TrimPrefix(strings.TrimSpace(l), "!"); l != "" && !strings.HasPrefix(l, "#") {
+				only.WriteString("!" + l + "\n")
+			}
 		}
-		if parseDockerIgnore(only.String()).excluded(rel) {
+		if d, err := parseDockerIgnore(only.String(), "Dockerfile"); err == nil && excludedByWalk(d, rel) {
 			t.Fatalf("a list of exceptions excluded %q", rel)
 		}
 	})

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/types"
 	"gopkg.in/yaml.v3"
 	k8syaml "sigs.k8s.io/yaml"
@@ -120,10 +119,19 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 	if !ok {
 		return
 	}
-	vars := map[string]string{}
-	if err := dotenv.ParseWithFormat(bytes.NewReader(data), p, vars, lookup, ""); err != nil {
-		ep := dotenvErrorPos(sm.m.display(path.Join(sm.m.root, p)), err)
-		sm.refuseAt(ep, field, "%s", strings.TrimPrefix(dotenvMessage(err), "failed to read "+p+": "))
+	vars, err := readDotenv(data, lookup)
+	switch {
+	case err != nil && encrypted:
+		// A decrypted file's lines are not the committed file's, and
+		// the parser's message may quote the plaintext.
+		sm.refuseAt(pos, field, "env file %q, decrypted: %s", ef.Path, dotenvProblem(err))
+		return
+	case err != nil:
+		ep, _ := plainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
+		if ep.File == "" {
+			ep = pos
+		}
+		sm.refuseAt(ep, field, "%s", dotenvMessage(err))
 		return
 	}
 	for k, v := range vars {
@@ -146,9 +154,13 @@ func (sm *serviceMap) decryptEnvFile(pos Position, field, written, p string, dat
 		return data, false, true
 	}
 	plain, err := decrypt(p, data)
+	var bad *KeyError
 	switch {
 	case errors.Is(err, ErrNotEncrypted):
 		return data, false, true
+	case errors.As(err, &bad):
+		sm.refuseAt(Position{File: sm.m.display(path.Join(sm.m.root, p)), Line: bad.Line}, field, "env file %q: %v", written, err)
+		return nil, false, false
 	case err != nil:
 		sm.refuseAt(pos, field, "env file %q: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", written, err)
 		return nil, false, false

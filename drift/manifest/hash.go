@@ -14,8 +14,21 @@ import (
 // Secret env values enter the hash only as key's digest of them, so the
 // hash on a container's label cannot be used to test guesses of a secret
 // by anyone without the key; a changed secret still changes the hash.
+//
+// A repository bind's ContentHash enters the hash as its first
+// LegacyContentIDLen characters, as content hashes were before they were
+// full: containers created by an older version keep their spec hash and are
+// not all recreated on upgrade. That is no weaker than the hash itself,
+// which keeps 16 characters of its own SHA-256: a pusher who can make two
+// contents collide there can as well make two specs collide, and either
+// only within their own app. Where the content lands on the host is named
+// by the full hash (deploy's materialize).
 func HashService(key SecretKey, labels map[string]string, spec ServiceSpec) string {
 	spec = canonicalService(spec)
+	for i := range spec.Binds {
+		b := &spec.Binds[i]
+		b.ContentHash = b.ContentHash[:min(LegacyContentIDLen, len(b.ContentHash))]
+	}
 	for k, v := range spec.Env {
 		if spec.IsSecretEnv(k) {
 			spec.Env[k] = key.Digest(v)

@@ -76,6 +76,36 @@ func TestHashService(t *testing.T) {
 	}
 }
 
+// TestHashServiceSurvivesFullContentHash: content hashes became full
+// SHA-256s (they name a directory every app shares), but a spec hash
+// recorded on a running container by the version that used 16 characters
+// still matches, so an upgrade recreates nothing. The values below are
+// that version's; changed content still changes the hash.
+func TestHashServiceSurvivesFullContentHash(t *testing.T) {
+	tree := &RepoTree{Dir: true, Files: []RepoFile{{Path: "a.conf", Data: []byte("a=1\n")}}}
+	full := tree.Hash()
+	if len(full) != 64 || !strings.HasPrefix(full, "16c08f162172c884") {
+		t.Fatalf("content hash %q: want the full SHA-256", full)
+	}
+	spec := func(content string) ServiceSpec {
+		s := baseSpec()
+		s.Binds = []BindMount{{RepoPath: "conf", ContentHash: content, MountPath: "/etc/app", ReadOnly: true}}
+		return s
+	}
+	labels := map[string]string{"team": "shop"}
+	s := spec(full)
+	if got, want := HashService(nil, labels, s), "82f364d236ba8698"; got != want {
+		t.Errorf("spec hash %s, want %s: the one recorded before content hashes were full", got, want)
+	}
+	if s.Binds[0].ContentHash != full {
+		t.Error("HashService changed its input's content hash")
+	}
+	other := (&RepoTree{Dir: true, Files: []RepoFile{{Path: "a.conf", Data: []byte("a=2\n")}}}).Hash()
+	if HashService(nil, labels, spec(other)) == HashService(nil, labels, s) {
+		t.Error("changed content must change the spec hash")
+	}
+}
+
 func TestHashServiceDoesNotModifyInput(t *testing.T) {
 	s := baseSpec()
 	HashService(nil, nil, s)

@@ -31,9 +31,11 @@ type RepoFile struct {
 	Link string
 }
 
-// Hash identifies the tree's content: the first 16 hex characters of a
-// SHA-256 over each file's path, executable bit and data. Two revisions with
-// the same content have the same hash.
+// Hash identifies the tree's content: the SHA-256, all 64 hex characters,
+// over each file's path, executable bit and data. Two revisions with the
+// same content have the same hash. It names the tree's directory on the
+// host, which every app shares: a prefix would let two contents made to
+// collide (2^32 work at 16 characters) share one directory across apps.
 func (t *RepoTree) Hash() string {
 	h := sha256.New()
 	var n [8]byte
@@ -56,8 +58,14 @@ func (t *RepoTree) Hash() string {
 		}
 		write(f.Data)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return hex.EncodeToString(h.Sum(nil))
 }
+
+// LegacyContentIDLen is how many hex characters of a content hash the
+// service hash covers: the length content hashes had before they were
+// full, so a spec hash recorded by an older version still matches and an
+// upgrade recreates nothing (see HashService).
+const LegacyContentIDLen = 16
 
 // Errors of CleanRepoPath and ReadRepoTree.
 var ErrLeavesRepo = errors.New("leaves the app directory")

@@ -142,6 +142,12 @@ func resolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display
 			}
 			forEnv := slices.ContainsFunc(svc.Spec.EnvFrom, func(e EnvFrom) bool { return e.Secret == ref.Name })
 			content, vals, err := openSecret(fsys, root, *ref, forEnv, opts, display)
+			var ff *secretFileFault
+			if errors.As(err, &ff) {
+				// The fault is at a line of the secret's own file.
+				errs = append(errs, &Error{Pos: ff.pos, Field: at.Field, Msg: ff.Error()})
+				continue
+			}
 			if err != nil {
 				fail("%v", err)
 				continue
@@ -158,6 +164,16 @@ func resolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display
 	return errs
 }
 
+// secretFileFault is an error at a line of a secret's file (as
+// committed) rather than at the manifest's declaration.
+type secretFileFault struct {
+	pos Position
+	err error
+}
+
+func (f *secretFileFault) Error() string { return f.err.Error() }
+func (f *secretFileFault) Unwrap() error { return f.err }
+
 // openSecret reads and decrypts one secret: the content its file delivers
 // (the key's value, or the whole decrypted file) and the variables envFrom
 // gives (read only when forEnv: a file-only secret may be any text).
@@ -171,35 +187,68 @@ func openSecret(fsys fs.FS, root string, ref SecretRef, forEnv bool, opts LoadOp
 	if err != nil {
 		return nil, nil, fmt.Errorf("secret %q: cannot read %s: %v", ref.Name, display(name), unwrapPathError(err))
 	}
-	allowed := ref.AllowPlaintext || opts.AllowPlaintext
-	var plain []byte
+	plain, decrypted, err := decryptSecret(rel, data, ref.AllowPlaintext || opts.AllowPlaintext, opts)
+	var bad *KeyError
 	switch {
-	case opts.Decrypt == nil && allowed:
-		plain = data
-	case opts.Decrypt == nil:
+	case errors.As(err, &bad):
+		return nil, nil, &secretFileFault{pos: Position{File: display(name), Line: bad.Line}, err: fmt.Errorf("secret %q: %w", ref.Name, err)}
+	case errors.Is(err, ErrNotEncrypted):
+		return nil, nil, fmt.Errorf("secret %q: %s is not SOPS-encrypted, and secrets in Git must be: %s", ref.Name, display(name), plaintextHint)
+	case errors.Is(err, errNoDecryption):
 		return nil, nil, fmt.Errorf("secret %q: %s cannot be decrypted here: no decryption is configured", ref.Name, display(name))
-	default:
-		plain, err = opts.Decrypt(rel, data)
-		switch {
-		case errors.Is(err, ErrNotEncrypted) && allowed:
-			plain, err = data, nil
-		case errors.Is(err, ErrNotEncrypted):
-			return nil, nil, fmt.Errorf("secret %q: %s is not SOPS-encrypted, and secrets in Git must be: %s", ref.Name, display(name), plaintextHint)
-		case err != nil:
-			return nil, nil, fmt.Errorf("secret %q: %s: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", ref.Name, display(name), err)
-		}
+	case err != nil:
+		return nil, nil, fmt.Errorf("secret %q: %s: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", ref.Name, display(name), err)
 	}
 	if ref.Key == "" && !forEnv {
 		return plain, nil, nil
 	}
-	vals, err := secretValues(ref.Name, rel, ref.Key, plain)
+	vals, err := secretValues(ref.Name, rel, ref.Key, plain, decrypted)
 	if err != nil {
+		if pos, ok := plainDotenvPos(display(name), decrypted, err); ok {
+			return nil, nil, &secretFileFault{pos: pos, err: fmt.Errorf("secret %q: %s", ref.Name, dotenvMessage(err))}
+		}
 		return nil, nil, fmt.Errorf("secret %q: %s: %v", ref.Name, display(name), err)
 	}
 	if ref.Key == "" {
 		return plain, vals, nil
 	}
 	return []byte(vals[EnvName(ref.Name)]), vals, nil
+}
+
+var errNoDecryption = errors.New("no decryption is configured")
+
+// decryptSecret decrypts a secret's file, or, where plaintext is allowed
+// and the file is not encrypted, returns it as it is; decrypted says
+// which.
+func decryptSecret(rel string, data []byte, allowed bool, opts LoadOptions) ([]byte, bool, error) {
+	if opts.Decrypt == nil {
+		if allowed {
+			return data, false, nil
+		}
+		return nil, false, errNoDecryption
+	}
+	plain, err := opts.Decrypt(rel, data)
+	if errors.Is(err, ErrNotEncrypted) && allowed {
+		return data, false, nil
+	}
+	return plain, err == nil, err
+}
+
+// plainDotenvPos locates an error of a plaintext env file in that file:
+// a key set twice, or the line compose-go's parser names. A decrypted
+// file's lines are not the committed file's, so it stays at the
+// declaration.
+func plainDotenvPos(file string, decrypted bool, err error) (Position, bool) {
+	var bad *KeyError
+	switch {
+	case decrypted:
+		return Position{}, false
+	case errors.As(err, &bad) && bad.Line > 0:
+		return Position{File: file, Line: bad.Line}, true
+	case dotenvLine.MatchString(err.Error()):
+		return dotenvErrorPos(file, err), true
+	}
+	return Position{}, false
 }
 
 // envFromSecrets adds the values of the secrets envFrom names to the
@@ -232,7 +281,7 @@ func envFromSecrets(svc *Service, values map[string]map[string]string) ErrorList
 // secretValues are the environment variables a decrypted secret gives:
 // a single value (binary file, or key set) under the secret's name made a
 // variable name, or each top-level key of a dotenv, YAML or JSON file.
-func secretValues(secret, file, key string, plain []byte) (map[string]string, error) {
+func secretValues(secret, file, key string, plain []byte, decrypted bool) (map[string]string, error) {
 	format := secretFormat(file)
 	if format == "binary" {
 		if key != "" {
@@ -240,7 +289,7 @@ func secretValues(secret, file, key string, plain []byte) (map[string]string, er
 		}
 		return map[string]string{EnvName(secret): string(plain)}, nil
 	}
-	m, err := parseSecretMap(format, plain)
+	m, err := parseSecretMap(format, plain, decrypted)
 	if err != nil {
 		return nil, err
 	}
@@ -269,22 +318,16 @@ func secretFormat(file string) string {
 
 // parseSecretMap reads the top-level keys of a decrypted structured
 // secret. Values must be scalars: a nested map has no one environment
-// variable to become.
-func parseSecretMap(format string, plain []byte) (map[string]string, error) {
+// variable to become. A dotenv file is read as compose reads an env_file.
+func parseSecretMap(format string, plain []byte, decrypted bool) (map[string]string, error) {
 	out := map[string]string{}
 	if format == "dotenv" {
-		for n, line := range strings.Split(string(plain), "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			k, v, ok := strings.Cut(line, "=")
-			if !ok || k == "" || strings.ContainsAny(k, " \t\x00") {
-				return nil, fmt.Errorf("line %d of the decrypted file is not KEY=VALUE", n+1)
-			}
-			out[k] = v
+		vars, err := readDotenv(plain, nil)
+		if err != nil && decrypted {
+			// The parser's message may quote the plaintext.
+			return nil, fmt.Errorf("decrypted, %s", dotenvProblem(err))
 		}
-		return out, nil
+		return vars, err
 	}
 	var m map[string]any
 	var err error

@@ -180,7 +180,7 @@ func FuzzSecretValues(f *testing.F) {
 	f.Add("s.json", "", []byte(`{"a": "b", "c": [1]}`))
 	f.Add("bin", "", []byte("\x00raw"))
 	f.Fuzz(func(t *testing.T, file, key string, plain []byte) {
-		vals, err := secretValues("s", file, key, plain)
+		vals, err := secretValues("s", file, key, plain, true)
 		if err != nil {
 			// Key names may be quoted; the plaintext as a whole never.
 			if len(plain) >= 8 && !strings.Contains(file+key, string(plain)) && strings.Contains(err.Error(), string(plain)) {

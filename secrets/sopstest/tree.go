@@ -173,3 +173,17 @@ func WithOnlyKeys(encYAML []byte, keys map[string][]map[string]string) ([]byte, 
 	}
 	return yaml.Marshal(doc)
 }
+
+// Rewrite edits an encrypted file as someone without its key can: it
+// reads the file as sops does (encrypted values stay ENC[...] strings),
+// lets edit change the tree, and prints the file again with its metadata,
+// MAC included, as it was.
+func Rewrite(name string, data []byte, edit func(sops.TreeBranches) sops.TreeBranches) ([]byte, error) {
+	st := store(name)
+	tree, err := st.LoadEncryptedFile(data)
+	if err != nil {
+		return nil, err
+	}
+	tree.Branches = edit(tree.Branches)
+	return st.EmitEncryptedFile(tree)
+}

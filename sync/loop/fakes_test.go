@@ -265,7 +265,9 @@ func (e *fakeEngine) Apply(ctx context.Context, desired *manifest.App, plan drif
 func (e *fakeEngine) applyChange(desired *manifest.App, revision string, c drift.Change) {
 	switch c.Kind {
 	case drift.KindNetwork:
-		e.networks = slices.DeleteFunc(e.networks, func(n drift.Network) bool { return n.Name == c.Name })
+		e.networks = slices.DeleteFunc(e.networks, func(n drift.Network) bool {
+			return n.Name == c.Name && (c.MergeInto == "" || n.ID == c.ID) // a merge removes the duplicate only
+		})
 		if c.Action != drift.ActionRemove {
 			for _, n := range desired.Networks {
 				if n.Name == c.Resource {

@@ -536,6 +536,7 @@ func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppH
 					Name: c.Name, ID: c.ID, Slot: c.Slot, State: string(c.State), Status: c.Status,
 					Ready: c.Ready, ReadyReason: c.ReadyReason, RestartCount: c.RestartCount,
 					Image: c.Image, ImageDigest: c.ImageDigest, Revision: c.Revision, Created: c.Created, Node: c.Node,
+					ExitCode: c.ExitCode, Health: c.Health, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt,
 				})
 			}
 		}

@@ -65,6 +65,9 @@ func RepairSummary(c drift.Change) string {
 	if c.Kind != drift.KindContainer {
 		what = string(c.Kind) + " " + c.Name
 	}
+	if c.MergeInto != "" {
+		return what + " existed twice (a create interrupted by a crash, or one made outside Git) and every container start failed; kept the oldest, moved the other's containers to it and removed it"
+	}
 	switch c.Action {
 	case drift.ActionCreate:
 		return what + " was removed outside Git; recreated"
@@ -97,6 +100,9 @@ func InterferenceSummary(o drift.Outcome) string {
 
 // RepairFields are the keys flapping is counted by.
 func RepairFields(c drift.Change) []string {
+	if c.MergeInto != "" {
+		return []string{"duplicate"}
+	}
 	switch c.Action {
 	case drift.ActionCreate:
 		return []string{"removed"}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docker/go-units"
+
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
@@ -103,6 +105,61 @@ type ContainerStatus struct {
 	Created     time.Time `json:"created"`
 	// Node is the Swarm node a task runs on (target swarm).
 	Node string `json:"node,omitempty"`
+	// Status above is Docker's words at the observation ("Up 2
+	// seconds"), stale a minute later; these are what StateAt words the
+	// state from at any later moment. StartedAt and FinishedAt are zero
+	// when unknown (not yet inspected; Swarm tasks).
+	ExitCode   int       `json:"exitCode,omitempty"`
+	Health     string    `json:"health,omitempty"` // Docker healthcheck: starting, healthy, unhealthy
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+// StateAt words the replica's state as docker ps would at now ("Up 5
+// minutes (healthy)", "Exited (1) 3 minutes ago"), from its timestamps, so
+// a page rendered long after the observation does not repeat the
+// observation's "Up 2 seconds". Without the timestamp a state needs, it is
+// the observed Status (a Swarm task's words, which carry no age).
+func (c ContainerStatus) StateAt(now time.Time) string {
+	switch drift.ContainerState(c.State) {
+	case drift.StateRunning:
+		if !c.StartedAt.IsZero() {
+			up := "Up " + humanSince(now, c.StartedAt)
+			switch c.Health {
+			case "":
+				return up
+			case "starting":
+				return up + " (health: starting)"
+			}
+			return up + " (" + c.Health + ")"
+		}
+	case drift.StatePaused:
+		if !c.StartedAt.IsZero() {
+			return "Up " + humanSince(now, c.StartedAt) + " (Paused)"
+		}
+	case drift.StateRestarting:
+		if !c.FinishedAt.IsZero() {
+			return fmt.Sprintf("Restarting (%d) %s ago", c.ExitCode, humanSince(now, c.FinishedAt))
+		}
+	case drift.StateExited:
+		if !c.FinishedAt.IsZero() {
+			return fmt.Sprintf("Exited (%d) %s ago", c.ExitCode, humanSince(now, c.FinishedAt))
+		}
+	case drift.StateCreated:
+		return "Created"
+	case drift.StateDead:
+		return "Dead"
+	case drift.StateRemoving:
+		return "Removal In Progress"
+	}
+	return c.Status
+}
+
+// humanSince is Docker's wording of the time from t to now ("Less than a
+// second", "About a minute", "3 hours"); a t after now (clocks apart) is
+// now.
+func humanSince(now, t time.Time) string {
+	return units.HumanDuration(max(now.Sub(t), 0))
 }
 
 // Condition is an active problem and how long it has lasted.
