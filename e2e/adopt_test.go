@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +76,7 @@ volumes:
 
 	// Watch the service while it moves: some replica must run throughout.
 	stop := make(chan struct{})
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	least, samples := 99, 0
 	watched := make(chan struct{})
 	go func() {

@@ -13,7 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -69,9 +69,9 @@ func (r *agentRig) commit(msg, manifest string) string {
 }
 
 // wait polls the app's status through the API.
-func (r *agentRig) wait(timeout time.Duration, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func (r *agentRig) wait(timeout time.Duration, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	r.t.Helper()
-	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, r.app)
 	}, ok)
 }
@@ -79,13 +79,13 @@ func (r *agentRig) wait(timeout time.Duration, what string, ok func(dsync.AppSta
 // waitConverged waits until sha is applied and runs as `replicas` ready
 // replicas of image. Replicas are not checked for sha: scaling up keeps the
 // existing ones, which carry the revision that created them.
-func (r *agentRig) waitConverged(what, sha string, replicas int, image string) dsync.AppStatus {
+func (r *agentRig) waitConverged(what, sha string, replicas int, image string) status.AppStatus {
 	r.t.Helper()
 	return r.wait(60*time.Second, what, convergedTo(sha, replicas, image))
 }
 
-func convergedTo(sha string, replicas int, image string) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func convergedTo(sha string, replicas int, image string) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 			return false
 		}
@@ -178,7 +178,7 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 	before := idsByName(dockerContainers(t, rig.app))
 
 	rig.server.Stop()
-	st := rig.wait(15*time.Second, "a source error while the git server is down", func(st dsync.AppStatus) bool {
+	st := rig.wait(15*time.Second, "a source error while the git server is down", func(st status.AppStatus) bool {
 		return st.Source.Error != ""
 	})
 	if st.Applied == nil || st.Applied.SHA != first || !strings.Contains(st.Message, "still running "+first[:7]) {
@@ -191,7 +191,7 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 	}
 
 	rig.server.Start(t)
-	rig.wait(15*time.Second, "the source error to clear once the git server is back", func(st dsync.AppStatus) bool {
+	rig.wait(15*time.Second, "the source error to clear once the git server is back", func(st status.AppStatus) bool {
 		return st.Source.Error == "" && st.Source.ErrorSince.IsZero()
 	})
 	if after := idsByName(dockerContainers(t, rig.app)); !maps.Equal(after, before) {
@@ -296,10 +296,10 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 	rig.waitConverged("the first commit to be deployed", first, 2, v1)
 
 	rig.call("turn self-heal off", func(ctx context.Context, c *web.Client, app string) error { return c.SetSelfHeal(ctx, app, false) })
-	rig.wait(5*time.Second, "self-heal to show as off", func(st dsync.AppStatus) bool { return !st.SelfHeal })
+	rig.wait(5*time.Second, "self-heal to show as off", func(st status.AppStatus) bool { return !st.SelfHeal })
 	victim := rig.app + "-web-1"
 	docker(t, "rm", "-f", victim)
-	st := rig.wait(15*time.Second, "the removed replica to show as drift", func(st dsync.AppStatus) bool {
+	st := rig.wait(15*time.Second, "the removed replica to show as drift", func(st status.AppStatus) bool {
 		return st.Sync == drift.SyncOutOfSync && st.Drift != nil && slices.ContainsFunc(st.Drift.Changes, func(c drift.Change) bool {
 			return c.Action == drift.ActionCreate && c.Kind == drift.KindContainer && c.Name == victim
 		})
@@ -319,11 +319,11 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 	rig.waitConverged("the removed replica to be repaired once self-heal is on", first, 2, v1)
 
 	rig.call("suspend", func(ctx context.Context, c *web.Client, app string) error { return c.Suspend(ctx, app) })
-	rig.wait(5*time.Second, "the app to show as suspended", func(st dsync.AppStatus) bool {
-		return st.Suspended && st.Health == dsync.HealthSuspended
+	rig.wait(5*time.Second, "the app to show as suspended", func(st status.AppStatus) bool {
+		return st.Suspended && st.Health == status.HealthSuspended
 	})
 	second := rig.commit("scale to 3", serviceManifest(v1, 3, env))
-	st = rig.wait(15*time.Second, "the suspended agent to see the new commit", func(st dsync.AppStatus) bool {
+	st = rig.wait(15*time.Second, "the suspended agent to see the new commit", func(st status.AppStatus) bool {
 		return st.Fetched != nil && st.Fetched.SHA == second
 	})
 	for range 12 {
@@ -332,8 +332,8 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	st = rig.wait(5*time.Second, "status of the suspended app", func(dsync.AppStatus) bool { return true })
-	if st.Health != dsync.HealthSuspended || st.Sync != drift.SyncOutOfSync || st.Applied == nil || st.Applied.SHA != first {
+	st = rig.wait(5*time.Second, "status of the suspended app", func(status.AppStatus) bool { return true })
+	if st.Health != status.HealthSuspended || st.Sync != drift.SyncOutOfSync || st.Applied == nil || st.Applied.SHA != first {
 		t.Errorf("while suspended: health %s, sync %s, applied %s; want Suspended, OutOfSync, %s", st.Health, st.Sync, revShort(st.Applied), first[:7])
 	}
 	if !strings.Contains(st.Message, "suspended") {
@@ -376,7 +376,7 @@ func TestAgentHistoryAndStatusCLI(t *testing.T) {
 	var syncs, reverts int
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
-		if len(f) < 5 || f[3] != string(dsync.KindSync) {
+		if len(f) < 5 || f[3] != string(status.KindSync) {
 			continue
 		}
 		syncs++

@@ -25,7 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -100,7 +100,7 @@ func dockerClient(t *testing.T) *client.Client {
 // forEach runs fn(0..n-1) with at most par at once.
 func forEach(n, par int, fn func(i int)) {
 	sem := make(chan struct{}, par)
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -300,7 +300,7 @@ func engineFloor(t *testing.T, cli *client.Client, image string, n, par int) tim
 		t.Fatal(err)
 	}
 	ids := make([]string, n)
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	var firstErr error
 	forEach(n, par, func(i int) {
 		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
@@ -373,7 +373,7 @@ func TestBenchIdlePass1000(t *testing.T) {
 	}
 	netName := manifest.ObjectName(app, manifest.DefaultNetwork)
 	cloneStart := time.Now()
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	var createErr error
 	forEach(n-1, 8, func(i int) {
 		slot := i + 2

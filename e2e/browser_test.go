@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,7 +174,7 @@ type browser struct {
 	t   *testing.T
 	ctx context.Context
 
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	problems []string
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -94,8 +94,8 @@ func (b *buildScenario) expectBuilds(n int, when string) {
 
 // enforced: sha runs image, healthy. With a newer revision refused, the
 // app is OutOfSync with its branch while the old one keeps running.
-func enforced(sha, image string) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func enforced(sha, image string) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 			return false
 		}
@@ -104,8 +104,8 @@ func enforced(sha, image string) func(dsync.AppStatus) bool {
 	}
 }
 
-func synced(sha, image string) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool { return st.Sync == drift.SyncSynced && enforced(sha, image)(st) }
+func synced(sha, image string) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool { return st.Sync == drift.SyncSynced && enforced(sha, image)(st) }
 }
 
 // TestBuildFromRepository deploys a service whose image is built from the
@@ -180,7 +180,7 @@ func (b *buildScenario) failingBuild(good, image string, ids []string) {
 	t := b.t
 	b.repo.WriteFile(b.path+"/web/Dockerfile", buildDockerfile+"COPY missing-file /x\n")
 	broken := b.repo.Commit("copy a file that is not there")
-	st := waitStatus(t, b.api, b.app, "the failing build to be refused", func(st dsync.AppStatus) bool {
+	st := waitStatus(t, b.api, b.app, "the failing build to be refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == broken
 	})
 	if !regexp.MustCompile(`failed at "Step 5/\d+ : COPY missing-file /x"`).MatchString(st.Refused.Reason) {
@@ -193,7 +193,7 @@ func (b *buildScenario) failingBuild(good, image string, ids []string) {
 	if got := containerIDs(st); !slices.Equal(got, ids) {
 		t.Errorf("the refused build replaced the container: %v -> %v", ids, got)
 	}
-	refused := history(t, b.api, b.app, string(dsync.KindRefused))
+	refused := history(t, b.api, b.app, string(status.KindRefused))
 	if len(refused) != 1 || refused[0].Revision == nil || refused[0].Revision.SHA != broken {
 		t.Errorf("refused history entries %+v, want one for %s", refused, broken[:7])
 	}

@@ -13,14 +13,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestComposeCorpus runs the compose apps the loader is golden-tested on
@@ -81,7 +81,7 @@ func TestComposeCorpus(t *testing.T) {
 	// The stacks run at once, each as a subtest. Not with t.Parallel: that
 	// would run only -parallel (GOMAXPROCS) of them at a time, and they
 	// mostly wait for the engine.
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	for _, s := range stacks {
 		r := runs[s.dir]
 		r.agent = agent
@@ -221,7 +221,7 @@ func (r *stackRun) runAll() {
 		}
 		var finish func(*testing.T)
 		done := make(chan struct{})
-		stopWatching := stdsync.OnceFunc(func() { close(done) })
+		stopWatching := sync.OnceFunc(func() { close(done) })
 		defer stopWatching() // also when the wait below fails the test
 		if ch.during != nil {
 			finish = ch.during(r, done)
@@ -268,7 +268,7 @@ func (r *stackRun) runAll() {
 		if got := specHashes(t, r.app.Name); !maps.Equal(got, beforeLast) {
 			t.Errorf("after reverting %s the services run spec hashes %v, want the ones before it %v", last[:7], got, beforeLast)
 		}
-		syncs := history(t, r.agent.Client(), r.app.Name, string(dsync.KindSync))
+		syncs := history(t, r.agent.Client(), r.app.Name, string(status.KindSync))
 		if len(syncs) == 0 || syncs[0].Revision == nil || syncs[0].Revision.SHA != reverted || !syncs[0].Revision.Revert {
 			t.Errorf("the newest sync entry should be the revert %s, marked as one: %+v", reverted[:7], firstOf(syncs))
 		}
@@ -280,9 +280,9 @@ func (r *stackRun) runAll() {
 		head := r.repo.Head()
 		docker(t, "rm", "-f", victim)
 		want := victim + " was removed outside Git; recreated"
-		waitAppStatus(t, r.agent, r.app.Name, corpusWait, "the repair of "+victim, func(st dsync.AppStatus) bool {
-			return convergedServices(head, replicas)(st) && slices.ContainsFunc(history(t, r.agent.Client(), r.app.Name, string(dsync.KindRepair)),
-				func(e dsync.HistoryEntry) bool { return e.Summary == want })
+		waitAppStatus(t, r.agent, r.app.Name, corpusWait, "the repair of "+victim, func(st status.AppStatus) bool {
+			return convergedServices(head, replicas)(st) && slices.ContainsFunc(history(t, r.agent.Client(), r.app.Name, string(status.KindRepair)),
+				func(e status.HistoryEntry) bool { return e.Summary == want })
 		})
 		r.checkContainers(replicas)
 	}
@@ -301,7 +301,7 @@ func readRepoFile(repo *gitserver.Repo, name string) (string, error) {
 }
 
 // waitConverged waits until sha runs with the replicas, Synced and Healthy.
-func (r *stackRun) waitConverged(what, sha string, replicas map[string]int) dsync.AppStatus {
+func (r *stackRun) waitConverged(what, sha string, replicas map[string]int) status.AppStatus {
 	r.t.Helper()
 	return waitAppStatus(r.t, r.agent, r.app.Name, corpusWait, what+" ("+sha[:7]+") to converge", convergedServices(sha, replicas))
 }
@@ -494,7 +494,7 @@ func putInVolume(t *testing.T, image, volume, name, body string) {
 // sampleRunning counts, until done, the running containers of a service
 // at every moment it looks; it returns the minimum and maximum seen.
 func sampleRunning(app, service string, done <-chan struct{}) func() (lo, hi int) {
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	lo, hi := 1<<30, 0
 	finished := make(chan struct{})
 	go func() {

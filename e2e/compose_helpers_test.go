@@ -19,14 +19,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -73,7 +73,7 @@ type imageSet struct {
 	ns   string
 	base string
 
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	profiles map[string]string // profile key -> image ID
 	tags     []string
 }
@@ -185,7 +185,7 @@ func randHex(n int) string {
 // --- Host ports -----------------------------------------------------------
 
 var handedOut struct {
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	ports map[int]bool
 }
 
@@ -530,7 +530,7 @@ func dataDir(t *testing.T) string {
 }
 
 // appStatus is one app's status from the agent's API.
-func appStatus(t *testing.T, a *testenv.Agent, app string) dsync.AppStatus {
+func appStatus(t *testing.T, a *testenv.Agent, app string) status.AppStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -542,9 +542,9 @@ func appStatus(t *testing.T, a *testenv.Agent, app string) dsync.AppStatus {
 }
 
 // waitAppStatus polls one app's status until ok accepts it.
-func waitAppStatus(t *testing.T, a *testenv.Agent, app string, timeout time.Duration, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func waitAppStatus(t *testing.T, a *testenv.Agent, app string, timeout time.Duration, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	t.Helper()
-	return testenv.WaitApp(t, a, timeout, app+": "+what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(t, a, timeout, app+": "+what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, app)
 	}, ok)
 }
@@ -555,8 +555,8 @@ func waitAppStatus(t *testing.T, a *testenv.Agent, app string, timeout time.Dura
 // the end of a pass, so it is a finished pass's verdict even while the
 // next pass runs: with 17 apps polled every second on a slow machine a
 // pass is nearly always under way, and waiting for none timed out.
-func convergedServices(sha string, want map[string]int) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func convergedServices(sha string, want map[string]int) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy {
 			return false
 		}

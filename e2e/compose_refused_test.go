@@ -9,7 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestComposeBadRevisionsAreRefused: a compose revision with an error is
@@ -76,7 +76,7 @@ func TestComposeBadRevisionsAreRefused(t *testing.T) {
 		tc.edit()
 		bad := repo.Commit("bad: " + tc.name)
 		want := path + "/" + tc.want
-		st := waitAppStatus(t, agent, app, 30*time.Second, "the refusal of "+tc.name, func(st dsync.AppStatus) bool {
+		st := waitAppStatus(t, agent, app, 30*time.Second, "the refusal of "+tc.name, func(st status.AppStatus) bool {
 			return st.Refused != nil && st.Refused.Revision.SHA == bad
 		})
 		if !slices.Equal(st.Refused.Errors, []string{want}) {
@@ -85,7 +85,7 @@ func TestComposeBadRevisionsAreRefused(t *testing.T) {
 		if st.Applied == nil || st.Applied.SHA != first || !strings.Contains(st.Message, first[:7]) {
 			t.Errorf("%s: applied %s, message %q; want %s still running and said so", tc.name, revShort(st.Applied), st.Message, first[:7])
 		}
-		refused := history(t, agent.Client(), app, string(dsync.KindRefused))
+		refused := history(t, agent.Client(), app, string(status.KindRefused))
 		if len(refused) != i+1 || refused[0].Revision == nil || refused[0].Revision.SHA != bad || !slices.Contains(refused[0].Errors, want) {
 			t.Errorf("%s: newest refused history entry %+v (of %d), want %s with the error", tc.name, firstOf(refused), len(refused), bad[:7])
 		}
@@ -98,9 +98,9 @@ func TestComposeBadRevisionsAreRefused(t *testing.T) {
 			victim := app + "-web-1"
 			docker(t, "rm", "-f", victim)
 			oldID := running["web"][victim]
-			waitAppStatus(t, agent, app, 60*time.Second, victim+" to be recreated at the good revision", func(st dsync.AppStatus) bool {
+			waitAppStatus(t, agent, app, 60*time.Second, victim+" to be recreated at the good revision", func(st status.AppStatus) bool {
 				id := serviceContainers(t, app)["web"][victim]
-				return id != "" && id != oldID && st.Applied != nil && st.Applied.SHA == first && slices.ContainsFunc(st.Services, func(s dsync.ServiceStatus) bool {
+				return id != "" && id != oldID && st.Applied != nil && st.Applied.SHA == first && slices.ContainsFunc(st.Services, func(s status.ServiceStatus) bool {
 					return s.Name == "web" && s.Ready == 1 && len(s.Containers) == 1 && s.Containers[0].ID == id && s.Containers[0].Ready
 				})
 			})
@@ -109,7 +109,7 @@ func TestComposeBadRevisionsAreRefused(t *testing.T) {
 			}
 			wantRepair := victim + " was removed outside Git; recreated"
 			deadline := time.Now().Add(5 * time.Second)
-			for !slices.ContainsFunc(history(t, agent.Client(), app, string(dsync.KindRepair)), func(e dsync.HistoryEntry) bool { return e.Summary == wantRepair }) {
+			for !slices.ContainsFunc(history(t, agent.Client(), app, string(status.KindRepair)), func(e status.HistoryEntry) bool { return e.Summary == wantRepair }) {
 				if time.Now().After(deadline) {
 					// Known bug, see the report: Agent.trigger stops the
 					// repair pass at its readiness wait because the head

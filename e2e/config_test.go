@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -49,9 +49,9 @@ func TestAgentRunsSeveralAppsFromConfig(t *testing.T) {
 	}
 	agent := testenv.StartAgent(t, t.TempDir(), "run", "--config", cfg)
 
-	apps := func(ctx context.Context, c *web.Client) ([]dsync.AppStatus, error) { return c.Apps(ctx) }
-	ready := func(want map[string]int) func([]dsync.AppStatus) bool {
-		return func(as []dsync.AppStatus) bool {
+	apps := func(ctx context.Context, c *web.Client) ([]status.AppStatus, error) { return c.Apps(ctx) }
+	ready := func(want map[string]int) func([]status.AppStatus) bool {
+		return func(as []status.AppStatus) bool {
 			if len(as) != len(want) {
 				return false
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestAgentReportsCrashingImageWithoutHotLoop commits an image that exits at
@@ -23,7 +23,7 @@ func TestAgentReportsCrashingImageWithoutHotLoop(t *testing.T) {
 	before := dockerContainers(t, r.app)
 
 	bad := r.commit("crash at start", serviceManifest(v1, 2, map[string]string{"MESSAGE": "two", "WORKLOAD_CRASH": "true"}))
-	st := r.wait(60*time.Second, "the crashing rollout reported", func(st dsync.AppStatus) bool {
+	st := r.wait(60*time.Second, "the crashing rollout reported", func(st status.AppStatus) bool {
 		return st.Health == drift.HealthDegraded && len(st.Services) == 1 &&
 			strings.Contains(st.Services[0].Message, "exited with code 1")
 	})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -31,8 +31,8 @@ func TestDemoSecondRunAndCleanWhileRunning(t *testing.T) {
 	agent := testenv.StartAgent(t, data, "demo")
 	for _, app := range []string{"demo", "demo-shop"} {
 		testenv.WaitApp(t, agent, 3*time.Minute, app+" synced and healthy",
-			func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) { return c.App(ctx, app) },
-			func(s dsync.AppStatus) bool { return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy })
+			func(ctx context.Context, c *web.Client) (status.AppStatus, error) { return c.App(ctx, app) },
+			func(s status.AppStatus) bool { return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy })
 	}
 
 	out, code := testenv.Run(t, ctx, os.TempDir(), "demo", "--data", data, "--listen", testenv.FreeAddr(t))

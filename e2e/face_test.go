@@ -17,7 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -66,11 +66,11 @@ func startFaceAgent(t *testing.T, app string, repo *gitserver.Repo, server strin
 	return testenv.StartAgent(t, t.TempDir(), "run", "--config", cfg)
 }
 
-func waitApplied(t *testing.T, agent *testenv.Agent, app, sha string) dsync.AppStatus {
+func waitApplied(t *testing.T, agent *testenv.Agent, app, sha string) status.AppStatus {
 	t.Helper()
-	return testenv.WaitApp(t, agent, 90*time.Second, "app runs "+sha[:7], func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(t, agent, 90*time.Second, "app runs "+sha[:7], func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, app)
-	}, func(st dsync.AppStatus) bool {
+	}, func(st status.AppStatus) bool {
 		ready := 0
 		for _, s := range st.Services {
 			ready += s.Ready

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestFaultCorruptDatabase damages driftless.db while the agent is stopped
@@ -92,7 +92,7 @@ func TestFaultCorruptDatabase(t *testing.T) {
 			if tc.silent {
 				t.Logf("history after starting on an %s database: %d entries", tc.name, len(entries))
 			} else {
-				if len(entries) == 0 || entries[0].Kind != dsync.KindAction || entries[0].Result != "failed" ||
+				if len(entries) == 0 || entries[0].Kind != status.KindAction || entries[0].Result != "failed" ||
 					!strings.Contains(entries[0].Summary, "moved to") || !strings.Contains(entries[0].Summary, "history starts over") {
 					t.Fatalf("history does not start with the entry saying the database was moved aside: %+v", entries)
 				}
@@ -139,8 +139,8 @@ func rot(t *testing.T, good []byte, marker string) []byte {
 func (r *faultRig) waitRepair(want string) {
 	r.t.Helper()
 	if !pollUntil(10*time.Second, 100*time.Millisecond, func() bool {
-		return slices.ContainsFunc(r.history(), func(e dsync.HistoryEntry) bool {
-			return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, want)
+		return slices.ContainsFunc(r.history(), func(e status.HistoryEntry) bool {
+			return e.Kind == status.KindRepair && strings.Contains(e.Summary, want)
 		})
 	}) {
 		r.t.Fatalf("no repair %q in history within 10s", want)

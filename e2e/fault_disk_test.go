@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestFaultFullDisk gives the agent a data directory on a small file
@@ -34,7 +34,7 @@ func TestFaultFullDisk(t *testing.T) {
 	row.add(1)
 	// Healing writes history (a repair each); with no space some write
 	// fails, and the status must say so.
-	var cond dsync.Condition
+	var cond status.Condition
 	heals := 0
 	for heals < 12 {
 		victim := r.app + []string{"-web-1", "-web-2"}[heals%2]
@@ -91,7 +91,7 @@ func unavailable(t *testing.T, msg string) {
 }
 
 // historyCondition is the app's "history" condition, if active.
-func (r *faultRig) historyCondition() (dsync.Condition, bool) {
+func (r *faultRig) historyCondition() (status.Condition, bool) {
 	r.t.Helper()
 	st, err := r.status()
 	if err != nil {
@@ -102,7 +102,7 @@ func (r *faultRig) historyCondition() (dsync.Condition, bool) {
 			return c, true
 		}
 	}
-	return dsync.Condition{}, false
+	return status.Condition{}, false
 }
 
 // smallFS mounts a tmpfs of size bytes for the test and returns its path;

@@ -12,7 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestFaultEngineRestart runs the agent against a private Docker engine
@@ -176,8 +176,8 @@ func (r *faultRig) requireStable(d time.Duration, ids map[string]string, what st
 func (r *faultRig) waitEngineDown(what string) time.Duration {
 	r.t.Helper()
 	t0 := time.Now()
-	st := r.wait(20*time.Second, "the app Unknown with an engine error: "+what, func(st dsync.AppStatus) bool {
-		return st.Sync == dsync.SyncUnknown && st.Health == dsync.HealthUnknown && hasCondition(st, "engine")
+	st := r.wait(20*time.Second, "the app Unknown with an engine error: "+what, func(st status.AppStatus) bool {
+		return st.Sync == status.SyncUnknown && st.Health == status.HealthUnknown && hasCondition(st, "engine")
 	})
 	took := time.Since(t0)
 	r.t.Logf("%s: status %s/%s after %s, message %q", what, st.Sync, st.Health, took.Round(time.Millisecond), st.Message)
@@ -188,8 +188,8 @@ func (r *faultRig) waitEngineDown(what string) time.Duration {
 	return took
 }
 
-func hasCondition(st dsync.AppStatus, kind string) bool {
-	return slices.ContainsFunc(st.Errors, func(c dsync.Condition) bool { return c.Kind == kind })
+func hasCondition(st status.AppStatus, kind string) bool {
+	return slices.ContainsFunc(st.Errors, func(c status.Condition) bool { return c.Kind == kind })
 }
 
 // waitReadyz waits until /readyz answers code.
@@ -224,7 +224,7 @@ func (r *faultRig) lastHistoryID() uint64 {
 func (r *faultRig) requireNoChangesSince(mark uint64, what string) {
 	r.t.Helper()
 	for _, e := range r.history() {
-		if e.ID > mark && (e.Kind == dsync.KindSync || e.Kind == dsync.KindRepair) {
+		if e.ID > mark && (e.Kind == status.KindSync || e.Kind == status.KindRepair) {
 			r.t.Errorf("%s: history #%d %s: %s (%s); nothing should have been changed", what, e.ID, e.Kind, e.Summary, e.Result)
 		}
 	}

@@ -6,13 +6,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestFaultGitServerKilledMidTransfer kills the git server (git-daemon and
@@ -43,7 +43,7 @@ func TestFaultGitServerKilledMidTransfer(t *testing.T) {
 	r.start()
 	waitKilled(t, killed, "the first clone")
 	row.add(1)
-	st := r.wait(20*time.Second, "a source error after the clone broke", func(st dsync.AppStatus) bool { return st.Source.Error != "" })
+	st := r.wait(20*time.Second, "a source error after the clone broke", func(st status.AppStatus) bool { return st.Source.Error != "" })
 	t.Logf("clone broken: source error %q; message %q", st.Source.Error, st.Message)
 	if st.Applied != nil || !strings.Contains(st.Message, "nothing deployed yet") {
 		t.Errorf("after a broken first clone: applied %s, message %q; want nothing deployed and said so", revShort(st.Applied), st.Message)
@@ -57,7 +57,7 @@ func TestFaultGitServerKilledMidTransfer(t *testing.T) {
 	r.waitHead(60*time.Second, "the first deploy once the git server is back")
 	cloneBack := time.Since(back)
 	r.checkRunning("after the broken clone")
-	r.wait(10*time.Second, "the source error to clear", func(st dsync.AppStatus) bool { return st.Source.Error == "" })
+	r.wait(10*time.Second, "the source error to clear", func(st status.AppStatus) bool { return st.Source.Error == "" })
 
 	// 2. A fetch of a new commit breaks half-way.
 	good := r.head()
@@ -67,7 +67,7 @@ func TestFaultGitServerKilledMidTransfer(t *testing.T) {
 	r.commit("scale to 3, with a large asset", first.with(func(s *svcState) { s.Replicas = 3 }))
 	waitKilled(t, killed, "the fetch of the new commit")
 	row.add(1)
-	st = r.wait(20*time.Second, "a source error after the fetch broke", func(st dsync.AppStatus) bool { return st.Source.Error != "" })
+	st = r.wait(20*time.Second, "a source error after the fetch broke", func(st status.AppStatus) bool { return st.Source.Error != "" })
 	t.Logf("fetch broken: source error %q; message %q", st.Source.Error, st.Message)
 	if st.Applied == nil || st.Applied.SHA != good || !strings.Contains(st.Message, "still running "+good[:7]) {
 		t.Errorf("after a broken fetch: applied %s, message %q; want %s still running and said so", revShort(st.Applied), st.Message, good[:7])
@@ -96,10 +96,10 @@ func TestFaultGitServerKilledMidTransfer(t *testing.T) {
 	entries := r.checkHistory("at the end", nil)
 	var failed, recovered int
 	for _, e := range entries {
-		if e.Kind == dsync.KindSource && e.Result == "failed" {
+		if e.Kind == status.KindSource && e.Result == "failed" {
 			failed++
 		}
-		if e.Kind == dsync.KindSource && e.Result == "succeeded" {
+		if e.Kind == status.KindSource && e.Result == "succeeded" {
 			recovered++
 		}
 	}
@@ -147,11 +147,11 @@ type slowLink struct {
 	upstream string
 	rate     int // bytes per second, server to client
 
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	trip  int64 // a connection that passed this many bytes trips
 	onTip func()
 	conns map[net.Conn]bool
-	wg    stdsync.WaitGroup
+	wg    sync.WaitGroup
 }
 
 func startSlowLink(t *testing.T, upstream string, rate int) *slowLink {

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"text/tabwriter"
@@ -23,7 +23,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
@@ -75,7 +75,7 @@ type faultRow struct {
 }
 
 var faultSummary struct {
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	rows []*faultRow
 }
 
@@ -360,15 +360,15 @@ func (r *faultRig) note(sha string, s svcState, at time.Time) {
 	r.order = append(r.order, sha)
 }
 
-func (r *faultRig) status() (dsync.AppStatus, error) {
+func (r *faultRig) status() (status.AppStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return r.agent.Client().App(ctx, r.app)
 }
 
-func (r *faultRig) wait(timeout time.Duration, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func (r *faultRig) wait(timeout time.Duration, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	r.t.Helper()
-	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, r.app)
 	}, ok)
 }
@@ -482,9 +482,9 @@ func (r *faultRig) checkRunningT(t *countingT, what string) {
 }
 
 // history is every history entry of the app, oldest first.
-func (r *faultRig) history() []dsync.HistoryEntry {
+func (r *faultRig) history() []status.HistoryEntry {
 	r.t.Helper()
-	var all []dsync.HistoryEntry
+	var all []status.HistoryEntry
 	var before uint64
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -509,10 +509,10 @@ func (r *faultRig) history() []dsync.HistoryEntry {
 // that did not run: between the push and the entry, the engine ran
 // exactly that revision's replicas of that revision's variant at some
 // moment.
-func (r *faultRig) checkHistory(what string, ev *eventLog) []dsync.HistoryEntry {
+func (r *faultRig) checkHistory(what string, ev *eventLog) []status.HistoryEntry {
 	r.t.Helper()
 	entries := r.history()
-	var prev dsync.HistoryEntry
+	var prev status.HistoryEntry
 	for i, e := range entries {
 		if i > 0 && (e.ID <= prev.ID || e.Time.Before(prev.Time)) {
 			r.t.Errorf("%s: history out of order: #%d at %s after #%d at %s", what, e.ID, e.Time, prev.ID, prev.Time)
@@ -529,7 +529,7 @@ func (r *faultRig) checkHistory(what string, ev *eventLog) []dsync.HistoryEntry 
 		if r.reverts[e.Revision.SHA] && !e.Revision.Revert {
 			r.t.Errorf("%s: history entry #%d names the revert %s without marking it a revert", what, e.ID, short(e.Revision.SHA))
 		}
-		if ev == nil || e.Kind != dsync.KindSync || e.Result != "succeeded" {
+		if ev == nil || e.Kind != status.KindSync || e.Result != "succeeded" {
 			continue
 		}
 		from, to := r.pushedAt[e.Revision.SHA], e.Time.Add(500*time.Millisecond)
@@ -642,7 +642,7 @@ func (f *foreignObjects) check(t interface {
 // what ran at any moment can be rebuilt without sampling gaps.
 type eventLog struct {
 	app string
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	evs []events.Message
 	err error
 }

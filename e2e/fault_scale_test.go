@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestFaultScaleUpInterruptedByRevert measures a scale-up from 1 to 40
@@ -73,7 +73,7 @@ func TestFaultScaleUpInterruptedByRevert(t *testing.T) {
 	entries := r.checkHistory("after the interrupted scale-up", ev)
 	var upEntries []string
 	for _, e := range entries {
-		if e.Kind == dsync.KindSync && e.Revision != nil && e.Revision.SHA == up {
+		if e.Kind == status.KindSync && e.Revision != nil && e.Revision.SHA == up {
 			upEntries = append(upEntries, e.Result+": "+e.Summary)
 			if e.Result == "succeeded" {
 				t.Errorf("history calls the interrupted scale-up a success: %s", e.Summary)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // healManifest is a web service that becomes ready 2s after start, with a
@@ -101,7 +101,7 @@ func TestHealAtAnyMoment(t *testing.T) {
 	docker(t, "rename", web1, r.app+"-hotfix")
 	waitInspect(t, web1, "{{.Id}}", before, 10*time.Second)
 
-	final := r.wait(30*time.Second, "synced and healthy", func(s dsync.AppStatus) bool {
+	final := r.wait(30*time.Second, "synced and healthy", func(s status.AppStatus) bool {
 		return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy
 	})
 	if len(final.Errors) != 0 {
@@ -166,13 +166,13 @@ func TestConflictClearedIsRetriedAtOnce(t *testing.T) {
 		docker(t, "run", "-d", "--network", "none", "--name", a+"-web-1", "--entrypoint", "/driftless", v1, "workload")
 		return webManifest(v1, 1, "one")
 	}, "--interval", "10m")
-	r.wait(30*time.Second, "the conflict reported", func(s dsync.AppStatus) bool {
+	r.wait(30*time.Second, "the conflict reported", func(s status.AppStatus) bool {
 		return s.Sync == drift.SyncOutOfSync && s.Drift != nil && len(s.Drift.Conflicts) == 1
 	})
 	squatter := docker(t, "inspect", "-f", "{{.Id}}", app+"-web-1")
 	docker(t, "rm", "-f", app+"-web-1")
 	removed := time.Now()
-	st := r.wait(30*time.Second, "the replica created once the name is free", func(s dsync.AppStatus) bool {
+	st := r.wait(30*time.Second, "the replica created once the name is free", func(s status.AppStatus) bool {
 		return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy
 	})
 	if took := time.Since(removed); took > 15*time.Second {

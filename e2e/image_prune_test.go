@@ -14,7 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/registry"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // pushOnly pushes a fresh variant of the workload image as repoTag and
@@ -59,7 +59,7 @@ func TestPrunePulledImages(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf("apps:\n  - name: %s\n    repo: %s\n    allowInsecureTransport: true\n    path: apps/%s\n    interval: 1s\n    prune: true\n", app, repo.URL(server), app))
 	data := t.TempDir()
 	agent := testenv.StartAgentEnv(t, agentEnv(reg.DockerConfig), data, "run", "--config", cfg)
-	testenv.WaitApp(t, agent, 90*time.Second, "web v1 and side deployed", statusOf(app), func(st dsync.AppStatus) bool {
+	testenv.WaitApp(t, agent, 90*time.Second, "web v1 and side deployed", statusOf(app), func(st status.AppStatus) bool {
 		return st.Applied != nil && st.Applied.SHA == first && st.Sync == drift.SyncSynced && st.Health == drift.HealthHealthy && len(st.Services) == 2
 	})
 

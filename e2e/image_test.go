@@ -15,7 +15,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -70,7 +70,7 @@ func TestAgentImage(t *testing.T) {
 
 	api := &web.Client{BaseURL: "http://" + addr, HTTP: &http.Client{Timeout: 10 * time.Second}}
 	waitHealthz(t, api.BaseURL, agent)
-	converged := func(st dsync.AppStatus) bool {
+	converged := func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 			return false
 		}
@@ -92,8 +92,8 @@ func TestAgentImage(t *testing.T) {
 	oldVictim := dockerStdout(t, "inspect", "--format", "{{.Id}}", victim)
 	dockerStdout(t, "rm", "--force", victim)
 	repairSummary := victim + " was removed outside Git; recreated"
-	waitStatus(t, api, app, "the removed replica to be repaired", func(st dsync.AppStatus) bool {
-		return converged(st) && slices.ContainsFunc(history(t, api, app, "repair"), func(e dsync.HistoryEntry) bool {
+	waitStatus(t, api, app, "the removed replica to be repaired", func(st status.AppStatus) bool {
+		return converged(st) && slices.ContainsFunc(history(t, api, app, "repair"), func(e status.HistoryEntry) bool {
 			return e.Summary == repairSummary
 		})
 	})
@@ -114,7 +114,7 @@ func TestAgentImage(t *testing.T) {
 		}
 		after := history(t, api, app, "")
 		for _, e := range before {
-			i := slices.IndexFunc(after, func(a dsync.HistoryEntry) bool { return a.ID == e.ID })
+			i := slices.IndexFunc(after, func(a status.HistoryEntry) bool { return a.ID == e.ID })
 			if i < 0 {
 				t.Errorf("%s, history entry %d (%s %q) is gone", when, e.ID, e.Kind, e.Summary)
 				continue
@@ -123,7 +123,7 @@ func TestAgentImage(t *testing.T) {
 				t.Errorf("%s, history entry %d is %s %q, was %s %q", when, e.ID, a.Kind, a.Summary, e.Kind, e.Summary)
 			}
 		}
-		if !slices.ContainsFunc(after, func(e dsync.HistoryEntry) bool { return e.Kind == dsync.KindRepair && e.Summary == repairSummary }) {
+		if !slices.ContainsFunc(after, func(e status.HistoryEntry) bool { return e.Kind == status.KindRepair && e.Summary == repairSummary }) {
 			t.Errorf("%s, the repair entry is missing; history: %+v", when, after)
 		}
 	}
@@ -219,10 +219,10 @@ func waitHealthz(t *testing.T, baseURL, container string) {
 }
 
 // waitStatus polls the agent's API until ok accepts the app's status.
-func waitStatus(t *testing.T, api *web.Client, app, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func waitStatus(t *testing.T, api *web.Client, app, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
-	var last dsync.AppStatus
+	var last status.AppStatus
 	var lastErr error
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -244,7 +244,7 @@ func waitStatus(t *testing.T, api *web.Client, app, what string, ok func(dsync.A
 }
 
 // history returns the app's newest history entries of one kind ("" = all).
-func history(t *testing.T, api *web.Client, app, kind string) []dsync.HistoryEntry {
+func history(t *testing.T, api *web.Client, app, kind string) []status.HistoryEntry {
 	t.Helper()
 	var kinds []string
 	if kind != "" {

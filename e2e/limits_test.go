@@ -13,7 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestLimitsRefuseRevisions: with the default limits, a commit asking for a
@@ -45,7 +45,7 @@ func TestLimitsRefuseRevisions(t *testing.T) {
 	refuse := func(what, want string, maxRSS int64) {
 		t.Helper()
 		bad := repo.Commit(what)
-		st := waitAppStatus(t, agent, app, 60*time.Second, "the refusal of "+what, func(st dsync.AppStatus) bool {
+		st := waitAppStatus(t, agent, app, 60*time.Second, "the refusal of "+what, func(st status.AppStatus) bool {
 			return st.Refused != nil && st.Refused.Revision.SHA == bad
 		})
 		if !slices.Equal(st.Refused.Errors, []string{want}) {

@@ -14,7 +14,9 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 func webManifest(image string, replicas int, message string) string {
@@ -39,13 +41,13 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	first := repo.Commit("deploy web")
 
 	dataDir := t.TempDir()
-	cfg := dsync.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
+	cfg := config.AppConfig{Name: app, Repo: repo.URL(server), Branch: "main", Path: path,
 		Interval: "@every 1s", SelfHeal: true, MaxRemovalPercent: 50, AllowInsecureTransport: true}
-	agent, err := dsync.New(dsync.Options{
+	agent, err := loop.New(loop.Options{
 		DataDir: dataDir,
-		Apps:    []dsync.AppConfig{cfg},
+		Apps:    []config.AppConfig{cfg},
 		Engine:  engine,
-		NewSource: func(c dsync.AppConfig) (dsync.Source, error) {
+		NewSource: func(c config.AppConfig) (loop.Source, error) {
 			return gitsource.New(gitsource.Config{URL: c.Repo, Branch: c.Branch, Path: c.Path, Dir: filepath.Join(dataDir, "git", c.Name), Auth: c.Auth,
 				AllowInsecureTransport: c.AllowInsecureTransport})
 		},
@@ -63,7 +65,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 		}
 	})
 
-	waitFor := func(what string, ok func(st dsync.AppStatus) bool) dsync.AppStatus {
+	waitFor := func(what string, ok func(st status.AppStatus) bool) status.AppStatus {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
 		for {
@@ -78,8 +80,8 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	converged := func(sha string, replicas int, image string) func(dsync.AppStatus) bool {
-		return func(st dsync.AppStatus) bool {
+	converged := func(sha string, replicas int, image string) func(status.AppStatus) bool {
+		return func(st status.AppStatus) bool {
 			if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 				return false
 			}
@@ -107,7 +109,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	// git revert brings the previous state back, and history says so.
 	reverted := repo.Revert(second)
 	waitFor("the revert to roll out", converged(reverted, 2, v1))
-	syncs, err := agent.History(dsync.HistoryQuery{App: app, Kinds: []dsync.HistoryKind{dsync.KindSync}})
+	syncs, err := agent.History(status.HistoryQuery{App: app, Kinds: []status.HistoryKind{status.KindSync}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +127,9 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	if _, err := cli.ContainerRemove(ctx, victim, client.ContainerRemoveOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the removed replica to be repaired", func(st dsync.AppStatus) bool {
-		es, _ := agent.History(dsync.HistoryQuery{App: app, Kinds: []dsync.HistoryKind{dsync.KindRepair}})
-		return converged(reverted, 2, v1)(st) && slices.ContainsFunc(es, func(e dsync.HistoryEntry) bool {
+	waitFor("the removed replica to be repaired", func(st status.AppStatus) bool {
+		es, _ := agent.History(status.HistoryQuery{App: app, Kinds: []status.HistoryKind{status.KindRepair}})
+		return converged(reverted, 2, v1)(st) && slices.ContainsFunc(es, func(e status.HistoryEntry) bool {
 			return e.Summary == victim+" was removed outside Git; recreated"
 		})
 	})
@@ -137,7 +139,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	ids := containerIDs(running)
 	repo.WriteFile(path+"/web.yaml", webManifest(v2, 2, "three")+"  replcas: 3\n")
 	broken := repo.Commit("typo")
-	st := waitFor("the broken commit to be refused", func(st dsync.AppStatus) bool {
+	st := waitFor("the broken commit to be refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == broken
 	})
 	if len(st.Refused.Errors) == 0 || !strings.HasPrefix(st.Refused.Errors[0], path+"/web.yaml:") || !strings.Contains(st.Refused.Errors[0], "replcas") {
@@ -146,7 +148,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	if st.Applied.SHA != reverted || !slices.Equal(containerIDs(st), ids) {
 		t.Fatalf("after the refusal applied %s, containers %v; want %s still running as %v", st.Applied.Short(), containerIDs(st), reverted[:7], ids)
 	}
-	refused, _ := agent.History(dsync.HistoryQuery{App: app, Kinds: []dsync.HistoryKind{dsync.KindRefused}})
+	refused, _ := agent.History(status.HistoryQuery{App: app, Kinds: []status.HistoryKind{status.KindRefused}})
 	if len(refused) != 1 || refused[0].Revision.SHA != broken {
 		t.Fatalf("refused entries = %+v", refused)
 	}
@@ -163,7 +165,7 @@ func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
 	}
 }
 
-func containerIDs(st dsync.AppStatus) []string {
+func containerIDs(st status.AppStatus) []string {
 	var ids []string
 	for _, s := range st.Services {
 		for _, c := range s.Containers {

@@ -9,14 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fakeHost stands in for both a notification destination (shoutrrr's
@@ -25,7 +25,7 @@ import (
 type fakeHost struct {
 	t        *testing.T
 	addr     string
-	mu       stdsync.Mutex
+	mu       sync.Mutex
 	messages []hostMessage
 	statuses []hostStatus
 }
@@ -259,7 +259,7 @@ func TestNotifyBatchesDriftRepairs(t *testing.T) {
 	})
 	client := agent.Client()
 	repairs := func() int {
-		page, err := client.History(t.Context(), app, []string{string(dsync.KindRepair)}, 0, 100)
+		page, err := client.History(t.Context(), app, []string{string(status.KindRepair)}, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

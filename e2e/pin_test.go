@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -30,7 +30,7 @@ func TestAgentPinRollsBackAndUnpinFollowsBranch(t *testing.T) {
 	// While pinned, new commits are fetched by nobody: the app stays put.
 	r.commit("scale to 3", serviceManifest(v1, 3, map[string]string{"MESSAGE": "bad"}))
 	r.call("sync", func(ctx context.Context, c *web.Client, app string) error { return c.Sync(ctx, app) })
-	st = r.wait(10*time.Second, "still pinned after a sync", func(st dsync.AppStatus) bool { return st.Applied != nil && !st.Reconciling })
+	st = r.wait(10*time.Second, "still pinned after a sync", func(st status.AppStatus) bool { return st.Applied != nil && !st.Reconciling })
 	if st.Applied.SHA != good || len(dockerContainers(t, r.app)) != 1 {
 		t.Fatalf("pinned app moved: applied %s, containers %v", st.Applied.Short(), dockerContainers(t, r.app))
 	}

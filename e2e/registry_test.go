@@ -18,7 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/registry"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -77,12 +77,12 @@ func writeConfig(t *testing.T, body string) string {
 	return path
 }
 
-func statusOf(name string) func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
-	return func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) { return c.App(ctx, name) }
+func statusOf(name string) func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
+	return func(ctx context.Context, c *web.Client) (status.AppStatus, error) { return c.App(ctx, name) }
 }
 
-func convergedOn(sha string, ready int) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func convergedOn(sha string, ready int) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		return st.Applied != nil && st.Applied.SHA == sha && st.Sync == drift.SyncSynced &&
 			st.Health == drift.HealthHealthy && len(st.Services) == 1 && st.Services[0].Ready == ready
 	}
@@ -189,7 +189,7 @@ func TestWrongRegistryPasswordKeepsLastGood(t *testing.T) {
 	repo.WriteFile("apps/"+app+"/web.yaml", webManifest(ref, 1, "private"))
 	repo.Commit("private image, wrong password")
 	want := fmt.Sprintf("image %s could not be pulled from registry %s: authentication failed (401/denied)", ref, reg.Host)
-	st := testenv.WaitApp(t, agent, 90*time.Second, "the auth failure reported", statusOf(app), func(st dsync.AppStatus) bool {
+	st := testenv.WaitApp(t, agent, 90*time.Second, "the auth failure reported", statusOf(app), func(st status.AppStatus) bool {
 		b, _ := json.Marshal(st)
 		return st.Health == drift.HealthDegraded && strings.Contains(string(b), want)
 	})
@@ -209,7 +209,7 @@ func TestWrongRegistryPasswordKeepsLastGood(t *testing.T) {
 	repo.WriteFile("apps/"+app+"/web.yaml", webManifest(down, 1, "registry down"))
 	repo.Commit("private image, registry down")
 	want = fmt.Sprintf("image %s could not be pulled from registry %s: registry unreachable", down, reg.Host)
-	testenv.WaitApp(t, agent, 90*time.Second, "the unreachable registry reported", statusOf(app), func(st dsync.AppStatus) bool {
+	testenv.WaitApp(t, agent, 90*time.Second, "the unreachable registry reported", statusOf(app), func(st status.AppStatus) bool {
 		b, _ := json.Marshal(st)
 		return st.Health == drift.HealthDegraded && strings.Contains(string(b), want)
 	})
@@ -324,8 +324,8 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf("apps:\n  - name: %s\n    repo: %s\n    allowInsecureTransport: true\n    path: apps/%s\n    interval: 30s\n", app, repo.URL(server), app))
 	agent := testenv.StartAgentEnv(t, agentEnv(reg.DockerConfig), t.TempDir(), "run", "--config", cfg)
 
-	onDigest := func(d string) func(dsync.AppStatus) bool {
-		return func(st dsync.AppStatus) bool {
+	onDigest := func(d string) func(status.AppStatus) bool {
+		return func(st status.AppStatus) bool {
 			if !convergedOn(sha, 1)(st) || len(st.Services[0].Containers) != 1 {
 				return false
 			}
@@ -345,7 +345,7 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	page, err := agent.Client().History(ctx, app, []string{string(dsync.KindImage)}, 0, 10)
+	page, err := agent.Client().History(ctx, app, []string{string(status.KindImage)}, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 		}
 		t.Errorf("image history %q, want [%q]", got, want)
 	}
-	syncs, err := agent.Client().History(ctx, app, []string{string(dsync.KindSync)}, 0, 1)
+	syncs, err := agent.Client().History(ctx, app, []string{string(status.KindSync)}, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 	serving := dockerContainers(t, app)
 
 	_, d3 := reg.Push(t, crash, pushedRepo(app, "web")+":stable")
-	st = testenv.WaitApp(t, agent, 120*time.Second, "the crashing digest backed off", statusOf(app), func(st dsync.AppStatus) bool {
+	st = testenv.WaitApp(t, agent, 120*time.Second, "the crashing digest backed off", statusOf(app), func(st status.AppStatus) bool {
 		return st.Health == drift.HealthDegraded && len(st.Services) == 1 && strings.Contains(st.Services[0].Message, "keeps failing") && strings.Contains(st.Services[0].Message, "not before")
 	})
 	t.Logf("after the crashing digest %s: %s / %s", d3, st.Message, st.Services[0].Message)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // issue24Compose is issue 24's example, as an attacker with push access
@@ -74,7 +74,7 @@ func TestSecVolumeDriverOptionsAreRefused(t *testing.T) {
 		"apps/" + nativeApp + "/app.yaml:16:8: spec.driverOpts: volume share has the host mount a filesystem of type \"nfs\": the local driver's options are host power, as a bind mount is; allow it for this app with `allow: [volume-drivers]` in driftless.yaml (or `--allow volume-drivers`)",
 	}
 	for app, want := range map[string][]string{composeApp: wantCompose, nativeApp: wantNative} {
-		st := waitAppStatus(t, agent, app, 60*time.Second, "the refusal", func(st dsync.AppStatus) bool {
+		st := waitAppStatus(t, agent, app, 60*time.Second, "the refusal", func(st status.AppStatus) bool {
 			return st.Refused != nil && st.Refused.Revision.SHA == sha
 		})
 		if !slices.Equal(st.Refused.Errors, want) {
@@ -83,7 +83,7 @@ func TestSecVolumeDriverOptionsAreRefused(t *testing.T) {
 		if !hasCondition(st, "validation") || !strings.Contains(st.Message, "refused") {
 			t.Errorf("%s: status %q, errors %+v: want the refusal said", app, st.Message, st.Errors)
 		}
-		if entries := history(t, agent.Client(), app, string(dsync.KindRefused)); len(entries) != 1 || !slices.Equal(entries[0].Errors, want) {
+		if entries := history(t, agent.Client(), app, string(status.KindRefused)); len(entries) != 1 || !slices.Equal(entries[0].Errors, want) {
 			t.Errorf("%s: refused history %+v, want one entry with the errors", app, entries)
 		}
 	}
@@ -149,7 +149,7 @@ func TestSecSymlinkedHostPathIsRefused(t *testing.T) {
 	// through the symlink.
 	victim := app + "-web-1"
 	docker(t, "rm", "-f", victim)
-	st := waitAppStatus(t, agent, app, 30*time.Second, "the running revision refused", func(st dsync.AppStatus) bool {
+	st := waitAppStatus(t, agent, app, 30*time.Second, "the running revision refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == first
 	})
 	if !slices.Equal(st.Refused.Errors, []string{want}) {
@@ -163,7 +163,7 @@ func TestSecSymlinkedHostPathIsRefused(t *testing.T) {
 	// The next commit is refused the same way.
 	repo.WriteFile(path+"/compose.yaml", compose("again"))
 	next := repo.Commit("and again")
-	st = waitAppStatus(t, agent, app, 30*time.Second, "the next commit refused", func(st dsync.AppStatus) bool {
+	st = waitAppStatus(t, agent, app, 30*time.Second, "the next commit refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == next
 	})
 	if !slices.Equal(st.Refused.Errors, []string{want}) || !strings.Contains(st.Message, "host path(s) lead where this app may not mount") {

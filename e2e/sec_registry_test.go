@@ -12,7 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/registry"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Issue #24 items 7 and 11: registry credentials go only where they
@@ -55,9 +55,9 @@ func privateImage(t *testing.T, reg *registry.Registry, apps ...string) (string,
 
 // waitPullRefused waits until app's status reports the authentication
 // failure want (and every detail in also), and returns the status.
-func waitPullRefused(t *testing.T, agent *testenv.Agent, app, want string, also ...string) dsync.AppStatus {
+func waitPullRefused(t *testing.T, agent *testenv.Agent, app, want string, also ...string) status.AppStatus {
 	t.Helper()
-	return testenv.WaitApp(t, agent, 90*time.Second, "the pull access refusal reported", statusOf(app), func(st dsync.AppStatus) bool {
+	return testenv.WaitApp(t, agent, 90*time.Second, "the pull access refusal reported", statusOf(app), func(st status.AppStatus) bool {
 		b, _ := json.Marshal(st)
 		if st.Health != drift.HealthDegraded || !strings.Contains(string(b), want) {
 			return false
@@ -133,7 +133,7 @@ func TestSecRegistryTokenPerCredential(t *testing.T) {
 	first := repo.Commit("a follows the private image's tag")
 	cfg := secRegistryConfig(t, repo.URL(server), front.Host, a, b)
 	agent := testenv.StartAgentEnv(t, append(agentEnv(t.TempDir()), "E2E_PW_0=right-pass", "E2E_PW_1=wrong-pass"), t.TempDir(), "run", "--config", cfg)
-	testenv.WaitApp(t, agent, 90*time.Second, "a pulled and follows the private image", statusOf(a), func(st dsync.AppStatus) bool {
+	testenv.WaitApp(t, agent, 90*time.Second, "a pulled and follows the private image", statusOf(a), func(st status.AppStatus) bool {
 		return convergedOn(first, 1)(st) && strings.Contains(st.Services[0].Image, "@sha256:")
 	})
 	if !slices.ContainsFunc(front.Requests(), func(r registry.TokenRequest) bool { return r.UserAgent == "driftless" && r.Credentials }) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -53,9 +53,9 @@ func startReplayRig(t *testing.T, signer map[string]string, args func(app, url s
 	return r
 }
 
-func (r *replayRig) wait(t *testing.T, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func (r *replayRig) wait(t *testing.T, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	t.Helper()
-	return testenv.WaitApp(t, r.agent, 60*time.Second, what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(t, r.agent, 60*time.Second, what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, r.app)
 	}, ok)
 }
@@ -77,7 +77,7 @@ func TestSecReplayedSignedCommitIsRefusedWithVerify(t *testing.T) {
 	})
 
 	r.repo.ResetHard(r.older) // git reset --hard OLDER && git push --force
-	st := r.wait(t, "the replayed commit refused", func(st dsync.AppStatus) bool {
+	st := r.wait(t, "the replayed commit refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == r.older
 	})
 	why := "onForcePush: refuse, the default with verify on: a replayed older signed commit is not accepted"
@@ -90,7 +90,7 @@ func TestSecReplayedSignedCommitIsRefusedWithVerify(t *testing.T) {
 	if st.Applied == nil || st.Applied.SHA != r.newer || st.ForcePush == nil || !st.ForcePush.Refused || !st.ForcePush.VerifyDefault {
 		t.Errorf("applied %s, forcePush %+v; want %s kept and the force-push refused by verify's default", revShort(st.Applied), st.ForcePush, r.newer[:7])
 	}
-	es := history(t, r.agent.Client(), r.app, string(dsync.KindForcePush))
+	es := history(t, r.agent.Client(), r.app, string(status.KindForcePush))
 	if len(es) != 1 || es[0].Result != "refused" || !strings.Contains(es[0].Summary, why) {
 		t.Errorf("force-push history = %+v, want one refused entry saying %q", es, why)
 	}
@@ -135,7 +135,7 @@ func TestSecReplayedSignedCommitIsFollowedWhenExplicit(t *testing.T) {
 	if st.ForcePush == nil || st.ForcePush.Refused || st.Refused != nil {
 		t.Errorf("forcePush %+v, refused %+v; want the force-push followed", st.ForcePush, st.Refused)
 	}
-	if es := history(t, r.agent.Client(), r.app, string(dsync.KindForcePush)); len(es) != 1 || es[0].Result != "followed" {
+	if es := history(t, r.agent.Client(), r.app, string(status.KindForcePush)); len(es) != 1 || es[0].Result != "followed" {
 		t.Errorf("force-push history = %+v, want one followed entry", es)
 	}
 }

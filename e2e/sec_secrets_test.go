@@ -15,7 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestSecretsBlankedByAppendedKeyRefused (issue 24, item 6): someone with
@@ -96,7 +96,7 @@ spec:
 		native:  fmt.Sprintf(`secrets/db.env:%d: spec.secrets[0].file: secret "db": key "DB_PASSWORD" is set twice (lines 2 and %d)`, lines["apps/"+native+"/secrets/db.env"], lines["apps/"+native+"/secrets/db.env"]),
 		compose: fmt.Sprintf(`db.env:%d: services.web.env_file[0]: env file "db.env": key "DB_PASSWORD" is set twice (lines 2 and %d)`, lines["apps/"+compose+"/db.env"], lines["apps/"+compose+"/db.env"]),
 	} {
-		st := waitAppStatus(t, agent, app, 60*time.Second, "the blanked password refused", func(st dsync.AppStatus) bool {
+		st := waitAppStatus(t, agent, app, 60*time.Second, "the blanked password refused", func(st status.AppStatus) bool {
 			return st.Refused != nil && st.Refused.Revision.SHA == bad
 		})
 		if why := strings.Join(st.Refused.Errors, "\n"); !strings.Contains(why, want) {

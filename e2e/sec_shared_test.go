@@ -13,7 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // One app cannot reach another app's objects (#24, item 2): someone who
@@ -87,7 +87,7 @@ func TestSecOtherAppsVolumeIsRefused(t *testing.T) {
 	attack := composeMounting(image, proxy, "    external: true\n    name: "+media+"\n")
 	repo.WriteFile("apps/"+shop+"/compose.yaml", attack)
 	bad := repo.Commit("shop: mount blog's media")
-	st := waitAppStatus(t, agent, shop, 60*time.Second, "the revision refused", func(st dsync.AppStatus) bool {
+	st := waitAppStatus(t, agent, shop, 60*time.Second, "the revision refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == bad
 	})
 	at := fmt.Sprintf("apps/%s/compose.yaml:11:3: ", shop)
@@ -101,7 +101,7 @@ func TestSecOtherAppsVolumeIsRefused(t *testing.T) {
 			t.Errorf("status message %q lacks %q", st.Message, want)
 		}
 	}
-	if es := history(t, agent.Client(), shop, string(dsync.KindRefused)); len(es) == 0 || es[0].Revision.SHA != bad || !strings.Contains(es[0].Summary, wants[0]) {
+	if es := history(t, agent.Client(), shop, string(status.KindRefused)); len(es) == 0 || es[0].Revision.SHA != bad || !strings.Contains(es[0].Summary, wants[0]) {
 		t.Errorf("refused history = %+v, want %s saying %q", es, bad[:7], wants[0])
 	}
 	time.Sleep(3 * time.Second) // a few more polls

@@ -16,7 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // The tests in this file check, against the real binary, that container
@@ -58,7 +58,7 @@ func startLogsRig(t *testing.T) *logsRig {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		code, body := webGet(t, client, r.agent.base+"/api/v1/apps/"+r.app, webToken)
-		var st dsync.AppStatus
+		var st status.AppStatus
 		if code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && converged(st) {
 			r.ctr = st.Services[0].Containers[0].Name
 			return r

@@ -13,7 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // newGPGEncryptionKey makes an OpenPGP key that can encrypt, with Debian's
@@ -140,7 +140,7 @@ secrets:
 	// Remove allowPlaintext: the plaintext secret refuses the revision.
 	repo.WriteFile(path+"/compose.yaml", strings.Replace(compose, "    x-driftless: {allowPlaintext: true}\n", "", 1))
 	bad := repo.Commit("api_key without allowPlaintext")
-	st := waitAppStatus(t, agent, app, 30*time.Second, "the plaintext secret refused", func(st dsync.AppStatus) bool {
+	st := waitAppStatus(t, agent, app, 30*time.Second, "the plaintext secret refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == bad
 	})
 	if why := strings.Join(st.Refused.Errors, "\n"); !strings.Contains(why, "secrets.api_key.file") || !strings.Contains(why, "api_key.txt is not SOPS-encrypted") {

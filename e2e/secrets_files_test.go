@@ -19,7 +19,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fileSecretsManifest is a web service with two secrets delivered as
@@ -172,7 +172,7 @@ func TestSecretFilesOnTmpfs(t *testing.T) {
 	// A plaintext file where an encrypted one is expected: refused.
 	r.repo.WriteFile(r.path+"/secrets/db.yaml", "password: "+pw2+"\n")
 	plain := r.repo.Commit("oops: the password in the clear")
-	st1 := r.wait(30*time.Second, "the plaintext revision refused", func(st dsync.AppStatus) bool {
+	st1 := r.wait(30*time.Second, "the plaintext revision refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == plain
 	})
 	if why := strings.Join(st1.Refused.Errors, "\n"); !strings.Contains(why, "secrets/db.yaml is not SOPS-encrypted") || !strings.Contains(why, "allowPlaintext: true") {
@@ -201,7 +201,7 @@ func TestSecretFilesOnTmpfs(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(secretsDir, app)); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(60*time.Second, "the stopped replica started again", func(st dsync.AppStatus) bool {
+	r.wait(60*time.Second, "the stopped replica started again", func(st status.AppStatus) bool {
 		return convergedTo(rotated, 1, v1)(st) && docker(t, "inspect", "--format", "{{.State.Running}}", c) == "true"
 	})
 	if f := copyOut(t, c, "/run/secrets/db-password"); f.Body != pw2 {

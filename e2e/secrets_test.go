@@ -19,7 +19,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // secretEnvManifest is a web service whose MESSAGE is a secretEnv value;
@@ -61,7 +61,7 @@ func TestSecretEnvNeverShown(t *testing.T) {
 
 	bad := "crash-Secret-" + strings.ToLower(testenv.UniqueApp(t))
 	r.commit("print the secret and exit", secretEnvManifest(v1, bad, "    WORKLOAD_NEVER_READY: \"true\"\n    WORKLOAD_EXIT_AFTER: \"3s\"\n"))
-	st := r.wait(90*time.Second, "the failed rollout reported with its log lines", func(st dsync.AppStatus) bool {
+	st := r.wait(90*time.Second, "the failed rollout reported with its log lines", func(st status.AppStatus) bool {
 		return st.Health == drift.HealthDegraded && len(st.Services) == 1 &&
 			strings.Contains(st.Services[0].Message, "exited with code 1")
 	})
@@ -223,7 +223,7 @@ func TestSOPSSecretRotation(t *testing.T) {
 	tampered := strings.Replace(enc(second), "password: ENC[AES256_GCM,data:", "password: ENC[AES256_GCM,data:AA", 1)
 	r.repo.WriteFile(r.path+"/secrets/app-db-password.yaml", tampered)
 	bad := r.repo.Commit("tampered secret")
-	st := r.wait(30*time.Second, "the tampered revision refused", func(st dsync.AppStatus) bool {
+	st := r.wait(30*time.Second, "the tampered revision refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == bad
 	})
 	if why := strings.Join(st.Refused.Errors, "\n"); !strings.Contains(why, "app-db-password.yaml") || !strings.Contains(why, "MAC") {
@@ -241,7 +241,7 @@ func TestSOPSSecretRotation(t *testing.T) {
 	r.agent = testenv.StartAgentEnv(t, env, r.data, r.args...)
 	victim := app + "-web-1"
 	docker(t, "rm", "-f", victim)
-	r.wait(60*time.Second, "the removed replica healed after the restart", func(st dsync.AppStatus) bool {
+	r.wait(60*time.Second, "the removed replica healed after the restart", func(st status.AppStatus) bool {
 		return convergedTo(rotated, 2, v1)(st) || (st.Applied != nil && st.Applied.SHA == rotated && len(st.Services) == 1 && st.Services[0].Ready == 2)
 	})
 	checkContainerEnv(t, app, "APP_DB_PASSWORD="+second)

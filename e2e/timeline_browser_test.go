@@ -14,7 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -117,11 +117,11 @@ func TestTimelineInBrowser(t *testing.T) {
 
 // waitReady waits until app runs sha with every replica of its one
 // service ready.
-func waitReady(t *testing.T, agent *testenv.Agent, app, sha string, replicas int) dsync.AppStatus {
+func waitReady(t *testing.T, agent *testenv.Agent, app, sha string, replicas int) status.AppStatus {
 	t.Helper()
-	return testenv.WaitApp(t, agent, 90*time.Second, fmt.Sprintf("app runs %s with %d ready", sha[:7], replicas), func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(t, agent, 90*time.Second, fmt.Sprintf("app runs %s with %d ready", sha[:7], replicas), func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, app)
-	}, func(st dsync.AppStatus) bool {
+	}, func(st status.AppStatus) bool {
 		return st.Applied != nil && st.Applied.SHA == sha && st.Sync == drift.SyncSynced && len(st.Services) == 1 &&
 			st.Services[0].Ready == replicas && st.Services[0].Desired == replicas
 	})

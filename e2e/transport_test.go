@@ -15,7 +15,7 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // The tests in this file run the real binary against the real engine and
@@ -89,11 +89,11 @@ func (r *agentRig) forcePush(base, msg, manifest string) string {
 }
 
 // forcePushEntries are the app's force-push history entries, newest first.
-func (r *agentRig) forcePushEntries() []dsync.HistoryEntry {
+func (r *agentRig) forcePushEntries() []status.HistoryEntry {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	page, err := r.agent.Client().History(ctx, r.app, []string{string(dsync.KindForcePush)}, 0, 50)
+	page, err := r.agent.Client().History(ctx, r.app, []string{string(status.KindForcePush)}, 0, 50)
 	if err != nil {
 		r.t.Fatalf("history: %v", err)
 	}
@@ -115,7 +115,7 @@ func (r *agentRig) appPage() string {
 	return string(b)
 }
 
-func forcePushCondition(st dsync.AppStatus) string {
+func forcePushCondition(st status.AppStatus) string {
 	for _, c := range st.Errors {
 		if c.Kind == "force-push" {
 			return c.Message
@@ -156,7 +156,7 @@ func TestForcePushFollowedIsRecordedAndShown(t *testing.T) {
 
 	// A few more polls of the same head: still shown, recorded once.
 	time.Sleep(3 * time.Second)
-	st = rig.wait(5*time.Second, "the status", func(dsync.AppStatus) bool { return true })
+	st = rig.wait(5*time.Second, "the status", func(status.AppStatus) bool { return true })
 	if st.ForcePush == nil || len(rig.forcePushEntries()) != 1 {
 		t.Fatalf("after more polls: forcePush %+v, %d entries; want it still shown, recorded once", st.ForcePush, len(rig.forcePushEntries()))
 	}
@@ -184,7 +184,7 @@ func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
 	before := idsByName(dockerContainers(t, rig.app))
 
 	rewritten := rig.forcePush(first, "say three instead", manifest("three"))
-	st := rig.wait(30*time.Second, "the force-pushed head to be refused", func(st dsync.AppStatus) bool {
+	st := rig.wait(30*time.Second, "the force-pushed head to be refused", func(st status.AppStatus) bool {
 		return st.Refused != nil && st.Refused.Revision.SHA == rewritten
 	})
 	remedy := "push a commit that descends from " + second[:7] + ", or set onForcePush: follow"

@@ -15,7 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -98,16 +98,16 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 		repo.WriteFile("apps/"+app+"/web.yaml", serviceManifest(v1, 1, map[string]string{"MESSAGE": message}))
 		return repo.Commit(msg)
 	}
-	status := func(what string, ok func(dsync.AppStatus) bool, agent *testenv.Agent) dsync.AppStatus {
+	waitStatus := func(what string, ok func(status.AppStatus) bool, agent *testenv.Agent) status.AppStatus {
 		t.Helper()
-		return testenv.WaitApp(t, agent, 60*time.Second, what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+		return testenv.WaitApp(t, agent, 60*time.Second, what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 			return c.App(ctx, app)
 		}, ok)
 	}
 
 	first := commit("deploy web", "one", sc.trusted)
 	agent := testenv.StartAgent(t, t.TempDir(), sc.agentArgs(t, app, repo.URL(server.URL))...)
-	st := status("the signed commit deployed", convergedTo(first, 1, v1), agent)
+	st := waitStatus("the signed commit deployed", convergedTo(first, 1, v1), agent)
 	if by := st.Applied.SignedBy; by.Type != sc.signerType || by.Identity != sc.identity || by.Key == "" {
 		t.Errorf("applied revision signed by %+v, want a %s key of %q", by, sc.signerType, sc.identity)
 	}
@@ -115,7 +115,7 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 
 	refused := func(sha, want string) {
 		t.Helper()
-		st := status("commit "+sha[:7]+" refused", func(st dsync.AppStatus) bool {
+		st := waitStatus("commit "+sha[:7]+" refused", func(st status.AppStatus) bool {
 			return st.Refused != nil && st.Refused.Revision.SHA == sha
 		}, agent)
 		if !strings.Contains(st.Refused.Reason, want) || !strings.Contains(st.Message, want) {
@@ -127,7 +127,7 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 		if after := idsByName(dockerContainers(t, app)); fmt.Sprint(after) != fmt.Sprint(ids) {
 			t.Errorf("containers changed after refusing %s: before %v, after %v", sha[:7], ids, after)
 		}
-		es := history(t, agent.Client(), app, string(dsync.KindRefused))
+		es := history(t, agent.Client(), app, string(status.KindRefused))
 		if len(es) == 0 || es[0].Revision == nil || es[0].Revision.SHA != sha || !strings.Contains(es[0].Summary, want) {
 			t.Errorf("latest refusal in history = %+v, want %s saying %q", es, sha[:7], want)
 		}
@@ -140,7 +140,7 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 	refused(foreign, sc.strangerRefusal)
 
 	next := commit("signed change", "three", sc.trusted)
-	st = status("the next signed commit deployed", convergedTo(next, 1, v1), agent)
+	st = waitStatus("the next signed commit deployed", convergedTo(next, 1, v1), agent)
 	if st.Refused != nil {
 		t.Errorf("refusal still shown after a signed commit: %+v", st.Refused)
 	}

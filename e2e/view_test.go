@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +69,7 @@ type churner struct {
 	app    string
 	image  string
 	nets   []string
-	mu     stdsync.Mutex
+	mu     sync.Mutex
 	live   []string // container IDs not yet removed
 	ops    map[string]int
 	errors []string
@@ -208,7 +208,7 @@ func TestViewStaysExactUnderChurn(t *testing.T) {
 	}
 
 	const workers, steps = 4, 90
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
@@ -406,7 +406,7 @@ func TestBenchViewPass1000(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, out)
 	}
-	var mu stdsync.Mutex
+	var mu sync.Mutex
 	var createErr error
 	forEach(others, 8, func(i int) {
 		_, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestSignedWebhookDeploysAtOnce: with polling too slow to matter (10m),
@@ -63,7 +63,7 @@ func TestSignedWebhookDeploysAtOnce(t *testing.T) {
 		t.Fatalf("hook for another branch: HTTP %d %s", code, body)
 	}
 	time.Sleep(2 * time.Second)
-	if st := r.wait(5*time.Second, "still the first commit", func(s dsync.AppStatus) bool { return s.Applied != nil }); st.Applied.SHA != first {
+	if st := r.wait(5*time.Second, "still the first commit", func(s status.AppStatus) bool { return s.Applied != nil }); st.Applied.SHA != first {
 		t.Fatalf("refused or ignored hooks deployed %s", st.Applied.Short())
 	}
 	if code, body := send("refs/heads/main", "sign"); code != http.StatusAccepted {

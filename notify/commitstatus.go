@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Commit status states, in driftless's words; each host has its own.
@@ -48,7 +50,7 @@ var defaultBases = map[string]string{
 	"bitbucket": "https://api.bitbucket.org/2.0",
 }
 
-func newHostClient(cfg dsync.CommitStatus, repoURL string, hc *http.Client) (*hostClient, error) {
+func newHostClient(cfg config.CommitStatus, repoURL string, hc *http.Client) (*hostClient, error) {
 	host, path := splitRepoURL(repoURL)
 	c := &hostClient{provider: cfg.Provider, base: strings.TrimRight(cfg.BaseURL, "/"), repo: strings.Trim(cfg.Repo, "/"), token: cfg.Token, http: hc}
 	if c.repo == "" {
@@ -182,7 +184,7 @@ type applied struct {
 	entry uint64
 }
 
-func (t *statusTracker) statuses(r dsync.Report, externalURL string) []commitStatus {
+func (t *statusTracker) statuses(r loop.Report, externalURL string) []commitStatus {
 	var out []commitStatus
 	add := func(sha, state, desc string, entry uint64) {
 		// Saying the same twice in a row adds nothing; keeping only the
@@ -203,12 +205,12 @@ func (t *statusTracker) statuses(r dsync.Report, externalURL string) []commitSta
 			continue
 		}
 		switch {
-		case e.Kind == dsync.KindRefused:
+		case e.Kind == status.KindRefused:
 			add(e.Revision.SHA, stateFailure, e.Summary, e.ID)
-		case e.Kind == dsync.KindSync && (e.Result == "failed" || e.Result == "partial"):
+		case e.Kind == status.KindSync && (e.Result == "failed" || e.Result == "partial"):
 			delete(t.awaiting, r.App)
 			add(e.Revision.SHA, stateFailure, e.Summary, e.ID)
-		case e.Kind == dsync.KindSync && e.Result == "succeeded":
+		case e.Kind == status.KindSync && e.Result == "succeeded":
 			t.awaiting[r.App] = applied{sha: e.Revision.SHA, entry: e.ID}
 		}
 	}

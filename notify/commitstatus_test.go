@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // received is one request as a Git host would see it.
@@ -68,7 +70,7 @@ func TestCommitStatusRequestsFollowEachHostsAPI(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.provider, func(t *testing.T) {
 			srv, got := hostServer(t, http.StatusCreated)
-			c, err := newHostClient(dsync.CommitStatus{Provider: tc.provider, BaseURL: srv.URL + "/", Repo: tc.repo, Token: "s3cret"}, tc.repoURL, srv.Client())
+			c, err := newHostClient(config.CommitStatus{Provider: tc.provider, BaseURL: srv.URL + "/", Repo: tc.repo, Token: "s3cret"}, tc.repoURL, srv.Client())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +101,7 @@ func TestCommitStatusRequestsFollowEachHostsAPI(t *testing.T) {
 
 func TestCommitStatusErrorSaysWhatTheHostAnswered(t *testing.T) {
 	srv, _ := hostServer(t, http.StatusUnauthorized)
-	c, err := newHostClient(dsync.CommitStatus{Provider: "github", BaseURL: srv.URL, Token: "bad"}, "https://github.com/acme/infra", srv.Client())
+	c, err := newHostClient(config.CommitStatus{Provider: "github", BaseURL: srv.URL, Token: "bad"}, "https://github.com/acme/infra", srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,19 +113,19 @@ func TestCommitStatusErrorSaysWhatTheHostAnswered(t *testing.T) {
 
 func TestHostClientConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		cfg     dsync.CommitStatus
+		cfg     config.CommitStatus
 		repoURL string
 		want    string
 	}{
-		{dsync.CommitStatus{Provider: "github"}, "/srv/git/infra", "commitStatus.repo: could not be derived"},
-		{dsync.CommitStatus{Provider: "github", Repo: "infra"}, "", `commitStatus.repo: "infra" is not owner/name`},
-		{dsync.CommitStatus{Provider: "gitea", Repo: "a/b"}, "", "commitStatus.baseURL: required for gitea"},
+		{config.CommitStatus{Provider: "github"}, "/srv/git/infra", "commitStatus.repo: could not be derived"},
+		{config.CommitStatus{Provider: "github", Repo: "infra"}, "", `commitStatus.repo: "infra" is not owner/name`},
+		{config.CommitStatus{Provider: "gitea", Repo: "a/b"}, "", "commitStatus.baseURL: required for gitea"},
 	} {
 		if _, err := newHostClient(tc.cfg, tc.repoURL, http.DefaultClient); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v %q: error %v, want %q", tc.cfg, tc.repoURL, err, tc.want)
 		}
 	}
-	c, err := newHostClient(dsync.CommitStatus{Provider: "gitea"}, "ssh://git@git.example.com:2222/acme/infra.git", http.DefaultClient)
+	c, err := newHostClient(config.CommitStatus{Provider: "gitea"}, "ssh://git@git.example.com:2222/acme/infra.git", http.DefaultClient)
 	if err != nil || c.base != "https://git.example.com/api/v1" || c.repo != "acme/infra" {
 		t.Fatalf("gitea defaults from the repo URL: %+v, %v", c, err)
 	}
@@ -155,18 +157,18 @@ func TestStatusTrackerPendingThenSuccessOrFailure(t *testing.T) {
 	}
 	tr := newStatusTracker()
 	steps := []struct {
-		r    dsync.Report
+		r    loop.Report
 		want string
 	}{
-		{dsync.Report{App: "web", Applying: good}, "1111111=pending"},
-		{dsync.Report{App: "web", Applying: good}, ""},
-		{dsync.Report{App: "web", Next: status(drift.HealthProgressing, good), Entries: []dsync.HistoryEntry{{ID: 3, Kind: dsync.KindSync, Result: "succeeded", Revision: good}}}, ""},
-		{dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, "1111111=success"},
-		{dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, ""},
-		{dsync.Report{App: "web", Applying: bad}, "2222222=pending"},
-		{dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}, "2222222=failure"},
-		{dsync.Report{App: "web", Applying: bad}, "2222222=pending"},
-		{dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{Kind: dsync.KindRefused, Revision: rev("3333333cc", "typo"), Summary: "refused 3333333: web.yaml:3:5: replicas: must be a number"}}}, "3333333=failure"},
+		{loop.Report{App: "web", Applying: good}, "1111111=pending"},
+		{loop.Report{App: "web", Applying: good}, ""},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthProgressing, good), Entries: []status.HistoryEntry{{ID: 3, Kind: status.KindSync, Result: "succeeded", Revision: good}}}, ""},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, "1111111=success"},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, ""},
+		{loop.Report{App: "web", Applying: bad}, "2222222=pending"},
+		{loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}, "2222222=failure"},
+		{loop.Report{App: "web", Applying: bad}, "2222222=pending"},
+		{loop.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRefused, Revision: rev("3333333cc", "typo"), Summary: "refused 3333333: web.yaml:3:5: replicas: must be a number"}}}, "3333333=failure"},
 	}
 	for i, s := range steps {
 		got := tr.statuses(s.r, "https://d.example")

@@ -7,7 +7,8 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -16,14 +17,14 @@ func rev(sha, subject string) *gitsource.Revision {
 	return &gitsource.Revision{SHA: sha, Subject: subject, Author: "Ada"}
 }
 
-func status(h drift.Health, applied *gitsource.Revision) dsync.AppStatus {
-	return dsync.AppStatus{Name: "web", Health: h, Applied: applied, Message: "web: exited with code 1"}
+func appStatus(h drift.Health, applied *gitsource.Revision) status.AppStatus {
+	return status.AppStatus{Name: "web", Health: h, Applied: applied, Message: "web: exited with code 1"}
 }
 
 // step is one report and the event kinds it must produce.
 type step struct {
 	at   time.Duration
-	r    dsync.Report
+	r    loop.Report
 	want string // kinds, space-separated
 }
 
@@ -37,50 +38,50 @@ func kinds(es []Event) string {
 
 func TestDetectorAnnouncesTransitionsOnce(t *testing.T) {
 	good, bad := rev("1111111aaaa", "good"), rev("2222222bbbb", "crash")
-	srcDown := status(drift.HealthHealthy, good)
-	srcDown.Source = dsync.SourceStatus{Error: "connection refused", ErrorSince: t0}
-	engineDown := status(dsync.HealthUnknown, good)
-	engineDown.Errors = []dsync.Condition{{Kind: "engine", Message: "cannot reach the Docker engine"}}
+	srcDown := appStatus(drift.HealthHealthy, good)
+	srcDown.Source = status.SourceStatus{Error: "connection refused", ErrorSince: t0}
+	engineDown := appStatus(status.HealthUnknown, good)
+	engineDown.Errors = []status.Condition{{Kind: "engine", Message: "cannot reach the Docker engine"}}
 	tests := map[string][]step{
 		"a good commit is one synced message": {
-			{r: dsync.Report{App: "web", Applying: good, Next: status(drift.HealthProgressing, nil)}},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good), Entries: []dsync.HistoryEntry{{ID: 7, Kind: dsync.KindSync, Result: "succeeded", Revision: good}}}, want: "synced"},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}},
+			{r: loop.Report{App: "web", Applying: good, Next: appStatus(drift.HealthProgressing, nil)}},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good), Entries: []status.HistoryEntry{{ID: 7, Kind: status.KindSync, Result: "succeeded", Revision: good}}}, want: "synced"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}},
 		},
 		"a crashing rollout is one failure while it backs off, one recovery": {
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}, want: "rollout-failed"},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good)}},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}, want: "rollout-failed"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good)}},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, want: "recovered"},
 		},
 		"a different failing revision is announced again": {
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: bad}}}, want: "rollout-failed"},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{Kind: dsync.KindSync, Result: "failed", Revision: rev("3333333", "worse")}}}, want: "rollout-failed"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: bad}}}, want: "rollout-failed"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{Kind: status.KindSync, Result: "failed", Revision: rev("3333333", "worse")}}}, want: "rollout-failed"},
 		},
 		"degraded without a rollout is announced once": {
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good)}, want: "rollout-failed"},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthDegraded, good)}},
-			{r: dsync.Report{App: "web", Applying: bad, Next: status(drift.HealthHealthy, good)}},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good)}, want: "rollout-failed"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good)}},
+			{r: loop.Report{App: "web", Applying: bad, Next: appStatus(drift.HealthHealthy, good)}},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, want: "recovered"},
 		},
 		"refused, flapping, pinned and unpinned come from history": {
-			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good), Entries: []dsync.HistoryEntry{
-				{Kind: dsync.KindRefused, Revision: bad, Errors: []string{"apps/web/web.yaml:3:5: replicas: must be a number"}},
-				{Kind: dsync.KindFlapping, Summary: "web-1 env flapping"},
-				{Kind: dsync.KindRollback, Summary: "pinned to 1111111 “good”"},
-				{Kind: dsync.KindRollback, Summary: "unpinned from 1111111; following main again"},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good), Entries: []status.HistoryEntry{
+				{Kind: status.KindRefused, Revision: bad, Errors: []string{"apps/web/web.yaml:3:5: replicas: must be a number"}},
+				{Kind: status.KindFlapping, Summary: "web-1 env flapping"},
+				{Kind: status.KindRollback, Summary: "pinned to 1111111 “good”"},
+				{Kind: status.KindRollback, Summary: "unpinned from 1111111; following main again"},
 			}}, want: "refused flapping pinned unpinned"},
 		},
 		"a source is announced only after the threshold, and its return": {
-			{at: time.Minute, r: dsync.Report{App: "web", Next: srcDown}},
-			{at: 5 * time.Minute, r: dsync.Report{App: "web", Next: srcDown}, want: "source-unreachable"},
-			{at: 6 * time.Minute, r: dsync.Report{App: "web", Next: srcDown}},
-			{at: 7 * time.Minute, r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+			{at: time.Minute, r: loop.Report{App: "web", Next: srcDown}},
+			{at: 5 * time.Minute, r: loop.Report{App: "web", Next: srcDown}, want: "source-unreachable"},
+			{at: 6 * time.Minute, r: loop.Report{App: "web", Next: srcDown}},
+			{at: 7 * time.Minute, r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, want: "recovered"},
 		},
 		"an unreachable engine is announced once": {
-			{r: dsync.Report{App: "web", Next: engineDown}, want: "engine-unreachable"},
-			{r: dsync.Report{App: "web", Next: engineDown}},
-			{r: dsync.Report{App: "web", Next: status(drift.HealthHealthy, good)}, want: "recovered"},
+			{r: loop.Report{App: "web", Next: engineDown}, want: "engine-unreachable"},
+			{r: loop.Report{App: "web", Next: engineDown}},
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good)}, want: "recovered"},
 		},
 	}
 	for name, steps := range tests {
@@ -97,9 +98,9 @@ func TestDetectorAnnouncesTransitionsOnce(t *testing.T) {
 
 func TestDetectorBatchesRepairsPerAppPerWindow(t *testing.T) {
 	d := newDetector(5*time.Minute, time.Minute)
-	repair := func(app string, id uint64) dsync.Report {
-		return dsync.Report{App: app, Next: dsync.AppStatus{Name: app, Health: drift.HealthHealthy},
-			Entries: []dsync.HistoryEntry{{ID: id, App: app, Kind: dsync.KindRepair, Summary: "web-1 was stopped outside Git; started"}}}
+	repair := func(app string, id uint64) loop.Report {
+		return loop.Report{App: app, Next: status.AppStatus{Name: app, Health: drift.HealthHealthy},
+			Entries: []status.HistoryEntry{{ID: id, App: app, Kind: status.KindRepair, Summary: "web-1 was stopped outside Git; started"}}}
 	}
 	for i := range 10 {
 		if es := d.events(repair("web", uint64(10+i)), t0.Add(time.Duration(i)*5*time.Second)); len(es) != 0 {

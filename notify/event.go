@@ -1,6 +1,6 @@
 // Package notify tells people and Git hosts what the loop did: messages to
 // chat, push and webhook destinations through shoutrrr, and commit
-// statuses. It watches the loop through sync.Observer and never blocks it.
+// statuses. It watches the loop through loop.Observer and never blocks it.
 package notify
 
 import (
@@ -11,7 +11,8 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Kind is what happened, and what a destination filters on.
@@ -111,7 +112,7 @@ func (d *detector) app(name string) *appMemory {
 
 // events returns what r says that has not been said, and opens or grows
 // the app's repair batch (flushed by due).
-func (d *detector) events(r dsync.Report, now time.Time) []Event {
+func (d *detector) events(r loop.Report, now time.Time) []Event {
 	m := d.app(r.App)
 	var out []Event
 	add := func(k Kind, rev *gitsource.Revision, what string, id uint64) {
@@ -119,7 +120,7 @@ func (d *detector) events(r dsync.Report, now time.Time) []Event {
 	}
 	for _, e := range r.Entries {
 		switch e.Kind {
-		case dsync.KindSync:
+		case status.KindSync:
 			if e.Result == "succeeded" {
 				add(KindSynced, e.Revision, e.Summary, e.ID)
 				continue
@@ -135,18 +136,18 @@ func (d *detector) events(r dsync.Report, now time.Time) []Event {
 				add(KindRolloutFailed, e.Revision, e.Summary, e.ID)
 			}
 			m.broken, m.brokenSHA = true, sha
-		case dsync.KindRefused:
+		case status.KindRefused:
 			ev := Event{Kind: KindRefused, App: r.App, Time: now, Revision: e.Revision, What: e.Summary, Errors: e.Errors, EntryID: e.ID}
 			out = append(out, ev)
-		case dsync.KindRepair:
+		case status.KindRepair:
 			if m.repairs == 0 {
 				m.repairEntry = e.ID
 				m.batchDeadline = now.Add(d.repairWindow)
 			}
 			m.repairs++
-		case dsync.KindFlapping:
+		case status.KindFlapping:
 			add(KindFlapping, e.Revision, e.Summary, e.ID)
-		case dsync.KindRollback:
+		case status.KindRollback:
 			k := KindPinned
 			if strings.HasPrefix(e.Summary, "unpinned") {
 				k = KindUnpinned
@@ -162,7 +163,7 @@ func (d *detector) events(r dsync.Report, now time.Time) []Event {
 }
 
 // health announces Degraded once per revision and Healthy once after it.
-func (d *detector) health(r dsync.Report, m *appMemory, now time.Time) []Event {
+func (d *detector) health(r loop.Report, m *appMemory, now time.Time) []Event {
 	applied := r.Next.Applied
 	switch r.Next.Health {
 	case drift.HealthDegraded:
@@ -192,7 +193,7 @@ func (d *detector) health(r dsync.Report, m *appMemory, now time.Time) []Event {
 // reachability announces a source that failed for longer than the
 // threshold, and an engine that could not be reached, once each, and
 // their return.
-func (d *detector) reachability(r dsync.Report, m *appMemory, now time.Time) []Event {
+func (d *detector) reachability(r loop.Report, m *appMemory, now time.Time) []Event {
 	var out []Event
 	src := r.Next.Source
 	switch {

@@ -9,17 +9,19 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/nicholas-fedor/shoutrrr/pkg/router"
 	"github.com/nicholas-fedor/shoutrrr/pkg/types"
 	"github.com/prometheus/client_golang/prometheus"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
-// Defaults of dsync.NotifySettings.
+// Defaults of config.NotifySettings.
 const (
 	DefaultSourceUnreachableAfter = 5 * time.Minute
 	DefaultRepairBatch            = time.Minute
@@ -28,14 +30,14 @@ const (
 var defaultRetry = retry{Attempts: 6, Base: 2 * time.Second, Max: 2 * time.Minute}
 
 // Recorder keeps delivery problems where people look: the app's history.
-// *sync.Agent satisfies it.
+// *loop.Agent satisfies it.
 type Recorder interface {
 	RecordNotification(app, summary, result string) error
 }
 
 // Options configure a Notifier.
 type Options struct {
-	Config     dsync.Config // Notifications, Notify, ExternalURL and each app's own
+	Config     config.Config // Notifications, Notify, ExternalURL and each app's own
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	HTTPClient *http.Client     // commit statuses; default a client with a 30s timeout
@@ -43,7 +45,7 @@ type Options struct {
 	retry      retry            // tests shorten it
 }
 
-// Notifier is the loop's dsync.Observer: it derives events and commit
+// Notifier is the loop's loop.Observer: it derives events and commit
 // statuses from each report and hands them to one goroutine per
 // destination.
 type Notifier struct {
@@ -53,7 +55,7 @@ type Notifier struct {
 	window      time.Duration
 	counter     *prometheus.CounterVec
 
-	mu       stdsync.Mutex // guards the detector, the tracker and recorder
+	mu       sync.Mutex // guards the detector, the tracker and recorder
 	det      *detector
 	tracker  *statusTracker
 	recorder Recorder
@@ -129,7 +131,7 @@ func New(o Options) (*Notifier, error) {
 		perApp: map[string][]*destination{}, hosts: map[string]*host{}}
 	var errs []error
 	names := map[string]bool{}
-	mk := func(where string, cfgs []dsync.Notification) []*destination {
+	mk := func(where string, cfgs []config.Notification) []*destination {
 		var out []*destination
 		for i, c := range cfgs {
 			d, err := n.destination(c, o.retry)
@@ -165,7 +167,7 @@ func New(o Options) (*Notifier, error) {
 	return n, nil
 }
 
-func (n *Notifier) destination(c dsync.Notification, r retry) (*destination, error) {
+func (n *Notifier) destination(c config.Notification, r retry) (*destination, error) {
 	kinds, err := ParseKinds(c.Events)
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
@@ -262,8 +264,8 @@ func (n *Notifier) Test(ctx context.Context, name string) error {
 	return fmt.Errorf("%w %q", ErrUnknownDestination, name)
 }
 
-// Observe implements dsync.Observer. It only computes and enqueues.
-func (n *Notifier) Observe(r dsync.Report) {
+// Observe implements loop.Observer. It only computes and enqueues.
+func (n *Notifier) Observe(r loop.Report) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()
@@ -272,7 +274,7 @@ func (n *Notifier) Observe(r dsync.Report) {
 		n.postStatus(r.App, s)
 	}
 	n.dispatch(events)
-	if slices.ContainsFunc(r.Entries, func(e dsync.HistoryEntry) bool { return e.Kind == dsync.KindRepair }) {
+	if slices.ContainsFunc(r.Entries, func(e status.HistoryEntry) bool { return e.Kind == status.KindRepair }) {
 		n.armFlush(now)
 	}
 }
@@ -334,4 +336,4 @@ func (n *Notifier) problem(app, dest, summary, result string) {
 }
 
 // The agent takes the Notifier as its observer.
-var _ dsync.Observer = (*Notifier)(nil)
+var _ loop.Observer = (*Notifier)(nil)

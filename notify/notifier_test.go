@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,14 +15,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // hook is a loopback webhook receiver standing in for a destination.
 type hook struct {
 	srv  *httptest.Server
 	got  chan map[string]string
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	fail int // answer 500 to this many requests first
 }
 
@@ -66,7 +68,7 @@ func (h *hook) next(t *testing.T) map[string]string {
 }
 
 type recorder struct {
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	entries []string
 }
 
@@ -80,10 +82,10 @@ func (r *recorder) RecordNotification(app, summary, result string) error {
 func TestNotifierSendsFilteredEventsThroughShoutrrr(t *testing.T) {
 	all, onlyFailures := newHook(t, 0), newHook(t, 0)
 	reg := prometheus.NewRegistry()
-	n, err := New(Options{Registerer: reg, Config: dsync.Config{
+	n, err := New(Options{Registerer: reg, Config: config.Config{
 		ExternalURL:   "https://driftless.example.com/",
-		Notifications: []dsync.Notification{{Name: "ops", URL: all.url("/hooks/ops")}},
-		Apps: []dsync.AppConfig{{Name: "web", Notifications: []dsync.Notification{
+		Notifications: []config.Notification{{Name: "ops", URL: all.url("/hooks/ops")}},
+		Apps: []config.AppConfig{{Name: "web", Notifications: []config.Notification{
 			{Name: "web-oncall", URL: onlyFailures.url("/hooks/web"), Events: []string{"rollout-failed"}}}}},
 	}})
 	if err != nil {
@@ -93,8 +95,8 @@ func TestNotifierSendsFilteredEventsThroughShoutrrr(t *testing.T) {
 	defer cancel()
 	n.Start(ctx, nil)
 	good, bad := rev("1111111aaaa", "good"), rev("2222222bbbb", "crash")
-	n.Observe(dsync.Report{App: "web", Next: status(drift.HealthHealthy, good), Entries: []dsync.HistoryEntry{{ID: 9, Kind: dsync.KindSync, Result: "succeeded", Revision: good, Summary: "synced 1111111 “good”: 1 to add"}}})
-	n.Observe(dsync.Report{App: "web", Next: status(drift.HealthDegraded, good), Entries: []dsync.HistoryEntry{{ID: 10, Kind: dsync.KindSync, Result: "failed", Revision: bad, Summary: "failed to sync 2222222 “crash”"}}})
+	n.Observe(loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good), Entries: []status.HistoryEntry{{ID: 9, Kind: status.KindSync, Result: "succeeded", Revision: good, Summary: "synced 1111111 “good”: 1 to add"}}})
+	n.Observe(loop.Report{App: "web", Next: appStatus(drift.HealthDegraded, good), Entries: []status.HistoryEntry{{ID: 10, Kind: status.KindSync, Result: "failed", Revision: bad, Summary: "failed to sync 2222222 “crash”"}}})
 
 	m := all.next(t)
 	if m["_method"] != http.MethodPost || m["_path"] != "/hooks/ops" || m["_contentType"] != "application/json" {
@@ -131,7 +133,7 @@ func TestNotifierSendsFilteredEventsThroughShoutrrr(t *testing.T) {
 func TestNotifierRetriesAFailingDestinationAndRecordsGivingUp(t *testing.T) {
 	flaky := newHook(t, 2)
 	n, err := New(Options{retry: retry{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond},
-		Config: dsync.Config{Notifications: []dsync.Notification{{Name: "flaky", URL: flaky.url("/x")}}}})
+		Config: config.Config{Notifications: []config.Notification{{Name: "flaky", URL: flaky.url("/x")}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestNotifierRetriesAFailingDestinationAndRecordsGivingUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n.Start(ctx, rec)
-	n.Observe(dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{Kind: dsync.KindRollback, Summary: "pinned to 1111111", Revision: rev("1111111", "x")}}})
+	n.Observe(loop.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRollback, Summary: "pinned to 1111111", Revision: rev("1111111", "x")}}})
 	if m := flaky.next(t); m["title"] != "driftless: web pinned 1111111" {
 		t.Fatalf("delivered %q", m["title"])
 	}
@@ -147,14 +149,14 @@ func TestNotifierRetriesAFailingDestinationAndRecordsGivingUp(t *testing.T) {
 	flaky.mu.Lock()
 	flaky.fail = 3
 	flaky.mu.Unlock()
-	n.Observe(dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{Kind: dsync.KindRollback, Summary: "unpinned from 1111111"}}})
-	n.Observe(dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{Kind: dsync.KindRollback, Summary: "pinned to 2222222"}}})
+	n.Observe(loop.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRollback, Summary: "unpinned from 1111111"}}})
+	n.Observe(loop.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRollback, Summary: "pinned to 2222222"}}})
 	if m := flaky.next(t); m["title"] != "driftless: web pinned" {
 		t.Fatalf("after giving up on one message the next one is delivered; got %q", m["title"])
 	}
 	// One destination delivers in order: once a later message arrived,
 	// what came before it is counted and recorded.
-	n.Observe(dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{Kind: dsync.KindRollback, Summary: "unpinned from 2222222"}}})
+	n.Observe(loop.Report{App: "web", Entries: []status.HistoryEntry{{Kind: status.KindRollback, Summary: "unpinned from 2222222"}}})
 	flaky.next(t)
 	counts := map[string]float64{}
 	for _, r := range []string{ResultSent, ResultRetried, ResultFailed, ResultDropped} {
@@ -175,7 +177,7 @@ func TestNotifierRetriesAFailingDestinationAndRecordsGivingUp(t *testing.T) {
 }
 
 func TestNewRejectsBadDestinationsWithoutShowingTheURL(t *testing.T) {
-	_, err := New(Options{Config: dsync.Config{Notifications: []dsync.Notification{
+	_, err := New(Options{Config: config.Config{Notifications: []config.Notification{
 		{Name: "a", URL: "nosuchservice://token-abc@host"},
 		{Name: "b", URL: "generic://127.0.0.1/x", Events: []string{"everything"}},
 	}}})
@@ -200,7 +202,7 @@ func TestHungDestinationNeverHoldsTheLoopUp(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	defer srv.Close()
 	defer close(release)
-	n, err := New(Options{Config: dsync.Config{Notifications: []dsync.Notification{
+	n, err := New(Options{Config: config.Config{Notifications: []config.Notification{
 		{Name: "hung", URL: "generic://" + strings.TrimPrefix(srv.URL, "http://") + "/x?template=json&disabletls=yes"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +211,7 @@ func TestHungDestinationNeverHoldsTheLoopUp(t *testing.T) {
 	defer cancel()
 	n.Start(ctx, nil)
 	for i := range queueSize + 50 {
-		n.Observe(dsync.Report{App: "web", Entries: []dsync.HistoryEntry{{ID: uint64(i + 1), Kind: dsync.KindRollback, Summary: "pinned"}}})
+		n.Observe(loop.Report{App: "web", Entries: []status.HistoryEntry{{ID: uint64(i + 1), Kind: status.KindRollback, Summary: "pinned"}}})
 	}
 	if d := testutil.ToFloat64(n.counter.WithLabelValues("hung", ResultDropped)); d < 49 {
 		t.Fatalf("dropped %v, want at least 49 of %d messages to a hung destination with a queue of %d", d, queueSize+50, queueSize)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 type captured struct {
@@ -29,7 +29,7 @@ func TestShoutrrrServicesOnLoopback(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	n, err := New(Options{Config: dsync.Config{Notifications: []dsync.Notification{
+	n, err := New(Options{Config: config.Config{Notifications: []config.Notification{
 		// ntfy: POST /TOPIC, the message as the body, the title in a header.
 		{Name: "ntfy", URL: "ntfy://" + host + "/driftless-alerts?scheme=http"},
 		// Mattermost's incoming webhook, Slack's format: POST /hooks/ID {"text": ...}.

@@ -16,11 +16,12 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // appOr404 looks the app up and answers 404 when it is not configured.
-func (s *Server) appOr404(c *gin.Context) (dsync.AppStatus, bool) {
+func (s *Server) appOr404(c *gin.Context) (status.AppStatus, bool) {
 	name := c.Param("app")
 	st, ok := s.opts.Agent.App(name)
 	if !ok {
@@ -58,7 +59,7 @@ type revLinks struct {
 
 // appJSON is an app's status with links to its revisions on the Git host.
 type appJSON struct {
-	dsync.AppStatus
+	status.AppStatus
 	Links struct {
 		Applied *revLinks `json:"applied,omitempty"`
 		Fetched *revLinks `json:"fetched,omitempty"`
@@ -73,7 +74,7 @@ func (s *Server) revLinksOf(app string, r *gitsource.Revision) *revLinks {
 	return &revLinks{Commit: v.CommitURL, Tree: v.TreeURL}
 }
 
-func (s *Server) appWithLinks(st dsync.AppStatus) appJSON {
+func (s *Server) appWithLinks(st status.AppStatus) appJSON {
 	out := appJSON{AppStatus: st}
 	out.Links.Applied = s.revLinksOf(st.Name, st.Applied)
 	out.Links.Fetched = s.revLinksOf(st.Name, st.Fetched)
@@ -100,7 +101,7 @@ func (s *Server) apiServices(c *gin.Context) {
 		return
 	}
 	if st.Services == nil {
-		st.Services = []dsync.ServiceStatus{}
+		st.Services = []status.ServiceStatus{}
 	}
 	c.JSON(http.StatusOK, st.Services)
 }
@@ -129,14 +130,14 @@ func (s *Server) apiPlan(c *gin.Context) {
 // historyPage is one page of history; Next is the cursor for the next
 // (older) page, 0 when there is none.
 type historyPage struct {
-	Entries []dsync.HistoryEntry `json:"entries"`
-	Next    uint64               `json:"next,omitempty"`
+	Entries []status.HistoryEntry `json:"entries"`
+	Next    uint64                `json:"next,omitempty"`
 }
 
-var allKinds = []dsync.HistoryKind{
-	dsync.KindSync, dsync.KindRepair, dsync.KindRefused, dsync.KindRollback,
-	dsync.KindFlapping, dsync.KindSource, dsync.KindAction,
-	dsync.KindForcePush, dsync.KindImage,
+var allKinds = []status.HistoryKind{
+	status.KindSync, status.KindRepair, status.KindRefused, status.KindRollback,
+	status.KindFlapping, status.KindSource, status.KindAction,
+	status.KindForcePush, status.KindImage,
 }
 
 const (
@@ -146,8 +147,8 @@ const (
 
 // parseHistoryQuery reads ?before=, ?limit= and ?kind= (comma-separated or
 // repeated).
-func parseHistoryQuery(c *gin.Context) (dsync.HistoryQuery, error) {
-	q := dsync.HistoryQuery{App: c.Param("app"), Limit: defaultHistoryLimit}
+func parseHistoryQuery(c *gin.Context) (status.HistoryQuery, error) {
+	q := status.HistoryQuery{App: c.Param("app"), Limit: defaultHistoryLimit}
 	if v := c.Query("before"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -168,7 +169,7 @@ func parseHistoryQuery(c *gin.Context) (dsync.HistoryQuery, error) {
 			if k == "" {
 				continue
 			}
-			kind := dsync.HistoryKind(k)
+			kind := status.HistoryKind(k)
 			if !slices.Contains(allKinds, kind) {
 				return q, fmt.Errorf("unknown history kind %q; kinds are %s", k, kindList())
 			}
@@ -190,7 +191,7 @@ func kindList() string {
 
 // queryHistory fetches one page, asking for one extra entry to learn
 // whether an older page exists.
-func (s *Server) queryHistory(q dsync.HistoryQuery) (historyPage, error) {
+func (s *Server) queryHistory(q status.HistoryQuery) (historyPage, error) {
 	limit := q.Limit
 	if limit < maxHistoryLimit {
 		q.Limit = limit + 1
@@ -207,7 +208,7 @@ func (s *Server) queryHistory(q dsync.HistoryQuery) (historyPage, error) {
 		page.Next = page.Entries[len(page.Entries)-1].ID
 	}
 	if page.Entries == nil {
-		page.Entries = []dsync.HistoryEntry{}
+		page.Entries = []status.HistoryEntry{}
 	}
 	return page, nil
 }
@@ -253,7 +254,7 @@ func (s *Server) apiEntry(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, struct {
-		dsync.HistoryEntry
+		status.HistoryEntry
 		Links *revLinks `json:"links,omitempty"`
 	}{e, s.revLinksOf(e.App, e.Revision)})
 }
@@ -282,7 +283,7 @@ func actions() []action {
 			name:  "sync",
 			parse: noInput,
 			run: func(_ context.Context, a Agent, app string, _ actionInput) error {
-				return a.Enqueue(app, dsync.TriggerManual)
+				return a.Enqueue(app, loop.TriggerManual)
 			},
 			done: func(app string, _ actionInput) string { return "sync of " + app + " queued" },
 		},
@@ -355,7 +356,7 @@ func (s *Server) runAction(ctx context.Context, a action, app string, in actionI
 		return http.StatusBadRequest, err.Error()
 	}
 	if err := a.run(ctx, s.opts.Agent, app, in); err != nil {
-		if _, ok := s.opts.Agent.App(app); !ok || errors.Is(err, dsync.ErrUnknownApp) {
+		if _, ok := s.opts.Agent.App(app); !ok || errors.Is(err, loop.ErrUnknownApp) {
 			return http.StatusNotFound, s.unknownAppMessage(app)
 		}
 		s.log.Warn("action refused by agent", "action", a.name, "app", app, "err", err)

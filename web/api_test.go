@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 func decodeJSON[T any](t *testing.T, w *httptest.ResponseRecorder) T {
@@ -37,7 +37,7 @@ func TestAPIAppsAndDetail(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d", w.Code)
 	}
-	apps := decodeJSON[[]dsync.AppStatus](t, w)
+	apps := decodeJSON[[]status.AppStatus](t, w)
 	var names []string
 	for _, a := range apps {
 		names = append(names, a.Name)
@@ -47,13 +47,13 @@ func TestAPIAppsAndDetail(t *testing.T) {
 	}
 
 	w = env.do(http.MethodGet, "/api/v1/apps/shop", "")
-	st := decodeJSON[dsync.AppStatus](t, w)
+	st := decodeJSON[status.AppStatus](t, w)
 	if w.Code != http.StatusOK || st.Name != "shop" || st.Sync != drift.SyncOutOfSync || st.Refused == nil {
 		t.Errorf("detail: status %d, %+v", w.Code, st)
 	}
 
 	w = env.do(http.MethodGet, "/api/v1/apps/shop/services", "")
-	svcs := decodeJSON[[]dsync.ServiceStatus](t, w)
+	svcs := decodeJSON[[]status.ServiceStatus](t, w)
 	if len(svcs) != 1 || svcs[0].Name != "web" || len(svcs[0].Containers) != 2 {
 		t.Errorf("services = %+v", svcs)
 	}
@@ -152,7 +152,7 @@ func TestAPIHistoryFilterAndErrors(t *testing.T) {
 	apps := map[string]bool{}
 	for _, e := range page.Entries {
 		apps[e.App] = true
-		if e.Kind != dsync.KindRefused && e.Kind != dsync.KindRepair {
+		if e.Kind != status.KindRefused && e.Kind != status.KindRepair {
 			t.Errorf("entry %d has kind %s", e.ID, e.Kind)
 		}
 	}
@@ -161,7 +161,7 @@ func TestAPIHistoryFilterAndErrors(t *testing.T) {
 	}
 
 	w = env.do(http.MethodGet, "/api/v1/history/30", "")
-	e := decodeJSON[dsync.HistoryEntry](t, w)
+	e := decodeJSON[status.HistoryEntry](t, w)
 	if w.Code != http.StatusOK || e.Revision == nil || !e.Revision.Revert {
 		t.Errorf("entry 30: status %d, %+v", w.Code, e)
 	}
@@ -279,7 +279,7 @@ func TestClient(t *testing.T) {
 		t.Errorf("App: %v, %+v", err, st)
 	}
 	page, err := c.History(ctx, "shop", []string{"sync"}, 0, 2)
-	if err != nil || len(page.Entries) != 2 || page.Next == 0 || page.Entries[0].Kind != dsync.KindSync {
+	if err != nil || len(page.Entries) != 2 || page.Next == 0 || page.Entries[0].Kind != status.KindSync {
 		t.Errorf("History: %v, %+v", err, page)
 	}
 	if text, err := c.PlanText(ctx, "shop"); err != nil || !strings.Contains(text, "shop-web-2") {

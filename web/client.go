@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Client talks to a running agent's JSON API; the CLI uses it.
@@ -35,19 +35,19 @@ func (e *APIError) Error() string {
 // HistoryPage is one page of history, newest first. Pass Next as before to
 // get the following (older) page; 0 means there is none.
 type HistoryPage struct {
-	Entries []dsync.HistoryEntry `json:"entries"`
-	Next    uint64               `json:"next,omitempty"`
+	Entries []status.HistoryEntry `json:"entries"`
+	Next    uint64                `json:"next,omitempty"`
 }
 
 // Apps lists every configured app's status.
-func (c *Client) Apps(ctx context.Context) ([]dsync.AppStatus, error) {
-	var out []dsync.AppStatus
+func (c *Client) Apps(ctx context.Context) ([]status.AppStatus, error) {
+	var out []status.AppStatus
 	return out, c.do(ctx, http.MethodGet, "/api/v1/apps", nil, &out)
 }
 
 // App returns one app's status.
-func (c *Client) App(ctx context.Context, name string) (dsync.AppStatus, error) {
-	var out dsync.AppStatus
+func (c *Client) App(ctx context.Context, name string) (status.AppStatus, error) {
+	var out status.AppStatus
 	return out, c.do(ctx, http.MethodGet, "/api/v1/apps/"+url.PathEscape(name), nil, &out)
 }
 
@@ -89,8 +89,8 @@ func (c *Client) History(ctx context.Context, app string, kinds []string, before
 }
 
 // Entry returns one history entry.
-func (c *Client) Entry(ctx context.Context, id uint64) (dsync.HistoryEntry, error) {
-	var out dsync.HistoryEntry
+func (c *Client) Entry(ctx context.Context, id uint64) (status.HistoryEntry, error) {
+	var out status.HistoryEntry
 	return out, c.do(ctx, http.MethodGet, "/api/v1/history/"+strconv.FormatUint(id, 10), nil, &out)
 }
 

@@ -7,13 +7,13 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // Repo is what web reads from an app's clone. *gitsource.Source
@@ -84,7 +84,7 @@ func (s *Server) redactedDiff(ctx context.Context, app, from, to string) (gitsou
 
 // diffCache keeps the last few redacted diffs.
 type diffCache struct {
-	mu    gosync.Mutex
+	mu    sync.Mutex
 	items map[string]gitsource.Diff
 	order []string
 }
@@ -172,8 +172,8 @@ var errNoRepos = errors.New("this agent does not serve diffs (no repositories at
 // previousApplied is the revision app ran before entry e: the newest
 // older successful sync of another revision. "" when the kept history has
 // none (the first revision, or trimmed history).
-func (s *Server) previousApplied(e dsync.HistoryEntry) string {
-	q := dsync.HistoryQuery{App: e.App, Kinds: []dsync.HistoryKind{dsync.KindSync}, Before: e.ID, Limit: 100}
+func (s *Server) previousApplied(e status.HistoryEntry) string {
+	q := status.HistoryQuery{App: e.App, Kinds: []status.HistoryKind{status.KindSync}, Before: e.ID, Limit: 100}
 	for range 20 {
 		entries, err := s.opts.Agent.History(q)
 		if err != nil {
@@ -194,8 +194,8 @@ func (s *Server) previousApplied(e dsync.HistoryEntry) string {
 
 // entryDiff is what the sync in entry e changed in Git; nil for entries
 // that applied no revision.
-func (s *Server) entryDiff(ctx context.Context, e dsync.HistoryEntry) *diffView {
-	if e.Kind != dsync.KindSync || e.Revision == nil || s.opts.Repos == nil {
+func (s *Server) entryDiff(ctx context.Context, e status.HistoryEntry) *diffView {
+	if e.Kind != status.KindSync || e.Revision == nil || s.opts.Repos == nil {
 		return nil
 	}
 	from := s.previousApplied(e)
@@ -207,24 +207,24 @@ func (s *Server) entryDiff(ctx context.Context, e dsync.HistoryEntry) *diffView 
 }
 
 // appliedEntry is the newest sync that applied the running revision.
-func (s *Server) appliedEntry(st dsync.AppStatus) (dsync.HistoryEntry, bool) {
+func (s *Server) appliedEntry(st status.AppStatus) (status.HistoryEntry, bool) {
 	if st.Applied == nil {
-		return dsync.HistoryEntry{}, false
+		return status.HistoryEntry{}, false
 	}
-	entries, err := s.opts.Agent.History(dsync.HistoryQuery{App: st.Name, Kinds: []dsync.HistoryKind{dsync.KindSync}, Limit: 100})
+	entries, err := s.opts.Agent.History(status.HistoryQuery{App: st.Name, Kinds: []status.HistoryKind{status.KindSync}, Limit: 100})
 	if err != nil {
-		return dsync.HistoryEntry{}, false
+		return status.HistoryEntry{}, false
 	}
 	for _, e := range entries {
 		if e.Revision != nil && e.Revision.SHA == st.Applied.SHA {
 			return e, true
 		}
 	}
-	return dsync.HistoryEntry{}, false
+	return status.HistoryEntry{}, false
 }
 
 // appliedDiff is what the running revision changed.
-func (s *Server) appliedDiff(ctx context.Context, st dsync.AppStatus) *diffView {
+func (s *Server) appliedDiff(ctx context.Context, st status.AppStatus) *diffView {
 	if e, ok := s.appliedEntry(st); ok {
 		return s.entryDiff(ctx, e)
 	}

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	gosync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +16,31 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fakeAgent implements Agent in memory and records what web asked of it.
 type fakeAgent struct {
-	mu       gosync.Mutex
-	apps     []dsync.AppStatus
-	history  []dsync.HistoryEntry // newest first
-	enqueued []string             // "app/trigger"
+	mu       sync.Mutex
+	apps     []status.AppStatus
+	history  []status.HistoryEntry // newest first
+	enqueued []string              // "app/trigger"
 	calls    []string
 	notReady error
-	subs     []chan dsync.Event
+	subs     []chan status.Event
 	pinErr   error
-	series   map[string][]dsync.ServiceSeries // by app
+	series   map[string][]status.ServiceSeries // by app
 }
 
 var errUnknownApp = errors.New("unknown app")
 
-func (f *fakeAgent) Apps() []dsync.AppStatus {
+func (f *fakeAgent) Apps() []status.AppStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.apps)
 }
 
-func (f *fakeAgent) App(name string) (dsync.AppStatus, bool) {
+func (f *fakeAgent) App(name string) (status.AppStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, a := range f.apps {
@@ -48,17 +48,17 @@ func (f *fakeAgent) App(name string) (dsync.AppStatus, bool) {
 			return a, true
 		}
 	}
-	return dsync.AppStatus{}, false
+	return status.AppStatus{}, false
 }
 
-func (f *fakeAgent) History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error) {
+func (f *fakeAgent) History(q status.HistoryQuery) ([]status.HistoryEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	var out []dsync.HistoryEntry
+	var out []status.HistoryEntry
 	for _, e := range f.history {
 		if q.App != "" && e.App != q.App {
 			continue
@@ -77,13 +77,13 @@ func (f *fakeAgent) History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error) 
 	return out, nil
 }
 
-func (f *fakeAgent) Series(app string, since time.Time) []dsync.ServiceSeries {
+func (f *fakeAgent) Series(app string, since time.Time) []status.ServiceSeries {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.series[app])
 }
 
-func (f *fakeAgent) Entry(id uint64) (dsync.HistoryEntry, bool) {
+func (f *fakeAgent) Entry(id uint64) (status.HistoryEntry, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range f.history {
@@ -91,7 +91,7 @@ func (f *fakeAgent) Entry(id uint64) (dsync.HistoryEntry, bool) {
 			return e, true
 		}
 	}
-	return dsync.HistoryEntry{}, false
+	return status.HistoryEntry{}, false
 }
 
 func (f *fakeAgent) known(app string) error {
@@ -152,19 +152,19 @@ func (f *fakeAgent) Unpin(app string) error {
 	return nil
 }
 
-func (f *fakeAgent) Subscribe() (<-chan dsync.Event, func()) {
+func (f *fakeAgent) Subscribe() (<-chan status.Event, func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ch := make(chan dsync.Event, 16)
+	ch := make(chan status.Event, 16)
 	f.subs = append(f.subs, ch)
 	return ch, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.subs = slices.DeleteFunc(f.subs, func(c chan dsync.Event) bool { return c == ch })
+		f.subs = slices.DeleteFunc(f.subs, func(c chan status.Event) bool { return c == ch })
 	}
 }
 
-func (f *fakeAgent) publish(ev dsync.Event) {
+func (f *fakeAgent) publish(ev status.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, ch := range f.subs {
@@ -209,17 +209,17 @@ func rev(sha, subject string) *gitsource.Revision {
 // newFakeAgent returns two apps: shop (out of sync, with drift, a refused
 // revision and a flapping field) and blog (synced, pinned).
 func newFakeAgent() *fakeAgent {
-	shop := dsync.AppStatus{
+	shop := status.AppStatus{
 		Name:   "shop",
-		Source: dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Ref: "main", Path: "deploy", LastFetch: fixedTime},
+		Source: status.SourceStatus{URL: "https://github.com/acme/shop.git", Ref: "main", Path: "deploy", LastFetch: fixedTime},
 		Sync:   drift.SyncOutOfSync, Health: drift.HealthDegraded,
 		Message:  "web-2 was removed outside Git; self-heal will recreate it",
 		SelfHeal: true,
 		Fetched:  rev("a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", "Bump web to nginx 1.27"),
 		Applied:  rev("0f1e2d3c4b5a69788796a5b4c3d2e1f001234567", "Add worker service"),
-		Services: []dsync.ServiceStatus{{
+		Services: []status.ServiceStatus{{
 			Name: "web", Image: "nginx:1.27", Desired: 3, Running: 2, Ready: 2, Health: drift.HealthDegraded,
-			Containers: []dsync.ContainerStatus{
+			Containers: []status.ContainerStatus{
 				{Name: "shop-web-1", ID: "c1", Slot: 1, State: "running", Status: "Up 3 minutes", Ready: true, Image: "nginx:1.27", Revision: "0f1e2d3c", Created: fixedTime},
 				{Name: "shop-web-3", ID: "c3", Slot: 3, State: "exited", Status: "Exited (1) 2 seconds ago", ReadyReason: "exit code 1", RestartCount: 4, Image: "nginx:1.27", Revision: "0f1e2d3c", Created: fixedTime},
 			},
@@ -229,35 +229,35 @@ func newFakeAgent() *fakeAgent {
 			{Action: drift.ActionReplace, Kind: drift.KindContainer, Name: "shop-web-1", Service: "web", Slot: 1, Cause: drift.CauseDrift, Reason: "changed outside Git",
 				Fields: []drift.FieldChange{{Path: "env.DB_PASSWORD", Before: testSecretEnvHash, After: "(secret)"}, {Path: "env.LOG_LEVEL", Before: "debug", After: "info"}}},
 		}},
-		Errors:   []dsync.Condition{{Kind: "validation", Message: "revision a1b2c3d refused", Since: fixedTime}},
-		Refused:  &dsync.Refusal{Revision: *rev("a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", "Bump web to nginx 1.27"), Reason: "manifests are invalid", Errors: []string{"deploy/web.yaml:12:5: replicas: must be a number"}},
-		Flapping: []dsync.Flap{{Container: "shop-web-1", Field: "env.LOG_LEVEL", Count: 5, Since: fixedTime}},
+		Errors:   []status.Condition{{Kind: "validation", Message: "revision a1b2c3d refused", Since: fixedTime}},
+		Refused:  &status.Refusal{Revision: *rev("a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", "Bump web to nginx 1.27"), Reason: "manifests are invalid", Errors: []string{"deploy/web.yaml:12:5: replicas: must be a number"}},
+		Flapping: []status.Flap{{Container: "shop-web-1", Field: "env.LOG_LEVEL", Count: 5, Since: fixedTime}},
 		LastPass: fixedTime, LastSuccess: fixedTime,
 	}
-	blog := dsync.AppStatus{
+	blog := status.AppStatus{
 		Name:   "blog",
-		Source: dsync.SourceStatus{URL: "https://gitlab.com/acme/blog.git", Ref: "release"},
+		Source: status.SourceStatus{URL: "https://gitlab.com/acme/blog.git", Ref: "release"},
 		Sync:   drift.SyncSynced, Health: drift.HealthHealthy,
 		Pinned:  rev("99aa88bb77cc66dd55ee44ff3300112233445566", "Known good"),
 		Applied: rev("99aa88bb77cc66dd55ee44ff3300112233445566", "Known good"),
 		Drift:   &drift.Plan{App: "blog", Revision: "99aa88bb77cc66dd55ee44ff3300112233445566"},
 	}
-	f := &fakeAgent{apps: []dsync.AppStatus{shop, blog}}
+	f := &fakeAgent{apps: []status.AppStatus{shop, blog}}
 	// 30 entries, newest first, alternating kinds.
-	kinds := []dsync.HistoryKind{dsync.KindSync, dsync.KindRepair, dsync.KindRefused}
+	kinds := []status.HistoryKind{status.KindSync, status.KindRepair, status.KindRefused}
 	for id := uint64(30); id >= 1; id-- {
-		e := dsync.HistoryEntry{ID: id, Time: fixedTime.Add(time.Duration(id) * time.Minute), App: "shop", Kind: kinds[id%3], Trigger: "poll",
+		e := status.HistoryEntry{ID: id, Time: fixedTime.Add(time.Duration(id) * time.Minute), App: "shop", Kind: kinds[id%3], Trigger: "poll",
 			Summary: fmt.Sprintf("entry %d", id), Result: "succeeded"}
 		if id%2 == 0 {
 			e.App = "blog"
 		}
-		if e.Kind == dsync.KindSync {
+		if e.Kind == status.KindSync {
 			e.Revision = rev(fmt.Sprintf("%040d", id), fmt.Sprintf("commit %d", id))
 			e.Plan = &drift.Plan{App: e.App, Revision: e.Revision.SHA, Changes: []drift.Change{{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: e.App + "-web-1", Cause: drift.CauseGit, Reason: "new service"}}}
 			e.Outcomes = []drift.Outcome{{Change: e.Plan.Changes[0], Result: "done", Duration: time.Second}}
 		}
 		switch {
-		case e.Kind == dsync.KindRefused:
+		case e.Kind == status.KindRefused:
 			e.Result = "refused"
 		case id == 24:
 			e.Result = "failed"
@@ -293,7 +293,7 @@ func newTestEnv(t *testing.T, mod func(*Options)) *testEnv {
 	agent := newFakeAgent()
 	// Make the webhook-only apps known to the agent too.
 	for _, n := range []string{"shop-staging", "wiki", "docs"} {
-		agent.apps = append(agent.apps, dsync.AppStatus{Name: n, Sync: drift.SyncSynced, Health: drift.HealthHealthy})
+		agent.apps = append(agent.apps, status.AppStatus{Name: n, Sync: drift.SyncSynced, Health: drift.HealthHealthy})
 	}
 	reg := prometheus.NewRegistry()
 	opts := Options{Agent: agent, WebhookSecret: testGlobalSecret, Sources: testSources, Registry: reg, MaxBodyBytes: 64 << 10}

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -134,7 +134,7 @@ func (s *Server) followLogs(c *gin.Context, r logRequest) {
 	}
 	defer release()
 
-	var mu gosync.Mutex // the heartbeat and the stream share the writer
+	var mu sync.Mutex // the heartbeat and the stream share the writer
 	write := func(event string, v any) error {
 		data, err := json.Marshal(v)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 var pageNames = []string{"overview", "app", "history", "entry", "logs", "login", "error"}
@@ -40,7 +40,7 @@ type pageHeader struct {
 	Title     string
 	Path      string
 	CSRF      string
-	Pinned    []dsync.AppStatus
+	Pinned    []status.AppStatus
 	TokenMode bool // an API token is configured
 	LoggedIn  bool
 	CanWrite  bool // action buttons work for this visitor
@@ -107,7 +107,7 @@ func (s *Server) errorPage(c *gin.Context, code int, title, msg string) {
 
 type overviewData struct {
 	pageHeader
-	Apps          []dsync.AppStatus
+	Apps          []status.AppStatus
 	Notifications []string // destinations, each with a test button
 	Timelines     map[string]template.HTML
 	Range         string
@@ -133,7 +133,7 @@ func (s *Server) overviewPage(c *gin.Context) {
 
 type appData struct {
 	pageHeader
-	App      dsync.AppStatus
+	App      status.AppStatus
 	Timeline template.HTML
 	Range    string
 	Ranges   []rangeLink
@@ -144,7 +144,7 @@ type appData struct {
 
 // historyRows is what the shared history table needs.
 type historyRows struct {
-	Entries  []dsync.HistoryEntry
+	Entries  []status.HistoryEntry
 	ShowApp  bool
 	CanWrite bool
 	CSRF     string
@@ -167,7 +167,7 @@ func (s *Server) appPage(c *gin.Context) {
 	h.Live, h.LiveApp = true, st.Name
 	d := appData{pageHeader: h, App: st, Range: rng, Ranges: rangeLinks("/apps/"+url.PathEscape(st.Name), rng),
 		Timeline: s.timelineFor(st.Name, span, false)}
-	recent, err := s.opts.Agent.History(dsync.HistoryQuery{App: st.Name, Limit: 10})
+	recent, err := s.opts.Agent.History(status.HistoryQuery{App: st.Name, Limit: 10})
 	if err != nil {
 		d.HistErr = err.Error()
 	}
@@ -177,7 +177,7 @@ func (s *Server) appPage(c *gin.Context) {
 }
 
 type kindFilter struct {
-	Kind   dsync.HistoryKind
+	Kind   status.HistoryKind
 	Active bool
 	URL    string
 }
@@ -221,7 +221,7 @@ func (s *Server) historyPage(c *gin.Context) {
 		Entries: page.Entries, ShowApp: app == "", CanWrite: h.CanWrite, CSRF: h.CSRF, Path: h.Path,
 		Applied: s.appliedRevisions(), Filtered: len(q.Kinds) > 0,
 	}}
-	kindsParam := func(kinds []dsync.HistoryKind) url.Values {
+	kindsParam := func(kinds []status.HistoryKind) url.Values {
 		v := url.Values{}
 		if len(kinds) > 0 {
 			var ks []string
@@ -235,7 +235,7 @@ func (s *Server) historyPage(c *gin.Context) {
 	for _, k := range allKinds {
 		active := slices.Contains(q.Kinds, k)
 		// Clicking a chip toggles that kind in the filter.
-		next := slices.DeleteFunc(slices.Clone(q.Kinds), func(x dsync.HistoryKind) bool { return x == k })
+		next := slices.DeleteFunc(slices.Clone(q.Kinds), func(x status.HistoryKind) bool { return x == k })
 		if !active {
 			next = append(next, k)
 		}
@@ -274,7 +274,7 @@ func withQuery(base string, v url.Values) string {
 
 type entryData struct {
 	pageHeader
-	Entry   dsync.HistoryEntry
+	Entry   status.HistoryEntry
 	Diff    *diffView // what the revision changed in Git
 	Applied string
 }
@@ -306,7 +306,7 @@ func (s *Server) revisionPage(c *gin.Context) {
 		s.errorPage(c, http.StatusBadRequest, "Bad revision", "A revision is 4 to 40 hex digits of a commit SHA.")
 		return
 	}
-	q := dsync.HistoryQuery{Kinds: []dsync.HistoryKind{dsync.KindSync}, Limit: 500}
+	q := status.HistoryQuery{Kinds: []status.HistoryKind{status.KindSync}, Limit: 500}
 	for page := 0; page < 20; page++ {
 		entries, err := s.opts.Agent.History(q)
 		if err != nil {
@@ -374,7 +374,7 @@ func templateFuncs() template.FuncMap {
 			}
 			return "start" // start and update in place: a change to a container that stays
 		},
-		"replicas": func(a dsync.AppStatus) string {
+		"replicas": func(a status.AppStatus) string {
 			var desired, ready int
 			for _, s := range a.Services {
 				desired += s.Desired
@@ -382,7 +382,7 @@ func templateFuncs() template.FuncMap {
 			}
 			return fmt.Sprintf("%d/%d", ready, desired)
 		},
-		"replicaTone": func(a dsync.AppStatus) string {
+		"replicaTone": func(a status.AppStatus) string {
 			var desired, ready int
 			for _, s := range a.Services {
 				desired += s.Desired
@@ -411,8 +411,8 @@ func templateFuncs() template.FuncMap {
 			return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 		},
 		"planText":   drift.Plan.String,
-		"isRollback": func(k dsync.HistoryKind) bool { return k == dsync.KindRollback },
-		"isSync":     func(k dsync.HistoryKind) bool { return k == dsync.KindSync },
+		"isRollback": func(k status.HistoryKind) bool { return k == status.KindRollback },
+		"isSync":     func(k status.HistoryKind) bool { return k == status.KindSync },
 		"str":        func(v any) string { return fmt.Sprint(v) },
 	}
 }
@@ -497,7 +497,7 @@ func scrubCredentials(s string) string {
 }
 
 // scrubStatus applies scrubCredentials to the free-text fields of a status.
-func scrubStatus(st dsync.AppStatus) dsync.AppStatus {
+func scrubStatus(st status.AppStatus) status.AppStatus {
 	st.Source.URL = scrubCredentials(st.Source.URL)
 	st.Source.Error = scrubCredentials(st.Source.Error)
 	st.Message = scrubCredentials(st.Message)
@@ -516,7 +516,7 @@ func scrubStatus(st dsync.AppStatus) dsync.AppStatus {
 	return st
 }
 
-func scrubEntry(e dsync.HistoryEntry) dsync.HistoryEntry {
+func scrubEntry(e status.HistoryEntry) status.HistoryEntry {
 	e.Summary = scrubCredentials(e.Summary)
 	if len(e.Errors) > 0 {
 		errs := slices.Clone(e.Errors)
@@ -532,30 +532,30 @@ func scrubEntry(e dsync.HistoryEntry) dsync.HistoryEntry {
 // handler can forget to.
 type scrubbingAgent struct{ Agent }
 
-func (a scrubbingAgent) Apps() []dsync.AppStatus {
+func (a scrubbingAgent) Apps() []status.AppStatus {
 	apps := a.Agent.Apps()
-	out := make([]dsync.AppStatus, len(apps))
+	out := make([]status.AppStatus, len(apps))
 	for i, st := range apps {
 		out[i] = scrubStatus(st)
 	}
 	return out
 }
 
-func (a scrubbingAgent) App(name string) (dsync.AppStatus, bool) {
+func (a scrubbingAgent) App(name string) (status.AppStatus, bool) {
 	st, ok := a.Agent.App(name)
 	return scrubStatus(st), ok
 }
 
-func (a scrubbingAgent) History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error) {
+func (a scrubbingAgent) History(q status.HistoryQuery) ([]status.HistoryEntry, error) {
 	entries, err := a.Agent.History(q)
-	out := make([]dsync.HistoryEntry, len(entries))
+	out := make([]status.HistoryEntry, len(entries))
 	for i, e := range entries {
 		out[i] = scrubEntry(e)
 	}
 	return out, err
 }
 
-func (a scrubbingAgent) Entry(id uint64) (dsync.HistoryEntry, bool) {
+func (a scrubbingAgent) Entry(id uint64) (status.HistoryEntry, bool) {
 	e, ok := a.Agent.Entry(id)
 	return scrubEntry(e), ok
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 func (e *testEnv) page(path string, opts ...reqOpt) string {
@@ -149,7 +149,7 @@ func TestLiveEventsStream(t *testing.T) {
 	// hint arrives a published event must reach us.
 	for lines.Scan() && !strings.HasPrefix(lines.Text(), "retry:") {
 	}
-	env.agent.publish(dsync.Event{App: "shop", Kind: "status"})
+	env.agent.publish(status.Event{App: "shop", Kind: "status"})
 	var got []string
 	for lines.Scan() {
 		if lines.Text() == "" {

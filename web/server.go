@@ -1,6 +1,6 @@
 // Package web serves driftless's dashboard, JSON API, webhooks, metrics and
 // health endpoints. It reads status and history from the agent and enqueues
-// work; every decision about what to do stays in package sync.
+// work; every decision about what to do stays in package loop (sync/loop).
 package web
 
 import (
@@ -22,7 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 //go:embed templates/*.html
@@ -33,18 +34,18 @@ var staticFS embed.FS
 
 // Agent is what the web server needs from the sync agent.
 type Agent interface {
-	Apps() []dsync.AppStatus
-	App(name string) (dsync.AppStatus, bool)
-	History(q dsync.HistoryQuery) ([]dsync.HistoryEntry, error)
-	Entry(id uint64) (dsync.HistoryEntry, bool)
+	Apps() []status.AppStatus
+	App(name string) (status.AppStatus, bool)
+	History(q status.HistoryQuery) ([]status.HistoryEntry, error)
+	Entry(id uint64) (status.HistoryEntry, bool)
 	// Series is an app's ready/desired replica series from since on.
-	Series(app string, since time.Time) []dsync.ServiceSeries
+	Series(app string, since time.Time) []status.ServiceSeries
 	Enqueue(app, trigger string) error
 	SetSuspended(app string, suspended bool) error
 	SetSelfHeal(app string, on bool) error
 	Pin(ctx context.Context, app, sha string) error
 	Unpin(app string) error
-	Subscribe() (<-chan dsync.Event, func())
+	Subscribe() (<-chan status.Event, func())
 	Ready() error
 }
 
@@ -58,15 +59,15 @@ type AppSource struct {
 	WebhookSecret string // per-app secret; empty means Options.WebhookSecret
 }
 
-// appConfigLister is implemented by *sync.Agent; when the agent has it,
+// appConfigLister is implemented by *loop.Agent; when the agent has it,
 // Options.Sources need not be set.
 type appConfigLister interface {
-	AppConfigs() []dsync.AppConfig
+	AppConfigs() []config.AppConfig
 }
 
 // SourcesFrom adapts the agent's app configs for webhook matching. Apps
 // fixed to a commit are left out: no push changes what they run.
-func SourcesFrom(configs func() []dsync.AppConfig) func() []AppSource {
+func SourcesFrom(configs func() []config.AppConfig) func() []AppSource {
 	return func() []AppSource {
 		var out []AppSource
 		for _, c := range configs() {
@@ -93,7 +94,7 @@ type Options struct {
 	// Sources lists the configured apps' repositories and webhook secrets.
 	// A function rather than a slice so configuration changes are seen.
 	// Nil: taken from the agent's AppConfigs when it has that method
-	// (*sync.Agent does), else no app matches any webhook.
+	// (*loop.Agent does), else no app matches any webhook.
 	Sources func() []AppSource
 	// PublicRead serves read-only pages and API to any address without a
 	// token.

@@ -4,24 +4,25 @@ import (
 	"slices"
 	"testing"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 )
 
 // The real agent satisfies the interface web uses.
-var _ Agent = (*dsync.Agent)(nil)
-var _ appConfigLister = (*dsync.Agent)(nil)
+var _ Agent = (*loop.Agent)(nil)
+var _ appConfigLister = (*loop.Agent)(nil)
 
 type agentWithConfigs struct {
 	*fakeAgent
-	configs []dsync.AppConfig
+	configs []config.AppConfig
 }
 
-func (a agentWithConfigs) AppConfigs() []dsync.AppConfig { return a.configs }
+func (a agentWithConfigs) AppConfigs() []config.AppConfig { return a.configs }
 
 // Without Options.Sources, webhooks match the agent's own app configs;
 // apps fixed to a commit never match a push.
 func TestSourcesDefaultToAgentConfigs(t *testing.T) {
-	agent := agentWithConfigs{fakeAgent: newFakeAgent(), configs: []dsync.AppConfig{
+	agent := agentWithConfigs{fakeAgent: newFakeAgent(), configs: []config.AppConfig{
 		{Name: "shop", Repo: "https://github.com/acme/shop.git", Branch: "main", WebhookSecret: testShopSecret},
 		{Name: "blog", Repo: "https://github.com/acme/shop.git", Commit: "0f1e2d3"},
 	}}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // The timeline: an app's history as marks on a time axis, over its
@@ -78,14 +78,14 @@ var markLabels = map[string]string{
 }
 
 // timelineKinds are the history kinds that can become marks.
-var timelineKinds = []dsync.HistoryKind{dsync.KindSync, dsync.KindRollback, dsync.KindRefused, dsync.KindForcePush, dsync.KindRepair, dsync.KindSource}
+var timelineKinds = []status.HistoryKind{status.KindSync, status.KindRollback, status.KindRefused, status.KindForcePush, status.KindRepair, status.KindSource}
 
 // markKind is the mark an entry makes; false for entries the timeline
 // leaves out (a followed force-push is shown by the sync after it, a
 // source that recovered by the marks that follow).
-func markKind(e dsync.HistoryEntry) (string, bool) {
+func markKind(e status.HistoryEntry) (string, bool) {
 	switch e.Kind {
-	case dsync.KindSync:
+	case status.KindSync:
 		switch {
 		case e.Result == "failed" || e.Result == "partial":
 			return markFailed, true
@@ -95,15 +95,15 @@ func markKind(e dsync.HistoryEntry) (string, bool) {
 			return markRevert, true
 		}
 		return markApplied, true
-	case dsync.KindRollback:
+	case status.KindRollback:
 		return markRevert, true
-	case dsync.KindRefused:
+	case status.KindRefused:
 		return markRefused, true
-	case dsync.KindForcePush:
+	case status.KindForcePush:
 		return markRefused, e.Result == "refused"
-	case dsync.KindRepair:
+	case status.KindRepair:
 		return markRepair, true
-	case dsync.KindSource:
+	case status.KindSource:
 		return markFailed, e.Result == "failed"
 	}
 	return "", false
@@ -112,8 +112,8 @@ func markKind(e dsync.HistoryEntry) (string, bool) {
 // timelineInput is everything a timeline is drawn from.
 type timelineInput struct {
 	App     string
-	Series  []dsync.ServiceSeries
-	Entries []dsync.HistoryEntry // any order; those outside the range are left out
+	Series  []status.ServiceSeries
+	Entries []status.HistoryEntry // any order; those outside the range are left out
 	Span    time.Duration
 	Now     time.Time
 	// Compact draws one lane, the app's services summed, without labels
@@ -258,7 +258,7 @@ func (t *timelineCanvas) x(at time.Time) float64 {
 // lane is one step chart: a service, or the app's services summed.
 type lane struct {
 	name   string
-	points []dsync.SeriesPoint
+	points []status.SeriesPoint
 }
 
 func (t *timelineCanvas) lanes() []lane {
@@ -274,7 +274,7 @@ func (t *timelineCanvas) lanes() []lane {
 
 // sumSeries adds the services' counts minute by minute; a service counts
 // from its first point on, with the value in force at each minute.
-func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
+func sumSeries(series []status.ServiceSeries) []status.SeriesPoint {
 	if len(series) == 0 {
 		return nil
 	}
@@ -289,10 +289,10 @@ func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
 		}
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	out := make([]dsync.SeriesPoint, 0, len(times))
+	out := make([]status.SeriesPoint, 0, len(times))
 	idx := make([]int, len(series))
 	for _, at := range times {
-		sum := dsync.SeriesPoint{Time: at}
+		sum := status.SeriesPoint{Time: at}
 		for i, s := range series {
 			for idx[i]+1 < len(s.Points) && !s.Points[idx[i]+1].Time.After(at) {
 				idx[i]++
@@ -318,7 +318,7 @@ func sumSeries(series []dsync.ServiceSeries) []dsync.SeriesPoint {
 // steps turns points into step-chart polylines, one per stretch without a
 // gap. value picks ready or desired; span, if set, the lowest and highest
 // values within a point's minute, drawn as a spike from the step.
-func (t *timelineCanvas) steps(points []dsync.SeriesPoint, value func(dsync.SeriesPoint) int, span func(dsync.SeriesPoint) (int, int), y func(int) float64) [][][2]float64 {
+func (t *timelineCanvas) steps(points []status.SeriesPoint, value func(status.SeriesPoint) int, span func(status.SeriesPoint) (int, int), y func(int) float64) [][][2]float64 {
 	var lines [][][2]float64
 	var cur [][2]float64
 	for i, p := range points {
@@ -380,7 +380,7 @@ func polyline(b *strings.Builder, class, stroke, dash string, pts [][2]float64) 
 
 func (t *timelineCanvas) drawLane(b *strings.Builder, l lane, top int) {
 	peak := 1
-	var last *dsync.SeriesPoint
+	var last *status.SeriesPoint
 	for i, p := range l.points {
 		peak = max(peak, p.Ready, p.Desired, p.MaxReady)
 		if !p.Time.After(t.end) {
@@ -402,10 +402,10 @@ func (t *timelineCanvas) drawLane(b *strings.Builder, l lane, top int) {
 		fmt.Fprintf(b, `<text class="lane-now" x="4" y="%.1f" font-size="11" fill="#636c76">%s</text>`, bottom-height/2+14, esc(now))
 		fmt.Fprintf(b, `<text class="lane-peak" x="%.1f" y="%.1f" font-size="10" fill="#636c76" text-anchor="end">%d</text>`, t.x0-4, y(peak)+4, peak)
 	}
-	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Desired }, nil, y) {
+	for _, pts := range t.steps(l.points, func(p status.SeriesPoint) int { return p.Desired }, nil, y) {
 		polyline(b, "desired", "#8c959f", ` stroke-dasharray="5 4"`, pts)
 	}
-	for _, pts := range t.steps(l.points, func(p dsync.SeriesPoint) int { return p.Ready }, func(p dsync.SeriesPoint) (int, int) { return p.MinReady, p.MaxReady }, y) {
+	for _, pts := range t.steps(l.points, func(p status.SeriesPoint) int { return p.Ready }, func(p status.SeriesPoint) (int, int) { return p.MinReady, p.MaxReady }, y) {
 		polyline(b, "ready", "#1a7f37", "", pts)
 	}
 	b.WriteString(`</g>`)
@@ -444,7 +444,7 @@ func (t *timelineCanvas) drawAxis(b *strings.Builder, y int) {
 // mark is one history entry on the axis.
 type mark struct {
 	kind  string
-	entry dsync.HistoryEntry
+	entry status.HistoryEntry
 }
 
 // maxTimelineMarks bounds the marks drawn; the newest are kept.
@@ -491,7 +491,7 @@ func (t *timelineCanvas) drawMarks(b *strings.Builder, marks []mark, axisY int) 
 
 // markTitle is a mark's hover text: when, what, and the first errors
 // (a refusal's file:line).
-func markTitle(e dsync.HistoryEntry) string {
+func markTitle(e status.HistoryEntry) string {
 	title := e.Time.UTC().Format("15:04:05") + " " + string(e.Kind) + ": " + e.Summary
 	for i, err := range e.Errors {
 		if i == 3 {
@@ -583,8 +583,8 @@ const maxTimelinePages = 4
 func (s *Server) timelineFor(app string, span time.Duration, compact bool) template.HTML {
 	now := s.opts.Now()
 	start := now.Add(-span)
-	q := dsync.HistoryQuery{App: app, Kinds: timelineKinds, Limit: 500}
-	var entries []dsync.HistoryEntry
+	q := status.HistoryQuery{App: app, Kinds: timelineKinds, Limit: 500}
+	var entries []status.HistoryEntry
 	for range maxTimelinePages {
 		page, err := s.opts.Agent.History(q)
 		if err != nil {

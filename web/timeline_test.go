@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // svgNode is a parsed SVG element, for assertions on structure.
@@ -92,27 +92,27 @@ func minutesAgo(m int) time.Time {
 	return tlNow.Truncate(time.Minute).Add(-time.Duration(m) * time.Minute)
 }
 
-func timelineEntries() []dsync.HistoryEntry {
+func timelineEntries() []status.HistoryEntry {
 	r := func(revert bool) *gitsource.Revision {
 		return &gitsource.Revision{SHA: "1234567890123456789012345678901234567890", Subject: "s", Revert: revert}
 	}
-	return []dsync.HistoryEntry{
-		{ID: 11, Time: minutesAgo(2), Kind: dsync.KindSync, Result: "succeeded", Revision: r(false), Summary: "synced 1234567 “scale down”"},
-		{ID: 10, Time: minutesAgo(5), Kind: dsync.KindRefused, Result: "refused", Summary: "refused abc <script>: 1 manifest error(s)", Errors: []string{"web.yaml:12:13: spec.replicas: must be >= 0"}},
-		{ID: 9, Time: minutesAgo(8), Kind: dsync.KindRepair, Result: "succeeded", Summary: "shop-web-2 was removed outside Git; recreated"},
-		{ID: 8, Time: minutesAgo(12), Kind: dsync.KindSync, Result: "failed", Revision: r(false), Summary: "failed to sync"},
-		{ID: 7, Time: minutesAgo(15), Kind: dsync.KindSync, Result: "succeeded", Revision: r(true), Summary: "synced revert"},
-		{ID: 6, Time: minutesAgo(16), Kind: dsync.KindRollback, Summary: "pinned to 1234567"},
-		{ID: 5, Time: minutesAgo(17), Kind: dsync.KindSource, Result: "failed", Summary: "source failed"},
-		{ID: 4, Time: minutesAgo(18), Kind: dsync.KindSource, Result: "succeeded", Summary: "source recovered"},  // no mark
-		{ID: 3, Time: minutesAgo(19), Kind: dsync.KindAction, Summary: "suspended"},                              // no mark
-		{ID: 2, Time: minutesAgo(20), Kind: dsync.KindSync, Result: "stopped for something newer", Summary: "x"}, // no mark
-		{ID: 1, Time: minutesAgo(90), Kind: dsync.KindSync, Result: "succeeded", Summary: "before the range"},    // outside 1h
+	return []status.HistoryEntry{
+		{ID: 11, Time: minutesAgo(2), Kind: status.KindSync, Result: "succeeded", Revision: r(false), Summary: "synced 1234567 “scale down”"},
+		{ID: 10, Time: minutesAgo(5), Kind: status.KindRefused, Result: "refused", Summary: "refused abc <script>: 1 manifest error(s)", Errors: []string{"web.yaml:12:13: spec.replicas: must be >= 0"}},
+		{ID: 9, Time: minutesAgo(8), Kind: status.KindRepair, Result: "succeeded", Summary: "shop-web-2 was removed outside Git; recreated"},
+		{ID: 8, Time: minutesAgo(12), Kind: status.KindSync, Result: "failed", Revision: r(false), Summary: "failed to sync"},
+		{ID: 7, Time: minutesAgo(15), Kind: status.KindSync, Result: "succeeded", Revision: r(true), Summary: "synced revert"},
+		{ID: 6, Time: minutesAgo(16), Kind: status.KindRollback, Summary: "pinned to 1234567"},
+		{ID: 5, Time: minutesAgo(17), Kind: status.KindSource, Result: "failed", Summary: "source failed"},
+		{ID: 4, Time: minutesAgo(18), Kind: status.KindSource, Result: "succeeded", Summary: "source recovered"},  // no mark
+		{ID: 3, Time: minutesAgo(19), Kind: status.KindAction, Summary: "suspended"},                              // no mark
+		{ID: 2, Time: minutesAgo(20), Kind: status.KindSync, Result: "stopped for something newer", Summary: "x"}, // no mark
+		{ID: 1, Time: minutesAgo(90), Kind: status.KindSync, Result: "succeeded", Summary: "before the range"},    // outside 1h
 	}
 }
 
-func timelineSeries() []dsync.ServiceSeries {
-	var web []dsync.SeriesPoint
+func timelineSeries() []status.ServiceSeries {
+	var web []status.SeriesPoint
 	// 3/3 from 40 minutes ago, a dip to 2 at 8 minutes ago, then scaled
 	// down to 1/1 two minutes ago; a gap (agent down) from 30 to 25
 	// minutes ago.
@@ -120,7 +120,7 @@ func timelineSeries() []dsync.ServiceSeries {
 		if m < 30 && m > 25 {
 			continue
 		}
-		p := dsync.SeriesPoint{Time: minutesAgo(m), Ready: 3, Desired: 3, MinReady: 3}
+		p := status.SeriesPoint{Time: minutesAgo(m), Ready: 3, Desired: 3, MinReady: 3}
 		switch {
 		case m == 8:
 			p.MinReady = 2 // a replica removed and recreated within the minute
@@ -129,8 +129,8 @@ func timelineSeries() []dsync.ServiceSeries {
 		}
 		web = append(web, p)
 	}
-	return []dsync.ServiceSeries{
-		{Service: "db", Points: []dsync.SeriesPoint{{Time: minutesAgo(40), Ready: 1, Desired: 1, MinReady: 1}, {Time: minutesAgo(0), Ready: 1, Desired: 1, MinReady: 1}}},
+	return []status.ServiceSeries{
+		{Service: "db", Points: []status.SeriesPoint{{Time: minutesAgo(40), Ready: 1, Desired: 1, MinReady: 1}, {Time: minutesAgo(0), Ready: 1, Desired: 1, MinReady: 1}}},
 		{Service: "web", Points: web},
 	}
 }
@@ -279,7 +279,7 @@ func TestParseRange(t *testing.T) {
 
 func TestTimelineEndpointsAndPages(t *testing.T) {
 	e := newTestEnv(t, func(o *Options) { o.Now = func() time.Time { return fixedTime.Add(40 * time.Minute) } })
-	e.agent.series = map[string][]dsync.ServiceSeries{"shop": {{Service: "web", Points: []dsync.SeriesPoint{{Time: fixedTime, Ready: 3, Desired: 3}}}}}
+	e.agent.series = map[string][]status.ServiceSeries{"shop": {{Service: "web", Points: []status.SeriesPoint{{Time: fixedTime, Ready: 3, Desired: 3}}}}}
 
 	w := e.do(http.MethodGet, "/apps/shop/timeline?range=1h", "")
 	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "image/svg+xml") {
@@ -354,9 +354,9 @@ func requireOrderedInPlot(t *testing.T, marks []svgNode) {
 // Marks seconds apart would share a pixel: they are moved apart, in order,
 // and stay inside the plot even at its right end.
 func TestTimelineMarksDoNotHideEachOther(t *testing.T) {
-	var entries []dsync.HistoryEntry
+	var entries []status.HistoryEntry
 	for i := range 6 {
-		entries = append(entries, dsync.HistoryEntry{ID: uint64(i + 1), Time: tlNow.Add(time.Duration(i-6) * time.Second), Kind: dsync.KindRepair, Summary: "x"})
+		entries = append(entries, status.HistoryEntry{ID: uint64(i + 1), Time: tlNow.Add(time.Duration(i-6) * time.Second), Kind: status.KindRepair, Summary: "x"})
 	}
 	for _, compact := range []bool{false, true} {
 		svg := parseSVG(t, string(timelineSVG(timelineInput{App: "shop", Entries: entries, Span: time.Hour, Now: tlNow, Compact: compact})))
@@ -384,7 +384,7 @@ func TestTimelineMarksDoNotHideEachOther(t *testing.T) {
 // A minute that saw more and fewer ready replicas than at its end (a
 // deploy from 0 and a scale-down to 1 within it) draws a spike to both.
 func TestTimelineMinuteSpike(t *testing.T) {
-	in := timelineInput{App: "shop", Span: time.Hour, Now: tlNow, Series: []dsync.ServiceSeries{{Service: "web", Points: []dsync.SeriesPoint{
+	in := timelineInput{App: "shop", Span: time.Hour, Now: tlNow, Series: []status.ServiceSeries{{Service: "web", Points: []status.SeriesPoint{
 		{Time: minutesAgo(5), Ready: 1, Desired: 1, MinReady: 0, MaxReady: 3},
 	}}}}
 	svg := parseSVG(t, string(timelineSVG(in)))
@@ -411,10 +411,10 @@ func FuzzTimelineSVG(f *testing.F) {
 	f.Add("a", "", "\x00\x01\ufffe", "\xff\xfe")
 	f.Fuzz(func(t *testing.T, app, service, summary, errText string) {
 		in := timelineInput{App: app, Span: time.Hour, Now: tlNow,
-			Series: []dsync.ServiceSeries{{Service: service, Points: []dsync.SeriesPoint{{Time: minutesAgo(3), Ready: 1, Desired: 2, MinReady: 0, MaxReady: 2}}}},
-			Entries: []dsync.HistoryEntry{
-				{ID: 1, Time: minutesAgo(2), Kind: dsync.KindRefused, Summary: summary, Errors: []string{errText}},
-				{ID: 2, Time: minutesAgo(1), Kind: dsync.KindSync, Result: "succeeded", Summary: summary},
+			Series: []status.ServiceSeries{{Service: service, Points: []status.SeriesPoint{{Time: minutesAgo(3), Ready: 1, Desired: 2, MinReady: 0, MaxReady: 2}}}},
+			Entries: []status.HistoryEntry{
+				{ID: 1, Time: minutesAgo(2), Kind: status.KindRefused, Summary: summary, Errors: []string{errText}},
+				{ID: 2, Time: minutesAgo(1), Kind: status.KindSync, Result: "succeeded", Summary: summary},
 			}}
 		for _, compact := range []bool{false, true} {
 			in.Compact = compact

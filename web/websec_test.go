@@ -20,14 +20,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	gosync "sync"
+	"sync"
 	"testing"
 	"time"
 )
 
 // fakeClock is a clock tests move by hand.
 type fakeClock struct {
-	mu gosync.Mutex
+	mu sync.Mutex
 	t  time.Time
 }
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -155,7 +155,7 @@ func (a *applyRun) run(ctx context.Context, dryRun bool) (int, error) {
 			return 1, err
 		}
 		fmt.Fprintln(a.stdout, "\nApplying:")
-		var mu stdsync.Mutex
+		var mu sync.Mutex
 		res = a.eng.Apply(ctx, desired, decision.Apply, drift.ApplyOptions{Progress: func(ev drift.Event) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 func TestAppNameFor(t *testing.T) {
@@ -88,9 +88,9 @@ func TestValidateAcceptsAFileAndNamesMissingPaths(t *testing.T) {
 }
 
 func TestStatusKeepsHealthAndStateApart(t *testing.T) {
-	a := dsync.AppStatus{Name: "shop", Sync: drift.SyncSynced, Health: drift.HealthDegraded, Services: []dsync.ServiceStatus{{
+	a := status.AppStatus{Name: "shop", Sync: drift.SyncSynced, Health: drift.HealthDegraded, Services: []status.ServiceStatus{{
 		Name: "web", Image: "shop/web:1", Desired: 1, Health: drift.HealthDegraded,
-		Containers: []dsync.ContainerStatus{{Name: "shop-web-1", State: "exited", Status: "Exited (1) 2 seconds ago", Image: "shop/web:1"}},
+		Containers: []status.ContainerStatus{{Name: "shop-web-1", State: "exited", Status: "Exited (1) 2 seconds ago", Image: "shop/web:1"}},
 	}}}
 	var out bytes.Buffer
 	printAppStatus(&out, a, time.Now())
@@ -184,15 +184,15 @@ func TestRepoKeyAndSameSource(t *testing.T) {
 
 	co := checkout{root: "/home/ada/shop", path: "deploy", remotes: []string{"git@github.com:acme/shop.git"}}
 	for _, tc := range []struct {
-		src  dsync.SourceStatus
+		src  status.SourceStatus
 		want bool
 	}{
-		{dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "deploy"}, true},
-		{dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "deploy/"}, true},
-		{dsync.SourceStatus{URL: "/home/ada/shop", Path: "deploy"}, true}, // the checkout itself
-		{dsync.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "."}, false},
-		{dsync.SourceStatus{URL: "https://github.com/acme/blog.git", Path: "deploy"}, false},
-		{dsync.SourceStatus{URL: "", Path: "deploy"}, false},
+		{status.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "deploy"}, true},
+		{status.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "deploy/"}, true},
+		{status.SourceStatus{URL: "/home/ada/shop", Path: "deploy"}, true}, // the checkout itself
+		{status.SourceStatus{URL: "https://github.com/acme/shop.git", Path: "."}, false},
+		{status.SourceStatus{URL: "https://github.com/acme/blog.git", Path: "deploy"}, false},
+		{status.SourceStatus{URL: "", Path: "deploy"}, false},
 	} {
 		if got := co.sameSource(tc.src); got != tc.want {
 			t.Errorf("sameSource(%+v) = %v, want %v", tc.src, got, tc.want)
@@ -200,7 +200,7 @@ func TestRepoKeyAndSameSource(t *testing.T) {
 	}
 	top := checkout{root: "/srv/demo/repo", path: "."}
 	for _, p := range []string{".", "", "/"} {
-		if !top.sameSource(dsync.SourceStatus{URL: "/srv/demo/repo", Path: p}) {
+		if !top.sameSource(status.SourceStatus{URL: "/srv/demo/repo", Path: p}) {
 			t.Errorf("path %q does not match the top of the checkout", p)
 		}
 	}

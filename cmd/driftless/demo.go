@@ -19,7 +19,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/examples"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // The demo's app and images. --clean removes objects labelled with this app
@@ -125,18 +125,18 @@ func runDemo(ctx context.Context, f runFlags, clean bool, pos []string, stdout, 
 		}
 	}
 
-	cfg := dsync.Config{
+	cfg := config.Config{
 		DataDir: filepath.Join(data, "agent"),
 		Listen:  f.listen,
-		Apps: []dsync.AppConfig{{
+		Apps: []config.AppConfig{{
 			Name: demoApp, Repo: repo, Branch: "main", Path: ".",
 			// Local polling is cheap; a short interval makes the tour snappy.
 			Interval: "@every 2s", SelfHeal: true,
-			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+			MaxRemovalPercent: config.DefaultMaxRemovalPercent,
 		}, {
 			Name: demoComposeApp, Repo: composeRepo, Branch: "main", Path: ".",
 			Interval: "@every 2s", SelfHeal: true,
-			MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+			MaxRemovalPercent: config.DefaultMaxRemovalPercent,
 		}},
 	}
 	for i := range cfg.Apps {

@@ -23,7 +23,7 @@ import (
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/internal/loadcache"
 	"github.com/driftless-dev/driftless/secrets"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // Exit codes of diff follow `argocd app diff` and `flux diff`.
@@ -76,10 +76,10 @@ func (l *loadFlags) adoptCompose() (bool, error) {
 	switch l.adopt {
 	case "":
 		return false, nil
-	case dsync.AdoptCompose:
+	case config.AdoptCompose:
 		return true, nil
 	}
-	return false, fmt.Errorf("--adopt %q: the only value is %q", l.adopt, dsync.AdoptCompose)
+	return false, fmt.Errorf("--adopt %q: the only value is %q", l.adopt, config.AdoptCompose)
 }
 
 // options are the load options; env is what compose files interpolate
@@ -97,7 +97,7 @@ func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error)
 		Decrypt:        secrets.DecryptWith(secrets.KeyFiles{}),
 		AllowPlaintext: l.allowPlaintext,
 	}
-	if err := dsync.ValidateTarget(l.target, l.adopt); err != nil {
+	if err := config.ValidateTarget(l.target, l.adopt); err != nil {
 		return opts, fmt.Errorf("--%w", err)
 	}
 	if l.target == manifest.TargetSwarm {

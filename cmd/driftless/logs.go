@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	gosync "sync"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -115,7 +115,7 @@ type logStreamer interface {
 // different containers never interleave mid-line. An interrupt ends a
 // follow cleanly.
 func printLogs(ctx context.Context, eng logStreamer, app string, targets []string, opts deploy.LogOptions, stdout, stderr io.Writer) error {
-	var mu gosync.Mutex
+	var mu sync.Mutex
 	prefix := len(targets) > 1
 	emit := func(l deploy.LogLine) error {
 		mu.Lock()
@@ -137,7 +137,7 @@ func printLogs(ctx context.Context, eng logStreamer, app string, targets []strin
 		return err
 	}
 	errs := make([]error, len(targets))
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for i, c := range targets {
 		wg.Go(func() { errs[i] = eng.StreamLogs(ctx, app, c, opts, emit) })
 	}

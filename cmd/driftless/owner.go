@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -102,7 +102,7 @@ func repoKey(raw string) string {
 // sameSource reports whether an agent's app deploys from the checkout's
 // directory: the same repository (its local path, or one of its remotes)
 // and the same path in it.
-func (c checkout) sameSource(src dsync.SourceStatus) bool {
+func (c checkout) sameSource(src status.SourceStatus) bool {
 	if filepath.Clean(strings.Trim(src.Path, "/")) != filepath.Clean(c.path) && !(src.Path == "" && c.path == ".") {
 		return false
 	}

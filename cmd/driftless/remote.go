@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -137,7 +137,7 @@ func statusCmd() *cobra.Command {
 	return cmd
 }
 
-func printAppStatus(w io.Writer, a dsync.AppStatus, now time.Time) {
+func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 	fmt.Fprintf(w, "App %s: %s, %s", a.Name, a.Sync, a.Health)
 	if a.Message != "" {
 		fmt.Fprintf(w, " — %s", a.Message)

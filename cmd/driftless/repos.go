@@ -1,10 +1,11 @@
 package main
 
 import (
-	gosync "sync"
+	"sync"
 
 	"github.com/driftless-dev/driftless/gitsource"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -12,13 +13,13 @@ import (
 // dashboard reads diffs from the same clone the loop fetches into
 // (*gitsource.Source serialises its own access).
 type repoRegistry struct {
-	mu    gosync.Mutex
+	mu    sync.Mutex
 	repos map[string]*gitsource.Source
 }
 
 // track wraps a source factory to record what it creates.
-func (r *repoRegistry) track(next func(dsync.AppConfig) (dsync.Source, error)) func(dsync.AppConfig) (dsync.Source, error) {
-	return func(a dsync.AppConfig) (dsync.Source, error) {
+func (r *repoRegistry) track(next func(config.AppConfig) (loop.Source, error)) func(config.AppConfig) (loop.Source, error) {
+	return func(a config.AppConfig) (loop.Source, error) {
 		src, err := next(a)
 		if gs, ok := src.(*gitsource.Source); ok && err == nil {
 			r.mu.Lock()

@@ -22,7 +22,8 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/notify"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -191,8 +192,8 @@ func appNameFor(repo, path string) string {
 // swarm: the same engine DOCKER_HOST names, seen as a cluster, which
 // builds on that engine and sends the apps' registry credentials with
 // each service. nil when no app needs it.
-func connectSwarm(ctx context.Context, apps []dsync.AppConfig, engine *deploy.Engine, log *slog.Logger) (*swarm.Engine, error) {
-	if !slices.ContainsFunc(apps, func(a dsync.AppConfig) bool { return a.Target == manifest.TargetSwarm }) {
+func connectSwarm(ctx context.Context, apps []config.AppConfig, engine *deploy.Engine, log *slog.Logger) (*swarm.Engine, error) {
+	if !slices.ContainsFunc(apps, func(a config.AppConfig) bool { return a.Target == manifest.TargetSwarm }) {
 		return nil, nil
 	}
 	eng, err := swarm.New(swarm.Options{Logger: log, Builder: engine, Registries: engine})
@@ -208,24 +209,24 @@ func connectSwarm(ctx context.Context, apps []dsync.AppConfig, engine *deploy.En
 }
 
 // appFromFlags is the one app that --repo and its flags describe.
-func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
+func (f *runFlags) appFromFlags() (config.AppConfig, error) {
 	if f.repo == "" {
-		return dsync.AppConfig{}, errors.New("nothing to watch: pass --repo URL (one app) or --config driftless.yaml (several apps)")
+		return config.AppConfig{}, errors.New("nothing to watch: pass --repo URL (one app) or --config driftless.yaml (several apps)")
 	}
 	name := f.app
 	if name == "" {
 		name = appNameFor(f.repo, f.path)
 	}
 	if !manifest.ValidName(name) {
-		return dsync.AppConfig{}, fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter)", name)
+		return config.AppConfig{}, fmt.Errorf("--app %q: not a valid app name (lowercase letters, digits and '-', starting with a letter)", name)
 	}
-	if _, err := dsync.ParseSchedule(f.interval); err != nil {
-		return dsync.AppConfig{}, fmt.Errorf("--interval %q: %v", f.interval, err)
+	if _, err := config.ParseSchedule(f.interval); err != nil {
+		return config.AppConfig{}, fmt.Errorf("--interval %q: %v", f.interval, err)
 	}
-	app := dsync.AppConfig{
+	app := config.AppConfig{
 		Name: name, Repo: f.repo, Branch: f.branch, Tag: f.tag, Commit: f.commit, Path: f.path,
 		Interval: f.interval, Prune: f.prune, SelfHeal: f.selfHeal, AllowEmpty: f.allowEmpty,
-		MaxRemovalPercent: dsync.DefaultMaxRemovalPercent,
+		MaxRemovalPercent: config.DefaultMaxRemovalPercent,
 	}
 	app.AllowInsecureTransport, app.OnForcePush = f.allowInsecure, f.onForcePush
 	if err := f.gitSafety(name); err != nil {
@@ -243,7 +244,7 @@ func (f *runFlags) appFromFlags() (dsync.AppConfig, error) {
 	if adopt, err := f.load.adoptCompose(); err != nil {
 		return app, err
 	} else if adopt {
-		app.Adopt = dsync.AdoptCompose
+		app.Adopt = config.AdoptCompose
 	}
 	app.Auth.Username = os.Getenv("DRIFTLESS_GIT_USERNAME")
 	app.Auth.Password = os.Getenv("DRIFTLESS_GIT_PASSWORD")
@@ -287,15 +288,15 @@ func (f *runFlags) gitSafety(app string) error {
 			return fmt.Errorf("app %s: --repo: %w; use an https:// or ssh:// URL, or pass --allow-insecure-transport to accept it", app, err)
 		}
 	}
-	if f.onForcePush != "" && f.onForcePush != dsync.ForcePushFollow && f.onForcePush != dsync.ForcePushRefuse {
-		return fmt.Errorf("--on-force-push %q: want %s or %s", f.onForcePush, dsync.ForcePushFollow, dsync.ForcePushRefuse)
+	if f.onForcePush != "" && f.onForcePush != config.ForcePushFollow && f.onForcePush != config.ForcePushRefuse {
+		return fmt.Errorf("--on-force-push %q: want %s or %s", f.onForcePush, config.ForcePushFollow, config.ForcePushRefuse)
 	}
 	return nil
 }
 
 // config turns flags (or the config file) into the agent's configuration.
-func (f *runFlags) toConfig() (dsync.Config, error) {
-	var cfg dsync.Config
+func (f *runFlags) toConfig() (config.Config, error) {
+	var cfg config.Config
 	if f.config != "" {
 		if f.repo != "" {
 			return cfg, errors.New("use either --config or --repo, not both")
@@ -306,7 +307,7 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		if f.allowInsecure || f.onForcePush != "" {
 			return cfg, errors.New("--allow-insecure-transport and --on-force-push are for --repo; in a config file set allowInsecureTransport and onForcePush on each app")
 		}
-		c, err := dsync.LoadConfig(f.config)
+		c, err := config.LoadConfig(f.config)
 		if err != nil {
 			return cfg, err
 		}
@@ -316,7 +317,7 @@ func (f *runFlags) toConfig() (dsync.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Apps = []dsync.AppConfig{app}
+		cfg.Apps = []config.AppConfig{app}
 	}
 	// Flags win over the file for the process-level settings.
 	f.directoriesOver(&cfg)
@@ -364,7 +365,7 @@ func (f *runFlags) addressPoolOr(fromFile *drift.AddressPool) (*drift.AddressPoo
 
 // directoriesOver sets the data and secrets directories: a flag given
 // wins over the file, the file over the flag's default.
-func (f *runFlags) directoriesOver(cfg *dsync.Config) {
+func (f *runFlags) directoriesOver(cfg *config.Config) {
 	if cfg.DataDir == "" || f.data != defaultDataDir() {
 		cfg.DataDir = f.data
 	}
@@ -425,7 +426,7 @@ func runCmd() *cobra.Command {
 
 // webOptions are the web front end's settings from the config and the
 // flags: flags win, and either turning loopback trust off turns it off.
-func webOptions(cfg dsync.Config, f runFlags) web.Options {
+func webOptions(cfg config.Config, f runFlags) web.Options {
 	o := web.Options{
 		Listen:           cfg.Listen,
 		APIToken:         cfg.APIToken,
@@ -444,7 +445,7 @@ func webOptions(cfg dsync.Config, f runFlags) web.Options {
 
 // serve runs the agent and its web front end until ctx ends. started, if
 // set, is called once the dashboard listens.
-func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, started func(url string)) error {
+func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger, started func(url string)) error {
 	wopts := webOptions(cfg, f)
 	// Refuse an exposed dashboard before touching the data directory or
 	// the engine.
@@ -481,7 +482,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	var swarmTarget dsync.Engine // stays a nil interface without a Swarm app
+	var swarmTarget loop.Engine // stays a nil interface without a Swarm app
 	if swarmEng != nil {
 		defer swarmEng.Close()
 		swarmTarget = swarmEng
@@ -495,7 +496,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	agent, err := dsync.New(dsync.Options{
+	agent, err := loop.New(loop.Options{
 		Observer:       notifier,
 		DataDir:        cfg.DataDir,
 		Apps:           cfg.Apps,
@@ -519,7 +520,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	wopts.Logger = log
 	wopts.Repos = repos.get
 	wopts.Logs = appLogs{engine: eng, swarm: swarmEng, isSwarm: func(app string) bool {
-		return slices.ContainsFunc(agent.AppConfigs(), func(c dsync.AppConfig) bool { return c.Name == app && c.Target == manifest.TargetSwarm })
+		return slices.ContainsFunc(agent.AppConfigs(), func(c config.AppConfig) bool { return c.Name == app && c.Target == manifest.TargetSwarm })
 	}}
 	srv, err := web.New(wopts)
 	if err != nil {
@@ -557,7 +558,7 @@ func serve(ctx context.Context, cfg dsync.Config, f runFlags, log *slog.Logger, 
 	return nil
 }
 
-func webSources(apps []dsync.AppConfig) []web.AppSource {
+func webSources(apps []config.AppConfig) []web.AppSource {
 	out := make([]web.AppSource, len(apps))
 	for i, a := range apps {
 		out[i] = web.AppSource{Name: a.Name, Repo: a.Repo, Branch: a.Branch, Tag: a.Tag, WebhookSecret: a.WebhookSecret}
@@ -566,8 +567,8 @@ func webSources(apps []dsync.AppConfig) []web.AppSource {
 }
 
 // sourceFactory clones each app's repository under DATA/repos/APP.
-func sourceFactory(dataDir string, log *slog.Logger) func(dsync.AppConfig) (dsync.Source, error) {
-	return func(a dsync.AppConfig) (dsync.Source, error) {
+func sourceFactory(dataDir string, log *slog.Logger) func(config.AppConfig) (loop.Source, error) {
+	return func(a config.AppConfig) (loop.Source, error) {
 		return gitsource.New(gitsource.Config{
 			URL: a.Repo, Branch: a.Branch, Tag: a.Tag, Commit: a.Commit, Path: a.Path,
 			Dir:                    filepath.Join(dataDir, "repos", a.Name),
@@ -580,7 +581,7 @@ func sourceFactory(dataDir string, log *slog.Logger) func(dsync.AppConfig) (dsyn
 
 // gitCredentials are the Git secrets the agent holds, to be kept out of
 // container log lines and probe output it stores.
-func gitCredentials(apps []dsync.AppConfig) []string {
+func gitCredentials(apps []config.AppConfig) []string {
 	var out []string
 	for _, a := range apps {
 		out = append(out, a.Auth.Password, a.Auth.SSHKeyPassphrase)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/crypto/ssh"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 func TestVerifyFlagsReadTheKeysAtStartup(t *testing.T) {
@@ -52,7 +52,7 @@ func TestOnForcePushFlagDefaultsWithVerify(t *testing.T) {
 	if err := os.WriteFile(signers, []byte("alice@example.com "+string(ssh.MarshalAuthorizedKey(key))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	parse := func(args ...string) (dsync.AppConfig, error) {
+	parse := func(args ...string) (config.AppConfig, error) {
 		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		var f runFlags
 		f.register(fs, true)
@@ -61,7 +61,7 @@ func TestOnForcePushFlagDefaultsWithVerify(t *testing.T) {
 		}
 		cfg, err := f.toConfig()
 		if err != nil {
-			return dsync.AppConfig{}, err
+			return config.AppConfig{}, err
 		}
 		return cfg.Apps[0], nil
 	}
@@ -70,7 +70,7 @@ func TestOnForcePushFlagDefaultsWithVerify(t *testing.T) {
 		t.Errorf("--verify-* alone: %v, verify %v, onForcePush %q; want verify on and onForcePush left to its default", err, app.Verify != nil, app.OnForcePush)
 	}
 	app, err = parse("--repo", "https://h/x.git", "--verify-ssh-allowed-signers", signers, "--on-force-push", "follow")
-	if err != nil || app.OnForcePush != dsync.ForcePushFollow {
+	if err != nil || app.OnForcePush != config.ForcePushFollow {
 		t.Errorf("--on-force-push follow: %v, onForcePush %q", err, app.OnForcePush)
 	}
 	if _, err := parse("--config", "driftless.yaml", "--on-force-push", "follow"); err == nil || !strings.Contains(err.Error(), "set allowInsecureTransport and onForcePush on each app") {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/config"
 )
 
 // An exposed listen address without a token is refused before the data
@@ -33,7 +33,7 @@ func TestRunRefusesExposedListenWithoutToken(t *testing.T) {
 }
 
 func TestWebOptionsFromFlagsAndConfig(t *testing.T) {
-	cfg := dsync.Config{Listen: "0.0.0.0:8080", TLSCertFile: "/file/cert", TLSKeyFile: "/file/key"}
+	cfg := config.Config{Listen: "0.0.0.0:8080", TLSCertFile: "/file/cert", TLSKeyFile: "/file/key"}
 	o := webOptions(cfg, runFlags{trustLoopback: true})
 	if o.DistrustLoopback || o.TLSCertFile != "/file/cert" || o.TLSKeyFile != "/file/key" || o.InsecureNoToken {
 		t.Errorf("config only: %+v", o)

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +25,7 @@ import (
 type stalledSwarm struct {
 	api // the methods the tests do not reach panic
 
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	svc     swarmtypes.Service
 	running int // tasks running
 	heals   bool

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -85,7 +85,7 @@ type Engine struct {
 	// apps maps service IDs to their app, so a service event (which does
 	// not carry the service's labels) and the removal of a service find
 	// their app.
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	apps map[string]string
 
 	// quirks are, by service name, fields Swarm returned otherwise than

@@ -5,7 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	stdsync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +21,7 @@ type KillableDaemon struct {
 
 	baseDir string
 	port    int
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{}
 	stderr  *bytes.Buffer

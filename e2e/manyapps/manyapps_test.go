@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +25,7 @@ import (
 	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -81,7 +81,7 @@ func removeApps(t *testing.T, apps []string) {
 		return
 	}
 	defer eng.Close()
-	var wg stdsync.WaitGroup
+	var wg sync.WaitGroup
 	sem := make(chan struct{}, 6)
 	for _, app := range apps {
 		wg.Go(func() {
@@ -102,11 +102,11 @@ func removeApps(t *testing.T, apps []string) {
 	wg.Wait()
 }
 
-func allApps(ctx context.Context, c *web.Client) ([]dsync.AppStatus, error) { return c.Apps(ctx) }
+func allApps(ctx context.Context, c *web.Client) ([]status.AppStatus, error) { return c.Apps(ctx) }
 
 // converged accepts when every listed app is synced with its replicas ready.
-func converged(apps []string, replicas int) func([]dsync.AppStatus) bool {
-	return func(as []dsync.AppStatus) bool {
+func converged(apps []string, replicas int) func([]status.AppStatus) bool {
+	return func(as []status.AppStatus) bool {
 		ok := 0
 		for _, a := range as {
 			ready := 0
@@ -223,7 +223,7 @@ func TestFiftyAppsGetDistinctSubnets(t *testing.T) {
 	agent = testenv.StartAgent(t, data, "run", "--config", f.config, "--workers", "4")
 	// Every app has had its first pass after the restart once each reports
 	// a sync time after it.
-	testenv.WaitApp(t, agent, 3*time.Minute, "every app passed again after the restart", allApps, func(as []dsync.AppStatus) bool {
+	testenv.WaitApp(t, agent, 3*time.Minute, "every app passed again after the restart", allApps, func(as []status.AppStatus) bool {
 		done := 0
 		for _, a := range as {
 			if a.LastPass.After(restarted) && a.Sync == drift.SyncSynced {
@@ -250,7 +250,7 @@ func TestAddressPoolExhausted(t *testing.T) {
 	f := newFleet(t, 3, 1, "10m", "addressPool: {base: "+tiny+", size: 29}")
 	cli := dockerClient(t)
 	agent := testenv.StartAgent(t, t.TempDir(), "run", "--config", f.config)
-	as := testenv.WaitApp(t, agent, 2*time.Minute, "two apps converged and one refused", allApps, func(as []dsync.AppStatus) bool {
+	as := testenv.WaitApp(t, agent, 2*time.Minute, "two apps converged and one refused", allApps, func(as []status.AppStatus) bool {
 		synced, refused := 0, 0
 		for _, a := range as {
 			if a.Sync == drift.SyncSynced {

@@ -45,7 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,7 +66,7 @@ type Engine struct {
 	bridgeNet    string // the default bridge's subnet, 10.x.255.0/24
 	cgroupParent string
 
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{}
 	logFile *os.File

@@ -20,7 +20,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/registry"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -59,17 +59,17 @@ func (r *buildRig) compose() string {
 `, r.reg.Host, r.app)
 }
 
-func (r *buildRig) wait(timeout time.Duration, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func (r *buildRig) wait(timeout time.Duration, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	r.t.Helper()
-	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, r.app)
 	}, ok)
 }
 
 // running: sha is applied, Synced and Healthy, every service with one
 // ready task.
-func running(sha string) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func running(sha string) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 2 {
 			return false
 		}
@@ -187,7 +187,7 @@ func TestSwarmBuildLogsAndFiles(t *testing.T) {
 }
 
 // logs checks `driftless logs APP web` and the API's log view of a task.
-func (r *buildRig) logs(st dsync.AppStatus) {
+func (r *buildRig) logs(st status.AppStatus) {
 	t := r.t
 	var task, node string
 	for _, s := range st.Services {

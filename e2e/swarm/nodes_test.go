@@ -19,7 +19,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // The nodes' hostnames: what status shows as the node of a task.
@@ -120,7 +120,7 @@ func placementCompose(image string) string {
 
 // nodesOf are the nodes of a service's task rows, sorted, and whether
 // every row is a ready task.
-func nodesOf(st dsync.AppStatus, service string) ([]string, bool) {
+func nodesOf(st status.AppStatus, service string) ([]string, bool) {
 	for _, s := range st.Services {
 		if s.Name != service {
 			continue
@@ -138,19 +138,19 @@ func nodesOf(st dsync.AppStatus, service string) ([]string, bool) {
 }
 
 // serviceOf is the status of one service of the app.
-func serviceOf(st dsync.AppStatus, service string) (dsync.ServiceStatus, bool) {
+func serviceOf(st status.AppStatus, service string) (status.ServiceStatus, bool) {
 	for _, s := range st.Services {
 		if s.Name == service {
 			return s, true
 		}
 	}
-	return dsync.ServiceStatus{}, false
+	return status.ServiceStatus{}, false
 }
 
 // placed: the revision is applied, Synced and Healthy, and each service's
 // ready tasks run on exactly the nodes given.
-func placed(sha string, want map[string][]string) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func placed(sha string, want map[string][]string) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy {
 			return false
 		}
@@ -164,7 +164,7 @@ func placed(sha string, want map[string][]string) func(dsync.AppStatus) bool {
 	}
 }
 
-func describe(st dsync.AppStatus) string {
+func describe(st status.AppStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s: %s", st.Sync, st.Health, st.Message)
 	for _, s := range st.Services {
@@ -230,7 +230,7 @@ func TestSwarmPlacementTwoNodes(t *testing.T) {
 	// status must say rather than Synced and Healthy.
 	t0 = time.Now()
 	mgr.Docker("node", "update", "--availability", "drain", workerHost)
-	st = r.wait(120*time.Second, "the worker drained: spread and everywhere on the manager, pinned Degraded with Swarm's reason", func(st dsync.AppStatus) bool {
+	st = r.wait(120*time.Second, "the worker drained: spread and everywhere on the manager, pinned Degraded with Swarm's reason", func(st status.AppStatus) bool {
 		p, ok := serviceOf(st, "pinned")
 		spread, spreadReady := nodesOf(st, "spread")
 		every, everyReady := nodesOf(st, "everywhere")
@@ -250,7 +250,7 @@ func TestSwarmPlacementTwoNodes(t *testing.T) {
 	}
 	t.Logf("drained in %s: app %s/%s: %q; pinned: %q", time.Since(t0).Round(time.Millisecond), st.Sync, st.Health, st.Message, p.Message)
 	r.cliShows(p.Message)
-	if e := r.history(); len(e) > 0 && e[0].Kind == dsync.KindRepair {
+	if e := r.history(); len(e) > 0 && e[0].Kind == status.KindRepair {
 		t.Errorf("draining a node was treated as drift: %s", e[0].Summary)
 	}
 

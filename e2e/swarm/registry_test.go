@@ -10,7 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/registry"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestSwarmPullsPrivateImageWithCredentials: a service whose image is
@@ -43,7 +43,7 @@ func TestSwarmPullsPrivateImageWithCredentials(t *testing.T) {
 		"--target", "swarm", "--allow-insecure-transport", "--interval", "2s")
 	r := &buildRig{t: t, eng: eng, agent: agent, app: app}
 	t0 := time.Now()
-	st := r.wait(180*time.Second, "web's two tasks running from the private image", func(st dsync.AppStatus) bool {
+	st := r.wait(180*time.Second, "web's two tasks running from the private image", func(st status.AppStatus) bool {
 		return st.Applied != nil && st.Applied.SHA == first && st.Sync == drift.SyncSynced && st.Health == drift.HealthHealthy &&
 			len(st.Services) == 1 && st.Services[0].Ready == 2
 	})

@@ -24,7 +24,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	dsync "github.com/driftless-dev/driftless/sync"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -101,17 +101,17 @@ func (r *rig) push(msg, compose string) string {
 }
 
 // wait polls the app's status until ok accepts it.
-func (r *rig) wait(timeout time.Duration, what string, ok func(dsync.AppStatus) bool) dsync.AppStatus {
+func (r *rig) wait(timeout time.Duration, what string, ok func(status.AppStatus) bool) status.AppStatus {
 	r.t.Helper()
-	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (dsync.AppStatus, error) {
+	return testenv.WaitApp(r.t, r.agent, timeout, what, func(ctx context.Context, c *web.Client) (status.AppStatus, error) {
 		return c.App(ctx, r.app)
 	}, ok)
 }
 
 // converged: the revision is applied, Synced and Healthy, with n tasks
 // running and ready, each on a node.
-func converged(sha string, n int) func(dsync.AppStatus) bool {
-	return func(st dsync.AppStatus) bool {
+func converged(sha string, n int) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
 			return false
 		}
@@ -133,7 +133,7 @@ func (r *rig) inspect(format string) string {
 }
 
 // history is the app's history, newest first.
-func (r *rig) history() []dsync.HistoryEntry {
+func (r *rig) history() []status.HistoryEntry {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -144,7 +144,7 @@ func (r *rig) history() []dsync.HistoryEntry {
 	return page.Entries
 }
 
-func (r *rig) waitEntry(timeout time.Duration, what string, ok func(dsync.HistoryEntry) bool) dsync.HistoryEntry {
+func (r *rig) waitEntry(timeout time.Duration, what string, ok func(status.HistoryEntry) bool) status.HistoryEntry {
 	r.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -160,7 +160,7 @@ func (r *rig) waitEntry(timeout time.Duration, what string, ok func(dsync.Histor
 		got = append(got, fmt.Sprintf("%s %s: %s", e.Kind, e.Result, e.Summary))
 	}
 	r.t.Fatalf("no history entry for %s within %s; history:\n  %s", what, timeout, strings.Join(got, "\n  "))
-	return dsync.HistoryEntry{}
+	return status.HistoryEntry{}
 }
 
 // startSwarm starts a private engine, loads the images into it and makes
@@ -344,8 +344,8 @@ func (r *rig) scaleIsHealed(first string) {
 	defer r.step("docker service scale by hand is healed")()
 	t0 := time.Now()
 	r.eng.Docker("service", "scale", "--detach", r.svc+"=4")
-	e := r.waitEntry(60*time.Second, "the scale repair", func(e dsync.HistoryEntry) bool {
-		return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, "was scaled outside Git to 4 replicas; scaled back to 2")
+	e := r.waitEntry(60*time.Second, "the scale repair", func(e status.HistoryEntry) bool {
+		return e.Kind == status.KindRepair && strings.Contains(e.Summary, "was scaled outside Git to 4 replicas; scaled back to 2")
 	})
 	r.wait(60*time.Second, "2 tasks again", converged(first, 2))
 	if got := r.inspect("{{.Spec.Mode.Replicated.Replicas}}"); got != "2" {
@@ -360,8 +360,8 @@ func (r *rig) imageIsReverted(first string) {
 	defer r.step("docker service update --image by hand is reverted")()
 	t0 := time.Now()
 	r.eng.Docker("service", "update", "--detach", "--image", v2, r.svc)
-	e := r.waitEntry(90*time.Second, "the image repair", func(e dsync.HistoryEntry) bool {
-		return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, "was changed outside Git (image); reverted")
+	e := r.waitEntry(90*time.Second, "the image repair", func(e status.HistoryEntry) bool {
+		return e.Kind == status.KindRepair && strings.Contains(e.Summary, "was changed outside Git (image); reverted")
 	})
 	r.wait(90*time.Second, "the declared image back", converged(first, 2))
 	if got := r.inspect("{{.Spec.TaskTemplate.ContainerSpec.Image}}"); drift.SameImage(got, v2) || !drift.SameImage(got, v1) {
@@ -393,8 +393,8 @@ func (r *rig) handEditsAreReverted(first string) {
 		// The agent hears the update at once and may revert it before an
 		// inspect here could see it: the repair entry is the proof.
 		r.eng.Docker(append(append([]string{"service", "update", "--detach"}, tc.flags...), r.svc)...)
-		e := r.waitEntry(180*time.Second, "the repair of "+tc.field, func(e dsync.HistoryEntry) bool {
-			return e.Kind == dsync.KindRepair && strings.Contains(e.Summary, "was changed outside Git ("+tc.field+"); reverted")
+		e := r.waitEntry(180*time.Second, "the repair of "+tc.field, func(e status.HistoryEntry) bool {
+			return e.Kind == status.KindRepair && strings.Contains(e.Summary, "was changed outside Git ("+tc.field+"); reverted")
 		})
 		r.wait(180*time.Second, "the declared spec back after "+tc.field, converged(first, 2))
 		if !pollUntil(30*time.Second, func() bool { return !strings.Contains(r.inspect(tc.check), tc.gone) }) {
@@ -409,7 +409,7 @@ func (r *rig) handEditsAreReverted(first string) {
 	version := r.inspect("{{.Version.Index}}")
 	repairs := 0
 	for _, e := range r.history() {
-		if e.Kind == dsync.KindRepair {
+		if e.Kind == status.KindRepair {
 			repairs++
 		}
 	}
@@ -427,7 +427,7 @@ func (r *rig) handEditsAreReverted(first string) {
 	}
 	after := 0
 	for _, e := range r.history() {
-		if e.Kind == dsync.KindRepair {
+		if e.Kind == status.KindRepair {
 			after++
 		}
 	}
@@ -484,7 +484,7 @@ func (r *rig) unhealthyRolledBack() {
 	good := r.history()[0].Revision
 	bad := r.push("web: never healthy", r.compose(v1, 2, "MESSAGE=bad", "WORKLOAD_NEVER_READY=1"))
 	var sawSuccess []string
-	st := r.wait(180*time.Second, "Swarm to roll the update back and the app Degraded", func(st dsync.AppStatus) bool {
+	st := r.wait(180*time.Second, "Swarm to roll the update back and the app Degraded", func(st status.AppStatus) bool {
 		if st.Applied != nil && st.Applied.SHA == bad && st.Health == drift.HealthHealthy {
 			sawSuccess = append(sawSuccess, st.Message)
 		}
@@ -504,8 +504,8 @@ func (r *rig) unhealthyRolledBack() {
 	if !strings.HasPrefix(got, "rollback_completed") || strings.Contains(got, "WORKLOAD_NEVER_READY") {
 		t.Errorf("after the rollback the service is %q; want rollback_completed with the previous spec", got)
 	}
-	e := r.waitEntry(30*time.Second, "the failed sync of the bad revision", func(e dsync.HistoryEntry) bool {
-		return e.Kind == dsync.KindSync && e.Revision != nil && e.Revision.SHA == bad && e.Result == "failed"
+	e := r.waitEntry(30*time.Second, "the failed sync of the bad revision", func(e status.HistoryEntry) bool {
+		return e.Kind == status.KindSync && e.Revision != nil && e.Revision.SHA == bad && e.Result == "failed"
 	})
 	// It stays Degraded: driftless does not push the refused spec again.
 	time.Sleep(5 * time.Second)
@@ -514,11 +514,11 @@ func (r *rig) unhealthyRolledBack() {
 	}
 	// Still Degraded (the revision in Git is not running), while the
 	// previous spec's tasks serve again.
-	r.wait(90*time.Second, "the previous spec's tasks serving, the app still Degraded", func(st dsync.AppStatus) bool {
+	r.wait(90*time.Second, "the previous spec's tasks serving, the app still Degraded", func(st status.AppStatus) bool {
 		return st.Health == drift.HealthDegraded && len(st.Services) == 1 && st.Services[0].Ready == 2
 	})
 	for _, h := range r.history() {
-		if h.Kind == dsync.KindSync && h.Revision != nil && h.Revision.SHA == bad && h.Result == "succeeded" {
+		if h.Kind == status.KindSync && h.Revision != nil && h.Revision.SHA == bad && h.Result == "succeeded" {
 			t.Errorf("a sync of the revision Swarm refused was recorded as succeeded: %q", h.Summary)
 		}
 	}

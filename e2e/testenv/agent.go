@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
-	stdsync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +26,7 @@ type Agent struct {
 
 // LockedBuffer collects a process's output while tests read it.
 type LockedBuffer struct {
-	mu  stdsync.Mutex
+	mu  sync.Mutex
 	buf bytes.Buffer
 }
 

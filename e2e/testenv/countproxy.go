@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 )
 
@@ -24,7 +24,7 @@ type CountingProxy struct {
 	socket string
 	srv    *http.Server
 
-	mu    stdsync.Mutex
+	mu    sync.Mutex
 	calls []string // "GET /v1.41/containers/json?all=1", in arrival order
 }
 

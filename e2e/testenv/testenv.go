@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +25,7 @@ import (
 // build caches the driftless binary per test process: building it is the
 // slowest step of every end-to-end test.
 var build struct {
-	once stdsync.Once
+	once sync.Once
 	path string
 	sum  string
 	err  error

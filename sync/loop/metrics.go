@@ -1,0 +1,78 @@
+package loop
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the loop's Prometheus series, all named driftless_*.
+type metrics struct {
+	desiredReplicas *prometheus.GaugeVec
+	readyReplicas   *prometheus.GaugeVec
+	syncStatus      *prometheus.GaugeVec
+	health          *prometheus.GaugeVec
+	duration        *prometheus.HistogramVec
+	errors          *prometheus.CounterVec
+	lastSuccess     *prometheus.GaugeVec
+	repairs         *prometheus.CounterVec
+	fetchDuration   *prometheus.HistogramVec
+	fetchErrors     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, queueLen func() int) (*metrics, error) {
+	if reg == nil {
+		// Keep the series working without exporting them.
+		reg = prometheus.NewRegistry()
+	}
+	m := &metrics{
+		desiredReplicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftless_app_desired_replicas", Help: "Replicas declared per service in the enforced revision."}, []string{"app", "service"}),
+		readyReplicas:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftless_app_ready_replicas", Help: "Ready replicas per service."}, []string{"app", "service"}),
+		syncStatus:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftless_app_sync_status", Help: "1 for the app's current sync status (Synced, OutOfSync, Unknown)."}, []string{"app", "status"}),
+		health:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftless_app_health", Help: "1 for the app's current health."}, []string{"app", "health"}),
+		duration:        prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "driftless_reconcile_duration_seconds", Help: "Duration of reconcile passes.", Buckets: prometheus.ExponentialBuckets(0.01, 3, 10)}, []string{"app"}),
+		errors:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_reconcile_errors_total", Help: "Failed passes by kind (source, validation, engine, apply)."}, []string{"app", "kind"}),
+		lastSuccess:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftless_last_success_timestamp_seconds", Help: "Unix time of the app's last successful pass."}, []string{"app"}),
+		repairs:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_drift_repairs_total", Help: "Changes made outside Git that were repaired."}, []string{"app"}),
+		fetchDuration:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "driftless_git_fetch_duration_seconds", Help: "Duration of git fetches.", Buckets: prometheus.ExponentialBuckets(0.01, 3, 10)}, []string{"app"}),
+		fetchErrors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_git_fetch_errors_total", Help: "Failed git fetches."}, []string{"app"}),
+	}
+	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "driftless_queue_depth", Help: "Apps waiting for a pass."}, func() float64 { return float64(queueLen()) })
+	for _, c := range []prometheus.Collector{m.desiredReplicas, m.readyReplicas, m.syncStatus, m.health, m.duration, m.errors, m.lastSuccess, m.repairs, m.fetchDuration, m.fetchErrors, depth} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// observe updates the per-app series from a pass's status.
+func (m *metrics) observe(s status.AppStatus, app string, now, start time.Time) {
+	m.duration.WithLabelValues(app).Observe(now.Sub(start).Seconds())
+	if !s.LastSuccess.IsZero() {
+		m.lastSuccess.WithLabelValues(app).Set(float64(s.LastSuccess.Unix()))
+	}
+	for _, st := range []drift.SyncStatus{drift.SyncSynced, drift.SyncOutOfSync, status.SyncUnknown} {
+		m.syncStatus.WithLabelValues(app, string(st)).Set(boolFloat(s.Sync == st))
+	}
+	for _, h := range []drift.Health{drift.HealthHealthy, drift.HealthProgressing, drift.HealthDegraded, status.HealthSuspended, drift.HealthMissing, status.HealthUnknown} {
+		m.health.WithLabelValues(app, string(h)).Set(boolFloat(s.Health == h))
+	}
+	// Services come and go with revisions; drop series of removed ones.
+	m.desiredReplicas.DeletePartialMatch(prometheus.Labels{"app": app})
+	m.readyReplicas.DeletePartialMatch(prometheus.Labels{"app": app})
+	for _, svc := range s.Services {
+		m.desiredReplicas.WithLabelValues(app, svc.Name).Set(float64(svc.Desired))
+		m.readyReplicas.WithLabelValues(app, svc.Name).Set(float64(svc.Ready))
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

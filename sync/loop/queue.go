@@ -1,0 +1,180 @@
+package loop
+
+import (
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// queue is a deduplicating work queue keyed by app name, shaped like
+// client-go's workqueue: adding a key that is already waiting does nothing
+// (its trigger is remembered for history), a key is never handed to two
+// workers at once, and a key added while it is being processed is handed out
+// once more after Done. Failures back off exponentially per key.
+type queue struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+
+	order      []string            // keys ready to be handed out, FIFO
+	dirty      map[string][]string // keys that must run (again), with their triggers
+	processing map[string]bool
+	failures   map[string]int
+	shutdown   bool
+
+	baseDelay, maxDelay time.Duration
+}
+
+func newQueue(baseDelay, maxDelay time.Duration) *queue {
+	q := &queue{
+		dirty:      map[string][]string{},
+		processing: map[string]bool{},
+		failures:   map[string]int{},
+		baseDelay:  baseDelay,
+		maxDelay:   maxDelay,
+	}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Add marks key as needing a pass because of trigger.
+func (q *queue) Add(key, trigger string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return
+	}
+	triggers, waiting := q.dirty[key]
+	q.dirty[key] = appendUnique(triggers, trigger)
+	if waiting {
+		return
+	}
+	if q.processing[key] {
+		// Done re-queues it, so the pass that is running now cannot miss
+		// what this trigger saw.
+		return
+	}
+	q.order = append(q.order, key)
+	q.cond.Signal()
+}
+
+// AddAfter adds key once d has passed.
+func (q *queue) AddAfter(key, trigger string, d time.Duration) {
+	if d <= 0 {
+		q.Add(key, trigger)
+		return
+	}
+	time.AfterFunc(d, func() { q.Add(key, trigger) })
+}
+
+// AddRateLimited adds key after its backoff, which doubles with every
+// failure since the last Forget. It returns the delay chosen.
+func (q *queue) AddRateLimited(key, trigger string) time.Duration {
+	q.mu.Lock()
+	q.failures[key]++
+	d := backoffDelay(q.failures[key], q.baseDelay, q.maxDelay, rand.Float64())
+	q.mu.Unlock()
+	q.AddAfter(key, trigger, d)
+	return d
+}
+
+// AddRateLimitedMax is AddRateLimited with the delay capped at max, for
+// failures that should be retried soon whatever their count.
+func (q *queue) AddRateLimitedMax(key, trigger string, max time.Duration) time.Duration {
+	q.mu.Lock()
+	q.failures[key]++
+	d := backoffDelay(q.failures[key], q.baseDelay, min(max, q.maxDelay), rand.Float64())
+	q.mu.Unlock()
+	q.AddAfter(key, trigger, d)
+	return d
+}
+
+// Forget resets key's failure count after a success (or a failure that
+// retrying cannot fix).
+func (q *queue) Forget(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, key)
+}
+
+// Failures is how often key failed since it was last forgotten.
+func (q *queue) Failures(key string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failures[key]
+}
+
+// Get blocks until a key is ready or the queue shuts down. The caller must
+// call Done(key) when the pass ends.
+func (q *queue) Get() (key string, triggers []string, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.order) == 0 && !q.shutdown {
+		q.cond.Wait()
+	}
+	if len(q.order) == 0 {
+		return "", nil, true
+	}
+	key = q.order[0]
+	q.order = q.order[1:]
+	triggers = q.dirty[key]
+	delete(q.dirty, key)
+	q.processing[key] = true
+	return key, triggers, false
+}
+
+// Done ends the processing of key; if it was added meanwhile it becomes
+// ready again.
+func (q *queue) Done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.processing, key)
+	if _, again := q.dirty[key]; again && !q.shutdown {
+		q.order = append(q.order, key)
+		q.cond.Signal()
+	}
+}
+
+// Len is the number of keys waiting to be handed out.
+func (q *queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.order)
+}
+
+// ShutDown makes Get return shutdown=true once nothing is left to hand out;
+// keys still waiting are dropped (every app is enqueued at startup anyway).
+func (q *queue) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown = true
+	q.order = nil
+	q.cond.Broadcast()
+}
+
+// backoffDelay is base doubled per failure beyond the first, capped at max,
+// plus up to 10% jitter so apps failing together do not retry in lockstep.
+// rnd is in [0,1).
+func backoffDelay(failures int, base, max time.Duration, rnd float64) time.Duration {
+	d := base
+	for i := 1; i < failures && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d + time.Duration(float64(d)*0.1*rnd)
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// joinTriggers names the triggers of one pass for history: "poll", or
+// "commit+docker-event" when several arrived while the app waited.
+func joinTriggers(triggers []string) string { return strings.Join(triggers, "+") }
