@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // badKey finds the first key of f that driftless refuses. The MAC cannot

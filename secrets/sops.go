@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 	sopsage "github.com/getsops/sops/v3/age"
 	sopspgp "github.com/getsops/sops/v3/pgp"
 	"github.com/getsops/sops/v3/shamir"

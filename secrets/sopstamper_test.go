@@ -10,7 +10,7 @@ import (
 
 	"github.com/getsops/sops/v3"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
 )
 

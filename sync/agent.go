@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/internal/hostpath"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // revisionCacheSize is how many parsed revisions an app keeps: the head,

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // fakeSwarm is a Swarm manager as the loop sees it: services by name.

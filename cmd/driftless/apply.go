@@ -13,8 +13,8 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/internal/loadcache"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // localFlags are the flags every local command (validate, diff, apply)

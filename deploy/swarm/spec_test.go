@@ -12,7 +12,7 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 func load(t *testing.T, files map[string]string) *manifest.App {

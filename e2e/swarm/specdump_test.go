@@ -10,8 +10,8 @@ import (
 
 	dswarm "github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // TestWriteSwarmSpecDumps regenerates deploy/swarm/testdata/rich: the

@@ -34,7 +34,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // format changes whenever an entry's layout does: old entries then miss.

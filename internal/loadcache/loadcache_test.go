@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/internal/hostpath"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 const composeFile = `services:
@@ -270,7 +270,7 @@ var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 // other variable removed, the model is the same.
 func TestCorpus(t *testing.T) {
 	var dirs []string
-	for _, g := range []string{"../../drift/manifest/testdata/compose/*", "../../examples/*"} {
+	for _, g := range []string{"../../manifest/testdata/compose/*", "../../examples/*"} {
 		m, _ := filepath.Glob(g)
 		for _, d := range m {
 			if info, err := os.Stat(d); err == nil && info.IsDir() {

@@ -11,9 +11,9 @@ import (
 
 // FuzzLoad checks that no input panics the parser and that every error it
 // reports is located in the file. `go test` runs only the seed corpus; run
-// `go test -fuzz FuzzLoad ./drift/manifest` to explore.
+// `go test -fuzz FuzzLoad ./manifest` to explore.
 func FuzzLoad(f *testing.F) {
-	examples, _ := filepath.Glob("../../examples/shop/*.yaml")
+	examples, _ := filepath.Glob("../examples/shop/*.yaml")
 	for _, name := range examples {
 		if data, err := os.ReadFile(name); err == nil {
 			f.Add(data)

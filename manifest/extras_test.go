@@ -32,7 +32,7 @@ func TestHashesOfExistingSpecsAreUnchanged(t *testing.T) {
 	if got := HashVolume(nil, VolumeSpec{Driver: "local"}); got != "b74f5608e25c0ca3" {
 		t.Errorf("volume hash = %s", got)
 	}
-	app, err := LoadDir("../../examples/shop", "shop")
+	app, err := LoadDir("../examples/shop", "shop")
 	if err != nil {
 		t.Fatal(err)
 	}

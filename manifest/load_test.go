@@ -498,7 +498,7 @@ func TestLoadDirPrefixesDir(t *testing.T) {
 }
 
 func TestExampleShopIsValid(t *testing.T) {
-	app, err := LoadDir("../../examples/shop", "shop")
+	app, err := LoadDir("../examples/shop", "shop")
 	if err != nil {
 		t.Fatalf("examples/shop must validate:\n%v", err)
 	}
@@ -511,7 +511,7 @@ func TestExampleShopIsValid(t *testing.T) {
 	if web := app.Service("web"); web.Spec.Replicas != 3 || web.Spec.Readiness.HTTPGet.Path != "/healthz" {
 		t.Errorf("web = %+v", web.Spec)
 	}
-	if !strings.HasPrefix(app.Service("web").Source.File, "../../examples/shop/") {
+	if !strings.HasPrefix(app.Service("web").Source.File, "../examples/shop/") {
 		t.Errorf("source = %v", app.Service("web").Source)
 	}
 }
