@@ -48,7 +48,7 @@ func (m *composeMapper) checkAcross() {
 // checkNameLength: the highest slot gives the longest container name.
 func (sm *serviceMap) checkNameLength() {
 	name := ContainerName(sm.m.app, sm.name, max(sm.spec.Replicas, 1))
-	if len(name) > maxDNSLabel || !dockerName.MatchString(name) {
+	if len(name) > maxDNSLabel || !ValidDockerName(name) {
 		sm.refuseAt(sm.m.ix.firstKeyAt(sm.base), sm.base, "container name %q would be longer than %d characters (Docker's DNS limit): shorten the app or service name", name, maxDNSLabel)
 	}
 }

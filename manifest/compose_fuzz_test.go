@@ -42,8 +42,8 @@ func FuzzLoadCompose(f *testing.F) {
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
-	f.Fuzz(func(t *testing.T, compose, dotenv []byte) {
-		fuzzCompose(t, compose, dotenv, LoadOptions{Profiles: []string{"*"}, Decrypt: fakeDecrypt})
+	f.Fuzz(func(t *testing.T, composeFile, dotenv []byte) {
+		fuzzCompose(t, composeFile, dotenv, LoadOptions{Profiles: []string{"*"}, Decrypt: fakeDecrypt})
 	})
 }
 
@@ -59,14 +59,14 @@ func FuzzLoadComposeSwarm(f *testing.F) {
 	} {
 		f.Add([]byte(seed), []byte("A=1\n"))
 	}
-	f.Fuzz(func(t *testing.T, compose, dotenv []byte) {
-		fuzzCompose(t, compose, dotenv, LoadOptions{Profiles: []string{"*"}, Target: TargetSwarm})
+	f.Fuzz(func(t *testing.T, composeFile, dotenv []byte) {
+		fuzzCompose(t, composeFile, dotenv, LoadOptions{Profiles: []string{"*"}, Target: TargetSwarm})
 	})
 }
 
-func fuzzCompose(t *testing.T, compose, dotenv []byte, opts LoadOptions) {
+func fuzzCompose(t *testing.T, composeFile, dotenv []byte, opts LoadOptions) {
 	fsys := fstest.MapFS{
-		"compose.yaml": {Data: compose},
+		"compose.yaml": {Data: composeFile},
 		".env":         {Data: dotenv},
 		"a":            {Data: []byte("file")},
 		"conf/x.conf":  {Data: []byte("conf")},

@@ -47,7 +47,7 @@ func (l *composeLoad) mapProject(p *types.Project) *App {
 		usesDefault = usesDefault || slices.Contains(sm.spec.Networks, DefaultNetwork)
 	}
 	if usesDefault && a.Network(DefaultNetwork) == nil {
-		spec := normalizeNetwork(nil)
+		spec := NetworkSpec{Driver: defaultNetworkDriver}
 		a.Networks = append(a.Networks, Network{Name: DefaultNetwork, Spec: spec, Hash: HashNetwork(nil, spec), Implicit: true})
 	}
 	slices.SortFunc(a.Services, func(x, y Service) int { return strings.Compare(x.Name, y.Name) })
@@ -177,7 +177,7 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) NetworkS
 		DriverOpts: copyMap(n.DriverOpts),
 		Subnet:     subnet,
 	}
-	if !driverName.MatchString(spec.Driver) {
+	if !ValidDriverName(spec.Driver) {
 		m.errs.add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
 	}
 	return spec
@@ -231,7 +231,7 @@ func (m *composeMapper) mapVolumes() []Volume {
 				m.errs.add(m.ix.at(base+".name"), base+".name", "driftless names the app's volumes <app>-<name> (here %q); to use an existing volume, add external: true", ObjectName(m.app, name))
 			}
 			spec = VolumeSpec{Driver: orDefaultString(v.Driver, defaultVolumeDriver), DriverOpts: copyMap(v.DriverOpts)}
-			if !driverName.MatchString(spec.Driver) {
+			if !ValidDriverName(spec.Driver) {
 				m.errs.add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
 			}
 		}

@@ -399,7 +399,7 @@ func (sm *serviceMap) checkContainerName() {
 	if sm.spec.NetworkMode != "" {
 		sm.refuse("container_name", "is an alias on the app's networks, so it needs networks, not network_mode %s", sm.spec.NetworkMode)
 	}
-	if !dockerName.MatchString(sm.s.ContainerName) {
+	if !ValidDockerName(sm.s.ContainerName) {
 		sm.refuse("container_name", "invalid name %q", sm.s.ContainerName)
 	}
 }

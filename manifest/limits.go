@@ -282,7 +282,7 @@ func CheckLimits(a *App, lim Limits) ErrorList {
 			"the app declares %d services, more than the limit of %d (this is service %q): split the app, or %s", n, lim.Services, s.Name, raise("services"))})
 	}
 	if n := len(a.Networks) + len(a.Volumes); n > lim.Objects {
-		pos := a.objectSource(lim.Objects)
+		pos := objectSource(a, lim.Objects)
 		errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf(
 			"the app declares %d networks and volumes, more than the limit of %d: %s", n, lim.Objects, raise("objects"))})
 	}
@@ -291,7 +291,7 @@ func CheckLimits(a *App, lim Limits) ErrorList {
 
 // objectSource is where the i-th network or volume (networks first) is
 // declared.
-func (a *App) objectSource(i int) Position {
+func objectSource(a *App, i int) Position {
 	if i < len(a.Networks) {
 		return a.Networks[i].Source
 	}

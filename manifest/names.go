@@ -16,6 +16,13 @@ const reservedLabelPrefix = "dev.driftless."
 // and volume names.
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
 
+// driverName is the pattern of a volume, network or logging driver's name.
+var driverName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:-]*$`)
+
+// ValidDriverName reports whether s can name a volume, network or logging
+// driver.
+func ValidDriverName(s string) bool { return driverName.MatchString(s) }
+
 // ValidDockerName reports whether s is a name the Docker Engine accepts
 // for a container, network or volume.
 func ValidDockerName(s string) bool { return dockerName.MatchString(s) }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -20,8 +19,6 @@ const maxSeconds = 86400
 
 // minMemory is the smallest memory limit the Docker Engine accepts.
 const minMemory = 6 << 20
-
-var driverName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:-]*$`)
 
 // object is one parsed document on its way into the App.
 type object struct {
@@ -183,7 +180,7 @@ func validateService(c *collector, app string, o *object) {
 	if ValidName(o.name) {
 		// The highest slot gives the longest name (slots are 1-based).
 		name := ContainerName(app, o.name, max(spec.Replicas, 1))
-		if len(name) > maxDNSLabel || !dockerName.MatchString(name) {
+		if len(name) > maxDNSLabel || !ValidDockerName(name) {
 			r.errorf("metadata.name", "container name %q would be longer than %d characters (Docker's DNS limit): shorten the app or service name", name, maxDNSLabel)
 		}
 	}
@@ -424,7 +421,7 @@ func validateNetwork(c *collector, o *object) {
 	if spec.External && spec.ExternalName == "" {
 		spec.ExternalName = o.name
 	}
-	if !spec.External && !driverName.MatchString(spec.Driver) {
+	if !spec.External && !ValidDriverName(spec.Driver) {
 		r.errorf("spec.driver", "invalid driver name %q", spec.Driver)
 	}
 	o.network = Network{
@@ -453,7 +450,7 @@ func validateVolume(c *collector, o *object) {
 	if spec.External && spec.ExternalName == "" {
 		spec.ExternalName = o.name
 	}
-	if !spec.External && !driverName.MatchString(spec.Driver) {
+	if !spec.External && !ValidDriverName(spec.Driver) {
 		r.errorf("spec.driver", "invalid driver name %q", spec.Driver)
 	}
 	o.volume = Volume{
@@ -490,7 +487,7 @@ func validateExternal(r reporter, o *object, kind string, external bool, name st
 		}
 		return
 	}
-	if name != "" && !dockerName.MatchString(name) {
+	if name != "" && !ValidDockerName(name) {
 		r.errorf("spec.name", "invalid Docker %s name %q", kind, name)
 	}
 	for _, f := range managed {
@@ -783,7 +780,7 @@ func validateLifecycle(r reporter, raw *rawServiceSpec) {
 }
 
 func validateLogging(r reporter, l *rawLogging) {
-	if l.Driver != "" && !driverName.MatchString(l.Driver) {
+	if l.Driver != "" && !ValidDriverName(l.Driver) {
 		r.errorf("spec.logging.driver", "invalid driver name %q", l.Driver)
 	}
 	for _, k := range sortedKeys(l.Options) {
