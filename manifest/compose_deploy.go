@@ -482,7 +482,7 @@ func (sm *serviceMap) extField(f string) string {
 func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 	if x.Readiness != nil {
 		vc := &collector{}
-		validateReadiness(reporter{vc, sm.extDoc}, x.Readiness)
+		validateReadiness(reporter{c: vc, doc: sm.extDoc}, x.Readiness)
 		for _, e := range vc.errs {
 			e.Field = sm.extField(e.Field)
 			sm.m.errs.errs = append(sm.m.errs.errs, e)

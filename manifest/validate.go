@@ -84,7 +84,7 @@ func (r reporter) intRange(field string, v *int, lo, hi int) {
 }
 
 func validateHeader(c *collector, doc *docCtx, apiVersion, kind string, meta *rawMeta, o *object) {
-	r := reporter{c, doc}
+	r := reporter{c: c, doc: doc}
 	switch apiVersion {
 	case APIVersion:
 	case "":
@@ -127,7 +127,7 @@ func validateHeader(c *collector, doc *docCtx, apiVersion, kind string, meta *ra
 }
 
 func validateService(c *collector, app string, o *object) {
-	r := reporter{c, o.doc}
+	r := reporter{c: c, doc: o.doc}
 	raw := o.serviceRaw
 	if raw == nil {
 		r.required("spec")
@@ -400,7 +400,7 @@ func validateReadiness(r reporter, rd *rawReadiness) {
 }
 
 func validateNetwork(c *collector, o *object) {
-	r := reporter{c, o.doc}
+	r := reporter{c: c, doc: o.doc}
 	spec := normalizeNetwork(o.networkRaw)
 	if raw := o.networkRaw; raw != nil {
 		var managed []string
@@ -434,7 +434,7 @@ func validateNetwork(c *collector, o *object) {
 }
 
 func validateVolume(c *collector, o *object) {
-	r := reporter{c, o.doc}
+	r := reporter{c: c, doc: o.doc}
 	spec := normalizeVolume(o.volumeRaw)
 	if raw := o.volumeRaw; raw != nil {
 		var managed []string
@@ -517,7 +517,7 @@ func assemble(c *collector, app string, objs []*object) *App {
 			continue
 		}
 		services[o.name] = o
-		r := reporter{c, o.doc}
+		r := reporter{c: c, doc: o.doc}
 		checkServiceReferences(r, o, declared)
 		checkHostPorts(r, o, hostPorts)
 	}
@@ -642,7 +642,7 @@ func reportCycles(c *collector, services map[string]*object) {
 		o := services[cycle[0]]
 		next := cycle[1%len(cycle)]
 		field := indexPath("spec.dependsOn", slices.Index(o.serviceRaw.DependsOn, next))
-		reporter{c, o.doc}.errorf(field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
+		reporter{c: c, doc: o.doc}.errorf(field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
 	}
 }
 
