@@ -24,6 +24,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -38,7 +39,7 @@ func (f *fixture) loadWith(opts manifest.LoadOptions, files map[string]string) *
 	for name, d := range files {
 		fsys[name] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(d, "{{image}}", f.image))}
 	}
-	app, err := manifest.LoadWith(fsys, ".", f.app, opts)
+	app, err := appdir.LoadWith(fsys, ".", f.app, opts)
 	if err != nil {
 		f.t.Fatalf("manifests: %v", err)
 	}

@@ -24,7 +24,7 @@ import (
 )
 
 // TestComposeCorpus runs the compose apps the loader is golden-tested on
-// (manifest/testdata/compose/*) end to end: each in its own Git
+// (manifest/compose/testdata/compose/*) end to end: each in its own Git
 // repository on a git daemon, all of them followed by one `driftless run
 // --config driftless.yaml`, against the real engine. For every app:
 // `driftless validate` accepts it; the agent deploys it (Synced and
@@ -50,7 +50,7 @@ func TestComposeCorpus(t *testing.T) {
 	images := newImageSet(t)
 	base := t.TempDir()
 	server := gitserver.RunDaemon(t, base)
-	corpus := filepath.Join(testenv.RepoRoot(t), "manifest", "testdata", "compose")
+	corpus := filepath.Join(testenv.RepoRoot(t), "manifest", "compose", "testdata", "compose")
 
 	var configs []composeAppConfig
 	runs := map[string]*stackRun{}
@@ -523,7 +523,7 @@ func sampleRunning(app, service string, done <-chan struct{}) func() (lo, hi int
 	}
 }
 
-// corpusStacks are the 17 apps of manifest/testdata/compose.
+// corpusStacks are the 17 apps of manifest/compose/testdata/compose.
 func corpusStacks() []corpusStack {
 	probe := func(url string) string {
 		return `["CMD", "/driftless", "workload", "probe", "` + url + `"]`

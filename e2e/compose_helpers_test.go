@@ -26,6 +26,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/web"
 )
@@ -340,7 +341,7 @@ func (a *composeApp) Images(opts manifest.LoadOptions) []string {
 	a.t.Helper()
 	dir := filepath.Join(a.t.TempDir(), a.Name)
 	a.Write(dir)
-	app, err := manifest.LoadDirWith(dir, a.Name, opts)
+	app, err := appdir.LoadDirWith(dir, a.Name, opts)
 	if err != nil {
 		a.t.Fatalf("load %s: %v", a.Name, err)
 	}

@@ -1,7 +1,7 @@
 package manifest
 
 import (
-	"crypto/sha1" //nolint:gosec // Git's object names are SHA-1; this is naming, not security
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -161,7 +161,7 @@ func ResolveBuilds(fsys fs.FS, root string, app *App) error {
 		svc.Hash = HashService(app.SecretKey, svc.Labels, svc.Spec)
 	}
 	if len(errs) > 0 {
-		return (&collector{errs: errs}).sorted()
+		return (&Collector{Errs: errs}).Sorted()
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func resolveBuild(fsys fs.FS, root, app string, svc *Service) (*BuildContext, er
 	if err != nil {
 		return nil, fmt.Errorf("context %w: a build context must be inside the app directory", err)
 	}
-	dockerfile, err := cleanDockerfile(orDefaultString(b.Dockerfile, DefaultDockerfile))
+	dockerfile, err := CleanDockerfile(orDefaultString(b.Dockerfile, DefaultDockerfile))
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +199,8 @@ func resolveBuild(fsys fs.FS, root, app string, svc *Service) (*BuildContext, er
 	return bc, nil
 }
 
-// cleanDockerfile checks a Dockerfile path relative to its context.
-func cleanDockerfile(p string) (string, error) {
+// CleanDockerfile checks a Dockerfile path relative to its context.
+func CleanDockerfile(p string) (string, error) {
 	clean, err := CleanRepoPath(p)
 	if err != nil || clean == "." {
 		return "", fmt.Errorf("dockerfile %q must be a file inside the build context", p)
@@ -376,36 +376,4 @@ func gitObject(kind string, data []byte) [20]byte {
 	var out [20]byte
 	copy(out[:], h.Sum(nil))
 	return out
-}
-
-// validateBuild checks a native spec.build on its own; ResolveBuilds
-// checks it against the revision.
-func validateBuild(r reporter, b *rawBuild) {
-	if b == nil {
-		return
-	}
-	if b.Context != "" {
-		if _, err := CleanRepoPath(b.Context); err != nil {
-			r.errorf("spec.build.context", "%v: a build context must be inside the app directory", err)
-		}
-	}
-	if b.Dockerfile != "" {
-		if _, err := cleanDockerfile(b.Dockerfile); err != nil {
-			r.errorf("spec.build.dockerfile", "%v", err)
-		}
-	}
-	for _, k := range sortedKeys(b.Args) {
-		if k == "" || strings.ContainsAny(k, "= \t\n") {
-			r.errorf(childPath("spec.build.args", k), "is not a valid build argument name")
-		}
-	}
-}
-
-// resolveBuildsIfValid is ResolveBuilds for a front end that has collected
-// errs so far: a revision already refused is not read further.
-func resolveBuildsIfValid(fsys fs.FS, root string, app *App, errs *collector) error {
-	if len(errs.errs) > 0 {
-		return nil
-	}
-	return ResolveBuilds(fsys, root, app)
 }

@@ -1,11 +1,4 @@
-package manifest_test
-
-// The .dockerignore matcher held to docker build itself: for each table
-// case, a real `docker build` (the client's legacy builder, the one that
-// filters the context on the client as driftless does) copies a scratch
-// context into an image, and the files in that image must be exactly the
-// files driftless would send. It needs the local engine and the docker
-// CLI, and skips without them.
+package manifest
 
 import (
 	"archive/tar"
@@ -23,8 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/driftless-dev/driftless/manifest"
 )
 
 // dockerCLI is the docker client, or skips the test.
@@ -83,7 +74,7 @@ func TestDockerIgnoreMatchesDockerBuild(t *testing.T) {
 			}
 			writeContextFile(t, filepath.Join(dir, ".dockerignore"), tc.ignore)
 
-			tree, err := manifest.ReadBuildContext(os.DirFS(dir), ".", dockerfile)
+			tree, err := ReadBuildContext(os.DirFS(dir), ".", dockerfile)
 			if err != nil {
 				t.Fatal(err)
 			}

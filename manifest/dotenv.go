@@ -12,6 +12,27 @@ import (
 	"github.com/compose-spec/compose-go/v2/dotenv"
 )
 
+var dotenvLine = regexp.MustCompile(`line (\d+): `)
+
+// DotenvErrorPos locates a dotenv error by the line it names.
+func DotenvErrorPos(file string, err error) Position {
+	if m := dotenvLine.FindStringSubmatch(err.Error()); m != nil {
+		if line, e := strconv.Atoi(m[1]); e == nil && line > 0 {
+			return Position{File: file, Line: line}
+		}
+	}
+	return Position{File: file, Line: 1}
+}
+
+func DotenvMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "failed to read .env: ")
+	if i := dotenvLine.FindStringIndex(msg); i != nil && i[0] == 0 {
+		msg = msg[i[1]:]
+	}
+	return msg
+}
+
 // KeyError is a key of an env file or of a decrypted secret that
 // driftless refuses: one set twice (Msg empty), or one that reads as
 // another key and a value (Msg says why). Readers disagree on which of
@@ -38,12 +59,12 @@ func (e *KeyError) Error() string {
 	return fmt.Sprintf("key %q is set twice%s: a file may set each key once; remove one", e.Key, where)
 }
 
-// readDotenv reads an env file as compose's env_file does, with
+// ReadDotenv reads an env file as compose's env_file does, with
 // compose-go's own parser (quotes and escapes, export, inline comments,
 // ${VAR} from lookup and the file's earlier variables), and refuses a key
 // that the file sets twice. Native envFrom and compose env_file both read
 // through here, so a file means the same in either.
-func readDotenv(data []byte, lookup func(string) (string, bool)) (map[string]string, error) {
+func ReadDotenv(data []byte, lookup func(string) (string, bool)) (map[string]string, error) {
 	vars, err := dotenv.ParseWithLookup(bytes.NewReader(data), lookup)
 	if err != nil {
 		return nil, err
@@ -68,10 +89,10 @@ func readDotenv(data []byte, lookup func(string) (string, bool)) (map[string]str
 	return vars, nil
 }
 
-// dotenvProblem says what is wrong with a decrypted env file without the
+// DotenvProblem says what is wrong with a decrypted env file without the
 // text compose-go's messages quote, which is secret: the line and the
 // kind of problem.
-func dotenvProblem(err error) string {
+func DotenvProblem(err error) string {
 	var bad *KeyError
 	if errors.As(err, &bad) {
 		return bad.Error()

@@ -14,8 +14,8 @@ import (
 // manifest.
 const IgnoreFile = ".driftlessignore"
 
-// ignoreList is a parsed .driftlessignore. The nil list ignores nothing.
-type ignoreList struct {
+// IgnoreList is a parsed .driftlessignore. The nil list ignores nothing.
+type IgnoreList struct {
 	rules []ignoreRule
 }
 
@@ -26,8 +26,8 @@ type ignoreRule struct {
 	base    bool // no slash in the pattern: matches a name at any depth
 }
 
-// readIgnoreList reads root's .driftlessignore, if any.
-func readIgnoreList(fsys fs.FS, root string, display func(string) string) (*ignoreList, error) {
+// ReadIgnoreList reads root's .driftlessignore, if any.
+func ReadIgnoreList(fsys fs.FS, root string, display func(string) string) (*IgnoreList, error) {
 	p := path.Join(root, IgnoreFile)
 	data, err := fs.ReadFile(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -45,8 +45,8 @@ func readIgnoreList(fsys fs.FS, root string, display func(string) string) (*igno
 // (other than a trailing one) is anchored to the app directory, one without
 // matches a name at any depth; * and ? match within a path segment, [...]
 // a character class, ** any number of directories.
-func parseIgnoreList(text string) *ignoreList {
-	l := &ignoreList{}
+func parseIgnoreList(text string) *IgnoreList {
+	l := &IgnoreList{}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSuffix(line, "\r")
 		line = trimUnescapedSpace(line)
@@ -125,10 +125,10 @@ func globRegexp(g string) string {
 	return b.String()
 }
 
-// ignored reports whether rel (slash-separated, relative to the app
+// Ignored reports whether rel (slash-separated, relative to the app
 // directory) is excluded. As in git, a file inside an excluded directory
 // cannot be included again.
-func (l *ignoreList) ignored(rel string, isDir bool) bool {
+func (l *IgnoreList) Ignored(rel string, isDir bool) bool {
 	if l == nil || len(l.rules) == 0 || rel == "." || rel == "" {
 		return false
 	}
@@ -142,7 +142,7 @@ func (l *ignoreList) ignored(rel string, isDir bool) bool {
 }
 
 // match applies the rules to one path: the last matching rule decides.
-func (l *ignoreList) match(rel string, isDir bool) bool {
+func (l *IgnoreList) match(rel string, isDir bool) bool {
 	ignored := false
 	name := path.Base(rel)
 	for _, r := range l.rules {
@@ -169,4 +169,30 @@ func relTo(root, p string) string {
 		return "."
 	}
 	return strings.TrimPrefix(p, root+"/")
+}
+
+// ManifestFiles lists the YAML files under root in lexical order, less
+// those the app's .driftlessignore excludes.
+func ManifestFiles(fsys fs.FS, root string, ign *IgnoreList) ([]string, error) {
+	var files []string
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		hidden := p != root && strings.HasPrefix(d.Name(), ".")
+		if d.IsDir() {
+			if hidden || (p != root && ign.Ignored(relTo(root, p), true)) {
+				return fs.SkipDir // .git, .github: never manifests
+			}
+			return nil
+		}
+		if ign.Ignored(relTo(root, p), false) {
+			return nil
+		}
+		if ext := path.Ext(p); !hidden && (ext == ".yaml" || ext == ".yml") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files, err
 }

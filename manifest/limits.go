@@ -126,8 +126,8 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// raise is the advice every limit message ends with.
-func raise(name string) string {
+// RaiseAdvice is the advice every limit message ends with.
+func RaiseAdvice(name string) string {
 	return fmt.Sprintf("if this is intended, raise limits.%s in driftless.yaml (or --limit %s=N)", name, name)
 }
 
@@ -141,15 +141,15 @@ type LimitError struct {
 	What  string
 }
 
-func (e *LimitError) Error() string { return e.asError().Error() }
+func (e *LimitError) Error() string { return e.AsError().Error() }
 
-func (e *LimitError) asError() *Error {
+func (e *LimitError) AsError() *Error {
 	max, found := strconv.FormatInt(e.Max, 10), strconv.FormatInt(e.Found, 10)
 	if strings.HasSuffix(e.Name, "Bytes") {
 		max, found = byteCount(e.Max), byteCount(e.Found)
 	}
 	return &Error{Pos: e.Pos, Msg: fmt.Sprintf("%s come to %s with this file, more than the limit of %s; refused without reading further: %s",
-		e.What, found, max, raise(e.Name))}
+		e.What, found, max, RaiseAdvice(e.Name))}
 }
 
 // byteCount prints n bytes with a binary unit when one fits exactly.
@@ -160,11 +160,11 @@ func byteCount(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// budget counts what one load has read against its limits. The reads of a
+// Budget counts what one load has read against its limits. The reads of a
 // revision go through it, so sizes are checked (by stat) before a byte is
 // read, and a file cannot grow past its stated size while it is read.
-type budget struct {
-	lim           Limits
+type Budget struct {
+	Limits        Limits
 	files         int
 	manifestBytes int64
 	contentBytes  int64
@@ -181,13 +181,13 @@ const (
 // ReadFile counts against the budget. Both kinds share one budget.
 type budgetFS struct {
 	fs.FS
-	b       *budget
+	b       *Budget
 	kind    int
 	display func(string) string
 }
 
-func newBudgetFS(fsys fs.FS, lim Limits, display func(string) string) *budgetFS {
-	return &budgetFS{FS: fsys, b: &budget{lim: lim.WithDefaults()}, kind: readManifest, display: display}
+func NewBudgetFS(fsys fs.FS, lim Limits, display func(string) string) *budgetFS {
+	return &budgetFS{FS: fsys, b: &Budget{Limits: lim.WithDefaults()}, kind: readManifest, display: display}
 }
 
 // buildContextFS returns fsys without the revision's byte budget: a build
@@ -207,7 +207,7 @@ func contentFS(fsys fs.FS) *budgetFS {
 	if b, ok := fsys.(*budgetFS); ok {
 		return &budgetFS{FS: b.FS, b: b.b, kind: readContent, display: b.display}
 	}
-	return &budgetFS{FS: fsys, b: &budget{lim: DefaultLimits()}, kind: readContent, display: func(p string) string { return p }}
+	return &budgetFS{FS: fsys, b: &Budget{Limits: DefaultLimits()}, kind: readContent, display: func(p string) string { return p }}
 }
 
 // ReadFile reads p if the revision's budget allows it, checking the size
@@ -222,12 +222,12 @@ func (f *budgetFS) ReadFile(p string) ([]byte, error) {
 	}
 	b := f.b
 	pos := Position{File: f.display(p)}
-	if b.files+1 > b.lim.Files {
-		return nil, &LimitError{Pos: pos, Name: "files", Max: int64(b.lim.Files), Found: int64(b.files + 1), What: "the files this revision has read"}
+	if b.files+1 > b.Limits.Files {
+		return nil, &LimitError{Pos: pos, Name: "files", Max: int64(b.Limits.Files), Found: int64(b.files + 1), What: "the files this revision has read"}
 	}
-	used, max, name, what := &b.manifestBytes, b.lim.ManifestBytes, "manifestBytes", "the manifests this revision has read"
+	used, max, name, what := &b.manifestBytes, b.Limits.ManifestBytes, "manifestBytes", "the manifests this revision has read"
 	if f.kind == readContent {
-		used, max, name, what = &b.contentBytes, b.lim.ContentBytes, "contentBytes", "the repository files this revision mounts"
+		used, max, name, what = &b.contentBytes, b.Limits.ContentBytes, "contentBytes", "the repository files this revision mounts"
 	}
 	size := info.Size()
 	if size < 0 || *used+size > max {
@@ -252,12 +252,12 @@ func (f *budgetFS) ReadFile(p string) ([]byte, error) {
 	return data, nil
 }
 
-// limitErrors turns a LimitError found anywhere in a load into the
+// LimitErrors turns a LimitError found anywhere in a load into the
 // revision's error list, so it is refused like any manifest error.
-func limitErrors(err error) error {
+func LimitErrors(err error) error {
 	var le *LimitError
 	if errors.As(err, &le) {
-		return ErrorList{le.asError()}
+		return ErrorList{le.AsError()}
 	}
 	return err
 }
@@ -273,18 +273,18 @@ func CheckLimits(a *App, lim Limits) ErrorList {
 		if s.Spec.Replicas > lim.Replicas {
 			ref := s.Field("replicas")
 			errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(
-				"%d replicas are more than the limit of %d per service: %s", s.Spec.Replicas, lim.Replicas, raise("replicas"))})
+				"%d replicas are more than the limit of %d per service: %s", s.Spec.Replicas, lim.Replicas, RaiseAdvice("replicas"))})
 		}
 	}
 	if n := len(a.Services); n > lim.Services {
 		s := a.Services[lim.Services]
 		errs = append(errs, &Error{Pos: s.Source, Msg: fmt.Sprintf(
-			"the app declares %d services, more than the limit of %d (this is service %q): split the app, or %s", n, lim.Services, s.Name, raise("services"))})
+			"the app declares %d services, more than the limit of %d (this is service %q): split the app, or %s", n, lim.Services, s.Name, RaiseAdvice("services"))})
 	}
 	if n := len(a.Networks) + len(a.Volumes); n > lim.Objects {
 		pos := objectSource(a, lim.Objects)
 		errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf(
-			"the app declares %d networks and volumes, more than the limit of %d: %s", n, lim.Objects, raise("objects"))})
+			"the app declares %d networks and volumes, more than the limit of %d: %s", n, lim.Objects, RaiseAdvice("objects"))})
 	}
 	return errs
 }
@@ -298,12 +298,12 @@ func objectSource(a *App, i int) Position {
 	return a.Volumes[i-len(a.Networks)].Source
 }
 
-// checkDocuments refuses the document beyond lim in a file.
-func checkDocuments(c *collector, file string, n *yaml.Node, count, lim int) bool {
+// CheckDocuments refuses the document beyond lim in a file.
+func CheckDocuments(c *Collector, file string, n *yaml.Node, count, lim int) bool {
 	if count <= lim {
 		return true
 	}
-	c.add(Position{File: file, Line: n.Line, Column: n.Column}, "", "this file holds more than %d YAML documents, the limit; refused without reading further: split it into files, or %s", lim, raise("documents"))
+	c.Add(Position{File: file, Line: n.Line, Column: n.Column}, "", "this file holds more than %d YAML documents, the limit; refused without reading further: split it into files, or %s", lim, RaiseAdvice("documents"))
 	return false
 }
 
@@ -319,30 +319,30 @@ const MaxNesting = 24
 // gigabytes.
 const bytesPerNode = 64
 
-// checkStructure refuses a document nested deeper than MaxNesting, or one
+// CheckStructure refuses a document nested deeper than MaxNesting, or one
 // that brings the revision's YAML nodes (aliases expanded) past what the
 // manifest byte limit allows, before any library expands it.
-func checkStructure(c *collector, file string, doc *yaml.Node, b *budget) bool {
+func CheckStructure(c *Collector, file string, doc *yaml.Node, b *Budget) bool {
 	if deep := tooDeep(doc, 0); deep != nil {
-		c.add(Position{File: file, Line: deep.Line, Column: deep.Column}, "",
+		c.Add(Position{File: file, Line: deep.Line, Column: deep.Column}, "",
 			"nested more than %d levels deep, the limit: flatten the structure", MaxNesting)
 		return false
 	}
-	max := b.lim.ManifestBytes / bytesPerNode
+	max := b.Limits.ManifestBytes / bytesPerNode
 	n := expandedSize(doc, map[*yaml.Node]int64{}, max)
 	b.nodes += n
 	if b.nodes <= max {
 		return true
 	}
 	if at := firstAlias(doc); at != nil {
-		c.add(Position{File: file, Line: at.Line, Column: at.Column}, "",
+		c.Add(Position{File: file, Line: at.Line, Column: at.Column}, "",
 			"YAML aliases expand this revision to more than %d values, more than %s of manifests can hold written out; refused without expanding them: use fewer aliases, or %s",
-			max, byteCount(b.lim.ManifestBytes), raise("manifestBytes"))
+			max, byteCount(b.Limits.ManifestBytes), RaiseAdvice("manifestBytes"))
 		return false
 	}
-	c.add(Position{File: file, Line: doc.Line, Column: doc.Column}, "",
+	c.Add(Position{File: file, Line: doc.Line, Column: doc.Column}, "",
 		"the revision's manifests hold more than %d values (keys, scalars, lists and mappings), the most %s of manifests may hold; refused without reading further: split the app, or %s",
-		max, byteCount(b.lim.ManifestBytes), raise("manifestBytes"))
+		max, byteCount(b.Limits.ManifestBytes), RaiseAdvice("manifestBytes"))
 	return false
 }
 
@@ -397,47 +397,11 @@ func firstAlias(n *yaml.Node) *yaml.Node {
 	return nil
 }
 
-// budgetOf returns the budget of a load's file system; a plain fs.FS gets
+// BudgetOf returns the budget of a load's file system; a plain fs.FS gets
 // one with the default limits.
-func budgetOf(fsys fs.FS) *budget {
+func BudgetOf(fsys fs.FS) *Budget {
 	if b, ok := fsys.(*budgetFS); ok {
 		return b.b
 	}
-	return &budget{lim: DefaultLimits()}
-}
-
-// checkComposeCounts refuses, before compose-go builds the project, more
-// services, or networks and volumes, than the limits allow: compose-go
-// spends over 100 KiB on each service. A name declared in both the compose
-// file and its override counts once. The error is at the first name past
-// the limit.
-func checkComposeCounts(c *collector, ix *composeIndex, lim Limits) {
-	keys := func(sections ...string) []Position {
-		seen := map[string]bool{}
-		var out []Position
-		for _, f := range ix.files {
-			for _, d := range f.docs {
-				for _, sec := range sections {
-					_, m := child(d, sec)
-					if m = deref(m); m == nil || m.Kind != yaml.MappingNode {
-						continue
-					}
-					for i := 0; i+1 < len(m.Content); i += 2 {
-						k := m.Content[i]
-						if !seen[sec+"."+k.Value] {
-							seen[sec+"."+k.Value] = true
-							out = append(out, Position{File: f.display, Line: k.Line, Column: k.Column})
-						}
-					}
-				}
-			}
-		}
-		return out
-	}
-	if s := keys("services"); len(s) > lim.Services {
-		c.add(s[lim.Services], "", "the app declares %d services, more than the limit of %d: split the app, or %s", len(s), lim.Services, raise("services"))
-	}
-	if o := keys("networks", "volumes"); len(o) > lim.Objects {
-		c.add(o[lim.Objects], "", "the app declares %d networks and volumes, more than the limit of %d: %s", len(o), lim.Objects, raise("objects"))
-	}
+	return &Budget{Limits: DefaultLimits()}
 }

@@ -1,4 +1,4 @@
-package manifest
+package manifest_test
 
 import (
 	"fmt"
@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 )
 
 // atLimit builds the worst revisions the default limits accept, for both
@@ -16,8 +20,8 @@ import (
 // node budget leaves, padded to the byte limit; one long string; lists
 // nested as deep as allowed, repeated.
 func atLimit() map[string]fstest.MapFS {
-	lim := DefaultLimits()
-	nodes := lim.ManifestBytes / bytesPerNode
+	lim := manifest.DefaultLimits()
+	nodes := lim.ManifestBytes / manifest.BytesPerNode
 	pad := func(s string, per int) string { return s + strings.Repeat("x", max(per, 0)) }
 	// compose: per service 6 nodes + 2 per env entry; 8 for the file.
 	env := int((nodes-8)/int64(lim.Services)-6) / 2
@@ -41,9 +45,9 @@ func atLimit() map[string]fstest.MapFS {
 		}
 	}
 	long := strings.Repeat("x", int(lim.ManifestBytes)-200)
-	lists := int(nodes/int64(MaxNesting) - 4)
-	leaf := pad("v", int(lim.ManifestBytes)/lists-3*MaxNesting)
-	deep := strings.Repeat("[", MaxNesting-4) + leaf + strings.Repeat("]", MaxNesting-4)
+	lists := int(nodes/int64(manifest.MaxNesting) - 4)
+	leaf := pad("v", int(lim.ManifestBytes)/lists-3*manifest.MaxNesting)
+	deep := strings.Repeat("[", manifest.MaxNesting-4) + leaf + strings.Repeat("]", manifest.MaxNesting-4)
 	var d strings.Builder
 	d.WriteString("services:\n  web:\n    image: x\nx-deep:\n")
 	for range lists {
@@ -54,7 +58,7 @@ func atLimit() map[string]fstest.MapFS {
 		"compose/long-string":   {"compose.yaml": {Data: []byte("services:\n  web:\n    image: x\n    environment: {A: " + long + "}\n")}},
 		"compose/deep":          {"compose.yaml": {Data: []byte(d.String())}},
 		"native/many-services":  {"m.yaml": {Data: []byte(n.String())}},
-		"native/long-string":    {"m.yaml": {Data: []byte(svc + "  image: x\n  env: {A: " + long + "}\n")}},
+		"native/long-string":    {"m.yaml": {Data: []byte(loadtest.Svc + "  image: x\n  env: {A: " + long + "}\n")}},
 	}
 }
 
@@ -77,8 +81,8 @@ func TestLimitsParseMemory(t *testing.T) {
 			for _, f := range fsys {
 				size += len(f.Data)
 			}
-			if int64(size) > DefaultLimits().ManifestBytes || int64(size) < DefaultLimits().ManifestBytes*9/10 {
-				t.Fatalf("revision is %d bytes, want just under the limit %d", size, DefaultLimits().ManifestBytes)
+			if int64(size) > manifest.DefaultLimits().ManifestBytes || int64(size) < manifest.DefaultLimits().ManifestBytes*9/10 {
+				t.Fatalf("revision is %d bytes, want just under the limit %d", size, manifest.DefaultLimits().ManifestBytes)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestLimitsParseMemory$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "DRIFTLESS_LIMITS_CASE="+name)
@@ -103,7 +107,7 @@ func loadAndMeasure(name string) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	hwm := vmHWM()
-	app, err := Load(fsys, ".", "shop")
+	app, err := appdir.Load(fsys, ".", "shop")
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		fmt.Printf("refused: %.300s\n", err)
@@ -138,7 +142,7 @@ func BenchmarkLoadAtLimit(b *testing.B) {
 		b.Run(strings.ReplaceAll(name, "/", "-"), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Load(fsys, ".", "shop"); err != nil {
+				if _, err := appdir.Load(fsys, ".", "shop"); err != nil {
 					b.Fatal(err)
 				}
 			}

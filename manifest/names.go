@@ -1,16 +1,18 @@
 package manifest
 
-import "regexp"
+import (
+	"regexp"
+)
 
-// maxDNSLabel is the longest DNS label. Docker's embedded DNS resolves
+// MaxDNSLabel is the longest DNS label. Docker's embedded DNS resolves
 // container names, so a container name longer than this could not be looked
 // up by the other services of the app.
-const maxDNSLabel = 63
+const MaxDNSLabel = 63
 
-// reservedLabelPrefix mirrors drift.LabelPrefix (drift imports this package,
+// ReservedLabelPrefix mirrors drift.LabelPrefix (drift imports this package,
 // so it cannot be imported here). User labels must not forge driftless's own
 // ownership labels.
-const reservedLabelPrefix = "dev.driftless."
+const ReservedLabelPrefix = "dev.driftless."
 
 // dockerName is the pattern the Docker Engine accepts for container, network
 // and volume names.
@@ -31,7 +33,7 @@ func ValidDockerName(s string) bool { return dockerName.MatchString(s) }
 // object names: lowercase letters, digits and '-', starting with a letter,
 // ending with a letter or digit, at most 63 characters.
 func ValidName(s string) bool {
-	if s == "" || len(s) > maxDNSLabel {
+	if s == "" || len(s) > MaxDNSLabel {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -49,4 +51,4 @@ func ValidName(s string) bool {
 	return s[len(s)-1] != '-'
 }
 
-const nameRule = "must be a DNS label: lowercase letters, digits and '-', starting with a letter, ending with a letter or digit, at most 63 characters"
+const NameRule = "must be a DNS label: lowercase letters, digits and '-', starting with a letter, ending with a letter or digit, at most 63 characters"

@@ -108,17 +108,17 @@ func (p Policy) checkPrivileges(s *ServiceSpec, deny denyFunc) {
 	}
 	for j, d := range s.Devices {
 		if !p.Allows(AllowDevices) {
-			deny(indexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
+			deny(IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
 		}
 	}
 	for j, c := range s.CapAdd {
 		if !slices.Contains(defaultCaps, c) && !p.Allows(AllowCapabilities) {
-			deny(indexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
+			deny(IndexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
 		}
 	}
 	for j, o := range s.SecurityOpt {
 		if unconfined(o) && !p.Allows(AllowUnconfined) {
-			deny(indexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
+			deny(IndexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
 		}
 	}
 }

@@ -200,7 +200,7 @@ func CheckHostPaths(app *App, p Policy, host Host) ErrorList {
 				continue
 			}
 			if msg := v.check(b.HostPath, ", or mount a file from the repository with a relative path"); msg != "" {
-				add(svc.Field(indexPath("binds", j)), "%s", msg)
+				add(svc.Field(IndexPath("binds", j)), "%s", msg)
 			}
 		}
 	}
@@ -239,7 +239,7 @@ func volumeKindOf(s VolumeSpec) volumeKind {
 	if s.External {
 		return volumeManaged
 	}
-	if s.Driver != "" && s.Driver != defaultVolumeDriver {
+	if s.Driver != "" && s.Driver != DefaultVolumeDriver {
 		return volumePlugin
 	}
 	o := s.DriverOpts

@@ -1,4 +1,4 @@
-package manifest
+package manifest_test
 
 import (
 	"errors"
@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 )
 
 // issueVolumes is issue 24's example: the host's root and the Docker
@@ -21,7 +25,7 @@ volumes:
 `
 
 func TestComposeVolumeDriverOptionsAreHostPower(t *testing.T) {
-	got := composeErrors(t, map[string]string{"compose.yaml": issueVolumes}, LoadOptions{})
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": issueVolumes}, manifest.LoadOptions{})
 	want := []string{
 		"compose.yaml:6:57: volumes.hostroot.driver_opts.device: volume hostroot binds a host path: mounting / gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)",
 		"compose.yaml:7:53: volumes.sock.driver_opts.device: volume sock binds a host path: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
@@ -30,58 +34,58 @@ func TestComposeVolumeDriverOptionsAreHostPower(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The names the messages give are enough.
-	if _, err := loadComposeFiles(t, map[string]string{"compose.yaml": issueVolumes},
-		LoadOptions{Policy: Policy{Allow: []string{AllowDockerSocket, AllowSystemPaths}}}); err != nil {
+	if _, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": issueVolumes},
+		manifest.LoadOptions{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}}}); err != nil {
 		t.Errorf("with docker-socket and system-paths: %v", err)
 	}
 }
 
 func TestVolumePolicy(t *testing.T) {
-	srv := Policy{HostPaths: []string{"/srv/shop"}}
+	srv := manifest.Policy{HostPaths: []string{"/srv/shop"}}
 	tests := []struct {
 		name   string
 		volume string // the volume's compose declaration
-		policy Policy
+		policy manifest.Policy
 		want   string // the error's start; "" accepted
 	}{
-		{"plain", `{}`, Policy{}, ""},
-		{"labels only", `{labels: {a: b}}`, Policy{}, ""},
-		{"tmpfs with options", `{driver_opts: {type: tmpfs, device: tmpfs, o: "size=64m,uid=1000"}}`, Policy{}, ""},
-		{"quota size", `{driver_opts: {size: 10G}}`, Policy{}, ""},
-		{"external", `{external: true, name: other}`, Policy{}, ""},
+		{"plain", `{}`, manifest.Policy{}, ""},
+		{"labels only", `{labels: {a: b}}`, manifest.Policy{}, ""},
+		{"tmpfs with options", `{driver_opts: {type: tmpfs, device: tmpfs, o: "size=64m,uid=1000"}}`, manifest.Policy{}, ""},
+		{"quota size", `{driver_opts: {size: 10G}}`, manifest.Policy{}, ""},
+		{"external", `{external: true, name: other}`, manifest.Policy{}, ""},
 		{"bind under hostPaths", `{driver_opts: {type: none, o: bind, device: /srv/shop/data}}`, srv, ""},
 		{"rbind under hostPaths", `{driver_opts: {type: none, o: "rbind,ro", device: /srv/shop/data}}`, srv, ""},
 		{"bind outside hostPaths", `{driver_opts: {type: none, o: bind, device: /srv/shopping}}`, srv,
 			"compose.yaml:6:52: volumes.vol.driver_opts.device: volume vol binds a host path: host path /srv/shopping is outside the paths this app may mount; allow it with `hostPaths: [/srv/shopping]`"},
-		{"type none with a device is a bind", `{driver_opts: {type: none, device: /etc}}`, Policy{},
+		{"type none with a device is a bind", `{driver_opts: {type: none, device: /etc}}`, manifest.Policy{},
 			"compose.yaml:6:43: volumes.vol.driver_opts.device: volume vol binds a host path: host path /etc is outside"},
-		{"bind whatever the type", `{driver_opts: {type: ext4, o: bind, device: /etc}}`, Policy{},
+		{"bind whatever the type", `{driver_opts: {type: ext4, o: bind, device: /etc}}`, manifest.Policy{},
 			"compose.yaml:6:52: volumes.vol.driver_opts.device: volume vol binds a host path: host path /etc is outside"},
-		{"bind of a tmpfs", `{driver_opts: {type: tmpfs, o: "size=1m,bind", device: tmpfs}}`, Policy{},
+		{"bind of a tmpfs", `{driver_opts: {type: tmpfs, o: "size=1m,bind", device: tmpfs}}`, manifest.Policy{},
 			`compose.yaml:6:63: volumes.vol.driver_opts.device: volume vol binds a host directory with the local driver's options: device must be an absolute host path, got "tmpfs"`},
-		{"bind of the containerd socket", `{driver_opts: {o: bind, device: /run/containerd/containerd.sock}}`, Policy{HostPaths: []string{"/"}},
+		{"bind of the containerd socket", `{driver_opts: {o: bind, device: /run/containerd/containerd.sock}}`, manifest.Policy{HostPaths: []string{"/"}},
 			"compose.yaml:6:40: volumes.vol.driver_opts.device: volume vol binds a host path: mounting /run/containerd/containerd.sock gives the container the containerd socket, which is root on the host; allow it for this app with `allow: [docker-socket]`"},
-		{"nfs", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, Policy{},
+		{"nfs", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, manifest.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`"},
-		{"nfs allowed", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, Policy{Allow: []string{AllowVolumeDrivers}}, ""},
-		{"cifs does not show its password", `{driver_opts: {type: cifs, o: "username=u,password=hunter2", device: //nas/x}}`, Policy{},
+		{"nfs allowed", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, manifest.Policy{Allow: []string{manifest.AllowVolumeDrivers}}, ""},
+		{"cifs does not show its password", `{driver_opts: {type: cifs, o: "username=u,password=hunter2", device: //nas/x}}`, manifest.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "cifs"`},
-		{"a block device", `{driver_opts: {type: ext4, device: /dev/sda1}}`, Policy{},
+		{"a block device", `{driver_opts: {type: ext4, device: /dev/sda1}}`, manifest.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "ext4"`},
-		{"overlay", `{driver_opts: {type: overlay, o: "lowerdir=/,upperdir=/u,workdir=/w", device: overlay}}`, Policy{},
+		{"overlay", `{driver_opts: {type: overlay, o: "lowerdir=/,upperdir=/u,workdir=/w", device: overlay}}`, manifest.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "overlay"`},
-		{"options without a type", `{driver_opts: {o: "addr=10.0.0.1"}}`, Policy{},
+		{"options without a type", `{driver_opts: {o: "addr=10.0.0.1"}}`, manifest.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount what its options say (o)`},
-		{"an option Docker does not know", `{driver_opts: {mountpoint: /x}}`, Policy{},
+		{"an option Docker does not know", `{driver_opts: {mountpoint: /x}}`, manifest.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount what its options say (mountpoint)`},
-		{"a plugin", `{driver: rexray/ebs}`, Policy{},
+		{"a plugin", `{driver: rexray/ebs}`, manifest.Policy{},
 			`compose.yaml:6:17: volumes.vol.driver: volume vol uses the volume driver "rexray/ebs", a plugin that acts on the host with its privileges; allow it for this app with ` + "`allow: [volume-drivers]`"},
-		{"a plugin allowed", `{driver: rexray/ebs, driver_opts: {size: "10"}}`, Policy{Allow: []string{AllowVolumeDrivers}}, ""},
+		{"a plugin allowed", `{driver: rexray/ebs, driver_opts: {size: "10"}}`, manifest.Policy{Allow: []string{manifest.AllowVolumeDrivers}}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{"compose.yaml": "services:\n  x:\n    image: alpine\n    volumes: [vol:/v]\nvolumes:\n  vol: " + tc.volume + "\n"}
-			_, err := loadComposeFiles(t, files, LoadOptions{Policy: tc.policy})
+			_, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{Policy: tc.policy})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -89,7 +93,7 @@ func TestVolumePolicy(t *testing.T) {
 			case err == nil:
 				t.Errorf("accepted, want %s", tc.want)
 			default:
-				if got := errorLines(t, err); len(got) != 1 || !strings.HasPrefix(got[0], tc.want) {
+				if got := loadtest.ErrorLines(t, err); len(got) != 1 || !strings.HasPrefix(got[0], tc.want) {
 					t.Errorf("errors:\n%s\nwant one starting\n%s", strings.Join(got, "\n"), tc.want)
 				}
 				if strings.Contains(err.Error(), "hunter2") {
@@ -135,8 +139,8 @@ metadata: {name: ebs}
 spec: {driver: rexray/ebs}
 `
 	fsys := fstest.MapFS{"app.yaml": {Data: []byte(doc)}}
-	_, err := LoadWith(fsys, ".", "shop", LoadOptions{})
-	got := errorLines(t, err)
+	_, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{})
+	got := loadtest.ErrorLines(t, err)
 	want := []string{
 		"app.yaml:11:50: spec.driverOpts.device: volume hostroot binds a host path: mounting / gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)",
 		"app.yaml:20:13: spec.driverOpts.device: volume sock binds a host path: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
@@ -146,8 +150,8 @@ spec: {driver: rexray/ebs}
 	if !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	all := LoadOptions{Policy: Policy{Allow: []string{AllowDockerSocket, AllowSystemPaths, AllowVolumeDrivers}}}
-	if _, err := LoadWith(fsys, ".", "shop", all); err != nil {
+	all := manifest.LoadOptions{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths, manifest.AllowVolumeDrivers}}}
+	if _, err := appdir.LoadWith(fsys, ".", "shop", all); err != nil {
 		t.Errorf("with every name the messages give: %v", err)
 	}
 }
@@ -155,37 +159,37 @@ spec: {driver: rexray/ebs}
 // Sockets and kernel files need their names whatever hostPaths say; a path
 // is judged as written and where it lands.
 func TestHostTargets(t *testing.T) {
-	everything := Policy{HostPaths: []string{"/"}}
+	everything := manifest.Policy{HostPaths: []string{"/"}}
 	tests := []struct {
 		hostPath string
-		policy   Policy
+		policy   manifest.Policy
 		want     []string // allow names the refusal asks for; nil accepted
 	}{
 		{"/srv/data", everything, nil},
-		{"/var/run/docker.sock", everything, []string{AllowDockerSocket}},
-		{"/run/docker.sock", everything, []string{AllowDockerSocket}},
-		{"/run", everything, []string{AllowDockerSocket}},
-		{"/var", everything, []string{AllowDockerSocket}},
-		{"/run/containerd", everything, []string{AllowDockerSocket}},
-		{"/run/containerd/containerd.sock", everything, []string{AllowDockerSocket}},
-		{"/run/user/1000/docker.sock", everything, []string{AllowDockerSocket}},
-		{"/run/user/1000", everything, []string{AllowDockerSocket}},
-		{"/var/run/user/0/docker.sock", everything, []string{AllowDockerSocket}},
+		{"/var/run/docker.sock", everything, []string{manifest.AllowDockerSocket}},
+		{"/run/docker.sock", everything, []string{manifest.AllowDockerSocket}},
+		{"/run", everything, []string{manifest.AllowDockerSocket}},
+		{"/var", everything, []string{manifest.AllowDockerSocket}},
+		{"/run/containerd", everything, []string{manifest.AllowDockerSocket}},
+		{"/run/containerd/containerd.sock", everything, []string{manifest.AllowDockerSocket}},
+		{"/run/user/1000/docker.sock", everything, []string{manifest.AllowDockerSocket}},
+		{"/run/user/1000", everything, []string{manifest.AllowDockerSocket}},
+		{"/var/run/user/0/docker.sock", everything, []string{manifest.AllowDockerSocket}},
 		{"/run/user/1000/pulse", everything, nil},
 		{"/run/lock", everything, nil},
-		{"/proc", everything, []string{AllowSystemPaths}},
-		{"/proc/1/root", everything, []string{AllowSystemPaths}},
-		{"/sys/fs/cgroup", everything, []string{AllowSystemPaths}},
-		{"/dev/sda", everything, []string{AllowSystemPaths}},
+		{"/proc", everything, []string{manifest.AllowSystemPaths}},
+		{"/proc/1/root", everything, []string{manifest.AllowSystemPaths}},
+		{"/sys/fs/cgroup", everything, []string{manifest.AllowSystemPaths}},
+		{"/dev/sda", everything, []string{manifest.AllowSystemPaths}},
 		{"/devices", everything, nil},
-		{"/", everything, []string{AllowDockerSocket, AllowSystemPaths}},
-		{"/", Policy{Allow: []string{AllowDockerSocket}}, []string{AllowSystemPaths}},
-		{"/", Policy{Allow: []string{AllowDockerSocket, AllowSystemPaths}}, nil},
-		{"/proc", Policy{Allow: []string{AllowSystemPaths}}, nil},
-		{"/run/user/1000/docker.sock", Policy{Allow: []string{AllowDockerSocket}}, nil},
+		{"/", everything, []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}},
+		{"/", manifest.Policy{Allow: []string{manifest.AllowDockerSocket}}, []string{manifest.AllowSystemPaths}},
+		{"/", manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}}, nil},
+		{"/proc", manifest.Policy{Allow: []string{manifest.AllowSystemPaths}}, nil},
+		{"/run/user/1000/docker.sock", manifest.Policy{Allow: []string{manifest.AllowDockerSocket}}, nil},
 	}
 	for _, tc := range tests {
-		errs := CheckHostPaths(appBinding(tc.hostPath), tc.policy, Host{})
+		errs := manifest.CheckHostPaths(appBinding(tc.hostPath), tc.policy, manifest.Host{})
 		if got := refusedNames(errs); !slices.Equal(got, tc.want) {
 			t.Errorf("%s with %+v: refused for %q (%v), want %q", tc.hostPath, tc.policy, got, errs, tc.want)
 		}
@@ -193,8 +197,8 @@ func TestHostTargets(t *testing.T) {
 }
 
 // fakeHost resolves with a table of symlinks: link path → target.
-func fakeHost(links map[string]string) Host {
-	return Host{Resolve: func(p string) (string, error) {
+func fakeHost(links map[string]string) manifest.Host {
+	return manifest.Host{Resolve: func(p string) (string, error) {
 		if target, ok := links["error:"+p]; ok {
 			return "", errors.New(target)
 		}
@@ -225,15 +229,15 @@ func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
 		"/srv/engine.sock":  "/opt/engine/docker.sock",
 		"error:/srv/shop/x": "permission denied",
 	})
-	shop := Policy{HostPaths: []string{"/srv/shop"}}
+	shop := manifest.Policy{HostPaths: []string{"/srv/shop"}}
 	tests := []struct {
 		hostPath string
-		policy   Policy
-		host     Host
+		policy   manifest.Policy
+		host     manifest.Host
 		want     string // the refusal; "" accepted
 	}{
 		{"/srv/shop/link", shop, host, "mounting /srv/shop/link (which leads to /run/docker.sock on the host) gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)"},
-		{"/srv/shop/link", shop, Host{}, ""},
+		{"/srv/shop/link", shop, manifest.Host{}, ""},
 		{"/srv/shop/rootlnk/etc", shop, host, "host path /srv/shop/rootlnk/etc leads to /etc on the host (symlinks followed), which is outside the paths this app may mount; remove the symlink, or allow /etc with `hostPaths: [/etc]` in driftless.yaml (or `--allow-host-path /etc`)"},
 		{"/srv/shop/rootlnk", shop, host, "mounting /srv/shop/rootlnk (which leads to / on the host) gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)"},
 		{"/srv/shop/etc/passwd", shop, host, "host path /srv/shop/etc/passwd leads to /etc/passwd on the host (symlinks followed), which is outside the paths this app may mount; remove the symlink, or allow /etc/passwd with `hostPaths: [/etc/passwd]` in driftless.yaml (or `--allow-host-path /etc/passwd`)"},
@@ -241,17 +245,17 @@ func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
 		{"/srv/shop/x", shop, host, "cannot tell where host path /srv/shop/x leads on the host (permission denied); driftless follows a host path's symlinks before it allows the mount"},
 		// An allowed directory that is itself a symlink allows where it
 		// leads.
-		{"/data/db", Policy{HostPaths: []string{"/data"}}, host, ""},
+		{"/data/db", manifest.Policy{HostPaths: []string{"/data"}}, host, ""},
 		// The directory itself, by its other name.
-		{"/mnt/disk/data/db", Policy{HostPaths: []string{"/data"}}, host, ""},
-		{"/mnt/disk/other", Policy{HostPaths: []string{"/data"}}, host, "host path /mnt/disk/other is outside the paths this app may mount"},
+		{"/mnt/disk/data/db", manifest.Policy{HostPaths: []string{"/data"}}, host, ""},
+		{"/mnt/disk/other", manifest.Policy{HostPaths: []string{"/data"}}, host, "host path /mnt/disk/other is outside the paths this app may mount"},
 		// A socket the environment names, and through a symlink.
-		{"/srv/engine.sock", Policy{HostPaths: []string{"/srv"}}, Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}},
+		{"/srv/engine.sock", manifest.Policy{HostPaths: []string{"/srv"}}, manifest.Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}},
 			"mounting /srv/engine.sock (which leads to /opt/engine/docker.sock on the host) gives the container the Docker socket"},
-		{"/srv/engine.sock", Policy{HostPaths: []string{"/srv"}, Allow: []string{AllowDockerSocket}}, Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}}, ""},
+		{"/srv/engine.sock", manifest.Policy{HostPaths: []string{"/srv"}, Allow: []string{manifest.AllowDockerSocket}}, manifest.Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}}, ""},
 	}
 	for _, tc := range tests {
-		errs := CheckHostPaths(appBinding(tc.hostPath), tc.policy, tc.host)
+		errs := manifest.CheckHostPaths(appBinding(tc.hostPath), tc.policy, tc.host)
 		switch {
 		case tc.want == "" && len(errs) > 0:
 			t.Errorf("%s: refused: %v", tc.hostPath, errs)
@@ -266,8 +270,8 @@ func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
 // engine whose socket was moved behind a symlink.
 func TestSocketBehindASymlink(t *testing.T) {
 	host := fakeHost(map[string]string{"/run/docker.sock": "/srv/engine/docker.sock"})
-	errs := CheckHostPaths(appBinding("/srv/engine"), Policy{HostPaths: []string{"/srv"}}, host)
-	if got := refusedNames(errs); !slices.Equal(got, []string{AllowDockerSocket}) {
+	errs := manifest.CheckHostPaths(appBinding("/srv/engine"), manifest.Policy{HostPaths: []string{"/srv"}}, host)
+	if got := refusedNames(errs); !slices.Equal(got, []string{manifest.AllowDockerSocket}) {
 		t.Errorf("refused for %q (%v), want docker-socket", got, errs)
 	}
 }
@@ -283,24 +287,24 @@ volumes:
   data:
     driver_opts: {type: none, o: bind, device: /srv/shop/data}
 `}
-	opts := LoadOptions{Policy: Policy{HostPaths: []string{"/srv/shop"}}}
-	if _, err := loadComposeFiles(t, files, opts); err != nil {
+	opts := manifest.LoadOptions{Policy: manifest.Policy{HostPaths: []string{"/srv/shop"}}}
+	if _, err := loadtest.LoadComposeFiles(t, files, opts); err != nil {
 		t.Fatalf("as written: %v", err)
 	}
 	opts.Host = fakeHost(map[string]string{"/srv/shop/data": "/var/run/docker.sock", "/var/run": "/run"})
-	got := composeErrors(t, files, opts)
+	got := loadtest.ComposeErrors(t, files, opts)
 	want := "compose.yaml:7:48: volumes.data.driver_opts.device: volume data binds a host path: mounting /srv/shop/data (which leads to /run/docker.sock on the host) gives the container the Docker socket"
 	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("errors:\n%s\nwant one starting\n%s", strings.Join(got, "\n"), want)
 	}
 }
 
-func appBinding(hostPath string) *App {
-	return &App{Services: []Service{{Name: "x", Spec: ServiceSpec{Binds: []BindMount{{HostPath: hostPath, MountPath: "/m"}}}}}}
+func appBinding(hostPath string) *manifest.App {
+	return &manifest.App{Services: []manifest.Service{{Name: "x", Spec: manifest.ServiceSpec{Binds: []manifest.BindMount{{HostPath: hostPath, MountPath: "/m"}}}}}}
 }
 
 // refusedNames are the allow names the refusals ask for, or "hostPaths".
-func refusedNames(errs ErrorList) []string {
+func refusedNames(errs manifest.ErrorList) []string {
 	var names []string
 	for _, e := range errs {
 		_, rest, ok := strings.Cut(e.Msg, "`allow: [")

@@ -118,3 +118,6 @@ func FormatCPUs(nano int64) string {
 	}
 	return sign + strconv.FormatInt(whole, 10) + "." + fs
 }
+
+// MinMemory is the smallest memory limit the Docker Engine accepts.
+const MinMemory = 6 << 20

@@ -134,3 +134,60 @@ func ReadRepoTree(fsys fs.FS, p string) (*RepoTree, error) {
 	slices.SortFunc(t.Files, func(a, b RepoFile) int { return strings.Compare(a.Path, b.Path) })
 	return t, nil
 }
+
+// ResolveRepoBinds reads the repository content of every bind mount with a
+// RepoPath from the revision (fsys, the app directory at root), records its
+// ContentHash in the spec (so changed content rolls the service; the
+// service's Hash is recomputed) and keeps the content in app.Content.
+// Both front ends' apps go through it after parsing. Problems come back as
+// an ErrorList located where the mount is declared.
+func ResolveRepoBinds(fsys fs.FS, root string, app *App) error {
+	var errs ErrorList
+	for i := range app.Services {
+		svc := &app.Services[i]
+		changed := false
+		for j := range svc.Spec.Binds {
+			b := &svc.Spec.Binds[j]
+			if b.RepoPath == "" {
+				continue
+			}
+			tree, err := readBindTree(fsys, root, b.RepoPath)
+			if err != nil {
+				ref := svc.Field(IndexPath("binds", j))
+				errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: err.Error()})
+				continue
+			}
+			b.ContentHash = tree.Hash()
+			if app.Content == nil {
+				app.Content = map[string]*RepoTree{}
+			}
+			app.Content[b.ContentHash] = tree
+			changed = true
+		}
+		if changed {
+			svc.Hash = HashService(app.SecretKey, svc.Labels, svc.Spec)
+		}
+	}
+	if len(errs) > 0 {
+		return (&Collector{Errs: errs}).Sorted()
+	}
+	return nil
+}
+
+func readBindTree(fsys fs.FS, root, repoPath string) (*RepoTree, error) {
+	clean, err := CleanRepoPath(repoPath)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := ReadRepoTree(fsys, path.Join(root, clean))
+	var limit *LimitError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("repoPath %s does not exist in this revision", clean)
+	case errors.As(err, &limit):
+		return nil, fmt.Errorf("repoPath %s: %s; mount config files, not data (use a volume)", clean, limit.AsError().Msg)
+	case err != nil:
+		return nil, fmt.Errorf("reading repoPath %s: %v", clean, err)
+	}
+	return tree, nil
+}

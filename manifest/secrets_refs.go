@@ -15,56 +15,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// validateSecretRefs checks a service's secrets and envFrom as written;
-// the files themselves are read by resolveSecrets.
-func validateSecretRefs(r reporter, raw *rawServiceSpec) {
-	names := map[string]int{}
-	targets := map[string]int{}
-	for i, s := range raw.Secrets {
-		p := indexPath("spec.secrets", i)
-		switch {
-		case s.Name == "":
-			r.required(p + ".name")
-		case !ValidName(s.Name):
-			r.errorf(p+".name", "invalid secret name %q: %s", s.Name, nameRule)
-		default:
-			if j, dup := names[s.Name]; dup {
-				r.errorf(p+".name", "secret %q is already declared at spec.secrets[%d]", s.Name, j)
-			}
-			names[s.Name] = i
-		}
-		if s.File == "" {
-			r.required(p + ".file")
-		} else if _, err := secretFilePath(s.File); err != nil {
-			r.errorf(p+".file", "%v", err)
-		}
-		if s.Digest != "" {
-			r.errorf(p+".digest", "unknown field: driftless computes it")
-		}
-		for field, msg := range secretDeliveryProblems(s) {
-			r.errorf(p+"."+field, "%s", msg)
-		}
-		if t := secretTarget(s); s.Name != "" {
-			if j, dup := targets[t]; dup {
-				r.errorf(p+".target", "%s is already the target of spec.secrets[%d]", t, j)
-			}
-			targets[t] = i
-		}
-	}
-	for i, e := range raw.EnvFrom {
-		p := indexPath("spec.envFrom", i) + ".secret"
-		if e.Secret == "" {
-			r.required(p)
-		} else if _, ok := names[e.Secret]; !ok {
-			r.errorf(p, "secret %q is not declared in spec.secrets: add {name: %s, file: FILE}", e.Secret, e.Secret)
-		}
-	}
-}
-
-// secretDeliveryProblems checks how a secret's file is delivered: an
+// SecretDeliveryProblems checks how a secret's file is delivered: an
 // absolute target, numeric owners (a name would have to be looked up in
 // the image) and permission bits. By field name.
-func secretDeliveryProblems(s SecretRef) map[string]string {
+func SecretDeliveryProblems(s SecretRef) map[string]string {
 	out := map[string]string{}
 	if s.Target != "" && (!path.IsAbs(s.Target) || path.Clean(s.Target) != s.Target || s.Target == "/") {
 		out["target"] = fmt.Sprintf("%q must be a clean absolute path in the container, such as /run/secrets/%s", s.Target, s.Name)
@@ -83,8 +37,8 @@ func secretDeliveryProblems(s SecretRef) map[string]string {
 	return out
 }
 
-// secretTarget is where a secret's file appears in the container.
-func secretTarget(s SecretRef) string {
+// SecretTarget is where a secret's file appears in the container.
+func SecretTarget(s SecretRef) string {
 	if s.Target != "" {
 		return s.Target
 	}
@@ -99,9 +53,9 @@ const SecretsMountDir = "/run/secrets/"
 // default, readable by the container's user whoever it is.
 const DefaultSecretMode = 0o444
 
-// secretFilePath is a secret's file relative to the app directory,
+// SecretFilePath is a secret's file relative to the app directory,
 // cleaned; it may not leave the directory.
-func secretFilePath(file string) (string, error) {
+func SecretFilePath(file string) (string, error) {
 	if path.IsAbs(file) || strings.Contains(file, "\\") {
 		return "", fmt.Errorf("%q must be a path relative to the app directory", file)
 	}
@@ -119,24 +73,24 @@ var ErrNotEncrypted = errors.New("not a SOPS-encrypted file")
 // plaintextHint says how to fix or allow a plaintext secret file.
 const plaintextHint = "encrypt it (sops --encrypt --in-place FILE), or accept it as it is with allowPlaintext: true on the secret (compose: x-driftless: {allowPlaintext: true} on the top-level secret) or decryption: {allowPlaintext: true} for the app in driftless.yaml (--allow-plaintext-secrets on the command line)"
 
-// resolveSecrets decrypts every secret the app's services reference,
+// ResolveSecrets decrypts every secret the app's services reference,
 // records the keyed digest of each delivered value in the spec, keeps the
 // value in app.SecretData for file delivery and puts the values envFrom
 // asks for in the environment (as secretEnv). Each problem is an error
 // located at the secret's declaration, naming the file and the reason: the
 // revision is refused and the last good one keeps running.
-func resolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display func(string) string) ErrorList {
+func ResolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display func(string) string) ErrorList {
 	var errs ErrorList
 	for i := range app.Services {
 		svc := &app.Services[i]
 		values := map[string]map[string]string{}
 		for j := range svc.Spec.Secrets {
 			ref := &svc.Spec.Secrets[j]
-			at := svc.Field(indexPath("secrets", j) + ".file")
+			at := svc.Field(IndexPath("secrets", j) + ".file")
 			fail := func(format string, args ...any) {
 				errs = append(errs, &Error{Pos: at.Pos, Field: at.Field, Msg: fmt.Sprintf(format, args...)})
 			}
-			ref.Target = secretTarget(*ref)
+			ref.Target = SecretTarget(*ref)
 			if ref.Mode == 0 {
 				ref.Mode = DefaultSecretMode
 			}
@@ -172,13 +126,14 @@ type secretFileFault struct {
 }
 
 func (f *secretFileFault) Error() string { return f.err.Error() }
+
 func (f *secretFileFault) Unwrap() error { return f.err }
 
 // openSecret reads and decrypts one secret: the content its file delivers
 // (the key's value, or the whole decrypted file) and the variables envFrom
 // gives (read only when forEnv: a file-only secret may be any text).
 func openSecret(fsys fs.FS, root string, ref SecretRef, forEnv bool, opts LoadOptions, display func(string) string) ([]byte, map[string]string, error) {
-	rel, err := secretFilePath(ref.File)
+	rel, err := SecretFilePath(ref.File)
 	if err != nil {
 		return nil, nil, fmt.Errorf("secret %q: %w", ref.Name, err)
 	}
@@ -204,8 +159,8 @@ func openSecret(fsys fs.FS, root string, ref SecretRef, forEnv bool, opts LoadOp
 	}
 	vals, err := secretValues(ref.Name, rel, ref.Key, plain, decrypted)
 	if err != nil {
-		if pos, ok := plainDotenvPos(display(name), decrypted, err); ok {
-			return nil, nil, &secretFileFault{pos: pos, err: fmt.Errorf("secret %q: %s", ref.Name, dotenvMessage(err))}
+		if pos, ok := PlainDotenvPos(display(name), decrypted, err); ok {
+			return nil, nil, &secretFileFault{pos: pos, err: fmt.Errorf("secret %q: %s", ref.Name, DotenvMessage(err))}
 		}
 		return nil, nil, fmt.Errorf("secret %q: %s: %v", ref.Name, display(name), err)
 	}
@@ -234,11 +189,11 @@ func decryptSecret(rel string, data []byte, allowed bool, opts LoadOptions) ([]b
 	return plain, err == nil, err
 }
 
-// plainDotenvPos locates an error of a plaintext env file in that file:
+// PlainDotenvPos locates an error of a plaintext env file in that file:
 // a key set twice, or the line compose-go's parser names. A decrypted
 // file's lines are not the committed file's, so it stays at the
 // declaration.
-func plainDotenvPos(file string, decrypted bool, err error) (Position, bool) {
+func PlainDotenvPos(file string, decrypted bool, err error) (Position, bool) {
 	var bad *KeyError
 	switch {
 	case decrypted:
@@ -246,7 +201,7 @@ func plainDotenvPos(file string, decrypted bool, err error) (Position, bool) {
 	case errors.As(err, &bad) && bad.Line > 0:
 		return Position{File: file, Line: bad.Line}, true
 	case dotenvLine.MatchString(err.Error()):
-		return dotenvErrorPos(file, err), true
+		return DotenvErrorPos(file, err), true
 	}
 	return Position{}, false
 }
@@ -262,7 +217,7 @@ func envFromSecrets(svc *Service, values map[string]map[string]string) ErrorList
 		}
 		for _, name := range sortedKeys(vals) {
 			if _, taken := svc.Spec.Env[name]; taken {
-				at := svc.Field(indexPath("envFrom", k))
+				at := svc.Field(IndexPath("envFrom", k))
 				errs = append(errs, &Error{Pos: at.Pos, Field: at.Field,
 					Msg: fmt.Sprintf("secret %q sets %s, which spec.env (or another secret) sets too: rename one", e.Secret, name)})
 				continue
@@ -322,10 +277,10 @@ func secretFormat(file string) string {
 func parseSecretMap(format string, plain []byte, decrypted bool) (map[string]string, error) {
 	out := map[string]string{}
 	if format == "dotenv" {
-		vars, err := readDotenv(plain, nil)
+		vars, err := ReadDotenv(plain, nil)
 		if err != nil && decrypted {
 			// The parser's message may quote the plaintext.
-			return nil, fmt.Errorf("decrypted, %s", dotenvProblem(err))
+			return nil, fmt.Errorf("decrypted, %s", DotenvProblem(err))
 		}
 		return vars, err
 	}
@@ -379,8 +334,8 @@ func unwrapPathError(err error) error {
 // sops: mapping with the MAC.
 var sopsMetadata = regexp.MustCompile(`(?m)^sops:\s*$[\s\S]*^\s+mac: ENC\[`)
 
-// isSOPSYAML reports whether a YAML file of the app is a SOPS-encrypted
+// IsSOPSYAML reports whether a YAML file of the app is a SOPS-encrypted
 // secret rather than a manifest.
-func isSOPSYAML(data []byte) bool {
+func IsSOPSYAML(data []byte) bool {
 	return sopsMetadata.Match(data)
 }

@@ -72,23 +72,6 @@ func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
 	}
 }
 
-// SwarmFailureActions are Swarm's update/rollback failure actions.
-var swarmFailureActions = []string{"pause", "continue", "rollback"}
-
-func validSwarmFailureAction(a string, rollback bool) bool {
-	if rollback && a == "rollback" {
-		return false // a rollback cannot roll back
-	}
-	return a == "" || slices.Contains(swarmFailureActions, a)
-}
-
-func swarmFailureActionList(rollback bool) string {
-	if rollback {
-		return "pause or continue"
-	}
-	return strings.Join(swarmFailureActions, ", ")
-}
-
 // Swarm's limits on the size of a config and a secret (swarmkit's
 // MaxConfigSize and MaxSecretSize).
 const (

@@ -1,8 +1,12 @@
-package manifest
+package manifest_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 )
 
 // A repository file a service binds reaches Swarm tasks as a config named
@@ -24,18 +28,18 @@ func TestSwarmRepoFileBindsBecomeConfigs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := LoadWith(composeFS(tt.files), ".", "shop", swarmOpts)
+			a, err := appdir.LoadWith(loadtest.ComposeFS(tt.files), ".", "shop", swarmOpts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			binds := a.Service("web").Spec.Binds
-			if len(binds) != 1 || binds[0].Object == nil || *binds[0].Object != (FileObject{FileConfig, "conf-nginx.conf"}) || binds[0].MountPath != "/etc/nginx/nginx.conf" {
+			if len(binds) != 1 || binds[0].Object == nil || *binds[0].Object != (manifest.FileObject{manifest.FileConfig, "conf-nginx.conf"}) || binds[0].MountPath != "/etc/nginx/nginx.conf" {
 				t.Fatalf("binds = %+v, want conf/nginx.conf as config conf-nginx.conf at /etc/nginx/nginx.conf", binds)
 			}
 			if c := a.Content[binds[0].ContentHash]; c == nil || string(c.Files[0].Data) != "worker_processes 1;\n" {
 				t.Errorf("the config's content is not loaded with the app: %+v", c)
 			}
-			one, err := LoadWith(composeFS(tt.files), ".", "shop", LoadOptions{})
+			one, err := appdir.LoadWith(loadtest.ComposeFS(tt.files), ".", "shop", manifest.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +51,7 @@ func TestSwarmRepoFileBindsBecomeConfigs(t *testing.T) {
 }
 
 func TestSwarmRepoFileRefusals(t *testing.T) {
-	big := strings.Repeat("x", maxSwarmConfigBytes+1)
+	big := strings.Repeat("x", manifest.MaxSwarmConfigBytes+1)
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -68,7 +72,7 @@ func TestSwarmRepoFileRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadWith(composeFS(tt.files), ".", "shop", swarmOpts)
+			_, err := appdir.LoadWith(loadtest.ComposeFS(tt.files), ".", "shop", swarmOpts)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("got:\n%v\nwant:\n%s", err, tt.want)
 			}
@@ -87,12 +91,12 @@ func TestRepoFileConfigName(t *testing.T) {
 		{"shop", strings.Repeat("d/", 30) + "site.conf", "d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-site.conf"},
 	}
 	for _, tt := range tests {
-		got := RepoFileConfigName(tt.app, tt.path)
+		got := manifest.RepoFileConfigName(tt.app, tt.path)
 		if got != tt.want {
 			t.Errorf("RepoFileConfigName(%q, %q) = %q, want %q", tt.app, tt.path, got, tt.want)
 		}
-		if n := len(tt.app) + 1 + len(got) + 9; n > maxSwarmObjectName {
-			t.Errorf("%q: the versioned name has %d characters, more than Swarm's %d", tt.path, n, maxSwarmObjectName)
+		if n := len(tt.app) + 1 + len(got) + 9; n > manifest.MaxSwarmObjectName {
+			t.Errorf("%q: the versioned name has %d characters, more than Swarm's %d", tt.path, n, manifest.MaxSwarmObjectName)
 		}
 	}
 }
@@ -100,7 +104,7 @@ func TestRepoFileConfigName(t *testing.T) {
 // build: is accepted on Swarm: the image is named after its context as on
 // one engine, and pushed to the registry its image: names, if any.
 func TestSwarmBuildAccepted(t *testing.T) {
-	a, err := LoadWith(composeFS(map[string]string{
+	a, err := appdir.LoadWith(loadtest.ComposeFS(map[string]string{
 		"compose.yaml":   "services:\n  web:\n    build: ./web\n    image: registry.example.com:5000/shop/web:latest\n  api:\n    build: ./api\n",
 		"web/Dockerfile": "FROM scratch\n",
 		"api/Dockerfile": "FROM scratch\nCOPY x /\n",
@@ -132,7 +136,7 @@ func TestPushRegistry(t *testing.T) {
 		{"ghcr.io/acme/web", "ghcr.io"},
 	}
 	for _, tt := range tests {
-		bc := &BuildContext{Build: Build{Image: tt.image}}
+		bc := &manifest.BuildContext{Build: manifest.Build{Image: tt.image}}
 		if got := bc.PushRegistry(); got != tt.want {
 			t.Errorf("PushRegistry(%q) = %q, want %q", tt.image, got, tt.want)
 		}

@@ -1,16 +1,20 @@
-package manifest
+package manifest_test
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 )
 
-var swarmOpts = LoadOptions{Target: TargetSwarm}
+var swarmOpts = manifest.LoadOptions{Target: manifest.TargetSwarm}
 
 func TestComposeSwarmDeployKeys(t *testing.T) {
-	a := mustLoadCompose(t, map[string]string{"compose.yaml": `services:
+	a := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": `services:
   web:
     image: shop/web:1
     healthcheck: {test: [CMD, /probe], interval: 2s, retries: 3}
@@ -28,12 +32,12 @@ func TestComposeSwarmDeployKeys(t *testing.T) {
     deploy: {mode: global}
 `}, swarmOpts)
 	web, agent := a.Service("web"), a.Service("agent")
-	want := &SwarmSpec{
+	want := &manifest.SwarmSpec{
 		Constraints:        []string{"node.role==worker", "node.labels.zone==a"},
 		Preferences:        []string{"node.labels.rack"},
 		MaxReplicasPerNode: 2,
-		Update:             SwarmUpdate{Parallelism: 2, Delay: 5 * time.Second, FailureAction: "rollback", Monitor: 10 * time.Second, MaxFailureRatio: 0.25, Order: "start-first"},
-		Rollback:           &SwarmUpdate{FailureAction: "pause"},
+		Update:             manifest.SwarmUpdate{Parallelism: 2, Delay: 5 * time.Second, FailureAction: "rollback", Monitor: 10 * time.Second, MaxFailureRatio: 0.25, Order: "start-first"},
+		Rollback:           &manifest.SwarmUpdate{FailureAction: "pause"},
 	}
 	if !reflect.DeepEqual(web.Spec.Swarm, want) {
 		t.Errorf("web swarm spec = %+v, want %+v", web.Spec.Swarm, want)
@@ -46,7 +50,7 @@ func TestComposeSwarmDeployKeys(t *testing.T) {
 	}
 
 	// The same file for one engine is refused where it asks for Swarm.
-	_, err := loadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, LoadOptions{})
+	_, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, manifest.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "set target: swarm") {
 		t.Errorf("one engine: got %v, want a refusal naming target: swarm", err)
 	}
@@ -58,19 +62,19 @@ func TestComposeSwarmConfigsAndSecrets(t *testing.T) {
 		"site.conf":    "listen 80\n",
 		"key.txt":      "s3cret\n",
 	}
-	a := mustLoadCompose(t, files, swarmOpts)
+	a := loadtest.MustLoadCompose(t, files, swarmOpts)
 	web := a.Service("web").Spec
 	// The config is a repository file delivered as a Swarm config; the
 	// secret goes through the one secrets model (decrypted, or plaintext
 	// where allowed), as on one engine.
-	if len(web.Binds) != 1 || web.Binds[0].MountPath != "/site" || web.Binds[0].Object == nil || *web.Binds[0].Object != (FileObject{FileConfig, "site"}) || a.Content[web.Binds[0].ContentHash] == nil {
+	if len(web.Binds) != 1 || web.Binds[0].MountPath != "/site" || web.Binds[0].Object == nil || *web.Binds[0].Object != (manifest.FileObject{manifest.FileConfig, "site"}) || a.Content[web.Binds[0].ContentHash] == nil {
 		t.Errorf("binds = %+v, want the config as a Swarm object with its content", web.Binds)
 	}
 	if len(web.Secrets) != 1 || web.Secrets[0].Name != "key" || web.Secrets[0].Target != "/run/secrets/api.key" || string(a.SecretData[web.Secrets[0].Digest]) != "s3cret\n" {
 		t.Errorf("secrets = %+v", web.Secrets)
 	}
 	// On one engine the config stays a bind mount, hashed as before.
-	one := mustLoadCompose(t, files, LoadOptions{})
+	one := loadtest.MustLoadCompose(t, files, manifest.LoadOptions{})
 	for _, b := range one.Service("web").Spec.Binds {
 		if b.Object != nil {
 			t.Errorf("one engine: bind %+v carries a Swarm object", b)
@@ -82,7 +86,7 @@ func TestSwarmHashStableWithoutSwarmKeys(t *testing.T) {
 	// An app without Swarm-only keys hashes the same on either target,
 	// so switching target does not by itself count as a spec change.
 	files := map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"}
-	one, swarm := mustLoadCompose(t, files, LoadOptions{}), mustLoadCompose(t, files, swarmOpts)
+	one, swarm := loadtest.MustLoadCompose(t, files, manifest.LoadOptions{}), loadtest.MustLoadCompose(t, files, swarmOpts)
 	if one.Services[0].Hash != swarm.Services[0].Hash {
 		t.Errorf("hash differs by target: %s vs %s", one.Services[0].Hash, swarm.Services[0].Hash)
 	}
@@ -119,7 +123,7 @@ func TestSwarmRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadWith(composeFS(tt.files), ".", "shop", swarmOpts)
+			_, err := appdir.LoadWith(loadtest.ComposeFS(tt.files), ".", "shop", swarmOpts)
 			if err == nil {
 				t.Fatal("loaded, want refusals")
 			}

@@ -8,6 +8,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -698,4 +699,50 @@ type SecretRef struct {
 // DB_PASSWORD). The variables are secretEnv.
 type EnvFrom struct {
 	Secret string `json:"secret"`
+}
+
+// DependencyCycles finds each cycle of the graph once, starting at its
+// alphabetically first node, in a stable order. Edges to unknown nodes and
+// to the node itself are ignored (reported elsewhere). Both front ends
+// use it.
+func DependencyCycles(deps map[string][]string) [][]string {
+	const (
+		unvisited = iota
+		onStack
+		done
+	)
+	state := map[string]int{}
+	reported := map[string]bool{}
+	var cycles [][]string
+	var stack []string
+	var visit func(name string)
+	visit = func(name string) {
+		state[name] = onStack
+		stack = append(stack, name)
+		for _, d := range deps[name] {
+			if _, known := deps[d]; !known || d == name {
+				continue
+			}
+			switch state[d] {
+			case unvisited:
+				visit(d)
+			case onStack:
+				cycle := slices.Clone(stack[slices.Index(stack, d):])
+				start := slices.Index(cycle, slices.Min(cycle))
+				cycle = append(cycle[start:], cycle[:start]...)
+				if key := strings.Join(cycle, " -> "); !reported[key] {
+					reported[key] = true
+					cycles = append(cycles, cycle)
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[name] = done
+	}
+	for _, name := range sortedKeys(deps) {
+		if state[name] == unvisited {
+			visit(name)
+		}
+	}
+	return cycles
 }

@@ -14,6 +14,28 @@ import (
 // Value syntaxes of service fields, shared by both front ends: each parser
 // returns the normalized value or an error that reads after the field name.
 
+// CheckSubnet checks a declared network subnet: an IPv4 CIDR without host
+// bits, small enough to hold a gateway and a container.
+func CheckSubnet(s string) error {
+	if s == "" {
+		return nil
+	}
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil || !p.Addr().Is4():
+		return fmt.Errorf("subnet %q must be an IPv4 CIDR such as 10.20.0.0/24", s)
+	case p.Masked() != p:
+		return fmt.Errorf("subnet %s has host bits set; did you mean %s?", s, p.Masked())
+	case p.Bits() > 30:
+		return fmt.Errorf("subnet %s is too small for a gateway and a container: use /30 or larger", s)
+	}
+	return nil
+}
+
+// MaxSeconds bounds every duration field: a day is more than any probe or
+// grace period needs, and keeps durations far from overflowing.
+const MaxSeconds = 86400
+
 // ParseDuration parses a Go/compose duration ("10s", "1m30s", "500ms"):
 // not negative, at most a day.
 func ParseDuration(s string) (time.Duration, error) {
@@ -23,7 +45,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid duration %q: use a number with a unit, such as 10s, 1m30s or 500ms", s)
 	case d < 0:
 		return 0, fmt.Errorf("invalid duration %q: must not be negative", s)
-	case d > maxSeconds*time.Second:
+	case d > MaxSeconds*time.Second:
 		return 0, fmt.Errorf("invalid duration %q: must be at most 24h", s)
 	}
 	return d, nil
@@ -95,17 +117,6 @@ func ValidCapability(c string) bool {
 	return found
 }
 
-// parseMode reads a permission mode as chmod does: always octal ("1777",
-// "0755", "0o755").
-func parseMode(s string) (uint32, error) {
-	t := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "0o"), "0O")
-	n, err := strconv.ParseUint(t, 8, 32)
-	if err != nil || n > 0o7777 {
-		return 0, fmt.Errorf("invalid mode %q: use octal permission bits such as 1777 or 0755", s)
-	}
-	return uint32(n), nil
-}
-
 var (
 	userPart    = `[A-Za-z0-9_][A-Za-z0-9_.-]*\$?`
 	userPattern = regexp.MustCompile(`^` + userPart + `(:` + userPart + `)?$`)
@@ -172,6 +183,3 @@ func CheckMAC(m string) error {
 	}
 	return nil
 }
-
-// Bind propagation modes Docker accepts.
-var propagations = []string{"private", "rprivate", "shared", "rshared", "slave", "rslave"}

@@ -10,32 +10,49 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// docCtx is one YAML document: where it starts and where each of its field
+// Quantity is a resource amount written as a string or a number
+// ("512Mi", 1073741824, "0.5", 0.5). The walker passes its text through.
+type Quantity string
+
+// Duration is a time span written as a string in Go/compose notation
+// ("10s", "1m30s", "500ms"). The walker passes its text through.
+type Duration string
+
+// Scalar is a value written as a string or an integer (a stop signal as
+// "SIGTERM" or 15, a group as "audio" or 1000, a sysctl value, a tmpfs
+// mode). The walker passes its text through.
+type Scalar string
+
+// Ignored marks a field whose content is not checked: the spec of a
+// document whose kind is unknown (the kind error says enough).
+type Ignored struct{}
+
+// DocCtx is one YAML document: where it starts and where each of its field
 // paths is, so errors found after decoding still point at a line.
-type docCtx struct {
-	file  string
-	start Position
-	pos   map[string]Position
-	// failed holds the paths the walker reported, so validation does not
+type DocCtx struct {
+	File  string
+	Start Position
+	Pos   map[string]Position
+	// Failed holds the paths the walker reported, so validation does not
 	// add "is required" for a field that is present but malformed.
-	failed map[string]bool
+	Failed map[string]bool
 }
 
-// at returns the position of path, or of its nearest ancestor that exists
+// At returns the position of path, or of its nearest ancestor that exists
 // (a missing field is reported where its parent is).
-func (d *docCtx) at(path string) Position {
+func (d *DocCtx) At(path string) Position {
 	for {
-		if p, ok := d.pos[path]; ok {
+		if p, ok := d.Pos[path]; ok {
 			return p
 		}
 		if path == "" {
-			return d.start
+			return d.Start
 		}
-		path = parentPath(path)
+		path = ParentPath(path)
 	}
 }
 
-func parentPath(p string) string {
+func ParentPath(p string) string {
 	if strings.HasSuffix(p, `"]`) {
 		if i := strings.LastIndex(p, `["`); i >= 0 {
 			return p[:i]
@@ -52,10 +69,10 @@ func parentPath(p string) string {
 	return ""
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var PlainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
-func childPath(parent, key string) string {
-	if !plainKey.MatchString(key) {
+func ChildPath(parent, key string) string {
+	if !PlainKey.MatchString(key) {
 		return parent + "[" + strconv.Quote(key) + "]"
 	}
 	if parent == "" {
@@ -64,40 +81,40 @@ func childPath(parent, key string) string {
 	return parent + "." + key
 }
 
-func indexPath(parent string, i int) string {
+func IndexPath(parent string, i int) string {
 	return parent + "[" + strconv.Itoa(i) + "]"
 }
 
-// walker checks a yaml.v3 node tree against a raw type: unknown fields,
+// Walker checks a yaml.v3 node tree against a raw type: unknown fields,
 // duplicate keys and wrong types, each with its position. It records the
 // position of every field path it sees and builds a JSON-able value of the
 // parts that are well-formed, for the strict decode.
-type walker struct {
-	doc  *docCtx
-	errs *collector
-	bad  bool
+type Walker struct {
+	Doc  *DocCtx
+	Errs *Collector
+	Bad  bool
 }
 
 var (
-	quantityType = reflect.TypeOf(quantity(""))
-	durationType = reflect.TypeOf(duration(""))
-	scalarType   = reflect.TypeOf(scalar(""))
-	ignoredType  = reflect.TypeOf(ignored{})
+	quantityType = reflect.TypeOf(Quantity(""))
+	durationType = reflect.TypeOf(Duration(""))
+	scalarType   = reflect.TypeOf(Scalar(""))
+	ignoredType  = reflect.TypeOf(Ignored{})
 )
 
-func (w *walker) fail(n *yaml.Node, field, format string, args ...any) {
-	w.bad = true
-	w.doc.failed[field] = true
-	w.errs.add(w.nodePos(n), field, format, args...)
+func (w *Walker) fail(n *yaml.Node, field, format string, args ...any) {
+	w.Bad = true
+	w.Doc.Failed[field] = true
+	w.Errs.Add(w.nodePos(n), field, format, args...)
 }
 
-func (w *walker) nodePos(n *yaml.Node) Position {
-	return Position{File: w.doc.file, Line: n.Line, Column: n.Column}
+func (w *Walker) nodePos(n *yaml.Node) Position {
+	return Position{File: w.Doc.File, Line: n.Line, Column: n.Column}
 }
 
-// walk returns the JSON-able value of n, or ok=false when n is null (the
+// Walk returns the JSON-able value of n, or ok=false when n is null (the
 // caller decides whether null is allowed) or malformed (already reported).
-func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool) {
+func (w *Walker) Walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -120,7 +137,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool
 		if n.Kind == yaml.ScalarNode && (tag == "!!str" || tag == "!!int" || tag == "!!float") {
 			return n.Value, true
 		}
-		w.fail(n, path, "must be a quantity such as 512Mi or \"0.5\", got %s", describe(n))
+		w.fail(n, path, "must be a quantity such as 512Mi or \"0.5\", got %s", Describe(n))
 		return nil, false
 	}
 	switch {
@@ -142,32 +159,32 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) (v any, ok bool
 
 // walkText passes through the text of a duration or a string-or-integer
 // scalar.
-func (w *walker) walkText(n *yaml.Node, t reflect.Type, path, tag string) (any, bool) {
+func (w *Walker) walkText(n *yaml.Node, t reflect.Type, path, tag string) (any, bool) {
 	if t == durationType {
 		if n.Kind == yaml.ScalarNode && tag == "!!str" {
 			return n.Value, true
 		}
-		w.fail(n, path, "must be a duration such as 10s, 1m30s or 500ms, got %s", describe(n))
+		w.fail(n, path, "must be a duration such as 10s, 1m30s or 500ms, got %s", Describe(n))
 		return nil, false
 	}
 	if n.Kind == yaml.ScalarNode && (tag == "!!str" || tag == "!!int") {
 		return n.Value, true
 	}
-	w.fail(n, path, "must be a string or an integer, got %s", describe(n))
+	w.fail(n, path, "must be a string or an integer, got %s", Describe(n))
 	return nil, false
 }
 
 // walkScalar checks a string, integer or boolean.
-func (w *walker) walkScalar(n *yaml.Node, kind reflect.Kind, path, tag string) (any, bool) {
+func (w *Walker) walkScalar(n *yaml.Node, kind reflect.Kind, path, tag string) (any, bool) {
 	switch kind {
 	case reflect.String:
 		if n.Kind == yaml.ScalarNode && tag == "!!str" {
 			return n.Value, true
 		}
 		if n.Kind == yaml.ScalarNode {
-			w.fail(n, path, "must be a string, got %s: quote the value", describe(n))
+			w.fail(n, path, "must be a string, got %s: quote the value", Describe(n))
 		} else {
-			w.fail(n, path, "must be a string, got %s", describe(n))
+			w.fail(n, path, "must be a string, got %s", Describe(n))
 		}
 		return nil, false
 	case reflect.Int:
@@ -179,7 +196,7 @@ func (w *walker) walkScalar(n *yaml.Node, kind reflect.Kind, path, tag string) (
 			}
 			return i, true
 		}
-		w.fail(n, path, "must be an integer, got %s", describe(n))
+		w.fail(n, path, "must be an integer, got %s", Describe(n))
 		return nil, false
 	}
 	if n.Kind == yaml.ScalarNode && tag == "!!bool" {
@@ -187,19 +204,19 @@ func (w *walker) walkScalar(n *yaml.Node, kind reflect.Kind, path, tag string) (
 			return b, true
 		}
 	}
-	w.fail(n, path, "must be true or false, got %s", describe(n))
+	w.fail(n, path, "must be true or false, got %s", Describe(n))
 	return nil, false
 }
 
 // mappingKey checks a mapping key and returns its text.
-func (w *walker) mappingKey(k *yaml.Node, parent string) (string, bool) {
+func (w *Walker) mappingKey(k *yaml.Node, parent string) (string, bool) {
 	switch {
 	case k.Kind == yaml.AliasNode:
 		w.fail(k, parent, "YAML aliases are not supported: write the key out")
 	case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
 		w.fail(k, parent, "YAML merge keys (<<) are not supported: write the fields out")
 	case k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str":
-		w.fail(k, parent, "keys must be strings, got %s", describe(k))
+		w.fail(k, parent, "keys must be strings, got %s", Describe(k))
 	default:
 		return k.Value, true
 	}
@@ -208,12 +225,12 @@ func (w *walker) mappingKey(k *yaml.Node, parent string) (string, bool) {
 
 // pairs checks that n is a mapping without duplicate keys and calls fn for
 // each well-formed pair.
-func (w *walker) pairs(n *yaml.Node, path, want string, fn func(key string, k, v *yaml.Node)) bool {
+func (w *Walker) pairs(n *yaml.Node, path, want string, fn func(key string, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
 		if path == "" {
-			w.fail(n, path, "a document must be a mapping with apiVersion, kind, metadata and spec, got %s", describe(n))
+			w.fail(n, path, "a document must be a mapping with apiVersion, kind, metadata and spec, got %s", Describe(n))
 		} else {
-			w.fail(n, path, "must be %s, got %s", want, describe(n))
+			w.fail(n, path, "must be %s, got %s", want, Describe(n))
 		}
 		return false
 	}
@@ -225,7 +242,7 @@ func (w *walker) pairs(n *yaml.Node, path, want string, fn func(key string, k, v
 			continue
 		}
 		if first, dup := seen[key]; dup {
-			w.fail(k, childPath(path, key), "duplicate key (first at line %d)", first.Line)
+			w.fail(k, ChildPath(path, key), "duplicate key (first at line %d)", first.Line)
 			continue
 		}
 		seen[key] = k
@@ -236,15 +253,15 @@ func (w *walker) pairs(n *yaml.Node, path, want string, fn func(key string, k, v
 
 // record remembers where path is: scalars at their value, collections and
 // nulls at their key (the line a user looks for).
-func (w *walker) record(path string, k, v *yaml.Node) {
+func (w *Walker) record(path string, k, v *yaml.Node) {
 	at := v
-	if k != nil && (isNull(v) || v.Kind != yaml.ScalarNode && v.Kind != yaml.AliasNode) {
+	if k != nil && (IsNull(v) || v.Kind != yaml.ScalarNode && v.Kind != yaml.AliasNode) {
 		at = k
 	}
-	w.doc.pos[path] = w.nodePos(at)
+	w.Doc.Pos[path] = w.nodePos(at)
 }
 
-func (w *walker) walkStruct(n *yaml.Node, t reflect.Type, path string) (any, bool) {
+func (w *Walker) walkStruct(n *yaml.Node, t reflect.Type, path string) (any, bool) {
 	fields := map[string]reflect.Type{}
 	var names []string
 	for i := 0; i < t.NumField(); i++ {
@@ -255,64 +272,64 @@ func (w *walker) walkStruct(n *yaml.Node, t reflect.Type, path string) (any, boo
 	}
 	out := map[string]any{}
 	ok := w.pairs(n, path, "a mapping", func(key string, k, v *yaml.Node) {
-		cp := childPath(path, key)
+		cp := ChildPath(path, key)
 		ft, known := fields[key]
 		if !known {
 			msg := "unknown field"
-			if s := suggest(key, names); s != "" {
+			if s := Suggest(key, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			w.fail(k, cp, "%s", msg)
 			return
 		}
 		w.record(cp, k, v)
-		if val, present := w.walk(v, ft, cp); present {
+		if val, present := w.Walk(v, ft, cp); present {
 			out[key] = val
 		}
 	})
 	return out, ok
 }
 
-func (w *walker) walkMap(n *yaml.Node, t reflect.Type, path string) (any, bool) {
+func (w *Walker) walkMap(n *yaml.Node, t reflect.Type, path string) (any, bool) {
 	out := map[string]any{}
 	ok := w.pairs(n, path, "a mapping", func(key string, k, v *yaml.Node) {
-		cp := childPath(path, key)
+		cp := ChildPath(path, key)
 		w.record(cp, k, v)
-		if isNull(v) {
+		if IsNull(v) {
 			w.fail(k, cp, "must be %s, got null: write \"\" for an empty value", want(t.Elem()))
 			return
 		}
-		if val, present := w.walk(v, t.Elem(), cp); present {
+		if val, present := w.Walk(v, t.Elem(), cp); present {
 			out[key] = val
 		}
 	})
 	return out, ok
 }
 
-func (w *walker) walkSlice(n *yaml.Node, t reflect.Type, path string) (any, bool) {
+func (w *Walker) walkSlice(n *yaml.Node, t reflect.Type, path string) (any, bool) {
 	if n.Kind != yaml.SequenceNode {
-		w.fail(n, path, "must be a list, got %s", describe(n))
+		w.fail(n, path, "must be a list, got %s", Describe(n))
 		return nil, false
 	}
 	out := make([]any, 0, len(n.Content))
 	for i, item := range n.Content {
-		ip := indexPath(path, i)
+		ip := IndexPath(path, i)
 		w.record(ip, nil, item)
-		if isNull(item) {
+		if IsNull(item) {
 			w.fail(item, ip, "must be %s, got null", want(t.Elem()))
 		}
 		// A malformed item stays as a null placeholder so the indices of
 		// the items after it, and so their positions, do not shift.
-		val, _ := w.walk(item, t.Elem(), ip)
+		val, _ := w.Walk(item, t.Elem(), ip)
 		out = append(out, val)
 	}
 	return out, true
 }
 
-// relatedToFailure reports whether field is, contains or lies within a
+// RelatedToFailure reports whether field is, contains or lies within a
 // path the walker reported: validation errors there would only echo it.
-func (d *docCtx) relatedToFailure(field string) bool {
-	for f := range d.failed {
+func (d *DocCtx) RelatedToFailure(field string) bool {
+	for f := range d.Failed {
 		if within(f, field) || within(field, f) {
 			return true
 		}
@@ -328,12 +345,12 @@ func within(p, q string) bool {
 	return strings.HasPrefix(q, p) && (q[len(p)] == '.' || q[len(p)] == '[')
 }
 
-func isNull(n *yaml.Node) bool {
+func IsNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// describe names what a node is, for "must be X, got Y".
-func describe(n *yaml.Node) string {
+// Describe names what a node is, for "must be X, got Y".
+func Describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -381,9 +398,9 @@ func want(t reflect.Type) string {
 	return "a string"
 }
 
-// suggest returns the known field closest to an unknown one, if it is
+// Suggest returns the known field closest to an unknown one, if it is
 // close enough to be a typo.
-func suggest(key string, names []string) string {
+func Suggest(key string, names []string) string {
 	best, bestDist := "", 3
 	for _, n := range names {
 		if strings.EqualFold(n, key) {

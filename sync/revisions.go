@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 // revisionCacheSize is how many parsed revisions an app keeps: the head,
@@ -64,7 +65,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg AppConfig, rev
 	case err != nil:
 		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
 	default:
-		app, err := manifest.LoadWith(fsys, ".", cfg.Name, cfg.loadOptions())
+		app, err := appdir.LoadWith(fsys, ".", cfg.Name, cfg.loadOptions())
 		if rs.refusal, err = refusalOf(rev, cfg, err); err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 func load(t *testing.T, files map[string]string) *manifest.App {
@@ -21,7 +22,7 @@ func load(t *testing.T, files map[string]string) *manifest.App {
 	for k, v := range files {
 		fsys[k] = &fstest.MapFile{Data: []byte(v)}
 	}
-	a, err := manifest.LoadWith(fsys, ".", "shop", manifest.LoadOptions{Target: manifest.TargetSwarm})
+	a, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{Target: manifest.TargetSwarm})
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}

@@ -35,6 +35,7 @@ import (
 	"sync"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 // format changes whenever an entry's layout does: old entries then miss.
@@ -81,16 +82,16 @@ const (
 )
 
 // Load returns the app dir declares, from the cache when every input
-// still reads the same, else loaded with manifest.LoadDirFSWith and
+// still reads the same, else loaded with appdir.LoadDirFSWith and
 // stored. Errors are the load's own: a cache problem is never one.
 func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 	if c == nil || c.Build == "" || c.Dir == "" {
-		app, err := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+		app, err := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 		return app, outcome(Skip, err), err
 	}
 	key, err := c.key(req)
 	if err != nil {
-		app, err := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+		app, err := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 		return app, outcome(Skip, err), err
 	}
 	dir := req.Dir
@@ -125,7 +126,7 @@ func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 			return req.Opts.Decrypt(name, data)
 		}
 	}
-	app, err := manifest.LoadDirFSWith(rec, dir, req.App, opts)
+	app, err := appdir.LoadDirFSWith(rec, dir, req.App, opts)
 	if err != nil {
 		return app, Failed, err
 	}

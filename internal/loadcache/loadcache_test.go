@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 const composeFile = `services:
@@ -74,7 +75,7 @@ func name(o Outcome) string {
 // uncached is what the load gives without the cache.
 func uncached(t *testing.T, req Request) *manifest.App {
 	t.Helper()
-	app, err := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+	app, err := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestEachChangedInputMisses(t *testing.T) {
 			if got == Hit {
 				t.Fatal("served from the cache after the change")
 			}
-			want, werr := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+			want, werr := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 			if (err == nil) != (werr == nil) {
 				t.Fatalf("error %v, uncached %v", err, werr)
 			}
@@ -270,7 +271,7 @@ var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 // other variable removed, the model is the same.
 func TestCorpus(t *testing.T) {
 	var dirs []string
-	for _, g := range []string{"../../manifest/testdata/compose/*", "../../examples/*"} {
+	for _, g := range []string{"../../manifest/compose/testdata/compose/*", "../../examples/*"} {
 		m, _ := filepath.Glob(g)
 		for _, d := range m {
 			if info, err := os.Stat(d); err == nil && info.IsDir() {
@@ -303,7 +304,7 @@ func TestCorpus(t *testing.T) {
 			read := map[string]bool{}
 			opts.EnvRead = func(n string) { read[n] = true }
 			req := Request{Dir: dir, App: "corpus", Opts: opts}
-			want, err := manifest.LoadDirWith(dir, "corpus", opts)
+			want, err := appdir.LoadDirWith(dir, "corpus", opts)
 			if err != nil {
 				t.Skipf("not loadable on its own: %v", err)
 			}
@@ -315,7 +316,7 @@ func TestCorpus(t *testing.T) {
 			}
 			narrow := opts
 			narrow.Environment, narrow.EnvRead = only, nil
-			got, err := manifest.LoadDirWith(dir, "corpus", narrow)
+			got, err := appdir.LoadDirWith(dir, "corpus", narrow)
 			if err != nil {
 				t.Fatalf("with only the variables read (%d of %d): %v", len(only), len(env), err)
 			}
