@@ -25,6 +25,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -33,7 +34,7 @@ import (
 
 // loadWith parses files ({{image}} is the workload image) under a policy
 // and reads their repository binds, as the loader does.
-func (f *fixture) loadWith(opts manifest.LoadOptions, files map[string]string) *manifest.App {
+func (f *fixture) loadWith(opts load.Options, files map[string]string) *manifest.App {
 	f.t.Helper()
 	fsys := fstest.MapFS{}
 	for name, d := range files {
@@ -43,7 +44,7 @@ func (f *fixture) loadWith(opts manifest.LoadOptions, files map[string]string) *
 	if err != nil {
 		f.t.Fatalf("manifests: %v", err)
 	}
-	if err := manifest.ResolveRepoBinds(fsys, ".", app); err != nil {
+	if err := load.ResolveRepoBinds(fsys, ".", app); err != nil {
 		f.t.Fatalf("repository binds: %v", err)
 	}
 	return app
@@ -105,7 +106,7 @@ func (f *fixture) readInContainer(id, path string) string {
 	return string(b)
 }
 
-var allowAll = manifest.LoadOptions{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/"}}}
+var allowAll = load.Options{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/"}}}
 
 func TestEveryFieldReachesDocker(t *testing.T) {
 	filesDir := t.TempDir()
@@ -307,7 +308,7 @@ spec:
 `
 	}
 	files := map[string]string{"a.yaml": svc("a"), "b.yaml": svc("b"), "conf/motd": "v1\n", "conf/sub/x": "x\n"}
-	app := f.loadWith(manifest.LoadOptions{}, files)
+	app := f.loadWith(load.Options{}, files)
 	f.converge(app, drift.Options{})
 
 	a1, b1 := f.inspect(f.app+"-a-1"), f.inspect(f.app+"-b-1")
@@ -342,7 +343,7 @@ spec:
 func changeMountedContent(t *testing.T, f *fixture, files map[string]string, filesDir, dirHash string) {
 	wantDir := filepath.Join(filesDir, dirHash)
 	files["conf/motd"] = "v2\n"
-	app2 := f.loadWith(manifest.LoadOptions{}, files)
+	app2 := f.loadWith(load.Options{}, files)
 	newHash := app2.Services[0].Spec.Binds[0].ContentHash
 	if newHash == dirHash {
 		t.Fatal("changed content kept its hash")

@@ -25,8 +25,8 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 	dsync "github.com/driftless-dev/driftless/sync"
 	"github.com/driftless-dev/driftless/web"
 )
@@ -337,7 +337,7 @@ func (a *composeApp) namespaceImages(images *imageSet) {
 
 // Images loads the adapted app as driftless does and returns the images
 // its services use.
-func (a *composeApp) Images(opts manifest.LoadOptions) []string {
+func (a *composeApp) Images(opts load.Options) []string {
 	a.t.Helper()
 	dir := filepath.Join(a.t.TempDir(), a.Name)
 	a.Write(dir)

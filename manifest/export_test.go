@@ -3,5 +3,7 @@ package manifest
 // Names the external tests of this package use.
 
 const BytesPerNode = bytesPerNode
+
 const MaxSwarmConfigBytes = maxSwarmConfigBytes
+
 const MaxSwarmObjectName = maxSwarmObjectName

@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // Specs that use none of the fields added for compose hash exactly as
@@ -246,11 +247,11 @@ func TestHashServiceKeyedSecrets(t *testing.T) {
 
 func TestLoadHashesWithTheKey(t *testing.T) {
 	fsys := fstest.MapFS{"web.yaml": {Data: []byte("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: web:1\n  env:\n    TOKEN: hunter2\n  secretEnv: [TOKEN]\n")}}
-	a, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{SecretKey: manifest.SecretKey("k1")})
+	a, err := appdir.LoadWith(fsys, ".", "shop", load.Options{SecretKey: manifest.SecretKey("k1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{SecretKey: manifest.SecretKey("k2")})
+	b, err := appdir.LoadWith(fsys, ".", "shop", load.Options{SecretKey: manifest.SecretKey("k2")})
 	if err != nil {
 		t.Fatal(err)
 	}

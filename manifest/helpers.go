@@ -13,13 +13,6 @@ func copyMap(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-func orDefaultString(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }

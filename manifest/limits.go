@@ -190,20 +190,20 @@ func NewBudgetFS(fsys fs.FS, lim Limits, display func(string) string) *budgetFS 
 	return &budgetFS{FS: fsys, b: &Budget{Limits: lim.WithDefaults()}, kind: readManifest, display: display}
 }
 
-// buildContextFS returns fsys without the revision's byte budget: a build
+// BuildContextFS returns fsys without the revision's byte budget: a build
 // context is sent to the engine, never parsed or mounted, and is bounded on
 // its own (MaxBuildContextBytes).
-func buildContextFS(fsys fs.FS) fs.FS {
+func BuildContextFS(fsys fs.FS) fs.FS {
 	if b, ok := fsys.(*budgetFS); ok {
 		return b.FS
 	}
 	return fsys
 }
 
-// contentFS returns the view of fsys that reads repository content: the
+// ContentFS returns the view of fsys that reads repository content: the
 // same budget, counted as content. A plain fs.FS gets a budget of its own
 // with the default limits, so no read is unbounded.
-func contentFS(fsys fs.FS) *budgetFS {
+func ContentFS(fsys fs.FS) *budgetFS {
 	if b, ok := fsys.(*budgetFS); ok {
 		return &budgetFS{FS: b.FS, b: b.b, kind: readContent, display: b.display}
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // loadLimited loads files with lim and returns the errors, one per line.
 func loadLimited(t *testing.T, fsys fs.FS, lim manifest.Limits) []string {
 	t.Helper()
-	_, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{Limits: lim})
+	_, err := appdir.LoadWith(fsys, ".", "shop", load.Options{Limits: lim})
 	if err == nil {
 		t.Fatal("loaded, want a refusal")
 	}
@@ -184,7 +185,7 @@ func TestLimitsBillionLaughs(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			_, err := appdir.LoadWith(mapFS(tc.files), ".", "shop", manifest.LoadOptions{})
+			_, err := appdir.LoadWith(mapFS(tc.files), ".", "shop", load.Options{})
 			runtime.ReadMemStats(&after)
 			if err == nil {
 				t.Fatal("loaded a billion laughs")

@@ -11,6 +11,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // issueVolumes is issue 24's example: the host's root and the Docker
@@ -25,7 +26,7 @@ volumes:
 `
 
 func TestComposeVolumeDriverOptionsAreHostPower(t *testing.T) {
-	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": issueVolumes}, manifest.LoadOptions{})
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": issueVolumes}, load.Options{})
 	want := []string{
 		"compose.yaml:6:57: volumes.hostroot.driver_opts.device: volume hostroot binds a host path: mounting / gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)",
 		"compose.yaml:7:53: volumes.sock.driver_opts.device: volume sock binds a host path: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
@@ -35,7 +36,7 @@ func TestComposeVolumeDriverOptionsAreHostPower(t *testing.T) {
 	}
 	// The names the messages give are enough.
 	if _, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": issueVolumes},
-		manifest.LoadOptions{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}}}); err != nil {
+		load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}}}); err != nil {
 		t.Errorf("with docker-socket and system-paths: %v", err)
 	}
 }
@@ -85,7 +86,7 @@ func TestVolumePolicy(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{"compose.yaml": "services:\n  x:\n    image: alpine\n    volumes: [vol:/v]\nvolumes:\n  vol: " + tc.volume + "\n"}
-			_, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{Policy: tc.policy})
+			_, err := loadtest.LoadComposeFiles(t, files, load.Options{Policy: tc.policy})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -139,7 +140,7 @@ metadata: {name: ebs}
 spec: {driver: rexray/ebs}
 `
 	fsys := fstest.MapFS{"app.yaml": {Data: []byte(doc)}}
-	_, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{})
+	_, err := appdir.LoadWith(fsys, ".", "shop", load.Options{})
 	got := loadtest.ErrorLines(t, err)
 	want := []string{
 		"app.yaml:11:50: spec.driverOpts.device: volume hostroot binds a host path: mounting / gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)",
@@ -150,7 +151,7 @@ spec: {driver: rexray/ebs}
 	if !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	all := manifest.LoadOptions{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths, manifest.AllowVolumeDrivers}}}
+	all := load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths, manifest.AllowVolumeDrivers}}}
 	if _, err := appdir.LoadWith(fsys, ".", "shop", all); err != nil {
 		t.Errorf("with every name the messages give: %v", err)
 	}
@@ -287,7 +288,7 @@ volumes:
   data:
     driver_opts: {type: none, o: bind, device: /srv/shop/data}
 `}
-	opts := manifest.LoadOptions{Policy: manifest.Policy{HostPaths: []string{"/srv/shop"}}}
+	opts := load.Options{Policy: manifest.Policy{HostPaths: []string{"/srv/shop"}}}
 	if _, err := loadtest.LoadComposeFiles(t, files, opts); err != nil {
 		t.Fatalf("as written: %v", err)
 	}

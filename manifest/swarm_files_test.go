@@ -7,6 +7,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // A repository file a service binds reaches Swarm tasks as a config named
@@ -39,7 +40,7 @@ func TestSwarmRepoFileBindsBecomeConfigs(t *testing.T) {
 			if c := a.Content[binds[0].ContentHash]; c == nil || string(c.Files[0].Data) != "worker_processes 1;\n" {
 				t.Errorf("the config's content is not loaded with the app: %+v", c)
 			}
-			one, err := appdir.LoadWith(loadtest.ComposeFS(tt.files), ".", "shop", manifest.LoadOptions{})
+			one, err := appdir.LoadWith(loadtest.ComposeFS(tt.files), ".", "shop", load.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

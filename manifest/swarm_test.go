@@ -9,9 +9,10 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
-var swarmOpts = manifest.LoadOptions{Target: manifest.TargetSwarm}
+var swarmOpts = load.Options{Target: manifest.TargetSwarm}
 
 func TestComposeSwarmDeployKeys(t *testing.T) {
 	a := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": `services:
@@ -50,7 +51,7 @@ func TestComposeSwarmDeployKeys(t *testing.T) {
 	}
 
 	// The same file for one engine is refused where it asks for Swarm.
-	_, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, manifest.LoadOptions{})
+	_, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, load.Options{})
 	if err == nil || !strings.Contains(err.Error(), "set target: swarm") {
 		t.Errorf("one engine: got %v, want a refusal naming target: swarm", err)
 	}
@@ -74,7 +75,7 @@ func TestComposeSwarmConfigsAndSecrets(t *testing.T) {
 		t.Errorf("secrets = %+v", web.Secrets)
 	}
 	// On one engine the config stays a bind mount, hashed as before.
-	one := loadtest.MustLoadCompose(t, files, manifest.LoadOptions{})
+	one := loadtest.MustLoadCompose(t, files, load.Options{})
 	for _, b := range one.Service("web").Spec.Binds {
 		if b.Object != nil {
 			t.Errorf("one engine: bind %+v carries a Swarm object", b)
@@ -86,7 +87,7 @@ func TestSwarmHashStableWithoutSwarmKeys(t *testing.T) {
 	// An app without Swarm-only keys hashes the same on either target,
 	// so switching target does not by itself count as a spec change.
 	files := map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"}
-	one, swarm := loadtest.MustLoadCompose(t, files, manifest.LoadOptions{}), loadtest.MustLoadCompose(t, files, swarmOpts)
+	one, swarm := loadtest.MustLoadCompose(t, files, load.Options{}), loadtest.MustLoadCompose(t, files, swarmOpts)
 	if one.Services[0].Hash != swarm.Services[0].Hash {
 		t.Errorf("hash differs by target: %s vs %s", one.Services[0].Hash, swarm.Services[0].Hash)
 	}

@@ -88,7 +88,7 @@ type App struct {
 	// hashed itself: each service's Build and Image are.
 	Builds map[string]*BuildContext `json:"-"`
 	// SecretKey digests secret values in hashes and displays (see
-	// SecretKey); the loader sets it from LoadOptions.SecretKey.
+	// SecretKey); the loader sets it from load.Options.SecretKey.
 	SecretKey SecretKey `json:"-"`
 	// SecretData holds, by their digest (SecretRef.Digest), the decrypted
 	// values the services' secrets deliver as files. Memory only: never

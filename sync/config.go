@@ -16,6 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
@@ -155,8 +156,8 @@ const (
 const AdoptCompose = "compose"
 
 // loadOptions are what the config adds to the app's files.
-func (c AppConfig) loadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.secretKey,
+func (c AppConfig) loadOptions() load.Options {
+	return load.Options{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.secretKey,
 		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext,
 		Target: c.swarmTarget()}
 }

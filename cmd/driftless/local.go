@@ -22,6 +22,7 @@ import (
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/internal/loadcache"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/secrets"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
@@ -84,8 +85,8 @@ func (l *loadFlags) adoptCompose() (bool, error) {
 
 // options are the load options; env is what compose files interpolate
 // from (nil: nothing but the app's .env file).
-func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error) {
-	opts := manifest.LoadOptions{
+func (l *loadFlags) options(env map[string]string) (load.Options, error) {
+	opts := load.Options{
 		Policy: manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
 		// Host paths are judged where they land on this machine, whose
 		// engine the command drives.

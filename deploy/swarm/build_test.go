@@ -57,7 +57,7 @@ func buildApp(t *testing.T, image string) *manifest.App {
 	if image != "" {
 		compose += "    image: " + image + "\n"
 	}
-	return load(t, map[string]string{"compose.yaml": compose, "web/Dockerfile": "FROM scratch\n"})
+	return loadApp(t, map[string]string{"compose.yaml": compose, "web/Dockerfile": "FROM scratch\n"})
 }
 
 func TestEnsureImagesOnSwarm(t *testing.T) {

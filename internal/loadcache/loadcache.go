@@ -36,6 +36,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // format changes whenever an entry's layout does: old entries then miss.
@@ -67,7 +68,7 @@ type Cache struct {
 // Request is one load.
 type Request struct {
 	Dir, App string
-	Opts     manifest.LoadOptions
+	Opts     load.Options
 }
 
 // Outcome says what Load did, for tests and debugging.

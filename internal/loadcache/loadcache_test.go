@@ -13,6 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 const composeFile = `services:
@@ -49,14 +50,14 @@ func testCache(t *testing.T) *Cache {
 }
 
 func baseRequest(dir string) Request {
-	return Request{Dir: dir, App: "shop", Opts: manifest.LoadOptions{
+	return Request{Dir: dir, App: "shop", Opts: load.Options{
 		Environment: map[string]string{"REGION": "eu", "UNRELATED": "1"},
 		SecretKey:   manifest.SecretKey("0123456789abcdef0123456789abcdef"),
 	}}
 }
 
-// load loads req and checks the outcome.
-func load(t *testing.T, c *Cache, req Request, want Outcome) *manifest.App {
+// loadApp loads req and checks the outcome.
+func loadApp(t *testing.T, c *Cache, req Request, want Outcome) *manifest.App {
 	t.Helper()
 	app, got, err := c.Load(req)
 	if err != nil {
@@ -93,13 +94,13 @@ func TestHitGivesTheLoadedModel(t *testing.T) {
 	dir := newApp(t, map[string]string{"compose.yaml": composeFile, "web.env": "A=1\n"})
 	c := testCache(t)
 	req := baseRequest(dir)
-	first := load(t, c, req, Miss)
-	second := load(t, c, req, Hit)
+	first := loadApp(t, c, req, Miss)
+	second := loadApp(t, c, req, Hit)
 	sameModel(t, second, first)
 	sameModel(t, second, uncached(t, req))
 	// A variable the load never looked up does not matter.
 	req.Opts.Environment = map[string]string{"REGION": "eu", "UNRELATED": "2", "PWD": "/elsewhere"}
-	load(t, c, req, Hit)
+	loadApp(t, c, req, Hit)
 }
 
 // Every input of the load, changed, is a miss, and the model then is the
@@ -169,8 +170,8 @@ func TestEachChangedInputMisses(t *testing.T) {
 			dir := newApp(t, map[string]string{"compose.yaml": composeFile, "web.env": "A=1\n"})
 			c := testCache(t)
 			req := baseRequest(dir)
-			load(t, c, req, Miss)
-			load(t, c, req, Hit)
+			loadApp(t, c, req, Miss)
+			loadApp(t, c, req, Hit)
 			tc.change(t, dir, &req, c)
 			app, got, err := c.Load(req)
 			if got == Hit {
@@ -183,7 +184,7 @@ func TestEachChangedInputMisses(t *testing.T) {
 			if err == nil {
 				sameModel(t, app, want)
 				// Stored again: the next load is a hit.
-				load(t, c, req, Hit)
+				loadApp(t, c, req, Hit)
 			}
 		})
 	}
@@ -194,10 +195,10 @@ func TestNativeManifestAppearingMisses(t *testing.T) {
 	dir := newApp(t, map[string]string{"web.yaml": strings.Replace(svc, "%s", "web", 1)})
 	c := testCache(t)
 	req := baseRequest(dir)
-	load(t, c, req, Miss)
-	load(t, c, req, Hit)
+	loadApp(t, c, req, Miss)
+	loadApp(t, c, req, Hit)
 	write(t, filepath.Join(dir, "sub", "api.yml"), strings.Replace(svc, "%s", "api", 1))
-	app := load(t, c, req, Miss)
+	app := loadApp(t, c, req, Miss)
 	if len(app.Services) != 2 {
 		t.Fatalf("%d services after adding one", len(app.Services))
 	}
@@ -211,8 +212,8 @@ func TestSecretsAreNotStored(t *testing.T) {
 	})
 	c := testCache(t)
 	req := baseRequest(dir)
-	load(t, c, req, Skip)
-	load(t, c, req, Skip)
+	loadApp(t, c, req, Skip)
+	loadApp(t, c, req, Skip)
 	if entries, _ := filepath.Glob(filepath.Join(c.Dir, "*")); len(entries) != 0 {
 		t.Fatalf("stored %v", entries)
 	}
@@ -223,7 +224,7 @@ func TestEntryFiles(t *testing.T) {
 	c := testCache(t)
 	c.PerApp = 2
 	req := baseRequest(dir)
-	load(t, c, req, Miss)
+	loadApp(t, c, req, Miss)
 	entries, _ := filepath.Glob(filepath.Join(c.Dir, "*"))
 	if len(entries) != 1 {
 		t.Fatalf("entries %v", entries)
@@ -242,7 +243,7 @@ func TestEntryFiles(t *testing.T) {
 	// Each profile set is an entry of its own; the app keeps PerApp.
 	for _, p := range []string{"a", "b", "c"} {
 		req.Opts.Profiles = []string{p}
-		load(t, c, req, Miss)
+		loadApp(t, c, req, Miss)
 	}
 	if entries, _ := filepath.Glob(filepath.Join(c.Dir, "shop.*")); len(entries) != 2 {
 		t.Fatalf("%d entries for the app, want 2", len(entries))
@@ -260,8 +261,8 @@ func TestDisabledOrFailedLoad(t *testing.T) {
 	}
 	dir = newApp(t, map[string]string{"compose.yaml": composeFile, "web.env": ""})
 	var off *Cache
-	load(t, off, baseRequest(dir), Skip)
-	load(t, &Cache{Dir: c.Dir}, baseRequest(dir), Skip) // no build ID
+	loadApp(t, off, baseRequest(dir), Skip)
+	loadApp(t, &Cache{Dir: c.Dir}, baseRequest(dir), Skip) // no build ID
 }
 
 var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
@@ -297,7 +298,7 @@ func TestCorpus(t *testing.T) {
 				}
 				return nil
 			})
-			opts := manifest.LoadOptions{Environment: env, SecretKey: manifest.SecretKey("k")}
+			opts := load.Options{Environment: env, SecretKey: manifest.SecretKey("k")}
 			if data, err := os.ReadFile(filepath.Join(dir, "profiles.txt")); err == nil {
 				opts.Profiles = strings.Fields(string(data))
 			}
@@ -353,17 +354,17 @@ func TestBuildArgFromEnvironment(t *testing.T) {
 	c := testCache(t)
 	req := baseRequest(dir)
 	req.Opts.Environment = map[string]string{"VERSION": "1"}
-	first := load(t, c, req, Miss)
-	load(t, c, req, Hit)
+	first := loadApp(t, c, req, Miss)
+	loadApp(t, c, req, Hit)
 	req.Opts.Environment = map[string]string{"VERSION": "2"}
-	second := load(t, c, req, Miss)
+	second := loadApp(t, c, req, Miss)
 	if first.Services[0].Hash == second.Services[0].Hash {
 		t.Fatal("the build arg did not change the service")
 	}
 	sameModel(t, second, uncached(t, req))
 	// The build context is an input as well.
 	write(t, filepath.Join(dir, "web", "Dockerfile"), "FROM scratch\nLABEL a=b\n")
-	third := load(t, c, req, Miss)
+	third := loadApp(t, c, req, Miss)
 	if third.Services[0].Hash == second.Services[0].Hash {
 		t.Fatal("the Dockerfile did not change the service")
 	}
@@ -383,8 +384,8 @@ func TestHitJudgesHostPathsAgain(t *testing.T) {
 	req := baseRequest(dir)
 	req.Opts.Policy = manifest.Policy{HostPaths: []string{hostDir}}
 	req.Opts.Host = hostpath.Host(func(string) string { return "" })
-	load(t, c, req, Miss)
-	load(t, c, req, Hit)
+	loadApp(t, c, req, Miss)
+	loadApp(t, c, req, Hit)
 	if err := os.Remove(data); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/compose"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 )
 
@@ -20,11 +21,11 @@ import (
 // path in fsys. A missing root or an unreadable file is a plain error
 // (wrapping the fs error). A root without documents yields an empty App.
 func Load(fsys fs.FS, root string, app string) (*manifest.App, error) {
-	return LoadWith(fsys, root, app, manifest.LoadOptions{})
+	return LoadWith(fsys, root, app, load.Options{})
 }
 
 // LoadWith is Load with the app's options.
-func LoadWith(fsys fs.FS, root string, app string, opts manifest.LoadOptions) (*manifest.App, error) {
+func LoadWith(fsys fs.FS, root string, app string, opts load.Options) (*manifest.App, error) {
 	return loadBounded(fsys, root, app, opts, func(p string) string { return p })
 }
 
@@ -32,11 +33,11 @@ func LoadWith(fsys fs.FS, root string, app string, opts manifest.LoadOptions) (*
 // name files as dir joined with their path below it, e.g.
 // "examples/shop/web.yaml", so they can be opened as printed.
 func LoadDir(dir string, app string) (*manifest.App, error) {
-	return LoadDirWith(dir, app, manifest.LoadOptions{})
+	return LoadDirWith(dir, app, load.Options{})
 }
 
 // LoadDirWith is LoadDir with the app's options.
-func LoadDirWith(dir string, app string, opts manifest.LoadOptions) (*manifest.App, error) {
+func LoadDirWith(dir string, app string, opts load.Options) (*manifest.App, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -46,7 +47,7 @@ func LoadDirWith(dir string, app string, opts manifest.LoadOptions) (*manifest.A
 // LoadDirFSWith is LoadDirWith reading the directory dir through fsys,
 // which must be os.DirFS(dir) or a view of it (one that records what the
 // load read, say): positions still name files below dir.
-func LoadDirFSWith(fsys fs.FS, dir string, app string, opts manifest.LoadOptions) (*manifest.App, error) {
+func LoadDirFSWith(fsys fs.FS, dir string, app string, opts load.Options) (*manifest.App, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -65,7 +66,7 @@ func LoadDirFSWith(fsys fs.FS, dir string, app string, opts manifest.LoadOptions
 }
 
 // loadBounded checks the app name and options and bounds the reads of fsys.
-func loadBounded(fsys fs.FS, root, app string, opts manifest.LoadOptions, display func(string) string) (*manifest.App, error) {
+func loadBounded(fsys fs.FS, root, app string, opts load.Options, display func(string) string) (*manifest.App, error) {
 	if !manifest.ValidName(app) {
 		return nil, fmt.Errorf("invalid app name %q: %s", app, manifest.NameRule)
 	}
@@ -81,8 +82,8 @@ func loadBounded(fsys fs.FS, root, app string, opts manifest.LoadOptions, displa
 
 // loadFormat dispatches to the app directory's front end: a compose file
 // makes it a compose app, anything else is read as driftless manifests.
-func loadFormat(fsys fs.FS, root, app string, opts manifest.LoadOptions, display func(string) string) (*manifest.App, error) {
-	ign, err := manifest.ReadIgnoreList(fsys, root, display)
+func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(string) string) (*manifest.App, error) {
+	ign, err := load.ReadIgnoreList(fsys, root, display)
 	if err != nil {
 		return nil, err
 	}

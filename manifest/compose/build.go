@@ -8,6 +8,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // resolveBuildsIfValid is ResolveBuilds for a front end that has collected
@@ -16,7 +17,7 @@ func resolveBuildsIfValid(fsys fs.FS, root string, app *manifest.App, errs *mani
 	if len(errs.Errs) > 0 {
 		return nil
 	}
-	return manifest.ResolveBuilds(fsys, root, app)
+	return load.ResolveBuilds(fsys, root, app)
 }
 
 // composeBuildRules says, for each attribute of a compose service's

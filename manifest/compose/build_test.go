@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 func TestComposeBuildMapping(t *testing.T) {
@@ -78,7 +79,7 @@ func TestComposeBuildRefusals(t *testing.T) {
     build: web
 `,
 		"web/Dockerfile": dockerfileScratch,
-	}, manifest.LoadOptions{})
+	}, load.Options{})
 	want := []string{
 		"compose.yaml:6:17: services.web.build.no_cache: is not supported: an unchanged context is never rebuilt anyway",
 		"compose.yaml:7:26: services.web.build.dockerfile_inline: is not supported: commit the Dockerfile and name it with dockerfile:",
@@ -91,7 +92,7 @@ func TestComposeBuildRefusals(t *testing.T) {
 	got = loadtest.ComposeErrors(t, map[string]string{
 		"compose.yaml":   "services:\n  nodir:\n    build: ./missing\n  nofile:\n    build: {context: web, dockerfile: Other}\n",
 		"web/Dockerfile": dockerfileScratch,
-	}, manifest.LoadOptions{})
+	}, load.Options{})
 	want = []string{
 		"compose.yaml:3:12: services.nodir.build: context missing does not exist in this revision: commit the directory or fix the path",
 		"compose.yaml:5:5: services.nofile.build: context web: the dockerfile Other is not in the build context web",

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // composeWorkDir is the directory compose-go is told the files live in. It
@@ -39,7 +40,7 @@ type Layout struct {
 // Find applies compose's discovery to the app directory: the first
 // of cli.DefaultFileNames, plus the first of cli.DefaultOverrideFileNames.
 // Files the ignore list excludes do not count.
-func Find(fsys fs.FS, root string, ign *manifest.IgnoreList) (Layout, error) {
+func Find(fsys fs.FS, root string, ign *load.IgnoreList) (Layout, error) {
 	var l Layout
 	present := func(name string) (bool, error) {
 		p := path.Join(root, name)
@@ -94,7 +95,7 @@ type composeLoad struct {
 	fsys     fs.FS
 	root     string
 	app      string
-	opts     manifest.LoadOptions
+	opts     load.Options
 	display  func(string) string
 	errs     *manifest.Collector
 	warnings *manifest.Collector
@@ -102,7 +103,7 @@ type composeLoad struct {
 	in       *interpolator
 }
 
-func Load(fsys fs.FS, root, app string, layout Layout, ign *manifest.IgnoreList, opts manifest.LoadOptions, display func(string) string) (*manifest.App, error) {
+func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
 	l := &composeLoad{
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
 		errs: &manifest.Collector{}, warnings: &manifest.Collector{}, ix: &composeIndex{},
@@ -172,7 +173,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *manifest.IgnoreList,
 	}
 	// Secrets are decrypted once the mapping is sound, as for native
 	// manifests.
-	l.errs.Errs = append(l.errs.Errs, manifest.ResolveSecrets(fsys, root, a, opts, display)...)
+	l.errs.Errs = append(l.errs.Errs, load.ResolveSecrets(fsys, root, a, opts, display)...)
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
@@ -371,8 +372,8 @@ func checkShortSyntax(c *manifest.Collector, f *composeFile, doc *yaml.Node, in 
 
 // checkMixedFormats refuses driftless manifests beside a compose file: an
 // app directory has one format. Other YAML (CI configs, docs) is ignored.
-func checkMixedFormats(c *manifest.Collector, fsys fs.FS, root string, layout Layout, ign *manifest.IgnoreList, composeName string, display func(string) string) error {
-	files, err := manifest.ManifestFiles(fsys, root, ign)
+func checkMixedFormats(c *manifest.Collector, fsys fs.FS, root string, layout Layout, ign *load.IgnoreList, composeName string, display func(string) string) error {
+	files, err := load.ManifestFiles(fsys, root, ign)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", display(root), err)
 	}

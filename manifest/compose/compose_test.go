@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 func with(files map[string]string, more map[string]string) map[string]string {
@@ -21,31 +22,31 @@ func TestComposeMapsFields(t *testing.T) {
 	tests := []struct {
 		name  string
 		files map[string]string
-		opts  manifest.LoadOptions
+		opts  load.Options
 		get   func(*manifest.ServiceSpec) any
 		want  any
 	}{
-		{"defaults", loadtest.Web(), manifest.LoadOptions{},
+		{"defaults", loadtest.Web(), load.Options{},
 			func(s *manifest.ServiceSpec) any {
 				return []any{s.Replicas, s.Restart, s.Update, s.Networks, s.StopGracePeriodSeconds, s.Readiness == nil, s.Healthcheck == nil}
 			},
 			[]any{1, manifest.RestartNever, manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 0, MaxUnavailable: 1}, []string{manifest.DefaultNetwork}, 10, true, true}},
-		{"command string is split, entrypoint list", loadtest.Web(`command: nginx -g "daemon off;"`, "entrypoint: [/docker-entrypoint.sh]"), manifest.LoadOptions{},
+		{"command string is split, entrypoint list", loadtest.Web(`command: nginx -g "daemon off;"`, "entrypoint: [/docker-entrypoint.sh]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return [][]string{s.Command, s.Args} },
 			[][]string{{"/docker-entrypoint.sh"}, {"nginx", "-g", "daemon off;"}}},
-		{"environment list, from interpolation environment", loadtest.Web("environment: [A=1, B, 'C=x=y']"), manifest.LoadOptions{Environment: map[string]string{"B": "from-env"}},
+		{"environment list, from interpolation environment", loadtest.Web("environment: [A=1, B, 'C=x=y']"), load.Options{Environment: map[string]string{"B": "from-env"}},
 			func(s *manifest.ServiceSpec) any { return s.Env }, map[string]string{"A": "1", "B": "from-env", "C": "x=y"}},
-		{"environment map, numbers and booleans become strings", loadtest.Web("environment: {PORT: 8080, DEBUG: true, EMPTY: ''}"), manifest.LoadOptions{},
+		{"environment map, numbers and booleans become strings", loadtest.Web("environment: {PORT: 8080, DEBUG: true, EMPTY: ''}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Env }, map[string]string{"PORT": "8080", "DEBUG": "true", "EMPTY": ""}},
 		{"env_file forms and precedence",
 			with(loadtest.Web("env_file: [a.env, {path: b.env}, {path: missing.env, required: false}]", "environment: {A: explicit}"),
 				map[string]string{"a.env": "A=from-a\nB=from-a\nC=${TOKEN}\n", "b.env": "B=from-b\n"}),
-			manifest.LoadOptions{Environment: map[string]string{"TOKEN": "t"}},
+			load.Options{Environment: map[string]string{"TOKEN": "t"}},
 			func(s *manifest.ServiceSpec) any { return s.Env }, map[string]string{"A": "explicit", "B": "from-b", "C": "t"}},
-		{"env_file string", with(loadtest.Web("env_file: ./conf/web.env"), map[string]string{"conf/web.env": "# comment\nexport X=1\n"}), manifest.LoadOptions{},
+		{"env_file string", with(loadtest.Web("env_file: ./conf/web.env"), map[string]string{"conf/web.env": "# comment\nexport X=1\n"}), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Env }, map[string]string{"X": "1"}},
 		{"ports short, long, ranges, udp, host_ip",
-			loadtest.Web(`ports: ["8080:80", "127.0.0.1:5353:53/udp", "9000-9001:7000-7001", {target: 443, published: "8443", host_ip: "::1"}]`), manifest.LoadOptions{},
+			loadtest.Web(`ports: ["8080:80", "127.0.0.1:5353:53/udp", "9000-9001:7000-7001", {target: 443, published: "8443", host_ip: "::1"}]`), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Ports },
 			[]manifest.Port{
 				{ContainerPort: 53, HostPort: 5353, Protocol: "udp", HostIP: "127.0.0.1"},
@@ -54,104 +55,104 @@ func TestComposeMapsFields(t *testing.T) {
 				{ContainerPort: 7000, HostPort: 9000, Protocol: "tcp"},
 				{ContainerPort: 7001, HostPort: 9001, Protocol: "tcp"},
 			}},
-		{"expose, a range, and a port already published", loadtest.Web(`ports: ["8080:80"]`, `expose: ["80", 9000, "9100-9101/udp"]`), manifest.LoadOptions{},
+		{"expose, a range, and a port already published", loadtest.Web(`ports: ["8080:80"]`, `expose: ["80", 9000, "9100-9101/udp"]`), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Ports },
 			[]manifest.Port{{ContainerPort: 80, HostPort: 8080, Protocol: "tcp"}, {ContainerPort: 9000, Protocol: "tcp"},
 				{ContainerPort: 9100, Protocol: "udp"}, {ContainerPort: 9101, Protocol: "udp"}}},
-		{"labels list and map", loadtest.Web("labels: [a=1, b]"), manifest.LoadOptions{},
+		{"labels list and map", loadtest.Web("labels: [a=1, b]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return nil }, nil},
 		{"named volume, read-only short and long", with(loadtest.Web("volumes: [data:/data, 'cache:/cache:ro', {type: volume, source: data, target: /also, read_only: true}]"),
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    volumes: [data:/data, 'cache:/cache:ro', {type: volume, source: data, target: /also, read_only: true}]\nvolumes: {data: {}, cache: {}}\n"}),
-			manifest.LoadOptions{},
+			load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Volumes },
 			[]manifest.VolumeMount{{Name: "data", MountPath: "/also", ReadOnly: true}, {Name: "cache", MountPath: "/cache", ReadOnly: true}, {Name: "data", MountPath: "/data"}}},
 		{"binds: repository file, absolute host path, long syntax options",
 			with(loadtest.Web("volumes: ['./nginx.conf:/etc/nginx/nginx.conf:ro', '/srv/logs:/logs:z', {type: bind, source: /srv/x, target: /x, bind: {create_host_path: false, propagation: rshared}}]"),
 				map[string]string{"nginx.conf": "events {}\n"}),
-			manifest.LoadOptions{Policy: manifest.Policy{HostPaths: []string{"/srv"}}},
+			load.Options{Policy: manifest.Policy{HostPaths: []string{"/srv"}}},
 			func(s *manifest.ServiceSpec) any { return s.Binds },
 			[]manifest.BindMount{
 				{RepoPath: "nginx.conf", ContentHash: (&manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte("events {}\n")}}}).Hash(), MountPath: "/etc/nginx/nginx.conf", ReadOnly: true},
 				{HostPath: "/srv/logs", MountPath: "/logs", CreateHostPath: true, SELinux: "z"},
 				{HostPath: "/srv/x", MountPath: "/x", Propagation: "rshared"},
 			}},
-		{"tmpfs: volume type and service list", loadtest.Web("volumes: [{type: tmpfs, target: /cache, tmpfs: {size: 64m, mode: 0o1777}}]", "tmpfs: ['/run:size=1m,mode=755', /tmp]"), manifest.LoadOptions{},
+		{"tmpfs: volume type and service list", loadtest.Web("volumes: [{type: tmpfs, target: /cache, tmpfs: {size: 64m, mode: 0o1777}}]", "tmpfs: ['/run:size=1m,mode=755', /tmp]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Tmpfs },
 			[]manifest.TmpfsMount{{MountPath: "/cache", SizeBytes: 64 << 20, Mode: 0o1777}, {MountPath: "/run", SizeBytes: 1 << 20, Mode: 0o755}, {MountPath: "/tmp"}}},
-		{"network_mode host", loadtest.Web("network_mode: host"), manifest.LoadOptions{Policy: manifest.Policy{Allow: []string{manifest.AllowHostNetwork}}},
+		{"network_mode host", loadtest.Web("network_mode: host"), load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowHostNetwork}}},
 			func(s *manifest.ServiceSpec) any { return []any{s.NetworkMode, s.Networks} }, []any{manifest.NetworkHost, []string(nil)}},
-		{"network_mode none", loadtest.Web("network_mode: none"), manifest.LoadOptions{},
+		{"network_mode none", loadtest.Web("network_mode: none"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.NetworkMode, s.Networks} }, []any{manifest.NetworkNone, []string(nil)}},
-		{"healthcheck string and exact durations", loadtest.Web("healthcheck: {test: curl -f localhost, interval: 1m30s, timeout: 1500ms, retries: 4, start_period: 2s, start_interval: 250ms}"), manifest.LoadOptions{},
+		{"healthcheck string and exact durations", loadtest.Web("healthcheck: {test: curl -f localhost, interval: 1m30s, timeout: 1500ms, retries: 4, start_period: 2s, start_interval: 250ms}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return *s.Healthcheck },
 			manifest.Healthcheck{Test: []string{"CMD-SHELL", "curl -f localhost"}, Interval: 90 * time.Second, Timeout: 1500 * time.Millisecond, Retries: 4, StartPeriod: 2 * time.Second, StartInterval: 250 * time.Millisecond}},
-		{"healthcheck list", loadtest.Web("healthcheck: {test: [CMD, pg_isready, -U, app]}"), manifest.LoadOptions{},
+		{"healthcheck list", loadtest.Web("healthcheck: {test: [CMD, pg_isready, -U, app]}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Healthcheck.Test }, []string{"CMD", "pg_isready", "-U", "app"}},
-		{"healthcheck disable", loadtest.Web("healthcheck: {disable: true}"), manifest.LoadOptions{},
+		{"healthcheck disable", loadtest.Web("healthcheck: {disable: true}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return *s.Healthcheck }, manifest.Healthcheck{Test: []string{"NONE"}}},
-		{"restart unless-stopped is always", loadtest.Web("restart: unless-stopped"), manifest.LoadOptions{},
+		{"restart unless-stopped is always", loadtest.Web("restart: unless-stopped"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.Restart, s.RestartMaxRetries} }, []any{manifest.RestartAlways, 0}},
-		{"restart on-failure:5", loadtest.Web(`restart: "on-failure:5"`), manifest.LoadOptions{},
+		{"restart on-failure:5", loadtest.Web(`restart: "on-failure:5"`), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.Restart, s.RestartMaxRetries} }, []any{manifest.RestartOnFailure, 5}},
-		{"restart no", loadtest.Web(`restart: "no"`), manifest.LoadOptions{},
+		{"restart no", loadtest.Web(`restart: "no"`), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Restart }, manifest.RestartNever},
-		{"deploy.restart_policy", loadtest.Web("deploy: {restart_policy: {condition: on-failure, max_attempts: 3}}"), manifest.LoadOptions{},
+		{"deploy.restart_policy", loadtest.Web("deploy: {restart_policy: {condition: on-failure, max_attempts: 3}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.Restart, s.RestartMaxRetries} }, []any{manifest.RestartOnFailure, 3}},
-		{"replicas and start-first update", loadtest.Web("deploy: {replicas: 3, update_config: {parallelism: 2, order: start-first, delay: 10s, failure_action: rollback}}"), manifest.LoadOptions{},
+		{"replicas and start-first update", loadtest.Web("deploy: {replicas: 3, update_config: {parallelism: 2, order: start-first, delay: 10s, failure_action: rollback}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.Replicas, s.Update} },
 			[]any{3, manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 2, MaxUnavailable: 0, Delay: 10 * time.Second}}},
-		{"scale and stop-first", loadtest.Web("scale: 2", "deploy: {update_config: {order: stop-first}}"), manifest.LoadOptions{},
+		{"scale and stop-first", loadtest.Web("scale: 2", "deploy: {update_config: {order: stop-first}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.Replicas, s.Update} },
 			[]any{2, manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 0, MaxUnavailable: 1}}},
-		{"resources", loadtest.Web("deploy: {resources: {limits: {cpus: '0.1', memory: 512M, pids: 100}, reservations: {memory: 128m}}}"), manifest.LoadOptions{},
+		{"resources", loadtest.Web("deploy: {resources: {limits: {cpus: '0.1', memory: 512M, pids: 100}, reservations: {memory: 128m}}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Resources },
 			manifest.Resources{NanoCPUs: 100_000_000, MemoryBytes: 512 << 20, PidsLimit: 100, MemoryReservationBytes: 128 << 20}},
-		{"legacy resources", loadtest.Web("cpus: 1.5", "mem_limit: 1g", "pids_limit: 50", "mem_reservation: 64m"), manifest.LoadOptions{},
+		{"legacy resources", loadtest.Web("cpus: 1.5", "mem_limit: 1g", "pids_limit: 50", "mem_reservation: 64m"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Resources },
 			manifest.Resources{NanoCPUs: 1_500_000_000, MemoryBytes: 1 << 30, PidsLimit: 50, MemoryReservationBytes: 64 << 20}},
-		{"stop_grace_period rounds up", loadtest.Web("stop_grace_period: 1500ms", "stop_signal: SIGQUIT"), manifest.LoadOptions{},
+		{"stop_grace_period rounds up", loadtest.Web("stop_grace_period: 1500ms", "stop_signal: SIGQUIT"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.StopGracePeriodSeconds, s.StopSignal} }, []any{2, "SIGQUIT"}},
-		{"process settings", loadtest.Web("user: '1000:1000'", "working_dir: /app", "hostname: web", "domainname: example.org", "init: true", "tty: true", "stdin_open: true", "mac_address: 02:42:ac:11:00:02", "read_only: true", "group_add: [audio, '1001']", "shm_size: 64m"), manifest.LoadOptions{},
+		{"process settings", loadtest.Web("user: '1000:1000'", "working_dir: /app", "hostname: web", "domainname: example.org", "init: true", "tty: true", "stdin_open: true", "mac_address: 02:42:ac:11:00:02", "read_only: true", "group_add: [audio, '1001']", "shm_size: 64m"), load.Options{},
 			func(s *manifest.ServiceSpec) any {
 				return []any{s.User, s.WorkingDir, s.Hostname, s.Domainname, s.Init, s.TTY, s.StdinOpen, s.MacAddress, s.ReadOnlyRootfs, s.GroupAdd, s.ShmSizeBytes}
 			},
 			[]any{"1000:1000", "/app", "web", "example.org", true, true, true, "02:42:ac:11:00:02", true, []string{"1001", "audio"}, int64(64 << 20)}},
-		{"extra_hosts list and map", loadtest.Web("extra_hosts: ['db.local:10.0.0.2', 'host.docker.internal=host-gateway']"), manifest.LoadOptions{},
+		{"extra_hosts list and map", loadtest.Web("extra_hosts: ['db.local:10.0.0.2', 'host.docker.internal=host-gateway']"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.ExtraHosts }, []string{"db.local:10.0.0.2", "host.docker.internal:host-gateway"}},
-		{"extra_hosts map", loadtest.Web("extra_hosts: {db.local: 10.0.0.2}"), manifest.LoadOptions{},
+		{"extra_hosts map", loadtest.Web("extra_hosts: {db.local: 10.0.0.2}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.ExtraHosts }, []string{"db.local:10.0.0.2"}},
-		{"dns settings keep their order", loadtest.Web("dns: 9.9.9.9", "dns_search: [b.example, a.example]", "dns_opt: [ndots:2]"), manifest.LoadOptions{},
+		{"dns settings keep their order", loadtest.Web("dns: 9.9.9.9", "dns_search: [b.example, a.example]", "dns_opt: [ndots:2]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return [][]string{s.DNS, s.DNSSearch, s.DNSOptions} },
 			[][]string{{"9.9.9.9"}, {"b.example", "a.example"}, {"ndots:2"}}},
-		{"capabilities are normalized", loadtest.Web("cap_add: [net_bind_service, CAP_CHOWN]", "cap_drop: [all]"), manifest.LoadOptions{},
+		{"capabilities are normalized", loadtest.Web("cap_add: [net_bind_service, CAP_CHOWN]", "cap_drop: [all]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return [][]string{s.CapAdd, s.CapDrop} }, [][]string{{"CHOWN", "NET_BIND_SERVICE"}, {"ALL"}}},
-		{"sysctls list and map", loadtest.Web("sysctls: [net.core.somaxconn=1024]"), manifest.LoadOptions{},
+		{"sysctls list and map", loadtest.Web("sysctls: [net.core.somaxconn=1024]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Sysctls }, map[string]string{"net.core.somaxconn": "1024"}},
-		{"sysctls map", loadtest.Web("sysctls: {net.ipv4.tcp_syncookies: 0}"), manifest.LoadOptions{},
+		{"sysctls map", loadtest.Web("sysctls: {net.ipv4.tcp_syncookies: 0}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Sysctls }, map[string]string{"net.ipv4.tcp_syncookies": "0"}},
-		{"ulimits", loadtest.Web("ulimits: {nproc: 65535, nofile: {soft: 1024, hard: 4096}}"), manifest.LoadOptions{},
+		{"ulimits", loadtest.Web("ulimits: {nproc: 65535, nofile: {soft: 1024, hard: 4096}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Ulimits },
 			[]manifest.Ulimit{{Name: "nofile", Soft: 1024, Hard: 4096}, {Name: "nproc", Soft: 65535, Hard: 65535}}},
-		{"logging", loadtest.Web("logging: {driver: json-file, options: {max-size: 10m}}"), manifest.LoadOptions{},
+		{"logging", loadtest.Web("logging: {driver: json-file, options: {max-size: 10m}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return *s.Logging }, manifest.Logging{Driver: "json-file", Options: map[string]string{"max-size": "10m"}}},
 		{"devices, pid, ipc, security_opt", loadtest.Web("devices: ['/dev/fuse:/dev/fuse:rwm']", "pid: host", "ipc: shareable", "security_opt: [no-new-privileges:true]"),
-			manifest.LoadOptions{Policy: manifest.Policy{Allow: []string{manifest.AllowDevices, manifest.AllowHostPID}}},
+			load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowDevices, manifest.AllowHostPID}}},
 			func(s *manifest.ServiceSpec) any { return []any{s.Devices, s.PID, s.IPC, s.SecurityOpt} },
 			[]any{[]manifest.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse", Permissions: "rwm"}}, "host", "shareable", []string{"no-new-privileges:true"}}},
-		{"x-driftless readiness, update and secretEnv", loadtest.Web("environment: {TOKEN: s3cret}", "x-driftless: {readiness: {httpGet: {path: /healthz, port: 8080}}, update: {maxSurge: 1, maxUnavailable: 0}, secretEnv: [TOKEN]}"), manifest.LoadOptions{},
+		{"x-driftless readiness, update and secretEnv", loadtest.Web("environment: {TOKEN: s3cret}", "x-driftless: {readiness: {httpGet: {path: /healthz, port: 8080}}, update: {maxSurge: 1, maxUnavailable: 0}, secretEnv: [TOKEN]}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{*s.Readiness, s.Update, s.SecretEnv} },
 			[]any{manifest.Readiness{HTTPGet: &manifest.HTTPGetProbe{Path: "/healthz", Port: 8080}, PeriodSeconds: 2, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
 				manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 1, MaxUnavailable: 0}, []string{"TOKEN"}}},
-		{"x-driftless tcpSocket", loadtest.Web("x-driftless: {readiness: {tcpSocket: {port: 5432}, periodSeconds: 5}}"), manifest.LoadOptions{},
+		{"x-driftless tcpSocket", loadtest.Web("x-driftless: {readiness: {tcpSocket: {port: 5432}, periodSeconds: 5}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return *s.Readiness },
 			manifest.Readiness{TCPSocket: &manifest.TCPSocketProbe{Port: 5432}, PeriodSeconds: 5, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}},
-		{"other extensions are ignored", loadtest.Web("x-team: shop", "labels: {x: y}"), manifest.LoadOptions{},
+		{"other extensions are ignored", loadtest.Web("x-team: shop", "labels: {x: y}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Env }, map[string]string(nil)},
 		{"interpolation: defaults, .env, environment wins",
 			with(loadtest.Web("environment:", "  - A=${A}", "  - B=${B:-fallback}", "  - C=${C}", "  - D=$${LITERAL}"), map[string]string{".env": "A=from-dotenv\nC=from-dotenv\n"}),
-			manifest.LoadOptions{Environment: map[string]string{"C": "from-options"}},
+			load.Options{Environment: map[string]string{"C": "from-options"}},
 			func(s *manifest.ServiceSpec) any { return s.Env }, map[string]string{"A": "from-dotenv", "B": "fallback", "C": "from-options", "D": "${LITERAL}"}},
-		{"pull_policy missing is accepted", loadtest.Web("pull_policy: if_not_present"), manifest.LoadOptions{},
+		{"pull_policy missing is accepted", loadtest.Web("pull_policy: if_not_present"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Image }, "shop/web:1"},
 	}
 	for _, tt := range tests {
@@ -172,11 +173,11 @@ func TestComposeMapsFields(t *testing.T) {
 }
 
 func TestComposeLabels(t *testing.T) {
-	a := loadtest.MustLoadCompose(t, loadtest.Web("labels: [team=shop, tier]"), manifest.LoadOptions{})
+	a := loadtest.MustLoadCompose(t, loadtest.Web("labels: [team=shop, tier]"), load.Options{})
 	if got, want := a.Service("web").Labels, map[string]string{"team": "shop", "tier": ""}; !reflect.DeepEqual(got, want) {
 		t.Errorf("list labels: got %v, want %v", got, want)
 	}
-	a = loadtest.MustLoadCompose(t, loadtest.Web("labels: {team: shop}"), manifest.LoadOptions{})
+	a = loadtest.MustLoadCompose(t, loadtest.Web("labels: {team: shop}"), load.Options{})
 	if got, want := a.Service("web").Labels, map[string]string{"team": "shop"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("map labels: got %v, want %v", got, want)
 	}
@@ -201,7 +202,7 @@ networks:
 volumes:
   db_data: {driver: local, driver_opts: {type: none, o: bind, device: /srv/db}, labels: {backup: daily}}
   shared: {external: true}
-`}, manifest.LoadOptions{Policy: manifest.Policy{HostPaths: []string{"/srv"}}})
+`}, load.Options{Policy: manifest.Policy{HostPaths: []string{"/srv"}}})
 	want := []manifest.Network{
 		{Name: "back-end", Spec: manifest.NetworkSpec{Driver: "bridge", Internal: true}},
 		{Name: "front", Labels: map[string]string{"tier": "front"}, Spec: manifest.NetworkSpec{Driver: "bridge", Attachable: true, EnableIPv6: true, DriverOpts: map[string]string{"com.docker.network.bridge.name": "br-front"}}},
@@ -248,7 +249,7 @@ services:
     networks: [front, default]
 networks:
   front: {}
-`}, manifest.LoadOptions{})
+`}, load.Options{})
 	var names []string
 	for _, s := range a.Services {
 		names = append(names, s.Name)
@@ -281,7 +282,7 @@ services:
   migrate: {image: shop/migrate:1}
   cache: {image: shop/cache:1}
   debug: {image: shop/debug:1, profiles: [debug]}
-`}, manifest.LoadOptions{})
+`}, load.Options{})
 	s := a.Service("web").Spec
 	if !reflect.DeepEqual(s.DependsOn, []string{"cache", "db", "migrate"}) {
 		t.Errorf("dependsOn %v", s.DependsOn)
@@ -293,7 +294,7 @@ services:
 	if a.Service("debug") != nil {
 		t.Error("a service of an inactive profile is part of the app")
 	}
-	a = loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n  web: {image: shop/web:1, depends_on: [db]}\n  db: {image: shop/db:1}\n"}, manifest.LoadOptions{})
+	a = loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n  web: {image: shop/web:1, depends_on: [db]}\n  db: {image: shop/db:1}\n"}, load.Options{})
 	if got := a.Service("web").Spec.DependsOnCondition; !reflect.DeepEqual(got, map[string]string{"db": manifest.DependsStarted}) {
 		t.Errorf("list form conditions %v", got)
 	}
@@ -312,13 +313,13 @@ services:
 		}
 		return out
 	}
-	if got := names(loadtest.MustLoadCompose(t, files, manifest.LoadOptions{})); !reflect.DeepEqual(got, []string{"web"}) {
+	if got := names(loadtest.MustLoadCompose(t, files, load.Options{})); !reflect.DeepEqual(got, []string{"web"}) {
 		t.Errorf("no profile: %v", got)
 	}
-	if got := names(loadtest.MustLoadCompose(t, files, manifest.LoadOptions{Profiles: []string{"debug"}})); !reflect.DeepEqual(got, []string{"debug", "web"}) {
+	if got := names(loadtest.MustLoadCompose(t, files, load.Options{Profiles: []string{"debug"}})); !reflect.DeepEqual(got, []string{"debug", "web"}) {
 		t.Errorf("debug: %v", got)
 	}
-	if got := names(loadtest.MustLoadCompose(t, files, manifest.LoadOptions{Profiles: []string{"ops"}})); !reflect.DeepEqual(got, []string{"admin", "debug", "web"}) {
+	if got := names(loadtest.MustLoadCompose(t, files, load.Options{Profiles: []string{"ops"}})); !reflect.DeepEqual(got, []string{"admin", "debug", "web"}) {
 		t.Errorf("ops: %v", got)
 	}
 }
@@ -343,7 +344,7 @@ configs:
 		"api.key":                 "ENC:key",
 		"nginx.conf":              "events {}",
 		"conf/site.conf":          "site",
-	}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt, SecretKey: key})
+	}, load.Options{Decrypt: loadtest.FakeDecrypt, SecretKey: key})
 	var got []string
 	for _, b := range a.Service("web").Spec.Binds {
 		if b.ContentHash == "" || a.Content[b.ContentHash] == nil || !b.ReadOnly {
@@ -371,16 +372,16 @@ configs:
 // x-driftless: {allowPlaintext: true}; the refusal points at its file:.
 func TestComposeSecretPlaintext(t *testing.T) {
 	files := map[string]string{"compose.yaml": "services:\n  web: {image: shop/web:1, secrets: [pw]}\nsecrets:\n  pw: {file: pw.txt}\n", "pw.txt": "plain"}
-	_, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+	_, err := loadtest.LoadComposeFiles(t, files, load.Options{Decrypt: loadtest.FakeDecrypt})
 	if err == nil || !strings.Contains(err.Error(), `compose.yaml:4:14: secrets.pw.file: secret "pw": pw.txt is not SOPS-encrypted`) {
 		t.Fatalf("plaintext: %v", err)
 	}
 	files["compose.yaml"] = strings.Replace(files["compose.yaml"], "{file: pw.txt}", "{file: pw.txt, x-driftless: {allowPlaintext: true}}", 1)
-	if _, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt}); err != nil {
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{Decrypt: loadtest.FakeDecrypt}); err != nil {
 		t.Fatalf("allowed: %v", err)
 	}
 	files["compose.yaml"] = strings.Replace(files["compose.yaml"], "allowPlaintext: true", "allowPlaintext: yes-please", 1)
-	if _, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt}); err == nil || !strings.Contains(err.Error(), "secrets.pw.x-driftless: the only setting here is allowPlaintext: true") {
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{Decrypt: loadtest.FakeDecrypt}); err == nil || !strings.Contains(err.Error(), "secrets.pw.x-driftless: the only setting here is allowPlaintext: true") {
 		t.Fatalf("bad extension: %v", err)
 	}
 }
@@ -394,8 +395,8 @@ func TestComposeRepoFileRollsOnlyItsServices(t *testing.T) {
 			"conf/a.conf":  conf,
 		}
 	}
-	a := loadtest.MustLoadCompose(t, files("one"), manifest.LoadOptions{})
-	b := loadtest.MustLoadCompose(t, files("two"), manifest.LoadOptions{})
+	a := loadtest.MustLoadCompose(t, files("one"), load.Options{})
+	b := loadtest.MustLoadCompose(t, files("two"), load.Options{})
 	if a.Service("proxy").Hash == b.Service("proxy").Hash {
 		t.Error("changing a mounted file did not change the proxy's hash")
 	}
@@ -412,7 +413,7 @@ func TestComposeOverrideFile(t *testing.T) {
 	a := loadtest.MustLoadCompose(t, map[string]string{
 		"compose.yaml":          "services:\n  web:\n    image: shop/web:1\n    ports: ['8080:80']\n    environment: {A: base, B: base}\n",
 		"compose.override.yaml": "services:\n  web:\n    image: shop/web:2\n    environment: {B: override}\n",
-	}, manifest.LoadOptions{})
+	}, load.Options{})
 	s := a.Service("web").Spec
 	if s.Image != "shop/web:2" || !reflect.DeepEqual(s.Env, map[string]string{"A": "base", "B": "override"}) || len(s.Ports) != 1 {
 		t.Errorf("merged spec: image %s env %v ports %v", s.Image, s.Env, s.Ports)
@@ -423,7 +424,7 @@ func TestComposeFilePrecedence(t *testing.T) {
 	a, err := loadtest.LoadComposeFiles(t, map[string]string{
 		"compose.yaml":       "services:\n  web: {image: shop/web:1}\n",
 		"docker-compose.yml": "services:\n  old: {image: shop/old:1}\n",
-	}, manifest.LoadOptions{})
+	}, load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestComposeFilePrecedence(t *testing.T) {
 	if got := a.Warnings.Error(); got != "docker-compose.yml: ignored: compose.yaml takes precedence, as in docker compose" {
 		t.Errorf("warnings: %s", got)
 	}
-	a = loadtest.MustLoadCompose(t, map[string]string{"docker-compose.yml": "services:\n  web: {image: shop/web:1}\n"}, manifest.LoadOptions{})
+	a = loadtest.MustLoadCompose(t, map[string]string{"docker-compose.yml": "services:\n  web: {image: shop/web:1}\n"}, load.Options{})
 	if a.Service("web") == nil {
 		t.Error("docker-compose.yml alone is a compose app")
 	}
@@ -445,7 +446,7 @@ services:
   web:
     image: shop/web:1
     environment: [UNSET_KEY, 'LEVEL=${LOG_LEVEL}']
-`}, manifest.LoadOptions{})
+`}, load.Options{})
 	want := []string{
 		`compose.yaml:1:7: name: the compose project name "storefront" is ignored: this app is "shop" (containers are named shop-<service>-<slot>)`,
 		`compose.yaml:5:19: services.web.environment[0]: variable UNSET_KEY has no value and is not set in the interpolation environment: the container does not get it (as in compose)`,
@@ -466,7 +467,7 @@ func TestComposeEncryptedEnvFile(t *testing.T) {
 		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    env_file: [secrets.env, plain.env]\n    environment: {OPEN: from-compose}\n",
 		"secrets.env":  "ENC:DB_PASSWORD=pw\nOPEN=hidden\n",
 		"plain.env":    "LOG_LEVEL=info\n",
-	}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+	}, load.Options{Decrypt: loadtest.FakeDecrypt})
 	s := a.Service("web").Spec
 	if want := map[string]string{"DB_PASSWORD": "pw", "OPEN": "from-compose", "LOG_LEVEL": "info"}; !reflect.DeepEqual(s.Env, want) {
 		t.Errorf("env %v, want %v", s.Env, want)
@@ -477,7 +478,7 @@ func TestComposeEncryptedEnvFile(t *testing.T) {
 	_, err := loadtest.LoadComposeFiles(t, map[string]string{
 		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    env_file: [secrets.env]\n",
 		"secrets.env":  "LOCKED:x\n",
-	}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+	}, load.Options{Decrypt: loadtest.FakeDecrypt})
 	if err == nil || !strings.Contains(err.Error(), `compose.yaml:4:16: services.web.env_file[0]: env file "secrets.env": no available key can decrypt it`) {
 		t.Errorf("locked env file: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 )
 
@@ -122,19 +123,19 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 	if !ok {
 		return
 	}
-	vars, err := manifest.ReadDotenv(data, lookup)
+	vars, err := load.ReadDotenv(data, lookup)
 	switch {
 	case err != nil && encrypted:
 		// A decrypted file's lines are not the committed file's, and
 		// the parser's message may quote the plaintext.
-		sm.refuseAt(pos, field, "env file %q, decrypted: %s", ef.Path, manifest.DotenvProblem(err))
+		sm.refuseAt(pos, field, "env file %q, decrypted: %s", ef.Path, load.DotenvProblem(err))
 		return
 	case err != nil:
-		ep, _ := manifest.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
+		ep, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
 		if ep.File == "" {
 			ep = pos
 		}
-		sm.refuseAt(ep, field, "%s", manifest.DotenvMessage(err))
+		sm.refuseAt(ep, field, "%s", load.DotenvMessage(err))
 		return
 	}
 	for k, v := range vars {
@@ -157,9 +158,9 @@ func (sm *serviceMap) decryptEnvFile(pos manifest.Position, field, written, p st
 		return data, false, true
 	}
 	plain, err := decrypt(p, data)
-	var bad *manifest.KeyError
+	var bad *load.KeyError
 	switch {
-	case errors.Is(err, manifest.ErrNotEncrypted):
+	case errors.Is(err, load.ErrNotEncrypted):
 		return data, false, true
 	case errors.As(err, &bad):
 		sm.refuseAt(manifest.Position{File: sm.m.display(path.Join(sm.m.root, p)), Line: bad.Line}, field, "env file %q: %v", written, err)

@@ -16,9 +16,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
-// The interpolation environment of a compose app is LoadOptions.Environment
+// The interpolation environment of a compose app is load.Options.Environment
 // (what the shell's environment is to `docker compose`) over the app
 // directory's .env file, read from the revision. Nothing comes from the
 // agent's own environment.
@@ -52,7 +53,7 @@ func composeEnvironment(c *manifest.Collector, fsys fs.FS, root string, display 
 		return v, ok
 	}, "")
 	if err != nil {
-		c.Add(manifest.DotenvErrorPos(display(p), err), "", "%s", manifest.DotenvMessage(err))
+		c.Add(load.DotenvErrorPos(display(p), err), "", "%s", load.DotenvMessage(err))
 		return env
 	}
 	for k, v := range fromFile {
@@ -68,7 +69,7 @@ func composeEnvironment(c *manifest.Collector, fsys fs.FS, root string, display 
 // reports what compose would report, with positions.
 type interpolator struct {
 	env map[string]string
-	// read is told every name looked up in env (LoadOptions.EnvRead).
+	// read is told every name looked up in env (load.Options.EnvRead).
 	read     func(string)
 	errs     *manifest.Collector
 	warnings *manifest.Collector

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // Every problem of a revision is reported at once, each at its file, line
@@ -127,7 +127,7 @@ func TestComposeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := loadtest.ComposeErrors(t, tt.files, manifest.LoadOptions{})
+			got := loadtest.ComposeErrors(t, tt.files, load.Options{})
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}

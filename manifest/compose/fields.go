@@ -24,7 +24,7 @@ type composeRefused string
 // composeServiceRules says, for each service attribute, what happens to it.
 var composeServiceRules = map[string]any{
 	"name":              composeMapped("the service name (mapped to a DNS label)"),
-	"profiles":          composeMapped("selects whether the service is part of the app (LoadOptions.Profiles)"),
+	"profiles":          composeMapped("selects whether the service is part of the app (load.Options.Profiles)"),
 	"deploy":            composeMapped("replicas, resources, update, restart policy (see the deploy rows)"),
 	"restart":           composeMapped("restart"),
 	"scale":             composeMapped("replicas"),

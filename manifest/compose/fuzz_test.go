@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/compose"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // FuzzLoadCompose checks that no compose file panics the front end and
@@ -48,7 +49,7 @@ func FuzzLoadCompose(f *testing.F) {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
 	f.Fuzz(func(t *testing.T, composeFile, dotenv []byte) {
-		fuzzCompose(t, composeFile, dotenv, manifest.LoadOptions{Profiles: []string{"*"}, Decrypt: loadtest.FakeDecrypt})
+		fuzzCompose(t, composeFile, dotenv, load.Options{Profiles: []string{"*"}, Decrypt: loadtest.FakeDecrypt})
 	})
 }
 
@@ -65,11 +66,11 @@ func FuzzLoadComposeSwarm(f *testing.F) {
 		f.Add([]byte(seed), []byte("A=1\n"))
 	}
 	f.Fuzz(func(t *testing.T, composeFile, dotenv []byte) {
-		fuzzCompose(t, composeFile, dotenv, manifest.LoadOptions{Profiles: []string{"*"}, Target: manifest.TargetSwarm})
+		fuzzCompose(t, composeFile, dotenv, load.Options{Profiles: []string{"*"}, Target: manifest.TargetSwarm})
 	})
 }
 
-func fuzzCompose(t *testing.T, composeFile, dotenv []byte, opts manifest.LoadOptions) {
+func fuzzCompose(t *testing.T, composeFile, dotenv []byte, opts load.Options) {
 	fsys := fstest.MapFS{
 		"compose.yaml": {Data: composeFile},
 		".env":         {Data: dotenv},

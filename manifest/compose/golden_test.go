@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/compose/*/want.txt")
@@ -52,12 +53,12 @@ func TestComposeCorpus(t *testing.T) {
 }
 
 // corpusOptions reads the profiles an app's golden file activates.
-func corpusOptions(t *testing.T, dir string) manifest.LoadOptions {
+func corpusOptions(t *testing.T, dir string) load.Options {
 	data, err := os.ReadFile(filepath.Join(dir, "profiles.txt"))
 	if err != nil {
-		return manifest.LoadOptions{}
+		return load.Options{}
 	}
-	return manifest.LoadOptions{Profiles: strings.Fields(string(data))}
+	return load.Options{Profiles: strings.Fields(string(data))}
 }
 
 // lineDiff lists the lines that differ, for a readable failure.

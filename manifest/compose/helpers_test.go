@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // renderApp is a stable text form of an App for golden files: one line per
@@ -81,7 +82,7 @@ func flatten(b *strings.Builder, prefix string, v any) {
 
 func buildApp(t *testing.T, files map[string]string) *manifest.App {
 	t.Helper()
-	return loadtest.MustLoadCompose(t, files, manifest.LoadOptions{})
+	return loadtest.MustLoadCompose(t, files, load.Options{})
 }
 
 const dockerfileScratch = "FROM scratch\nCOPY app /app\nENTRYPOINT [\"/app\"]\n"

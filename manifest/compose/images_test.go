@@ -6,6 +6,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 func TestComposePullPolicyMapping(t *testing.T) {
@@ -17,12 +18,12 @@ func TestComposePullPolicyMapping(t *testing.T) {
 		if tt.in == "" {
 			line = "restart: always"
 		}
-		a := loadtest.MustLoadCompose(t, loadtest.Web(line), manifest.LoadOptions{})
+		a := loadtest.MustLoadCompose(t, loadtest.Web(line), load.Options{})
 		if got := a.Service("web").PullPolicy; got != tt.want {
 			t.Errorf("pull_policy %q: got %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	a := loadtest.MustLoadCompose(t, loadtest.Web("x-driftless: {imageUpdate: {interval: 2s}}"), manifest.LoadOptions{})
+	a := loadtest.MustLoadCompose(t, loadtest.Web("x-driftless: {imageUpdate: {interval: 2s}}"), load.Options{})
 	if got := a.Service("web").ImageUpdate; got == nil || got.Interval != "2s" {
 		t.Errorf("x-driftless.imageUpdate: got %+v", got)
 	}
@@ -36,7 +37,7 @@ func TestComposePullPolicyRefused(t *testing.T) {
 		{"x-driftless: {imageUpdate: {interval: soon}}", `compose.yaml:4:43: services.web.x-driftless.imageUpdate.interval: "soon" is neither a duration ("1h") nor a cron spec ("0 3 * * *", "@every 10m")`},
 	}
 	for _, tt := range tests {
-		got := loadtest.ComposeErrors(t, loadtest.Web(tt.line), manifest.LoadOptions{})
+		got := loadtest.ComposeErrors(t, loadtest.Web(tt.line), load.Options{})
 		if !reflect.DeepEqual(got, []string{tt.want}) {
 			t.Errorf("%s:\ngot  %q\nwant %q", tt.line, got, tt.want)
 		}

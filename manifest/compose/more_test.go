@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/compose"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // A refused attribute is refused, not dropped, whatever its value.
@@ -32,7 +33,7 @@ func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 		{"gpus: all", "gpus"},
 		{"annotations: {a: b}", "annotations"},
 	} {
-		got := strings.Join(loadtest.ComposeErrors(t, loadtest.Web(tc.line), manifest.LoadOptions{}), "\n")
+		got := strings.Join(loadtest.ComposeErrors(t, loadtest.Web(tc.line), load.Options{}), "\n")
 		want := "compose.yaml:4:5: services.web." + tc.field + ": "
 		if !strings.HasPrefix(got, "compose.yaml:4:") || !strings.Contains(got, "services.web."+tc.field+": ") {
 			t.Errorf("%s: got %q, want a refusal like %q...", tc.line, got, want)
@@ -44,7 +45,7 @@ func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 }
 
 func TestComposeNoEffectFieldsWarn(t *testing.T) {
-	a := loadtest.MustLoadCompose(t, loadtest.Web("attach: false", "develop: {watch: [{path: ./src, action: sync, target: /app}]}"), manifest.LoadOptions{})
+	a := loadtest.MustLoadCompose(t, loadtest.Web("attach: false", "develop: {watch: [{path: ./src, action: sync, target: /app}]}"), load.Options{})
 	got := a.Warnings.Error()
 	for _, want := range []string{"compose.yaml:4:13: services.web.attach: has no effect in driftless", "compose.yaml:5:5: services.web.develop: has no effect in driftless"} {
 		if !strings.Contains(got, want) {
@@ -74,14 +75,14 @@ func TestComposePolicyPositions(t *testing.T) {
 		"compose.yaml:9:10: services.web.ipc: the host's IPC namespace is shared with every host process; allow it for this app with `allow: [host-ipc]` in driftless.yaml (or `--allow host-ipc`)",
 		"compose.yaml:10:15: services.web.volumes[0]: host path /etc/ssl is outside the paths this app may mount; allow it with `hostPaths: [/etc/ssl]` in driftless.yaml (or `--allow-host-path /etc/ssl`), or mount a file from the repository with a relative path",
 	}
-	got := loadtest.ComposeErrors(t, files, manifest.LoadOptions{})
+	got := loadtest.ComposeErrors(t, files, load.Options{})
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if _, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/etc/ssl"}}}); err != nil {
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/etc/ssl"}}}); err != nil {
 		t.Errorf("with everything allowed: %v", err)
 	}
-	got = loadtest.ComposeErrors(t, loadtest.Web("network_mode: host"), manifest.LoadOptions{})
+	got = loadtest.ComposeErrors(t, loadtest.Web("network_mode: host"), load.Options{})
 	if want := "compose.yaml:4:19: services.web.network_mode: the host's network namespace"; len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("network_mode: got %q", got)
 	}
@@ -94,7 +95,7 @@ func TestComposeExtensionErrors(t *testing.T) {
 		"  readiness: {httpGet: {port: 0, path: healthz}}",
 		"  update: {maxSurge: 0, maxUnavailable: 0}",
 		"  secretEnv: [A, NOPE]",
-	), manifest.LoadOptions{})
+	), load.Options{})
 	want := []string{
 		"compose.yaml:6:35: services.web.x-driftless.readiness.httpGet.port: must be between 1 and 65535, got 0",
 		"compose.yaml:6:44: services.web.x-driftless.readiness.httpGet.path: must start with /, got \"healthz\"",
@@ -104,7 +105,7 @@ func TestComposeExtensionErrors(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	got = loadtest.ComposeErrors(t, loadtest.Web("x-driftless: {readiness: {httpGet: {port: '80'}}, replicas: 2}"), manifest.LoadOptions{})
+	got = loadtest.ComposeErrors(t, loadtest.Web("x-driftless: {readiness: {httpGet: {port: '80'}}, replicas: 2}"), load.Options{})
 	want = []string{
 		"compose.yaml:4:47: services.web.x-driftless.readiness.httpGet.port: must be an integer, got a string",
 		"compose.yaml:4:55: services.web.x-driftless.replicas: unknown field",
@@ -182,7 +183,7 @@ func TestComposeIgnoresOtherYAML(t *testing.T) {
 		"old/web.yaml":     "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec: {image: x}\n",
 		".driftlessignore": "old/\n",
 	}
-	if _, err := loadtest.LoadComposeFiles(t, files, manifest.LoadOptions{}); err != nil {
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -243,7 +244,7 @@ spec:
   db: {image: shop/db:1, networks: [backend]}
 networks: {backend: {}}
 volumes: {data: {}}
-`}, manifest.LoadOptions{})
+`}, load.Options{})
 	n, c := native.Service("web"), compose.Service("web")
 	c.Spec.DependsOnCondition = nil // native: healthy by default
 	if !reflect.DeepEqual(n.Spec, c.Spec) || !reflect.DeepEqual(n.Labels, c.Labels) {

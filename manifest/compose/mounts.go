@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // mapVolumes maps a service's volumes: named volumes, binds (from the
@@ -162,7 +163,7 @@ func (sm *serviceMap) repoTree(attr, src, what string) (string, *manifest.RepoTr
 		}
 		return "", nil, false
 	}
-	tree, err := manifest.ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
+	tree, err := load.ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
 	var limit *manifest.LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -290,8 +291,8 @@ func (sm *serviceMap) addSecret(attr, top string, r types.ServiceSecretConfig, o
 	if r.Mode != nil {
 		ref.Mode = int(*r.Mode)
 	}
-	for _, field := range slices.Sorted(maps.Keys(manifest.SecretDeliveryProblems(ref))) {
-		sm.refuse(attr, "%s: %s", field, manifest.SecretDeliveryProblems(ref)[field])
+	for _, field := range slices.Sorted(maps.Keys(load.SecretDeliveryProblems(ref))) {
+		sm.refuse(attr, "%s: %s", field, load.SecretDeliveryProblems(ref)[field])
 	}
 	if !sm.claimMountPath(attr, target) {
 		return

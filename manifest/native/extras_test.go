@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 const fullService = loadtest.Svc + `  image: x
@@ -85,7 +86,7 @@ spec: {driverOpts: {type: nfs, o: "addr=10.0.0.1"}}
 `
 
 // allowAll lets a manifest use every host power.
-var allowAll = manifest.LoadOptions{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/srv"}}}
+var allowAll = load.Options{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/srv"}}}
 
 func TestLoadEveryNewServiceField(t *testing.T) {
 	app, err := appdir.LoadWith(fstest.MapFS{"a.yaml": {Data: []byte(fullService)}, "conf/app.conf": {Data: []byte("x=1\n")}}, ".", "shop", allowAll)
@@ -153,7 +154,7 @@ func TestLoadEveryNewServiceField(t *testing.T) {
 // A refusal by the host-power policy points at the line that asks for it.
 func TestPolicyErrorsPointAtTheField(t *testing.T) {
 	fsys := fstest.MapFS{"a.yaml": {Data: []byte(fullService)}, "conf/app.conf": {Data: []byte("x=1\n")}}
-	_, err := appdir.LoadWith(fsys, ".", "shop", manifest.LoadOptions{})
+	_, err := appdir.LoadWith(fsys, ".", "shop", load.Options{})
 	got := loadtest.ErrorLines(t, err)
 	wantSubs := []string{
 		"a.yaml:27:7: spec.binds[0]: host path /srv/data is outside the paths this app may mount",

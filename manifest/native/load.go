@@ -15,13 +15,14 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // Load is the native front end: every manifest under root, parsed
 // and checked as a whole, then the host-power policy and the repository
 // files its binds mount. All errors come back at once.
-func Load(fsys fs.FS, root, app string, ign *manifest.IgnoreList, opts manifest.LoadOptions, display func(string) string) (*manifest.App, error) {
-	files, err := manifest.ManifestFiles(fsys, root, ign)
+func Load(fsys fs.FS, root, app string, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
+	files, err := load.ManifestFiles(fsys, root, ign)
 	if err != nil {
 		return nil, fmt.Errorf("reading manifests under %s: %w", display(root), err)
 	}
@@ -32,7 +33,7 @@ func Load(fsys fs.FS, root, app string, ign *manifest.IgnoreList, opts manifest.
 		if err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", display(f), err)
 		}
-		if manifest.IsSOPSYAML(data) {
+		if load.IsSOPSYAML(data) {
 			continue // an encrypted secret, read by resolveSecrets
 		}
 		fc := &manifest.Collector{}
@@ -53,15 +54,15 @@ func Load(fsys fs.FS, root, app string, ign *manifest.IgnoreList, opts manifest.
 		return nil, c.Sorted()
 	}
 	c.Errs = append(manifest.CheckPolicy(result, opts.Policy, opts.Host), manifest.CheckLimits(result, opts.Limits)...)
-	c.Errs = append(c.Errs, manifest.ResolveSecrets(fsys, root, result, opts, display)...)
-	if err := manifest.ResolveRepoBinds(fsys, root, result); err != nil {
+	c.Errs = append(c.Errs, load.ResolveSecrets(fsys, root, result, opts, display)...)
+	if err := load.ResolveRepoBinds(fsys, root, result); err != nil {
 		var list manifest.ErrorList
 		if !errors.As(err, &list) {
 			return nil, err
 		}
 		c.Errs = append(c.Errs, list...)
 	}
-	if err := manifest.ResolveBuilds(fsys, root, result); err != nil {
+	if err := load.ResolveBuilds(fsys, root, result); err != nil {
 		var list manifest.ErrorList
 		if !errors.As(err, &list) {
 			return nil, err
@@ -90,7 +91,7 @@ func referencedSecretFiles(root string, parsed map[string]parsedFile) map[string
 				continue
 			}
 			for _, s := range o.serviceRaw.Secrets {
-				if rel, err := manifest.SecretFilePath(s.File); err == nil {
+				if rel, err := load.SecretFilePath(s.File); err == nil {
 					out[path.Join(root, rel)] = true
 				}
 			}

@@ -2,6 +2,7 @@ package native
 
 import (
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // validateSecretRefs checks a service's secrets and envFrom as written;
@@ -24,16 +25,16 @@ func validateSecretRefs(r manifest.Reporter, raw *rawServiceSpec) {
 		}
 		if s.File == "" {
 			r.Required(p + ".file")
-		} else if _, err := manifest.SecretFilePath(s.File); err != nil {
+		} else if _, err := load.SecretFilePath(s.File); err != nil {
 			r.Errorf(p+".file", "%v", err)
 		}
 		if s.Digest != "" {
 			r.Errorf(p+".digest", "unknown field: driftless computes it")
 		}
-		for field, msg := range manifest.SecretDeliveryProblems(s) {
+		for field, msg := range load.SecretDeliveryProblems(s) {
 			r.Errorf(p+"."+field, "%s", msg)
 		}
-		if t := manifest.SecretTarget(s); s.Name != "" {
+		if t := load.SecretTarget(s); s.Name != "" {
 			if j, dup := targets[t]; dup {
 				r.Errorf(p+".target", "%s is already the target of spec.secrets[%d]", t, j)
 			}

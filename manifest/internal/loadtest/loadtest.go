@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // ComposeFS builds an app directory from file contents.
@@ -21,13 +22,13 @@ func ComposeFS(files map[string]string) fstest.MapFS {
 }
 
 // LoadComposeFiles loads the files as app "shop".
-func LoadComposeFiles(t *testing.T, files map[string]string, opts manifest.LoadOptions) (*manifest.App, error) {
+func LoadComposeFiles(t *testing.T, files map[string]string, opts load.Options) (*manifest.App, error) {
 	t.Helper()
 	return appdir.LoadWith(ComposeFS(files), ".", "shop", opts)
 }
 
 // MustLoadCompose loads files that must be valid.
-func MustLoadCompose(t *testing.T, files map[string]string, opts manifest.LoadOptions) *manifest.App {
+func MustLoadCompose(t *testing.T, files map[string]string, opts load.Options) *manifest.App {
 	t.Helper()
 	a, err := LoadComposeFiles(t, files, opts)
 	if err != nil {
@@ -41,7 +42,7 @@ func MustLoadCompose(t *testing.T, files map[string]string, opts manifest.LoadOp
 
 // ComposeErrors returns the error lines of a load that must fail with an
 // ErrorList.
-func ComposeErrors(t *testing.T, files map[string]string, opts manifest.LoadOptions) []string {
+func ComposeErrors(t *testing.T, files map[string]string, opts load.Options) []string {
 	t.Helper()
 	_, err := LoadComposeFiles(t, files, opts)
 	if err == nil {
@@ -106,10 +107,10 @@ func FakeDecrypt(name string, data []byte) ([]byte, error) {
 	if strings.HasPrefix(string(data), "LOCKED:") {
 		return nil, errors.New("no available key can decrypt it")
 	}
-	return nil, manifest.ErrNotEncrypted
+	return nil, load.ErrNotEncrypted
 }
 
-func LoadSecretApp(t *testing.T, files map[string]string, opts manifest.LoadOptions) (*manifest.App, error) {
+func LoadSecretApp(t *testing.T, files map[string]string, opts load.Options) (*manifest.App, error) {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	for p, c := range files {

@@ -1,13 +1,17 @@
-package manifest
+package load
 
-// LoadOptions are what the app's configuration adds to its files.
-type LoadOptions struct {
+import (
+	"github.com/driftless-dev/driftless/manifest"
+)
+
+// Options are what the app's configuration adds to its files.
+type Options struct {
 	// Policy is the host power the app's manifests may use; the zero
 	// Policy allows none (see CheckPolicy).
-	Policy Policy
+	Policy manifest.Policy
 	// Host is where host paths are judged (see Host); the zero Host
 	// judges them as written.
-	Host Host
+	Host manifest.Host
 	// Profiles are the compose profiles to activate; services with other
 	// profiles are not part of the app.
 	Profiles []string
@@ -16,11 +20,11 @@ type LoadOptions struct {
 	Environment map[string]string
 	// Limits bound what the revision may ask for; zero fields are
 	// DefaultLimits().
-	Limits Limits
+	Limits manifest.Limits
 	// SecretKey is the per-agent key secret values are digested with in
 	// hashes and displays; the agent and the CLI pass the same one for the
 	// same data directory so their hashes agree.
-	SecretKey SecretKey
+	SecretKey manifest.SecretKey
 	// Decrypt opens a SOPS-encrypted file of the revision (name is its
 	// path in the repository, for the format and messages). nil: an app
 	// that references secrets is refused.
@@ -41,7 +45,7 @@ type LoadOptions struct {
 }
 
 // ReportEnvRead reports a read of the environment variable name.
-func (o *LoadOptions) ReportEnvRead(name string) {
+func (o *Options) ReportEnvRead(name string) {
 	if o.EnvRead != nil {
 		o.EnvRead(name)
 	}

@@ -1,4 +1,4 @@
-package manifest_test
+package load_test
 
 import (
 	"errors"
@@ -11,11 +11,12 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 func buildApp(t *testing.T, files map[string]string) *manifest.App {
 	t.Helper()
-	return loadtest.MustLoadCompose(t, files, manifest.LoadOptions{})
+	return loadtest.MustLoadCompose(t, files, load.Options{})
 }
 
 // Same context, same tag; a changed file, a new tag; the old content
@@ -85,17 +86,17 @@ func TestBuildTagOptions(t *testing.T) {
 }
 
 func TestReadBuildContextSizeBound(t *testing.T) {
-	half := make([]byte, manifest.MaxBuildContextBytes/2+1)
+	half := make([]byte, load.MaxBuildContextBytes/2+1)
 	fsys := fstest.MapFS{
 		"Dockerfile": {Data: []byte(dockerfileScratch)},
 		"a.bin":      {Data: half},
 		"b.bin":      {Data: half},
 	}
-	if _, err := manifest.ReadBuildContext(fsys, ".", "Dockerfile"); !errors.Is(err, manifest.ErrContextTooLarge) {
+	if _, err := load.ReadBuildContext(fsys, ".", "Dockerfile"); !errors.Is(err, load.ErrContextTooLarge) {
 		t.Errorf("oversized context: %v, want ErrContextTooLarge", err)
 	}
 	fsys[".dockerignore"] = &fstest.MapFile{Data: []byte("b.bin\n")}
-	if _, err := manifest.ReadBuildContext(fsys, ".", "Dockerfile"); err != nil {
+	if _, err := load.ReadBuildContext(fsys, ".", "Dockerfile"); err != nil {
 		t.Errorf("a .dockerignore that leaves the context under the bound: %v", err)
 	}
 	_, err := appdir.LoadWith(fstest.MapFS{
@@ -103,7 +104,7 @@ func TestReadBuildContextSizeBound(t *testing.T) {
 		"Dockerfile":   {Data: []byte(dockerfileScratch)},
 		"a.bin":        {Data: half},
 		"b.bin":        {Data: half},
-	}, ".", "shop", manifest.LoadOptions{})
+	}, ".", "shop", load.Options{})
 	if err == nil || !strings.Contains(err.Error(), "compose.yaml:3:12: services.web.build: context . holds more than 64 MiB: add a .dockerignore") {
 		t.Errorf("oversized context in a compose file: %v", err)
 	}

@@ -1,4 +1,4 @@
-package manifest
+package load
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 const dockerfileScratch = "FROM scratch\nCOPY app /app\nENTRYPOINT [\"/app\"]\n"
@@ -84,7 +86,7 @@ func TestGitTreeHashIsGits(t *testing.T) {
 	if got, want := tree.GitTreeHash(), gitTreeOf(t, dir, "HEAD:web"); got != want {
 		t.Errorf("GitTreeHash = %s, git says %s", got, want)
 	}
-	var link *RepoFile
+	var link *manifest.RepoFile
 	for i := range tree.Files {
 		if tree.Files[i].Path == "src-link" {
 			link = &tree.Files[i]

@@ -1,3 +1,3 @@
-package manifest_test
+package load_test
 
 const dockerfileScratch = "FROM scratch\nCOPY app /app\nENTRYPOINT [\"/app\"]\n"

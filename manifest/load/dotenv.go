@@ -1,4 +1,4 @@
-package manifest
+package load
 
 import (
 	"bytes"
@@ -10,18 +10,20 @@ import (
 	"unicode"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 var dotenvLine = regexp.MustCompile(`line (\d+): `)
 
 // DotenvErrorPos locates a dotenv error by the line it names.
-func DotenvErrorPos(file string, err error) Position {
+func DotenvErrorPos(file string, err error) manifest.Position {
 	if m := dotenvLine.FindStringSubmatch(err.Error()); m != nil {
 		if line, e := strconv.Atoi(m[1]); e == nil && line > 0 {
-			return Position{File: file, Line: line}
+			return manifest.Position{File: file, Line: line}
 		}
 	}
-	return Position{File: file, Line: 1}
+	return manifest.Position{File: file, Line: 1}
 }
 
 func DotenvMessage(err error) string {

@@ -1,4 +1,4 @@
-package manifest_test
+package load_test
 
 import (
 	"encoding/json"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 const secretSvc = loadtest.Svc + "  image: web:1\n  secrets:\n    - name: db-password\n      file: secrets/db-password\n  envFrom:\n    - secret: db-password\n"
 
 func TestSecretsFromEncryptedFiles(t *testing.T) {
-	opts := manifest.LoadOptions{SecretKey: manifest.SecretKey("k"), Decrypt: loadtest.FakeDecrypt}
+	opts := load.Options{SecretKey: manifest.SecretKey("k"), Decrypt: loadtest.FakeDecrypt}
 	a, err := loadtest.LoadSecretApp(t, map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:hunter2"}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestSecretFileDelivery(t *testing.T) {
 	m := loadtest.Svc + "  image: web:1\n  secrets:\n    - {name: tls-key, file: tls.key}\n    - {name: db, file: db.yaml, key: password, target: /etc/db/pw, uid: \"999\", gid: \"999\", mode: 0400}\n"
 	key := manifest.SecretKey("k")
 	a, err := loadtest.LoadSecretApp(t, map[string]string{"web.yaml": m, "tls.key": "ENC:-----KEY-----\n", "db.yaml": "ENC:password: pw\nuser: u\nsops:\n    mac: ENC[x]\n"},
-		manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt, SecretKey: key})
+		load.Options{Decrypt: loadtest.FakeDecrypt, SecretKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,20 +81,20 @@ func TestSecretFileDelivery(t *testing.T) {
 // allowed, it is delivered as it is.
 func TestSecretPlaintextAllowed(t *testing.T) {
 	files := map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a.txt}]\n", "a.txt": "plain\n"}
-	if _, err := loadtest.LoadSecretApp(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt}); err == nil || !strings.Contains(err.Error(), "not SOPS-encrypted") {
+	if _, err := loadtest.LoadSecretApp(t, files, load.Options{Decrypt: loadtest.FakeDecrypt}); err == nil || !strings.Contains(err.Error(), "not SOPS-encrypted") {
 		t.Fatalf("plaintext: %v", err)
 	}
-	a, err := loadtest.LoadSecretApp(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt, AllowPlaintext: true})
+	a, err := loadtest.LoadSecretApp(t, files, load.Options{Decrypt: loadtest.FakeDecrypt, AllowPlaintext: true})
 	if err != nil || string(a.SecretData[a.Services[0].Spec.Secrets[0].Digest]) != "plain\n" {
 		t.Fatalf("app allows plaintext: %v", err)
 	}
 	files["web.yaml"] = loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a.txt, allowPlaintext: true}]\n"
-	if _, err := loadtest.LoadSecretApp(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt}); err != nil {
+	if _, err := loadtest.LoadSecretApp(t, files, load.Options{Decrypt: loadtest.FakeDecrypt}); err != nil {
 		t.Fatalf("secret allows plaintext: %v", err)
 	}
 	// Allowed plaintext is no reason to accept a file that does not open.
 	files["a.txt"] = "LOCKED:x"
-	if _, err := loadtest.LoadSecretApp(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt}); err == nil || !strings.Contains(err.Error(), "no available key") {
+	if _, err := loadtest.LoadSecretApp(t, files, load.Options{Decrypt: loadtest.FakeDecrypt}); err == nil || !strings.Contains(err.Error(), "no available key") {
 		t.Fatalf("locked with allowPlaintext: %v", err)
 	}
 }
@@ -101,7 +102,7 @@ func TestSecretPlaintextAllowed(t *testing.T) {
 func TestSecretKeysOfStructuredFiles(t *testing.T) {
 	m := loadtest.Svc + "  image: web:1\n  secrets:\n    - {name: db, file: db.env}\n    - {name: api-token, file: api.yaml, key: token}\n  envFrom:\n    - secret: db\n    - secret: api-token\n"
 	a, err := loadtest.LoadSecretApp(t, map[string]string{"web.yaml": m, "db.env": "ENC:PGUSER=app\nPGPASSWORD=pw\n", "api.yaml": "ENC:token: t0k\nother: x\nsops:\n    mac: ENC[x]\n"},
-		manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+		load.Options{Decrypt: loadtest.FakeDecrypt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,32 +117,32 @@ func TestSecretRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		what  string
 		files map[string]string
-		opts  manifest.LoadOptions
+		opts  load.Options
 		want  string
 	}{
-		{"wrong key", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "LOCKED:x"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"wrong key", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "LOCKED:x"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`web.yaml:9:13: spec.secrets[0].file: secret "db-password": secrets/db-password: no available key can decrypt it; fix the file or the app's keys`},
-		{"file absent", map[string]string{"web.yaml": secretSvc}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"file absent", map[string]string{"web.yaml": secretSvc}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`secret "db-password": cannot read secrets/db-password: file does not exist`},
-		{"no decryption", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:x"}, manifest.LoadOptions{},
+		{"no decryption", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "ENC:x"}, load.Options{},
 			"no decryption is configured"},
-		{"leaves the app", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: ../x", 1)}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"leaves the app", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: ../x", 1)}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			"leaves the app directory"},
-		{"undeclared envFrom", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  envFrom: [{secret: nope}]\n"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"undeclared envFrom", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  envFrom: [{secret: nope}]\n"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`secret "nope" is not declared in spec.secrets`},
-		{"plaintext", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "hunter2"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"plaintext", map[string]string{"web.yaml": secretSvc, "secrets/db-password": "hunter2"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`secret "db-password": secrets/db-password is not SOPS-encrypted, and secrets in Git must be: encrypt it (sops --encrypt --in-place FILE), or accept it as it is with allowPlaintext: true`},
-		{"relative target", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, target: run/a}]\n", "a": "ENC:x"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"relative target", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, target: run/a}]\n", "a": "ENC:x"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`web.yaml:7:40: spec.secrets[0].target: "run/a" must be a clean absolute path in the container`},
-		{"owner by name", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, uid: postgres}]\n", "a": "ENC:x"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"owner by name", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, uid: postgres}]\n", "a": "ENC:x"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`spec.secrets[0].uid: "postgres" must be a number`},
-		{"mode too wide", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, mode: 04755}]\n", "a": "ENC:x"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"mode too wide", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, mode: 04755}]\n", "a": "ENC:x"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`spec.secrets[0].mode: 04755 has bits beyond 0777`},
-		{"one target twice", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, target: /run/secrets/b}, {name: b, file: a}]\n", "a": "ENC:x"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"one target twice", map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: a, file: a, target: /run/secrets/b}, {name: b, file: a}]\n", "a": "ENC:x"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`spec.secrets[1].target: /run/secrets/b is already the target of spec.secrets[0]`},
-		{"missing key", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: s.yaml\n      key: nope", 1), "s.yaml": "ENC:a: b\nsops:\n    mac: ENC[x]\n"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"missing key", map[string]string{"web.yaml": strings.Replace(secretSvc, "file: secrets/db-password", "file: s.yaml\n      key: nope", 1), "s.yaml": "ENC:a: b\nsops:\n    mac: ENC[x]\n"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`key "nope" is not in the file (it has: a)`},
-		{"clash with env", map[string]string{"web.yaml": strings.Replace(secretSvc, "image: web:1\n", "image: web:1\n  env: {DB_PASSWORD: x}\n", 1), "secrets/db-password": "ENC:y"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"clash with env", map[string]string{"web.yaml": strings.Replace(secretSvc, "image: web:1\n", "image: web:1\n  env: {DB_PASSWORD: x}\n", 1), "secrets/db-password": "ENC:y"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			"sets DB_PASSWORD, which spec.env (or another secret) sets too"},
 	} {
 		_, err := loadtest.LoadSecretApp(t, tc.files, tc.opts)
@@ -156,11 +157,11 @@ func TestSecretRefusals(t *testing.T) {
 // "apiVersion: is required").
 func TestPlaintextYAMLSecretIsNotAManifest(t *testing.T) {
 	files := map[string]string{"web.yaml": loadtest.Svc + "  image: web:1\n  secrets: [{name: db, file: secrets/db.yaml, key: password}]\n", "secrets/db.yaml": "password: pw\n"}
-	_, err := loadtest.LoadSecretApp(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+	_, err := loadtest.LoadSecretApp(t, files, load.Options{Decrypt: loadtest.FakeDecrypt})
 	if err == nil || strings.Contains(err.Error(), "apiVersion") || !strings.Contains(err.Error(), "secrets/db.yaml is not SOPS-encrypted") {
 		t.Fatalf("err = %v", err)
 	}
-	a, err := loadtest.LoadSecretApp(t, files, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt, AllowPlaintext: true})
+	a, err := loadtest.LoadSecretApp(t, files, load.Options{Decrypt: loadtest.FakeDecrypt, AllowPlaintext: true})
 	if err != nil || len(a.Services) != 1 || string(a.SecretData[a.Services[0].Spec.Secrets[0].Digest]) != "pw" {
 		t.Fatalf("allowed: %v", err)
 	}

@@ -1,12 +1,12 @@
-package manifest_test
+package load_test
 
 import (
 	"maps"
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // envFromApp is a native service that takes every key of app.env as an
@@ -34,11 +34,11 @@ func TestEnvFromReadsDotenvAsComposeEnvFile(t *testing.T) {
 		{"A=\"multi\nline\"\nB='single $x'\n", map[string]string{"A": "multi\nline", "B": "single $x"}},
 	} {
 		for _, enc := range []string{"ENC:", ""} {
-			native, err := loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": enc + tc.text}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt, AllowPlaintext: enc == ""})
+			native, err := loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": enc + tc.text}, load.Options{Decrypt: loadtest.FakeDecrypt, AllowPlaintext: enc == ""})
 			if err != nil {
 				t.Fatalf("native %q: %v", tc.text, err)
 			}
-			compose, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": envFileApp, "app.env": enc + tc.text}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+			compose, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": envFileApp, "app.env": enc + tc.text}, load.Options{Decrypt: loadtest.FakeDecrypt})
 			if err != nil {
 				t.Fatalf("compose %q: %v", tc.text, err)
 			}
@@ -55,30 +55,30 @@ func TestEnvFromReadsDotenvAsComposeEnvFile(t *testing.T) {
 // decrypted file's own lines are only named, at the declaration.
 func TestDotenvKeySetTwice(t *testing.T) {
 	keyErrorDecrypt := func(string, []byte) ([]byte, error) {
-		return nil, &manifest.KeyError{Key: "DB_PASSWORD", First: 1, Line: 7}
+		return nil, &load.KeyError{Key: "DB_PASSWORD", First: 1, Line: 7}
 	}
 	for _, tc := range []struct {
 		what    string
 		files   map[string]string
-		opts    manifest.LoadOptions
+		opts    load.Options
 		want    string
 		compose bool
 	}{
-		{"envFrom, plaintext", map[string]string{"web.yaml": envFromApp, "app.env": "DB_PASSWORD=real\nDB_PASSWORD=\n"}, manifest.LoadOptions{AllowPlaintext: true},
+		{"envFrom, plaintext", map[string]string{"web.yaml": envFromApp, "app.env": "DB_PASSWORD=real\nDB_PASSWORD=\n"}, load.Options{AllowPlaintext: true},
 			`app.env:2: spec.secrets[0].file: secret "app": key "DB_PASSWORD" is set twice (lines 1 and 2): a file may set each key once; remove one`, false},
-		{"envFrom, export and one line", map[string]string{"web.yaml": envFromApp, "app.env": "X=1\nA=\"x\" export_B=2\nexport A=3\n"}, manifest.LoadOptions{AllowPlaintext: true},
+		{"envFrom, export and one line", map[string]string{"web.yaml": envFromApp, "app.env": "X=1\nA=\"x\" export_B=2\nexport A=3\n"}, load.Options{AllowPlaintext: true},
 			`app.env:3: spec.secrets[0].file: secret "app": key "A" is set twice (lines 2 and 3)`, false},
-		{"envFrom, two on one line", map[string]string{"web.yaml": envFromApp, "app.env": "A=\"x\" A=y\n"}, manifest.LoadOptions{AllowPlaintext: true},
+		{"envFrom, two on one line", map[string]string{"web.yaml": envFromApp, "app.env": "A=\"x\" A=y\n"}, load.Options{AllowPlaintext: true},
 			`app.env:1: spec.secrets[0].file: secret "app": key "A" is set twice (lines 1 and 1)`, false},
-		{"envFrom, decrypted", map[string]string{"web.yaml": envFromApp, "app.env": "ENC:DB_PASSWORD=real\nDB_PASSWORD=\n"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"envFrom, decrypted", map[string]string{"web.yaml": envFromApp, "app.env": "ENC:DB_PASSWORD=real\nDB_PASSWORD=\n"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`web.yaml:8:25: spec.secrets[0].file: secret "app": app.env: decrypted, key "DB_PASSWORD" is set twice (lines 1 and 2)`, false},
-		{"envFrom, sops says where", map[string]string{"web.yaml": envFromApp, "app.env": "x"}, manifest.LoadOptions{Decrypt: keyErrorDecrypt},
+		{"envFrom, sops says where", map[string]string{"web.yaml": envFromApp, "app.env": "x"}, load.Options{Decrypt: keyErrorDecrypt},
 			`app.env:7: spec.secrets[0].file: secret "app": key "DB_PASSWORD" is set twice (lines 1 and 7)`, false},
-		{"env_file, plaintext", map[string]string{"compose.yaml": envFileApp, "app.env": "DB_PASSWORD=real\n\nDB_PASSWORD=\n"}, manifest.LoadOptions{},
+		{"env_file, plaintext", map[string]string{"compose.yaml": envFileApp, "app.env": "DB_PASSWORD=real\n\nDB_PASSWORD=\n"}, load.Options{},
 			`app.env:3: services.web.env_file[0]: key "DB_PASSWORD" is set twice (lines 1 and 3)`, true},
-		{"env_file, decrypted", map[string]string{"compose.yaml": envFileApp, "app.env": "ENC:DB_PASSWORD=real\nDB_PASSWORD=\n"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt},
+		{"env_file, decrypted", map[string]string{"compose.yaml": envFileApp, "app.env": "ENC:DB_PASSWORD=real\nDB_PASSWORD=\n"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`compose.yaml:4:16: services.web.env_file[0]: env file "app.env", decrypted: key "DB_PASSWORD" is set twice (lines 1 and 2)`, true},
-		{"env_file, sops says where", map[string]string{"compose.yaml": envFileApp, "app.env": "x"}, manifest.LoadOptions{Decrypt: keyErrorDecrypt},
+		{"env_file, sops says where", map[string]string{"compose.yaml": envFileApp, "app.env": "x"}, load.Options{Decrypt: keyErrorDecrypt},
 			`app.env:7: services.web.env_file[0]: env file "app.env": key "DB_PASSWORD" is set twice (lines 1 and 7)`, true},
 	} {
 		var err error
@@ -96,15 +96,15 @@ func TestDotenvKeySetTwice(t *testing.T) {
 // Lines that only look like KEY= inside a quoted value are not keys; a
 // decrypted file's parse errors do not quote its text.
 func TestDotenvStatementsInsideValues(t *testing.T) {
-	vars, err := manifest.ReadDotenv([]byte("A=1\nB=\"\nA=2\n\"\nC='x\nA=3'\n"), nil)
+	vars, err := load.ReadDotenv([]byte("A=1\nB=\"\nA=2\n\"\nC='x\nA=3'\n"), nil)
 	if err != nil || vars["A"] != "1" || vars["B"] != "\nA=2\n" {
 		t.Errorf("quoted lines read as keys: %v %v", vars, err)
 	}
-	_, err = loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": "ENC:A=\"s3cret-unterminated\n"}, manifest.LoadOptions{Decrypt: loadtest.FakeDecrypt})
+	_, err = loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": "ENC:A=\"s3cret-unterminated\n"}, load.Options{Decrypt: loadtest.FakeDecrypt})
 	if err == nil || !strings.Contains(err.Error(), ": unterminated quoted value") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("a decrypted file's error: %v", err)
 	}
-	_, err = loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": "A=1\n=x\n"}, manifest.LoadOptions{AllowPlaintext: true})
+	_, err = loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": "A=1\n=x\n"}, load.Options{AllowPlaintext: true})
 	if err == nil || !strings.Contains(err.Error(), "app.env:2: spec.secrets[0].file: secret \"app\": a variable without a name") {
 		t.Errorf("a statement without a key: %v", err)
 	}

@@ -1,4 +1,4 @@
-package manifest
+package load
 
 import (
 	"bytes"
@@ -13,12 +13,14 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // SecretDeliveryProblems checks how a secret's file is delivered: an
 // absolute target, numeric owners (a name would have to be looked up in
 // the image) and permission bits. By field name.
-func SecretDeliveryProblems(s SecretRef) map[string]string {
+func SecretDeliveryProblems(s manifest.SecretRef) map[string]string {
 	out := map[string]string{}
 	if s.Target != "" && (!path.IsAbs(s.Target) || path.Clean(s.Target) != s.Target || s.Target == "/") {
 		out["target"] = fmt.Sprintf("%q must be a clean absolute path in the container, such as /run/secrets/%s", s.Target, s.Name)
@@ -38,7 +40,7 @@ func SecretDeliveryProblems(s SecretRef) map[string]string {
 }
 
 // SecretTarget is where a secret's file appears in the container.
-func SecretTarget(s SecretRef) string {
+func SecretTarget(s manifest.SecretRef) string {
 	if s.Target != "" {
 		return s.Target
 	}
@@ -66,7 +68,7 @@ func SecretFilePath(file string) (string, error) {
 	return p, nil
 }
 
-// ErrNotEncrypted is what LoadOptions.Decrypt returns (wrapped) for a file
+// ErrNotEncrypted is what Options.Decrypt returns (wrapped) for a file
 // that carries no SOPS metadata: a plaintext file.
 var ErrNotEncrypted = errors.New("not a SOPS-encrypted file")
 
@@ -79,27 +81,27 @@ const plaintextHint = "encrypt it (sops --encrypt --in-place FILE), or accept it
 // asks for in the environment (as secretEnv). Each problem is an error
 // located at the secret's declaration, naming the file and the reason: the
 // revision is refused and the last good one keeps running.
-func ResolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display func(string) string) ErrorList {
-	var errs ErrorList
+func ResolveSecrets(fsys fs.FS, root string, app *manifest.App, opts Options, display func(string) string) manifest.ErrorList {
+	var errs manifest.ErrorList
 	for i := range app.Services {
 		svc := &app.Services[i]
 		values := map[string]map[string]string{}
 		for j := range svc.Spec.Secrets {
 			ref := &svc.Spec.Secrets[j]
-			at := svc.Field(IndexPath("secrets", j) + ".file")
+			at := svc.Field(manifest.IndexPath("secrets", j) + ".file")
 			fail := func(format string, args ...any) {
-				errs = append(errs, &Error{Pos: at.Pos, Field: at.Field, Msg: fmt.Sprintf(format, args...)})
+				errs = append(errs, &manifest.Error{Pos: at.Pos, Field: at.Field, Msg: fmt.Sprintf(format, args...)})
 			}
 			ref.Target = SecretTarget(*ref)
 			if ref.Mode == 0 {
 				ref.Mode = DefaultSecretMode
 			}
-			forEnv := slices.ContainsFunc(svc.Spec.EnvFrom, func(e EnvFrom) bool { return e.Secret == ref.Name })
+			forEnv := slices.ContainsFunc(svc.Spec.EnvFrom, func(e manifest.EnvFrom) bool { return e.Secret == ref.Name })
 			content, vals, err := openSecret(fsys, root, *ref, forEnv, opts, display)
 			var ff *secretFileFault
 			if errors.As(err, &ff) {
 				// The fault is at a line of the secret's own file.
-				errs = append(errs, &Error{Pos: ff.pos, Field: at.Field, Msg: ff.Error()})
+				errs = append(errs, &manifest.Error{Pos: ff.pos, Field: at.Field, Msg: ff.Error()})
 				continue
 			}
 			if err != nil {
@@ -121,7 +123,7 @@ func ResolveSecrets(fsys fs.FS, root string, app *App, opts LoadOptions, display
 // secretFileFault is an error at a line of a secret's file (as
 // committed) rather than at the manifest's declaration.
 type secretFileFault struct {
-	pos Position
+	pos manifest.Position
 	err error
 }
 
@@ -132,7 +134,7 @@ func (f *secretFileFault) Unwrap() error { return f.err }
 // openSecret reads and decrypts one secret: the content its file delivers
 // (the key's value, or the whole decrypted file) and the variables envFrom
 // gives (read only when forEnv: a file-only secret may be any text).
-func openSecret(fsys fs.FS, root string, ref SecretRef, forEnv bool, opts LoadOptions, display func(string) string) ([]byte, map[string]string, error) {
+func openSecret(fsys fs.FS, root string, ref manifest.SecretRef, forEnv bool, opts Options, display func(string) string) ([]byte, map[string]string, error) {
 	rel, err := SecretFilePath(ref.File)
 	if err != nil {
 		return nil, nil, fmt.Errorf("secret %q: %w", ref.Name, err)
@@ -146,7 +148,7 @@ func openSecret(fsys fs.FS, root string, ref SecretRef, forEnv bool, opts LoadOp
 	var bad *KeyError
 	switch {
 	case errors.As(err, &bad):
-		return nil, nil, &secretFileFault{pos: Position{File: display(name), Line: bad.Line}, err: fmt.Errorf("secret %q: %w", ref.Name, err)}
+		return nil, nil, &secretFileFault{pos: manifest.Position{File: display(name), Line: bad.Line}, err: fmt.Errorf("secret %q: %w", ref.Name, err)}
 	case errors.Is(err, ErrNotEncrypted):
 		return nil, nil, fmt.Errorf("secret %q: %s is not SOPS-encrypted, and secrets in Git must be: %s", ref.Name, display(name), plaintextHint)
 	case errors.Is(err, errNoDecryption):
@@ -175,7 +177,7 @@ var errNoDecryption = errors.New("no decryption is configured")
 // decryptSecret decrypts a secret's file, or, where plaintext is allowed
 // and the file is not encrypted, returns it as it is; decrypted says
 // which.
-func decryptSecret(rel string, data []byte, allowed bool, opts LoadOptions) ([]byte, bool, error) {
+func decryptSecret(rel string, data []byte, allowed bool, opts Options) ([]byte, bool, error) {
 	if opts.Decrypt == nil {
 		if allowed {
 			return data, false, nil
@@ -193,23 +195,23 @@ func decryptSecret(rel string, data []byte, allowed bool, opts LoadOptions) ([]b
 // a key set twice, or the line compose-go's parser names. A decrypted
 // file's lines are not the committed file's, so it stays at the
 // declaration.
-func PlainDotenvPos(file string, decrypted bool, err error) (Position, bool) {
+func PlainDotenvPos(file string, decrypted bool, err error) (manifest.Position, bool) {
 	var bad *KeyError
 	switch {
 	case decrypted:
-		return Position{}, false
+		return manifest.Position{}, false
 	case errors.As(err, &bad) && bad.Line > 0:
-		return Position{File: file, Line: bad.Line}, true
+		return manifest.Position{File: file, Line: bad.Line}, true
 	case dotenvLine.MatchString(err.Error()):
 		return DotenvErrorPos(file, err), true
 	}
-	return Position{}, false
+	return manifest.Position{}, false
 }
 
 // envFromSecrets adds the values of the secrets envFrom names to the
 // service's environment, as secret env.
-func envFromSecrets(svc *Service, values map[string]map[string]string) ErrorList {
-	var errs ErrorList
+func envFromSecrets(svc *manifest.Service, values map[string]map[string]string) manifest.ErrorList {
+	var errs manifest.ErrorList
 	for k, e := range svc.Spec.EnvFrom {
 		vals, ok := values[e.Secret]
 		if !ok {
@@ -217,8 +219,8 @@ func envFromSecrets(svc *Service, values map[string]map[string]string) ErrorList
 		}
 		for _, name := range sortedKeys(vals) {
 			if _, taken := svc.Spec.Env[name]; taken {
-				at := svc.Field(IndexPath("envFrom", k))
-				errs = append(errs, &Error{Pos: at.Pos, Field: at.Field,
+				at := svc.Field(manifest.IndexPath("envFrom", k))
+				errs = append(errs, &manifest.Error{Pos: at.Pos, Field: at.Field,
 					Msg: fmt.Sprintf("secret %q sets %s, which spec.env (or another secret) sets too: rename one", e.Secret, name)})
 				continue
 			}
