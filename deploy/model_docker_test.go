@@ -26,6 +26,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -106,7 +107,7 @@ func (f *fixture) readInContainer(id, path string) string {
 	return string(b)
 }
 
-var allowAll = load.Options{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/"}}}
+var allowAll = load.Options{Policy: policy.Policy{Allow: policy.AllowNames, HostPaths: []string{"/"}}}
 
 func TestEveryFieldReachesDocker(t *testing.T) {
 	filesDir := t.TempDir()

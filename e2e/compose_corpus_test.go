@@ -19,8 +19,8 @@ import (
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	dsync "github.com/driftless-dev/driftless/sync"
 )
 
@@ -68,7 +68,7 @@ func TestComposeCorpus(t *testing.T) {
 		if s.setup != nil {
 			s.setup(t, r, &cfg)
 		}
-		images.Ensure(a.Images(load.Options{Profiles: cfg.Profiles, Environment: cfg.Environment, Policy: manifest.Policy{Allow: cfg.Allow}})...)
+		images.Ensure(a.Images(load.Options{Profiles: cfg.Profiles, Environment: cfg.Environment, Policy: policy.Policy{Allow: cfg.Allow}})...)
 		r.repo = gitserver.Init(t, base, s.dir)
 		a.Write(r.repo.Work)
 		r.first = r.repo.Commit("deploy " + s.dir)

@@ -1,7 +1,7 @@
 package manifest
 
 import (
-	"crypto/sha1" //nolint:gosec // Git's object names are SHA-1; this is naming, not security
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"

@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
@@ -111,7 +112,7 @@ type Options struct {
 	// Host is where every pass judges the apps' host paths (symlinks
 	// followed, the engine's sockets); default: this machine
 	// (internal/hostpath with the process's environment).
-	Host manifest.Host
+	Host policy.Host
 }
 
 // Agent keeps every configured app converged to its Git revision.

@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
@@ -59,7 +60,7 @@ type AppConfig struct {
 	WebhookSecret string
 	// Policy is the host power the app's manifests may use (privileged,
 	// host paths, ...); none by default.
-	Policy manifest.Policy
+	Policy policy.Policy
 	// Shared are the external networks and volumes of other apps that
 	// this app's manifests may join or mount; none by default.
 	Shared drift.Shared
@@ -91,8 +92,8 @@ type AppConfig struct {
 	// refusesForcePush).
 	OnForcePush string
 	// Limits bound what one revision may ask for (replicas, services,
-	// bytes, ...); zero fields are manifest.DefaultLimits().
-	Limits manifest.Limits
+	// bytes, ...); zero fields are policy.DefaultLimits().
+	Limits policy.Limits
 
 	// AgeKeyFile is the app's age identity file for SOPS secrets
 	// (decryption.ageKeyFile); read at each load, so a rotated key file is
@@ -534,7 +535,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 // volumes (shared).
 func parseReach(fa fileAppConfig, app *AppConfig) []error {
 	var errs []error
-	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	app.Policy = policy.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
 	if err := app.Policy.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -628,8 +629,8 @@ func (c AppConfig) refusesForcePush() (refuse, byVerify bool) {
 
 // parseLimits reads an app's limits: a count, or for the byte limits a
 // number of bytes or a quantity ("1Mi").
-func parseLimits(m map[string]json.RawMessage) (manifest.Limits, []error) {
-	var l manifest.Limits
+func parseLimits(m map[string]json.RawMessage) (policy.Limits, []error) {
+	var l policy.Limits
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		text := strings.TrimSpace(string(m[name]))

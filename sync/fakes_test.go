@@ -16,6 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // fakeSource is a Git repository in memory: commits with their files, and
@@ -390,7 +391,7 @@ type harness struct {
 	logs       lockedLog
 	// host, when set before open, is the machine the agent judges host
 	// paths on; zero: the real one.
-	host manifest.Host
+	host policy.Host
 }
 
 // lockedLog is the agent's Info log, for tests of what it says.

@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // A pass is one reconcile of one app, a short sequence of steps that reads
@@ -243,7 +244,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 // the host can change at any time, so every pass looks again before it
 // builds, creates or heals anything.
 func (p *pass) hostPathRefusal(rs *revisionState) *Refusal {
-	errs := manifest.CheckHostPaths(rs.app, p.in.cfg.Policy, p.a.opts.Host)
+	errs := policy.CheckHostPaths(rs.app, p.in.cfg.Policy, p.a.opts.Host)
 	if len(errs) == 0 {
 		return nil
 	}

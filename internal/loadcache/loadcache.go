@@ -37,6 +37,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // format changes whenever an entry's layout does: old entries then miss.
@@ -102,7 +103,7 @@ func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 	if app, ok := c.lookup(key, dir, req); ok {
 		// Where host paths land is a fact of the host, not of the files:
 		// it is judged again on every hit, as the load judged it.
-		if errs := manifest.CheckHostPaths(app, req.Opts.Policy, req.Opts.Host); len(errs) > 0 {
+		if errs := policy.CheckHostPaths(app, req.Opts.Policy, req.Opts.Host); len(errs) > 0 {
 			return nil, Failed, errs
 		}
 		return app, Hit, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 const composeFile = `services:
@@ -139,7 +140,7 @@ func TestEachChangedInputMisses(t *testing.T) {
 		}},
 		{"profile flag", func(t *testing.T, _ string, req *Request, _ *Cache) { req.Opts.Profiles = []string{"debug"} }},
 		{"policy flag", func(t *testing.T, _ string, req *Request, _ *Cache) {
-			req.Opts.Policy = manifest.Policy{Allow: []string{"privileged"}}
+			req.Opts.Policy = policy.Policy{Allow: []string{"privileged"}}
 		}},
 		{"allow-plaintext flag", func(t *testing.T, _ string, req *Request, _ *Cache) { req.Opts.AllowPlaintext = true }},
 		{"limit flag", func(t *testing.T, _ string, req *Request, _ *Cache) {
@@ -382,7 +383,7 @@ func TestHitJudgesHostPathsAgain(t *testing.T) {
 	dir := newApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: nginx\n    volumes: [\"" + data + ":/data\"]\n"})
 	c := testCache(t)
 	req := baseRequest(dir)
-	req.Opts.Policy = manifest.Policy{HostPaths: []string{hostDir}}
+	req.Opts.Policy = policy.Policy{HostPaths: []string{hostDir}}
 	req.Opts.Host = hostpath.Host(func(string) string { return "" })
 	loadApp(t, c, req, Miss)
 	loadApp(t, c, req, Hit)

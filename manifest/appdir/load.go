@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/compose"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // Load reads every *.yaml and *.yml file under root in fsys (recursively, in
@@ -75,9 +76,9 @@ func loadBounded(fsys fs.FS, root, app string, opts load.Options, display func(s
 	}
 	// Every read of the revision goes through its budget; a limit hit on
 	// the way refuses the revision like a manifest error.
-	fsys = manifest.NewBudgetFS(fsys, opts.Limits, display)
+	fsys = policy.NewBudgetFS(fsys, opts.Limits, display)
 	a, err := loadFormat(fsys, root, app, opts, display)
-	return a, manifest.LimitErrors(err)
+	return a, policy.LimitErrors(err)
 }
 
 // loadFormat dispatches to the app directory's front end: a compose file
@@ -101,8 +102,8 @@ func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(st
 		return nil, err
 	}
 	if opts.Target == manifest.TargetSwarm {
-		manifest.RepoFilesAsConfigs(a)
-		if errs := manifest.CheckSwarm(a); len(errs) > 0 {
+		policy.RepoFilesAsConfigs(a)
+		if errs := policy.CheckSwarm(a); len(errs) > 0 {
 			return nil, (&manifest.Collector{Errs: errs}).Sorted()
 		}
 	}

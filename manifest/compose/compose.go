@@ -23,6 +23,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // composeWorkDir is the directory compose-go is told the files live in. It
@@ -113,7 +114,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		if err != nil {
 			return nil, fmt.Errorf("reading compose file %s: %w", display(p), err)
 		}
-		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, manifest.BudgetOf(fsys)))
+		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, policy.BudgetOf(fsys)))
 	}
 	main := l.ix.files[0]
 	for _, p := range layout.shadowed {
@@ -122,7 +123,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	if err := checkMixedFormats(l.errs, fsys, root, layout, ign, main.display, display); err != nil {
 		return nil, err
 	}
-	checkComposeCounts(l.errs, l.ix, manifest.BudgetOf(fsys).Limits)
+	checkComposeCounts(l.errs, l.ix, policy.BudgetOf(fsys).Limits)
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
@@ -166,8 +167,8 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	}
 	// The policy's and the limits' refusals belong to the same list as the
 	// mapping's.
-	l.errs.Errs = append(l.errs.Errs, manifest.CheckPolicy(a, opts.Policy, opts.Host)...)
-	l.errs.Errs = append(l.errs.Errs, manifest.CheckLimits(a, opts.Limits)...)
+	l.errs.Errs = append(l.errs.Errs, policy.CheckPolicy(a, opts.Policy, opts.Host)...)
+	l.errs.Errs = append(l.errs.Errs, policy.CheckLimits(a, opts.Limits)...)
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
@@ -231,7 +232,7 @@ func hasDocument(f *composeFile) bool {
 
 // parseComposeFile parses a compose file into yaml.v3 documents for
 // positions, reporting syntax errors and documents beyond the limits.
-func parseComposeFile(c *manifest.Collector, p, display string, data []byte, b *manifest.Budget) *composeFile {
+func parseComposeFile(c *manifest.Collector, p, display string, data []byte, b *policy.Budget) *composeFile {
 	f := &composeFile{path: p, display: display, data: data}
 	if !utf8.Valid(data) {
 		c.Add(manifest.InvalidUTF8(display, data), "", "file is not valid UTF-8")
@@ -249,7 +250,7 @@ func parseComposeFile(c *manifest.Collector, p, display string, data []byte, b *
 			c.Add(pos, "", "YAML syntax error: %s", msg)
 			return f
 		}
-		if !manifest.CheckDocuments(c, display, &n, docs, b.Limits.Documents) || !manifest.CheckStructure(c, display, &n, b) {
+		if !policy.CheckDocuments(c, display, &n, docs, b.Limits.Documents) || !policy.CheckStructure(c, display, &n, b) {
 			return f
 		}
 		if len(n.Content) == 0 || manifest.IsNull(n.Content[0]) {
@@ -562,7 +563,7 @@ func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 // spends over 100 KiB on each service. A name declared in both the compose
 // file and its override counts once. The error is at the first name past
 // the limit.
-func checkComposeCounts(c *manifest.Collector, ix *composeIndex, lim manifest.Limits) {
+func checkComposeCounts(c *manifest.Collector, ix *composeIndex, lim policy.Limits) {
 	keys := func(sections ...string) []manifest.Position {
 		seen := map[string]bool{}
 		var out []manifest.Position
@@ -586,9 +587,9 @@ func checkComposeCounts(c *manifest.Collector, ix *composeIndex, lim manifest.Li
 		return out
 	}
 	if s := keys("services"); len(s) > lim.Services {
-		c.Add(s[lim.Services], "", "the app declares %d services, more than the limit of %d: split the app, or %s", len(s), lim.Services, manifest.RaiseAdvice("services"))
+		c.Add(s[lim.Services], "", "the app declares %d services, more than the limit of %d: split the app, or %s", len(s), lim.Services, policy.RaiseAdvice("services"))
 	}
 	if o := keys("networks", "volumes"); len(o) > lim.Objects {
-		c.Add(o[lim.Objects], "", "the app declares %d networks and volumes, more than the limit of %d: %s", len(o), lim.Objects, manifest.RaiseAdvice("objects"))
+		c.Add(o[lim.Objects], "", "the app declares %d networks and volumes, more than the limit of %d: %s", len(o), lim.Objects, policy.RaiseAdvice("objects"))
 	}
 }

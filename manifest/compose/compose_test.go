@@ -9,6 +9,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 func with(files map[string]string, more map[string]string) map[string]string {
@@ -69,7 +70,7 @@ func TestComposeMapsFields(t *testing.T) {
 		{"binds: repository file, absolute host path, long syntax options",
 			with(loadtest.Web("volumes: ['./nginx.conf:/etc/nginx/nginx.conf:ro', '/srv/logs:/logs:z', {type: bind, source: /srv/x, target: /x, bind: {create_host_path: false, propagation: rshared}}]"),
 				map[string]string{"nginx.conf": "events {}\n"}),
-			load.Options{Policy: manifest.Policy{HostPaths: []string{"/srv"}}},
+			load.Options{Policy: policy.Policy{HostPaths: []string{"/srv"}}},
 			func(s *manifest.ServiceSpec) any { return s.Binds },
 			[]manifest.BindMount{
 				{RepoPath: "nginx.conf", ContentHash: (&manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte("events {}\n")}}}).Hash(), MountPath: "/etc/nginx/nginx.conf", ReadOnly: true},
@@ -79,7 +80,7 @@ func TestComposeMapsFields(t *testing.T) {
 		{"tmpfs: volume type and service list", loadtest.Web("volumes: [{type: tmpfs, target: /cache, tmpfs: {size: 64m, mode: 0o1777}}]", "tmpfs: ['/run:size=1m,mode=755', /tmp]"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return s.Tmpfs },
 			[]manifest.TmpfsMount{{MountPath: "/cache", SizeBytes: 64 << 20, Mode: 0o1777}, {MountPath: "/run", SizeBytes: 1 << 20, Mode: 0o755}, {MountPath: "/tmp"}}},
-		{"network_mode host", loadtest.Web("network_mode: host"), load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowHostNetwork}}},
+		{"network_mode host", loadtest.Web("network_mode: host"), load.Options{Policy: policy.Policy{Allow: []string{policy.AllowHostNetwork}}},
 			func(s *manifest.ServiceSpec) any { return []any{s.NetworkMode, s.Networks} }, []any{manifest.NetworkHost, []string(nil)}},
 		{"network_mode none", loadtest.Web("network_mode: none"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return []any{s.NetworkMode, s.Networks} }, []any{manifest.NetworkNone, []string(nil)}},
@@ -136,7 +137,7 @@ func TestComposeMapsFields(t *testing.T) {
 		{"logging", loadtest.Web("logging: {driver: json-file, options: {max-size: 10m}}"), load.Options{},
 			func(s *manifest.ServiceSpec) any { return *s.Logging }, manifest.Logging{Driver: "json-file", Options: map[string]string{"max-size": "10m"}}},
 		{"devices, pid, ipc, security_opt", loadtest.Web("devices: ['/dev/fuse:/dev/fuse:rwm']", "pid: host", "ipc: shareable", "security_opt: [no-new-privileges:true]"),
-			load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowDevices, manifest.AllowHostPID}}},
+			load.Options{Policy: policy.Policy{Allow: []string{policy.AllowDevices, policy.AllowHostPID}}},
 			func(s *manifest.ServiceSpec) any { return []any{s.Devices, s.PID, s.IPC, s.SecurityOpt} },
 			[]any{[]manifest.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse", Permissions: "rwm"}}, "host", "shareable", []string{"no-new-privileges:true"}}},
 		{"x-driftless readiness, update and secretEnv", loadtest.Web("environment: {TOKEN: s3cret}", "x-driftless: {readiness: {httpGet: {path: /healthz, port: 8080}}, update: {maxSurge: 1, maxUnavailable: 0}, secretEnv: [TOKEN]}"), load.Options{},
@@ -202,7 +203,7 @@ networks:
 volumes:
   db_data: {driver: local, driver_opts: {type: none, o: bind, device: /srv/db}, labels: {backup: daily}}
   shared: {external: true}
-`}, load.Options{Policy: manifest.Policy{HostPaths: []string{"/srv"}}})
+`}, load.Options{Policy: policy.Policy{HostPaths: []string{"/srv"}}})
 	want := []manifest.Network{
 		{Name: "back-end", Spec: manifest.NetworkSpec{Driver: "bridge", Internal: true}},
 		{Name: "front", Labels: map[string]string{"tier": "front"}, Spec: manifest.NetworkSpec{Driver: "bridge", Attachable: true, EnableIPv6: true, DriverOpts: map[string]string{"com.docker.network.bridge.name": "br-front"}}},

@@ -18,6 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // mapEnvironment resolves the environment as compose does: a KEY without a
@@ -101,7 +102,7 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 		return
 	}
 	data, err := fs.ReadFile(sm.m.fsys, path.Join(sm.m.root, p))
-	var limit *manifest.LimitError
+	var limit *policy.LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !bool(ef.Required):
 		return

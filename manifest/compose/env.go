@@ -17,6 +17,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // The interpolation environment of a compose app is load.Options.Environment
@@ -34,7 +35,7 @@ func composeEnvironment(c *manifest.Collector, fsys fs.FS, root string, display 
 	p := path.Join(root, ".env")
 	data, err := fs.ReadFile(fsys, p)
 	if err != nil {
-		var limit *manifest.LimitError
+		var limit *policy.LimitError
 		switch {
 		case errors.As(err, &limit):
 			c.Errs = append(c.Errs, limit.AsError())

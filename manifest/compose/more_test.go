@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/compose"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // A refused attribute is refused, not dropped, whatever its value.
@@ -79,7 +80,7 @@ func TestComposePolicyPositions(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/etc/ssl"}}}); err != nil {
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{Policy: policy.Policy{Allow: policy.AllowNames, HostPaths: []string{"/etc/ssl"}}}); err != nil {
 		t.Errorf("with everything allowed: %v", err)
 	}
 	got = loadtest.ComposeErrors(t, loadtest.Web("network_mode: host"), load.Options{})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // mapVolumes maps a service's volumes: named volumes, binds (from the
@@ -164,7 +165,7 @@ func (sm *serviceMap) repoTree(attr, src, what string) (string, *manifest.RepoTr
 		return "", nil, false
 	}
 	tree, err := load.ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
-	var limit *manifest.LimitError
+	var limit *policy.LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		sm.refuse(attr, "%s %q does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume", what, src)

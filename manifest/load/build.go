@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // Builds: a service may declare how to build its image from the revision
@@ -37,7 +38,7 @@ var (
 // the service's image. Problems come back as an ErrorList located at the
 // service's build field.
 func ResolveBuilds(fsys fs.FS, root string, app *manifest.App) error {
-	fsys = manifest.BuildContextFS(fsys)
+	fsys = policy.BuildContextFS(fsys)
 	var errs manifest.ErrorList
 	for i := range app.Services {
 		svc := &app.Services[i]

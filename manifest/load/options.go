@@ -2,16 +2,17 @@ package load
 
 import (
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // Options are what the app's configuration adds to its files.
 type Options struct {
 	// Policy is the host power the app's manifests may use; the zero
 	// Policy allows none (see CheckPolicy).
-	Policy manifest.Policy
+	Policy policy.Policy
 	// Host is where host paths are judged (see Host); the zero Host
 	// judges them as written.
-	Host manifest.Host
+	Host policy.Host
 	// Profiles are the compose profiles to activate; services with other
 	// profiles are not part of the app.
 	Profiles []string
@@ -20,7 +21,7 @@ type Options struct {
 	Environment map[string]string
 	// Limits bound what the revision may ask for; zero fields are
 	// DefaultLimits().
-	Limits manifest.Limits
+	Limits policy.Limits
 	// SecretKey is the per-agent key secret values are digested with in
 	// hashes and displays; the agent and the CLI pass the same one for the
 	// same data directory so their hashes agree.

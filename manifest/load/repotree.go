@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // ReadRepoTree reads the file or directory at p (a clean path from
@@ -20,7 +21,7 @@ import (
 // limits (the default limits for an fsys that is not a revision being
 // loaded); a limit hit is a *LimitError.
 func ReadRepoTree(fsys fs.FS, p string) (*manifest.RepoTree, error) {
-	cfs := manifest.ContentFS(fsys)
+	cfs := policy.ContentFS(fsys)
 	info, err := fs.Stat(fsys, p)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func readBindTree(fsys fs.FS, root, repoPath string) (*manifest.RepoTree, error)
 		return nil, err
 	}
 	tree, err := ReadRepoTree(fsys, path.Join(root, clean))
-	var limit *manifest.LimitError
+	var limit *policy.LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("repoPath %s does not exist in this revision", clean)

@@ -13,6 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 const fullService = loadtest.Svc + `  image: x
@@ -86,7 +87,7 @@ spec: {driverOpts: {type: nfs, o: "addr=10.0.0.1"}}
 `
 
 // allowAll lets a manifest use every host power.
-var allowAll = load.Options{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/srv"}}}
+var allowAll = load.Options{Policy: policy.Policy{Allow: policy.AllowNames, HostPaths: []string{"/srv"}}}
 
 func TestLoadEveryNewServiceField(t *testing.T) {
 	app, err := appdir.LoadWith(fstest.MapFS{"a.yaml": {Data: []byte(fullService)}, "conf/app.conf": {Data: []byte("x=1\n")}}, ".", "shop", allowAll)

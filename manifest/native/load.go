@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // Load is the native front end: every manifest under root, parsed
@@ -37,7 +38,7 @@ func Load(fsys fs.FS, root, app string, ign *load.IgnoreList, opts load.Options,
 			continue // an encrypted secret, read by resolveSecrets
 		}
 		fc := &manifest.Collector{}
-		parsed[f] = parsedFile{objs: parseFile(fc, app, display(f), data, manifest.BudgetOf(fsys)), errs: fc.Errs}
+		parsed[f] = parsedFile{objs: parseFile(fc, app, display(f), data, policy.BudgetOf(fsys)), errs: fc.Errs}
 	}
 	// A YAML file a service names as a secret is a secret (plaintext, or
 	// not SOPS's YAML), never a manifest: resolveSecrets judges it.
@@ -53,7 +54,7 @@ func Load(fsys fs.FS, root, app string, ign *load.IgnoreList, opts load.Options,
 	if len(c.Errs) > 0 {
 		return nil, c.Sorted()
 	}
-	c.Errs = append(manifest.CheckPolicy(result, opts.Policy, opts.Host), manifest.CheckLimits(result, opts.Limits)...)
+	c.Errs = append(policy.CheckPolicy(result, opts.Policy, opts.Host), policy.CheckLimits(result, opts.Limits)...)
 	c.Errs = append(c.Errs, load.ResolveSecrets(fsys, root, result, opts, display)...)
 	if err := load.ResolveRepoBinds(fsys, root, result); err != nil {
 		var list manifest.ErrorList
@@ -102,7 +103,7 @@ func referencedSecretFiles(root string, parsed map[string]parsedFile) map[string
 
 // parseFile splits a file into documents and parses each one, within the
 // revision's limits.
-func parseFile(c *manifest.Collector, app, file string, data []byte, b *manifest.Budget) []*object {
+func parseFile(c *manifest.Collector, app, file string, data []byte, b *policy.Budget) []*object {
 	if !utf8.Valid(data) {
 		c.Add(manifest.InvalidUTF8(file, data), "", "file is not valid UTF-8")
 		return nil
@@ -115,7 +116,7 @@ func parseFile(c *manifest.Collector, app, file string, data []byte, b *manifest
 		if errors.Is(err, io.EOF) {
 			return objs
 		}
-		if err == nil && (!manifest.CheckDocuments(c, file, &n, docs, b.Limits.Documents) || !manifest.CheckStructure(c, file, &n, b)) {
+		if err == nil && (!policy.CheckDocuments(c, file, &n, docs, b.Limits.Documents) || !policy.CheckStructure(c, file, &n, b)) {
 			return objs
 		}
 		if err != nil {

@@ -1,4 +1,4 @@
-package manifest_test
+package policy_test
 
 import (
 	"errors"
@@ -11,14 +11,14 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // loadLimited loads files with lim and returns the errors, one per line.
-func loadLimited(t *testing.T, fsys fs.FS, lim manifest.Limits) []string {
+func loadLimited(t *testing.T, fsys fs.FS, lim policy.Limits) []string {
 	t.Helper()
 	_, err := appdir.LoadWith(fsys, ".", "shop", load.Options{Limits: lim})
 	if err == nil {
@@ -44,7 +44,7 @@ func TestLimitsRefuse(t *testing.T) {
 	tests := []struct {
 		name  string
 		files map[string]string
-		lim   manifest.Limits
+		lim   policy.Limits
 		want  []string
 	}{
 		{
@@ -60,49 +60,49 @@ func TestLimitsRefuse(t *testing.T) {
 		{
 			name:  "compose scale, raised limit",
 			files: map[string]string{"compose.yaml": "services:\n  web:\n    image: x\n    scale: 6\n"},
-			lim:   manifest.Limits{Replicas: 5},
+			lim:   policy.Limits{Replicas: 5},
 			want:  []string{"compose.yaml:4:12: services.web.scale: 6 replicas are more than the limit of 5 per service: if this is intended, raise limits.replicas in driftless.yaml (or --limit replicas=N)"},
 		},
 		{
 			name:  "native services",
 			files: map[string]string{"a.yaml": nativeService("a", 1) + nativeService("b", 1) + nativeService("c", 1)},
-			lim:   manifest.Limits{Services: 2},
+			lim:   policy.Limits{Services: 2},
 			want:  []string{`a.yaml:18:18: the app declares 3 services, more than the limit of 2 (this is service "c"): split the app, or if this is intended, raise limits.services in driftless.yaml (or --limit services=N)`},
 		},
 		{
 			name:  "compose services, before compose-go",
 			files: map[string]string{"compose.yaml": "services:\n  a: {image: x}\n  b: {image: x}\n  c: {image: x}\n"},
-			lim:   manifest.Limits{Services: 2},
+			lim:   policy.Limits{Services: 2},
 			want:  []string{"compose.yaml:4:3: the app declares 3 services, more than the limit of 2: split the app, or if this is intended, raise limits.services in driftless.yaml (or --limit services=N)"},
 		},
 		{
 			name:  "compose objects",
 			files: map[string]string{"compose.yaml": "services:\n  a: {image: x}\nnetworks: {n1: {}, n2: {}}\nvolumes: {v1: {}}\n"},
-			lim:   manifest.Limits{Objects: 2},
+			lim:   policy.Limits{Objects: 2},
 			want:  []string{"compose.yaml:4:11: the app declares 3 networks and volumes, more than the limit of 2: if this is intended, raise limits.objects in driftless.yaml (or --limit objects=N)"},
 		},
 		{
 			name:  "documents per file",
 			files: map[string]string{"a.yaml": nativeService("a", 1) + nativeService("b", 1) + nativeService("c", 1)},
-			lim:   manifest.Limits{Documents: 2},
+			lim:   policy.Limits{Documents: 2},
 			want:  []string{"a.yaml:15:1: this file holds more than 2 YAML documents, the limit; refused without reading further: split it into files, or if this is intended, raise limits.documents in driftless.yaml (or --limit documents=N)"},
 		},
 		{
 			name:  "files per revision",
 			files: map[string]string{"a.yaml": nativeService("a", 1), "b.yaml": nativeService("b", 1), "c.yaml": nativeService("c", 1)},
-			lim:   manifest.Limits{Files: 2},
+			lim:   policy.Limits{Files: 2},
 			want:  []string{"c.yaml: the files this revision has read come to 3 with this file, more than the limit of 2; refused without reading further: if this is intended, raise limits.files in driftless.yaml (or --limit files=N)"},
 		},
 		{
 			name:  "compose bind content",
 			files: map[string]string{"compose.yaml": "services:\n  web:\n    image: x\n    volumes: [./conf:/etc/conf:ro]\n", "conf/a": conf, "conf/b": conf},
-			lim:   manifest.Limits{ContentBytes: 150},
+			lim:   policy.Limits{ContentBytes: 150},
 			want:  []string{`compose.yaml:4:15: services.web.volumes[0]: bind source "./conf": the repository files this revision mounts come to 200 bytes with this file, more than the limit of 150 bytes; refused without reading further: if this is intended, raise limits.contentBytes in driftless.yaml (or --limit contentBytes=N); mount configuration, keep data in a volume`},
 		},
 		{
 			name:  "native repoPath content",
 			files: map[string]string{"web.yaml": loadtest.Svc + "  image: x\n  binds: [{repoPath: conf, mountPath: /etc/conf}]\n", "conf/a": conf, "conf/b": conf},
-			lim:   manifest.Limits{ContentBytes: 150},
+			lim:   policy.Limits{ContentBytes: 150},
 			want:  []string{"web.yaml:7:11: spec.binds[0]: repoPath conf: the repository files this revision mounts come to 200 bytes with this file, more than the limit of 150 bytes; refused without reading further: if this is intended, raise limits.contentBytes in driftless.yaml (or --limit contentBytes=N); mount config files, not data (use a volume)"},
 		},
 		{
@@ -160,7 +160,7 @@ func TestLimitsManifestBytesRefusedBeforeReading(t *testing.T) {
 		{"compose", fstest.MapFS{"compose.yaml": {Data: []byte("services: {web: {image: x}}\n")}, "big.yaml": {}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := loadLimited(t, hugeFS{tc.files}, manifest.Limits{})
+			got := loadLimited(t, hugeFS{tc.files}, policy.Limits{})
 			want := "big.yaml: the manifests this revision has read come to "
 			if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], "more than the limit of 262144 bytes (256Ki)") || !strings.HasSuffix(got[0], "raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)") {
 				t.Errorf("errors %q\nwant one starting %q naming the limit", got, want)
@@ -203,17 +203,17 @@ func TestLimitsBillionLaughs(t *testing.T) {
 }
 
 func TestLimitsSet(t *testing.T) {
-	var l manifest.Limits
+	var l policy.Limits
 	for name, v := range map[string]string{"replicas": "500", "manifestBytes": "1Mi", "contentBytes": "1000", "files": "0"} {
 		if err := l.Set(name, v); err != nil {
 			t.Fatalf("Set(%s, %s): %v", name, v, err)
 		}
 	}
-	want := manifest.Limits{Replicas: 500, ManifestBytes: 1 << 20, ContentBytes: 1000}
+	want := policy.Limits{Replicas: 500, ManifestBytes: 1 << 20, ContentBytes: 1000}
 	if l != want {
 		t.Errorf("got %+v, want %+v", l, want)
 	}
-	if d := l.WithDefaults(); d.Files != manifest.DefaultLimits().Files || d.Replicas != 500 {
+	if d := l.WithDefaults(); d.Files != policy.DefaultLimits().Files || d.Replicas != 500 {
 		t.Errorf("WithDefaults = %+v: want files defaulted, replicas kept", d)
 	}
 	for _, bad := range [][2]string{{"replica", "1"}, {"replicas", "-1"}, {"replicas", "1Mi"}, {"manifestBytes", "lots"}} {
@@ -221,7 +221,7 @@ func TestLimitsSet(t *testing.T) {
 			t.Errorf("Set(%s, %s) accepted", bad[0], bad[1])
 		}
 	}
-	if err := (manifest.Limits{Services: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "limits.services") {
+	if err := (policy.Limits{Services: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "limits.services") {
 		t.Errorf("Validate of a negative limit: %v", err)
 	}
 }

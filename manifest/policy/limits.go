@@ -1,4 +1,4 @@
-package manifest
+package policy
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Limits bound what one revision may ask of the agent. A commit is
@@ -82,7 +84,7 @@ var LimitNames = []string{"replicas", "services", "objects", "files", "documents
 func (l *Limits) Set(name, value string) error {
 	value = strings.TrimSpace(value)
 	if strings.HasSuffix(name, "Bytes") {
-		n, err := ParseMemory(value)
+		n, err := manifest.ParseMemory(value)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -134,7 +136,7 @@ func RaiseAdvice(name string) string {
 // LimitError is a revision over a limit found while reading its files. The
 // load stops there: reading on is what the limit is there to prevent.
 type LimitError struct {
-	Pos   Position
+	Pos   manifest.Position
 	Name  string // the limit: "manifestBytes"
 	Max   int64
 	Found int64 // what the revision asks for, counting this file
@@ -143,19 +145,19 @@ type LimitError struct {
 
 func (e *LimitError) Error() string { return e.AsError().Error() }
 
-func (e *LimitError) AsError() *Error {
+func (e *LimitError) AsError() *manifest.Error {
 	max, found := strconv.FormatInt(e.Max, 10), strconv.FormatInt(e.Found, 10)
 	if strings.HasSuffix(e.Name, "Bytes") {
 		max, found = byteCount(e.Max), byteCount(e.Found)
 	}
-	return &Error{Pos: e.Pos, Msg: fmt.Sprintf("%s come to %s with this file, more than the limit of %s; refused without reading further: %s",
+	return &manifest.Error{Pos: e.Pos, Msg: fmt.Sprintf("%s come to %s with this file, more than the limit of %s; refused without reading further: %s",
 		e.What, found, max, RaiseAdvice(e.Name))}
 }
 
 // byteCount prints n bytes with a binary unit when one fits exactly.
 func byteCount(n int64) string {
 	if n >= 1<<10 {
-		return fmt.Sprintf("%d bytes (%s)", n, FormatMemory(n))
+		return fmt.Sprintf("%d bytes (%s)", n, manifest.FormatMemory(n))
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
@@ -221,7 +223,7 @@ func (f *budgetFS) ReadFile(p string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: errors.New("is a directory")}
 	}
 	b := f.b
-	pos := Position{File: f.display(p)}
+	pos := manifest.Position{File: f.display(p)}
 	if b.files+1 > b.Limits.Files {
 		return nil, &LimitError{Pos: pos, Name: "files", Max: int64(b.Limits.Files), Found: int64(b.files + 1), What: "the files this revision has read"}
 	}
@@ -257,7 +259,7 @@ func (f *budgetFS) ReadFile(p string) ([]byte, error) {
 func LimitErrors(err error) error {
 	var le *LimitError
 	if errors.As(err, &le) {
-		return ErrorList{le.AsError()}
+		return manifest.ErrorList{le.AsError()}
 	}
 	return err
 }
@@ -265,25 +267,25 @@ func LimitErrors(err error) error {
 // CheckLimits refuses what an app asks for beyond lim: replicas per
 // service, services, networks and volumes. Each error is located where the
 // value is written.
-func CheckLimits(a *App, lim Limits) ErrorList {
+func CheckLimits(a *manifest.App, lim Limits) manifest.ErrorList {
 	lim = lim.WithDefaults()
-	var errs ErrorList
+	var errs manifest.ErrorList
 	for i := range a.Services {
 		s := &a.Services[i]
 		if s.Spec.Replicas > lim.Replicas {
 			ref := s.Field("replicas")
-			errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(
+			errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(
 				"%d replicas are more than the limit of %d per service: %s", s.Spec.Replicas, lim.Replicas, RaiseAdvice("replicas"))})
 		}
 	}
 	if n := len(a.Services); n > lim.Services {
 		s := a.Services[lim.Services]
-		errs = append(errs, &Error{Pos: s.Source, Msg: fmt.Sprintf(
+		errs = append(errs, &manifest.Error{Pos: s.Source, Msg: fmt.Sprintf(
 			"the app declares %d services, more than the limit of %d (this is service %q): split the app, or %s", n, lim.Services, s.Name, RaiseAdvice("services"))})
 	}
 	if n := len(a.Networks) + len(a.Volumes); n > lim.Objects {
 		pos := objectSource(a, lim.Objects)
-		errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf(
+		errs = append(errs, &manifest.Error{Pos: pos, Msg: fmt.Sprintf(
 			"the app declares %d networks and volumes, more than the limit of %d: %s", n, lim.Objects, RaiseAdvice("objects"))})
 	}
 	return errs
@@ -291,7 +293,7 @@ func CheckLimits(a *App, lim Limits) ErrorList {
 
 // objectSource is where the i-th network or volume (networks first) is
 // declared.
-func objectSource(a *App, i int) Position {
+func objectSource(a *manifest.App, i int) manifest.Position {
 	if i < len(a.Networks) {
 		return a.Networks[i].Source
 	}
@@ -299,11 +301,11 @@ func objectSource(a *App, i int) Position {
 }
 
 // CheckDocuments refuses the document beyond lim in a file.
-func CheckDocuments(c *Collector, file string, n *yaml.Node, count, lim int) bool {
+func CheckDocuments(c *manifest.Collector, file string, n *yaml.Node, count, lim int) bool {
 	if count <= lim {
 		return true
 	}
-	c.Add(Position{File: file, Line: n.Line, Column: n.Column}, "", "this file holds more than %d YAML documents, the limit; refused without reading further: split it into files, or %s", lim, RaiseAdvice("documents"))
+	c.Add(manifest.Position{File: file, Line: n.Line, Column: n.Column}, "", "this file holds more than %d YAML documents, the limit; refused without reading further: split it into files, or %s", lim, RaiseAdvice("documents"))
 	return false
 }
 
@@ -322,9 +324,9 @@ const bytesPerNode = 64
 // CheckStructure refuses a document nested deeper than MaxNesting, or one
 // that brings the revision's YAML nodes (aliases expanded) past what the
 // manifest byte limit allows, before any library expands it.
-func CheckStructure(c *Collector, file string, doc *yaml.Node, b *Budget) bool {
+func CheckStructure(c *manifest.Collector, file string, doc *yaml.Node, b *Budget) bool {
 	if deep := tooDeep(doc, 0); deep != nil {
-		c.Add(Position{File: file, Line: deep.Line, Column: deep.Column}, "",
+		c.Add(manifest.Position{File: file, Line: deep.Line, Column: deep.Column}, "",
 			"nested more than %d levels deep, the limit: flatten the structure", MaxNesting)
 		return false
 	}
@@ -335,12 +337,12 @@ func CheckStructure(c *Collector, file string, doc *yaml.Node, b *Budget) bool {
 		return true
 	}
 	if at := firstAlias(doc); at != nil {
-		c.Add(Position{File: file, Line: at.Line, Column: at.Column}, "",
+		c.Add(manifest.Position{File: file, Line: at.Line, Column: at.Column}, "",
 			"YAML aliases expand this revision to more than %d values, more than %s of manifests can hold written out; refused without expanding them: use fewer aliases, or %s",
 			max, byteCount(b.Limits.ManifestBytes), RaiseAdvice("manifestBytes"))
 		return false
 	}
-	c.Add(Position{File: file, Line: doc.Line, Column: doc.Column}, "",
+	c.Add(manifest.Position{File: file, Line: doc.Line, Column: doc.Column}, "",
 		"the revision's manifests hold more than %d values (keys, scalars, lists and mappings), the most %s of manifests may hold; refused without reading further: split the app, or %s",
 		max, byteCount(b.Limits.ManifestBytes), RaiseAdvice("manifestBytes"))
 	return false

@@ -1,4 +1,4 @@
-package manifest_test
+package policy_test
 
 import (
 	"reflect"
@@ -68,7 +68,7 @@ func TestComposeSwarmConfigsAndSecrets(t *testing.T) {
 	// The config is a repository file delivered as a Swarm config; the
 	// secret goes through the one secrets model (decrypted, or plaintext
 	// where allowed), as on one engine.
-	if len(web.Binds) != 1 || web.Binds[0].MountPath != "/site" || web.Binds[0].Object == nil || *web.Binds[0].Object != (manifest.FileObject{manifest.FileConfig, "site"}) || a.Content[web.Binds[0].ContentHash] == nil {
+	if len(web.Binds) != 1 || web.Binds[0].MountPath != "/site" || web.Binds[0].Object == nil || *web.Binds[0].Object != (manifest.FileObject{Kind: manifest.FileConfig, Name: "site"}) || a.Content[web.Binds[0].ContentHash] == nil {
 		t.Errorf("binds = %+v, want the config as a Swarm object with its content", web.Binds)
 	}
 	if len(web.Secrets) != 1 || web.Secrets[0].Name != "key" || web.Secrets[0].Target != "/run/secrets/api.key" || string(a.SecretData[web.Secrets[0].Digest]) != "s3cret\n" {

@@ -1,10 +1,12 @@
-package manifest
+package policy
 
 import (
 	"fmt"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Host powers a manifest may only use when the app's configuration allows
@@ -66,13 +68,13 @@ func (p Policy) Validate() error {
 // that would allow it. Both front ends' apps go through it. Host paths are
 // judged where they land on host (see Host); the zero Host judges them as
 // written.
-func CheckPolicy(app *App, p Policy, host Host) ErrorList {
-	var errs ErrorList
+func CheckPolicy(app *manifest.App, p Policy, host Host) manifest.ErrorList {
+	var errs manifest.ErrorList
 	for i := range app.Services {
 		svc := &app.Services[i]
 		deny := func(field, format string, args ...any) {
 			ref := svc.Field(field)
-			errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
+			errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
 		}
 		p.checkNamespaces(&svc.Spec, deny)
 		p.checkPrivileges(&svc.Spec, deny)
@@ -89,8 +91,8 @@ func allowHint(names ...string) string {
 }
 
 // checkNamespaces refuses the host's namespaces.
-func (p Policy) checkNamespaces(s *ServiceSpec, deny denyFunc) {
-	if s.NetworkMode == NetworkHost && !p.Allows(AllowHostNetwork) {
+func (p Policy) checkNamespaces(s *manifest.ServiceSpec, deny denyFunc) {
+	if s.NetworkMode == manifest.NetworkHost && !p.Allows(AllowHostNetwork) {
 		deny("networkMode", "the host's network namespace gives the container every host port and interface; %s", allowHint(AllowHostNetwork))
 	}
 	if s.PID == "host" && !p.Allows(AllowHostPID) {
@@ -102,23 +104,23 @@ func (p Policy) checkNamespaces(s *ServiceSpec, deny denyFunc) {
 }
 
 // checkPrivileges refuses privilege beyond Docker's defaults.
-func (p Policy) checkPrivileges(s *ServiceSpec, deny denyFunc) {
+func (p Policy) checkPrivileges(s *manifest.ServiceSpec, deny denyFunc) {
 	if s.Privileged && !p.Allows(AllowPrivileged) {
 		deny("privileged", "a privileged container can take over the host; %s", allowHint(AllowPrivileged))
 	}
 	for j, d := range s.Devices {
 		if !p.Allows(AllowDevices) {
-			deny(IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
+			deny(manifest.IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
 		}
 	}
 	for j, c := range s.CapAdd {
 		if !slices.Contains(defaultCaps, c) && !p.Allows(AllowCapabilities) {
-			deny(IndexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
+			deny(manifest.IndexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
 		}
 	}
 	for j, o := range s.SecurityOpt {
 		if unconfined(o) && !p.Allows(AllowUnconfined) {
-			deny(IndexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
+			deny(manifest.IndexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
 		}
 	}
 }

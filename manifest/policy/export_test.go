@@ -1,4 +1,4 @@
-package manifest
+package policy
 
 // Names the external tests of this package use.
 

@@ -1,4 +1,4 @@
-package manifest_test
+package policy_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // A repository file a service binds reaches Swarm tasks as a config named
@@ -34,7 +35,7 @@ func TestSwarmRepoFileBindsBecomeConfigs(t *testing.T) {
 				t.Fatal(err)
 			}
 			binds := a.Service("web").Spec.Binds
-			if len(binds) != 1 || binds[0].Object == nil || *binds[0].Object != (manifest.FileObject{manifest.FileConfig, "conf-nginx.conf"}) || binds[0].MountPath != "/etc/nginx/nginx.conf" {
+			if len(binds) != 1 || binds[0].Object == nil || *binds[0].Object != (manifest.FileObject{Kind: manifest.FileConfig, Name: "conf-nginx.conf"}) || binds[0].MountPath != "/etc/nginx/nginx.conf" {
 				t.Fatalf("binds = %+v, want conf/nginx.conf as config conf-nginx.conf at /etc/nginx/nginx.conf", binds)
 			}
 			if c := a.Content[binds[0].ContentHash]; c == nil || string(c.Files[0].Data) != "worker_processes 1;\n" {
@@ -52,7 +53,7 @@ func TestSwarmRepoFileBindsBecomeConfigs(t *testing.T) {
 }
 
 func TestSwarmRepoFileRefusals(t *testing.T) {
-	big := strings.Repeat("x", manifest.MaxSwarmConfigBytes+1)
+	big := strings.Repeat("x", policy.MaxSwarmConfigBytes+1)
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -92,12 +93,12 @@ func TestRepoFileConfigName(t *testing.T) {
 		{"shop", strings.Repeat("d/", 30) + "site.conf", "d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-d-site.conf"},
 	}
 	for _, tt := range tests {
-		got := manifest.RepoFileConfigName(tt.app, tt.path)
+		got := policy.RepoFileConfigName(tt.app, tt.path)
 		if got != tt.want {
 			t.Errorf("RepoFileConfigName(%q, %q) = %q, want %q", tt.app, tt.path, got, tt.want)
 		}
-		if n := len(tt.app) + 1 + len(got) + 9; n > manifest.MaxSwarmObjectName {
-			t.Errorf("%q: the versioned name has %d characters, more than Swarm's %d", tt.path, n, manifest.MaxSwarmObjectName)
+		if n := len(tt.app) + 1 + len(got) + 9; n > policy.MaxSwarmObjectName {
+			t.Errorf("%q: the versioned name has %d characters, more than Swarm's %d", tt.path, n, policy.MaxSwarmObjectName)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package manifest_test
+package policy_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // issueVolumes is issue 24's example: the host's root and the Docker
@@ -36,52 +37,52 @@ func TestComposeVolumeDriverOptionsAreHostPower(t *testing.T) {
 	}
 	// The names the messages give are enough.
 	if _, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": issueVolumes},
-		load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}}}); err != nil {
+		load.Options{Policy: policy.Policy{Allow: []string{policy.AllowDockerSocket, policy.AllowSystemPaths}}}); err != nil {
 		t.Errorf("with docker-socket and system-paths: %v", err)
 	}
 }
 
 func TestVolumePolicy(t *testing.T) {
-	srv := manifest.Policy{HostPaths: []string{"/srv/shop"}}
+	srv := policy.Policy{HostPaths: []string{"/srv/shop"}}
 	tests := []struct {
 		name   string
 		volume string // the volume's compose declaration
-		policy manifest.Policy
+		policy policy.Policy
 		want   string // the error's start; "" accepted
 	}{
-		{"plain", `{}`, manifest.Policy{}, ""},
-		{"labels only", `{labels: {a: b}}`, manifest.Policy{}, ""},
-		{"tmpfs with options", `{driver_opts: {type: tmpfs, device: tmpfs, o: "size=64m,uid=1000"}}`, manifest.Policy{}, ""},
-		{"quota size", `{driver_opts: {size: 10G}}`, manifest.Policy{}, ""},
-		{"external", `{external: true, name: other}`, manifest.Policy{}, ""},
+		{"plain", `{}`, policy.Policy{}, ""},
+		{"labels only", `{labels: {a: b}}`, policy.Policy{}, ""},
+		{"tmpfs with options", `{driver_opts: {type: tmpfs, device: tmpfs, o: "size=64m,uid=1000"}}`, policy.Policy{}, ""},
+		{"quota size", `{driver_opts: {size: 10G}}`, policy.Policy{}, ""},
+		{"external", `{external: true, name: other}`, policy.Policy{}, ""},
 		{"bind under hostPaths", `{driver_opts: {type: none, o: bind, device: /srv/shop/data}}`, srv, ""},
 		{"rbind under hostPaths", `{driver_opts: {type: none, o: "rbind,ro", device: /srv/shop/data}}`, srv, ""},
 		{"bind outside hostPaths", `{driver_opts: {type: none, o: bind, device: /srv/shopping}}`, srv,
 			"compose.yaml:6:52: volumes.vol.driver_opts.device: volume vol binds a host path: host path /srv/shopping is outside the paths this app may mount; allow it with `hostPaths: [/srv/shopping]`"},
-		{"type none with a device is a bind", `{driver_opts: {type: none, device: /etc}}`, manifest.Policy{},
+		{"type none with a device is a bind", `{driver_opts: {type: none, device: /etc}}`, policy.Policy{},
 			"compose.yaml:6:43: volumes.vol.driver_opts.device: volume vol binds a host path: host path /etc is outside"},
-		{"bind whatever the type", `{driver_opts: {type: ext4, o: bind, device: /etc}}`, manifest.Policy{},
+		{"bind whatever the type", `{driver_opts: {type: ext4, o: bind, device: /etc}}`, policy.Policy{},
 			"compose.yaml:6:52: volumes.vol.driver_opts.device: volume vol binds a host path: host path /etc is outside"},
-		{"bind of a tmpfs", `{driver_opts: {type: tmpfs, o: "size=1m,bind", device: tmpfs}}`, manifest.Policy{},
+		{"bind of a tmpfs", `{driver_opts: {type: tmpfs, o: "size=1m,bind", device: tmpfs}}`, policy.Policy{},
 			`compose.yaml:6:63: volumes.vol.driver_opts.device: volume vol binds a host directory with the local driver's options: device must be an absolute host path, got "tmpfs"`},
-		{"bind of the containerd socket", `{driver_opts: {o: bind, device: /run/containerd/containerd.sock}}`, manifest.Policy{HostPaths: []string{"/"}},
+		{"bind of the containerd socket", `{driver_opts: {o: bind, device: /run/containerd/containerd.sock}}`, policy.Policy{HostPaths: []string{"/"}},
 			"compose.yaml:6:40: volumes.vol.driver_opts.device: volume vol binds a host path: mounting /run/containerd/containerd.sock gives the container the containerd socket, which is root on the host; allow it for this app with `allow: [docker-socket]`"},
-		{"nfs", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, manifest.Policy{},
+		{"nfs", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, policy.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`"},
-		{"nfs allowed", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, manifest.Policy{Allow: []string{manifest.AllowVolumeDrivers}}, ""},
-		{"cifs does not show its password", `{driver_opts: {type: cifs, o: "username=u,password=hunter2", device: //nas/x}}`, manifest.Policy{},
+		{"nfs allowed", `{driver_opts: {type: nfs, o: "addr=10.0.0.1,rw", device: ":/export"}}`, policy.Policy{Allow: []string{policy.AllowVolumeDrivers}}, ""},
+		{"cifs does not show its password", `{driver_opts: {type: cifs, o: "username=u,password=hunter2", device: //nas/x}}`, policy.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "cifs"`},
-		{"a block device", `{driver_opts: {type: ext4, device: /dev/sda1}}`, manifest.Policy{},
+		{"a block device", `{driver_opts: {type: ext4, device: /dev/sda1}}`, policy.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "ext4"`},
-		{"overlay", `{driver_opts: {type: overlay, o: "lowerdir=/,upperdir=/u,workdir=/w", device: overlay}}`, manifest.Policy{},
+		{"overlay", `{driver_opts: {type: overlay, o: "lowerdir=/,upperdir=/u,workdir=/w", device: overlay}}`, policy.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount a filesystem of type "overlay"`},
-		{"options without a type", `{driver_opts: {o: "addr=10.0.0.1"}}`, manifest.Policy{},
+		{"options without a type", `{driver_opts: {o: "addr=10.0.0.1"}}`, policy.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount what its options say (o)`},
-		{"an option Docker does not know", `{driver_opts: {mountpoint: /x}}`, manifest.Policy{},
+		{"an option Docker does not know", `{driver_opts: {mountpoint: /x}}`, policy.Policy{},
 			`compose.yaml:6:9: volumes.vol.driver_opts: volume vol has the host mount what its options say (mountpoint)`},
-		{"a plugin", `{driver: rexray/ebs}`, manifest.Policy{},
+		{"a plugin", `{driver: rexray/ebs}`, policy.Policy{},
 			`compose.yaml:6:17: volumes.vol.driver: volume vol uses the volume driver "rexray/ebs", a plugin that acts on the host with its privileges; allow it for this app with ` + "`allow: [volume-drivers]`"},
-		{"a plugin allowed", `{driver: rexray/ebs, driver_opts: {size: "10"}}`, manifest.Policy{Allow: []string{manifest.AllowVolumeDrivers}}, ""},
+		{"a plugin allowed", `{driver: rexray/ebs, driver_opts: {size: "10"}}`, policy.Policy{Allow: []string{policy.AllowVolumeDrivers}}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,7 +152,7 @@ spec: {driver: rexray/ebs}
 	if !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	all := load.Options{Policy: manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths, manifest.AllowVolumeDrivers}}}
+	all := load.Options{Policy: policy.Policy{Allow: []string{policy.AllowDockerSocket, policy.AllowSystemPaths, policy.AllowVolumeDrivers}}}
 	if _, err := appdir.LoadWith(fsys, ".", "shop", all); err != nil {
 		t.Errorf("with every name the messages give: %v", err)
 	}
@@ -160,37 +161,37 @@ spec: {driver: rexray/ebs}
 // Sockets and kernel files need their names whatever hostPaths say; a path
 // is judged as written and where it lands.
 func TestHostTargets(t *testing.T) {
-	everything := manifest.Policy{HostPaths: []string{"/"}}
+	everything := policy.Policy{HostPaths: []string{"/"}}
 	tests := []struct {
 		hostPath string
-		policy   manifest.Policy
+		policy   policy.Policy
 		want     []string // allow names the refusal asks for; nil accepted
 	}{
 		{"/srv/data", everything, nil},
-		{"/var/run/docker.sock", everything, []string{manifest.AllowDockerSocket}},
-		{"/run/docker.sock", everything, []string{manifest.AllowDockerSocket}},
-		{"/run", everything, []string{manifest.AllowDockerSocket}},
-		{"/var", everything, []string{manifest.AllowDockerSocket}},
-		{"/run/containerd", everything, []string{manifest.AllowDockerSocket}},
-		{"/run/containerd/containerd.sock", everything, []string{manifest.AllowDockerSocket}},
-		{"/run/user/1000/docker.sock", everything, []string{manifest.AllowDockerSocket}},
-		{"/run/user/1000", everything, []string{manifest.AllowDockerSocket}},
-		{"/var/run/user/0/docker.sock", everything, []string{manifest.AllowDockerSocket}},
+		{"/var/run/docker.sock", everything, []string{policy.AllowDockerSocket}},
+		{"/run/docker.sock", everything, []string{policy.AllowDockerSocket}},
+		{"/run", everything, []string{policy.AllowDockerSocket}},
+		{"/var", everything, []string{policy.AllowDockerSocket}},
+		{"/run/containerd", everything, []string{policy.AllowDockerSocket}},
+		{"/run/containerd/containerd.sock", everything, []string{policy.AllowDockerSocket}},
+		{"/run/user/1000/docker.sock", everything, []string{policy.AllowDockerSocket}},
+		{"/run/user/1000", everything, []string{policy.AllowDockerSocket}},
+		{"/var/run/user/0/docker.sock", everything, []string{policy.AllowDockerSocket}},
 		{"/run/user/1000/pulse", everything, nil},
 		{"/run/lock", everything, nil},
-		{"/proc", everything, []string{manifest.AllowSystemPaths}},
-		{"/proc/1/root", everything, []string{manifest.AllowSystemPaths}},
-		{"/sys/fs/cgroup", everything, []string{manifest.AllowSystemPaths}},
-		{"/dev/sda", everything, []string{manifest.AllowSystemPaths}},
+		{"/proc", everything, []string{policy.AllowSystemPaths}},
+		{"/proc/1/root", everything, []string{policy.AllowSystemPaths}},
+		{"/sys/fs/cgroup", everything, []string{policy.AllowSystemPaths}},
+		{"/dev/sda", everything, []string{policy.AllowSystemPaths}},
 		{"/devices", everything, nil},
-		{"/", everything, []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}},
-		{"/", manifest.Policy{Allow: []string{manifest.AllowDockerSocket}}, []string{manifest.AllowSystemPaths}},
-		{"/", manifest.Policy{Allow: []string{manifest.AllowDockerSocket, manifest.AllowSystemPaths}}, nil},
-		{"/proc", manifest.Policy{Allow: []string{manifest.AllowSystemPaths}}, nil},
-		{"/run/user/1000/docker.sock", manifest.Policy{Allow: []string{manifest.AllowDockerSocket}}, nil},
+		{"/", everything, []string{policy.AllowDockerSocket, policy.AllowSystemPaths}},
+		{"/", policy.Policy{Allow: []string{policy.AllowDockerSocket}}, []string{policy.AllowSystemPaths}},
+		{"/", policy.Policy{Allow: []string{policy.AllowDockerSocket, policy.AllowSystemPaths}}, nil},
+		{"/proc", policy.Policy{Allow: []string{policy.AllowSystemPaths}}, nil},
+		{"/run/user/1000/docker.sock", policy.Policy{Allow: []string{policy.AllowDockerSocket}}, nil},
 	}
 	for _, tc := range tests {
-		errs := manifest.CheckHostPaths(appBinding(tc.hostPath), tc.policy, manifest.Host{})
+		errs := policy.CheckHostPaths(appBinding(tc.hostPath), tc.policy, policy.Host{})
 		if got := refusedNames(errs); !slices.Equal(got, tc.want) {
 			t.Errorf("%s with %+v: refused for %q (%v), want %q", tc.hostPath, tc.policy, got, errs, tc.want)
 		}
@@ -198,8 +199,8 @@ func TestHostTargets(t *testing.T) {
 }
 
 // fakeHost resolves with a table of symlinks: link path → target.
-func fakeHost(links map[string]string) manifest.Host {
-	return manifest.Host{Resolve: func(p string) (string, error) {
+func fakeHost(links map[string]string) policy.Host {
+	return policy.Host{Resolve: func(p string) (string, error) {
 		if target, ok := links["error:"+p]; ok {
 			return "", errors.New(target)
 		}
@@ -230,15 +231,15 @@ func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
 		"/srv/engine.sock":  "/opt/engine/docker.sock",
 		"error:/srv/shop/x": "permission denied",
 	})
-	shop := manifest.Policy{HostPaths: []string{"/srv/shop"}}
+	shop := policy.Policy{HostPaths: []string{"/srv/shop"}}
 	tests := []struct {
 		hostPath string
-		policy   manifest.Policy
-		host     manifest.Host
+		policy   policy.Policy
+		host     policy.Host
 		want     string // the refusal; "" accepted
 	}{
 		{"/srv/shop/link", shop, host, "mounting /srv/shop/link (which leads to /run/docker.sock on the host) gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)"},
-		{"/srv/shop/link", shop, manifest.Host{}, ""},
+		{"/srv/shop/link", shop, policy.Host{}, ""},
 		{"/srv/shop/rootlnk/etc", shop, host, "host path /srv/shop/rootlnk/etc leads to /etc on the host (symlinks followed), which is outside the paths this app may mount; remove the symlink, or allow /etc with `hostPaths: [/etc]` in driftless.yaml (or `--allow-host-path /etc`)"},
 		{"/srv/shop/rootlnk", shop, host, "mounting /srv/shop/rootlnk (which leads to / on the host) gives the container the Docker socket and the host's kernel and device files (/proc, /sys, /dev), which are root on the host; allow it for this app with `allow: [docker-socket, system-paths]` in driftless.yaml (or `--allow docker-socket,system-paths`)"},
 		{"/srv/shop/etc/passwd", shop, host, "host path /srv/shop/etc/passwd leads to /etc/passwd on the host (symlinks followed), which is outside the paths this app may mount; remove the symlink, or allow /etc/passwd with `hostPaths: [/etc/passwd]` in driftless.yaml (or `--allow-host-path /etc/passwd`)"},
@@ -246,17 +247,17 @@ func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
 		{"/srv/shop/x", shop, host, "cannot tell where host path /srv/shop/x leads on the host (permission denied); driftless follows a host path's symlinks before it allows the mount"},
 		// An allowed directory that is itself a symlink allows where it
 		// leads.
-		{"/data/db", manifest.Policy{HostPaths: []string{"/data"}}, host, ""},
+		{"/data/db", policy.Policy{HostPaths: []string{"/data"}}, host, ""},
 		// The directory itself, by its other name.
-		{"/mnt/disk/data/db", manifest.Policy{HostPaths: []string{"/data"}}, host, ""},
-		{"/mnt/disk/other", manifest.Policy{HostPaths: []string{"/data"}}, host, "host path /mnt/disk/other is outside the paths this app may mount"},
+		{"/mnt/disk/data/db", policy.Policy{HostPaths: []string{"/data"}}, host, ""},
+		{"/mnt/disk/other", policy.Policy{HostPaths: []string{"/data"}}, host, "host path /mnt/disk/other is outside the paths this app may mount"},
 		// A socket the environment names, and through a symlink.
-		{"/srv/engine.sock", manifest.Policy{HostPaths: []string{"/srv"}}, manifest.Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}},
+		{"/srv/engine.sock", policy.Policy{HostPaths: []string{"/srv"}}, policy.Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}},
 			"mounting /srv/engine.sock (which leads to /opt/engine/docker.sock on the host) gives the container the Docker socket"},
-		{"/srv/engine.sock", manifest.Policy{HostPaths: []string{"/srv"}, Allow: []string{manifest.AllowDockerSocket}}, manifest.Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}}, ""},
+		{"/srv/engine.sock", policy.Policy{HostPaths: []string{"/srv"}, Allow: []string{policy.AllowDockerSocket}}, policy.Host{Resolve: host.Resolve, Sockets: []string{"/opt/engine/docker.sock"}}, ""},
 	}
 	for _, tc := range tests {
-		errs := manifest.CheckHostPaths(appBinding(tc.hostPath), tc.policy, tc.host)
+		errs := policy.CheckHostPaths(appBinding(tc.hostPath), tc.policy, tc.host)
 		switch {
 		case tc.want == "" && len(errs) > 0:
 			t.Errorf("%s: refused: %v", tc.hostPath, errs)
@@ -271,8 +272,8 @@ func TestHostPathsAreJudgedWhereTheyLand(t *testing.T) {
 // engine whose socket was moved behind a symlink.
 func TestSocketBehindASymlink(t *testing.T) {
 	host := fakeHost(map[string]string{"/run/docker.sock": "/srv/engine/docker.sock"})
-	errs := manifest.CheckHostPaths(appBinding("/srv/engine"), manifest.Policy{HostPaths: []string{"/srv"}}, host)
-	if got := refusedNames(errs); !slices.Equal(got, []string{manifest.AllowDockerSocket}) {
+	errs := policy.CheckHostPaths(appBinding("/srv/engine"), policy.Policy{HostPaths: []string{"/srv"}}, host)
+	if got := refusedNames(errs); !slices.Equal(got, []string{policy.AllowDockerSocket}) {
 		t.Errorf("refused for %q (%v), want docker-socket", got, errs)
 	}
 }
@@ -288,7 +289,7 @@ volumes:
   data:
     driver_opts: {type: none, o: bind, device: /srv/shop/data}
 `}
-	opts := load.Options{Policy: manifest.Policy{HostPaths: []string{"/srv/shop"}}}
+	opts := load.Options{Policy: policy.Policy{HostPaths: []string{"/srv/shop"}}}
 	if _, err := loadtest.LoadComposeFiles(t, files, opts); err != nil {
 		t.Fatalf("as written: %v", err)
 	}

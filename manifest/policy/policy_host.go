@@ -1,10 +1,12 @@
-package manifest
+package policy
 
 import (
 	"fmt"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Host is how the policy sees the machine the containers run on. The zero
@@ -187,11 +189,11 @@ func (v *hostView) checkTargets(written, landed string) (msg string, named bool)
 // hostPaths, and the engine sockets and kernel files only when allowed by
 // name. CheckPolicy includes it; the agent runs it again at every pass,
 // since a symlink can change without a commit.
-func CheckHostPaths(app *App, p Policy, host Host) ErrorList {
+func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 	v := newHostView(p, host)
-	var errs ErrorList
-	add := func(ref FieldRef, format string, args ...any) {
-		errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
+	var errs manifest.ErrorList
+	add := func(ref manifest.FieldRef, format string, args ...any) {
+		errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
 	}
 	for i := range app.Services {
 		svc := &app.Services[i]
@@ -200,7 +202,7 @@ func CheckHostPaths(app *App, p Policy, host Host) ErrorList {
 				continue
 			}
 			if msg := v.check(b.HostPath, ", or mount a file from the repository with a relative path"); msg != "" {
-				add(svc.Field(IndexPath("binds", j)), "%s", msg)
+				add(svc.Field(manifest.IndexPath("binds", j)), "%s", msg)
 			}
 		}
 	}
@@ -235,11 +237,11 @@ const (
 // volumeKindOf classifies a volume as Docker's local driver reads its
 // options (type, o, device: mount -t type -o o device; size: a quota).
 // A tmpfs is memory, as a service's tmpfs mount: no host power.
-func volumeKindOf(s VolumeSpec) volumeKind {
+func volumeKindOf(s manifest.VolumeSpec) volumeKind {
 	if s.External {
 		return volumeManaged
 	}
-	if s.Driver != "" && s.Driver != DefaultVolumeDriver {
+	if s.Driver != "" && s.Driver != manifest.DefaultVolumeDriver {
 		return volumePlugin
 	}
 	o := s.DriverOpts
@@ -267,14 +269,14 @@ func volumeKindOf(s VolumeSpec) volumeKind {
 // have the host mount a filesystem, unless allowed by name; binds are
 // CheckHostPaths'. External volumes are not created by driftless: their
 // options are not the commit's.
-func (p Policy) checkVolumeDrivers(app *App) ErrorList {
+func (p Policy) checkVolumeDrivers(app *manifest.App) manifest.ErrorList {
 	if p.Allows(AllowVolumeDrivers) {
 		return nil
 	}
-	var errs ErrorList
+	var errs manifest.ErrorList
 	for i := range app.Volumes {
 		vol := &app.Volumes[i]
-		var ref FieldRef
+		var ref manifest.FieldRef
 		var msg string
 		switch volumeKindOf(vol.Spec) {
 		case volumePlugin:
@@ -286,7 +288,7 @@ func (p Policy) checkVolumeDrivers(app *App) ErrorList {
 		default:
 			continue
 		}
-		errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: msg + "; " + allowHint(AllowVolumeDrivers)})
+		errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: msg + "; " + allowHint(AllowVolumeDrivers)})
 	}
 	return errs
 }

@@ -1,9 +1,11 @@
-package manifest
+package policy
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // CheckSwarm returns one error, located where the manifest declares it,
@@ -14,13 +16,13 @@ import (
 // depend on the agent's host: repository directories and driftless's own
 // readiness probes. Repository files become Swarm configs, secrets Swarm
 // secrets; images built from the repository are built on the manager.
-func CheckSwarm(app *App) ErrorList {
-	var errs ErrorList
+func CheckSwarm(app *manifest.App) manifest.ErrorList {
+	var errs manifest.ErrorList
 	for i := range app.Services {
 		svc := &app.Services[i]
 		refuse := func(field, format string, args ...any) {
 			ref := svc.Field(field)
-			errs = append(errs, &Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...) + " (target: swarm)"})
+			errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...) + " (target: swarm)"})
 		}
 		checkSwarmService(&svc.Spec, refuse)
 		for i, b := range svc.Spec.Binds {
@@ -39,13 +41,13 @@ func CheckSwarm(app *App) ErrorList {
 	}
 	for _, n := range app.Networks {
 		if d := n.Spec.Driver; d != "" && d != "bridge" && d != "overlay" && !n.Spec.External {
-			errs = append(errs, &Error{Pos: n.Source, Field: "driver", Msg: fmt.Sprintf("network driver %q cannot span nodes: use overlay (target: swarm)", d)})
+			errs = append(errs, &manifest.Error{Pos: n.Source, Field: "driver", Msg: fmt.Sprintf("network driver %q cannot span nodes: use overlay (target: swarm)", d)})
 		}
 	}
 	return errs
 }
 
-func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
+func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 	switch {
 	case s.Readiness != nil:
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
@@ -64,7 +66,7 @@ func checkSwarmService(s *ServiceSpec, refuse denyFunc) {
 	case s.MacAddress != "" || s.ShmSizeBytes != 0:
 		refuse("macAddress", "mac_address and shm_size are not supported for Swarm services")
 	}
-	if slices.ContainsFunc(s.Ports, func(p Port) bool { return p.HostIP != "" }) {
+	if slices.ContainsFunc(s.Ports, func(p manifest.Port) bool { return p.HostIP != "" }) {
 		refuse("ports", "Swarm publishes ports on every node's ingress: a host IP cannot be given")
 	}
 	if w := s.Swarm; w != nil && w.Global && s.Replicas != 1 {
@@ -80,7 +82,7 @@ const (
 )
 
 func maxSwarmObjectBytes(kind string) int {
-	if kind == FileSecret {
+	if kind == manifest.FileSecret {
 		return maxSwarmSecretBytes
 	}
 	return maxSwarmConfigBytes
@@ -93,7 +95,7 @@ func maxSwarmObjectBytes(kind string) int {
 // is named after the file's path (RepoFileConfigName) and versioned by
 // its content hash like any other. On one engine nothing changes: the
 // file is bind-mounted read-only from the agent's data directory.
-func RepoFilesAsConfigs(app *App) {
+func RepoFilesAsConfigs(app *manifest.App) {
 	for i := range app.Services {
 		binds := app.Services[i].Spec.Binds
 		for j := range binds {
@@ -102,7 +104,7 @@ func RepoFilesAsConfigs(app *App) {
 				continue
 			}
 			if t := app.Content[b.ContentHash]; t != nil && !t.Dir && len(t.Files) == 1 {
-				b.Object = &FileObject{Kind: FileConfig, Name: RepoFileConfigName(app.Name, b.RepoPath)}
+				b.Object = &manifest.FileObject{Kind: manifest.FileConfig, Name: RepoFileConfigName(app.Name, b.RepoPath)}
 			}
 		}
 	}

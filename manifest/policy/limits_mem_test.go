@@ -1,4 +1,4 @@
-package manifest_test
+package policy_test
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // atLimit builds the worst revisions the default limits accept, for both
@@ -20,8 +20,8 @@ import (
 // node budget leaves, padded to the byte limit; one long string; lists
 // nested as deep as allowed, repeated.
 func atLimit() map[string]fstest.MapFS {
-	lim := manifest.DefaultLimits()
-	nodes := lim.ManifestBytes / manifest.BytesPerNode
+	lim := policy.DefaultLimits()
+	nodes := lim.ManifestBytes / policy.BytesPerNode
 	pad := func(s string, per int) string { return s + strings.Repeat("x", max(per, 0)) }
 	// compose: per service 6 nodes + 2 per env entry; 8 for the file.
 	env := int((nodes-8)/int64(lim.Services)-6) / 2
@@ -45,9 +45,9 @@ func atLimit() map[string]fstest.MapFS {
 		}
 	}
 	long := strings.Repeat("x", int(lim.ManifestBytes)-200)
-	lists := int(nodes/int64(manifest.MaxNesting) - 4)
-	leaf := pad("v", int(lim.ManifestBytes)/lists-3*manifest.MaxNesting)
-	deep := strings.Repeat("[", manifest.MaxNesting-4) + leaf + strings.Repeat("]", manifest.MaxNesting-4)
+	lists := int(nodes/int64(policy.MaxNesting) - 4)
+	leaf := pad("v", int(lim.ManifestBytes)/lists-3*policy.MaxNesting)
+	deep := strings.Repeat("[", policy.MaxNesting-4) + leaf + strings.Repeat("]", policy.MaxNesting-4)
 	var d strings.Builder
 	d.WriteString("services:\n  web:\n    image: x\nx-deep:\n")
 	for range lists {
@@ -81,8 +81,8 @@ func TestLimitsParseMemory(t *testing.T) {
 			for _, f := range fsys {
 				size += len(f.Data)
 			}
-			if int64(size) > manifest.DefaultLimits().ManifestBytes || int64(size) < manifest.DefaultLimits().ManifestBytes*9/10 {
-				t.Fatalf("revision is %d bytes, want just under the limit %d", size, manifest.DefaultLimits().ManifestBytes)
+			if int64(size) > policy.DefaultLimits().ManifestBytes || int64(size) < policy.DefaultLimits().ManifestBytes*9/10 {
+				t.Fatalf("revision is %d bytes, want just under the limit %d", size, policy.DefaultLimits().ManifestBytes)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestLimitsParseMemory$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "DRIFTLESS_LIMITS_CASE="+name)
