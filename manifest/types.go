@@ -1,9 +1,10 @@
 // Package manifest holds driftless's desired-state model: the normalized form
-// of the YAML manifests in an app's Git path, and the strict parser that
-// produces it.
+// of an app's manifests, its hashes, the values it is written in, and the
+// positions and errors that point back into the files. Every layer imports
+// it and it imports none of them: the front ends that produce it are
+// manifest/native and manifest/compose, and manifest/appdir picks one.
 //
-// Everything here is pure: it reads from an fs.FS and never talks to Docker,
-// Git or the clock.
+// Everything here is pure: it never talks to Docker, Git or the clock.
 package manifest
 
 import (

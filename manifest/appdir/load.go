@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/compose"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 	"github.com/driftless-dev/driftless/manifest/policy"
@@ -104,7 +105,7 @@ func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(st
 	if opts.Target == manifest.TargetSwarm {
 		policy.RepoFilesAsConfigs(a)
 		if errs := policy.CheckSwarm(a); len(errs) > 0 {
-			return nil, (&manifest.Collector{Errs: errs}).Sorted()
+			return nil, (&yamlpos.Collector{Errs: errs}).Sorted()
 		}
 	}
 	// The front ends hash without the key; only keyed hashes leave.

@@ -8,12 +8,13 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // resolveBuildsIfValid is ResolveBuilds for a front end that has collected
 // errs so far: a revision already refused is not read further.
-func resolveBuildsIfValid(fsys fs.FS, root string, app *manifest.App, errs *manifest.Collector) error {
+func resolveBuildsIfValid(fsys fs.FS, root string, app *manifest.App, errs *yamlpos.Collector) error {
 	if len(errs.Errs) > 0 {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
@@ -98,8 +99,8 @@ type composeLoad struct {
 	app      string
 	opts     load.Options
 	display  func(string) string
-	errs     *manifest.Collector
-	warnings *manifest.Collector
+	errs     *yamlpos.Collector
+	warnings *yamlpos.Collector
 	ix       *composeIndex
 	in       *interpolator
 }
@@ -107,7 +108,7 @@ type composeLoad struct {
 func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
 	l := &composeLoad{
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
-		errs: &manifest.Collector{}, warnings: &manifest.Collector{}, ix: &composeIndex{},
+		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{},
 	}
 	for _, p := range layout.Files {
 		data, err := fs.ReadFile(fsys, p)
@@ -232,35 +233,35 @@ func hasDocument(f *composeFile) bool {
 
 // parseComposeFile parses a compose file into yaml.v3 documents for
 // positions, reporting syntax errors and documents beyond the limits.
-func parseComposeFile(c *manifest.Collector, p, display string, data []byte, b *policy.Budget) *composeFile {
+func parseComposeFile(c *yamlpos.Collector, p, display string, data []byte, b *policy.Budget) *composeFile {
 	f := &composeFile{path: p, display: display, data: data}
 	if !utf8.Valid(data) {
-		c.Add(manifest.InvalidUTF8(display, data), "", "file is not valid UTF-8")
+		c.Add(yamlpos.InvalidUTF8(display, data), "", "file is not valid UTF-8")
 		return f
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for docs := 1; ; docs++ {
 		var n yaml.Node
-		err := manifest.DecodeNode(dec, &n)
+		err := yamlpos.DecodeNode(dec, &n)
 		if errors.Is(err, io.EOF) {
 			return f
 		}
 		if err != nil {
-			pos, msg := manifest.SyntaxError(display, data, err)
+			pos, msg := yamlpos.SyntaxError(display, data, err)
 			c.Add(pos, "", "YAML syntax error: %s", msg)
 			return f
 		}
 		if !policy.CheckDocuments(c, display, &n, docs, b.Limits.Documents) || !policy.CheckStructure(c, display, &n, b) {
 			return f
 		}
-		if len(n.Content) == 0 || manifest.IsNull(n.Content[0]) {
+		if len(n.Content) == 0 || yamlpos.IsNull(n.Content[0]) {
 			f.docs = append(f.docs, nil)
 			continue
 		}
 		root := n.Content[0]
 		if root.Kind != yaml.MappingNode {
 			c.Add(manifest.Position{File: display, Line: root.Line, Column: root.Column}, "",
-				"a compose file must be a mapping of top-level keys (services, networks, volumes, ...), got %s", manifest.Describe(root))
+				"a compose file must be a mapping of top-level keys (services, networks, volumes, ...), got %s", yamlpos.Describe(root))
 			f.docs = append(f.docs, nil)
 			continue
 		}
@@ -270,7 +271,7 @@ func parseComposeFile(c *manifest.Collector, p, display string, data []byte, b *
 
 // checkKeys reports mapping keys compose cannot take: non-strings and
 // duplicates.
-func checkKeys(c *manifest.Collector, f *composeFile, n *yaml.Node, field string, depth int) {
+func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string, depth int) {
 	if n == nil || depth > 64 {
 		return
 	}
@@ -285,10 +286,10 @@ func checkKeys(c *manifest.Collector, f *composeFile, n *yaml.Node, field string
 				continue
 			}
 			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				c.Add(pos, field, "keys must be strings, got %s: quote the key", manifest.Describe(k))
+				c.Add(pos, field, "keys must be strings, got %s: quote the key", yamlpos.Describe(k))
 				continue
 			}
-			cp := manifest.ChildPath(field, k.Value)
+			cp := yamlpos.ChildPath(field, k.Value)
 			if first, dup := seen[k.Value]; dup {
 				c.Add(pos, cp, "duplicate key (first at line %d)", first.Line)
 				continue
@@ -298,14 +299,14 @@ func checkKeys(c *manifest.Collector, f *composeFile, n *yaml.Node, field string
 		}
 	case yaml.SequenceNode:
 		for i, e := range n.Content {
-			checkKeys(c, f, e, manifest.IndexPath(field, i), depth+1)
+			checkKeys(c, f, e, yamlpos.IndexPath(field, i), depth+1)
 		}
 	}
 }
 
 // refuseFileReferences refuses what would make compose-go read other files
 // from the host: include and extends.file.
-func refuseFileReferences(c *manifest.Collector, f *composeFile, doc *yaml.Node) {
+func refuseFileReferences(c *yamlpos.Collector, f *composeFile, doc *yaml.Node) {
 	if doc == nil {
 		return
 	}
@@ -322,7 +323,7 @@ func refuseFileReferences(c *manifest.Collector, f *composeFile, doc *yaml.Node)
 		name := services.Content[i].Value
 		_, ext := child(services.Content[i+1], "extends")
 		if k, _ := child(ext, "file"); k != nil {
-			c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, manifest.ChildPath("services", name)+".extends.file",
+			c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, yamlpos.ChildPath("services", name)+".extends.file",
 				"is not supported: extend a service of the same file (extends: {service: NAME})")
 		}
 	}
@@ -331,14 +332,14 @@ func refuseFileReferences(c *manifest.Collector, f *composeFile, doc *yaml.Node)
 // checkShortSyntax parses the short syntax of ports and volumes the way
 // compose-go will, so a malformed entry is reported at its position (and
 // with the others) rather than as compose-go's first error.
-func checkShortSyntax(c *manifest.Collector, f *composeFile, doc *yaml.Node, in *interpolator) {
+func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interpolator) {
 	_, services := child(doc, "services")
 	services = deref(services)
 	if services == nil || services.Kind != yaml.MappingNode {
 		return
 	}
 	for i := 0; i+1 < len(services.Content); i += 2 {
-		base := manifest.ChildPath("services", services.Content[i].Value)
+		base := yamlpos.ChildPath("services", services.Content[i].Value)
 		svc := services.Content[i+1]
 		check := func(attr string, parse func(string) error) {
 			_, list := child(svc, attr)
@@ -356,7 +357,7 @@ func checkShortSyntax(c *manifest.Collector, f *composeFile, doc *yaml.Node, in 
 					err = parse(text)
 				}
 				if err != nil {
-					c.Add(manifest.Position{File: f.display, Line: e.Line, Column: e.Column}, manifest.IndexPath(base+"."+attr, j), "%v", err)
+					c.Add(manifest.Position{File: f.display, Line: e.Line, Column: e.Column}, yamlpos.IndexPath(base+"."+attr, j), "%v", err)
 				}
 			}
 		}
@@ -373,7 +374,7 @@ func checkShortSyntax(c *manifest.Collector, f *composeFile, doc *yaml.Node, in 
 
 // checkMixedFormats refuses driftless manifests beside a compose file: an
 // app directory has one format. Other YAML (CI configs, docs) is ignored.
-func checkMixedFormats(c *manifest.Collector, fsys fs.FS, root string, layout Layout, ign *load.IgnoreList, composeName string, display func(string) string) error {
+func checkMixedFormats(c *yamlpos.Collector, fsys fs.FS, root string, layout Layout, ign *load.IgnoreList, composeName string, display func(string) string) error {
 	files, err := load.ManifestFiles(fsys, root, ign)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", display(root), err)
@@ -403,7 +404,7 @@ func nativeDocuments(file string, data []byte) []manifest.Position {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var n yaml.Node
-		if err := manifest.DecodeNode(dec, &n); err != nil {
+		if err := yamlpos.DecodeNode(dec, &n); err != nil {
 			return out
 		}
 		if len(n.Content) == 0 {
@@ -526,7 +527,7 @@ func (l *composeLoad) composeGoError(err error) {
 		return
 	}
 	if m := composeServiceRef.FindStringSubmatch(msg); m != nil {
-		svc := manifest.ChildPath("services", m[1])
+		svc := yamlpos.ChildPath("services", m[1])
 		l.errs.Add(l.ix.keyAt(svc), svc, "%s", msg)
 		return
 	}
@@ -563,7 +564,7 @@ func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 // spends over 100 KiB on each service. A name declared in both the compose
 // file and its override counts once. The error is at the first name past
 // the limit.
-func checkComposeCounts(c *manifest.Collector, ix *composeIndex, lim policy.Limits) {
+func checkComposeCounts(c *yamlpos.Collector, ix *composeIndex, lim policy.Limits) {
 	keys := func(sections ...string) []manifest.Position {
 		seen := map[string]bool{}
 		var out []manifest.Position

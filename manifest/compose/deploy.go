@@ -16,6 +16,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 	"github.com/driftless-dev/driftless/manifest/policy"
@@ -75,13 +76,13 @@ func (sm *serviceMap) mapEnvironment() {
 // envEntry locates the environment entry of key k, in the mapping or the
 // list form.
 func (sm *serviceMap) envEntry(k string) (string, manifest.Position) {
-	if attr := manifest.ChildPath("environment", k); sm.m.ix.declared(sm.path(attr)) {
+	if attr := yamlpos.ChildPath("environment", k); sm.m.ix.declared(sm.path(attr)) {
 		return sm.path(attr), sm.at(attr)
 	}
 	list := sm.path("environment")
 	for i, fn := range sm.m.ix.itemNodes(list) {
 		if fn.node.Value == k || strings.HasPrefix(fn.node.Value, k+"=") {
-			return manifest.IndexPath(list, i), fn.pos()
+			return yamlpos.IndexPath(list, i), fn.pos()
 		}
 	}
 	return list, sm.at("environment")
@@ -91,7 +92,7 @@ func (sm *serviceMap) envEntry(k string) (string, manifest.Position) {
 // is decrypted first, and its variables are marked in secret.
 func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, secret map[string]bool, lookup func(string) (string, bool)) {
 	pos := sm.m.ix.item(sm.path("env_file"), i)
-	field := manifest.IndexPath(sm.path("env_file"), i)
+	field := yamlpos.IndexPath(sm.path("env_file"), i)
 	if path.IsAbs(ef.Path) {
 		sm.refuseAt(pos, field, "%q: env files are read from the revision, so the path must be relative to the app directory", ef.Path)
 		return
@@ -440,7 +441,7 @@ func (sm *serviceMap) mapExtension() {
 				continue
 			}
 			_, n, ok := walkPath(d, splitPath(attr))
-			if !ok || manifest.IsNull(n) {
+			if !ok || yamlpos.IsNull(n) {
 				continue
 			}
 			val, ok, failed := sm.walkExtension(f, n)
@@ -465,9 +466,9 @@ func (sm *serviceMap) mapExtension() {
 // positions; fields are reported as services.NAME.x-driftless.FIELD.
 func (sm *serviceMap) walkExtension(f *composeFile, n *yaml.Node) (map[string]any, bool, bool) {
 	yn := resolved(n, 0)
-	doc := &manifest.DocCtx{File: f.display, Start: manifest.Position{File: f.display, Line: yn.Line, Column: yn.Column}, Pos: map[string]manifest.Position{}, Failed: map[string]bool{}}
-	tmp := &manifest.Collector{}
-	w := &manifest.Walker{Doc: doc, Errs: tmp}
+	doc := &yamlpos.DocCtx{File: f.display, Start: manifest.Position{File: f.display, Line: yn.Line, Column: yn.Column}, Pos: map[string]manifest.Position{}, Failed: map[string]bool{}}
+	tmp := &yamlpos.Collector{}
+	w := &yamlpos.Walker{Doc: doc, Errs: tmp}
 	val, ok := w.Walk(yn, reflect.TypeOf(rawXDriftless{}), "spec")
 	for _, e := range tmp.Errs {
 		e.Field = sm.extField(e.Field)
@@ -486,8 +487,8 @@ func (sm *serviceMap) extField(f string) string {
 
 func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 	if x.Readiness != nil {
-		vc := &manifest.Collector{}
-		native.ValidateReadiness(manifest.Reporter{Errs: vc, Doc: sm.extDoc}, x.Readiness)
+		vc := &yamlpos.Collector{}
+		native.ValidateReadiness(yamlpos.Reporter{Errs: vc, Doc: sm.extDoc}, x.Readiness)
 		for _, e := range vc.Errs {
 			e.Field = sm.extField(e.Field)
 			sm.m.errs.Errs = append(sm.m.errs.Errs, e)
@@ -520,8 +521,8 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 	}
 	seen := map[string]bool{}
 	for i, k := range x.SecretEnv {
-		field := manifest.IndexPath(sm.path("x-driftless.secretEnv"), i)
-		pos := sm.extDoc.At(manifest.IndexPath("spec.secretEnv", i))
+		field := yamlpos.IndexPath(sm.path("x-driftless.secretEnv"), i)
+		pos := sm.extDoc.At(yamlpos.IndexPath("spec.secretEnv", i))
 		switch _, ok := sm.spec.Env[k]; {
 		case seen[k]:
 			sm.refuseAt(pos, field, "%q is listed twice", k)

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
@@ -27,7 +28,7 @@ import (
 
 // composeEnvironment reads .env from the app directory and returns the
 // interpolation environment.
-func composeEnvironment(c *manifest.Collector, fsys fs.FS, root string, display func(string) string, given map[string]string, read func(string)) map[string]string {
+func composeEnvironment(c *yamlpos.Collector, fsys fs.FS, root string, display func(string) string, given map[string]string, read func(string)) map[string]string {
 	env := maps.Clone(given)
 	if env == nil {
 		env = map[string]string{}
@@ -72,8 +73,8 @@ type interpolator struct {
 	env map[string]string
 	// read is told every name looked up in env (load.Options.EnvRead).
 	read     func(string)
-	errs     *manifest.Collector
-	warnings *manifest.Collector
+	errs     *yamlpos.Collector
+	warnings *yamlpos.Collector
 	// usedCasts are the type casts some string value of the files is at:
 	// compose-go tries every cast on every value, so it gets only these.
 	usedCasts map[tree.Path]interpolation.Cast
@@ -114,11 +115,11 @@ func (in *interpolator) check(f *composeFile, n *yaml.Node, field string, depth 
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			in.check(f, n.Content[i+1], manifest.ChildPath(field, k.Value), depth+1)
+			in.check(f, n.Content[i+1], yamlpos.ChildPath(field, k.Value), depth+1)
 		}
 	case yaml.SequenceNode:
 		for i, e := range n.Content {
-			in.check(f, e, manifest.IndexPath(field, i), depth+1)
+			in.check(f, e, yamlpos.IndexPath(field, i), depth+1)
 		}
 	case yaml.ScalarNode:
 		if t := n.ShortTag(); t != "!!str" && t != "!reset" && t != "!override" {

@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // composeMapper turns a compose-go project into an App.
@@ -119,7 +120,7 @@ func (m *composeMapper) mapNames(section string, names []string, what string) ma
 	taken := map[string]string{}
 	for _, n := range names {
 		mapped := dnsLabel(n)
-		field := manifest.ChildPath(section, n)
+		field := yamlpos.ChildPath(section, n)
 		if !manifest.ValidName(mapped) {
 			m.errs.Add(m.ix.firstKeyAt(field), field, "%s name %q cannot be made a DNS label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): rename it", what, n)
 			continue
@@ -138,7 +139,7 @@ func (m *composeMapper) mapNames(section string, names []string, what string) ma
 func (m *composeMapper) refuseReserved(field string, labels map[string]string) {
 	for _, k := range sortedKeys(labels) {
 		if strings.HasPrefix(k, manifest.ReservedLabelPrefix) {
-			m.errs.Add(m.ix.at(manifest.ChildPath(field, k)), manifest.ChildPath(field, k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
+			m.errs.Add(m.ix.at(yamlpos.ChildPath(field, k)), yamlpos.ChildPath(field, k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
 		}
 	}
 }
@@ -147,7 +148,7 @@ func (m *composeMapper) mapNetworks() []manifest.Network {
 	out := []manifest.Network{}
 	for _, key := range slices.Sorted(mapKeys(m.p.Networks)) {
 		name, ok := m.netNames[key]
-		base := manifest.ChildPath("networks", key)
+		base := yamlpos.ChildPath("networks", key)
 		if !ok || (key == manifest.DefaultNetwork && !m.ix.declared(base)) {
 			continue // the implicit default network, added if used
 		}
@@ -202,7 +203,7 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig) string
 	if len(ipam.Config) == 0 || ipam.Config[0] == nil {
 		return ""
 	}
-	c, cp := ipam.Config[0], manifest.IndexPath(p+".config", 0)
+	c, cp := ipam.Config[0], yamlpos.IndexPath(p+".config", 0)
 	if c.Gateway != "" || c.IPRange != "" || len(c.AuxiliaryAddresses) > 0 {
 		m.errs.Add(m.ix.keyAt(cp), cp, "only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet")
 	}
@@ -222,7 +223,7 @@ func (m *composeMapper) mapVolumes() []manifest.Volume {
 		if !ok {
 			continue
 		}
-		base := manifest.ChildPath("volumes", key)
+		base := yamlpos.ChildPath("volumes", key)
 		v := m.p.Volumes[key]
 		var spec manifest.VolumeSpec
 		switch {
@@ -240,7 +241,7 @@ func (m *composeMapper) mapVolumes() []manifest.Volume {
 		labels := copyMap(v.Labels)
 		m.refuseReserved(base+".labels", labels)
 		out = append(out, manifest.Volume{Name: name, ComposeName: key, Labels: labels, Spec: spec, Hash: manifest.HashVolume(labels, spec), Source: m.ix.firstKeyAt(base),
-			Fields: manifest.VolumeFields(m.ix.at, base+".driver", base+".driver_opts", spec.DriverOpts)})
+			Fields: yamlpos.VolumeFields(m.ix.at, base+".driver", base+".driver_opts", spec.DriverOpts)})
 	}
 	return out
 }
@@ -257,7 +258,7 @@ func (m *composeMapper) checkSecretsAndConfigs() {
 }
 
 func (m *composeMapper) checkFileObject(section, key string, o types.FileObjectConfig, secret bool) {
-	base := manifest.ChildPath(section, key)
+	base := yamlpos.ChildPath(section, key)
 	refuse := func(attr, format string, args ...any) {
 		m.errs.Add(m.ix.at(base+"."+attr), base+"."+attr, format, args...)
 	}

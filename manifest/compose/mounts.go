@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
@@ -26,7 +27,7 @@ func (sm *serviceMap) mapVolumes() {
 		origins = nil
 	}
 	for i, v := range sm.s.Volumes {
-		attr := manifest.IndexPath("volumes", i)
+		attr := yamlpos.IndexPath("volumes", i)
 		if origins != nil {
 			sm.checkShortVolume(attr, origins[i])
 		}
@@ -197,7 +198,7 @@ func (sm *serviceMap) mapTmpfsVolume(attr string, v types.ServiceVolumeConfig) {
 // mapTmpfs maps the service's tmpfs list ("/run" or "/run:size=64m,mode=1777").
 func (sm *serviceMap) mapTmpfs() {
 	for i, entry := range sm.s.Tmpfs {
-		attr := manifest.IndexPath("tmpfs", i)
+		attr := yamlpos.IndexPath("tmpfs", i)
 		target, opts, _ := strings.Cut(entry, ":")
 		t := manifest.TmpfsMount{MountPath: target}
 		for _, o := range strings.Split(opts, ",") {
@@ -237,7 +238,7 @@ func (sm *serviceMap) addTmpfs(attr string, t manifest.TmpfsMount) {
 // delivered as files at /run/secrets/NAME or the target.
 func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretConfig, dir string) {
 	for i, r := range refs {
-		attr := manifest.IndexPath(section, i)
+		attr := yamlpos.IndexPath(section, i)
 		obj, ok := sm.fileObject(section, r.Source)
 		if !ok {
 			sm.refuse(attr, "%s %q is not declared: add it under the top-level %s:", strings.TrimSuffix(section, "s"), r.Source, section)
@@ -256,7 +257,7 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 		case !path.IsAbs(target):
 			target = dir + target
 		}
-		top := manifest.ChildPath(section, r.Source) + ".file"
+		top := yamlpos.ChildPath(section, r.Source) + ".file"
 		if section == "secrets" {
 			sm.addSecret(attr, top, r, obj, target)
 			continue
@@ -298,7 +299,7 @@ func (sm *serviceMap) addSecret(attr, top string, r types.ServiceSecretConfig, o
 	if !sm.claimMountPath(attr, target) {
 		return
 	}
-	sm.fields[manifest.IndexPath("secrets", len(sm.spec.Secrets))+".file"] = manifest.FieldRef{Pos: sm.m.ix.at(top), Field: top}
+	sm.fields[yamlpos.IndexPath("secrets", len(sm.spec.Secrets))+".file"] = manifest.FieldRef{Pos: sm.m.ix.at(top), Field: top}
 	sm.spec.Secrets = append(sm.spec.Secrets, ref)
 }
 

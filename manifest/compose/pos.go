@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // compose-go keeps no positions. The compose front end parses the same
@@ -183,7 +184,7 @@ func (ix *composeIndex) declared(path string) bool {
 // key. A path no file writes is reported where its nearest written ancestor
 // is, and a path without any at the start of the main file.
 func (ix *composeIndex) at(path string) manifest.Position {
-	for p := path; ; p = manifest.ParentPath(p) {
+	for p := path; ; p = yamlpos.ParentPath(p) {
 		if f, k, v, ok := ix.find(p); ok {
 			return nodePos(f, k, v)
 		}
@@ -288,7 +289,7 @@ func (fn fileNode) pos() manifest.Position {
 
 func nodePos(f *composeFile, k, v *yaml.Node) manifest.Position {
 	at := v
-	if k != nil && v != nil && (manifest.IsNull(v) || v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) {
+	if k != nil && v != nil && (yamlpos.IsNull(v) || v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) {
 		at = k
 	}
 	if at == nil {

@@ -23,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // compose-go validates against the compose specification's JSON schema and
@@ -145,7 +146,7 @@ func stringKeys(v any) any {
 
 // validateComposeDoc checks one document against the compose schema and
 // reports every failing place.
-func validateComposeDoc(c *manifest.Collector, ix *composeIndex, f *composeFile, doc *yaml.Node, in *interpolator) {
+func validateComposeDoc(c *yamlpos.Collector, ix *composeIndex, f *composeFile, doc *yaml.Node, in *interpolator) {
 	m, ok := interpolateComposeDoc(c, f, doc, in)
 	if !ok {
 		return
@@ -190,7 +191,7 @@ func validateComposeDoc(c *manifest.Collector, ix *composeIndex, f *composeFile,
 // interpolateComposeDoc is a document as compose-go validates it:
 // decoded and interpolated with compose's casts, which it records in in.
 // It reports what fails and returns false then.
-func interpolateComposeDoc(c *manifest.Collector, f *composeFile, doc *yaml.Node, in *interpolator) (map[string]any, bool) {
+func interpolateComposeDoc(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interpolator) (map[string]any, bool) {
 	raw, err := docValue(doc)
 	if err != nil {
 		c.Add(manifest.Position{File: f.display, Line: doc.Line, Column: doc.Column}, "", "%v", err)
@@ -355,7 +356,7 @@ func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.
 		case n != nil && n.Kind == yaml.SequenceNode:
 			i := -1
 			fmt.Sscan(p, &i)
-			field = manifest.IndexPath(field, i)
+			field = yamlpos.IndexPath(field, i)
 			if i >= 0 && i < len(n.Content) {
 				n = n.Content[i]
 				at = manifest.Position{File: f.display, Line: n.Line, Column: n.Column}
@@ -363,7 +364,7 @@ func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.
 				n = nil
 			}
 		default:
-			field = manifest.ChildPath(field, p)
+			field = yamlpos.ChildPath(field, p)
 			k, v := child(n, p)
 			if k == nil {
 				n = nil
@@ -378,7 +379,7 @@ func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.
 
 var schemaPrinter = message.NewPrinter(language.English)
 
-func reportSchemaError(c *manifest.Collector, f *composeFile, doc *yaml.Node, e *jsonschema.ValidationError) {
+func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *jsonschema.ValidationError) {
 	field, at, n := nodePath(f, doc, e.InstanceLocation)
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
@@ -387,7 +388,7 @@ func reportSchemaError(c *manifest.Collector, f *composeFile, doc *yaml.Node, e 
 			if kn, _ := child(n, p); kn != nil {
 				pos = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 			}
-			c.Add(pos, manifest.ChildPath(field, p), "%s", unknownComposeField(e.InstanceLocation, p))
+			c.Add(pos, yamlpos.ChildPath(field, p), "%s", unknownComposeField(e.InstanceLocation, p))
 		}
 	case *kind.FalseSchema:
 		// additionalProperties: false fails each extra property.
@@ -420,7 +421,7 @@ func unknownComposeField(parent []string, key string) string {
 		if key == "replicas" {
 			return msg + " (use deploy.replicas or scale)"
 		}
-		if s := manifest.Suggest(key, serviceFieldNames()); s != "" {
+		if s := yamlpos.Suggest(key, serviceFieldNames()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 	}

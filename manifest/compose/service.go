@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // serviceMap maps one compose service onto a Service.
@@ -32,7 +33,7 @@ type serviceMap struct {
 	devFrom  map[string]string // containerPath -> compose field
 	depFrom  map[string]string // dependency (model name) -> compose field
 	labels   map[string]string
-	extDoc   *manifest.DocCtx // positions inside x-driftless
+	extDoc   *yamlpos.DocCtx // positions inside x-driftless
 	// pullPolicy and imageUpdate are the Service's (outside the spec).
 	pullPolicy  string
 	imageUpdate *manifest.ImageUpdate
@@ -42,7 +43,7 @@ func newServiceMap(m *composeMapper, cname string, s *types.ServiceConfig) *serv
 	name, ok := m.svcNames[cname]
 	return &serviceMap{
 		m: m, cname: cname, name: name, ok: ok, s: s,
-		base:     manifest.ChildPath("services", cname),
+		base:     yamlpos.ChildPath("services", cname),
 		fields:   map[string]manifest.FieldRef{},
 		portPos:  map[manifest.Port]origin{},
 		bindFrom: map[string]string{},
@@ -192,7 +193,7 @@ func (sm *serviceMap) mapCommand() {
 func (sm *serviceMap) mapPorts() {
 	origins := sm.portOrigins()
 	for i, p := range sm.s.Ports {
-		field := manifest.IndexPath(sm.path("ports"), i)
+		field := yamlpos.IndexPath(sm.path("ports"), i)
 		pos := sm.m.ix.item(sm.path("ports"), i)
 		if i < len(origins) {
 			field, pos = origins[i].field, origins[i].pos
@@ -207,7 +208,7 @@ func (sm *serviceMap) mapPorts() {
 		}
 	}
 	for i, e := range sm.s.Expose {
-		field := manifest.IndexPath(sm.path("expose"), i)
+		field := yamlpos.IndexPath(sm.path("expose"), i)
 		pos := sm.m.ix.item(sm.path("expose"), i)
 		for _, port := range sm.expose(e, field, pos) {
 			if !slices.ContainsFunc(sm.spec.Ports, func(q manifest.Port) bool {
@@ -230,7 +231,7 @@ func (sm *serviceMap) portOrigins() []origin {
 	var out []origin
 	list := sm.path("ports")
 	for i, fn := range sm.m.ix.itemNodes(list) {
-		o := origin{field: manifest.IndexPath(list, i), pos: fn.pos()}
+		o := origin{field: yamlpos.IndexPath(list, i), pos: fn.pos()}
 		n := 1
 		if fn.node.Kind == yaml.ScalarNode {
 			text, _, err := sm.m.in.substitute(fn.node.Value)
@@ -333,7 +334,7 @@ func (sm *serviceMap) mapNetworking() {
 }
 
 func (sm *serviceMap) mapNetwork(key string, cfg *types.ServiceNetworkConfig) {
-	attr := manifest.ChildPath("networks", key)
+	attr := yamlpos.ChildPath("networks", key)
 	name, ok := sm.m.netNames[key]
 	if _, declared := sm.m.p.Networks[key]; !declared {
 		sm.refuse(attr, "network %q is not declared: add it under the top-level networks:", key)
@@ -496,12 +497,12 @@ func (sm *serviceMap) mapDependsOn() {
 // dependsOnEntry finds where a file lists dep under depends_on (in the
 // list or the mapping form).
 func (sm *serviceMap) dependsOnEntry(dep string) (string, bool) {
-	if attr := manifest.ChildPath("depends_on", dep); sm.m.ix.declared(sm.path(attr)) {
+	if attr := yamlpos.ChildPath("depends_on", dep); sm.m.ix.declared(sm.path(attr)) {
 		return attr, true
 	}
 	for i, fn := range sm.m.ix.itemNodes(sm.path("depends_on")) {
 		if v, _, err := sm.m.in.substitute(fn.node.Value); err == nil && v == dep {
-			return manifest.IndexPath("depends_on", i), true
+			return yamlpos.IndexPath("depends_on", i), true
 		}
 	}
 	return "", false
@@ -584,17 +585,17 @@ func (sm *serviceMap) mapSecurity() {
 		n := normalizeCap(c)
 		sm.spec.CapAdd = append(sm.spec.CapAdd, n)
 		if _, seen := sm.capFrom[n]; !seen {
-			sm.capFrom[n] = manifest.IndexPath("cap_add", i)
+			sm.capFrom[n] = yamlpos.IndexPath("cap_add", i)
 		}
 	}
 	for _, c := range s.CapDrop {
 		sm.spec.CapDrop = append(sm.spec.CapDrop, normalizeCap(c))
 	}
 	for i := range s.SecurityOpt {
-		sm.record(manifest.IndexPath("securityOpt", i), manifest.IndexPath("security_opt", i))
+		sm.record(yamlpos.IndexPath("securityOpt", i), yamlpos.IndexPath("security_opt", i))
 	}
 	for i, d := range s.Devices {
-		attr := manifest.IndexPath("devices", i)
+		attr := yamlpos.IndexPath("devices", i)
 		if !strings.HasPrefix(d.Source, "/") || d.Target == "" {
 			sm.refuse(attr, "%q: only host device paths (/dev/...) are supported, not CDI device names", d.Source)
 			continue
@@ -640,7 +641,7 @@ func (sm *serviceMap) mapMisc() {
 			ul.Soft, ul.Hard = int64(u.Single), int64(u.Single)
 		}
 		if ul.Soft > ul.Hard {
-			sm.refuse(manifest.ChildPath("ulimits", name), "soft limit %d is above the hard limit %d", ul.Soft, ul.Hard)
+			sm.refuse(yamlpos.ChildPath("ulimits", name), "soft limit %d is above the hard limit %d", ul.Soft, ul.Hard)
 		}
 		sm.spec.Ulimits = append(sm.spec.Ulimits, ul)
 	}
@@ -661,13 +662,13 @@ func (sm *serviceMap) mapMisc() {
 // written, once lists are in their canonical order.
 func (sm *serviceMap) locateFields() {
 	for i, c := range sm.spec.CapAdd {
-		sm.record(manifest.IndexPath("capAdd", i), sm.capFrom[c])
+		sm.record(yamlpos.IndexPath("capAdd", i), sm.capFrom[c])
 	}
 	for i, d := range sm.spec.Devices {
-		sm.record(manifest.IndexPath("devices", i), sm.devFrom[d.ContainerPath])
+		sm.record(yamlpos.IndexPath("devices", i), sm.devFrom[d.ContainerPath])
 	}
 	for i, b := range sm.spec.Binds {
-		sm.record(manifest.IndexPath("binds", i), sm.bindFrom[b.MountPath])
+		sm.record(yamlpos.IndexPath("binds", i), sm.bindFrom[b.MountPath])
 	}
 }
 

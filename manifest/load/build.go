@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
@@ -70,7 +71,7 @@ func ResolveBuilds(fsys fs.FS, root string, app *manifest.App) error {
 		svc.Hash = manifest.HashService(app.SecretKey, svc.Labels, svc.Spec)
 	}
 	if len(errs) > 0 {
-		return (&manifest.Collector{Errs: errs}).Sorted()
+		return (&yamlpos.Collector{Errs: errs}).Sorted()
 	}
 	return nil
 }

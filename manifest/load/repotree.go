@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
@@ -81,7 +82,7 @@ func ResolveRepoBinds(fsys fs.FS, root string, app *manifest.App) error {
 			}
 			tree, err := readBindTree(fsys, root, b.RepoPath)
 			if err != nil {
-				ref := svc.Field(manifest.IndexPath("binds", j))
+				ref := svc.Field(yamlpos.IndexPath("binds", j))
 				errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: err.Error()})
 				continue
 			}
@@ -97,7 +98,7 @@ func ResolveRepoBinds(fsys fs.FS, root string, app *manifest.App) error {
 		}
 	}
 	if len(errs) > 0 {
-		return (&manifest.Collector{Errs: errs}).Sorted()
+		return (&yamlpos.Collector{Errs: errs}).Sorted()
 	}
 	return nil
 }

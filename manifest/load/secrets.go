@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // SecretDeliveryProblems checks how a secret's file is delivered: an
@@ -88,7 +89,7 @@ func ResolveSecrets(fsys fs.FS, root string, app *manifest.App, opts Options, di
 		values := map[string]map[string]string{}
 		for j := range svc.Spec.Secrets {
 			ref := &svc.Spec.Secrets[j]
-			at := svc.Field(manifest.IndexPath("secrets", j) + ".file")
+			at := svc.Field(yamlpos.IndexPath("secrets", j) + ".file")
 			fail := func(format string, args ...any) {
 				errs = append(errs, &manifest.Error{Pos: at.Pos, Field: at.Field, Msg: fmt.Sprintf(format, args...)})
 			}
@@ -219,7 +220,7 @@ func envFromSecrets(svc *manifest.Service, values map[string]map[string]string) 
 		}
 		for _, name := range sortedKeys(vals) {
 			if _, taken := svc.Spec.Env[name]; taken {
-				at := svc.Field(manifest.IndexPath("envFrom", k))
+				at := svc.Field(yamlpos.IndexPath("envFrom", k))
 				errs = append(errs, &manifest.Error{Pos: at.Pos, Field: at.Field,
 					Msg: fmt.Sprintf("secret %q sets %s, which spec.env (or another secret) sets too: rename one", e.Secret, name)})
 				continue

@@ -4,11 +4,12 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // validateBuild checks a native spec.build on its own; ResolveBuilds
 // checks it against the revision.
-func validateBuild(r manifest.Reporter, b *rawBuild) {
+func validateBuild(r yamlpos.Reporter, b *rawBuild) {
 	if b == nil {
 		return
 	}
@@ -24,7 +25,7 @@ func validateBuild(r manifest.Reporter, b *rawBuild) {
 	}
 	for _, k := range sortedKeys(b.Args) {
 		if k == "" || strings.ContainsAny(k, "= \t\n") {
-			r.Errorf(manifest.ChildPath("spec.build.args", k), "is not a valid build argument name")
+			r.Errorf(yamlpos.ChildPath("spec.build.args", k), "is not a valid build argument name")
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // pullPolicyOf normalizes a native pullPolicy; ok is false when it is not
@@ -20,7 +21,7 @@ func pullPolicyOf(s string) (string, bool) {
 
 // validateImageHandling checks and normalizes a native service's
 // pullPolicy and imageUpdate onto the service.
-func validateImageHandling(r manifest.Reporter, raw *rawServiceSpec, svc *manifest.Service) {
+func validateImageHandling(r yamlpos.Reporter, raw *rawServiceSpec, svc *manifest.Service) {
 	policy, ok := pullPolicyOf(raw.PullPolicy)
 	if !ok {
 		r.Errorf("spec.pullPolicy", "must be missing, always or never, got %q", raw.PullPolicy)

@@ -15,6 +15,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
@@ -27,7 +28,7 @@ func Load(fsys fs.FS, root, app string, ign *load.IgnoreList, opts load.Options,
 	if err != nil {
 		return nil, fmt.Errorf("reading manifests under %s: %w", display(root), err)
 	}
-	c := &manifest.Collector{}
+	c := &yamlpos.Collector{}
 	parsed := map[string]parsedFile{}
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
@@ -37,7 +38,7 @@ func Load(fsys fs.FS, root, app string, ign *load.IgnoreList, opts load.Options,
 		if load.IsSOPSYAML(data) {
 			continue // an encrypted secret, read by resolveSecrets
 		}
-		fc := &manifest.Collector{}
+		fc := &yamlpos.Collector{}
 		parsed[f] = parsedFile{objs: parseFile(fc, app, display(f), data, policy.BudgetOf(fsys)), errs: fc.Errs}
 	}
 	// A YAML file a service names as a secret is a secret (plaintext, or
@@ -103,16 +104,16 @@ func referencedSecretFiles(root string, parsed map[string]parsedFile) map[string
 
 // parseFile splits a file into documents and parses each one, within the
 // revision's limits.
-func parseFile(c *manifest.Collector, app, file string, data []byte, b *policy.Budget) []*object {
+func parseFile(c *yamlpos.Collector, app, file string, data []byte, b *policy.Budget) []*object {
 	if !utf8.Valid(data) {
-		c.Add(manifest.InvalidUTF8(file, data), "", "file is not valid UTF-8")
+		c.Add(yamlpos.InvalidUTF8(file, data), "", "file is not valid UTF-8")
 		return nil
 	}
 	var objs []*object
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for docs := 1; ; docs++ {
 		var n yaml.Node
-		err := manifest.DecodeNode(dec, &n)
+		err := yamlpos.DecodeNode(dec, &n)
 		if errors.Is(err, io.EOF) {
 			return objs
 		}
@@ -122,11 +123,11 @@ func parseFile(c *manifest.Collector, app, file string, data []byte, b *policy.B
 		if err != nil {
 			// The decoder cannot resync after a syntax error: the rest of
 			// the file is unread.
-			pos, msg := manifest.SyntaxError(file, data, err)
+			pos, msg := yamlpos.SyntaxError(file, data, err)
 			c.Add(pos, "", "YAML syntax error: %s", msg)
 			return objs
 		}
-		if len(n.Content) == 0 || manifest.IsNull(n.Content[0]) {
+		if len(n.Content) == 0 || yamlpos.IsNull(n.Content[0]) {
 			continue // empty document, e.g. after a trailing ---
 		}
 		if o := parseDocument(c, app, file, n.Content[0]); o != nil {
@@ -138,8 +139,8 @@ func parseFile(c *manifest.Collector, app, file string, data []byte, b *policy.B
 // parseDocument checks one document's structure against the schema of its
 // kind, decodes it strictly and validates it on its own. Cross-document
 // checks happen in assemble.
-func parseDocument(c *manifest.Collector, app, file string, root *yaml.Node) *object {
-	doc := &manifest.DocCtx{
+func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *object {
+	doc := &yamlpos.DocCtx{
 		File:   file,
 		Start:  manifest.Position{File: file, Line: root.Line, Column: root.Column},
 		Pos:    map[string]manifest.Position{},
@@ -157,7 +158,7 @@ func parseDocument(c *manifest.Collector, app, file string, root *yaml.Node) *ob
 	default:
 		target = &rawHeader{}
 	}
-	w := &manifest.Walker{Doc: doc, Errs: c}
+	w := &yamlpos.Walker{Doc: doc, Errs: c}
 	val, ok := w.Walk(root, reflect.TypeOf(target).Elem(), "")
 	if !ok {
 		return nil // not a mapping: nothing to decode
@@ -203,8 +204,8 @@ func parseDocument(c *manifest.Collector, app, file string, root *yaml.Node) *ob
 // validateObject validates a well-formed object on its own, dropping
 // errors about fields the walker already reported (or their parents and
 // children): they would only echo it.
-func validateObject(c *manifest.Collector, app string, o *object, w *manifest.Walker) {
-	vc := &manifest.Collector{}
+func validateObject(c *yamlpos.Collector, app string, o *object, w *yamlpos.Walker) {
+	vc := &yamlpos.Collector{}
 	switch o.kind {
 	case manifest.KindService:
 		validateService(vc, app, o)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 func orDefault[T comparable](v *T, def T) T {
@@ -116,7 +117,7 @@ func normalizeHealthcheck(h *rawHealthcheck) *manifest.Healthcheck {
 	if h.Disable {
 		return &manifest.Healthcheck{Test: []string{"NONE"}}
 	}
-	d := func(v *manifest.Duration) time.Duration {
+	d := func(v *yamlpos.Duration) time.Duration {
 		if v == nil {
 			return 0
 		}

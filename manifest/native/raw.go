@@ -2,6 +2,7 @@ package native
 
 import (
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // The raw types mirror the YAML documents field for field. They are the
@@ -16,10 +17,10 @@ type rawMeta struct {
 
 // rawHeader is what every document has; used when the kind is unknown.
 type rawHeader struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   *rawMeta          `json:"metadata"`
-	Spec       *manifest.Ignored `json:"spec"`
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Metadata   *rawMeta         `json:"metadata"`
+	Spec       *yamlpos.Ignored `json:"spec"`
 }
 
 type rawServiceDoc struct {
@@ -63,40 +64,40 @@ type rawServiceSpec struct {
 	StopGracePeriodSeconds *int                 `json:"stopGracePeriodSeconds"`
 
 	// Optional fields shared with compose files (see ServiceSpec).
-	DependsOnCondition map[string]string          `json:"dependsOnCondition"`
-	RestartMaxRetries  *int                       `json:"restartMaxRetries"`
-	Healthcheck        *rawHealthcheck            `json:"healthcheck"`
-	User               string                     `json:"user"`
-	WorkingDir         string                     `json:"workingDir"`
-	Hostname           string                     `json:"hostname"`
-	Domainname         string                     `json:"domainname"`
-	Init               bool                       `json:"init"`
-	StopSignal         *manifest.Scalar           `json:"stopSignal"`
-	TTY                bool                       `json:"tty"`
-	StdinOpen          bool                       `json:"stdinOpen"`
-	NetworkMode        string                     `json:"networkMode"`
-	Aliases            map[string][]string        `json:"aliases"`
-	ExtraHosts         []string                   `json:"extraHosts"`
-	DNS                []string                   `json:"dns"`
-	DNSSearch          []string                   `json:"dnsSearch"`
-	DNSOptions         []string                   `json:"dnsOptions"`
-	MacAddress         string                     `json:"macAddress"`
-	Binds              []rawBind                  `json:"binds"`
-	Tmpfs              []rawTmpfs                 `json:"tmpfs"`
-	Privileged         bool                       `json:"privileged"`
-	ReadOnlyRootfs     bool                       `json:"readOnlyRootfs"`
-	CapAdd             []string                   `json:"capAdd"`
-	CapDrop            []string                   `json:"capDrop"`
-	SecurityOpt        []string                   `json:"securityOpt"`
-	Devices            []rawDevice                `json:"devices"`
-	GroupAdd           []manifest.Scalar          `json:"groupAdd"`
-	PID                string                     `json:"pid"`
-	IPC                string                     `json:"ipc"`
-	Sysctls            map[string]manifest.Scalar `json:"sysctls"`
-	Ulimits            []rawUlimit                `json:"ulimits"`
-	ShmSize            *manifest.Quantity         `json:"shmSize"`
-	Logging            *rawLogging                `json:"logging"`
-	Build              *rawBuild                  `json:"build"`
+	DependsOnCondition map[string]string         `json:"dependsOnCondition"`
+	RestartMaxRetries  *int                      `json:"restartMaxRetries"`
+	Healthcheck        *rawHealthcheck           `json:"healthcheck"`
+	User               string                    `json:"user"`
+	WorkingDir         string                    `json:"workingDir"`
+	Hostname           string                    `json:"hostname"`
+	Domainname         string                    `json:"domainname"`
+	Init               bool                      `json:"init"`
+	StopSignal         *yamlpos.Scalar           `json:"stopSignal"`
+	TTY                bool                      `json:"tty"`
+	StdinOpen          bool                      `json:"stdinOpen"`
+	NetworkMode        string                    `json:"networkMode"`
+	Aliases            map[string][]string       `json:"aliases"`
+	ExtraHosts         []string                  `json:"extraHosts"`
+	DNS                []string                  `json:"dns"`
+	DNSSearch          []string                  `json:"dnsSearch"`
+	DNSOptions         []string                  `json:"dnsOptions"`
+	MacAddress         string                    `json:"macAddress"`
+	Binds              []rawBind                 `json:"binds"`
+	Tmpfs              []rawTmpfs                `json:"tmpfs"`
+	Privileged         bool                      `json:"privileged"`
+	ReadOnlyRootfs     bool                      `json:"readOnlyRootfs"`
+	CapAdd             []string                  `json:"capAdd"`
+	CapDrop            []string                  `json:"capDrop"`
+	SecurityOpt        []string                  `json:"securityOpt"`
+	Devices            []rawDevice               `json:"devices"`
+	GroupAdd           []yamlpos.Scalar          `json:"groupAdd"`
+	PID                string                    `json:"pid"`
+	IPC                string                    `json:"ipc"`
+	Sysctls            map[string]yamlpos.Scalar `json:"sysctls"`
+	Ulimits            []rawUlimit               `json:"ulimits"`
+	ShmSize            *yamlpos.Quantity         `json:"shmSize"`
+	Logging            *rawLogging               `json:"logging"`
+	Build              *rawBuild                 `json:"build"`
 
 	// Image handling (not part of the hashed spec; see Service).
 	PullPolicy  string          `json:"pullPolicy"`
@@ -116,13 +117,13 @@ type RawImageUpdate struct {
 }
 
 type rawHealthcheck struct {
-	Test          []string           `json:"test"`
-	Interval      *manifest.Duration `json:"interval"`
-	Timeout       *manifest.Duration `json:"timeout"`
-	StartPeriod   *manifest.Duration `json:"startPeriod"`
-	StartInterval *manifest.Duration `json:"startInterval"`
-	Retries       *int               `json:"retries"`
-	Disable       bool               `json:"disable"`
+	Test          []string          `json:"test"`
+	Interval      *yamlpos.Duration `json:"interval"`
+	Timeout       *yamlpos.Duration `json:"timeout"`
+	StartPeriod   *yamlpos.Duration `json:"startPeriod"`
+	StartInterval *yamlpos.Duration `json:"startInterval"`
+	Retries       *int              `json:"retries"`
+	Disable       bool              `json:"disable"`
 }
 
 type rawBind struct {
@@ -136,9 +137,9 @@ type rawBind struct {
 }
 
 type rawTmpfs struct {
-	MountPath string             `json:"mountPath"`
-	Size      *manifest.Quantity `json:"size"`
-	Mode      *manifest.Scalar   `json:"mode"`
+	MountPath string            `json:"mountPath"`
+	Size      *yamlpos.Quantity `json:"size"`
+	Mode      *yamlpos.Scalar   `json:"mode"`
 }
 
 type rawDevice struct {
@@ -172,12 +173,12 @@ type rawMount struct {
 }
 
 type rawResources struct {
-	Memory *manifest.Quantity `json:"memory"`
-	CPUs   *manifest.Quantity `json:"cpus"`
+	Memory *yamlpos.Quantity `json:"memory"`
+	CPUs   *yamlpos.Quantity `json:"cpus"`
 	// Pids bounds the number of processes; MemoryReservation is a soft
 	// memory limit.
-	Pids              *int               `json:"pids"`
-	MemoryReservation *manifest.Quantity `json:"memoryReservation"`
+	Pids              *int              `json:"pids"`
+	MemoryReservation *yamlpos.Quantity `json:"memoryReservation"`
 }
 
 type RawReadiness struct {
@@ -206,10 +207,10 @@ type rawExec struct {
 }
 
 type rawUpdate struct {
-	Strategy       string             `json:"strategy"`
-	MaxSurge       *int               `json:"maxSurge"`
-	MaxUnavailable *int               `json:"maxUnavailable"`
-	Delay          *manifest.Duration `json:"delay"`
+	Strategy       string            `json:"strategy"`
+	MaxSurge       *int              `json:"maxSurge"`
+	MaxUnavailable *int              `json:"maxUnavailable"`
+	Delay          *yamlpos.Duration `json:"delay"`
 }
 
 type rawNetworkSpec struct {

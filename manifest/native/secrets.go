@@ -2,16 +2,17 @@ package native
 
 import (
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // validateSecretRefs checks a service's secrets and envFrom as written;
 // the files themselves are read by resolveSecrets.
-func validateSecretRefs(r manifest.Reporter, raw *rawServiceSpec) {
+func validateSecretRefs(r yamlpos.Reporter, raw *rawServiceSpec) {
 	names := map[string]int{}
 	targets := map[string]int{}
 	for i, s := range raw.Secrets {
-		p := manifest.IndexPath("spec.secrets", i)
+		p := yamlpos.IndexPath("spec.secrets", i)
 		switch {
 		case s.Name == "":
 			r.Required(p + ".name")
@@ -42,7 +43,7 @@ func validateSecretRefs(r manifest.Reporter, raw *rawServiceSpec) {
 		}
 	}
 	for i, e := range raw.EnvFrom {
-		p := manifest.IndexPath("spec.envFrom", i) + ".secret"
+		p := yamlpos.IndexPath("spec.envFrom", i) + ".secret"
 		if e.Secret == "" {
 			r.Required(p)
 		} else if _, ok := names[e.Secret]; !ok {

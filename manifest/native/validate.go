@@ -11,11 +11,12 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // object is one parsed document on its way into the App.
 type object struct {
-	doc    *manifest.DocCtx
+	doc    *yamlpos.DocCtx
 	kind   string
 	name   string
 	labels map[string]string
@@ -42,8 +43,8 @@ func (o *object) source() manifest.Position {
 	return o.doc.Start
 }
 
-func validateHeader(c *manifest.Collector, doc *manifest.DocCtx, apiVersion, kind string, meta *rawMeta, o *object) {
-	r := manifest.Reporter{Errs: c, Doc: doc}
+func validateHeader(c *yamlpos.Collector, doc *yamlpos.DocCtx, apiVersion, kind string, meta *rawMeta, o *object) {
+	r := yamlpos.Reporter{Errs: c, Doc: doc}
 	switch apiVersion {
 	case manifest.APIVersion:
 	case "":
@@ -59,7 +60,7 @@ func validateHeader(c *manifest.Collector, doc *manifest.DocCtx, apiVersion, kin
 		r.Required("kind")
 	default:
 		hint := ""
-		if s := manifest.Suggest(kind, []string{manifest.KindService, manifest.KindNetwork, manifest.KindVolume}); s != "" {
+		if s := yamlpos.Suggest(kind, []string{manifest.KindService, manifest.KindNetwork, manifest.KindVolume}); s != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		r.Errorf("kind", "unknown kind %q: must be Service, Network or Volume%s", kind, hint)
@@ -77,16 +78,16 @@ func validateHeader(c *manifest.Collector, doc *manifest.DocCtx, apiVersion, kin
 	for _, k := range sortedKeys(meta.Labels) {
 		switch {
 		case k == "":
-			r.Errorf(manifest.ChildPath("metadata.labels", k), "label keys must not be empty")
+			r.Errorf(yamlpos.ChildPath("metadata.labels", k), "label keys must not be empty")
 		case strings.HasPrefix(k, manifest.ReservedLabelPrefix):
-			r.Errorf(manifest.ChildPath("metadata.labels", k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
+			r.Errorf(yamlpos.ChildPath("metadata.labels", k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
 		}
 	}
 	o.labels = copyMap(meta.Labels)
 }
 
-func validateService(c *manifest.Collector, app string, o *object) {
-	r := manifest.Reporter{Errs: c, Doc: o.doc}
+func validateService(c *yamlpos.Collector, app string, o *object) {
+	r := yamlpos.Reporter{Errs: c, Doc: o.doc}
 	raw := o.serviceRaw
 	if raw == nil {
 		r.Required("spec")
@@ -155,15 +156,15 @@ func validateService(c *manifest.Collector, app string, o *object) {
 	validateImageHandling(r, raw, &o.service)
 }
 
-func validateEnv(r manifest.Reporter, raw *rawServiceSpec) {
+func validateEnv(r yamlpos.Reporter, raw *rawServiceSpec) {
 	for _, k := range sortedKeys(raw.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			r.Errorf(manifest.ChildPath("spec.env", k), "invalid variable name %q: must not be empty or contain '='", k)
+			r.Errorf(yamlpos.ChildPath("spec.env", k), "invalid variable name %q: must not be empty or contain '='", k)
 		}
 	}
 	seen := map[string]int{}
 	for i, k := range raw.SecretEnv {
-		p := manifest.IndexPath("spec.secretEnv", i)
+		p := yamlpos.IndexPath("spec.secretEnv", i)
 		if j, dup := seen[k]; dup {
 			r.Errorf(p, "%q is already listed at spec.secretEnv[%d]", k, j)
 			continue
@@ -175,10 +176,10 @@ func validateEnv(r manifest.Reporter, raw *rawServiceSpec) {
 	}
 }
 
-func validatePorts(r manifest.Reporter, raw *rawServiceSpec) {
+func validatePorts(r yamlpos.Reporter, raw *rawServiceSpec) {
 	seen := map[string]int{}
 	for i, p := range raw.Ports {
-		pp := manifest.IndexPath("spec.ports", i)
+		pp := yamlpos.IndexPath("spec.ports", i)
 		if p.ContainerPort == nil {
 			r.Required(pp + ".containerPort")
 		} else {
@@ -201,7 +202,7 @@ func validatePorts(r manifest.Reporter, raw *rawServiceSpec) {
 	}
 }
 
-func validateHostIP(r manifest.Reporter, pp string, p rawPort) {
+func validateHostIP(r yamlpos.Reporter, pp string, p rawPort) {
 	if p.HostIP == "" {
 		return
 	}
@@ -212,10 +213,10 @@ func validateHostIP(r manifest.Reporter, pp string, p rawPort) {
 	}
 }
 
-func validateNetworkList(r manifest.Reporter, raw *rawServiceSpec) {
+func validateNetworkList(r yamlpos.Reporter, raw *rawServiceSpec) {
 	seen := map[string]int{}
 	for i, n := range raw.Networks {
-		p := manifest.IndexPath("spec.networks", i)
+		p := yamlpos.IndexPath("spec.networks", i)
 		if j, dup := seen[n]; dup {
 			r.Errorf(p, "network %q is already listed at spec.networks[%d]", n, j)
 		}
@@ -225,11 +226,11 @@ func validateNetworkList(r manifest.Reporter, raw *rawServiceSpec) {
 
 // validateVolumeMounts checks the volume mounts and returns the mount
 // paths they use (clean path -> field), for the other kinds of mounts.
-func validateVolumeMounts(r manifest.Reporter, raw *rawServiceSpec) map[string]string {
+func validateVolumeMounts(r yamlpos.Reporter, raw *rawServiceSpec) map[string]string {
 	mounts := map[string]string{}
 	seen := map[string]int{}
 	for i, v := range raw.Volumes {
-		vp := manifest.IndexPath("spec.volumes", i)
+		vp := yamlpos.IndexPath("spec.volumes", i)
 		if v.Name == "" {
 			r.Required(vp + ".name")
 		}
@@ -251,7 +252,7 @@ func validateVolumeMounts(r manifest.Reporter, raw *rawServiceSpec) map[string]s
 	return mounts
 }
 
-func validateResources(r manifest.Reporter, res *rawResources) {
+func validateResources(r yamlpos.Reporter, res *rawResources) {
 	if res.Memory != nil {
 		if b, err := manifest.ParseMemory(string(*res.Memory)); err != nil {
 			r.Errorf("spec.resources.memory", "%v", err)
@@ -268,7 +269,7 @@ func validateResources(r manifest.Reporter, res *rawResources) {
 }
 
 // validateReadinessWith checks readiness against the rest of the spec.
-func validateReadinessWith(r manifest.Reporter, raw *rawServiceSpec) {
+func validateReadinessWith(r yamlpos.Reporter, raw *rawServiceSpec) {
 	rd := raw.Readiness
 	if rd.Exec != nil && raw.Healthcheck != nil {
 		r.Errorf("spec.healthcheck", "readiness.exec is also a Docker healthcheck: use one of them")
@@ -278,7 +279,7 @@ func validateReadinessWith(r manifest.Reporter, raw *rawServiceSpec) {
 	}
 }
 
-func validateUpdate(r manifest.Reporter, u *rawUpdate, normalized manifest.Update) {
+func validateUpdate(r yamlpos.Reporter, u *rawUpdate, normalized manifest.Update) {
 	switch u.Strategy {
 	case "", manifest.StrategyRolling:
 		r.IntRange("spec.update.maxSurge", u.MaxSurge, 0, 1<<20)
@@ -302,10 +303,10 @@ func validateUpdate(r manifest.Reporter, u *rawUpdate, normalized manifest.Updat
 	}
 }
 
-func validateDependsOn(r manifest.Reporter, raw *rawServiceSpec, self string) {
+func validateDependsOn(r yamlpos.Reporter, raw *rawServiceSpec, self string) {
 	seen := map[string]int{}
 	for i, d := range raw.DependsOn {
-		p := manifest.IndexPath("spec.dependsOn", i)
+		p := yamlpos.IndexPath("spec.dependsOn", i)
 		switch j, dup := seen[d]; {
 		case d == self:
 			r.Errorf(p, "a service cannot depend on itself")
@@ -316,7 +317,7 @@ func validateDependsOn(r manifest.Reporter, raw *rawServiceSpec, self string) {
 	}
 }
 
-func ValidateReadiness(r manifest.Reporter, rd *RawReadiness) {
+func ValidateReadiness(r yamlpos.Reporter, rd *RawReadiness) {
 	const rp = "spec.readiness"
 	var kinds []string
 	if rd.HTTPGet != nil {
@@ -358,8 +359,8 @@ func ValidateReadiness(r manifest.Reporter, rd *RawReadiness) {
 	r.IntRange(rp+".failureThreshold", rd.FailureThreshold, 1, 1000)
 }
 
-func validateNetwork(c *manifest.Collector, o *object) {
-	r := manifest.Reporter{Errs: c, Doc: o.doc}
+func validateNetwork(c *yamlpos.Collector, o *object) {
+	r := yamlpos.Reporter{Errs: c, Doc: o.doc}
 	spec := normalizeNetwork(o.networkRaw)
 	if raw := o.networkRaw; raw != nil {
 		var managed []string
@@ -392,8 +393,8 @@ func validateNetwork(c *manifest.Collector, o *object) {
 	}
 }
 
-func validateVolume(c *manifest.Collector, o *object) {
-	r := manifest.Reporter{Errs: c, Doc: o.doc}
+func validateVolume(c *yamlpos.Collector, o *object) {
+	r := yamlpos.Reporter{Errs: c, Doc: o.doc}
 	spec := normalizeVolume(o.volumeRaw)
 	if raw := o.volumeRaw; raw != nil {
 		var managed []string
@@ -418,13 +419,13 @@ func validateVolume(c *manifest.Collector, o *object) {
 		Spec:   spec,
 		Hash:   manifest.HashVolume(o.labels, spec),
 		Source: o.source(),
-		Fields: manifest.VolumeFields(o.doc.At, "spec.driver", "spec.driverOpts", spec.DriverOpts),
+		Fields: yamlpos.VolumeFields(o.doc.At, "spec.driver", "spec.driverOpts", spec.DriverOpts),
 	}
 }
 
 // validateExternal checks the fields of an external network or volume:
 // driftless never creates it, so only its Docker name means something.
-func validateExternal(r manifest.Reporter, o *object, kind string, external bool, name string, managed []string) {
+func validateExternal(r yamlpos.Reporter, o *object, kind string, external bool, name string, managed []string) {
 	if !external {
 		if name != "" {
 			r.Errorf("spec.name", "only applies with external: true (driftless names its own %ss <app>-<name>)", kind)
@@ -442,7 +443,7 @@ func validateExternal(r manifest.Reporter, o *object, kind string, external bool
 	}
 }
 
-func validateDriverOpts(r manifest.Reporter, opts map[string]string) {
+func validateDriverOpts(r yamlpos.Reporter, opts map[string]string) {
 	for _, k := range sortedKeys(opts) {
 		if k == "" {
 			r.Errorf("spec.driverOpts", "option names must not be empty")
@@ -451,7 +452,7 @@ func validateDriverOpts(r manifest.Reporter, opts map[string]string) {
 }
 
 // assemble runs the checks that span documents and builds the App.
-func assemble(c *manifest.Collector, app string, objs []*object) *manifest.App {
+func assemble(c *yamlpos.Collector, app string, objs []*object) *manifest.App {
 	first := firstDeclarations(c, objs)
 	declared := func(kind, name string) bool { return first[kind+"/"+name] != nil }
 	hostPorts := map[string]hostPortUse{}
@@ -461,7 +462,7 @@ func assemble(c *manifest.Collector, app string, objs []*object) *manifest.App {
 			continue
 		}
 		services[o.name] = o
-		r := manifest.Reporter{Errs: c, Doc: o.doc}
+		r := yamlpos.Reporter{Errs: c, Doc: o.doc}
 		checkServiceReferences(r, o, declared)
 		checkHostPorts(r, o, hostPorts)
 	}
@@ -475,7 +476,7 @@ func assemble(c *manifest.Collector, app string, objs []*object) *manifest.App {
 
 // firstDeclarations indexes objects by kind and name, marking and reporting
 // later duplicates.
-func firstDeclarations(c *manifest.Collector, objs []*object) map[string]*object {
+func firstDeclarations(c *yamlpos.Collector, objs []*object) map[string]*object {
 	first := map[string]*object{}
 	for _, o := range objs {
 		if o.name == "" || (o.kind != manifest.KindService && o.kind != manifest.KindNetwork && o.kind != manifest.KindVolume) {
@@ -494,21 +495,21 @@ func firstDeclarations(c *manifest.Collector, objs []*object) map[string]*object
 
 // checkServiceReferences reports networks, volumes and dependencies a
 // service names but the app does not declare.
-func checkServiceReferences(r manifest.Reporter, o *object, declared func(kind, name string) bool) {
+func checkServiceReferences(r yamlpos.Reporter, o *object, declared func(kind, name string) bool) {
 	raw := o.serviceRaw
 	for i, n := range raw.Networks {
 		if n != manifest.DefaultNetwork && !declared(manifest.KindNetwork, n) {
-			r.Errorf(manifest.IndexPath("spec.networks", i), "network %q is not declared: add a Network named %q to the app or remove it here", n, n)
+			r.Errorf(yamlpos.IndexPath("spec.networks", i), "network %q is not declared: add a Network named %q to the app or remove it here", n, n)
 		}
 	}
 	for i, v := range raw.Volumes {
 		if !declared(manifest.KindVolume, v.Name) {
-			r.Errorf(manifest.IndexPath("spec.volumes", i)+".name", "volume %q is not declared: add a Volume named %q to the app", v.Name, v.Name)
+			r.Errorf(yamlpos.IndexPath("spec.volumes", i)+".name", "volume %q is not declared: add a Volume named %q to the app", v.Name, v.Name)
 		}
 	}
 	for i, d := range raw.DependsOn {
 		if d != o.name && !declared(manifest.KindService, d) {
-			r.Errorf(manifest.IndexPath("spec.dependsOn", i), "service %q is not declared", d)
+			r.Errorf(yamlpos.IndexPath("spec.dependsOn", i), "service %q is not declared", d)
 		}
 	}
 }
@@ -521,14 +522,14 @@ type hostPortUse struct {
 // checkHostPorts reports host ports that would collide: across a service's
 // replicas, during a surge, or with another service (hostPorts, filled as
 // services are checked).
-func checkHostPorts(r manifest.Reporter, o *object, hostPorts map[string]hostPortUse) {
+func checkHostPorts(r yamlpos.Reporter, o *object, hostPorts map[string]hostPortUse) {
 	spec := o.service.Spec
 	for i, p := range o.serviceRaw.Ports {
 		np := normalizePort(p)
 		if np.HostPort == 0 {
 			continue
 		}
-		field := manifest.IndexPath("spec.ports", i) + ".hostPort"
+		field := yamlpos.IndexPath("spec.ports", i) + ".hostPort"
 		switch {
 		case spec.Replicas > 1:
 			r.Errorf(field, "hostPort %d would collide across the %d replicas: remove hostPort or set replicas: 1", np.HostPort, spec.Replicas)
@@ -577,7 +578,7 @@ func assembleApp(app string, objs []*object, defaultDeclared bool) *manifest.App
 
 // reportCycles reports each dependsOn cycle once, at the dependsOn entry of
 // its alphabetically first service.
-func reportCycles(c *manifest.Collector, services map[string]*object) {
+func reportCycles(c *yamlpos.Collector, services map[string]*object) {
 	deps := make(map[string][]string, len(services))
 	for name, o := range services {
 		deps[name] = o.service.Spec.DependsOn
@@ -585,14 +586,14 @@ func reportCycles(c *manifest.Collector, services map[string]*object) {
 	for _, cycle := range manifest.DependencyCycles(deps) {
 		o := services[cycle[0]]
 		next := cycle[1%len(cycle)]
-		field := manifest.IndexPath("spec.dependsOn", slices.Index(o.serviceRaw.DependsOn, next))
-		manifest.Reporter{Errs: c, Doc: o.doc}.Errorf(field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
+		field := yamlpos.IndexPath("spec.dependsOn", slices.Index(o.serviceRaw.DependsOn, next))
+		yamlpos.Reporter{Errs: c, Doc: o.doc}.Errorf(field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
 	}
 }
 
 // ---- fields shared with compose files ----
 
-func validateResourceExtras(r manifest.Reporter, res *rawResources) {
+func validateResourceExtras(r yamlpos.Reporter, res *rawResources) {
 	r.IntRange("spec.resources.pids", res.Pids, 0, 1<<22)
 	if res.MemoryReservation == nil {
 		return
@@ -611,7 +612,7 @@ func validateResourceExtras(r manifest.Reporter, res *rawResources) {
 
 // validateProcess checks what the process runs as and how it is started,
 // stopped and checked.
-func validateProcess(r manifest.Reporter, raw *rawServiceSpec) {
+func validateProcess(r yamlpos.Reporter, raw *rawServiceSpec) {
 	if raw.User != "" && !manifest.ValidUser(raw.User) {
 		r.Errorf("spec.user", "invalid user %q: write name, uid, name:group or uid:gid", raw.User)
 	}
@@ -634,7 +635,7 @@ func validateProcess(r manifest.Reporter, raw *rawServiceSpec) {
 
 // validateLifecycle checks restarts, startup conditions, update pacing,
 // the healthcheck and logging.
-func validateLifecycle(r manifest.Reporter, raw *rawServiceSpec) {
+func validateLifecycle(r yamlpos.Reporter, raw *rawServiceSpec) {
 	if raw.RestartMaxRetries != nil {
 		r.IntRange("spec.restartMaxRetries", raw.RestartMaxRetries, 0, 1<<20)
 		if raw.Restart != manifest.RestartOnFailure {
@@ -642,7 +643,7 @@ func validateLifecycle(r manifest.Reporter, raw *rawServiceSpec) {
 		}
 	}
 	for _, dep := range sortedKeys(raw.DependsOnCondition) {
-		field := manifest.ChildPath("spec.dependsOnCondition", dep)
+		field := yamlpos.ChildPath("spec.dependsOnCondition", dep)
 		switch cond := raw.DependsOnCondition[dep]; {
 		case cond != manifest.DependsStarted && cond != manifest.DependsHealthy && cond != manifest.DependsCompleted:
 			r.Errorf(field, "must be started, healthy or completed, got %q", cond)
@@ -664,7 +665,7 @@ func validateLifecycle(r manifest.Reporter, raw *rawServiceSpec) {
 	}
 }
 
-func validateLogging(r manifest.Reporter, l *rawLogging) {
+func validateLogging(r yamlpos.Reporter, l *rawLogging) {
 	if l.Driver != "" && !manifest.ValidDriverName(l.Driver) {
 		r.Errorf("spec.logging.driver", "invalid driver name %q", l.Driver)
 	}
@@ -675,7 +676,7 @@ func validateLogging(r manifest.Reporter, l *rawLogging) {
 	}
 }
 
-func validateHealthcheck(r manifest.Reporter, h *rawHealthcheck) {
+func validateHealthcheck(r yamlpos.Reporter, h *rawHealthcheck) {
 	const hp = "spec.healthcheck"
 	if h.Disable {
 		if len(h.Test) > 0 || h.Interval != nil || h.Timeout != nil || h.StartPeriod != nil || h.StartInterval != nil || h.Retries != nil {
@@ -708,7 +709,7 @@ func validateHealthcheck(r manifest.Reporter, h *rawHealthcheck) {
 }
 
 // validateNetworking checks network mode, aliases and name resolution.
-func validateNetworking(r manifest.Reporter, raw *rawServiceSpec) {
+func validateNetworking(r yamlpos.Reporter, raw *rawServiceSpec) {
 	switch raw.NetworkMode {
 	case "", manifest.NetworkBridge, manifest.NetworkNone, manifest.NetworkHost:
 	default:
@@ -732,44 +733,44 @@ func validateNetworking(r manifest.Reporter, raw *rawServiceSpec) {
 	validateResolution(r, raw)
 }
 
-func validateAliases(r manifest.Reporter, raw *rawServiceSpec) {
+func validateAliases(r yamlpos.Reporter, raw *rawServiceSpec) {
 	joined := raw.Networks
 	if len(joined) == 0 {
 		joined = []string{manifest.DefaultNetwork}
 	}
 	for _, n := range sortedKeys(raw.Aliases) {
-		field := manifest.ChildPath("spec.aliases", n)
+		field := yamlpos.ChildPath("spec.aliases", n)
 		if raw.NetworkMode == "" && !slices.Contains(joined, n) {
 			r.Errorf(field, "the service does not join network %q: aliases must name one of spec.networks", n)
 		}
 		for i, a := range raw.Aliases[n] {
 			if !manifest.ValidHostname(a) {
-				r.Errorf(manifest.IndexPath(field, i), "invalid alias %q: must be a host name", a)
+				r.Errorf(yamlpos.IndexPath(field, i), "invalid alias %q: must be a host name", a)
 			}
 		}
 	}
 }
 
 // validateResolution checks name resolution and the MAC address.
-func validateResolution(r manifest.Reporter, raw *rawServiceSpec) {
+func validateResolution(r yamlpos.Reporter, raw *rawServiceSpec) {
 	for i, e := range raw.ExtraHosts {
 		if err := manifest.CheckExtraHost(e); err != nil {
-			r.Errorf(manifest.IndexPath("spec.extraHosts", i), "%v", err)
+			r.Errorf(yamlpos.IndexPath("spec.extraHosts", i), "%v", err)
 		}
 	}
 	for i, d := range raw.DNS {
 		if _, err := netip.ParseAddr(d); err != nil {
-			r.Errorf(manifest.IndexPath("spec.dns", i), "invalid DNS server %q: must be an IP address", d)
+			r.Errorf(yamlpos.IndexPath("spec.dns", i), "invalid DNS server %q: must be an IP address", d)
 		}
 	}
 	for i, d := range raw.DNSSearch {
 		if !manifest.ValidHostname(d) {
-			r.Errorf(manifest.IndexPath("spec.dnsSearch", i), "invalid search domain %q", d)
+			r.Errorf(yamlpos.IndexPath("spec.dnsSearch", i), "invalid search domain %q", d)
 		}
 	}
 	for i, d := range raw.DNSOptions {
 		if strings.TrimSpace(d) == "" || strings.ContainsAny(d, " \t\n") {
-			r.Errorf(manifest.IndexPath("spec.dnsOptions", i), "invalid resolver option %q: one word such as ndots:2", d)
+			r.Errorf(yamlpos.IndexPath("spec.dnsOptions", i), "invalid resolver option %q: one word such as ndots:2", d)
 		}
 	}
 	if raw.MacAddress != "" {
@@ -783,12 +784,12 @@ func validateResolution(r manifest.Reporter, raw *rawServiceSpec) {
 }
 
 // validateMounts checks binds and tmpfs mounts.
-func validateMounts(r manifest.Reporter, raw *rawServiceSpec, mounts map[string]string) {
+func validateMounts(r yamlpos.Reporter, raw *rawServiceSpec, mounts map[string]string) {
 	for i, b := range raw.Binds {
-		validateBind(r, manifest.IndexPath("spec.binds", i), b, mounts)
+		validateBind(r, yamlpos.IndexPath("spec.binds", i), b, mounts)
 	}
 	for i, t := range raw.Tmpfs {
-		tp := manifest.IndexPath("spec.tmpfs", i)
+		tp := yamlpos.IndexPath("spec.tmpfs", i)
 		r.MountPath(tp+".mountPath", t.MountPath, mounts)
 		if t.Size != nil {
 			if _, err := manifest.ParseMemory(string(*t.Size)); err != nil {
@@ -803,7 +804,7 @@ func validateMounts(r manifest.Reporter, raw *rawServiceSpec, mounts map[string]
 	}
 }
 
-func validateBind(r manifest.Reporter, bp string, b rawBind, mounts map[string]string) {
+func validateBind(r yamlpos.Reporter, bp string, b rawBind, mounts map[string]string) {
 	switch {
 	case b.HostPath != "" && b.RepoPath != "":
 		r.Errorf(bp, "has hostPath and repoPath: use exactly one")
@@ -837,15 +838,15 @@ func validateBind(r manifest.Reporter, bp string, b rawBind, mounts map[string]s
 }
 
 // validateSecurity checks privileges, capabilities, devices and namespaces.
-func validateSecurity(r manifest.Reporter, raw *rawServiceSpec) {
+func validateSecurity(r yamlpos.Reporter, raw *rawServiceSpec) {
 	validateCapabilities(r, raw)
 	for i, o := range raw.SecurityOpt {
 		if !strings.ContainsAny(o, "=:") && o != "no-new-privileges" {
-			r.Errorf(manifest.IndexPath("spec.securityOpt", i), "invalid security option %q: write key=value (seccomp=..., apparmor=..., label=...) or no-new-privileges", o)
+			r.Errorf(yamlpos.IndexPath("spec.securityOpt", i), "invalid security option %q: write key=value (seccomp=..., apparmor=..., label=...) or no-new-privileges", o)
 		}
 	}
 	for i, d := range raw.Devices {
-		dp := manifest.IndexPath("spec.devices", i)
+		dp := yamlpos.IndexPath("spec.devices", i)
 		switch {
 		case d.HostPath == "":
 			r.Required(dp + ".hostPath")
@@ -861,7 +862,7 @@ func validateSecurity(r manifest.Reporter, raw *rawServiceSpec) {
 	}
 	for i, g := range raw.GroupAdd {
 		if !manifest.ValidUser(string(g)) || strings.Contains(string(g), ":") {
-			r.Errorf(manifest.IndexPath("spec.groupAdd", i), "invalid group %q: a group name or gid", g)
+			r.Errorf(yamlpos.IndexPath("spec.groupAdd", i), "invalid group %q: a group name or gid", g)
 		}
 	}
 	if raw.PID != "" && raw.PID != "host" {
@@ -876,14 +877,14 @@ func validateSecurity(r manifest.Reporter, raw *rawServiceSpec) {
 
 // validateCapabilities checks capAdd and capDrop: known names, no
 // duplicates (after normalizing case and CAP_).
-func validateCapabilities(r manifest.Reporter, raw *rawServiceSpec) {
+func validateCapabilities(r yamlpos.Reporter, raw *rawServiceSpec) {
 	for _, list := range []struct {
 		field string
 		caps  []string
 	}{{"spec.capAdd", raw.CapAdd}, {"spec.capDrop", raw.CapDrop}} {
 		seen := map[string]int{}
 		for i, c := range list.caps {
-			p, n := manifest.IndexPath(list.field, i), manifest.NormalizeCapability(c)
+			p, n := yamlpos.IndexPath(list.field, i), manifest.NormalizeCapability(c)
 			if !manifest.ValidCapability(n) {
 				r.Errorf(p, "unknown capability %q: use a Linux capability such as NET_ADMIN (CAP_ prefix optional) or ALL", c)
 				continue
@@ -897,15 +898,15 @@ func validateCapabilities(r manifest.Reporter, raw *rawServiceSpec) {
 }
 
 // validateLimits checks kernel parameters and resource limits.
-func validateLimits(r manifest.Reporter, raw *rawServiceSpec) {
+func validateLimits(r yamlpos.Reporter, raw *rawServiceSpec) {
 	for _, k := range sortedKeys(raw.Sysctls) {
 		if err := manifest.CheckSysctl(k, raw.NetworkMode); err != nil {
-			r.Errorf(manifest.ChildPath("spec.sysctls", k), "%v", err)
+			r.Errorf(yamlpos.ChildPath("spec.sysctls", k), "%v", err)
 		}
 	}
 	seen := map[string]int{}
 	for i, u := range raw.Ulimits {
-		up := manifest.IndexPath("spec.ulimits", i)
+		up := yamlpos.IndexPath("spec.ulimits", i)
 		switch j, dup := seen[u.Name]; {
 		case u.Name == "":
 			r.Required(up + ".name")
@@ -953,7 +954,7 @@ func ulimitAbove(soft, hard int) bool {
 // the normalized spec (the host-power policy): every top-level field
 // written in the document, and the items of the lists the policy checks,
 // at their index in the normalized (sorted) spec.
-func serviceFields(doc *manifest.DocCtx, raw *rawServiceSpec, spec manifest.ServiceSpec) map[string]manifest.FieldRef {
+func serviceFields(doc *yamlpos.DocCtx, raw *rawServiceSpec, spec manifest.ServiceSpec) map[string]manifest.FieldRef {
 	fields := map[string]manifest.FieldRef{}
 	add := func(model, written string) {
 		if pos, ok := doc.Pos[written]; ok {
@@ -961,38 +962,38 @@ func serviceFields(doc *manifest.DocCtx, raw *rawServiceSpec, spec manifest.Serv
 		}
 	}
 	for written := range doc.Pos {
-		if key, ok := strings.CutPrefix(written, "spec."); ok && manifest.PlainKey.MatchString(key) {
+		if key, ok := strings.CutPrefix(written, "spec."); ok && yamlpos.PlainKey.MatchString(key) {
 			add(key, written)
 		}
 	}
 	add("shmSizeBytes", "spec.shmSize")
 	for i, b := range raw.Binds {
 		if j := slices.IndexFunc(spec.Binds, func(m manifest.BindMount) bool { return m.MountPath == b.MountPath }); j >= 0 {
-			add(manifest.IndexPath("binds", j), manifest.IndexPath("spec.binds", i))
+			add(yamlpos.IndexPath("binds", j), yamlpos.IndexPath("spec.binds", i))
 		}
 	}
 	for i, d := range raw.Devices {
 		target := orDefaultString(d.ContainerPath, d.HostPath)
 		if j := slices.IndexFunc(spec.Devices, func(m manifest.Device) bool { return m.ContainerPath == target && m.HostPath == d.HostPath }); j >= 0 {
-			add(manifest.IndexPath("devices", j), manifest.IndexPath("spec.devices", i))
+			add(yamlpos.IndexPath("devices", j), yamlpos.IndexPath("spec.devices", i))
 		}
 	}
 	for i, c := range raw.CapAdd {
 		if j := slices.Index(spec.CapAdd, manifest.NormalizeCapability(c)); j >= 0 {
-			if _, done := fields[manifest.IndexPath("capAdd", j)]; !done {
-				add(manifest.IndexPath("capAdd", j), manifest.IndexPath("spec.capAdd", i))
+			if _, done := fields[yamlpos.IndexPath("capAdd", j)]; !done {
+				add(yamlpos.IndexPath("capAdd", j), yamlpos.IndexPath("spec.capAdd", i))
 			}
 		}
 	}
 	for i := range raw.SecurityOpt {
-		add(manifest.IndexPath("securityOpt", i), manifest.IndexPath("spec.securityOpt", i))
+		add(yamlpos.IndexPath("securityOpt", i), yamlpos.IndexPath("spec.securityOpt", i))
 	}
 	for i := range raw.Secrets {
-		add(manifest.IndexPath("secrets", i), manifest.IndexPath("spec.secrets", i))
-		add(manifest.IndexPath("secrets", i)+".file", manifest.IndexPath("spec.secrets", i)+".file")
+		add(yamlpos.IndexPath("secrets", i), yamlpos.IndexPath("spec.secrets", i))
+		add(yamlpos.IndexPath("secrets", i)+".file", yamlpos.IndexPath("spec.secrets", i)+".file")
 	}
 	for i := range raw.EnvFrom {
-		add(manifest.IndexPath("envFrom", i), manifest.IndexPath("spec.envFrom", i))
+		add(yamlpos.IndexPath("envFrom", i), yamlpos.IndexPath("spec.envFrom", i))
 	}
 	return fields
 }

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // Limits bound what one revision may ask of the agent. A commit is
@@ -301,7 +302,7 @@ func objectSource(a *manifest.App, i int) manifest.Position {
 }
 
 // CheckDocuments refuses the document beyond lim in a file.
-func CheckDocuments(c *manifest.Collector, file string, n *yaml.Node, count, lim int) bool {
+func CheckDocuments(c *yamlpos.Collector, file string, n *yaml.Node, count, lim int) bool {
 	if count <= lim {
 		return true
 	}
@@ -324,7 +325,7 @@ const bytesPerNode = 64
 // CheckStructure refuses a document nested deeper than MaxNesting, or one
 // that brings the revision's YAML nodes (aliases expanded) past what the
 // manifest byte limit allows, before any library expands it.
-func CheckStructure(c *manifest.Collector, file string, doc *yaml.Node, b *Budget) bool {
+func CheckStructure(c *yamlpos.Collector, file string, doc *yaml.Node, b *Budget) bool {
 	if deep := tooDeep(doc, 0); deep != nil {
 		c.Add(manifest.Position{File: file, Line: deep.Line, Column: deep.Column}, "",
 			"nested more than %d levels deep, the limit: flatten the structure", MaxNesting)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // Host powers a manifest may only use when the app's configuration allows
@@ -110,17 +111,17 @@ func (p Policy) checkPrivileges(s *manifest.ServiceSpec, deny denyFunc) {
 	}
 	for j, d := range s.Devices {
 		if !p.Allows(AllowDevices) {
-			deny(manifest.IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
+			deny(yamlpos.IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
 		}
 	}
 	for j, c := range s.CapAdd {
 		if !slices.Contains(defaultCaps, c) && !p.Allows(AllowCapabilities) {
-			deny(manifest.IndexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
+			deny(yamlpos.IndexPath("capAdd", j), "capability %s is beyond Docker's defaults; %s", c, allowHint(AllowCapabilities))
 		}
 	}
 	for j, o := range s.SecurityOpt {
 		if unconfined(o) && !p.Allows(AllowUnconfined) {
-			deny(manifest.IndexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
+			deny(yamlpos.IndexPath("securityOpt", j), "%q turns off the kernel's confinement of the container; %s", o, allowHint(AllowUnconfined))
 		}
 	}
 }

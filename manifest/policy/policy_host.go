@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
 // Host is how the policy sees the machine the containers run on. The zero
@@ -202,7 +203,7 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 				continue
 			}
 			if msg := v.check(b.HostPath, ", or mount a file from the repository with a relative path"); msg != "" {
-				add(svc.Field(manifest.IndexPath("binds", j)), "%s", msg)
+				add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
 			}
 		}
 	}

@@ -1,23 +1,25 @@
-package manifest
+package yamlpos
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Collector gathers every error of a revision.
 type Collector struct {
-	Errs ErrorList
+	Errs manifest.ErrorList
 }
 
-func (c *Collector) Add(pos Position, field, format string, args ...any) {
-	c.Errs = append(c.Errs, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
+func (c *Collector) Add(pos manifest.Position, field, format string, args ...any) {
+	c.Errs = append(c.Errs, &manifest.Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *Collector) Sorted() ErrorList {
+func (c *Collector) Sorted() manifest.ErrorList {
 	l := slices.Clone(c.Errs)
-	slices.SortStableFunc(l, func(a, b *Error) int {
+	slices.SortStableFunc(l, func(a, b *manifest.Error) int {
 		if a.Pos.File != b.Pos.File {
 			return strings.Compare(a.Pos.File, b.Pos.File)
 		}
@@ -32,5 +34,5 @@ func (c *Collector) Sorted() ErrorList {
 		}
 		return strings.Compare(a.Msg, b.Msg)
 	})
-	return slices.CompactFunc(l, func(a, b *Error) bool { return *a == *b })
+	return slices.CompactFunc(l, func(a, b *manifest.Error) bool { return *a == *b })
 }

@@ -1,4 +1,4 @@
-package manifest
+package yamlpos
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Quantity is a resource amount written as a string or a number
@@ -31,8 +33,8 @@ type Ignored struct{}
 // paths is, so errors found after decoding still point at a line.
 type DocCtx struct {
 	File  string
-	Start Position
-	Pos   map[string]Position
+	Start manifest.Position
+	Pos   map[string]manifest.Position
 	// Failed holds the paths the walker reported, so validation does not
 	// add "is required" for a field that is present but malformed.
 	Failed map[string]bool
@@ -40,7 +42,7 @@ type DocCtx struct {
 
 // At returns the position of path, or of its nearest ancestor that exists
 // (a missing field is reported where its parent is).
-func (d *DocCtx) At(path string) Position {
+func (d *DocCtx) At(path string) manifest.Position {
 	for {
 		if p, ok := d.Pos[path]; ok {
 			return p
@@ -108,8 +110,8 @@ func (w *Walker) fail(n *yaml.Node, field, format string, args ...any) {
 	w.Errs.Add(w.nodePos(n), field, format, args...)
 }
 
-func (w *Walker) nodePos(n *yaml.Node) Position {
-	return Position{File: w.Doc.File, Line: n.Line, Column: n.Column}
+func (w *Walker) nodePos(n *yaml.Node) manifest.Position {
+	return manifest.Position{File: w.Doc.File, Line: n.Line, Column: n.Column}
 }
 
 // Walk returns the JSON-able value of n, or ok=false when n is null (the

@@ -1,8 +1,10 @@
-package manifest
+package yamlpos
 
 import (
 	"path"
 	"time"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Reporter adds errors located by field path within one document.
@@ -42,14 +44,14 @@ func (r Reporter) IntRange(field string, v *int, lo, hi int) {
 // VolumeFields locates a volume's driver and options for the policy's
 // messages (see Volume.Fields); at is where a written path is, or its
 // nearest written ancestor.
-func VolumeFields(at func(string) Position, driver, opts string, driverOpts map[string]string) map[string]FieldRef {
-	fields := map[string]FieldRef{
+func VolumeFields(at func(string) manifest.Position, driver, opts string, driverOpts map[string]string) map[string]manifest.FieldRef {
+	fields := map[string]manifest.FieldRef{
 		"driver":     {Pos: at(driver), Field: driver},
 		"driverOpts": {Pos: at(opts), Field: opts},
 	}
 	for k := range driverOpts {
 		written := ChildPath(opts, k)
-		fields[ChildPath("driverOpts", k)] = FieldRef{Pos: at(written), Field: written}
+		fields[ChildPath("driverOpts", k)] = manifest.FieldRef{Pos: at(written), Field: written}
 	}
 	return fields
 }
@@ -58,7 +60,7 @@ func (r Reporter) Duration(field string, v *Duration, min time.Duration) {
 	if v == nil {
 		return
 	}
-	d, err := ParseDuration(string(*v))
+	d, err := manifest.ParseDuration(string(*v))
 	switch {
 	case err != nil:
 		r.Errorf(field, "%v", err)

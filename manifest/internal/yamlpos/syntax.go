@@ -1,4 +1,4 @@
-package manifest
+package yamlpos
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // DecodeNode guards against panics inside the YAML library: a manifest must
@@ -45,7 +47,7 @@ var parserProblems = []string{
 // SyntaxError locates a yaml.v3 error. yaml.v3 errors are plain strings;
 // the line, when present, is in the text, and is omitted when it is the
 // first line of the file.
-func SyntaxError(file string, data []byte, err error) (Position, string) {
+func SyntaxError(file string, data []byte, err error) (manifest.Position, string) {
 	msg := err.Error()
 	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
@@ -56,18 +58,18 @@ func SyntaxError(file string, data []byte, err error) (Position, string) {
 			// yaml.v3 names the line before the tab for some of these.
 			for _, l := range []int{line, line + 1} {
 				if col := indentTab(data, l); col > 0 {
-					return Position{File: file, Line: l, Column: col}, "a tab indents this line; YAML indentation must be spaces"
+					return manifest.Position{File: file, Line: l, Column: col}, "a tab indents this line; YAML indentation must be spaces"
 				}
 			}
 		}
-		return Position{File: file, Line: max(line, 1)}, m[2]
+		return manifest.Position{File: file, Line: max(line, 1)}, m[2]
 	}
 	if m := unknownAlias.FindStringSubmatch(msg); m != nil {
 		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
 			return offsetPos(file, data, i), strings.TrimPrefix(msg, "yaml: ")
 		}
 	}
-	return Position{File: file, Line: 1}, strings.TrimPrefix(msg, "yaml: ")
+	return manifest.Position{File: file, Line: 1}, strings.TrimPrefix(msg, "yaml: ")
 }
 
 // tabProblem tells the yaml.v3 messages a tab in the indentation causes.
@@ -94,7 +96,7 @@ func indentTab(data []byte, line int) int {
 	return 0
 }
 
-func InvalidUTF8(file string, data []byte) Position {
+func InvalidUTF8(file string, data []byte) manifest.Position {
 	for i := 0; i < len(data); {
 		r, size := utf8.DecodeRune(data[i:])
 		if r == utf8.RuneError && size == 1 {
@@ -102,11 +104,11 @@ func InvalidUTF8(file string, data []byte) Position {
 		}
 		i += size
 	}
-	return Position{File: file, Line: 1}
+	return manifest.Position{File: file, Line: 1}
 }
 
-func offsetPos(file string, data []byte, off int) Position {
+func offsetPos(file string, data []byte, off int) manifest.Position {
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return Position{File: file, Line: line, Column: col}
+	return manifest.Position{File: file, Line: line, Column: col}
 }
