@@ -20,7 +20,7 @@ import (
 // FuzzLoadCompose checks that no compose file panics the front end and
 // that every error is an ErrorList located in the app's files (or a plain
 // fs error). `go test` runs the seed corpus; run
-// `go test -fuzz FuzzLoadCompose ./manifest` to explore.
+// `go test -fuzz FuzzLoadCompose ./manifest/compose` to explore.
 func FuzzLoadCompose(f *testing.F) {
 	files, _ := filepath.Glob("testdata/compose/*/*compose*.y*ml")
 	for _, name := range files {

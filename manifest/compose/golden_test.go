@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata/compose/*/want.txt")
 
 // TestComposeCorpus loads each realistic compose app of testdata/compose
 // and compares a text rendering of the App with its want.txt. Run
-// `go test ./manifest -run TestComposeCorpus -update` to rewrite them
+// `go test ./manifest/compose -run TestComposeCorpus -update` to rewrite them
 // (and review the diff).
 func TestComposeCorpus(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/compose/*")

@@ -15,7 +15,7 @@ import (
 
 // FuzzLoad checks that no input panics the parser and that every error it
 // reports is located in the file. `go test` runs only the seed corpus; run
-// `go test -fuzz FuzzLoad ./manifest` to explore.
+// `go test -fuzz FuzzLoad ./manifest/native` to explore.
 func FuzzLoad(f *testing.F) {
 	examples, _ := filepath.Glob("../../examples/shop/*.yaml")
 	for _, name := range examples {
