@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Apply carries out the plan's Changes (not Deferred or Conflicts) in a

@@ -13,7 +13,8 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // TestBenchUnchangedBuildContext measures what a new revision costs for a
@@ -36,7 +37,7 @@ func TestBenchUnchangedBuildContext(t *testing.T) {
 	app := fmt.Sprintf("bench%d", time.Now().UnixNano()%1_000_000)
 	load := func() *manifest.App {
 		a := &manifest.App{Name: app, Services: []manifest.Service{{Name: "web", Spec: manifest.ServiceSpec{Build: &manifest.Build{Context: "web"}}}}}
-		if err := manifest.ResolveBuilds(fsys, ".", a); err != nil {
+		if err := load.ResolveBuilds(fsys, ".", a); err != nil {
 			t.Fatal(err)
 		}
 		return a

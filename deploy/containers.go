@@ -10,7 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"

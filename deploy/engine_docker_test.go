@@ -22,8 +22,9 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/moby/moby/client"
 )
 
@@ -150,7 +151,7 @@ func (f *fixture) load(docs ...string) *manifest.App {
 	for i, d := range docs {
 		fsys[fmt.Sprintf("m%d.yaml", i)] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(d, "{{image}}", f.image))}
 	}
-	app, err := manifest.Load(fsys, ".", f.app)
+	app, err := appdir.Load(fsys, ".", f.app)
 	if err != nil {
 		f.t.Fatalf("manifests: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // confTree is a directory tree with a nested, executable file.

@@ -22,8 +22,11 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -32,17 +35,17 @@ import (
 
 // loadWith parses files ({{image}} is the workload image) under a policy
 // and reads their repository binds, as the loader does.
-func (f *fixture) loadWith(opts manifest.LoadOptions, files map[string]string) *manifest.App {
+func (f *fixture) loadWith(opts load.Options, files map[string]string) *manifest.App {
 	f.t.Helper()
 	fsys := fstest.MapFS{}
 	for name, d := range files {
 		fsys[name] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(d, "{{image}}", f.image))}
 	}
-	app, err := manifest.LoadWith(fsys, ".", f.app, opts)
+	app, err := appdir.LoadWith(fsys, ".", f.app, opts)
 	if err != nil {
 		f.t.Fatalf("manifests: %v", err)
 	}
-	if err := manifest.ResolveRepoBinds(fsys, ".", app); err != nil {
+	if err := load.ResolveRepoBinds(fsys, ".", app); err != nil {
 		f.t.Fatalf("repository binds: %v", err)
 	}
 	return app
@@ -104,7 +107,7 @@ func (f *fixture) readInContainer(id, path string) string {
 	return string(b)
 }
 
-var allowAll = manifest.LoadOptions{Policy: manifest.Policy{Allow: manifest.AllowNames, HostPaths: []string{"/"}}}
+var allowAll = load.Options{Policy: policy.Policy{Allow: policy.AllowNames, HostPaths: []string{"/"}}}
 
 func TestEveryFieldReachesDocker(t *testing.T) {
 	filesDir := t.TempDir()
@@ -306,7 +309,7 @@ spec:
 `
 	}
 	files := map[string]string{"a.yaml": svc("a"), "b.yaml": svc("b"), "conf/motd": "v1\n", "conf/sub/x": "x\n"}
-	app := f.loadWith(manifest.LoadOptions{}, files)
+	app := f.loadWith(load.Options{}, files)
 	f.converge(app, drift.Options{})
 
 	a1, b1 := f.inspect(f.app+"-a-1"), f.inspect(f.app+"-b-1")
@@ -341,7 +344,7 @@ spec:
 func changeMountedContent(t *testing.T, f *fixture, files map[string]string, filesDir, dirHash string) {
 	wantDir := filepath.Join(filesDir, dirHash)
 	files["conf/motd"] = "v2\n"
-	app2 := f.loadWith(manifest.LoadOptions{}, files)
+	app2 := f.loadWith(load.Options{}, files)
 	newHash := app2.Services[0].Spec.Binds[0].ContentHash
 	if newHash == dirHash {
 		t.Fatal("changed content kept its hash")

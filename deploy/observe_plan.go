@@ -12,7 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // ObserveForPlan is the one-shot CLI's cold observation (diff, apply): it

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // The lookups of ObserveForPlan are decided from the desired app and the

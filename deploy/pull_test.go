@@ -16,7 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // pullFake is an engine that holds some images and records pulls.

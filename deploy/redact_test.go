@@ -10,7 +10,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // A healthcheck that prints the container's secret env value, or the

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/client"
 )
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Secrets are delivered as files: each decrypted value a service uses is

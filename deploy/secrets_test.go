@@ -9,7 +9,7 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // A secret is mounted read-only at its target from a file named by its

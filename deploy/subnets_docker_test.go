@@ -19,8 +19,8 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 // A new app network takes the pool's first subnet that no network on the
@@ -110,7 +110,7 @@ func TestConcurrentEnginesGetDistinctSubnets(t *testing.T) {
 	for i := range 4 {
 		app := testenv.UniqueApp(t)
 		apps = append(apps, app)
-		desired, err := manifest.Load(fstest.MapFS{"n.yaml": {Data: []byte(nets.String())}}, ".", app)
+		desired, err := appdir.Load(fstest.MapFS{"n.yaml": {Data: []byte(nets.String())}}, ".", app)
 		if err != nil {
 			t.Fatal(err)
 		}

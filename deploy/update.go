@@ -11,7 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // updateContainer puts the settings that can change on a running

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 // A no-op pass costs the same for a compose app as for a native one: both
@@ -30,7 +31,7 @@ func fiftyServices(b *testing.B, compose bool) *manifest.App {
 		}
 		files["app.yaml"] = &fstest.MapFile{Data: []byte(sb.String())}
 	}
-	app, err := manifest.Load(files, ".", testApp)
+	app, err := appdir.Load(files, ".", testApp)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Exit codes of a container stopped by a signal (docker stop / docker kill):

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 type planCase struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // facts renders the changes of a plan as the applier sees them: action,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Sensitive replaces a secret value wherever a plan shows it.

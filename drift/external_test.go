@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // externalApp: web joins the external network corp-net (declared as

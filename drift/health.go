@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Health is how well a service (or app) runs, from best to worst:

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // TestComputeMergesDuplicateNetworks: Docker on API 1.41 lets a second

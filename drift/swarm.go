@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // The Swarm target's section of the planner. Swarm schedules and rolls

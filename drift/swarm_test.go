@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // swarmConverged is the observed state of an app whose Swarm services run

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Labels that identify what driftless owns. An object without LabelApp is

@@ -17,8 +17,9 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 // compose50 is one docker-compose.yml of n single-replica services of
@@ -222,7 +223,7 @@ func TestBenchHeal1000(t *testing.T) {
 	}
 
 	// The CLI's cold observation of the same app on the same engine.
-	desired, err := manifest.Load(fstest.MapFS{"web.yaml": {Data: []byte(plainService("web", image, replicas))}}, ".", app)
+	desired, err := appdir.Load(fstest.MapFS{"web.yaml": {Data: []byte(plainService("web", image, replicas))}}, ".", app)
 	if err != nil {
 		t.Fatal(err)
 	}

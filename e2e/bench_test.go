@@ -36,9 +36,10 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 )
 
 // benchOnly skips unless DRIFTLESS_BENCH=1: these take minutes and load
@@ -402,7 +403,7 @@ func TestBenchIdlePass1000(t *testing.T) {
 	}
 	t.Logf("created %d clones in %s", n-1, secs(time.Since(cloneStart)))
 	write(n)
-	desired, err := manifest.LoadDir(dir, app)
+	desired, err := appdir.LoadDir(dir, app)
 	if err != nil {
 		t.Fatal(err)
 	}

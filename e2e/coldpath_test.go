@@ -13,8 +13,10 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/moby/moby/client"
 )
 
@@ -42,7 +44,7 @@ func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
 	if out, code := testenv.Run(t, ctx, dir, "apply", dir, "--app", app, "--data", data); code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, out)
 	}
-	desired, err := manifest.LoadDirWith(dir, app, manifest.LoadOptions{})
+	desired, err := appdir.LoadDirWith(dir, app, load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

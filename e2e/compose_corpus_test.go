@@ -17,14 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // TestComposeCorpus runs the compose apps the loader is golden-tested on
-// (drift/manifest/testdata/compose/*) end to end: each in its own Git
+// (manifest/compose/testdata/compose/*) end to end: each in its own Git
 // repository on a git daemon, all of them followed by one `driftless run
 // --config driftless.yaml`, against the real engine. For every app:
 // `driftless validate` accepts it; the agent deploys it (Synced and
@@ -50,7 +51,7 @@ func TestComposeCorpus(t *testing.T) {
 	images := newImageSet(t)
 	base := t.TempDir()
 	server := gitserver.RunDaemon(t, base)
-	corpus := filepath.Join(testenv.RepoRoot(t), "drift", "manifest", "testdata", "compose")
+	corpus := filepath.Join(testenv.RepoRoot(t), "manifest", "compose", "testdata", "compose")
 
 	var configs []composeAppConfig
 	runs := map[string]*stackRun{}
@@ -67,7 +68,7 @@ func TestComposeCorpus(t *testing.T) {
 		if s.setup != nil {
 			s.setup(t, r, &cfg)
 		}
-		images.Ensure(a.Images(manifest.LoadOptions{Profiles: cfg.Profiles, Environment: cfg.Environment, Policy: manifest.Policy{Allow: cfg.Allow}})...)
+		images.Ensure(a.Images(load.Options{Profiles: cfg.Profiles, Environment: cfg.Environment, Policy: policy.Policy{Allow: cfg.Allow}})...)
 		r.repo = gitserver.Init(t, base, s.dir)
 		a.Write(r.repo.Work)
 		r.first = r.repo.Commit("deploy " + s.dir)
@@ -523,7 +524,7 @@ func sampleRunning(app, service string, done <-chan struct{}) func() (lo, hi int
 	}
 }
 
-// corpusStacks are the 17 apps of drift/manifest/testdata/compose.
+// corpusStacks are the 17 apps of manifest/compose/testdata/compose.
 func corpusStacks() []corpusStack {
 	probe := func(url string) string {
 		return `["CMD", "/driftless", "workload", "probe", "` + url + `"]`

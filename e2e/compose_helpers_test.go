@@ -24,8 +24,9 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
@@ -336,11 +337,11 @@ func (a *composeApp) namespaceImages(images *imageSet) {
 
 // Images loads the adapted app as driftless does and returns the images
 // its services use.
-func (a *composeApp) Images(opts manifest.LoadOptions) []string {
+func (a *composeApp) Images(opts load.Options) []string {
 	a.t.Helper()
 	dir := filepath.Join(a.t.TempDir(), a.Name)
 	a.Write(dir)
-	app, err := manifest.LoadDirWith(dir, a.Name, opts)
+	app, err := appdir.LoadDirWith(dir, a.Name, opts)
 	if err != nil {
 		a.t.Fatalf("load %s: %v", a.Name, err)
 	}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // testLogger writes the engine's log lines into the test's output, so a

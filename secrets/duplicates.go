@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // badKey finds the first key of f that driftless refuses. The MAC cannot
@@ -21,7 +21,7 @@ import (
 //
 // Dotenv keys are compared as compose reads them (export and spaces
 // dropped), since that is how the decrypted file is read.
-func badKey(f *sopsFile) *manifest.KeyError {
+func badKey(f *sopsFile) *load.KeyError {
 	switch f.format {
 	case FormatINI:
 		// INI sections may repeat (sops allows it), and the parser
@@ -30,7 +30,7 @@ func badKey(f *sopsFile) *manifest.KeyError {
 	case FormatDotenv:
 		for _, it := range f.branches[0] {
 			if k, ok := it.Key.(string); ok && strings.Contains(k, ":") {
-				return &manifest.KeyError{Key: k, Line: it.line, Msg: "holds ':', which compose reads as the end of the key and the start of its value: write KEY=VALUE"}
+				return &load.KeyError{Key: k, Line: it.line, Msg: "holds ':', which compose reads as the end of the key and the start of its value: write KEY=VALUE"}
 			}
 		}
 		return duplicateIn(f.branches[0], dotenvKey)
@@ -45,7 +45,7 @@ func badKey(f *sopsFile) *manifest.KeyError {
 
 // duplicateIn finds a key set twice in any mapping of v, keys compared
 // after norm.
-func duplicateIn(v any, norm func(string) string) *manifest.KeyError {
+func duplicateIn(v any, norm func(string) string) *load.KeyError {
 	switch v := v.(type) {
 	case branch:
 		first := map[string]int{}
@@ -53,7 +53,7 @@ func duplicateIn(v any, norm func(string) string) *manifest.KeyError {
 			if k, ok := it.Key.(string); ok {
 				k = norm(k)
 				if l, dup := first[k]; dup {
-					return &manifest.KeyError{Key: k, First: l, Line: it.line}
+					return &load.KeyError{Key: k, First: l, Line: it.line}
 				}
 				first[k] = it.line
 			}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 	sopsage "github.com/getsops/sops/v3/age"
 	sopspgp "github.com/getsops/sops/v3/pgp"
 	"github.com/getsops/sops/v3/shamir"
@@ -30,7 +30,7 @@ type Keys struct {
 var (
 	// ErrNotEncrypted: the file carries no SOPS metadata. It is the
 	// loader's sentinel, so the loader can tell a plaintext file apart.
-	ErrNotEncrypted = manifest.ErrNotEncrypted
+	ErrNotEncrypted = load.ErrNotEncrypted
 	// ErrNoKey: none of the available keys opens the file's data key.
 	ErrNoKey = errors.New("no available key can decrypt it")
 	// ErrTampered: the content does not match the file's MAC.

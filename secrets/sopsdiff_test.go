@@ -18,7 +18,7 @@ import (
 	"github.com/getsops/sops/v3/logging"
 	"github.com/sirupsen/logrus"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
 )
 
@@ -286,7 +286,7 @@ const refusedKey sopstest.Refusal = "refused key"
 func compare(name string, data []byte) (sopstest.Refusal, error) {
 	want, why, werr := sopstest.Decrypt(name, data)
 	got, err := Decrypt(name, bytes.Clone(data), Keys{})
-	var bad *manifest.KeyError
+	var bad *load.KeyError
 	if errors.As(err, &bad) {
 		return why, keyRefusalGrounded(data, bad)
 	}
@@ -307,7 +307,7 @@ func compare(name string, data []byte) (sopstest.Refusal, error) {
 
 // keyRefusalGrounded checks that a key the reader refused is in the file
 // where the refusal says: at both lines when it is set twice.
-func keyRefusalGrounded(data []byte, bad *manifest.KeyError) error {
+func keyRefusalGrounded(data []byte, bad *load.KeyError) error {
 	lines := strings.Split(string(data), "\n")
 	quoted, _ := json.Marshal(bad.Key)
 	at := func(n int) bool {

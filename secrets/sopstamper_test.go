@@ -10,7 +10,7 @@ import (
 
 	"github.com/getsops/sops/v3"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
 )
 
@@ -233,7 +233,7 @@ func TestStructuralTampers(t *testing.T) {
 			if why != c.library {
 				t.Errorf("the library: %q (%v), want %q", why, werr, c.library)
 			}
-			var key *manifest.KeyError
+			var key *load.KeyError
 			switch {
 			case c.reader == refusedKey && errors.As(err, &key):
 				if key.Line != c.line {

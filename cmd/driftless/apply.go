@@ -13,8 +13,9 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/internal/loadcache"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // localFlags are the flags every local command (validate, diff, apply)
@@ -35,7 +36,7 @@ type localTarget struct {
 // manifestLoad is how a local app's files are read, and what they may
 // reach of other apps.
 type manifestLoad struct {
-	opts   manifest.LoadOptions
+	opts   load.Options
 	adopt  bool
 	shared drift.Shared
 }

@@ -19,9 +19,11 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/internal/hostpath"
 	"github.com/driftless-dev/driftless/internal/loadcache"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
 )
@@ -50,7 +52,7 @@ func (l *loadFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(manifest.AllowNames, ", "))
+	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(policy.AllowNames, ", "))
 	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
 	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
@@ -84,9 +86,9 @@ func (l *loadFlags) adoptCompose() (bool, error) {
 
 // options are the load options; env is what compose files interpolate
 // from (nil: nothing but the app's .env file).
-func (l *loadFlags) options(env map[string]string) (manifest.LoadOptions, error) {
-	opts := manifest.LoadOptions{
-		Policy: manifest.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
+func (l *loadFlags) options(env map[string]string) (load.Options, error) {
+	opts := load.Options{
+		Policy: policy.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
 		// Host paths are judged where they land on this machine, whose
 		// engine the command drives.
 		Host:        hostpath.Host(os.Getenv),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/swarm"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/web"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // stalledSwarm is a manager whose orchestrator lost a task when updates
@@ -123,7 +123,7 @@ func (f *stalledSwarm) forced() int {
 // Swarm that runs running tasks and stays stalled unless heals.
 func repairStalled(t *testing.T, running int, heals bool, forceErr error) (*stalledSwarm, drift.ApplyResult, string) {
 	t.Helper()
-	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"})
+	app := loadApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"})
 	f := newStalledSwarm(app, 2, running, heals)
 	f.forceErr = forceErr
 	var logs bytes.Buffer
@@ -203,7 +203,7 @@ func TestApplyForcedUpdateRefused(t *testing.T) {
 // spec hash, and warned about; a later hand edit of the same field, or of
 // another, is still drift.
 func TestUnknownSwarmDefaultIsNoDriftLoop(t *testing.T) {
-	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"})
+	app := loadApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 2}\n"})
 	web := app.Service("web")
 	f := newStalledSwarm(app, 2, 2, false)
 	f.fill = func(s *swarmtypes.ServiceSpec) { s.TaskTemplate.ContainerSpec.StopSignal = "SIGTERM" }
@@ -255,7 +255,7 @@ func (r registries) RegistryAuth(_ context.Context, app, image string) (string, 
 // (docker stack deploy --with-registry-auth); a scale sends none, which
 // keeps what the service has; a failed lookup sends nothing at all.
 func TestServiceUpdatesCarryRegistryAuth(t *testing.T) {
-	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: 127.0.0.1:5000/shop/web:1\n    deploy: {replicas: 2}\n"})
+	app := loadApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: 127.0.0.1:5000/shop/web:1\n    deploy: {replicas: 2}\n"})
 	for _, tc := range []struct {
 		action   drift.Action
 		err      error
@@ -289,7 +289,7 @@ func TestServiceUpdatesCarryRegistryAuth(t *testing.T) {
 // once the tasks stayed unplaced for stallWait it reports the rollout
 // failed with Swarm's reason. Swarm places them when a node fits.
 func TestApplyStopsWaitingForTasksSwarmCannotPlace(t *testing.T) {
-	app := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 3}\n"})
+	app := loadApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: 3}\n"})
 	f := newStalledSwarm(app, 1, 1, false)
 	f.pendingErr = "no suitable node (scheduling constraints not satisfied on 1 node)"
 	e := newEngine(f, Options{Poll: 5 * time.Millisecond, RolloutTimeout: time.Minute})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Builder builds and pushes images on the manager's own engine (the one

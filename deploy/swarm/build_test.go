@@ -11,7 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // nodesAPI answers NodeList; the rest of api is not used by builds.
@@ -57,7 +57,7 @@ func buildApp(t *testing.T, image string) *manifest.App {
 	if image != "" {
 		compose += "    image: " + image + "\n"
 	}
-	return load(t, map[string]string{"compose.yaml": compose, "web/Dockerfile": "FROM scratch\n"})
+	return loadApp(t, map[string]string{"compose.yaml": compose, "web/Dockerfile": "FROM scratch\n"})
 }
 
 func TestEnsureImagesOnSwarm(t *testing.T) {

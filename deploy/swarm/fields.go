@@ -18,7 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // SwarmSpec is the comparable form of the spec Apply sends for a declared

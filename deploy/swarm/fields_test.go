@@ -10,7 +10,9 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // richDump is a service as `docker service inspect` printed it, from
@@ -44,7 +46,7 @@ func richNetworks(t *testing.T) map[string]string {
 
 func richApp(t *testing.T) *manifest.App {
 	t.Helper()
-	app, err := manifest.LoadDirWith(filepath.Join("testdata", "rich"), "shop", manifest.LoadOptions{Target: manifest.TargetSwarm})
+	app, err := appdir.LoadDirWith(filepath.Join("testdata", "rich"), "shop", load.Options{Target: manifest.TargetSwarm})
 	if err != nil {
 		t.Fatal(err)
 	}

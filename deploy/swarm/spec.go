@@ -21,7 +21,7 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // LabelTaskApp marks a Swarm task's container with its app. It is not

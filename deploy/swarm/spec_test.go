@@ -12,16 +12,18 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
-func load(t *testing.T, files map[string]string) *manifest.App {
+func loadApp(t *testing.T, files map[string]string) *manifest.App {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	for k, v := range files {
 		fsys[k] = &fstest.MapFile{Data: []byte(v)}
 	}
-	a, err := manifest.LoadWith(fsys, ".", "shop", manifest.LoadOptions{Target: manifest.TargetSwarm})
+	a, err := appdir.LoadWith(fsys, ".", "shop", load.Options{Target: manifest.TargetSwarm})
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -33,7 +35,7 @@ func load(t *testing.T, files map[string]string) *manifest.App {
 // Swarm replaces its tasks when their node is drained or lost (with
 // condition none it replaces nothing); an explicit restart: "no" is kept.
 func TestServiceSpecRestartDefault(t *testing.T) {
-	app := load(t, map[string]string{"compose.yaml": `services:
+	app := loadApp(t, map[string]string{"compose.yaml": `services:
   web: {image: shop/web:1}
   job: {image: shop/job:1, restart: "no"}
   worker: {image: shop/worker:1, deploy: {restart_policy: {condition: none}}}
@@ -51,7 +53,7 @@ func TestServiceSpecRestartDefault(t *testing.T) {
 }
 
 func TestServiceSpecFromCompose(t *testing.T) {
-	app := load(t, map[string]string{"compose.yaml": `services:
+	app := loadApp(t, map[string]string{"compose.yaml": `services:
   web:
     image: shop/web:1
     command: [serve, --port, "80"]
@@ -139,7 +141,7 @@ func checkTaskTemplate(t *testing.T, spec swarmtypes.ServiceSpec) {
 func TestServiceSpecFromNativeMatchesCompose(t *testing.T) {
 	// One model: the same service from either front end is the same
 	// Swarm spec (apart from the hash, which only labels carry).
-	native := load(t, map[string]string{"web.yaml": `apiVersion: driftless.dev/v1
+	native := loadApp(t, map[string]string{"web.yaml": `apiVersion: driftless.dev/v1
 kind: Service
 metadata: {name: web}
 spec:
@@ -148,7 +150,7 @@ spec:
   env: {A: "1"}
   update: {maxSurge: 0, maxUnavailable: 1}
 `})
-	compose := load(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    environment: {A: \"1\"}\n    restart: always\n    stop_grace_period: 10s\n    deploy: {replicas: 2}\n"})
+	compose := loadApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    environment: {A: \"1\"}\n    restart: always\n    stop_grace_period: 10s\n    deploy: {replicas: 2}\n"})
 	a, b := ServiceSpec(native, native.Service("web"), ""), ServiceSpec(compose, compose.Service("web"), "")
 	delete(a.Labels, drift.LabelSpecHash)
 	delete(b.Labels, drift.LabelSpecHash)
@@ -160,7 +162,7 @@ spec:
 }
 
 func TestServiceSpecGlobal(t *testing.T) {
-	app := load(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"})
+	app := loadApp(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"})
 	spec := ServiceSpec(app, app.Service("agent"), "")
 	if spec.Mode.Global == nil || spec.Mode.Replicated != nil {
 		t.Errorf("mode = %+v, want global", spec.Mode)
@@ -190,7 +192,7 @@ func TestTaskRows(t *testing.T) {
 }
 
 func TestServiceSpecConfigsAndSecrets(t *testing.T) {
-	app := load(t, map[string]string{
+	app := loadApp(t, map[string]string{
 		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    configs: [site]\n    secrets: [key]\nconfigs:\n  site: {file: ./site.conf}\nsecrets:\n  key: {file: ./key.txt, x-driftless: {allowPlaintext: true}}\n",
 		"site.conf":    "listen 80\n",
 		"key.txt":      "s3cret\n",

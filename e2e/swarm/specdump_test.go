@@ -10,8 +10,10 @@ import (
 
 	dswarm "github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
 )
 
 // TestWriteSwarmSpecDumps regenerates deploy/swarm/testdata/rich: the
@@ -25,7 +27,7 @@ func TestWriteSwarmSpecDumps(t *testing.T) {
 		t.Skip("set DRIFTLESS_WRITE_SWARM_TESTDATA=1 to rewrite deploy/swarm/testdata/rich from a real Swarm")
 	}
 	dir := filepath.Join("..", "..", "deploy", "swarm", "testdata", "rich")
-	app, err := manifest.LoadDirWith(dir, "shop", manifest.LoadOptions{Target: manifest.TargetSwarm})
+	app, err := appdir.LoadDirWith(dir, "shop", load.Options{Target: manifest.TargetSwarm})
 	if err != nil {
 		t.Fatal(err)
 	}

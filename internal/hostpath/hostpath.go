@@ -1,5 +1,5 @@
 // Package hostpath tells where a host path lands on this machine, for the
-// host-power policy (manifest.Host): a symlink under a directory the
+// host-power policy (policy.Host): a symlink under a directory the
 // policy allows must not carry a bind mount to the Docker socket.
 package hostpath
 
@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // maxLinks bounds the symlinks followed for one path, as the kernel's
@@ -20,8 +20,8 @@ const maxLinks = 255
 
 // Host is this machine as the policy sees it: paths resolved here, and
 // the sockets the environment names (getenv is os.Getenv outside tests).
-func Host(getenv func(string) string) manifest.Host {
-	return manifest.Host{Resolve: Resolve, Sockets: Sockets(getenv)}
+func Host(getenv func(string) string) policy.Host {
+	return policy.Host{Resolve: Resolve, Sockets: Sockets(getenv)}
 }
 
 // Resolve returns where the absolute path p lands: every symlink followed

@@ -34,7 +34,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // format changes whenever an entry's layout does: old entries then miss.
@@ -66,7 +69,7 @@ type Cache struct {
 // Request is one load.
 type Request struct {
 	Dir, App string
-	Opts     manifest.LoadOptions
+	Opts     load.Options
 }
 
 // Outcome says what Load did, for tests and debugging.
@@ -81,16 +84,16 @@ const (
 )
 
 // Load returns the app dir declares, from the cache when every input
-// still reads the same, else loaded with manifest.LoadDirFSWith and
+// still reads the same, else loaded with appdir.LoadDirFSWith and
 // stored. Errors are the load's own: a cache problem is never one.
 func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 	if c == nil || c.Build == "" || c.Dir == "" {
-		app, err := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+		app, err := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 		return app, outcome(Skip, err), err
 	}
 	key, err := c.key(req)
 	if err != nil {
-		app, err := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+		app, err := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 		return app, outcome(Skip, err), err
 	}
 	dir := req.Dir
@@ -100,7 +103,7 @@ func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 	if app, ok := c.lookup(key, dir, req); ok {
 		// Where host paths land is a fact of the host, not of the files:
 		// it is judged again on every hit, as the load judged it.
-		if errs := manifest.CheckHostPaths(app, req.Opts.Policy, req.Opts.Host); len(errs) > 0 {
+		if errs := policy.CheckHostPaths(app, req.Opts.Policy, req.Opts.Host); len(errs) > 0 {
 			return nil, Failed, errs
 		}
 		return app, Hit, nil
@@ -125,7 +128,7 @@ func (c *Cache) Load(req Request) (*manifest.App, Outcome, error) {
 			return req.Opts.Decrypt(name, data)
 		}
 	}
-	app, err := manifest.LoadDirFSWith(rec, dir, req.App, opts)
+	app, err := appdir.LoadDirFSWith(rec, dir, req.App, opts)
 	if err != nil {
 		return app, Failed, err
 	}

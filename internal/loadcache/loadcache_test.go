@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/internal/hostpath"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 const composeFile = `services:
@@ -48,14 +51,14 @@ func testCache(t *testing.T) *Cache {
 }
 
 func baseRequest(dir string) Request {
-	return Request{Dir: dir, App: "shop", Opts: manifest.LoadOptions{
+	return Request{Dir: dir, App: "shop", Opts: load.Options{
 		Environment: map[string]string{"REGION": "eu", "UNRELATED": "1"},
 		SecretKey:   manifest.SecretKey("0123456789abcdef0123456789abcdef"),
 	}}
 }
 
-// load loads req and checks the outcome.
-func load(t *testing.T, c *Cache, req Request, want Outcome) *manifest.App {
+// loadApp loads req and checks the outcome.
+func loadApp(t *testing.T, c *Cache, req Request, want Outcome) *manifest.App {
 	t.Helper()
 	app, got, err := c.Load(req)
 	if err != nil {
@@ -74,7 +77,7 @@ func name(o Outcome) string {
 // uncached is what the load gives without the cache.
 func uncached(t *testing.T, req Request) *manifest.App {
 	t.Helper()
-	app, err := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+	app, err := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +95,13 @@ func TestHitGivesTheLoadedModel(t *testing.T) {
 	dir := newApp(t, map[string]string{"compose.yaml": composeFile, "web.env": "A=1\n"})
 	c := testCache(t)
 	req := baseRequest(dir)
-	first := load(t, c, req, Miss)
-	second := load(t, c, req, Hit)
+	first := loadApp(t, c, req, Miss)
+	second := loadApp(t, c, req, Hit)
 	sameModel(t, second, first)
 	sameModel(t, second, uncached(t, req))
 	// A variable the load never looked up does not matter.
 	req.Opts.Environment = map[string]string{"REGION": "eu", "UNRELATED": "2", "PWD": "/elsewhere"}
-	load(t, c, req, Hit)
+	loadApp(t, c, req, Hit)
 }
 
 // Every input of the load, changed, is a miss, and the model then is the
@@ -137,7 +140,7 @@ func TestEachChangedInputMisses(t *testing.T) {
 		}},
 		{"profile flag", func(t *testing.T, _ string, req *Request, _ *Cache) { req.Opts.Profiles = []string{"debug"} }},
 		{"policy flag", func(t *testing.T, _ string, req *Request, _ *Cache) {
-			req.Opts.Policy = manifest.Policy{Allow: []string{"privileged"}}
+			req.Opts.Policy = policy.Policy{Allow: []string{"privileged"}}
 		}},
 		{"allow-plaintext flag", func(t *testing.T, _ string, req *Request, _ *Cache) { req.Opts.AllowPlaintext = true }},
 		{"limit flag", func(t *testing.T, _ string, req *Request, _ *Cache) {
@@ -168,21 +171,21 @@ func TestEachChangedInputMisses(t *testing.T) {
 			dir := newApp(t, map[string]string{"compose.yaml": composeFile, "web.env": "A=1\n"})
 			c := testCache(t)
 			req := baseRequest(dir)
-			load(t, c, req, Miss)
-			load(t, c, req, Hit)
+			loadApp(t, c, req, Miss)
+			loadApp(t, c, req, Hit)
 			tc.change(t, dir, &req, c)
 			app, got, err := c.Load(req)
 			if got == Hit {
 				t.Fatal("served from the cache after the change")
 			}
-			want, werr := manifest.LoadDirWith(req.Dir, req.App, req.Opts)
+			want, werr := appdir.LoadDirWith(req.Dir, req.App, req.Opts)
 			if (err == nil) != (werr == nil) {
 				t.Fatalf("error %v, uncached %v", err, werr)
 			}
 			if err == nil {
 				sameModel(t, app, want)
 				// Stored again: the next load is a hit.
-				load(t, c, req, Hit)
+				loadApp(t, c, req, Hit)
 			}
 		})
 	}
@@ -193,10 +196,10 @@ func TestNativeManifestAppearingMisses(t *testing.T) {
 	dir := newApp(t, map[string]string{"web.yaml": strings.Replace(svc, "%s", "web", 1)})
 	c := testCache(t)
 	req := baseRequest(dir)
-	load(t, c, req, Miss)
-	load(t, c, req, Hit)
+	loadApp(t, c, req, Miss)
+	loadApp(t, c, req, Hit)
 	write(t, filepath.Join(dir, "sub", "api.yml"), strings.Replace(svc, "%s", "api", 1))
-	app := load(t, c, req, Miss)
+	app := loadApp(t, c, req, Miss)
 	if len(app.Services) != 2 {
 		t.Fatalf("%d services after adding one", len(app.Services))
 	}
@@ -210,8 +213,8 @@ func TestSecretsAreNotStored(t *testing.T) {
 	})
 	c := testCache(t)
 	req := baseRequest(dir)
-	load(t, c, req, Skip)
-	load(t, c, req, Skip)
+	loadApp(t, c, req, Skip)
+	loadApp(t, c, req, Skip)
 	if entries, _ := filepath.Glob(filepath.Join(c.Dir, "*")); len(entries) != 0 {
 		t.Fatalf("stored %v", entries)
 	}
@@ -222,7 +225,7 @@ func TestEntryFiles(t *testing.T) {
 	c := testCache(t)
 	c.PerApp = 2
 	req := baseRequest(dir)
-	load(t, c, req, Miss)
+	loadApp(t, c, req, Miss)
 	entries, _ := filepath.Glob(filepath.Join(c.Dir, "*"))
 	if len(entries) != 1 {
 		t.Fatalf("entries %v", entries)
@@ -241,7 +244,7 @@ func TestEntryFiles(t *testing.T) {
 	// Each profile set is an entry of its own; the app keeps PerApp.
 	for _, p := range []string{"a", "b", "c"} {
 		req.Opts.Profiles = []string{p}
-		load(t, c, req, Miss)
+		loadApp(t, c, req, Miss)
 	}
 	if entries, _ := filepath.Glob(filepath.Join(c.Dir, "shop.*")); len(entries) != 2 {
 		t.Fatalf("%d entries for the app, want 2", len(entries))
@@ -259,8 +262,8 @@ func TestDisabledOrFailedLoad(t *testing.T) {
 	}
 	dir = newApp(t, map[string]string{"compose.yaml": composeFile, "web.env": ""})
 	var off *Cache
-	load(t, off, baseRequest(dir), Skip)
-	load(t, &Cache{Dir: c.Dir}, baseRequest(dir), Skip) // no build ID
+	loadApp(t, off, baseRequest(dir), Skip)
+	loadApp(t, &Cache{Dir: c.Dir}, baseRequest(dir), Skip) // no build ID
 }
 
 var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
@@ -270,7 +273,7 @@ var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 // other variable removed, the model is the same.
 func TestCorpus(t *testing.T) {
 	var dirs []string
-	for _, g := range []string{"../../drift/manifest/testdata/compose/*", "../../examples/*"} {
+	for _, g := range []string{"../../manifest/compose/testdata/compose/*", "../../examples/*"} {
 		m, _ := filepath.Glob(g)
 		for _, d := range m {
 			if info, err := os.Stat(d); err == nil && info.IsDir() {
@@ -296,14 +299,14 @@ func TestCorpus(t *testing.T) {
 				}
 				return nil
 			})
-			opts := manifest.LoadOptions{Environment: env, SecretKey: manifest.SecretKey("k")}
+			opts := load.Options{Environment: env, SecretKey: manifest.SecretKey("k")}
 			if data, err := os.ReadFile(filepath.Join(dir, "profiles.txt")); err == nil {
 				opts.Profiles = strings.Fields(string(data))
 			}
 			read := map[string]bool{}
 			opts.EnvRead = func(n string) { read[n] = true }
 			req := Request{Dir: dir, App: "corpus", Opts: opts}
-			want, err := manifest.LoadDirWith(dir, "corpus", opts)
+			want, err := appdir.LoadDirWith(dir, "corpus", opts)
 			if err != nil {
 				t.Skipf("not loadable on its own: %v", err)
 			}
@@ -315,7 +318,7 @@ func TestCorpus(t *testing.T) {
 			}
 			narrow := opts
 			narrow.Environment, narrow.EnvRead = only, nil
-			got, err := manifest.LoadDirWith(dir, "corpus", narrow)
+			got, err := appdir.LoadDirWith(dir, "corpus", narrow)
 			if err != nil {
 				t.Fatalf("with only the variables read (%d of %d): %v", len(only), len(env), err)
 			}
@@ -352,17 +355,17 @@ func TestBuildArgFromEnvironment(t *testing.T) {
 	c := testCache(t)
 	req := baseRequest(dir)
 	req.Opts.Environment = map[string]string{"VERSION": "1"}
-	first := load(t, c, req, Miss)
-	load(t, c, req, Hit)
+	first := loadApp(t, c, req, Miss)
+	loadApp(t, c, req, Hit)
 	req.Opts.Environment = map[string]string{"VERSION": "2"}
-	second := load(t, c, req, Miss)
+	second := loadApp(t, c, req, Miss)
 	if first.Services[0].Hash == second.Services[0].Hash {
 		t.Fatal("the build arg did not change the service")
 	}
 	sameModel(t, second, uncached(t, req))
 	// The build context is an input as well.
 	write(t, filepath.Join(dir, "web", "Dockerfile"), "FROM scratch\nLABEL a=b\n")
-	third := load(t, c, req, Miss)
+	third := loadApp(t, c, req, Miss)
 	if third.Services[0].Hash == second.Services[0].Hash {
 		t.Fatal("the Dockerfile did not change the service")
 	}
@@ -380,10 +383,10 @@ func TestHitJudgesHostPathsAgain(t *testing.T) {
 	dir := newApp(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: nginx\n    volumes: [\"" + data + ":/data\"]\n"})
 	c := testCache(t)
 	req := baseRequest(dir)
-	req.Opts.Policy = manifest.Policy{HostPaths: []string{hostDir}}
+	req.Opts.Policy = policy.Policy{HostPaths: []string{hostDir}}
 	req.Opts.Host = hostpath.Host(func(string) string { return "" })
-	load(t, c, req, Miss)
-	load(t, c, req, Hit)
+	loadApp(t, c, req, Miss)
+	loadApp(t, c, req, Hit)
 	if err := os.Remove(data); err != nil {
 		t.Fatal(err)
 	}

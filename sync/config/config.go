@@ -15,13 +15,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy"
-	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
-	"github.com/driftless-dev/driftless/gitsource"
-	"github.com/driftless-dev/driftless/secrets"
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
+	"github.com/driftless-dev/driftless/secrets"
 )
 
 // Defaults for AppConfig fields left out of the config file.
@@ -61,7 +64,7 @@ type AppConfig struct {
 	WebhookSecret string
 	// Policy is the host power the app's manifests may use (privileged,
 	// host paths, ...); none by default.
-	Policy manifest.Policy
+	Policy policy.Policy
 	// Shared are the external networks and volumes of other apps that
 	// this app's manifests may join or mount; none by default.
 	Shared drift.Shared
@@ -93,8 +96,8 @@ type AppConfig struct {
 	// RefusesForcePush).
 	OnForcePush string
 	// Limits bound what one revision may ask for (replicas, services,
-	// bytes, ...); zero fields are manifest.DefaultLimits().
-	Limits manifest.Limits
+	// bytes, ...); zero fields are policy.DefaultLimits().
+	Limits policy.Limits
 
 	// AgeKeyFile is the app's age identity file for SOPS secrets
 	// (decryption.ageKeyFile); read at each load, so a rotated key file is
@@ -159,8 +162,8 @@ const (
 const AdoptCompose = "compose"
 
 // LoadOptions are what the config adds to the app's files.
-func (c AppConfig) LoadOptions() manifest.LoadOptions {
-	return manifest.LoadOptions{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.SecretKey,
+func (c AppConfig) LoadOptions() load.Options {
+	return load.Options{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.SecretKey,
 		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext,
 		Target: c.SwarmTarget()}
 }
@@ -537,7 +540,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 // volumes (shared).
 func parseReach(fa fileAppConfig, app *AppConfig) []error {
 	var errs []error
-	app.Policy = manifest.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	app.Policy = policy.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
 	if err := app.Policy.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -631,8 +634,8 @@ func (c AppConfig) RefusesForcePush() (refuse, byVerify bool) {
 
 // parseLimits reads an app's limits: a count, or for the byte limits a
 // number of bytes or a quantity ("1Mi").
-func parseLimits(m map[string]json.RawMessage) (manifest.Limits, []error) {
-	var l manifest.Limits
+func parseLimits(m map[string]json.RawMessage) (policy.Limits, []error) {
+	var l policy.Limits
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		text := strings.TrimSpace(string(m[name]))

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 func TestConfigLimits(t *testing.T) {
@@ -19,12 +19,12 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := manifest.Limits{Replicas: 500, Services: 30, ManifestBytes: 1 << 20, ContentBytes: 32 << 20}
+	want := policy.Limits{Replicas: 500, Services: 30, ManifestBytes: 1 << 20, ContentBytes: 32 << 20}
 	if got := cfg.Apps[0].LoadOptions().Limits; got != want {
 		t.Errorf("shop limits = %+v, want %+v", got, want)
 	}
-	if got := cfg.Apps[1].LoadOptions().Limits.WithDefaults(); got != manifest.DefaultLimits() {
-		t.Errorf("blog limits = %+v, want the defaults %+v", got, manifest.DefaultLimits())
+	if got := cfg.Apps[1].LoadOptions().Limits.WithDefaults(); got != policy.DefaultLimits() {
+		t.Errorf("blog limits = %+v, want the defaults %+v", got, policy.DefaultLimits())
 	}
 
 	_, err = parseConfig([]byte(`

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 func TestLoadConfigReadsAppsAndSecrets(t *testing.T) {

@@ -21,9 +21,10 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/internal/hostpath"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
@@ -121,7 +122,7 @@ type Options struct {
 	// Host is where every pass judges the apps' host paths (symlinks
 	// followed, the engine's sockets); default: this machine
 	// (internal/hostpath with the process's environment).
-	Host manifest.Host
+	Host policy.Host
 }
 
 // Agent keeps every configured app converged to its Git revision.

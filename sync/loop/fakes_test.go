@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -392,7 +393,7 @@ type harness struct {
 	logs       lockedLog
 	// host, when set before open, is the machine the agent judges host
 	// paths on; zero: the real one.
-	host manifest.Host
+	host policy.Host
 }
 
 // lockedLog is the agent's Info log, for tests of what it says.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/config"
 )
 
@@ -40,11 +40,11 @@ func (l *linkHost) resolve(p string) (string, error) {
 // A new commit with the same path is refused the same way.
 func TestHostPathsAreJudgedAtEveryPass(t *testing.T) {
 	cfg := appConfig("shop")
-	cfg.Policy = manifest.Policy{HostPaths: []string{"/srv/shop"}}
+	cfg.Policy = policy.Policy{HostPaths: []string{"/srv/shop"}}
 	host := &linkHost{link: "/srv/shop/data"}
 	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
 		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{cfg},
-		host: manifest.Host{Resolve: host.resolve}}
+		host: policy.Host{Resolve: host.resolve}}
 	h.open()
 	src := h.sources["shop"]
 	web := func(image string) map[string]string {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 

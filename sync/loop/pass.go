@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
@@ -246,7 +247,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 // the host can change at any time, so every pass looks again before it
 // builds, creates or heals anything.
 func (p *pass) hostPathRefusal(rs *revisionState) *status.Refusal {
-	errs := manifest.CheckHostPaths(rs.app, p.in.cfg.Policy, p.a.opts.Host)
+	errs := policy.CheckHostPaths(rs.app, p.in.cfg.Policy, p.a.opts.Host)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -7,8 +7,9 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/driftless-dev/driftless/drift/manifest"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -66,7 +67,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg config.AppConf
 	case err != nil:
 		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
 	default:
-		app, err := manifest.LoadWith(fsys, ".", cfg.Name, cfg.LoadOptions())
+		app, err := appdir.LoadWith(fsys, ".", cfg.Name, cfg.LoadOptions())
 		if rs.refusal, err = refusalOf(rev, cfg, err); err != nil {
 			return nil, err
 		}

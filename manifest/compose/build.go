@@ -1,0 +1,120 @@
+package compose
+
+import (
+	"io/fs"
+	"reflect"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest/load"
+)
+
+// resolveBuildsIfValid is ResolveBuilds for a front end that has collected
+// errs so far: a revision already refused is not read further.
+func resolveBuildsIfValid(fsys fs.FS, root string, app *manifest.App, errs *yamlpos.Collector) error {
+	if len(errs.Errs) > 0 {
+		return nil
+	}
+	return load.ResolveBuilds(fsys, root, app)
+}
+
+// composeBuildRules says, for each attribute of a compose service's
+// build:, what happens to it; as with composeServiceRules, an attribute
+// this table does not know is refused.
+var composeBuildRules = map[string]any{
+	"context":             composeMapped("build.context (a directory of the app in the revision)"),
+	"dockerfile":          composeMapped("build.dockerfile (relative to the context)"),
+	"args":                composeMapped("build.args"),
+	"target":              composeMapped("build.target"),
+	"dockerfile_inline":   composeRefused("is not supported: commit the Dockerfile and name it with dockerfile:"),
+	"additional_contexts": composeRefused("is not supported: the context is one directory of the revision"),
+	"cache_from":          composeRefused("is not supported: the engine's own build cache is used"),
+	"cache_to":            composeRefused("is not supported: the engine's own build cache is used"),
+	"no_cache":            composeRefused("is not supported: an unchanged context is never rebuilt anyway"),
+	"no_cache_filter":     composeRefused("is not supported"),
+	"pull":                composeRefused("is not supported: base images are used as the engine has them"),
+	"tags":                composeRefused("is not supported: name the image with image:"),
+	"labels":              composeRefused("is not supported yet"),
+	"secrets":             composeRefused("build secrets are not supported"),
+	"ssh":                 composeRefused("build SSH forwarding is not supported"),
+	"entitlements":        composeRefused("build entitlements are not supported"),
+	"privileged":          composeRefused("privileged builds are not supported"),
+	"network":             composeRefused("build networks are not supported"),
+	"extra_hosts":         composeRefused("is not supported for builds"),
+	"isolation":           composeRefused("is Windows-only"),
+	"platforms":           composeRefused("is not supported: driftless builds for the engine's own platform"),
+	"provenance":          composeRefused("needs BuildKit attestations, which driftless does not produce"),
+	"sbom":                composeRefused("needs BuildKit attestations, which driftless does not produce"),
+	"shm_size":            composeRefused("is not supported for builds"),
+	"ulimits":             composeRefused("is not supported for builds"),
+}
+
+// mapBuild maps build: onto ServiceSpec.Build. ResolveBuilds reads the
+// context from the revision afterwards.
+func (sm *serviceMap) mapBuild() {
+	b := sm.s.Build
+	sm.record("build", "build")
+	v := reflect.ValueOf(b).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || strings.HasPrefix(name, "#") || v.Field(i).IsZero() {
+			continue
+		}
+		switch r := composeBuildRules[name].(type) {
+		case composeMapped:
+		case composeRefused:
+			sm.refuse("build."+name, "%s", string(r))
+		default:
+			sm.refuse("build."+name, "is not supported by driftless yet")
+		}
+	}
+	args := map[string]string{}
+	for k, val := range b.Args {
+		// compose-go drops an arg without a value that its environment
+		// does not set, as docker compose does; any left is skipped alike.
+		if val != nil {
+			args[k] = *val
+		}
+	}
+	if len(args) == 0 {
+		args = nil
+	}
+	ctx := b.Context
+	if ctx == "" {
+		ctx = "."
+	}
+	if _, err := manifest.CleanRepoPath(ctx); err != nil {
+		sm.refuse("build.context", "%v: a build context must be inside the app directory", err)
+	}
+	df := b.Dockerfile
+	if df == "" {
+		df = manifest.DefaultDockerfile
+	}
+	if _, err := manifest.CleanDockerfile(df); err != nil {
+		sm.refuse("build.dockerfile", "%v", err)
+	}
+	if sm.s.Image != "" {
+		if _, err := manifest.BuiltImageName(sm.m.app, sm.name, sm.s.Image); err != nil {
+			sm.refuse("image", "%v", err)
+		}
+	}
+	sm.spec.Build = &manifest.Build{Context: ctx, Dockerfile: df, Args: args, Target: b.Target, Image: sm.s.Image}
+}
+
+// composeBuildFields lists the build attributes compose-go knows, for the
+// test that keeps composeBuildRules complete.
+func composeBuildFields() []string {
+	var out []string
+	t := reflect.TypeOf(types.BuildConfig{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" && !strings.HasPrefix(name, "#") {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,596 @@
+package compose
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/format"
+	"github.com/compose-spec/compose-go/v2/interpolation"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/compose-spec/compose-go/v2/tree"
+	"github.com/compose-spec/compose-go/v2/types"
+	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
+)
+
+// composeWorkDir is the directory compose-go is told the files live in. It
+// is virtual: compose-go gets the files' content and never reads this
+// path, and every relative path is resolved here against the fs.FS.
+const composeWorkDir = "/driftless/app"
+
+// Layout names the compose files of an app directory, in the order
+// compose loads them.
+type Layout struct {
+	Files    []string // the compose file, then its override file if any
+	shadowed []string // other compose files compose's precedence ignores
+}
+
+// Find applies compose's discovery to the app directory: the first
+// of cli.DefaultFileNames, plus the first of cli.DefaultOverrideFileNames.
+// Files the ignore list excludes do not count.
+func Find(fsys fs.FS, root string, ign *load.IgnoreList) (Layout, error) {
+	var l Layout
+	present := func(name string) (bool, error) {
+		p := path.Join(root, name)
+		if ign.Ignored(name, false) {
+			return false, nil
+		}
+		info, err := fs.Stat(fsys, p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return !info.IsDir(), nil
+	}
+	var candidates []string
+	for _, n := range cli.DefaultFileNames {
+		ok, err := present(n)
+		if err != nil {
+			return l, err
+		}
+		if ok {
+			candidates = append(candidates, n)
+		}
+	}
+	if len(candidates) == 0 {
+		return l, nil
+	}
+	l.Files = []string{path.Join(root, candidates[0])}
+	for _, n := range candidates[1:] {
+		l.shadowed = append(l.shadowed, path.Join(root, n))
+	}
+	first := true
+	for _, n := range cli.DefaultOverrideFileNames {
+		ok, err := present(n)
+		if err != nil {
+			return l, err
+		}
+		switch {
+		case ok && first:
+			l.Files = append(l.Files, path.Join(root, n))
+			first = false
+		case ok:
+			l.shadowed = append(l.shadowed, path.Join(root, n))
+		}
+	}
+	return l, nil
+}
+
+// composeLoad is one compose app being loaded.
+type composeLoad struct {
+	fsys     fs.FS
+	root     string
+	app      string
+	opts     load.Options
+	display  func(string) string
+	errs     *yamlpos.Collector
+	warnings *yamlpos.Collector
+	ix       *composeIndex
+	in       *interpolator
+}
+
+func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
+	l := &composeLoad{
+		fsys: fsys, root: root, app: app, opts: opts, display: display,
+		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{},
+	}
+	for _, p := range layout.Files {
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, fmt.Errorf("reading compose file %s: %w", display(p), err)
+		}
+		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, policy.BudgetOf(fsys)))
+	}
+	main := l.ix.files[0]
+	for _, p := range layout.shadowed {
+		l.warnings.Add(manifest.Position{File: display(p)}, "", "ignored: %s takes precedence, as in docker compose", main.display)
+	}
+	if err := checkMixedFormats(l.errs, fsys, root, layout, ign, main.display, display); err != nil {
+		return nil, err
+	}
+	checkComposeCounts(l.errs, l.ix, policy.BudgetOf(fsys).Limits)
+	if len(l.errs.Errs) > 0 {
+		return nil, l.errs.Sorted()
+	}
+	if !hasDocument(main) {
+		l.errs.Add(manifest.Position{File: main.display, Line: 1}, "", "the compose file is empty: declare services")
+		return nil, l.errs.Sorted()
+	}
+	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment, l.opts.ReportEnvRead)
+	l.in = &interpolator{env: env, read: l.opts.ReportEnvRead, errs: l.errs, warnings: l.warnings}
+	// A single compose file is valid to compose-go's schema check exactly
+	// when each of its documents is to ours (the same schema, formats and
+	// casts; compose-go checks it merged with nothing). Ours reports every
+	// error with its position, but costs a second compilation of the
+	// schema in every process: with one file it runs only when compose-go
+	// refuses, to say where.
+	schemaLater := len(l.ix.files) == 1
+	l.precheck(!schemaLater)
+	if len(l.errs.Errs) > 0 {
+		return nil, l.errs.Sorted()
+	}
+	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles)
+	if err != nil {
+		if schemaLater {
+			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+			if len(l.errs.Errs) > 0 {
+				return nil, l.errs.Sorted()
+			}
+		}
+		l.composeGoError(err)
+		return nil, l.errs.Sorted()
+	}
+	a := l.mapProject(project)
+	// Contexts are read only from a mapping without errors: a refused
+	// build: would only be reported twice.
+	if err := resolveBuildsIfValid(fsys, root, a, l.errs); err != nil {
+		var list manifest.ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		l.errs.Errs = append(l.errs.Errs, list...)
+	}
+	// The policy's and the limits' refusals belong to the same list as the
+	// mapping's.
+	l.errs.Errs = append(l.errs.Errs, policy.CheckPolicy(a, opts.Policy, opts.Host)...)
+	l.errs.Errs = append(l.errs.Errs, policy.CheckLimits(a, opts.Limits)...)
+	if len(l.errs.Errs) > 0 {
+		return nil, l.errs.Sorted()
+	}
+	// Secrets are decrypted once the mapping is sound, as for native
+	// manifests.
+	l.errs.Errs = append(l.errs.Errs, load.ResolveSecrets(fsys, root, a, opts, display)...)
+	if len(l.errs.Errs) > 0 {
+		return nil, l.errs.Sorted()
+	}
+	a.Warnings = l.warnings.Sorted()
+	if len(a.Warnings) == 0 {
+		a.Warnings = nil
+	}
+	return a, nil
+}
+
+// precheck finds, with positions, everything compose-go would stop at
+// (with its first error and no position): keys, interpolation, files it
+// would read from the host, short syntax, and, with schema, the schema.
+// Without schema it still interpolates every document as the schema check
+// would, to find the casts compose-go needs.
+func (l *composeLoad) precheck(schema bool) {
+	l.eachDoc(func(f *composeFile, d *yaml.Node) {
+		checkKeys(l.errs, f, d, "", 0)
+		l.in.check(f, d, "", 0)
+		refuseFileReferences(l.errs, f, d)
+	})
+	if len(l.errs.Errs) > 0 {
+		return
+	}
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	if len(l.errs.Errs) > 0 {
+		return
+	}
+	if !schema {
+		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.in) })
+		return
+	}
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+}
+
+// eachDoc calls fn for every non-empty document, in load order.
+func (l *composeLoad) eachDoc(fn func(*composeFile, *yaml.Node)) {
+	for _, f := range l.ix.files {
+		for _, d := range f.docs {
+			if d != nil {
+				fn(f, d)
+			}
+		}
+	}
+}
+
+func hasDocument(f *composeFile) bool {
+	for _, d := range f.docs {
+		if d != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// parseComposeFile parses a compose file into yaml.v3 documents for
+// positions, reporting syntax errors and documents beyond the limits.
+func parseComposeFile(c *yamlpos.Collector, p, display string, data []byte, b *policy.Budget) *composeFile {
+	f := &composeFile{path: p, display: display, data: data}
+	if !utf8.Valid(data) {
+		c.Add(yamlpos.InvalidUTF8(display, data), "", "file is not valid UTF-8")
+		return f
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for docs := 1; ; docs++ {
+		var n yaml.Node
+		err := yamlpos.DecodeNode(dec, &n)
+		if errors.Is(err, io.EOF) {
+			return f
+		}
+		if err != nil {
+			pos, msg := yamlpos.SyntaxError(display, data, err)
+			c.Add(pos, "", "YAML syntax error: %s", msg)
+			return f
+		}
+		if !policy.CheckDocuments(c, display, &n, docs, b.Limits.Documents) || !policy.CheckStructure(c, display, &n, b) {
+			return f
+		}
+		if len(n.Content) == 0 || yamlpos.IsNull(n.Content[0]) {
+			f.docs = append(f.docs, nil)
+			continue
+		}
+		root := n.Content[0]
+		if root.Kind != yaml.MappingNode {
+			c.Add(manifest.Position{File: display, Line: root.Line, Column: root.Column}, "",
+				"a compose file must be a mapping of top-level keys (services, networks, volumes, ...), got %s", yamlpos.Describe(root))
+			f.docs = append(f.docs, nil)
+			continue
+		}
+		f.docs = append(f.docs, root)
+	}
+}
+
+// checkKeys reports mapping keys compose cannot take: non-strings and
+// duplicates.
+func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string, depth int) {
+	if n == nil || depth > 64 {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			pos := manifest.Position{File: f.display, Line: k.Line, Column: k.Column}
+			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				checkKeys(c, f, v, field, depth+1)
+				continue
+			}
+			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+				c.Add(pos, field, "keys must be strings, got %s: quote the key", yamlpos.Describe(k))
+				continue
+			}
+			cp := yamlpos.ChildPath(field, k.Value)
+			if first, dup := seen[k.Value]; dup {
+				c.Add(pos, cp, "duplicate key (first at line %d)", first.Line)
+				continue
+			}
+			seen[k.Value] = k
+			checkKeys(c, f, v, cp, depth+1)
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			checkKeys(c, f, e, yamlpos.IndexPath(field, i), depth+1)
+		}
+	}
+}
+
+// refuseFileReferences refuses what would make compose-go read other files
+// from the host: include and extends.file.
+func refuseFileReferences(c *yamlpos.Collector, f *composeFile, doc *yaml.Node) {
+	if doc == nil {
+		return
+	}
+	if k, _ := child(doc, "include"); k != nil {
+		c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, "include",
+			"is not supported: an app is one directory; merge the included services into %s, or use an override file (compose.override.yaml)", path.Base(f.path))
+	}
+	_, services := child(doc, "services")
+	services = deref(services)
+	if services == nil || services.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		name := services.Content[i].Value
+		_, ext := child(services.Content[i+1], "extends")
+		if k, _ := child(ext, "file"); k != nil {
+			c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, yamlpos.ChildPath("services", name)+".extends.file",
+				"is not supported: extend a service of the same file (extends: {service: NAME})")
+		}
+	}
+}
+
+// checkShortSyntax parses the short syntax of ports and volumes the way
+// compose-go will, so a malformed entry is reported at its position (and
+// with the others) rather than as compose-go's first error.
+func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interpolator) {
+	_, services := child(doc, "services")
+	services = deref(services)
+	if services == nil || services.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		base := yamlpos.ChildPath("services", services.Content[i].Value)
+		svc := services.Content[i+1]
+		check := func(attr string, parse func(string) error) {
+			_, list := child(svc, attr)
+			list = deref(list)
+			if list == nil || list.Kind != yaml.SequenceNode {
+				return
+			}
+			for j, e := range list.Content {
+				e = deref(e)
+				if e.Kind != yaml.ScalarNode {
+					continue
+				}
+				text, _, err := in.substitute(e.Value)
+				if err == nil {
+					err = parse(text)
+				}
+				if err != nil {
+					c.Add(manifest.Position{File: f.display, Line: e.Line, Column: e.Column}, yamlpos.IndexPath(base+"."+attr, j), "%v", err)
+				}
+			}
+		}
+		check("ports", func(s string) error {
+			_, err := types.ParsePortConfig(s)
+			return err
+		})
+		check("volumes", func(s string) error {
+			_, err := format.ParseVolume(s)
+			return err
+		})
+	}
+}
+
+// checkMixedFormats refuses driftless manifests beside a compose file: an
+// app directory has one format. Other YAML (CI configs, docs) is ignored.
+func checkMixedFormats(c *yamlpos.Collector, fsys fs.FS, root string, layout Layout, ign *load.IgnoreList, composeName string, display func(string) string) error {
+	files, err := load.ManifestFiles(fsys, root, ign)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", display(root), err)
+	}
+	for _, p := range files {
+		if p == layout.Files[0] || (len(layout.Files) > 1 && p == layout.Files[1]) {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", display(p), err)
+		}
+		for _, pos := range nativeDocuments(display(p), data) {
+			c.Add(pos, "apiVersion", "a driftless manifest beside the compose file %s: an app directory holds either a compose file or driftless manifests, not both; move the manifests to their own app directory, or list this file in .driftlessignore", composeName)
+		}
+	}
+	return nil
+}
+
+// nativeDocuments returns where each document of data declares a driftless
+// apiVersion. Files that do not parse are not manifests.
+func nativeDocuments(file string, data []byte) []manifest.Position {
+	if !bytes.Contains(data, []byte("driftless.dev/")) {
+		return nil
+	}
+	var out []manifest.Position
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := yamlpos.DecodeNode(dec, &n); err != nil {
+			return out
+		}
+		if len(n.Content) == 0 {
+			continue
+		}
+		_, v := child(n.Content[0], "apiVersion")
+		if v != nil && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, "driftless.dev/") {
+			out = append(out, manifest.Position{File: file, Line: v.Line, Column: v.Column})
+		}
+	}
+}
+
+// runComposeGo loads the project with compose-go, kept away from the host:
+// the files are given as content, paths stay relative (ResolvePaths off),
+// the environment is the one given, env_file and label_file are not read
+// (env_file is resolved through the fs.FS afterwards), and the project name
+// is the app's. A panic inside compose-go is an error, never a crash.
+//
+// casts are the interpolation casts that apply to some string of the files
+// (found by the schema check, which applies them the same way): giving
+// compose-go only these keeps its interpolation from trying all of them on
+// every value, with the same result.
+func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []string) (p *types.Project, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("compose-go: %v", r)
+		}
+	}()
+	defer func() {
+		if p != nil && in.read != nil {
+			readByComposeGo(p, in.read)
+		}
+	}()
+	casts := in.usedCasts
+	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.env}
+	for _, f := range ix.files {
+		details.ConfigFiles = append(details.ConfigFiles, types.ConfigFile{
+			Filename: path.Join(composeWorkDir, f.path),
+			Content:  f.data,
+		})
+	}
+	return loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName(app, true)
+		o.ResolvePaths = false
+		o.SkipResolveEnvironment = true
+		o.SkipResolveLabels = true
+		o.SkipConsistencyCheck = true
+		o.SkipInclude = true
+		o.Profiles = append([]string(nil), profiles...)
+		o.Interpolate.TypeCastMapping = casts
+		if casts == nil {
+			o.Interpolate.TypeCastMapping = map[tree.Path]interpolation.Cast{}
+		}
+		o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
+			return template.SubstituteWithOptions(s, m, template.WithoutLogging)
+		}
+		o.Interpolate.LookupValue = in.lookup
+	})
+}
+
+// readByComposeGo reports the variables compose-go reads from the
+// environment map itself rather than through the interpolation lookup:
+// environment entries without a value and build args without one
+// (ResolveEnvironment, Normalize), and the sources of secrets and configs.
+// Each keeps its name as a key of the loaded project, so the project names
+// them all.
+func readByComposeGo(p *types.Project, read func(string)) {
+	readEnvAndArgs := func(env types.MappingWithEquals, build *types.BuildConfig) {
+		for k := range env {
+			read(k)
+		}
+		if build != nil {
+			for k := range build.Args {
+				read(k)
+			}
+		}
+	}
+	for _, services := range []types.Services{p.Services, p.DisabledServices} {
+		for _, s := range services {
+			readEnvAndArgs(s.Environment, s.Build)
+		}
+	}
+	for _, jobs := range []types.Jobs{p.Jobs, p.DisabledJobs} {
+		for _, j := range jobs {
+			readEnvAndArgs(j.Environment, j.Build)
+		}
+	}
+	for _, s := range p.Secrets {
+		read(s.Environment)
+	}
+	for _, c := range p.Configs {
+		read(c.Environment)
+	}
+}
+
+var (
+	composeFilePrefix = regexp.MustCompile(`(?:validating |failed to parse )?` + regexp.QuoteMeta(composeWorkDir) + `/(\S+?):? `)
+	composePathStart  = regexp.MustCompile(`^(services|networks|volumes|secrets|configs|models|jobs|include|name)(\.[^\s:]+)?`)
+	composeServiceRef = regexp.MustCompile(`service "([^"]+)"`)
+)
+
+// composeGoError reports an error compose-go returned where it belongs:
+// the file it names, the path it starts with, or the service it names.
+func (l *composeLoad) composeGoError(err error) {
+	msg := err.Error()
+	f := l.ix.files[len(l.ix.files)-1]
+	if m := composeFilePrefix.FindStringSubmatch(msg); m != nil {
+		for _, cf := range l.ix.files {
+			if cf.path == m[1] {
+				f = cf
+			}
+		}
+		msg = strings.Replace(msg, m[0], "", 1)
+	}
+	msg = strings.ReplaceAll(msg, composeWorkDir+"/", "")
+	if m := composePathStart.FindString(msg); m != "" {
+		field, pos := l.locateDotted(m)
+		rest := strings.TrimLeft(strings.TrimPrefix(msg, m), ": ")
+		l.errs.Add(pos, field, "%s", rest)
+		return
+	}
+	if m := composeServiceRef.FindStringSubmatch(msg); m != nil {
+		svc := yamlpos.ChildPath("services", m[1])
+		l.errs.Add(l.ix.keyAt(svc), svc, "%s", msg)
+		return
+	}
+	l.errs.Add(manifest.Position{File: f.display, Line: 1}, "", "%s", msg)
+}
+
+// locateDotted locates a path written compose's way (services.web.ports.0).
+func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
+	parts := strings.Split(dotted, ".")
+	var bestField string
+	var best manifest.Position
+	bestDepth := -1
+	for i := len(l.ix.files) - 1; i >= 0; i-- {
+		f := l.ix.files[i]
+		for _, d := range f.docs {
+			if d == nil {
+				continue
+			}
+			field, pos, n := nodePath(f, d, parts)
+			depth := 0
+			if n != nil {
+				depth = len(parts)
+			}
+			if depth > bestDepth {
+				bestField, best, bestDepth = field, pos, depth
+			}
+		}
+	}
+	return bestField, best
+}
+
+// checkComposeCounts refuses, before compose-go builds the project, more
+// services, or networks and volumes, than the limits allow: compose-go
+// spends over 100 KiB on each service. A name declared in both the compose
+// file and its override counts once. The error is at the first name past
+// the limit.
+func checkComposeCounts(c *yamlpos.Collector, ix *composeIndex, lim policy.Limits) {
+	keys := func(sections ...string) []manifest.Position {
+		seen := map[string]bool{}
+		var out []manifest.Position
+		for _, f := range ix.files {
+			for _, d := range f.docs {
+				for _, sec := range sections {
+					_, m := child(d, sec)
+					if m = deref(m); m == nil || m.Kind != yaml.MappingNode {
+						continue
+					}
+					for i := 0; i+1 < len(m.Content); i += 2 {
+						k := m.Content[i]
+						if !seen[sec+"."+k.Value] {
+							seen[sec+"."+k.Value] = true
+							out = append(out, manifest.Position{File: f.display, Line: k.Line, Column: k.Column})
+						}
+					}
+				}
+			}
+		}
+		return out
+	}
+	if s := keys("services"); len(s) > lim.Services {
+		c.Add(s[lim.Services], "", "the app declares %d services, more than the limit of %d: split the app, or %s", len(s), lim.Services, policy.RaiseAdvice("services"))
+	}
+	if o := keys("networks", "volumes"); len(o) > lim.Objects {
+		c.Add(o[lim.Objects], "", "the app declares %d networks and volumes, more than the limit of %d: %s", len(o), lim.Objects, policy.RaiseAdvice("objects"))
+	}
+}

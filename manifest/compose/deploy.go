@@ -1,0 +1,619 @@
+package compose
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"gopkg.in/yaml.v3"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/native"
+	"github.com/driftless-dev/driftless/manifest/policy"
+)
+
+// mapEnvironment resolves the environment as compose does: a KEY without a
+// value takes it from the interpolation environment; env_file entries are
+// read (from the revision) in order, later ones winning; environment wins
+// over every env_file. A KEY that stays without a value is not set in the
+// container, as in compose.
+func (sm *serviceMap) mapEnvironment() {
+	s := sm.s
+	in := sm.m.in
+	explicit := types.MappingWithEquals{}
+	for k, v := range s.Environment {
+		explicit[k] = v
+	}
+	explicit.Resolve(in.lookup)
+	env := explicit.ToMapping()
+	secret := map[string]bool{}
+	for i, ef := range s.EnvFiles {
+		sm.readEnvFile(i, ef, env, secret, func(k string) (string, bool) {
+			if v, ok := in.lookup(k); ok {
+				return v, true
+			}
+			if v, ok := explicit[k]; ok && v != nil {
+				return *v, true
+			}
+			return "", false
+		})
+	}
+	for k, v := range explicit {
+		if v != nil {
+			env[k] = *v
+			continue
+		}
+		if _, fromFile := env[k]; !fromFile {
+			field, pos := sm.envEntry(k)
+			sm.m.warnings.Add(pos, field, "variable %s has no value and is not set in the interpolation environment: the container does not get it (as in compose)", k)
+		}
+	}
+	for _, k := range sortedKeys(env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			sm.refuse("environment", "invalid variable name %q", k)
+		}
+	}
+	sm.spec.Env = copyMap(env)
+	// Variables from an encrypted env file are secret unless environment:
+	// sets them in the open.
+	for _, k := range sortedKeys(secret) {
+		if v, ok := explicit[k]; (!ok || v == nil) && sm.spec.Env[k] != "" {
+			sm.spec.SecretEnv = append(sm.spec.SecretEnv, k)
+		}
+	}
+}
+
+// envEntry locates the environment entry of key k, in the mapping or the
+// list form.
+func (sm *serviceMap) envEntry(k string) (string, manifest.Position) {
+	if attr := yamlpos.ChildPath("environment", k); sm.m.ix.declared(sm.path(attr)) {
+		return sm.path(attr), sm.at(attr)
+	}
+	list := sm.path("environment")
+	for i, fn := range sm.m.ix.itemNodes(list) {
+		if fn.node.Value == k || strings.HasPrefix(fn.node.Value, k+"=") {
+			return yamlpos.IndexPath(list, i), fn.pos()
+		}
+	}
+	return list, sm.at("environment")
+}
+
+// readEnvFile reads one env_file entry into into. A SOPS-encrypted dotenv
+// is decrypted first, and its variables are marked in secret.
+func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, secret map[string]bool, lookup func(string) (string, bool)) {
+	pos := sm.m.ix.item(sm.path("env_file"), i)
+	field := yamlpos.IndexPath(sm.path("env_file"), i)
+	if path.IsAbs(ef.Path) {
+		sm.refuseAt(pos, field, "%q: env files are read from the revision, so the path must be relative to the app directory", ef.Path)
+		return
+	}
+	p, err := manifest.CleanRepoPath(ef.Path)
+	if err != nil {
+		sm.refuseAt(pos, field, "env file %v", err)
+		return
+	}
+	data, err := fs.ReadFile(sm.m.fsys, path.Join(sm.m.root, p))
+	var limit *policy.LimitError
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !bool(ef.Required):
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		sm.refuseAt(pos, field, "env file %q does not exist in the repository: commit it, or mark it required: false", ef.Path)
+		return
+	case errors.As(err, &limit):
+		sm.refuseAt(pos, field, "env file %q: %s", ef.Path, limit.AsError().Msg)
+		return
+	case err != nil:
+		sm.refuseAt(pos, field, "cannot read env file %q: %v", ef.Path, err)
+		return
+	}
+	if ef.Format != "" {
+		sm.refuseAt(pos, field, "env file format %q is not supported", ef.Format)
+		return
+	}
+	data, encrypted, ok := sm.decryptEnvFile(pos, field, ef.Path, p, data)
+	if !ok {
+		return
+	}
+	vars, err := load.ReadDotenv(data, lookup)
+	switch {
+	case err != nil && encrypted:
+		// A decrypted file's lines are not the committed file's, and
+		// the parser's message may quote the plaintext.
+		sm.refuseAt(pos, field, "env file %q, decrypted: %s", ef.Path, load.DotenvProblem(err))
+		return
+	case err != nil:
+		ep, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
+		if ep.File == "" {
+			ep = pos
+		}
+		sm.refuseAt(ep, field, "%s", load.DotenvMessage(err))
+		return
+	}
+	for k, v := range vars {
+		into[k] = v
+		if encrypted {
+			secret[k] = true
+		}
+	}
+}
+
+// decryptEnvFile opens a SOPS-encrypted env file; a plaintext one is
+// returned as it is (env files are plain configuration in compose).
+func (sm *serviceMap) decryptEnvFile(pos manifest.Position, field, written, p string, data []byte) ([]byte, bool, bool) {
+	decrypt := sm.m.opts.Decrypt
+	if decrypt == nil {
+		if bytes.Contains(data, []byte("\nsops_mac=")) {
+			sm.refuseAt(pos, field, "env file %q is SOPS-encrypted and cannot be decrypted here: no decryption is configured", written)
+			return nil, false, false
+		}
+		return data, false, true
+	}
+	plain, err := decrypt(p, data)
+	var bad *load.KeyError
+	switch {
+	case errors.Is(err, load.ErrNotEncrypted):
+		return data, false, true
+	case errors.As(err, &bad):
+		sm.refuseAt(manifest.Position{File: sm.m.display(path.Join(sm.m.root, p)), Line: bad.Line}, field, "env file %q: %v", written, err)
+		return nil, false, false
+	case err != nil:
+		sm.refuseAt(pos, field, "env file %q: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", written, err)
+		return nil, false, false
+	}
+	return plain, true, true
+}
+
+// mapDeploy maps deploy: replicas (and scale), update_config, mode.
+func (sm *serviceMap) mapDeploy() {
+	s := sm.s
+	d := s.Deploy
+	if s.Scale != nil {
+		sm.spec.Replicas = *s.Scale
+		sm.record("replicas", "scale")
+	}
+	// compose's default is stop-first with parallelism 1: stop one old
+	// replica, then start its replacement.
+	sm.spec.Update = manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 0, MaxUnavailable: 1}
+	if d == nil {
+		sm.checkReplicas()
+		return
+	}
+	if d.Replicas != nil {
+		if s.Scale != nil && *s.Scale != *d.Replicas && sm.m.ix.declared(sm.path("scale")) {
+			sm.refuse("scale", "scale: %d and deploy.replicas: %d differ: keep one of them", *s.Scale, *d.Replicas)
+		}
+		sm.spec.Replicas = *d.Replicas
+		sm.record("replicas", "deploy.replicas")
+	}
+	sm.checkReplicas()
+	if sm.m.opts.Target == manifest.TargetSwarm {
+		sm.mapSwarmDeploy(d)
+	} else {
+		sm.refuseSwarmOnly(d)
+	}
+	if d.EndpointMode != "" {
+		sm.refuse("deploy.endpoint_mode", "is not supported")
+	}
+	if u := d.UpdateConfig; u != nil {
+		sm.mapUpdateConfig(u)
+	}
+}
+
+// refuseSwarmOnly refuses the deploy: keys only a Swarm target carries
+// out, on an app that runs on one engine.
+func (sm *serviceMap) refuseSwarmOnly(d *types.DeployConfig) {
+	const hint = ": set target: swarm for the app to deploy it to a Swarm cluster"
+	switch d.Mode {
+	case "", "replicated":
+	default:
+		sm.refuse("deploy.mode", "%q is not supported: driftless runs replicated services on one engine"+hint, d.Mode)
+	}
+	if len(d.Labels) > 0 {
+		sm.refuse("deploy.labels", "are swarm service labels and not supported: put container labels under labels:")
+	}
+	if d.RollbackConfig != nil {
+		sm.refuse("deploy.rollback_config", "is not supported: a failed rollout stops and keeps the old replicas serving"+hint)
+	}
+	if len(d.Placement.Constraints) > 0 || len(d.Placement.Preferences) > 0 || d.Placement.MaxReplicas != 0 {
+		sm.refuse("deploy.placement", "is a swarm feature and not supported on one engine"+hint)
+	}
+}
+
+// mapSwarmDeploy maps the deploy: keys only Swarm carries out: mode,
+// placement, update_config's failure handling and rollback_config.
+func (sm *serviceMap) mapSwarmDeploy(d *types.DeployConfig) {
+	w := &manifest.SwarmSpec{}
+	switch d.Mode {
+	case "", "replicated":
+	case "global":
+		w.Global = true
+		if d.Replicas != nil {
+			sm.refuse("deploy.replicas", "a global service runs one task per node: remove deploy.replicas")
+		}
+	default:
+		sm.refuse("deploy.mode", "must be replicated or global, got %q", d.Mode)
+	}
+	if len(d.Labels) > 0 {
+		sm.refuse("deploy.labels", "are not supported yet: put labels under labels:")
+	}
+	w.Constraints = slices.Clone(d.Placement.Constraints)
+	for _, p := range d.Placement.Preferences {
+		if p.Spread == "" {
+			sm.refuse("deploy.placement.preferences", "each preference needs spread: (Swarm's only kind)")
+		}
+		w.Preferences = append(w.Preferences, p.Spread)
+	}
+	w.MaxReplicasPerNode = d.Placement.MaxReplicas
+	if u := d.UpdateConfig; u != nil {
+		w.Update = sm.swarmUpdate("deploy.update_config", u, false)
+	}
+	if r := d.RollbackConfig; r != nil {
+		ru := sm.swarmUpdate("deploy.rollback_config", r, true)
+		w.Rollback = &ru
+	}
+	if !reflect.ValueOf(*w).IsZero() {
+		// Left out otherwise, so an app without Swarm-only keys hashes the
+		// same on either target.
+		sm.spec.Swarm = w
+	}
+}
+
+func (sm *serviceMap) swarmUpdate(attr string, u *types.UpdateConfig, rollback bool) manifest.SwarmUpdate {
+	out := manifest.SwarmUpdate{Delay: time.Duration(u.Delay), FailureAction: u.FailureAction, Monitor: time.Duration(u.Monitor),
+		MaxFailureRatio: u.MaxFailureRatio, Order: u.Order}
+	if u.Parallelism != nil {
+		out.Parallelism = *u.Parallelism
+	}
+	if !validSwarmFailureAction(u.FailureAction, rollback) {
+		sm.refuse(attr+".failure_action", "must be %s, got %q", swarmFailureActionList(rollback), u.FailureAction)
+	}
+	if u.Order != "" && u.Order != "stop-first" && u.Order != "start-first" {
+		sm.refuse(attr+".order", "must be stop-first or start-first, got %q", u.Order)
+	}
+	if u.MaxFailureRatio < 0 || u.MaxFailureRatio > 1 {
+		sm.refuse(attr+".max_failure_ratio", "must be between 0 and 1")
+	}
+	return out
+}
+
+func (sm *serviceMap) checkReplicas() {
+	if sm.spec.Replicas < 0 {
+		sm.refuse("deploy.replicas", "must be >= 0")
+	}
+}
+
+// mapUpdateConfig maps update_config: parallelism replicas at a time,
+// started before (start-first) or after (stop-first) the old ones stop.
+func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
+	const attr = "deploy.update_config"
+	par := 1
+	if u.Parallelism != nil {
+		// Swarm takes 0 (all at once) from update_config itself.
+		if (*u.Parallelism == 0 && sm.m.opts.Target != manifest.TargetSwarm) || *u.Parallelism > 1<<20 {
+			sm.refuse(attr+".parallelism", "must be between 1 and %d (0, all at once, is not supported: use x-driftless.update)", 1<<20)
+		}
+		par = int(min(*u.Parallelism, 1<<20))
+	}
+	switch u.Order {
+	case "", "stop-first":
+		sm.spec.Update = manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 0, MaxUnavailable: par}
+	case "start-first":
+		sm.spec.Update = manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: par, MaxUnavailable: 0}
+	default:
+		sm.refuse(attr+".order", "must be stop-first or start-first, got %q", u.Order)
+	}
+	sm.spec.Update.Delay = time.Duration(u.Delay)
+	if sm.m.opts.Target == manifest.TargetSwarm {
+		return // Swarm carries out failure_action, monitor and max_failure_ratio
+	}
+	switch u.FailureAction {
+	case "", "pause", "rollback":
+		// driftless stops a failing rollout and keeps the old replicas
+		// serving: that is both.
+	default:
+		sm.refuse(attr+".failure_action", "%q is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)", u.FailureAction)
+	}
+	if u.Monitor != 0 {
+		sm.refuse(attr+".monitor", "is not supported: a replica counts once it is ready (see x-driftless.readiness)")
+	}
+	if u.MaxFailureRatio != 0 {
+		sm.refuse(attr+".max_failure_ratio", "is not supported: any replica that does not become ready stops the rollout")
+	}
+}
+
+// mapResources maps limits (deploy.resources or the older cpus, mem_limit,
+// pids_limit, mem_reservation; both set and different is an error, as in
+// compose).
+func (sm *serviceMap) mapResources() {
+	s := sm.s
+	var lim, res *types.Resource
+	if s.Deploy != nil {
+		lim, res = s.Deploy.Resources.Limits, s.Deploy.Resources.Reservations
+	}
+	r := &sm.spec.Resources
+	r.MemoryBytes = sm.pickInt("mem_limit", int64(s.MemLimit), "deploy.resources.limits.memory", lim, func(x *types.Resource) int64 { return int64(x.MemoryBytes) })
+	r.PidsLimit = sm.pickInt("pids_limit", s.PidsLimit, "deploy.resources.limits.pids", lim, func(x *types.Resource) int64 { return x.Pids })
+	r.MemoryReservationBytes = sm.pickInt("mem_reservation", int64(s.MemReservation), "deploy.resources.reservations.memory", res, func(x *types.Resource) int64 { return int64(x.MemoryBytes) })
+	r.NanoCPUs = sm.pickInt("cpus", sm.nanoCPUs("cpus"), "deploy.resources.limits.cpus", lim, func(*types.Resource) int64 { return sm.nanoCPUs("deploy.resources.limits.cpus") })
+	if r.MemoryBytes != 0 && r.MemoryBytes < manifest.MinMemory {
+		sm.refuse(sm.declaredOf("deploy.resources.limits.memory", "mem_limit"), "must be at least 6m (Docker's minimum)")
+	}
+	if r.MemoryBytes < 0 || r.PidsLimit < 0 || r.MemoryReservationBytes < 0 || r.NanoCPUs < 0 {
+		sm.refuse("deploy.resources", "limits must not be negative")
+	}
+	sm.refuseResourceExtras("deploy.resources.limits", lim)
+	sm.refuseResourceExtras("deploy.resources.reservations", res)
+	if res != nil {
+		if res.NanoCPUs != 0 {
+			sm.refuse("deploy.resources.reservations.cpus", "CPU reservations are not supported: set a limit")
+		}
+		if res.Pids != 0 {
+			sm.refuse("deploy.resources.reservations.pids", "is not supported")
+		}
+	}
+}
+
+func (sm *serviceMap) declaredOf(a, b string) string {
+	if sm.m.ix.declared(sm.path(a)) {
+		return a
+	}
+	return b
+}
+
+// pickInt takes a limit from the old attribute or deploy.resources.
+func (sm *serviceMap) pickInt(old string, oldVal int64, attr string, r *types.Resource, get func(*types.Resource) int64) int64 {
+	if r == nil || !sm.m.ix.declared(sm.path(attr)) {
+		return oldVal
+	}
+	v := get(r)
+	if oldVal != 0 && v != oldVal {
+		sm.refuse(old, "%s and %s differ: keep one of them", old, attr)
+	}
+	return v
+}
+
+// nanoCPUs reads a cpus value exactly from its text (compose-go keeps a
+// float32, which cannot hold 0.1).
+func (sm *serviceMap) nanoCPUs(attr string) int64 {
+	_, _, v, ok := sm.m.ix.find(sm.path(attr))
+	if !ok || v == nil {
+		return 0
+	}
+	text, _, err := sm.m.in.substitute(v.Value)
+	if err != nil {
+		return 0
+	}
+	n, err := manifest.ParseCPUs(text)
+	if err != nil || strings.HasSuffix(strings.TrimSpace(text), "m") {
+		sm.refuse(attr, "invalid cpus %q: write a number of CPUs such as 0.5", text)
+		return 0
+	}
+	return n
+}
+
+func (sm *serviceMap) refuseResourceExtras(attr string, r *types.Resource) {
+	if r == nil {
+		return
+	}
+	if len(r.Devices) > 0 {
+		sm.refuse(attr+".devices", "device requests (GPUs) are not supported yet")
+	}
+	if len(r.GenericResources) > 0 {
+		sm.refuse(attr+".generic_resources", "are a swarm feature and not supported")
+	}
+}
+
+// rawXDriftless is the x-driftless extension of a service: what compose
+// cannot say, with the native format's field names and defaults.
+type rawXDriftless struct {
+	Readiness *native.RawReadiness `json:"readiness"`
+	Update    *rawXUpdate          `json:"update"`
+	SecretEnv []string             `json:"secretEnv"`
+	// ImageUpdate follows the image's tag (see Service.ImageUpdate).
+	ImageUpdate *native.RawImageUpdate `json:"imageUpdate"`
+}
+
+type rawXUpdate struct {
+	MaxSurge       *int `json:"maxSurge"`
+	MaxUnavailable *int `json:"maxUnavailable"`
+}
+
+// mapExtension reads x-driftless with the native format's checker, from
+// each file that writes it (later files win, key by key).
+func (sm *serviceMap) mapExtension() {
+	attr := sm.path("x-driftless")
+	merged := map[string]any{}
+	bad := false
+	for _, f := range sm.m.ix.files {
+		for _, d := range f.docs {
+			if d == nil {
+				continue
+			}
+			_, n, ok := walkPath(d, splitPath(attr))
+			if !ok || yamlpos.IsNull(n) {
+				continue
+			}
+			val, ok, failed := sm.walkExtension(f, n)
+			bad = bad || failed
+			if ok {
+				deepMerge(merged, val)
+			}
+		}
+	}
+	if bad || len(merged) == 0 {
+		return
+	}
+	x := &rawXDriftless{}
+	if err := decodeStrict(sm.m.in.interpolateValues(merged), x); err != nil {
+		sm.refuse("x-driftless", "%v", err)
+		return
+	}
+	sm.applyExtension(x)
+}
+
+// walkExtension checks one file's x-driftless against rawXDriftless, with
+// positions; fields are reported as services.NAME.x-driftless.FIELD.
+func (sm *serviceMap) walkExtension(f *composeFile, n *yaml.Node) (map[string]any, bool, bool) {
+	yn := resolved(n, 0)
+	doc := &yamlpos.DocCtx{File: f.display, Start: manifest.Position{File: f.display, Line: yn.Line, Column: yn.Column}, Pos: map[string]manifest.Position{}, Failed: map[string]bool{}}
+	tmp := &yamlpos.Collector{}
+	w := &yamlpos.Walker{Doc: doc, Errs: tmp}
+	val, ok := w.Walk(yn, reflect.TypeOf(rawXDriftless{}), "spec")
+	for _, e := range tmp.Errs {
+		e.Field = sm.extField(e.Field)
+		sm.m.errs.Errs = append(sm.m.errs.Errs, e)
+	}
+	sm.extDoc = doc
+	m, _ := val.(map[string]any)
+	return m, ok && m != nil, w.Bad
+}
+
+// extField rewrites "spec.readiness.x" as the compose path.
+func (sm *serviceMap) extField(f string) string {
+	rest := strings.TrimPrefix(f, "spec")
+	return sm.path("x-driftless") + rest
+}
+
+func (sm *serviceMap) applyExtension(x *rawXDriftless) {
+	if x.Readiness != nil {
+		vc := &yamlpos.Collector{}
+		native.ValidateReadiness(yamlpos.Reporter{Errs: vc, Doc: sm.extDoc}, x.Readiness)
+		for _, e := range vc.Errs {
+			e.Field = sm.extField(e.Field)
+			sm.m.errs.Errs = append(sm.m.errs.Errs, e)
+		}
+		sm.spec.Readiness = native.NormalizeReadiness(x.Readiness)
+		sm.record("readiness", "x-driftless.readiness")
+	}
+	if u := x.Update; u != nil {
+		at := func(k string) manifest.Position { return sm.extDoc.At("spec.update." + k) }
+		for _, k := range []struct {
+			name string
+			v    *int
+		}{{"maxSurge", u.MaxSurge}, {"maxUnavailable", u.MaxUnavailable}} {
+			if k.v != nil && (*k.v < 0 || *k.v > 1<<20) {
+				sm.refuseAt(at(k.name), sm.path("x-driftless.update."+k.name), "must be between 0 and %d", 1<<20)
+			}
+		}
+		if u.MaxSurge != nil {
+			sm.spec.Update.MaxSurge = *u.MaxSurge
+		}
+		if u.MaxUnavailable != nil {
+			sm.spec.Update.MaxUnavailable = *u.MaxUnavailable
+		}
+		if sm.spec.Update.MaxSurge == 0 && sm.spec.Update.MaxUnavailable == 0 {
+			sm.refuseAt(sm.extDoc.At("spec.update"), sm.path("x-driftless.update"), "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
+		}
+	}
+	if x.ImageUpdate != nil {
+		sm.applyImageUpdate(x.ImageUpdate)
+	}
+	seen := map[string]bool{}
+	for i, k := range x.SecretEnv {
+		field := yamlpos.IndexPath(sm.path("x-driftless.secretEnv"), i)
+		pos := sm.extDoc.At(yamlpos.IndexPath("spec.secretEnv", i))
+		switch _, ok := sm.spec.Env[k]; {
+		case seen[k]:
+			sm.refuseAt(pos, field, "%q is listed twice", k)
+		case !ok:
+			sm.refuseAt(pos, field, "%q is not in the service's environment", k)
+		}
+		seen[k] = true
+		sm.spec.SecretEnv = append(sm.spec.SecretEnv, k)
+	}
+}
+
+// applyImageUpdate checks x-driftless.imageUpdate like the native field.
+func (sm *serviceMap) applyImageUpdate(u *native.RawImageUpdate) {
+	field := sm.path("x-driftless.imageUpdate")
+	pos := sm.extDoc.At("spec.imageUpdate")
+	if _, err := manifest.ParseImageUpdateInterval(u.Interval); err != nil {
+		sm.refuseAt(sm.extDoc.At("spec.imageUpdate.interval"), field+".interval", "%v", err)
+		return
+	}
+	switch {
+	case sm.pullPolicy == manifest.PullNever:
+		sm.refuseAt(pos, field, "cannot be used with pull_policy: never (an update must pull the new digest)")
+	case strings.Contains(sm.s.Image, "@"):
+		sm.refuseAt(pos, field, "image %q is pinned by digest and can never move: remove imageUpdate or use a tag", sm.s.Image)
+	default:
+		sm.imageUpdate = &manifest.ImageUpdate{Interval: strings.TrimSpace(u.Interval)}
+	}
+}
+
+// deepMerge merges src into dst: mappings key by key, anything else
+// replaced.
+func deepMerge(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				deepMerge(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// interpolateValues interpolates the strings of an extension value.
+func (in *interpolator) interpolateValues(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = in.interpolateValues(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = in.interpolateValues(e)
+		}
+		return out
+	case string:
+		s, _, err := in.substitute(t)
+		if err != nil {
+			return t
+		}
+		return s
+	}
+	return v
+}
+
+// decodeStrict decodes a checked value into a raw type, as the native
+// parser does after its walker.
+func decodeStrict(v any, target any) error {
+	js, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return k8syaml.UnmarshalStrict(js, target)
+}
+
+// SwarmFailureActions are Swarm's update/rollback failure actions.
+var swarmFailureActions = []string{"pause", "continue", "rollback"}
+
+func validSwarmFailureAction(a string, rollback bool) bool {
+	if rollback && a == "rollback" {
+		return false // a rollback cannot roll back
+	}
+	return a == "" || slices.Contains(swarmFailureActions, a)
+}
+
+func swarmFailureActionList(rollback bool) string {
+	if rollback {
+		return "pause or continue"
+	}
+	return strings.Join(swarmFailureActions, ", ")
+}

@@ -1,0 +1,136 @@
+package compose_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+)
+
+// Every problem of a revision is reported at once, each at its file, line
+// and column, with the compose path of the field.
+func TestComposeErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"cast",
+			map[string]string{".env": "N=many\n", "compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {replicas: '${N}'}\n"},
+			[]string{
+				"compose.yaml:4:24: services.web.deploy.replicas: must be a number, got \"many\"",
+			}},
+		{"cycle and names",
+			map[string]string{"compose.yaml": "services:\n  a_b:\n    image: x\n    depends_on: [a-b]\n  a-b:\n    image: y\n  c:\n    image: z\n    depends_on: [d]\n  d:\n    image: z\n    depends_on: [c]\n  1x:\n    image: z\n"},
+			[]string{
+				"compose.yaml:2:3: services.a_b: service names \"a-b\" and \"a_b\" both become \"a-b\": rename one of them",
+				"compose.yaml:9:18: services.c.depends_on[0]: dependency cycle: c -> d -> c",
+				"compose.yaml:13:3: services[\"1x\"]: service name \"1x\" cannot be made a DNS label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): rename it",
+			}},
+		{"dotenv bad",
+			map[string]string{".env": "A=1\nB C=2\n", "compose.yaml": "services:\n  web:\n    image: shop/web:${T}\n"},
+			[]string{
+				".env:2: key cannot contain a space",
+			}},
+		{"dup key",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    image: shop/web:2\n"},
+			[]string{
+				"compose.yaml:4:5: services.web.image: duplicate key (first at line 3)",
+			}},
+		{"empty",
+			map[string]string{"compose.yaml": "# nothing\n"},
+			[]string{
+				"compose.yaml:1: the compose file is empty: declare services",
+			}},
+		{"include extends",
+			map[string]string{"compose.yaml": "include: [other.yaml]\nservices:\n  web:\n    extends: {file: base.yaml, service: web}\n"},
+			[]string{
+				"compose.yaml:1:1: include: is not supported: an app is one directory; merge the included services into compose.yaml, or use an override file (compose.override.yaml)",
+				"compose.yaml:4:15: services.web.extends.file: is not supported: extend a service of the same file (extends: {service: NAME})",
+			}},
+		{"mixed",
+			map[string]string{".github/ci.yml": "on: push\n", "compose.yaml": "services:\n  web:\n    image: shop/web:1\n", "docs/x.yaml": "a: b\n", "k8s/web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec: {image: x}\n"},
+			[]string{
+				"k8s/web.yaml:1:13: apiVersion: a driftless manifest beside the compose file compose.yaml: an app directory holds either a compose file or driftless manifests, not both; move the manifests to their own app directory, or list this file in .driftlessignore",
+			}},
+		{"override error",
+			map[string]string{"compose.override.yaml": "services:\n  web:\n    privileged: true\n    ports: ['bad:80']\n", "compose.yaml": "services:\n  web:\n    image: shop/web:1\n"},
+			[]string{
+				"compose.override.yaml:4:13: services.web.ports[0]: invalid hostPort: bad",
+			}},
+		{"ports collide",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    ports: ['8080:80']\n    deploy: {replicas: 2}\n  api:\n    image: shop/api:1\n    ports: ['8080:80']\n  proxy:\n    image: shop/proxy:1\n    ports: ['9090:80']\n    deploy: {update_config: {order: start-first}}\n"},
+			[]string{
+				"compose.yaml:4:13: services.web.ports[0]: host port 8080 would collide across the 2 replicas: publish it from a service with one replica, or remove it",
+				"compose.yaml:4:13: services.web.ports[0]: host port 8080/tcp is already published by service \"api\" at compose.yaml:8:13",
+				"compose.yaml:11:13: services.proxy.ports[0]: host port 9090 would collide when a rolling update starts the new replica before stopping the old one: use deploy.update_config.order: stop-first (compose's default) or x-driftless.update: {maxSurge: 0, maxUnavailable: 1}",
+			}},
+		{"refusals",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    build: {context: ../up}\n    links: [db]\n    privileged: true\n    cap_add: [SYS_ADMIN]\n    network_mode: \"service:db\"\n    volumes: [\"../outside:/x\", \"./missing.conf:/etc/m.conf\", \"/var/run/docker.sock:/var/run/docker.sock\", \"anon:/a\", \"/data\"]\n    ports: [\"80\"]\n    deploy: {mode: global, placement: {constraints: [node.role==manager]}, update_config: {failure_action: continue, monitor: 10s}}\n    pull_policy: weekly\n    env_file: [missing.env]\n    labels: {dev.driftless.app: x}\n    depends_on: {db: {condition: service_started, restart: true}}\n    x-driftless: {readiness: {httpGet: {port: 0}}, secretEnv: [NOPE], bogus: 1}\n  db:\n    image: shop/db:1\n    container_name: db\n    deploy: {replicas: 2}\nvolumes:\n  data: {name: custom}\nnetworks:\n  n: {ipam: {config: [{subnet: 10.0.0.1/24, gateway: 10.0.0.1}]}}\nsecrets:\n  s: {environment: X}\n"},
+			[]string{
+				"compose.yaml:4:22: services.web.build.context: \"../up\" leaves the app directory: a build context must be inside the app directory",
+				"compose.yaml:5:5: services.web.links: is legacy and not supported: services on a shared network reach each other by name; use depends_on for start order",
+				"compose.yaml:6:17: services.web.privileged: a privileged container can take over the host; allow it for this app with `allow: [privileged]` in driftless.yaml (or `--allow privileged`)",
+				"compose.yaml:7:15: services.web.cap_add[0]: capability SYS_ADMIN is beyond Docker's defaults; allow it for this app with `allow: [capabilities]` in driftless.yaml (or `--allow capabilities`)",
+				"compose.yaml:8:19: services.web.network_mode: \"service:db\" (sharing another container's network namespace) is not supported: put the services on a shared network and reach them by name",
+				"compose.yaml:9:15: services.web.volumes[0]: bind source \"../outside\" leaves the app directory: driftless mounts files of the app's directory in the repository only",
+				"compose.yaml:9:32: services.web.volumes[1]: bind source \"./missing.conf\" does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume",
+				"compose.yaml:9:62: services.web.volumes[2]: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
+				"compose.yaml:9:107: services.web.volumes[3]: volume \"anon\" is not declared: add it under the top-level volumes:",
+				"compose.yaml:9:118: services.web.volumes[4]: anonymous volumes are not supported: name the volume (NAME:/data) and declare it under the top-level volumes:",
+				"compose.yaml:10:13: services.web.ports[0]: publishing container port 80 on a random host port is not supported: write HOST:80, or use expose: to keep it unpublished",
+				"compose.yaml:11:20: services.web.deploy.mode: \"global\" is not supported: driftless runs replicated services on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
+				"compose.yaml:11:28: services.web.deploy.placement: is a swarm feature and not supported on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
+				"compose.yaml:11:108: services.web.deploy.update_config.failure_action: \"continue\" is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)",
+				"compose.yaml:11:127: services.web.deploy.update_config.monitor: is not supported: a replica counts once it is ready (see x-driftless.readiness)",
+				"compose.yaml:12:18: services.web.pull_policy: \"weekly\" is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag",
+				"compose.yaml:13:16: services.web.env_file[0]: env file \"missing.env\" does not exist in the repository: commit it, or mark it required: false",
+				"compose.yaml:14:33: services.web.labels[\"dev.driftless.app\"]: the label prefix \"dev.driftless.\" is reserved for driftless",
+				"compose.yaml:15:60: services.web.depends_on.db.restart: restart: true is not supported yet: driftless does not restart a service when its dependency is replaced",
+				"compose.yaml:16:71: services.web.x-driftless.bogus: unknown field",
+				"compose.yaml:19:21: services.db.container_name: cannot be combined with 2 replicas: a name is unique (as in compose)",
+				"compose.yaml:22:16: volumes.data.name: driftless names the app's volumes <app>-<name> (here \"shop-data\"); to use an existing volume, add external: true",
+				"compose.yaml:24:23: networks.n.ipam.config[0]: only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet",
+				"compose.yaml:24:32: networks.n.ipam.config[0].subnet: subnet 10.0.0.1/24 has host bits set; did you mean 10.0.0.0/24?",
+				"compose.yaml:26:20: secrets.s.environment: secrets from the environment are not supported yet: put the secret in a file of the repository and use file:, or pass it as environment with x-driftless.secretEnv",
+			}},
+		{"required var",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    environment:\n      TOKEN: ${TOKEN:?set TOKEN in the app's environment}\n      X: ${bad\n"},
+			[]string{
+				"compose.yaml:5:14: services.web.environment.TOKEN: required variable TOKEN is not set: set TOKEN in the app's environment",
+				"compose.yaml:6:10: services.web.environment.X: invalid interpolation \"${bad\": write a literal $ as $$",
+			}},
+		{"scale vs replicas",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    scale: 2\n    deploy: {replicas: 3}\n"},
+			[]string{
+				"compose.yaml:4:12: services.web.scale: scale: 2 and deploy.replicas: 3 differ: keep one of them",
+			}},
+		{"syntax",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: [x\n"},
+			[]string{
+				"compose.yaml:3: YAML syntax error: did not find expected ',' or ']'",
+			}},
+		{"tab",
+			map[string]string{"compose.yaml": "services:\n  web:\n\timage: shop/web:1\n"},
+			[]string{
+				"compose.yaml:3:1: YAML syntax error: a tab indents this line; YAML indentation must be spaces",
+			}},
+		{"unknown fields and types",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    imgae: x\n    ports: {a: 1}\n    replicas: 2\n  db:\n    image: 3\n    restart: sometimes\n"},
+			[]string{
+				"compose.yaml:4:5: services.web.imgae: unknown field: not part of the compose specification (did you mean \"image\"?)",
+				"compose.yaml:5:5: services.web.ports: must be a list, got a mapping",
+				"compose.yaml:6:5: services.web.replicas: unknown field: not part of the compose specification (use deploy.replicas or scale)",
+				"compose.yaml:8:12: services.db.image: must be a string, got a number",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := loadtest.ComposeErrors(t, tt.files, load.Options{})
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

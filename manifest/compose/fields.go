@@ -1,0 +1,150 @@
+package compose
+
+import (
+	"reflect"
+)
+
+// Every attribute of a compose service is either mapped onto the model,
+// accepted because it changes nothing a deployed app does, or refused with
+// the reason. None is dropped silently: an attribute compose-go knows and
+// this table does not is refused as unsupported (and a test fails until it
+// is added here).
+
+// composeMapped marks an attribute the front end maps onto the model (see
+// mapService). The text is the target, for the documentation.
+type composeMapped string
+
+// composeNoEffect marks an attribute that is accepted with a warning: what
+// it controls has no counterpart in a deployed app.
+type composeNoEffect string
+
+// composeRefused marks an attribute refused when set, with the reason.
+type composeRefused string
+
+// composeServiceRules says, for each service attribute, what happens to it.
+var composeServiceRules = map[string]any{
+	"name":              composeMapped("the service name (mapped to a DNS label)"),
+	"profiles":          composeMapped("selects whether the service is part of the app (load.Options.Profiles)"),
+	"deploy":            composeMapped("replicas, resources, update, restart policy (see the deploy rows)"),
+	"restart":           composeMapped("restart"),
+	"scale":             composeMapped("replicas"),
+	"container_name":    composeMapped("a network alias (containers are always named <app>-<service>-<slot>)"),
+	"extends":           composeMapped("merged by compose-go (a service of the same file)"),
+	"command":           composeMapped("args"),
+	"entrypoint":        composeMapped("command"),
+	"environment":       composeMapped("env"),
+	"env_file":          composeMapped("env (read from the revision; SOPS-encrypted dotenv decrypted, as secret env)"),
+	"image":             composeMapped("image"),
+	"labels":            composeMapped("labels"),
+	"ports":             composeMapped("ports"),
+	"expose":            composeMapped("ports without a host port"),
+	"volumes":           composeMapped("volumes, binds, tmpfs"),
+	"networks":          composeMapped("networks, aliases"),
+	"network_mode":      composeMapped("networkMode"),
+	"healthcheck":       composeMapped("healthcheck"),
+	"depends_on":        composeMapped("dependsOn, dependsOnCondition"),
+	"stop_grace_period": composeMapped("stopGracePeriodSeconds"),
+	"stop_signal":       composeMapped("stopSignal"),
+	"user":              composeMapped("user"),
+	"working_dir":       composeMapped("workingDir"),
+	"hostname":          composeMapped("hostname"),
+	"domainname":        composeMapped("domainname"),
+	"extra_hosts":       composeMapped("extraHosts"),
+	"dns":               composeMapped("dns"),
+	"dns_search":        composeMapped("dnsSearch"),
+	"dns_opt":           composeMapped("dnsOptions"),
+	"cap_add":           composeMapped("capAdd"),
+	"cap_drop":          composeMapped("capDrop"),
+	"privileged":        composeMapped("privileged"),
+	"read_only":         composeMapped("readOnlyRootfs"),
+	"security_opt":      composeMapped("securityOpt"),
+	"sysctls":           composeMapped("sysctls"),
+	"ulimits":           composeMapped("ulimits"),
+	"init":              composeMapped("init"),
+	"tmpfs":             composeMapped("tmpfs"),
+	"shm_size":          composeMapped("shmSizeBytes"),
+	"logging":           composeMapped("logging"),
+	"devices":           composeMapped("devices"),
+	"pid":               composeMapped("pid"),
+	"ipc":               composeMapped("ipc"),
+	"group_add":         composeMapped("groupAdd"),
+	"tty":               composeMapped("tty"),
+	"stdin_open":        composeMapped("stdinOpen"),
+	"mac_address":       composeMapped("macAddress"),
+	"secrets":           composeMapped("secrets: decrypted files on a tmpfs, bind-mounted read-only"),
+	"configs":           composeMapped("binds of repository files, read-only"),
+	"mem_limit":         composeMapped("resources.memoryBytes"),
+	"mem_reservation":   composeMapped("resources.memoryReservationBytes"),
+	"cpus":              composeMapped("resources.nanoCPUs"),
+	"pids_limit":        composeMapped("resources.pidsLimit"),
+	"pull_policy":       composeMapped("pullPolicy: missing and if_not_present → missing, always, never (build, daily, weekly, every_* refused)"),
+	"build":             composeMapped("build: context, dockerfile, args, target (see the build rows)"),
+
+	"develop": composeNoEffect("develop: configures docker compose watch, which a deployed app does not run"),
+	"attach":  composeNoEffect("attach: only chooses whose logs docker compose up prints"),
+
+	"annotations":         composeRefused("container annotations are not supported yet"),
+	"blkio_config":        composeRefused("block IO limits are not supported yet"),
+	"cgroup_parent":       composeRefused("a custom cgroup parent is not supported"),
+	"cgroup":              composeRefused("cgroup namespaces are not supported yet"),
+	"cpu_count":           composeRefused("is Windows-only; use deploy.resources.limits.cpus"),
+	"cpu_percent":         composeRefused("is Windows-only; use deploy.resources.limits.cpus"),
+	"cpu_period":          composeRefused("is not supported; use deploy.resources.limits.cpus"),
+	"cpu_quota":           composeRefused("is not supported; use deploy.resources.limits.cpus"),
+	"cpu_rt_period":       composeRefused("real-time scheduling is not supported"),
+	"cpu_rt_runtime":      composeRefused("real-time scheduling is not supported"),
+	"cpuset":              composeRefused("CPU pinning is not supported yet"),
+	"cpu_shares":          composeRefused("CPU shares are not supported yet; use deploy.resources.limits.cpus"),
+	"credential_spec":     composeRefused("is Windows-only"),
+	"device_cgroup_rules": composeRefused("device cgroup rules are not supported; list devices under devices:"),
+	"gpus":                composeRefused("GPUs are not supported yet"),
+	"isolation":           composeRefused("is Windows-only"),
+	"label_file":          composeRefused("is not supported yet: write the labels under labels:"),
+	"log_driver":          composeRefused("is the legacy spelling: use logging: {driver: ...}"),
+	"log_opt":             composeRefused("is the legacy spelling: use logging: {options: ...}"),
+	"memswap_limit":       composeRefused("swap limits are not supported yet"),
+	"mem_swappiness":      composeRefused("swappiness is not supported yet"),
+	"models":              composeRefused("AI models are not supported"),
+	"oom_kill_disable":    composeRefused("disabling the OOM killer is not supported"),
+	"oom_score_adj":       composeRefused("OOM score adjustment is not supported yet"),
+	"platform":            composeRefused("is not supported yet: driftless runs images for the engine's own platform"),
+	"pull_refresh_after":  composeRefused("pull policies come with image support"),
+	"runtime":             composeRefused("other container runtimes are not supported yet"),
+	"storage_opt":         composeRefused("storage driver options are not supported"),
+	"umask":               composeRefused("is not supported yet"),
+	"use_api_socket":      composeRefused("gives the container the Docker socket, which is root on the host; mount it explicitly (policy docker-socket) if you must"),
+	"userns_mode":         composeRefused("user namespace modes are not supported"),
+	"uts":                 composeRefused("UTS namespace modes are not supported"),
+	"volume_driver":       composeRefused("is not supported: set the driver on the top-level volume"),
+	"volumes_from":        composeRefused("is not supported: share a named volume between the services instead"),
+	"provider":            composeRefused("provider services are not supported"),
+	"external_links":      composeRefused("is not supported: join an external network instead"),
+	"links":               composeRefused("is legacy and not supported: services on a shared network reach each other by name; use depends_on for start order"),
+	"net":                 composeRefused("is the legacy spelling: use network_mode"),
+	"pre_start":           composeRefused("lifecycle hooks are not supported yet"),
+	"post_start":          composeRefused("lifecycle hooks are not supported yet"),
+	"pre_stop":            composeRefused("lifecycle hooks are not supported yet"),
+	"dockerfile":          composeRefused("is not supported yet: build and tag the image, then set image:"),
+}
+
+// refuseUnmapped refuses every attribute the service sets that the table
+// marks refused (or does not know), and warns about the ones without
+// effect.
+func (sm *serviceMap) refuseUnmapped() {
+	v := reflect.ValueOf(sm.s).Elem()
+	for _, f := range composeServiceFields() {
+		fv := v.FieldByIndex(f.index)
+		if fv.IsZero() {
+			continue
+		}
+		switch r := composeServiceRules[f.name].(type) {
+		case composeMapped:
+		case composeNoEffect:
+			sm.warn(f.name, "has no effect in driftless: %s", string(r))
+		case composeRefused:
+			sm.refuse(f.name, "%s", string(r))
+		default:
+			sm.refuse(f.name, "is not supported by driftless yet")
+		}
+	}
+}

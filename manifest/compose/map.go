@@ -1,0 +1,293 @@
+package compose
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+)
+
+// composeMapper turns a compose-go project into an App.
+type composeMapper struct {
+	*composeLoad
+	p        *types.Project
+	svcNames map[string]string // compose service name -> model name
+	netNames map[string]string
+	volNames map[string]string
+	content  map[string]*manifest.RepoTree
+	services []*serviceMap
+	reported map[string]bool // top-level files whose problems are reported
+}
+
+func (l *composeLoad) mapProject(p *types.Project) *manifest.App {
+	m := &composeMapper{
+		composeLoad: l, p: p,
+		content: map[string]*manifest.RepoTree{},
+	}
+	m.checkProjectName()
+	m.refuseTopLevel()
+	m.svcNames = m.mapNames("services", slices.Sorted(mapKeys(p.Services)), "service")
+	m.netNames = m.mapNames("networks", slices.Sorted(mapKeys(p.Networks)), "network")
+	m.volNames = m.mapNames("volumes", slices.Sorted(mapKeys(p.Volumes)), "volume")
+	a := &manifest.App{Name: l.app, Format: manifest.FormatCompose, Services: []manifest.Service{}, Networks: []manifest.Network{}, Volumes: []manifest.Volume{}}
+	a.Networks = m.mapNetworks()
+	a.Volumes = m.mapVolumes()
+	m.checkSecretsAndConfigs()
+	for _, name := range slices.Sorted(mapKeys(p.Services)) {
+		s := p.Services[name]
+		sm := newServiceMap(m, name, &s)
+		sm.mapService()
+		m.services = append(m.services, sm)
+	}
+	m.checkAcross()
+	usesDefault := false
+	for _, sm := range m.services {
+		a.Services = append(a.Services, sm.service())
+		usesDefault = usesDefault || slices.Contains(sm.spec.Networks, manifest.DefaultNetwork)
+	}
+	if usesDefault && a.Network(manifest.DefaultNetwork) == nil {
+		spec := manifest.NetworkSpec{Driver: manifest.DefaultNetworkDriver}
+		a.Networks = append(a.Networks, manifest.Network{Name: manifest.DefaultNetwork, Spec: spec, Hash: manifest.HashNetwork(nil, spec), Implicit: true})
+	}
+	slices.SortFunc(a.Services, func(x, y manifest.Service) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Networks, func(x, y manifest.Network) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Volumes, func(x, y manifest.Volume) int { return strings.Compare(x.Name, y.Name) })
+	if len(m.content) > 0 {
+		a.Content = m.content
+	}
+	return a
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// checkProjectName: the compose project name is not the app name. A
+// different one is accepted and ignored, with a warning.
+func (m *composeMapper) checkProjectName() {
+	f, _, v, ok := m.ix.find("name")
+	if !ok || v == nil || v.Kind != yaml.ScalarNode {
+		return
+	}
+	name, _, err := m.in.substitute(v.Value)
+	if err != nil || name == m.app {
+		return
+	}
+	m.warnings.Add(manifest.Position{File: f.display, Line: v.Line, Column: v.Column}, "name",
+		"the compose project name %q is ignored: this app is %q (containers are named %s-<service>-<slot>)", name, m.app, m.app)
+}
+
+// refuseTopLevel refuses top-level sections that have no counterpart.
+func (m *composeMapper) refuseTopLevel() {
+	if len(m.p.Jobs) > 0 || len(m.p.DisabledJobs) > 0 {
+		m.errs.Add(m.ix.keyAt("jobs"), "jobs", "are not supported yet: run them as services, or outside driftless")
+	}
+	if len(m.p.Models) > 0 {
+		m.errs.Add(m.ix.keyAt("models"), "models", "AI models are not supported")
+	}
+	if m.ix.declared("version") {
+		m.warnings.Add(m.ix.at("version"), "version", "is obsolete and ignored, as in docker compose")
+	}
+}
+
+// dnsLabel maps a compose name onto driftless's names: lower case, '_' and
+// '.' (and anything else a DNS label cannot hold) become '-', with no '-'
+// at either end.
+func dnsLabel(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b), "-")
+}
+
+// mapNames maps the names of one section, reporting names that cannot be
+// mapped and collisions after mapping.
+func (m *composeMapper) mapNames(section string, names []string, what string) map[string]string {
+	out := map[string]string{}
+	taken := map[string]string{}
+	for _, n := range names {
+		mapped := dnsLabel(n)
+		field := yamlpos.ChildPath(section, n)
+		if !manifest.ValidName(mapped) {
+			m.errs.Add(m.ix.firstKeyAt(field), field, "%s name %q cannot be made a DNS label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): rename it", what, n)
+			continue
+		}
+		if prev, dup := taken[mapped]; dup {
+			m.errs.Add(m.ix.firstKeyAt(field), field, "%s names %q and %q both become %q: rename one of them", what, prev, n, mapped)
+			continue
+		}
+		taken[mapped] = n
+		out[n] = mapped
+	}
+	return out
+}
+
+// refuseReserved refuses labels that would forge driftless's own.
+func (m *composeMapper) refuseReserved(field string, labels map[string]string) {
+	for _, k := range sortedKeys(labels) {
+		if strings.HasPrefix(k, manifest.ReservedLabelPrefix) {
+			m.errs.Add(m.ix.at(yamlpos.ChildPath(field, k)), yamlpos.ChildPath(field, k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
+		}
+	}
+}
+
+func (m *composeMapper) mapNetworks() []manifest.Network {
+	out := []manifest.Network{}
+	for _, key := range slices.Sorted(mapKeys(m.p.Networks)) {
+		name, ok := m.netNames[key]
+		base := yamlpos.ChildPath("networks", key)
+		if !ok || (key == manifest.DefaultNetwork && !m.ix.declared(base)) {
+			continue // the implicit default network, added if used
+		}
+		n := m.p.Networks[key]
+		spec := m.networkSpec(base, n)
+		labels := copyMap(n.Labels)
+		m.refuseReserved(base+".labels", labels)
+		out = append(out, manifest.Network{Name: name, Labels: labels, Spec: spec, Hash: manifest.HashNetwork(labels, spec), Source: m.ix.firstKeyAt(base)})
+	}
+	return out
+}
+
+func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest.NetworkSpec {
+	if n.External {
+		return manifest.NetworkSpec{Driver: manifest.DefaultNetworkDriver, External: true, ExternalName: n.Name}
+	}
+	if m.ix.declared(base + ".name") {
+		m.errs.Add(m.ix.at(base+".name"), base+".name", "driftless names the app's networks <app>-<name> (here %q); to use an existing network, add external: true", manifest.ObjectName(m.app, m.netNames[strings.TrimPrefix(base, "networks.")]))
+	}
+	subnet := m.composeSubnet(base, n.Ipam)
+	if n.EnableIPv4 != nil && !*n.EnableIPv4 {
+		m.errs.Add(m.ix.at(base+".enable_ipv4"), base+".enable_ipv4", "an IPv6-only network is not supported yet")
+	}
+	spec := manifest.NetworkSpec{
+		Driver:     orDefaultString(n.Driver, manifest.DefaultNetworkDriver),
+		Internal:   n.Internal,
+		Attachable: n.Attachable,
+		EnableIPv6: n.EnableIPv6 != nil && *n.EnableIPv6,
+		DriverOpts: copyMap(n.DriverOpts),
+		Subnet:     subnet,
+	}
+	if !manifest.ValidDriverName(spec.Driver) {
+		m.errs.Add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
+	}
+	return spec
+}
+
+// composeSubnet maps ipam: one config entry with an IPv4 subnet is kept
+// (what compose users declare to avoid Docker's default pools); gateways,
+// ranges and IPAM drivers are not supported yet.
+func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig) string {
+	p := base + ".ipam"
+	if ipam.Driver != "" && ipam.Driver != "default" {
+		m.errs.Add(m.ix.at(p+".driver"), p+".driver", "IPAM drivers other than default are not supported yet")
+	}
+	if len(ipam.Options) > 0 {
+		m.errs.Add(m.ix.keyAt(p+".options"), p+".options", "is not supported yet")
+	}
+	if len(ipam.Config) > 1 {
+		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "only one subnet per network is supported yet")
+	}
+	if len(ipam.Config) == 0 || ipam.Config[0] == nil {
+		return ""
+	}
+	c, cp := ipam.Config[0], yamlpos.IndexPath(p+".config", 0)
+	if c.Gateway != "" || c.IPRange != "" || len(c.AuxiliaryAddresses) > 0 {
+		m.errs.Add(m.ix.keyAt(cp), cp, "only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet")
+	}
+	if c.Subnet == "" {
+		m.errs.Add(m.ix.keyAt(cp), cp+".subnet", "is required")
+	}
+	if err := manifest.CheckSubnet(c.Subnet); err != nil {
+		m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+	}
+	return c.Subnet
+}
+
+func (m *composeMapper) mapVolumes() []manifest.Volume {
+	out := []manifest.Volume{}
+	for _, key := range slices.Sorted(mapKeys(m.p.Volumes)) {
+		name, ok := m.volNames[key]
+		if !ok {
+			continue
+		}
+		base := yamlpos.ChildPath("volumes", key)
+		v := m.p.Volumes[key]
+		var spec manifest.VolumeSpec
+		switch {
+		case bool(v.External):
+			spec = manifest.VolumeSpec{Driver: manifest.DefaultVolumeDriver, External: true, ExternalName: v.Name}
+		default:
+			if m.ix.declared(base + ".name") {
+				m.errs.Add(m.ix.at(base+".name"), base+".name", "driftless names the app's volumes <app>-<name> (here %q); to use an existing volume, add external: true", manifest.ObjectName(m.app, name))
+			}
+			spec = manifest.VolumeSpec{Driver: orDefaultString(v.Driver, manifest.DefaultVolumeDriver), DriverOpts: copyMap(v.DriverOpts)}
+			if !manifest.ValidDriverName(spec.Driver) {
+				m.errs.Add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
+			}
+		}
+		labels := copyMap(v.Labels)
+		m.refuseReserved(base+".labels", labels)
+		out = append(out, manifest.Volume{Name: name, ComposeName: key, Labels: labels, Spec: spec, Hash: manifest.HashVolume(labels, spec), Source: m.ix.firstKeyAt(base),
+			Fields: yamlpos.VolumeFields(m.ix.at, base+".driver", base+".driver_opts", spec.DriverOpts)})
+	}
+	return out
+}
+
+// checkSecretsAndConfigs checks the top-level secrets and configs: only
+// files of the repository can be mounted.
+func (m *composeMapper) checkSecretsAndConfigs() {
+	for _, key := range slices.Sorted(mapKeys(m.p.Secrets)) {
+		m.checkFileObject("secrets", key, types.FileObjectConfig(m.p.Secrets[key]), true)
+	}
+	for _, key := range slices.Sorted(mapKeys(m.p.Configs)) {
+		m.checkFileObject("configs", key, types.FileObjectConfig(m.p.Configs[key]), false)
+	}
+}
+
+func (m *composeMapper) checkFileObject(section, key string, o types.FileObjectConfig, secret bool) {
+	base := yamlpos.ChildPath(section, key)
+	refuse := func(attr, format string, args ...any) {
+		m.errs.Add(m.ix.at(base+"."+attr), base+"."+attr, format, args...)
+	}
+	switch {
+	case bool(o.External):
+		refuse("external", "external %s are swarm objects and not supported: use file:", section)
+	case o.Environment != "" && secret:
+		refuse("environment", "secrets from the environment are not supported yet: put the secret in a file of the repository and use file:, or pass it as environment with x-driftless.secretEnv")
+	case o.Environment != "":
+		refuse("environment", "configs from the environment are not supported yet: put the content in a file of the repository and use file:")
+	case o.Content != "":
+		refuse("content", "inline content is not supported yet: put it in a file of the repository and use file:")
+	case o.File == "":
+		m.errs.Add(m.ix.keyAt(base), base, "needs file: (a file of the repository)")
+	}
+	if o.Driver != "" || len(o.DriverOpts) > 0 {
+		refuse("driver", "%s drivers are swarm features and not supported", section)
+	}
+	if o.TemplateDriver != "" {
+		refuse("template_driver", "template drivers are swarm features and not supported")
+	}
+	if len(o.Labels) > 0 {
+		refuse("labels", "labels on %s are swarm features and not supported", section)
+	}
+	if x, ok := o.Extensions["x-driftless"]; ok {
+		m, _ := x.(map[string]any)
+		_, isBool := m["allowPlaintext"].(bool)
+		if !secret || len(m) != 1 || !isBool {
+			refuse("x-driftless", "the only setting here is allowPlaintext: true (on a secret: deliver its file as it is, unencrypted)")
+		}
+	}
+}

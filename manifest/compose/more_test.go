@@ -1,0 +1,260 @@
+package compose_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/compose"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
+)
+
+// A refused attribute is refused, not dropped, whatever its value.
+func TestComposeRefusedFieldsAreRefused(t *testing.T) {
+	for _, tc := range []struct{ line, field string }{
+		{"cpu_shares: 512", "cpu_shares"},
+		{"runtime: runsc", "runtime"},
+		{"platform: linux/arm64", "platform"},
+		{"volumes_from: [db]", "volumes_from"},
+		{"userns_mode: host", "userns_mode"},
+		{"uts: host", "uts"},
+		{"oom_score_adj: 100", "oom_score_adj"},
+		{"use_api_socket: true", "use_api_socket"},
+		{"label_file: labels.env", "label_file"},
+		{"post_start: [{command: echo hi}]", "post_start"},
+		{"gpus: all", "gpus"},
+		{"annotations: {a: b}", "annotations"},
+	} {
+		got := strings.Join(loadtest.ComposeErrors(t, loadtest.Web(tc.line), load.Options{}), "\n")
+		want := "compose.yaml:4:5: services.web." + tc.field + ": "
+		if !strings.HasPrefix(got, "compose.yaml:4:") || !strings.Contains(got, "services.web."+tc.field+": ") {
+			t.Errorf("%s: got %q, want a refusal like %q...", tc.line, got, want)
+		}
+		if r, ok := compose.ServiceRules[tc.field].(compose.Refused); ok && !strings.Contains(got, string(r)) {
+			t.Errorf("%s: got %q, want the reason %q", tc.line, got, r)
+		}
+	}
+}
+
+func TestComposeNoEffectFieldsWarn(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web("attach: false", "develop: {watch: [{path: ./src, action: sync, target: /app}]}"), load.Options{})
+	got := a.Warnings.Error()
+	for _, want := range []string{"compose.yaml:4:13: services.web.attach: has no effect in driftless", "compose.yaml:5:5: services.web.develop: has no effect in driftless"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings %q lack %q", got, want)
+		}
+	}
+}
+
+// Host powers are refused where the compose file declares them, in every
+// format the policy knows.
+func TestComposePolicyPositions(t *testing.T) {
+	files := loadtest.Web(
+		"privileged: true",
+		"cap_add: [CHOWN, sys_admin]",
+		"devices: ['/dev/kvm:/dev/kvm']",
+		"security_opt: ['seccomp:unconfined']",
+		"pid: host",
+		"ipc: host",
+		"volumes: ['/etc/ssl:/etc/ssl:ro']",
+	)
+	want := []string{
+		"compose.yaml:4:17: services.web.privileged: a privileged container can take over the host; allow it for this app with `allow: [privileged]` in driftless.yaml (or `--allow privileged`)",
+		"compose.yaml:5:22: services.web.cap_add[1]: capability SYS_ADMIN is beyond Docker's defaults; allow it for this app with `allow: [capabilities]` in driftless.yaml (or `--allow capabilities`)",
+		"compose.yaml:6:15: services.web.devices[0]: host device /dev/kvm gives the container direct hardware access; allow it for this app with `allow: [devices]` in driftless.yaml (or `--allow devices`)",
+		"compose.yaml:7:20: services.web.security_opt[0]: \"seccomp:unconfined\" turns off the kernel's confinement of the container; allow it for this app with `allow: [unconfined]` in driftless.yaml (or `--allow unconfined`)",
+		"compose.yaml:8:10: services.web.pid: the host's PID namespace lets the container see and signal every host process; allow it for this app with `allow: [host-pid]` in driftless.yaml (or `--allow host-pid`)",
+		"compose.yaml:9:10: services.web.ipc: the host's IPC namespace is shared with every host process; allow it for this app with `allow: [host-ipc]` in driftless.yaml (or `--allow host-ipc`)",
+		"compose.yaml:10:15: services.web.volumes[0]: host path /etc/ssl is outside the paths this app may mount; allow it with `hostPaths: [/etc/ssl]` in driftless.yaml (or `--allow-host-path /etc/ssl`), or mount a file from the repository with a relative path",
+	}
+	got := loadtest.ComposeErrors(t, files, load.Options{})
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{Policy: policy.Policy{Allow: policy.AllowNames, HostPaths: []string{"/etc/ssl"}}}); err != nil {
+		t.Errorf("with everything allowed: %v", err)
+	}
+	got = loadtest.ComposeErrors(t, loadtest.Web("network_mode: host"), load.Options{})
+	if want := "compose.yaml:4:19: services.web.network_mode: the host's network namespace"; len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("network_mode: got %q", got)
+	}
+}
+
+func TestComposeExtensionErrors(t *testing.T) {
+	got := loadtest.ComposeErrors(t, loadtest.Web(
+		"environment: {A: x}",
+		"x-driftless:",
+		"  readiness: {httpGet: {port: 0, path: healthz}}",
+		"  update: {maxSurge: 0, maxUnavailable: 0}",
+		"  secretEnv: [A, NOPE]",
+	), load.Options{})
+	want := []string{
+		"compose.yaml:6:35: services.web.x-driftless.readiness.httpGet.port: must be between 1 and 65535, got 0",
+		"compose.yaml:6:44: services.web.x-driftless.readiness.httpGet.path: must start with /, got \"healthz\"",
+		"compose.yaml:7:7: services.web.x-driftless.update: maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica",
+		"compose.yaml:8:22: services.web.x-driftless.secretEnv[1]: \"NOPE\" is not in the service's environment",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	got = loadtest.ComposeErrors(t, loadtest.Web("x-driftless: {readiness: {httpGet: {port: '80'}}, replicas: 2}"), load.Options{})
+	want = []string{
+		"compose.yaml:4:47: services.web.x-driftless.readiness.httpGet.port: must be an integer, got a string",
+		"compose.yaml:4:55: services.web.x-driftless.replicas: unknown field",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// LoadDir prints positions as the directory joined with the file.
+func TestComposeLoadDirPositions(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte("services:\n  web:\n    image: shop/web:1\n    privileged: yes-please\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := appdir.LoadDir(dir, "shop")
+	var list manifest.ErrorList
+	if !errors.As(err, &list) || len(list) != 1 {
+		t.Fatalf("want one error, got %v", err)
+	}
+	if want := dir + "/compose.yaml:4:17: services.web.privileged: invalid boolean: yes-please"; list[0].Error() != want {
+		t.Errorf("got  %s\nwant %s", list[0].Error(), want)
+	}
+}
+
+// The front end reads only through the fs.FS and the options: these paths
+// do not exist on disk, and the agent's own environment is not consulted.
+func TestComposeIsPure(t *testing.T) {
+	t.Setenv("FROM_OS", "leaked")
+	fsys := fstest.MapFS{
+		"nowhere/on/disk/compose.yaml": {Data: []byte(`services:
+  web:
+    image: shop/web:1
+    env_file: [web.env]
+    environment: [FROM_OS, 'SEEN=${FROM_OS}', 'DOTENV=${DOTENV}']
+    volumes: ['./conf:/etc/web:ro']
+    secrets: [token]
+secrets:
+  token: {file: ./token.txt, x-driftless: {allowPlaintext: true}}
+`)},
+		"nowhere/on/disk/.env":          {Data: []byte("DOTENV=from-dotenv\n")},
+		"nowhere/on/disk/web.env":       {Data: []byte("FILE=from-env-file\n")},
+		"nowhere/on/disk/conf/web.conf": {Data: []byte("conf")},
+		"nowhere/on/disk/token.txt":     {Data: []byte("t0ken")},
+	}
+	if _, err := os.Stat("nowhere"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the test needs ./nowhere not to exist: %v", err)
+	}
+	a, err := appdir.Load(fsys, "nowhere/on/disk", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Service("web").Spec
+	if want := map[string]string{"SEEN": "", "DOTENV": "from-dotenv", "FILE": "from-env-file"}; !reflect.DeepEqual(s.Env, want) {
+		t.Errorf("env %v, want %v (nothing from the OS environment)", s.Env, want)
+	}
+	if len(s.Binds) != 1 || a.Content[s.Binds[0].ContentHash] == nil {
+		t.Errorf("binds %+v content %v", s.Binds, a.Content)
+	}
+	if len(s.Secrets) != 1 || string(a.SecretData[s.Secrets[0].Digest]) != "t0ken" {
+		t.Errorf("secrets %+v", s.Secrets)
+	}
+	if !strings.Contains(a.Warnings.Error(), "nowhere/on/disk/compose.yaml:5:28: services.web.environment[1]: variable FROM_OS is not set") {
+		t.Errorf("warnings: %v", a.Warnings)
+	}
+}
+
+// A compose app ignores YAML that is neither format; .driftlessignore also
+// hides a native manifest from the both-formats check.
+func TestComposeIgnoresOtherYAML(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml":     "services:\n  web: {image: shop/web:1}\n",
+		"ci.yml":           "stages: [build]\n",
+		"broken.yaml":      "a: [\n",
+		"old/web.yaml":     "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec: {image: x}\n",
+		".driftlessignore": "old/\n",
+	}
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same service written natively and as compose is the same model: the
+// hash (which leaves out dependsOn) is equal, so switching an app's format
+// replaces no container. This is the example of docs/manifests.md.
+func TestComposeAndNativeAgree(t *testing.T) {
+	native, err := loadtest.LoadFiles(t, map[string]string{
+		"web.yaml": `apiVersion: driftless.dev/v1
+kind: Service
+metadata:
+  name: web
+  labels: {team: shop}
+spec:
+  image: shop/web:v7
+  replicas: 3
+  env: {LOG_LEVEL: info, API_TOKEN: s3cret}
+  secretEnv: [API_TOKEN]
+  ports: [{containerPort: 8080}]
+  networks: [backend]
+  volumes: [{name: data, mountPath: /data}]
+  resources: {memory: 512Mi, cpus: "0.5"}
+  readiness:
+    httpGet: {path: /healthz, port: 8080}
+  restart: always
+  update: {maxSurge: 1, maxUnavailable: 0}
+  dependsOn: [db]
+`,
+		"db.yaml":  "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: db}\nspec: {image: shop/db:1, networks: [backend]}\n",
+		"net.yaml": "apiVersion: driftless.dev/v1\nkind: Network\nmetadata: {name: backend}\n---\napiVersion: driftless.dev/v1\nkind: Volume\nmetadata: {name: data}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": `services:
+  web:
+    image: shop/web:v7
+    labels: {team: shop}
+    environment:
+      LOG_LEVEL: info
+      API_TOKEN: s3cret
+    deploy:
+      replicas: 3
+      resources:
+        limits: {memory: 512M, cpus: "0.5"}
+      update_config: {order: start-first}
+    restart: unless-stopped
+    expose: ["8080"]
+    networks: [backend]
+    volumes: [data:/data]
+    depends_on:
+      db: {condition: service_healthy}
+    x-driftless:
+      readiness:
+        httpGet: {path: /healthz, port: 8080}
+      secretEnv: [API_TOKEN]
+  db: {image: shop/db:1, networks: [backend]}
+networks: {backend: {}}
+volumes: {data: {}}
+`}, load.Options{})
+	n, c := native.Service("web"), compose.Service("web")
+	c.Spec.DependsOnCondition = nil // native: healthy by default
+	if !reflect.DeepEqual(n.Spec, c.Spec) || !reflect.DeepEqual(n.Labels, c.Labels) {
+		t.Errorf("specs differ:\nnative  %+v\ncompose %+v", n.Spec, c.Spec)
+	}
+	if n.Hash != c.Hash {
+		t.Errorf("hash native %s, compose %s", n.Hash, c.Hash)
+	}
+	if native.Network("backend").Hash != compose.Network("backend").Hash || native.Volume("data").Hash != compose.Volume("data").Hash {
+		t.Error("network or volume hashes differ")
+	}
+}

@@ -1,0 +1,337 @@
+package compose
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/go-units"
+	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
+)
+
+// mapVolumes maps a service's volumes: named volumes, binds (from the
+// repository when relative, from the host when absolute) and tmpfs.
+func (sm *serviceMap) mapVolumes() {
+	origins := sm.m.ix.itemNodes(sm.path("volumes"))
+	if len(origins) != len(sm.s.Volumes) {
+		origins = nil
+	}
+	for i, v := range sm.s.Volumes {
+		attr := yamlpos.IndexPath("volumes", i)
+		if origins != nil {
+			sm.checkShortVolume(attr, origins[i])
+		}
+		switch v.Type {
+		case types.VolumeTypeVolume:
+			sm.mapNamedVolume(attr, v)
+		case types.VolumeTypeBind:
+			sm.mapBind(attr, v)
+		case types.VolumeTypeTmpfs:
+			sm.mapTmpfsVolume(attr, v)
+		default:
+			sm.refuse(attr, "volume type %q is not supported: use volume, bind or tmpfs", v.Type)
+		}
+	}
+}
+
+// shortVolumeOptions are the options of the short syntax; compose-go
+// ignores others, driftless refuses them rather than drop them.
+var shortVolumeOptions = map[string]bool{
+	"ro": true, "rw": true, "nocopy": true, "z": true, "Z": true,
+	"rprivate": true, "private": true, "rshared": true, "shared": true, "rslave": true, "slave": true,
+	"cached": true, "delegated": true, "consistent": true,
+}
+
+func (sm *serviceMap) checkShortVolume(attr string, fn fileNode) {
+	if fn.node.Kind != yaml.ScalarNode {
+		return
+	}
+	text, _, err := sm.m.in.substitute(fn.node.Value)
+	if err != nil {
+		return
+	}
+	parts := strings.Split(text, ":")
+	if len(parts) < 3 {
+		return
+	}
+	for _, o := range strings.Split(parts[len(parts)-1], ",") {
+		if !shortVolumeOptions[o] {
+			sm.refuseAt(fn.pos(), sm.path(attr), "unknown volume option %q: use ro, rw, z, Z, nocopy or a propagation", o)
+		}
+	}
+}
+
+func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
+	if v.Source == "" {
+		sm.refuse(attr, "anonymous volumes are not supported: name the volume (NAME:%s) and declare it under the top-level volumes:", v.Target)
+		return
+	}
+	if _, ok := sm.m.p.Volumes[v.Source]; !ok {
+		sm.refuse(attr, "volume %q is not declared: add it under the top-level volumes:", v.Source)
+		return
+	}
+	if vv := v.Volume; vv != nil {
+		if vv.NoCopy {
+			sm.refuse(attr, "nocopy is not supported yet: driftless lets Docker copy the image's content into a new volume")
+		}
+		if vv.Subpath != "" {
+			sm.refuse(attr+".volume.subpath", "volume subpaths are not supported yet")
+		}
+		if len(vv.Labels) > 0 {
+			sm.refuse(attr+".volume.labels", "is not supported: set labels on the top-level volume")
+		}
+	}
+	if v.Bind != nil || v.Tmpfs != nil || v.Image != nil {
+		sm.refuse(attr, "bind, tmpfs or image options on a named volume are not supported")
+	}
+	name, ok := sm.m.volNames[v.Source]
+	if !ok {
+		return
+	}
+	sm.spec.Volumes = append(sm.spec.Volumes, manifest.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly})
+}
+
+func (sm *serviceMap) mapBind(attr string, v types.ServiceVolumeConfig) {
+	b := manifest.BindMount{MountPath: v.Target, ReadOnly: v.ReadOnly}
+	if bo := v.Bind; bo != nil {
+		b.CreateHostPath = bool(bo.CreateHostPath)
+		b.Propagation = bo.Propagation
+		b.SELinux = bo.SELinux
+		if bo.Recursive != "" && bo.Recursive != "enabled" {
+			sm.refuse(attr+".bind.recursive", "%q is not supported", bo.Recursive)
+		}
+	}
+	if v.Volume != nil && v.Volume.NoCopy {
+		sm.refuse(attr, "nocopy applies to volumes, not binds")
+	}
+	switch src := v.Source; {
+	case strings.HasPrefix(src, "~"):
+		sm.refuse(attr, "%q: the home directory of the agent's host is not a place to mount from; use an absolute path (policy hostPaths) or a file of the repository", src)
+		return
+	case path.IsAbs(src):
+		b.HostPath = path.Clean(src)
+	default:
+		p, tree, ok := sm.repoTree(attr, src, "bind source")
+		if !ok {
+			return
+		}
+		b.RepoPath, b.ContentHash = p, tree.Hash()
+		b.CreateHostPath = false
+	}
+	sm.addBind(attr, b)
+}
+
+// addBind adds a bind, refusing a second mount on the same path.
+func (sm *serviceMap) addBind(attr string, b manifest.BindMount) {
+	if sm.claimMountPath(attr, b.MountPath) {
+		sm.spec.Binds = append(sm.spec.Binds, b)
+	}
+}
+
+// claimMountPath reports whether target is an absolute path no other bind
+// or tmpfs of the service mounts yet, refusing it otherwise.
+func (sm *serviceMap) claimMountPath(attr, target string) bool {
+	if !path.IsAbs(target) {
+		sm.refuse(attr, "the target %q must be an absolute path", target)
+		return false
+	}
+	if prev, dup := sm.bindFrom[target]; dup {
+		sm.refuse(attr, "%s is already mounted by %s", target, sm.path(prev))
+		return false
+	}
+	sm.bindFrom[target] = attr
+	return true
+}
+
+// repoTree reads a file or directory of the revision that a service
+// mounts, and adds it to the app's content.
+func (sm *serviceMap) repoTree(attr, src, what string) (string, *manifest.RepoTree, bool) {
+	p, err := manifest.CleanRepoPath(src)
+	if err != nil {
+		if errors.Is(err, manifest.ErrLeavesRepo) {
+			sm.refuse(attr, "%s %q leaves the app directory: driftless mounts files of the app's directory in the repository only", what, src)
+		} else {
+			sm.refuse(attr, "%s %v", what, err)
+		}
+		return "", nil, false
+	}
+	tree, err := load.ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
+	var limit *policy.LimitError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		sm.refuse(attr, "%s %q does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume", what, src)
+		return "", nil, false
+	case errors.As(err, &limit):
+		sm.refuse(attr, "%s %q: %s; mount configuration, keep data in a volume", what, src, limit.AsError().Msg)
+		return "", nil, false
+	case err != nil:
+		sm.refuse(attr, "cannot read %s %q: %v", what, src, err)
+		return "", nil, false
+	}
+	hash := tree.Hash()
+	sm.m.content[hash] = tree
+	return p, tree, true
+}
+
+func (sm *serviceMap) mapTmpfsVolume(attr string, v types.ServiceVolumeConfig) {
+	t := manifest.TmpfsMount{MountPath: v.Target}
+	if v.Tmpfs != nil {
+		t.SizeBytes = int64(v.Tmpfs.Size)
+		t.Mode = v.Tmpfs.Mode
+	}
+	if v.Source != "" {
+		sm.refuse(attr, "a tmpfs mount has no source")
+	}
+	sm.addTmpfs(attr, t)
+}
+
+// mapTmpfs maps the service's tmpfs list ("/run" or "/run:size=64m,mode=1777").
+func (sm *serviceMap) mapTmpfs() {
+	for i, entry := range sm.s.Tmpfs {
+		attr := yamlpos.IndexPath("tmpfs", i)
+		target, opts, _ := strings.Cut(entry, ":")
+		t := manifest.TmpfsMount{MountPath: target}
+		for _, o := range strings.Split(opts, ",") {
+			if o == "" {
+				continue
+			}
+			k, val, _ := strings.Cut(o, "=")
+			switch k {
+			case "size":
+				n, err := units.RAMInBytes(val)
+				if err != nil || n < 0 {
+					sm.refuse(attr, "invalid size %q", val)
+				}
+				t.SizeBytes = n
+			case "mode":
+				m, err := strconv.ParseUint(val, 8, 32)
+				if err != nil {
+					sm.refuse(attr, "invalid mode %q: write octal permission bits such as 1777", val)
+				}
+				t.Mode = uint32(m)
+			default:
+				sm.refuse(attr, "tmpfs option %q is not supported: use size and mode", k)
+			}
+		}
+		sm.addTmpfs(attr, t)
+	}
+}
+
+func (sm *serviceMap) addTmpfs(attr string, t manifest.TmpfsMount) {
+	if sm.claimMountPath(attr, t.MountPath) {
+		sm.spec.Tmpfs = append(sm.spec.Tmpfs, t)
+	}
+}
+
+// mapFileMounts mounts file-based configs read-only where compose puts
+// them (/NAME, or the target); secrets become the service's secrets,
+// delivered as files at /run/secrets/NAME or the target.
+func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretConfig, dir string) {
+	for i, r := range refs {
+		attr := yamlpos.IndexPath(section, i)
+		obj, ok := sm.fileObject(section, r.Source)
+		if !ok {
+			sm.refuse(attr, "%s %q is not declared: add it under the top-level %s:", strings.TrimSuffix(section, "s"), r.Source, section)
+			continue
+		}
+		if section != "secrets" && (r.UID != "" || r.GID != "" || r.Mode != nil) {
+			sm.refuse(attr, "uid, gid and mode are not supported for file-based %s (as in compose, the file is bind-mounted as it is)", section)
+		}
+		if obj.File == "" {
+			continue // refused at the top level
+		}
+		target := r.Target
+		switch {
+		case target == "":
+			target = dir + r.Source
+		case !path.IsAbs(target):
+			target = dir + target
+		}
+		top := yamlpos.ChildPath(section, r.Source) + ".file"
+		if section == "secrets" {
+			sm.addSecret(attr, top, r, obj, target)
+			continue
+		}
+		p, tree, ok := sm.repoTreeAt(top, obj.File)
+		if !ok {
+			continue
+		}
+		b := manifest.BindMount{RepoPath: p, ContentHash: tree.Hash(), MountPath: target, ReadOnly: true}
+		if sm.m.opts.Target == manifest.TargetSwarm {
+			b.Object = &manifest.FileObject{Kind: strings.TrimSuffix(section, "s"), Name: r.Source}
+		}
+		sm.addBind(attr, b)
+	}
+}
+
+// addSecret adds a compose secret to the service: the same model as a
+// native spec.secrets entry, decrypted by resolveSecrets, whose errors are
+// located at the top-level secret's file:.
+func (sm *serviceMap) addSecret(attr, top string, r types.ServiceSecretConfig, obj types.FileObjectConfig, target string) {
+	p, err := manifest.CleanRepoPath(obj.File)
+	if err != nil {
+		if !sm.m.reported[top] {
+			sm.m.errs.Add(sm.m.ix.at(top), top, "secret file %q: %v: driftless reads secrets from the app's directory in the repository", obj.File, err)
+		}
+		if sm.m.reported == nil {
+			sm.m.reported = map[string]bool{}
+		}
+		sm.m.reported[top] = true
+		return
+	}
+	ref := manifest.SecretRef{Name: r.Source, File: p, Target: target, UID: r.UID, GID: r.GID, AllowPlaintext: secretAllowsPlaintext(obj)}
+	if r.Mode != nil {
+		ref.Mode = int(*r.Mode)
+	}
+	for _, field := range slices.Sorted(maps.Keys(load.SecretDeliveryProblems(ref))) {
+		sm.refuse(attr, "%s: %s", field, load.SecretDeliveryProblems(ref)[field])
+	}
+	if !sm.claimMountPath(attr, target) {
+		return
+	}
+	sm.fields[yamlpos.IndexPath("secrets", len(sm.spec.Secrets))+".file"] = manifest.FieldRef{Pos: sm.m.ix.at(top), Field: top}
+	sm.spec.Secrets = append(sm.spec.Secrets, ref)
+}
+
+// secretAllowsPlaintext reads a top-level secret's
+// x-driftless: {allowPlaintext: true}.
+func secretAllowsPlaintext(obj types.FileObjectConfig) bool {
+	x, _ := obj.Extensions["x-driftless"].(map[string]any)
+	b, _ := x["allowPlaintext"].(bool)
+	return b
+}
+
+func (sm *serviceMap) fileObject(section, name string) (types.FileObjectConfig, bool) {
+	if section == "secrets" {
+		o, ok := sm.m.p.Secrets[name]
+		return types.FileObjectConfig(o), ok
+	}
+	o, ok := sm.m.p.Configs[name]
+	return types.FileObjectConfig(o), ok
+}
+
+// repoTreeAt reads a file that a top-level object names; problems are
+// reported there, once.
+func (sm *serviceMap) repoTreeAt(field, src string) (string, *manifest.RepoTree, bool) {
+	if sm.m.reported == nil {
+		sm.m.reported = map[string]bool{}
+	}
+	errsBefore := len(sm.m.errs.Errs)
+	at := &serviceMap{m: sm.m, base: field, cname: sm.cname}
+	p, tree, ok := at.repoTree("", src, "file")
+	if !ok && sm.m.reported[field] {
+		sm.m.errs.Errs = sm.m.errs.Errs[:errsBefore]
+	}
+	sm.m.reported[field] = true
+	return p, tree, ok
+}

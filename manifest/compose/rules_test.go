@@ -1,0 +1,36 @@
+package compose
+
+import (
+	"testing"
+)
+
+// Every build attribute compose-go knows is mapped or refused on purpose.
+func TestComposeBuildRulesComplete(t *testing.T) {
+	for _, name := range composeBuildFields() {
+		if _, ok := composeBuildRules[name]; !ok {
+			t.Errorf("build.%s is not in composeBuildRules", name)
+		}
+	}
+}
+
+// Every attribute of compose-go's ServiceConfig is mapped, accepted
+// without effect, or refused. When compose-go grows an attribute, this
+// fails until the table says what driftless does with it.
+func TestComposeEveryServiceFieldIsHandled(t *testing.T) {
+	fields := composeServiceFields()
+	if len(fields) < 90 {
+		t.Fatalf("only %d fields found: the reflection walk is broken", len(fields))
+	}
+	seen := map[string]bool{}
+	for _, f := range fields {
+		seen[f.name] = true
+		if _, ok := composeServiceRules[f.name]; !ok {
+			t.Errorf("compose attribute %q (types.ServiceConfig, Go type %s) is neither mapped nor refused: add it to composeServiceRules", f.name, f.typ)
+		}
+	}
+	for name := range composeServiceRules {
+		if !seen[name] {
+			t.Errorf("composeServiceRules lists %q, which types.ServiceConfig no longer has", name)
+		}
+	}
+}

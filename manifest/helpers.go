@@ -1,0 +1,18 @@
+package manifest
+
+import (
+	"maps"
+	"slices"
+)
+
+// copyMap copies m, returning nil for an empty map.
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

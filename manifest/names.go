@@ -1,0 +1,54 @@
+package manifest
+
+import (
+	"regexp"
+)
+
+// MaxDNSLabel is the longest DNS label. Docker's embedded DNS resolves
+// container names, so a container name longer than this could not be looked
+// up by the other services of the app.
+const MaxDNSLabel = 63
+
+// ReservedLabelPrefix mirrors drift.LabelPrefix (drift imports this package,
+// so it cannot be imported here). User labels must not forge driftless's own
+// ownership labels.
+const ReservedLabelPrefix = "dev.driftless."
+
+// dockerName is the pattern the Docker Engine accepts for container, network
+// and volume names.
+var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
+
+// driverName is the pattern of a volume, network or logging driver's name.
+var driverName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:-]*$`)
+
+// ValidDriverName reports whether s can name a volume, network or logging
+// driver.
+func ValidDriverName(s string) bool { return driverName.MatchString(s) }
+
+// ValidDockerName reports whether s is a name the Docker Engine accepts
+// for a container, network or volume.
+func ValidDockerName(s string) bool { return dockerName.MatchString(s) }
+
+// ValidName reports whether s is a DNS label as driftless uses it for app and
+// object names: lowercase letters, digits and '-', starting with a letter,
+// ending with a letter or digit, at most 63 characters.
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxDNSLabel {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' || c == '-':
+			if i == 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return s[len(s)-1] != '-'
+}
+
+const NameRule = "must be a DNS label: lowercase letters, digits and '-', starting with a letter, ending with a letter or digit, at most 63 characters"
