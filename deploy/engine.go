@@ -29,6 +29,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -92,10 +93,10 @@ type Options struct {
 	BuildTimeout time.Duration
 	// Credentials give pulls and tag resolutions their registry
 	// credentials; nil pulls anonymously.
-	Credentials Credentials
+	Credentials registry.Credentials
 	// RegistryCertsDir is where a registry's CA and client certificate
 	// are found for tag checks, HOST[:PORT]/ca.crt as for the engine;
-	// default DefaultCertsDir.
+	// default registry.DefaultCertsDir.
 	RegistryCertsDir string
 	// Scrub are values the agent holds (Git credentials) that are removed,
 	// like each container's own secrets, from the log lines and probe
@@ -149,7 +150,7 @@ func (o Options) withDefaults() Options {
 		o.RoutesFile = "/proc/net/route"
 	}
 	if o.RegistryCertsDir == "" {
-		o.RegistryCertsDir = DefaultCertsDir
+		o.RegistryCertsDir = registry.DefaultCertsDir
 	}
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
@@ -197,7 +198,7 @@ type Engine struct {
 
 	// reg asks registries for tag digests directly (one HEAD); the
 	// engine's insecure registries are read once for it.
-	reg           *registryClient
+	reg           *registry.Client
 	insecureOnce  sync.Once
 	insecureCIDRs []netip.Prefix
 	insecureNames map[string]bool
@@ -308,7 +309,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	for _, kind := range []string{"container", "network", "volume"} {
 		e.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
 	}
-	e.reg = newRegistryClient(opts.RegistryCertsDir, e.engineInsecure)
+	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
 	e.prober.scrub = opts.Scrub
 	return e

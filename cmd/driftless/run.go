@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
@@ -463,7 +464,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		return fmt.Errorf("data directory: %w", err)
 	}
 	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir,
-		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
+		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
 	if err != nil {
 		return err
 	}
