@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
@@ -283,7 +284,7 @@ func mounts(in replicaInput, host *container.HostConfig) error {
 	for _, b := range spec.Binds {
 		switch {
 		case b.RepoPath != "":
-			src, err := materializedPath(in.App, in.FilesDir, b)
+			src, err := hostfiles.MaterializedPath(in.App, in.FilesDir, b)
 			if err != nil {
 				return err
 			}
@@ -299,7 +300,7 @@ func mounts(in replicaInput, host *container.HostConfig) error {
 		}
 	}
 	for _, ref := range spec.Secrets {
-		src, err := secretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
+		src, err := hostfiles.SecretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
@@ -247,10 +248,10 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 	fake := &listFake{}
 	e := newEngine(fake, Options{FilesDir: dir})
 	defer e.prober.stop()
-	t.Cleanup(func() { _ = removeTree(dir) })
+	t.Cleanup(func() { _ = hostfiles.RemoveTree(dir) })
 	app := modelApp()
 	svc := &app.Services[0]
-	if err := e.materializeService(app, svc); err != nil {
+	if err := e.files.MaterializeService(app, svc); err != nil {
 		t.Fatal(err)
 	}
 	conf, single := svc.Spec.Binds[2].ContentHash, svc.Spec.Binds[3].ContentHash
@@ -271,7 +272,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 		t.Errorf("content = %q", b)
 	}
 	before, _ := os.Stat(filepath.Join(dir, conf, "a.conf"))
-	if err := e.materializeService(app, svc); err != nil {
+	if err := e.files.MaterializeService(app, svc); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(filepath.Join(dir, conf, "a.conf"))
@@ -279,7 +280,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 		t.Error("an existing tree must be reused, not rewritten")
 	}
 	// A leftover of an interrupted write.
-	if err := os.Mkdir(filepath.Join(dir, tmpPrefix+"dead-1"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, hostfiles.TmpPrefix+"dead-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 
@@ -294,7 +295,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(removed)
-	if want := []string{tmpPrefix + "dead-1", conf}; !slices.Equal(removed, want) {
+	if want := []string{hostfiles.TmpPrefix + "dead-1", conf}; !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, single, "file")); err != nil {

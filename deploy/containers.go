@@ -75,7 +75,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		return "", err
 	}
 	app := r.named()
-	if err := r.e.materializeService(app, svc); err != nil {
+	if err := r.e.files.MaterializeService(app, svc); err != nil {
 		return "", err
 	}
 	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir})
@@ -151,7 +151,7 @@ func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) 
 	}
 	// After a reboot the tmpfs is empty: the secrets the replica mounts
 	// are written again before it starts.
-	if err := r.e.writeSecrets(r.named(), svc); err != nil {
+	if err := r.e.files.WriteSecrets(r.named(), svc); err != nil {
 		return err
 	}
 	if _, err := r.e.api.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {

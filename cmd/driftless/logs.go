@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/manifest"
@@ -78,7 +79,7 @@ type logSource interface {
 func openLogs(ctx context.Context, app, name, target string) (logSource, []string, error) {
 	var engineErr error
 	if target != manifest.TargetSwarm {
-		eng, err := connectEngine(ctx, deploy.Options{FilesDir: deploy.DefaultFilesDir()})
+		eng, err := connectEngine(ctx, deploy.Options{FilesDir: hostfiles.DefaultFilesDir()})
 		if err != nil {
 			return nil, nil, err
 		}

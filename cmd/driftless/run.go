@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
@@ -132,7 +133,7 @@ func (f *runFlags) register(fs interface {
 	}
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address of the dashboard, API, webhooks and metrics")
-	fs.StringVar(&f.secretsDir, "secrets-dir", deploy.DefaultSecretsDir(), "tmpfs directory for secret files, bind-mounted into containers (env DRIFTLESS_SECRETS_DIR); the same path on the host when the agent runs in a container")
+	fs.StringVar(&f.secretsDir, "secrets-dir", hostfiles.DefaultSecretsDir(), "tmpfs directory for secret files, bind-mounted into containers (env DRIFTLESS_SECRETS_DIR); the same path on the host when the agent runs in a container")
 	fs.BoolVar(&f.publicRead, "public-read", false, "serve read-only pages and API to any address without a token")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "webhook secret (prefer DRIFTLESS_WEBHOOK_SECRET or --webhook-secret-file)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the webhook secret")
@@ -370,7 +371,7 @@ func (f *runFlags) directoriesOver(cfg *config.Config) {
 	if cfg.DataDir == "" || f.data != defaultDataDir() {
 		cfg.DataDir = f.data
 	}
-	if cfg.SecretsDir == "" || f.secretsDir != deploy.DefaultSecretsDir() {
+	if cfg.SecretsDir == "" || f.secretsDir != hostfiles.DefaultSecretsDir() {
 		cfg.SecretsDir = f.secretsDir
 	}
 }

@@ -195,7 +195,7 @@ func ValidateTarget(target, adopt string) error {
 type Config struct {
 	DataDir string
 	// SecretsDir is where secret files are written, on a tmpfs
-	// (secretsDir; "" for deploy.DefaultSecretsDir()).
+	// (secretsDir; "" for hostfiles.DefaultSecretsDir()).
 	SecretsDir     string
 	Listen         string
 	Registries     []registry.Login // pull credentials of every app; hosts not listed: Docker's config.json
