@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -22,7 +23,7 @@ func (e *Engine) LogTargets(ctx context.Context, app, name string) ([]string, er
 	}
 	cs := make([]drift.Container, 0, len(res.Items))
 	for _, s := range res.Items {
-		cs = append(cs, containerFromSummary(s))
+		cs = append(cs, dockerspec.ContainerFromSummary(s))
 	}
 	return logstream.MatchTargets(cs, app, name)
 }
@@ -45,7 +46,7 @@ func (e *Engine) StreamLogs(ctx context.Context, app, container string, opts log
 		return fmt.Errorf("container %q of app %s: %w", container, app, logstream.ErrNotOwned)
 	}
 	var secretKeys []string
-	if spec := parseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
+	if spec := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
 		secretKeys = spec.SecretEnv
 	}
 	red := logstream.NewRedactor(c.Config.Env, secretKeys)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/manifest"
 )
 
@@ -17,7 +18,7 @@ func TestSecretMounts(t *testing.T) {
 	ref := manifest.SecretRef{Name: "db", File: "db.yaml", Target: "/run/secrets/db", UID: "999", Mode: 0o400, Digest: "0123456789abcdef"}
 	app := &manifest.App{Name: "shop", SecretData: map[string][]byte{ref.Digest: []byte("hunter2")}}
 	svc := &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Image: "web:1", Replicas: 1, Secrets: []manifest.SecretRef{ref}}}
-	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/run/driftless/secrets"})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/run/driftless/secrets"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestSecretMounts(t *testing.T) {
 	// A secret that was not decrypted with the app cannot be mounted.
 	ref.Digest = ""
 	svc.Spec.Secrets[0] = ref
-	if _, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/x"}); err == nil {
+	if _, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/x"}); err == nil {
 		t.Error("a secret without a digest was mounted")
 	}
 }
