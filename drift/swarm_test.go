@@ -596,6 +596,15 @@ Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
 `,
 		},
 		{
+			name: "a service the back end did not render: only its image is compared",
+			in:   swarmInput(app, edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), Options{Applied: applied(app), SwarmSpecs: map[string]SwarmSpec{"api": renderSwarm(app, app.Service("api"))}}),
+			want: `
+Plan for app shop at revision abc1234:
+
+No changes: running state matches revision abc1234.
+`,
+		},
+		{
 			name: "without the back end's rendering only the image is compared",
 			in:   swarmInput(app, edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), Options{Applied: applied(app)}),
 			want: `
