@@ -482,7 +482,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	var swarmTarget loop.Engine // stays a nil interface without a Swarm app
+	var swarmTarget loop.Target // stays a nil interface without a Swarm app
 	if swarmEng != nil {
 		defer swarmEng.Close()
 		swarmTarget = swarmEng

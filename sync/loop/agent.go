@@ -27,6 +27,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,9 @@ import (
 
 // Engine is the Docker side of a pass. *deploy.Engine satisfies it.
 type Engine interface {
+	// EnsureImages builds what a revision declares with build: (an
+	// engine that cannot embeds pipeline.NoBuilds).
+	pipeline.Builder
 	// Ping and Observe errors that mean the engine is unreachable wrap
 	// drift.ErrEngineUnreachable.
 	Ping(ctx context.Context) error
@@ -44,6 +48,24 @@ type Engine interface {
 	// until ctx ends, reconnecting when the stream breaks; every
 	// connection is reported as drift.EventConnected.
 	Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error
+}
+
+// Target is an engine as the pipeline drives it for an app
+// (pipeline.Backend): a Swarm manager (deploy/swarm) renders the specs of
+// the services it runs; the agent's own engine is one with
+// pipeline.NoRender (see engineFor).
+type Target interface {
+	Engine
+	pipeline.Renderer
+}
+
+var _ pipeline.Backend = Target(nil)
+
+// oneEngine is the agent's engine as a Target: containers are compared by
+// their spec hash, there is no Swarm spec to render.
+type oneEngine struct {
+	Engine
+	pipeline.NoRender
 }
 
 // Triggers say why a pass runs; history records them.
@@ -100,7 +122,7 @@ type Options struct {
 	Engine  Engine
 	// Swarm is the engine of apps with target swarm: a Swarm manager
 	// (deploy/swarm). Required when an app has that target.
-	Swarm     Engine
+	Swarm     Target
 	NewSource func(config.AppConfig) (Source, error)
 	Workers   int // default 2
 	// ResyncInterval enqueues every app in case events were missed;
@@ -131,7 +153,7 @@ type Agent struct {
 	log     *slog.Logger
 	now     func() time.Time
 	engine  Engine
-	swarm   Engine // nil: no app has target swarm
+	swarm   Target // nil: no app has target swarm
 	store   *store.Store
 	series  *store.Series
 	queue   *queue
@@ -444,11 +466,11 @@ func eventDelay(action string) time.Duration {
 
 // engineFor is the engine an app runs on: the Swarm manager for target
 // swarm, else the agent's engine.
-func (a *Agent) engineFor(cfg config.AppConfig) Engine {
+func (a *Agent) engineFor(cfg config.AppConfig) Target {
 	if cfg.Target == manifest.TargetSwarm && a.swarm != nil {
 		return a.swarm
 	}
-	return a.engine
+	return oneEngine{Engine: a.engine}
 }
 
 // watchEngine turns Docker events into passes of the apps they concern;
