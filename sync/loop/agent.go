@@ -145,6 +145,12 @@ type Options struct {
 	// followed, the engine's sockets); default: this machine
 	// (internal/hostpath with the process's environment).
 	Host policy.Host
+	// Tags resolves followed image tags (imageUpdate) to digests; nil: no
+	// tag is followed, services run the tag as written.
+	Tags TagResolver
+	// Files drops repository files of bind mounts that no container uses
+	// any more; nil: nothing is collected.
+	Files FileCollector
 }
 
 // Agent keeps every configured app converged to its Git revision.
@@ -538,9 +544,9 @@ func (a *Agent) appsConcernedBy(ev drift.EngineEvent) []string {
 	return out
 }
 
-// fileCollector is an engine that keeps repository files for bind mounts
+// FileCollector is an engine that keeps repository files for bind mounts
 // and can drop those no container uses any more.
-type fileCollector interface {
+type FileCollector interface {
 	RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error)
 }
 
@@ -550,11 +556,10 @@ const unusedFilesAge = 10 * time.Minute
 
 // collectFiles removes repository files that no container mounts.
 func (a *Agent) collectFiles(ctx context.Context) {
-	fc, ok := a.engine.(fileCollector)
-	if !ok {
+	if a.opts.Files == nil {
 		return
 	}
-	removed, err := fc.RemoveUnusedFiles(ctx, unusedFilesAge)
+	removed, err := a.opts.Files.RemoveUnusedFiles(ctx, unusedFilesAge)
 	if err != nil {
 		a.log.Warn("removing unused repository files", "err", err)
 		return
