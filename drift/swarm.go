@@ -220,10 +220,7 @@ func (p *planner) swarmService(svc *manifest.Service, have *SwarmService) (Chang
 // declared one, with the spec hash unchanged: someone changed the service
 // by hand (docker service update) and kept driftless's labels.
 func (p *planner) swarmDrift(svc *manifest.Service, have *SwarmService) []FieldChange {
-	var want SwarmSpec
-	if p.in.Options.SwarmSpec != nil {
-		want = p.in.Options.SwarmSpec(p.desired, svc)
-	}
+	want := p.in.Options.SwarmSpecs[svc.Name]
 	if want == nil || have.Spec == nil {
 		if SameImage(have.Image, svc.Spec.Image) {
 			return nil

@@ -475,6 +475,16 @@ func renderSwarm(_ *manifest.App, svc *manifest.Service) SwarmSpec {
 	return out
 }
 
+// renderedSwarm is renderSwarm of every service of a, as
+// Options.SwarmSpecs carries it.
+func renderedSwarm(a *manifest.App) map[string]SwarmSpec {
+	out := map[string]SwarmSpec{}
+	for i := range a.Services {
+		out[a.Services[i].Name] = renderSwarm(a, &a.Services[i])
+	}
+	return out
+}
+
 // swarmRunning is swarmConverged with each service's running spec read,
 // changed by edit.
 func swarmRunning(a *manifest.App, edit func(service string, s SwarmSpec)) Actual {
@@ -497,7 +507,7 @@ func TestComputeSwarmFieldDrift(t *testing.T) {
 		s.Resources.MemoryBytes = 64 << 20
 	})
 	app := desiredApp(web, service("api", 1))
-	opts := Options{Applied: applied(app), SwarmSpec: renderSwarm}
+	opts := Options{Applied: applied(app), SwarmSpecs: renderedSwarm(app)}
 	edited := func(service string, f func(SwarmSpec)) Actual {
 		return swarmRunning(app, func(s string, spec SwarmSpec) {
 			if s == service {
@@ -505,6 +515,7 @@ func TestComputeSwarmFieldDrift(t *testing.T) {
 			}
 		})
 	}
+	v2 := desiredApp(service("web", 2, image("shop/web:v2")), service("api", 1))
 	scaledAndEdited := edited("web", func(s SwarmSpec) { s["env.X"] = "1" })
 	swarmService(&scaledAndEdited, "web", func(s *SwarmService) { s.Replicas = 5 })
 
@@ -573,7 +584,7 @@ Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
 		},
 		{
 			name: "a new commit is a spec change from Git, not drift, whatever else differs",
-			in:   swarmInput(desiredApp(service("web", 2, image("shop/web:v2")), service("api", 1)), edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), opts),
+			in:   swarmInput(v2, edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), Options{Applied: applied(app), SwarmSpecs: renderedSwarm(v2)}),
 			want: `
 Plan for app shop at revision abc1234:
 
@@ -582,6 +593,15 @@ Plan for app shop at revision abc1234:
         image: shop/web:v1@sha256:0123 → shop/web:v2
 
 Plan: 0 to create, 0 to replace, 0 to start, 0 to remove, 1 to update in place.
+`,
+		},
+		{
+			name: "a service the back end did not render: only its image is compared",
+			in:   swarmInput(app, edited("web", func(s SwarmSpec) { s["env.X"] = "1" }), Options{Applied: applied(app), SwarmSpecs: map[string]SwarmSpec{"api": renderSwarm(app, app.Service("api"))}}),
+			want: `
+Plan for app shop at revision abc1234:
+
+No changes: running state matches revision abc1234.
 `,
 		},
 		{

@@ -279,11 +279,13 @@ type Options struct {
 	// services: the plan acts on services and overlay networks, never on
 	// containers; "" is one engine.
 	Target string
-	// SwarmSpec renders a declared service as the Swarm back end sends
-	// it, in the form of SwarmService.Spec: any field where the two
-	// differ is drift. Nil (a back end that cannot say): only the image
-	// and the replica count are compared.
-	SwarmSpec func(app *manifest.App, svc *manifest.Service) SwarmSpec `json:"-"`
+	// SwarmSpecs are the declared services (by name) as the Swarm back
+	// end sends them, in the form of SwarmService.Spec: any field where
+	// the two differ is drift. They are rendered before the differ runs
+	// (sync/pipeline), so that it receives data, not a back end's
+	// callback. Nil, or a service missing (a back end that cannot say):
+	// only the image and the replica count are compared.
+	SwarmSpecs map[string]SwarmSpec `json:"-"`
 	// Shared are the external networks and volumes of other apps this
 	// app may use; any other is a conflict (Conflict.Owner).
 	Shared Shared

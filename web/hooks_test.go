@@ -99,7 +99,7 @@ func (hc hookCase) name() string {
 
 func readFixture(t testing.TB, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join("webhook", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,64 +331,4 @@ func TestWebhookMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-}
-
-func TestNormalizeRepo(t *testing.T) {
-	want := "github.com/acme/shop"
-	for _, in := range []string{
-		"https://github.com/acme/shop.git",
-		"https://github.com/acme/shop",
-		"https://github.com/acme/shop/",
-		"https://user:p4ss@GitHub.com/acme/shop.git",
-		"http://github.com:443/acme/shop.git",
-		"git@github.com:acme/shop.git",
-		"ssh://git@github.com:22/acme/shop.git",
-		"git://github.com/acme/shop.git",
-		"github.com/Acme/Shop",
-	} {
-		if got := normalizeRepo(in); got != want {
-			t.Errorf("normalizeRepo(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := normalizeRepo("https://github.com/acme/shop-api.git"); got == want {
-		t.Errorf("a different repository normalized to %q", got)
-	}
-	if got := normalizeRepo("gitea.local:2222/acme/wiki.git"); got != "gitea.local/acme/wiki" {
-		t.Errorf("host:port/path form: got %q", got)
-	}
-	if got := normalizeRepo(""); got != "" {
-		t.Errorf("empty URL normalized to %q", got)
-	}
-}
-
-// FuzzParsePush feeds arbitrary payloads to every provider's parser: none
-// may panic, and a parsed push names refs in full form.
-func FuzzParsePush(f *testing.F) {
-	for _, name := range []string{"github_push.json", "github_ping.json", "gitlab_push.json", "gitea_push.json", "bitbucket_push.json", "generic_push.json"} {
-		f.Add(readFixture(f, name))
-	}
-	f.Add(`{"push":{"changes":[{"new":null}]},"repository":{"links":{"html":{"href":"x"}}}}`)
-	f.Add(`{"ref":"","repository":null}`)
-	f.Add(`null`)
-	f.Add(`{"repository":"git@h:o/r","ref":"main"}`)
-	headers := []http.Header{
-		{"X-Github-Event": {"push"}}, {"X-Gitlab-Event": {"Push Hook"}}, {"X-Gitea-Event": {"push"}},
-		{"X-Event-Key": {"repo:push"}}, {},
-	}
-	f.Fuzz(func(t *testing.T, body string) {
-		for i, p := range providers() {
-			ev, err := p.parse(headers[i], []byte(body))
-			if err != nil {
-				continue
-			}
-			for _, ref := range ev.Refs {
-				if !strings.HasPrefix(ref, "refs/") {
-					t.Errorf("%s: ref %q is not a full ref", p.name, ref)
-				}
-			}
-			for _, r := range ev.Repos {
-				normalizeRepo(r)
-			}
-		}
-	})
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/web/webhook"
 )
 
 //go:embed templates/*.html
@@ -442,8 +443,8 @@ func (s *Server) routes() *gin.Engine {
 	r.HEAD("/readyz", s.readyz)
 
 	hooks := r.Group("/hooks")
-	for _, p := range providers() {
-		hooks.POST("/"+p.name, s.webhook(p))
+	for _, p := range webhook.Providers() {
+		hooks.POST("/"+p.Name, s.webhook(p))
 	}
 
 	static, _ := fs.Sub(staticFS, "static")

@@ -18,6 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/internal/loadcache"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 )
 
 // localFlags are the flags every local command (validate, diff, apply)
@@ -43,6 +44,14 @@ type manifestLoad struct {
 	shared drift.Shared
 }
 
+// settings are the pipeline's settings of the app name the flags describe,
+// which the agent reads from driftless.yaml instead (pipeline.FromConfig).
+// A person's one-shot command reverts changes made outside Git, as
+// cliPolicy does.
+func (ml manifestLoad) settings(name string, prune bool) pipeline.Settings {
+	return pipeline.Settings{App: name, Prune: prune, SelfHeal: true, Adopt: ml.adopt, Target: ml.opts.Target, Shared: ml.shared}
+}
+
 // resolve turns the positional PATH and the flags into the target.
 func (l *localFlags) resolve(ctx context.Context, pos []string, stderr io.Writer) (localTarget, error) {
 	name, dir, err := localApp(pos, l.app)
@@ -54,22 +63,14 @@ func (l *localFlags) resolve(ctx context.Context, pos []string, stderr io.Writer
 			return localTarget{}, err
 		}
 	}
-	opts, err := l.lf.options(processEnv())
+	ml, err := l.lf.manifestLoad(processEnv())
 	if err != nil {
 		return localTarget{}, err
 	}
-	if opts.SecretKey, err = cliSecretKey(*l.data, stderr); err != nil {
+	if ml.opts.SecretKey, err = cliSecretKey(*l.data, stderr); err != nil {
 		return localTarget{}, err
 	}
-	adopt, err := l.lf.adoptCompose()
-	if err != nil {
-		return localTarget{}, err
-	}
-	shared, err := l.lf.shared()
-	if err != nil {
-		return localTarget{}, err
-	}
-	return localTarget{name: name, dir: dir, opts: manifestLoad{opts: opts, adopt: adopt, shared: shared}, cache: loadCache(*l.data)}, nil
+	return localTarget{name: name, dir: dir, opts: ml, cache: loadCache(*l.data)}, nil
 }
 
 // applyRun is one `driftless apply`.
@@ -77,11 +78,10 @@ type applyRun struct {
 	target       localTarget
 	prune        bool
 	readyTimeout time.Duration
-	eng          cliEngine
-	// builder builds images: the engine, or for target swarm the
+	// eng builds images too: the engine, or for target swarm the
 	// manager's engine (pushing where the image names a registry).
-	builder imageBuilder
-	stdout  io.Writer
+	eng    cliEngine
+	stdout io.Writer
 }
 
 func (a *applyRun) load(ctx context.Context) (*manifest.App, drift.Input, error) {
@@ -113,13 +113,13 @@ func applyCmd() *cobra.Command {
 		// Like docker compose, apply pulls with the credentials of Docker's
 		// config.json ($DOCKER_CONFIG or ~/.docker).
 		creds := &registry.Logins{Docker: &registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}}
-		eng, builder, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds})
+		eng, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds})
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless apply:", err)
 			return 1
 		}
 		defer eng.Close()
-		a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, builder: builder, stdout: stdout}
+		a := &applyRun{target: target, prune: *prune, readyTimeout: *readyTimeout, eng: eng, stdout: stdout}
 		memo := openInspectMemo(eng, *lfl.data, target.name, target.cache)
 		code, err := a.run(ctx, *dryRun)
 		memo.save(target.name)

@@ -18,11 +18,8 @@ func (a *applyRun) build(ctx context.Context, desired *manifest.App) error {
 	if len(desired.Builds) == 0 {
 		return nil
 	}
-	if a.builder == nil {
-		return errors.New("this target cannot build images")
-	}
 	started := false
-	err := a.builder.EnsureImages(ctx, desired, func(ev drift.BuildEvent) {
+	err := a.eng.EnsureImages(ctx, desired, func(ev drift.BuildEvent) {
 		if !started && ev.Phase != drift.BuildCached {
 			fmt.Fprintln(a.stdout, "\nBuilding:")
 			started = true

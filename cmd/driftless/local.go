@@ -26,6 +26,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 )
 
 // Exit codes of diff follow `argocd app diff` and `flux diff`.
@@ -82,6 +83,25 @@ func (l *loadFlags) adoptCompose() (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("--adopt %q: the only value is %q", l.adopt, config.AdoptCompose)
+}
+
+// manifestLoad is what the flags say of how the app's files are read
+// and what they may reach; env is as for options. The secret key is the
+// caller's to add.
+func (l *loadFlags) manifestLoad(env map[string]string) (manifestLoad, error) {
+	opts, err := l.options(env)
+	if err != nil {
+		return manifestLoad{}, err
+	}
+	adopt, err := l.adoptCompose()
+	if err != nil {
+		return manifestLoad{}, err
+	}
+	shared, err := l.shared()
+	if err != nil {
+		return manifestLoad{}, err
+	}
+	return manifestLoad{opts: opts, adopt: adopt, shared: shared}, nil
 }
 
 // options are the load options; env is what compose files interpolate
@@ -310,45 +330,50 @@ type observer interface {
 	ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actual, error)
 }
 
-// swarmSpecRenderer is the Swarm back end's rendering of a declared
-// service, which drift compares with the running spec.
-type swarmSpecRenderer interface {
-	SwarmSpec(app *manifest.App, svc *manifest.Service) drift.SwarmSpec
-}
-
-// cliEngine is what apply needs of either back end.
+// cliEngine is what diff and apply need of either back end: the
+// pipeline's Backend, observed for a plan.
 type cliEngine interface {
 	observer
-	Apply(ctx context.Context, desired *manifest.App, plan drift.Plan, opts drift.ApplyOptions) drift.ApplyResult
+	pipeline.Backend
 	Close() error
 }
 
 // connectTarget opens the back end the load options' target names: the
 // Swarm manager DOCKER_HOST names for target swarm, else the engine.
-func connectTarget(ctx context.Context, target string, opts deploy.Options) (cliEngine, imageBuilder, error) {
+func connectTarget(ctx context.Context, target string, opts deploy.Options) (cliEngine, error) {
 	if target != manifest.TargetSwarm {
 		eng, err := connectEngine(ctx, opts)
-		return eng, eng, err
+		if err != nil {
+			return nil, err
+		}
+		return engineCLI{Engine: eng}, nil
 	}
 	// Swarm builds on the manager's engine, then pushes where a registry
 	// is named.
 	builder, err := connectEngine(ctx, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout, Builder: builder, Registries: builder})
 	if err != nil {
 		builder.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := eng.Ping(pingCtx); err != nil {
 		eng.Close()
 		builder.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return swarmCLI{eng, builder}, eng, nil
+	return swarmCLI{eng, builder}, nil
+}
+
+// engineCLI is one Docker engine as the pipeline's back end: containers
+// are compared by their spec hash, there is no Swarm spec to render.
+type engineCLI struct {
+	*deploy.Engine
+	pipeline.NoRender
 }
 
 // swarmCLI is the Swarm back end with the engine it builds on, closed
@@ -359,11 +384,6 @@ type swarmCLI struct {
 }
 
 func (s swarmCLI) Close() error { return errors.Join(s.Engine.Close(), s.builder.Close()) }
-
-// imageBuilder builds the images a revision declares with build:.
-type imageBuilder interface {
-	EnsureImages(ctx context.Context, app *manifest.App, progress func(drift.BuildEvent)) error
-}
 
 // loadCache is the one-shot commands' cache of loaded apps, under the data
 // directory (see package loadcache); DRIFTLESS_LOAD_CACHE=off turns it off.
@@ -391,34 +411,25 @@ func cliBuild() string {
 // loadLocal parses the manifests (or takes them from the load cache, when
 // nothing they were read from has changed) and observes the engine for
 // one app.
-func loadLocal(ctx context.Context, cache *loadcache.Cache, dir, name string, ml manifestLoad, eng observer, prune bool) (*manifest.App, drift.Input, error) {
-	opts, adopt := ml.opts, ml.adopt
-	app, _, err := cache.Load(loadcache.Request{Dir: dir, App: name, Opts: opts})
+func loadLocal(ctx context.Context, cache *loadcache.Cache, dir, name string, ml manifestLoad, eng cliEngine, prune bool) (*manifest.App, drift.Input, error) {
+	app, _, err := cache.Load(loadcache.Request{Dir: dir, App: name, Opts: ml.opts})
 	if err != nil {
 		return nil, drift.Input{}, err
 	}
 	obsCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	in := drift.Input{
-		App:     name,
-		Desired: app,
-		Options: drift.Options{Revision: localRevision(dir), Prune: prune, Now: time.Now(), Adopt: adopt, Target: opts.Target, Shared: ml.shared},
-	}
-	if r, ok := eng.(swarmSpecRenderer); ok {
-		// Every field of a Swarm service is compared, as the agent does.
-		in.Options.SwarmSpec = r.SwarmSpec
-	}
+	settings := ml.settings(name, prune)
+	st := pipeline.State{Revision: localRevision(dir), Now: time.Now()}
 	// Of what is not the app's, only what this plan can run into is
 	// looked up: the cost follows the app, not the host.
-	actual, err := eng.ObserveForPlan(obsCtx, in)
+	actual, err := eng.ObserveForPlan(obsCtx, pipeline.Prepare(settings, st, app, drift.Actual{}, pipeline.NoRender{}))
 	if err != nil {
 		return nil, drift.Input{}, err
 	}
-	if adopt {
-		app = drift.AdoptComposeVolumes(app, actual, name)
-	}
-	in.Desired, in.Actual = app, actual
-	return app, in, nil
+	// Prepared as the agent's pass prepares it: adopted, and every field
+	// of a Swarm service compared.
+	in := pipeline.Prepare(settings, st, app, actual, eng)
+	return in.Desired, in, nil
 }
 
 // connectEngine opens the Docker engine and checks that it answers, with a
@@ -459,26 +470,16 @@ func diffCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
 		}
-		opts, err := lf.options(processEnv())
+		ml, err := lf.manifestLoad(processEnv())
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
 		}
-		if opts.SecretKey, err = cliSecretKey(*data, stderr); err != nil {
+		if ml.opts.SecretKey, err = cliSecretKey(*data, stderr); err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
 		}
-		adopt, err := lf.adoptCompose()
-		if err != nil {
-			fmt.Fprintln(stderr, "driftless diff:", err)
-			return exitError
-		}
-		shared, err := lf.shared()
-		if err != nil {
-			fmt.Fprintln(stderr, "driftless diff:", err)
-			return exitError
-		}
-		eng, _, err := connectTarget(ctx, opts.Target, deploy.Options{})
+		eng, err := connectTarget(ctx, ml.opts.Target, deploy.Options{})
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
@@ -486,7 +487,7 @@ func diffCmd() *cobra.Command {
 		defer eng.Close()
 		cache := loadCache(*data)
 		memo := openInspectMemo(eng, *data, name, cache)
-		app, in, err := loadLocal(ctx, cache, dir, name, manifestLoad{opts: opts, adopt: adopt, shared: shared}, eng, *prune)
+		app, in, err := loadLocal(ctx, cache, dir, name, ml, eng, *prune)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError

@@ -484,7 +484,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	var swarmTarget loop.Engine // stays a nil interface without a Swarm app
+	var swarmTarget loop.Target // stays a nil interface without a Swarm app
 	if swarmEng != nil {
 		defer swarmEng.Close()
 		swarmTarget = swarmEng
@@ -503,6 +503,8 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		DataDir:        cfg.DataDir,
 		Apps:           cfg.Apps,
 		Engine:         eng,
+		Tags:           eng,
+		Files:          eng,
 		Swarm:          swarmTarget,
 		NewSource:      repos.track(sourceFactory(cfg.DataDir, log)),
 		Workers:        f.workers,

@@ -21,12 +21,24 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 )
 
-// SwarmSpec is the comparable form of the spec Apply sends for a declared
-// service (drift.Options.SwarmSpec): drift compares it with the running
-// spec's Fields, so any field driftless sets that was changed by hand is
-// drift.
-func (e *Engine) SwarmSpec(app *manifest.App, svc *manifest.Service) drift.SwarmSpec {
-	return DesiredFields(app, svc)
+// SwarmSpecs are the comparable forms of the specs Apply sends for the
+// app's declared services (drift.Options.SwarmSpecs): drift compares each
+// with the running spec's Fields, so any field driftless sets that was
+// changed by hand is drift.
+func (e *Engine) SwarmSpecs(app *manifest.App) map[string]drift.SwarmSpec {
+	return RenderSpecs(app)
+}
+
+// RenderSpecs is DesiredFields of every service of app, by name.
+func RenderSpecs(app *manifest.App) map[string]drift.SwarmSpec {
+	if app == nil {
+		return nil
+	}
+	out := make(map[string]drift.SwarmSpec, len(app.Services))
+	for i := range app.Services {
+		out[app.Services[i].Name] = DesiredFields(app, &app.Services[i])
+	}
+	return out
 }
 
 // DesiredFields is Fields of the spec Apply sends for a declared service.

@@ -96,7 +96,7 @@ func TestSwarmDriftFromRealSpecs(t *testing.T) {
 	} {
 		t.Run(tc.dump, func(t *testing.T) {
 			in := drift.Input{App: "shop", Desired: app, Actual: observed(t, app, tc.dump), Options: drift.Options{Revision: "r1",
-				Target: manifest.TargetSwarm, SwarmSpec: DesiredFields, Applied: map[string]drift.AppliedService{"web": {Hash: app.Service("web").Hash, Replicas: 2}}}}
+				Target: manifest.TargetSwarm, SwarmSpecs: RenderSpecs(app), Applied: map[string]drift.AppliedService{"web": {Hash: app.Service("web").Hash, Replicas: 2}}}}
 			plan := drift.Compute(in)
 			if tc.want == "" {
 				if !plan.Empty() {

@@ -27,6 +27,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,9 @@ import (
 
 // Engine is the Docker side of a pass. *deploy.Engine satisfies it.
 type Engine interface {
+	// EnsureImages builds what a revision declares with build: (an
+	// engine that cannot embeds pipeline.NoBuilds).
+	pipeline.Builder
 	// Ping and Observe errors that mean the engine is unreachable wrap
 	// drift.ErrEngineUnreachable.
 	Ping(ctx context.Context) error
@@ -44,6 +48,24 @@ type Engine interface {
 	// until ctx ends, reconnecting when the stream breaks; every
 	// connection is reported as drift.EventConnected.
 	Watch(ctx context.Context, onEvent func(drift.EngineEvent)) error
+}
+
+// Target is an engine as the pipeline drives it for an app
+// (pipeline.Backend): a Swarm manager (deploy/swarm) renders the specs of
+// the services it runs; the agent's own engine is one with
+// pipeline.NoRender (see engineFor).
+type Target interface {
+	Engine
+	pipeline.Renderer
+}
+
+var _ pipeline.Backend = Target(nil)
+
+// oneEngine is the agent's engine as a Target: containers are compared by
+// their spec hash, there is no Swarm spec to render.
+type oneEngine struct {
+	Engine
+	pipeline.NoRender
 }
 
 // Triggers say why a pass runs; history records them.
@@ -100,7 +122,7 @@ type Options struct {
 	Engine  Engine
 	// Swarm is the engine of apps with target swarm: a Swarm manager
 	// (deploy/swarm). Required when an app has that target.
-	Swarm     Engine
+	Swarm     Target
 	NewSource func(config.AppConfig) (Source, error)
 	Workers   int // default 2
 	// ResyncInterval enqueues every app in case events were missed;
@@ -123,6 +145,12 @@ type Options struct {
 	// followed, the engine's sockets); default: this machine
 	// (internal/hostpath with the process's environment).
 	Host policy.Host
+	// Tags resolves followed image tags (imageUpdate) to digests; nil: no
+	// tag is followed, services run the tag as written.
+	Tags TagResolver
+	// Files drops repository files of bind mounts that no container uses
+	// any more; nil: nothing is collected.
+	Files FileCollector
 }
 
 // Agent keeps every configured app converged to its Git revision.
@@ -131,7 +159,7 @@ type Agent struct {
 	log     *slog.Logger
 	now     func() time.Time
 	engine  Engine
-	swarm   Engine // nil: no app has target swarm
+	swarm   Target // nil: no app has target swarm
 	store   *store.Store
 	series  *store.Series
 	queue   *queue
@@ -444,11 +472,11 @@ func eventDelay(action string) time.Duration {
 
 // engineFor is the engine an app runs on: the Swarm manager for target
 // swarm, else the agent's engine.
-func (a *Agent) engineFor(cfg config.AppConfig) Engine {
+func (a *Agent) engineFor(cfg config.AppConfig) Target {
 	if cfg.Target == manifest.TargetSwarm && a.swarm != nil {
 		return a.swarm
 	}
-	return a.engine
+	return oneEngine{Engine: a.engine}
 }
 
 // watchEngine turns Docker events into passes of the apps they concern;
@@ -516,9 +544,9 @@ func (a *Agent) appsConcernedBy(ev drift.EngineEvent) []string {
 	return out
 }
 
-// fileCollector is an engine that keeps repository files for bind mounts
+// FileCollector is an engine that keeps repository files for bind mounts
 // and can drop those no container uses any more.
-type fileCollector interface {
+type FileCollector interface {
 	RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error)
 }
 
@@ -528,11 +556,10 @@ const unusedFilesAge = 10 * time.Minute
 
 // collectFiles removes repository files that no container mounts.
 func (a *Agent) collectFiles(ctx context.Context) {
-	fc, ok := a.engine.(fileCollector)
-	if !ok {
+	if a.opts.Files == nil {
 		return
 	}
-	removed, err := fc.RemoveUnusedFiles(ctx, unusedFilesAge)
+	removed, err := a.opts.Files.RemoveUnusedFiles(ctx, unusedFilesAge)
 	if err != nil {
 		a.log.Warn("removing unused repository files", "err", err)
 		return

@@ -12,15 +12,6 @@ import (
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
-// imageBuilder is an engine that builds the images a revision declares
-// (deploy.Engine is one). An engine without it cannot deploy a revision
-// with builds.
-type imageBuilder interface {
-	// EnsureImages builds the app's missing images; a build that fails on
-	// its own is a *drift.BuildError.
-	EnsureImages(ctx context.Context, app *manifest.App, progress func(drift.BuildEvent)) error
-}
-
 // buildCandidate builds the images a new revision needs before it is
 // planned. Its images are named after their contexts (see
 // manifest.ResolveBuilds), so an unchanged context costs one inspect. A
@@ -74,11 +65,7 @@ func (p *pass) buildAccepted(ctx context.Context, desired *revisionState, o *pas
 // ensureImages builds rs's missing images, showing progress in the app's
 // live status.
 func (p *pass) ensureImages(ctx context.Context, rs *revisionState) error {
-	b, ok := p.a.engineFor(p.in.cfg).(imageBuilder)
-	if !ok {
-		return &drift.BuildError{Image: "(all)", Err: errors.New("this engine cannot build images")}
-	}
-	err := b.EnsureImages(ctx, rs.app, func(ev drift.BuildEvent) { p.a.announceBuild(p.in.cfg.Name, rs, ev) })
+	err := p.a.engineFor(p.in.cfg).EnsureImages(ctx, rs.app, func(ev drift.BuildEvent) { p.a.announceBuild(p.in.cfg.Name, rs, ev) })
 	if err == nil {
 		rs.built = true
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -139,11 +140,12 @@ func (s *fakeSource) Revision(ctx context.Context, sha string) (gitsource.Revisi
 // fakeEngine is a Docker engine in memory that carries out plans the way
 // deploy does, as far as the differ can tell.
 type fakeEngine struct {
-	mu         sync.Mutex
-	containers []drift.Container
-	networks   []drift.Network
-	volumes    []drift.Volume
-	foreign    []drift.Container // containers driftless does not own
+	pipeline.NoBuilds // buildingEngine adds builds
+	mu                sync.Mutex
+	containers        []drift.Container
+	networks          []drift.Network
+	volumes           []drift.Volume
+	foreign           []drift.Container // containers driftless does not own
 	// duringApply, if set, runs when Apply starts, as if the rollout took
 	// a while and someone looked at the status meanwhile.
 	duringApply func()

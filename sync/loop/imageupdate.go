@@ -22,8 +22,7 @@ import (
 const TriggerImageUpdate = "image-update"
 
 // TagResolver resolves an image tag's current digest in its registry with
-// the app's credentials. The engine implements it; an engine without it
-// has no tag updates.
+// the app's credentials (Options.Tags; the Docker engine implements it).
 type TagResolver interface {
 	ResolveDigest(ctx context.Context, app, image string) (string, error)
 }
@@ -50,8 +49,8 @@ func (m tagMove) summary() string {
 // resolution keeps the digest the service is pinned to (the replicas that
 // run keep running) and is tried again on the schedule.
 func (p *pass) followTags(ctx context.Context, app *manifest.App, actual drift.Actual, o *passOutcome) {
-	resolver, ok := p.a.engine.(TagResolver)
-	if app == nil || !ok {
+	resolver := p.a.opts.Tags
+	if app == nil || resolver == nil {
 		return
 	}
 	now := p.a.now()

@@ -107,7 +107,7 @@ func TestImageUpdateFollowsTag(t *testing.T) {
 	h := newHarness(t, appConfig("shop"))
 	eng := &resolvingEngine{fakeEngine: h.engine, digest: "sha256:aaa"}
 	h.agent.Close()
-	a, err := New(Options{DataDir: h.dir, Apps: h.apps, Engine: eng, Now: h.clock.Now,
+	a, err := New(Options{DataDir: h.dir, Apps: h.apps, Engine: eng, Tags: eng, Now: h.clock.Now,
 		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
 )
@@ -346,51 +346,27 @@ func (p *pass) policy(guard bool) drift.Policy {
 	}
 }
 
-// appFor is the desired app as the differ and the applier see it: when
-// adopting a compose project, volumes compose already has are used as
-// they are, so the adopted replicas keep their data.
-// Followed image tags are pinned to their resolved digests.
+// appFor is the desired app as the differ and the applier see it:
+// followed image tags pinned to their resolved digests (the loop's
+// memory), then as the pipeline adopts it.
 func (p *pass) appFor(rs *revisionState, actual drift.Actual) *manifest.App {
-	if p.in.cfg.Adopt != config.AdoptCompose {
-		return pinTags(rs.app, p.st.tags)
-	}
-	return pinTags(drift.AdoptComposeVolumes(rs.app, actual, cmp.Or(p.in.cfg.ComposeProject, p.in.cfg.Name)), p.st.tags)
+	return pipeline.Desired(pipeline.FromConfig(p.in.cfg), pinTags(rs.app, p.st.tags), actual)
 }
 
+// computeInput is the differ's input for rs against actual, prepared by
+// the pipeline the CLI shares, with what the loop remembers.
 func (p *pass) computeInput(rs *revisionState, actual drift.Actual) drift.Input {
 	now := p.a.now()
 	backoff, failed := backoffInputs(p.in.mem, rs.app, p.in.cfg.Name, now)
-	var render func(*manifest.App, *manifest.Service) drift.SwarmSpec
-	if r, ok := p.a.engineFor(p.in.cfg).(swarmSpecRenderer); ok {
-		render = r.SwarmSpec
+	st := pipeline.State{
+		Revision:       rs.rev.SHA,
+		Now:            now,
+		Backoff:        backoff,
+		Applied:        p.in.mem.appliedState,
+		FailedRollouts: failed,
+		ReadyDeadline:  readyDeadline,
 	}
-	return drift.Input{
-		App:     p.in.cfg.Name,
-		Desired: p.appFor(rs, actual),
-		Actual:  actual,
-		Options: drift.Options{
-			Revision:       rs.rev.SHA,
-			Prune:          p.in.cfg.Prune,
-			Now:            now,
-			Backoff:        backoff,
-			Applied:        p.in.mem.appliedState,
-			ReadyDeadline:  readyDeadline,
-			NoSelfHeal:     !p.in.cfg.SelfHeal,
-			FailedRollouts: failed,
-			ComposeProject: p.in.cfg.ComposeProject,
-			Adopt:          p.in.cfg.Adopt == config.AdoptCompose,
-			Target:         p.in.cfg.SwarmTarget(),
-			SwarmSpec:      render,
-			Shared:         p.in.cfg.Shared,
-			SourceDir:      p.in.cfg.Path,
-		},
-	}
-}
-
-// swarmSpecRenderer is the Swarm back end's rendering of a declared
-// service, which drift compares with the running spec field by field.
-type swarmSpecRenderer interface {
-	SwarmSpec(app *manifest.App, svc *manifest.Service) drift.SwarmSpec
+	return pipeline.Prepare(pipeline.FromConfig(p.in.cfg), st, pinTags(rs.app, p.st.tags), actual, p.a.engineFor(p.in.cfg))
 }
 
 // Result tells the worker when to run the app again, beyond what its

@@ -8,11 +8,13 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
 // fakeSwarm is a Swarm manager as the loop sees it: services by name.
 type fakeSwarm struct {
+	pipeline.NoBuilds
 	mu       sync.Mutex
 	services map[string]drift.SwarmService
 	networks []drift.Network
@@ -62,7 +64,7 @@ func (s *fakeSwarm) Apply(_ context.Context, desired *manifest.App, plan drift.P
 				delete(s.services, c.Name)
 			default:
 				s.services[c.Name] = drift.SwarmService{ID: "id-" + c.Name, Name: c.Name, App: desired.Name, Service: svc.Name,
-					SpecHash: svc.Hash, Image: svc.Spec.Image, Replicas: svc.Spec.Replicas, Spec: s.SwarmSpec(desired, svc)}
+					SpecHash: svc.Hash, Image: svc.Spec.Image, Replicas: svc.Spec.Replicas, Spec: s.SwarmSpecs(desired)[svc.Name]}
 			}
 		}
 		res.Outcomes = append(res.Outcomes, drift.Outcome{Change: c, Result: drift.ResultDone})
@@ -70,13 +72,17 @@ func (s *fakeSwarm) Apply(_ context.Context, desired *manifest.App, plan drift.P
 	return res
 }
 
-// SwarmSpec renders what the fake compares: the image and environment.
-func (s *fakeSwarm) SwarmSpec(_ *manifest.App, svc *manifest.Service) drift.SwarmSpec {
-	out := drift.SwarmSpec{"image": svc.Spec.Image}
-	for k, v := range svc.Spec.Env {
-		out["env."+k] = v
+// SwarmSpecs renders what the fake compares: the image and environment.
+func (s *fakeSwarm) SwarmSpecs(app *manifest.App) map[string]drift.SwarmSpec {
+	specs := map[string]drift.SwarmSpec{}
+	for _, svc := range app.Services {
+		out := drift.SwarmSpec{"image": svc.Spec.Image}
+		for k, v := range svc.Spec.Env {
+			out["env."+k] = v
+		}
+		specs[svc.Name] = out
 	}
-	return out
+	return specs
 }
 
 func TestSwarmAppRunsOnTheSwarmEngine(t *testing.T) {
