@@ -56,7 +56,7 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 	defer e.view.touch(r.app)
 	r.execute(ctx, plan.Changes)
 	// A rotated secret's old file goes with its last replica.
-	if removed, err := e.removeUnusedSecrets(ctx, r.app, 0); err != nil {
+	if removed, err := e.files.RemoveUnusedSecrets(ctx, r.app, 0); err != nil {
 		e.log.Warn("removing unused secret files", "app", r.app, "err", err)
 	} else if len(removed) > 0 {
 		e.log.Info("removed secret files no container mounts", "app", r.app, "count", len(removed))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
@@ -66,7 +68,7 @@ func modelApp() *manifest.App {
 
 func TestReplicaConfigEveryModelField(t *testing.T) {
 	app := modelApp()
-	rc, err := buildReplicaConfig(replicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestReplicaConfigEveryModelField(t *testing.T) {
 		{"NetworkMode", string(host.NetworkMode), "corp-net"},
 		{"aliases at create", rc.Create.NetworkingConfig.EndpointsConfig["corp-net"].Aliases, []string{"web", "api"}},
 		{"MAC", rc.Create.NetworkingConfig.EndpointsConfig["corp-net"].MacAddress.String(), "02:42:ac:11:00:09"},
-		{"extra networks", rc.ExtraNetworks, []extraNetwork{{Name: "shop-front", Aliases: []string{"web", "www", "web2"}}}},
+		{"extra networks", rc.ExtraNetworks, []dockerspec.ExtraNetwork{{Name: "shop-front", Aliases: []string{"web", "www", "web2"}}}},
 		{"ExtraHosts", host.ExtraHosts, []string{"db:10.0.0.5"}},
 		{"DNS", len(host.DNS) == 1 && host.DNS[0].String() == "1.1.1.1", true},
 		{"DNSSearch", host.DNSSearch, []string{"example.org"}},
@@ -134,7 +136,7 @@ func TestReplicaConfigEveryModelField(t *testing.T) {
 func TestReplicaConfigNetworkModes(t *testing.T) {
 	for _, mode := range []string{manifest.NetworkHost, manifest.NetworkNone, manifest.NetworkBridge} {
 		app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "web", Spec: manifest.ServiceSpec{Image: "x", NetworkMode: mode}}}}
-		rc, err := buildReplicaConfig(replicaInput{App: app, Service: &app.Services[0], Slot: 1})
+		rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: &app.Services[0], Slot: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +158,7 @@ func TestReplicaConfigHealthcheckForms(t *testing.T) {
 			&container.HealthConfig{Test: []string{"CMD-SHELL", "pg_isready -q"}, Interval: 2 * time.Second, Timeout: time.Second, Retries: 3}},
 	}
 	for _, tt := range tests {
-		if got := healthConfig(&tt.spec); !reflect.DeepEqual(got, tt.want) {
+		if got := dockerspec.HealthConfig(&tt.spec); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
@@ -165,7 +167,7 @@ func TestReplicaConfigHealthcheckForms(t *testing.T) {
 func TestReplicaConfigRepoBindWithoutContent(t *testing.T) {
 	app := modelApp()
 	app.Content = nil
-	_, err := buildReplicaConfig(replicaInput{App: app, Service: &app.Services[0], Slot: 1, FilesDir: "/x"})
+	_, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, FilesDir: "/x"})
 	if err == nil {
 		t.Fatal("a repository bind without loaded content must not be created")
 	}
@@ -247,10 +249,10 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 	fake := &listFake{}
 	e := newEngine(fake, Options{FilesDir: dir})
 	defer e.prober.stop()
-	t.Cleanup(func() { _ = removeTree(dir) })
+	t.Cleanup(func() { _ = hostfiles.RemoveTree(dir) })
 	app := modelApp()
 	svc := &app.Services[0]
-	if err := e.materializeService(app, svc); err != nil {
+	if err := e.files.MaterializeService(app, svc); err != nil {
 		t.Fatal(err)
 	}
 	conf, single := svc.Spec.Binds[2].ContentHash, svc.Spec.Binds[3].ContentHash
@@ -271,7 +273,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 		t.Errorf("content = %q", b)
 	}
 	before, _ := os.Stat(filepath.Join(dir, conf, "a.conf"))
-	if err := e.materializeService(app, svc); err != nil {
+	if err := e.files.MaterializeService(app, svc); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(filepath.Join(dir, conf, "a.conf"))
@@ -279,7 +281,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 		t.Error("an existing tree must be reused, not rewritten")
 	}
 	// A leftover of an interrupted write.
-	if err := os.Mkdir(filepath.Join(dir, tmpPrefix+"dead-1"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, hostfiles.TmpPrefix+"dead-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 
@@ -294,7 +296,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(removed)
-	if want := []string{tmpPrefix + "dead-1", conf}; !slices.Equal(removed, want) {
+	if want := []string{hostfiles.TmpPrefix + "dead-1", conf}; !slices.Equal(removed, want) {
 		t.Errorf("removed %v, want %v", removed, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, single, "file")); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets"
@@ -75,10 +76,10 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		return "", err
 	}
 	app := r.named()
-	if err := r.e.materializeService(app, svc); err != nil {
+	if err := r.e.files.MaterializeService(app, svc); err != nil {
 		return "", err
 	}
-	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir})
 	if err != nil {
 		return "", err
 	}
@@ -151,7 +152,7 @@ func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) 
 	}
 	// After a reboot the tmpfs is empty: the secrets the replica mounts
 	// are written again before it starts.
-	if err := r.e.writeSecrets(r.named(), svc); err != nil {
+	if err := r.e.files.WriteSecrets(r.named(), svc); err != nil {
 		return err
 	}
 	if _, err := r.e.api.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
@@ -300,7 +301,7 @@ func (r *run) notReady(ctx context.Context, id, summary string, info runtimeInfo
 // own StopTimeout (which deploy set from the same spec).
 func stopTimeout(c container.InspectResponse, spec *manifest.ServiceSpec) *int {
 	if c.Config != nil {
-		if recorded := parseSpecLabel(c.Config.Labels[drift.LabelSpec]); recorded != nil {
+		if recorded := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); recorded != nil {
 			t := recorded.StopGracePeriodSeconds
 			return &t
 		}

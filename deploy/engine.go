@@ -29,6 +29,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -79,12 +81,12 @@ type Options struct {
 	SettleTime   time.Duration // no readiness section and no Docker healthcheck: running this long without restarting = ready; default 2s
 	// FilesDir is where repository files of bind mounts are materialized,
 	// one read-only directory per content hash (the agent passes
-	// <data>/files); default DefaultFilesDir(). It must be a path the
+	// <data>/files); default hostfiles.DefaultFilesDir(). It must be a path the
 	// Docker daemon sees as the same host path.
 	FilesDir string
 	// SecretsDir is where secret files are written, on a tmpfs, one
 	// root-only directory per app and service; default
-	// DefaultSecretsDir(). Like FilesDir, the Docker daemon must see it
+	// hostfiles.DefaultSecretsDir(). Like FilesDir, the Docker daemon must see it
 	// as the same host path.
 	SecretsDir string
 	Logger     *slog.Logger
@@ -92,10 +94,10 @@ type Options struct {
 	BuildTimeout time.Duration
 	// Credentials give pulls and tag resolutions their registry
 	// credentials; nil pulls anonymously.
-	Credentials Credentials
+	Credentials registry.Credentials
 	// RegistryCertsDir is where a registry's CA and client certificate
 	// are found for tag checks, HOST[:PORT]/ca.crt as for the engine;
-	// default DefaultCertsDir.
+	// default registry.DefaultCertsDir.
 	RegistryCertsDir string
 	// Scrub are values the agent holds (Git credentials) that are removed,
 	// like each container's own secrets, from the log lines and probe
@@ -139,7 +141,7 @@ func (o Options) withDefaults() Options {
 		o.LivenessInterval = 5 * time.Second
 	}
 	if o.FilesDir == "" {
-		o.FilesDir = DefaultFilesDir()
+		o.FilesDir = hostfiles.DefaultFilesDir()
 	}
 	if o.AddressPool == nil {
 		pool := drift.DefaultAddressPool()
@@ -149,13 +151,13 @@ func (o Options) withDefaults() Options {
 		o.RoutesFile = "/proc/net/route"
 	}
 	if o.RegistryCertsDir == "" {
-		o.RegistryCertsDir = DefaultCertsDir
+		o.RegistryCertsDir = registry.DefaultCertsDir
 	}
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
 	}
 	if o.SecretsDir == "" {
-		o.SecretsDir = DefaultSecretsDir()
+		o.SecretsDir = hostfiles.DefaultSecretsDir()
 	}
 	if abs, err := filepath.Abs(o.SecretsDir); err == nil {
 		o.SecretsDir = abs
@@ -172,12 +174,9 @@ type Engine struct {
 	prober *prober
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
-	// filesMu serializes writing and removing materialized trees and
-	// secret files.
-	filesMu sync.Mutex
-	// secretsReady: SecretsDir was checked to be a root-only tmpfs
-	// (guarded by filesMu).
-	secretsReady bool
+	// files writes and removes the repository trees and secret files
+	// replicas bind-mount.
+	files *hostfiles.Store
 
 	// wakers are readiness waits to wake early when the event stream says
 	// something happened to their container (it died, was removed, turned
@@ -197,7 +196,7 @@ type Engine struct {
 
 	// reg asks registries for tag digests directly (one HEAD); the
 	// engine's insecure registries are read once for it.
-	reg           *registryClient
+	reg           *registry.Client
 	insecureOnce  sync.Once
 	insecureCIDRs []netip.Prefix
 	insecureNames map[string]bool
@@ -308,7 +307,8 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	for _, kind := range []string{"container", "network", "volume"} {
 		e.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
 	}
-	e.reg = newRegistryClient(opts.RegistryCertsDir, e.engineInsecure)
+	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
+	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, Log: opts.Logger, Mounts: e.driftlessMounts}
 	e.prober = newProber(api, opts.SettleTime, opts.Logger)
 	e.prober.scrub = opts.Scrub
 	return e

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/client"
 )
@@ -121,15 +122,15 @@ func (e *Engine) list(ctx context.Context, filters client.Filters) (listing, err
 	}
 	l := listing{containerIPs: map[string]string{}}
 	for _, s := range containers.Items {
-		c := containerFromSummary(s)
+		c := dockerspec.ContainerFromSummary(s)
 		l.containers = append(l.containers, c)
-		l.containerIPs[c.ID] = summaryIP(s)
+		l.containerIPs[c.ID] = dockerspec.SummaryIP(s)
 	}
 	for _, s := range networks.Items {
-		l.networks = append(l.networks, networkFromSummary(s))
+		l.networks = append(l.networks, dockerspec.NetworkFromSummary(s))
 	}
 	for _, v := range volumes.Items {
-		l.volumes = append(l.volumes, volumeFromSummary(v))
+		l.volumes = append(l.volumes, dockerspec.VolumeFromSummary(v))
 	}
 	return l, nil
 }

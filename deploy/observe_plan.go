@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -129,7 +130,7 @@ func (f *foreignFinder) containers(ctx context.Context, filters client.Filters, 
 		f.seen = map[string]bool{}
 	}
 	for _, s := range res.Items {
-		c := containerFromSummary(s)
+		c := dockerspec.ContainerFromSummary(s)
 		if c.App == f.app || f.seen[c.ID] || (keep != nil && !keep(c)) {
 			continue
 		}
@@ -191,7 +192,7 @@ func (f *foreignFinder) networks(ctx context.Context, a *drift.Actual) {
 		return
 	}
 	for _, s := range res.Items {
-		if n := networkFromSummary(s); n.App != f.app {
+		if n := dockerspec.NetworkFromSummary(s); n.App != f.app {
 			a.ForeignNetworks = append(a.ForeignNetworks, n)
 		}
 	}
@@ -207,7 +208,7 @@ func (f *foreignFinder) volumes(ctx context.Context, a *drift.Actual) {
 		return
 	}
 	for _, v := range res.Items {
-		if vol := volumeFromSummary(v); vol.App != f.app {
+		if vol := dockerspec.VolumeFromSummary(v); vol.App != f.app {
 			a.ForeignVolumes = append(a.ForeignVolumes, vol)
 		}
 	}

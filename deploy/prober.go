@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets"
@@ -117,7 +119,7 @@ func (p *prober) needsInspect(info runtimeInfo, status string) bool {
 		return true
 	}
 	if info.State == drift.StateRunning {
-		if up, ok := parseUptime(status); ok && p.now().Sub(e.info.StartedAt) > up+2*time.Second+uptimeSlack(up) {
+		if up, ok := dockerspec.ParseUptime(status); ok && p.now().Sub(e.info.StartedAt) > up+2*time.Second+uptimeSlack(up) {
 			return true
 		}
 	}
@@ -376,8 +378,8 @@ func (p *prober) remove(id string) {
 // until the container stops, restarts or is forgotten.
 func (p *prober) probeLoop(ctx context.Context, id string, gen int, r manifest.Readiness, startedAt time.Time) {
 	defer p.wg.Done()
-	period := secondsOr(r.PeriodSeconds, 10)
-	timeout := secondsOr(r.TimeoutSeconds, 1)
+	period := dockerspec.SecondsOr(r.PeriodSeconds, 10)
+	timeout := dockerspec.SecondsOr(r.TimeoutSeconds, 1)
 	successThreshold := max(r.SuccessThreshold, 1)
 	failureThreshold := max(r.FailureThreshold, 1)
 
@@ -436,13 +438,6 @@ func (p *prober) probeLoop(ctx context.Context, id string, gen int, r manifest.R
 	}
 }
 
-func secondsOr(s, def int) time.Duration {
-	if s <= 0 {
-		s = def
-	}
-	return time.Duration(s) * time.Second
-}
-
 // probeOnce runs one probe against the container's IP.
 func (p *prober) probeOnce(ctx context.Context, ip string, r manifest.Readiness, timeout time.Duration) error {
 	if ip == "" {
@@ -495,4 +490,70 @@ func unwrapURLError(err error) error {
 		return uerr.Err
 	}
 	return err
+}
+
+// infoFromInspect is what an inspect tells the prober.
+func infoFromInspect(c container.InspectResponse) runtimeInfo {
+	info := runtimeInfo{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), RestartCount: c.RestartCount, inspected: true}
+	if c.Config != nil {
+		info.App = c.Config.Labels[drift.LabelApp]
+		if spec := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
+			info.Readiness = spec.Readiness
+			info.secrets = secretEnvValues(c.Config.Env, spec)
+		}
+	}
+	if c.State != nil {
+		info.State = drift.ContainerState(c.State.Status)
+		info.ExitCode = c.State.ExitCode
+		info.StartedAt, _ = time.Parse(time.RFC3339Nano, c.State.StartedAt)
+		info.FinishedAt, _ = time.Parse(time.RFC3339Nano, c.State.FinishedAt)
+		if c.State.Health != nil {
+			info.Health = string(c.State.Health.Status)
+			if info.Health == "none" {
+				info.Health = ""
+			}
+			if n := len(c.State.Health.Log); n > 0 && c.State.Health.Log[n-1] != nil {
+				info.HealthOutput = c.State.Health.Log[n-1].Output
+			}
+		}
+	}
+	if c.NetworkSettings != nil {
+		info.IP = dockerspec.FirstIP(c.NetworkSettings.Networks)
+	}
+	info.Config = runtimeConfig(c)
+	return info
+}
+
+// runtimeConfig is what an inspect shows of the settings that can change
+// on a running container.
+func runtimeConfig(c container.InspectResponse) *drift.RuntimeConfig {
+	cfg := &drift.RuntimeConfig{Aliases: map[string][]string{}}
+	if h := c.HostConfig; h != nil {
+		cfg.MemoryBytes, cfg.NanoCPUs, cfg.MemoryReservationBytes = h.Memory, h.NanoCPUs, h.MemoryReservation
+		if h.PidsLimit != nil {
+			cfg.PidsLimit = *h.PidsLimit
+		}
+		cfg.RestartPolicy, cfg.RestartMaxRetries = string(h.RestartPolicy.Name), h.RestartPolicy.MaximumRetryCount
+	}
+	if c.NetworkSettings != nil {
+		for name, ep := range c.NetworkSettings.Networks {
+			if ep != nil {
+				cfg.Aliases[name] = slices.Clone(ep.Aliases)
+			}
+		}
+	}
+	return cfg
+}
+
+// secretEnvValues are the values, in a container's env list, of the keys
+// its recorded spec declares secret: the container itself is where the
+// values are known once it runs.
+func secretEnvValues(env []string, spec *manifest.ServiceSpec) []string {
+	var out []string
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && spec.IsSecretEnv(k) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

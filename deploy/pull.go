@@ -5,107 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"regexp"
 	"strings"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/jsonstream"
-	"github.com/moby/moby/api/types/registry"
+	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
 
-// PullErrorKind says why a registry did not give an image, which decides
-// what the loop does: auth and not found wait for a fix (a commit or new
-// credentials) with backoff; unreachable is retried.
-type PullErrorKind string
-
-const (
-	PullAuth        PullErrorKind = "auth"        // 401, denied: the credentials are missing or wrong
-	PullNotFound    PullErrorKind = "not found"   // manifest unknown: no such repository or tag
-	PullUnreachable PullErrorKind = "unreachable" // connection refused, timeout, DNS
-	PullUntrusted   PullErrorKind = "untrusted"   // x509: the registry's certificate is not trusted
-	PullOther       PullErrorKind = "error"
-)
-
-// PullError is a failed pull or tag resolution, naming the image, the
-// registry and the kind of failure.
-type PullError struct {
-	Image    string
-	Registry string
-	Kind     PullErrorKind
-	Err      error
-}
-
-func (e *PullError) Error() string {
-	msg := firstLine(e.Err.Error())
-	var hint string
-	switch e.Kind {
-	case PullAuth:
-		hint = "authentication failed (401/denied): check the credentials for " + e.Registry + " (registries: in driftless.yaml, or Docker's config.json)"
-	case PullNotFound:
-		hint = "not found (manifest unknown): check the image name and tag"
-	case PullUnreachable:
-		hint = "registry unreachable: retrying"
-	case PullUntrusted:
-		hint = "TLS certificate not trusted: install the registry's CA on the engine's host as /etc/docker/certs.d/" + e.Registry + "/ca.crt (read at each pull, no restart)"
-	default:
-		hint = "pull failed"
-	}
-	return fmt.Sprintf("image %s could not be pulled from registry %s: %s: %s", e.Image, e.Registry, hint, msg)
-}
-
-func (e *PullError) Unwrap() error { return e.Err }
-
-// classifyPull sorts an engine's pull error. The engine relays the
-// registry's answer as text (and, for some, an errdefs class); both are
-// read.
-func classifyPull(err error, names ...string) PullErrorKind {
-	msg := strings.ToLower(err.Error())
-	// The image and registry named in the message are not evidence: a
-	// registry on port 40153 is not a 401, a repository called denied-app
-	// is not a denial.
-	for _, n := range names {
-		if n != "" {
-			msg = strings.ReplaceAll(msg, strings.ToLower(n), " ")
-		}
-	}
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(msg, w) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case has("x509:", "certificate signed by unknown authority", "certificate is not valid", "certificate has expired"):
-		return PullUntrusted
-	case has("unauthorized", "authentication required", "no basic auth credentials", "denied", "incorrect username or password", "forbidden") ||
-		httpStatus401.MatchString(msg):
-		return PullAuth
-	case has("manifest unknown", "not found", "name unknown", "does not exist"):
-		return PullNotFound
-	case has("connection refused", "i/o timeout", "no such host", "timeout", "network is unreachable", "connection reset", "tls handshake", "dial tcp", "eof"):
-		return PullUnreachable
-	case anyIs(err, cerrdefs.IsUnauthorized), anyIs(err, cerrdefs.IsPermissionDenied):
-		return PullAuth
-	case anyIs(err, cerrdefs.IsNotFound):
-		return PullNotFound
-	}
-	return PullOther
-}
-
-// httpStatus401 is a 401 status code standing alone, not digits of a port,
-// an address or a digest.
-var httpStatus401 = regexp.MustCompile(`(?:^|[^\w.:/@-])401(?:[^\w.:/-]|$)`)
-
 // registryAuth is the X-Registry-Auth value for pulling image for app.
 func (e *Engine) registryAuth(ctx context.Context, app, image string) (host, encoded string, err error) {
-	host, err = RegistryHost(image)
+	host, err = registry.Host(image)
 	if err != nil {
 		return "", "", err
 	}
@@ -116,7 +30,7 @@ func (e *Engine) registryAuth(ctx context.Context, app, image string) (host, enc
 	if err != nil {
 		return host, "", fmt.Errorf("credentials for registry %s: %w", host, err)
 	}
-	encoded, err = encodeAuth(ac)
+	encoded, err = registry.EncodeAuth(ac)
 	return host, encoded, err
 }
 
@@ -141,18 +55,18 @@ type PullProgress func(line string)
 func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgress) error {
 	host, auth, err := e.registryAuth(ctx, app, image)
 	if err != nil {
-		return &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+		return &registry.PullError{Image: image, Registry: host, Kind: registry.PullOther, Err: err}
 	}
 	resp, err := e.api.ImagePull(ctx, image, client.ImagePullOptions{RegistryAuth: auth})
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return fmt.Errorf("pull image %s: %w", image, err)
 		}
-		return &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
+		return &registry.PullError{Image: image, Registry: host, Kind: registry.ClassifyPull(err, image, host), Err: err}
 	}
 	defer resp.Close()
 	if err := followStream(resp.JSONMessages(ctx), progress); err != nil {
-		return &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
+		return &registry.PullError{Image: image, Registry: host, Kind: registry.ClassifyPull(err, image, host), Err: err}
 	}
 	if res, err := e.api.ImageInspect(ctx, image); err == nil {
 		e.recordPull(app, image, res.ID, auth == "")
@@ -259,13 +173,13 @@ func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) erro
 	}))
 }
 
-// pullFailure makes a *PullError a rollout failure of the service: auth
+// pullFailure makes a *registry.PullError a rollout failure of the service: auth
 // and not found wait for a fix, backing off; an unreachable registry is
 // retried at the base delay until it answers.
 func pullFailure(err error) error {
-	var pe *PullError
+	var pe *registry.PullError
 	if errors.As(err, &pe) {
-		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error(), Transient: pe.Kind == PullUnreachable}
+		return &drift.Failure{Cause: drift.FailureRollout, Summary: pe.Error(), Transient: pe.Kind == registry.PullUnreachable}
 	}
 	return err
 }
@@ -276,18 +190,18 @@ func pullFailure(err error) error {
 // registry cannot be asked directly (no route from the agent, an auth
 // scheme it does not speak), the engine is asked instead.
 func (e *Engine) ResolveDigest(ctx context.Context, app, image string) (string, error) {
-	host, err := RegistryHost(image)
+	host, err := registry.Host(image)
 	if err != nil {
-		return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+		return "", &registry.PullError{Image: image, Registry: host, Kind: registry.PullOther, Err: err}
 	}
-	ac := registry.AuthConfig{}
+	ac := registrytypes.AuthConfig{}
 	if e.opts.Credentials != nil {
 		if ac, err = e.opts.Credentials.Lookup(ctx, app, host); err != nil {
-			return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: fmt.Errorf("credentials for registry %s: %w", host, err)}
+			return "", &registry.PullError{Image: image, Registry: host, Kind: registry.PullOther, Err: fmt.Errorf("credentials for registry %s: %w", host, err)}
 		}
 	}
-	d, err := e.reg.headDigest(ctx, image, ac)
-	if err == nil || !errors.Is(err, errNoAnswer) {
+	d, err := e.reg.HeadDigest(ctx, image, ac)
+	if err == nil || !errors.Is(err, registry.ErrNoAnswer) {
 		return d, err
 	}
 	e.log.Debug("tag check: asking the engine", "image", image, "reason", err)
@@ -298,11 +212,11 @@ func (e *Engine) ResolveDigest(ctx context.Context, app, image string) (string, 
 // GET /distribution/{image}/json only (four registry requests: a ping, a
 // HEAD, the manifest and the config); the benchmark compares it.
 func (e *Engine) ResolveDigestViaEngine(ctx context.Context, app, image string) (string, error) {
-	host, err := RegistryHost(image)
+	host, err := registry.Host(image)
 	if err != nil {
 		return "", err
 	}
-	ac := registry.AuthConfig{}
+	ac := registrytypes.AuthConfig{}
 	if e.opts.Credentials != nil {
 		if ac, err = e.opts.Credentials.Lookup(ctx, app, host); err != nil {
 			return "", err
@@ -311,17 +225,17 @@ func (e *Engine) ResolveDigestViaEngine(ctx context.Context, app, image string) 
 	return e.resolveViaEngine(ctx, host, image, ac)
 }
 
-func (e *Engine) resolveViaEngine(ctx context.Context, host, image string, ac registry.AuthConfig) (string, error) {
-	auth, err := encodeAuth(ac)
+func (e *Engine) resolveViaEngine(ctx context.Context, host, image string, ac registrytypes.AuthConfig) (string, error) {
+	auth, err := registry.EncodeAuth(ac)
 	if err != nil {
-		return "", &PullError{Image: image, Registry: host, Kind: PullOther, Err: err}
+		return "", &registry.PullError{Image: image, Registry: host, Kind: registry.PullOther, Err: err}
 	}
 	res, err := e.api.DistributionInspect(ctx, image, client.DistributionInspectOptions{EncodedRegistryAuth: auth})
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return "", fmt.Errorf("resolve image %s: %w", image, err)
 		}
-		return "", &PullError{Image: image, Registry: host, Kind: classifyPull(err, image, host), Err: err}
+		return "", &registry.PullError{Image: image, Registry: host, Kind: registry.ClassifyPull(err, image, host), Err: err}
 	}
 	return res.Descriptor.Digest.String(), nil
 }

@@ -12,7 +12,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/jsonstream"
-	"github.com/moby/moby/api/types/registry"
+	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -62,9 +62,9 @@ func (s *fakeStream) JSONMessages(context.Context) iter.Seq2[jsonstream.Message,
 }
 func (s *fakeStream) Wait(context.Context) error { return nil }
 
-type staticCreds map[string]registry.AuthConfig
+type staticCreds map[string]registrytypes.AuthConfig
 
-func (c staticCreds) Lookup(_ context.Context, _, host string) (registry.AuthConfig, error) {
+func (c staticCreds) Lookup(_ context.Context, _, host string) (registrytypes.AuthConfig, error) {
 	return c[host], nil
 }
 
@@ -96,7 +96,7 @@ func TestPullPolicies(t *testing.T) {
 			t.Fatalf("pulls = %v", f.pulls)
 		}
 		b, _ := base64.URLEncoding.DecodeString(f.auths[0])
-		var ac registry.AuthConfig
+		var ac registrytypes.AuthConfig
 		if err := json.Unmarshal(b, &ac); err != nil || ac.Username != "u" || ac.Password != "p" {
 			t.Errorf("X-Registry-Auth = %q (%+v)", f.auths[0], ac)
 		}
@@ -168,5 +168,30 @@ func TestPickDigest(t *testing.T) {
 		if got := pickDigest(tt.image, tt.id, tt.repo); got != tt.want {
 			t.Errorf("%s %v: got %s, want %s", tt.image, tt.repo, got, tt.want)
 		}
+	}
+}
+
+func TestProgressLineOnePerStateChange(t *testing.T) {
+	layers := map[string]string{}
+	var got []string
+	for _, m := range []jsonstream.Message{
+		{Status: "Pulling from shop/web", ID: "v1"},
+		{Status: "Pulling fs layer", ID: "a1"},
+		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 1000, Total: 3_400_000}},
+		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_000, Total: 3_400_000}},
+		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_000_000, Total: 3_400_000}},
+		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_100_000, Total: 3_400_000}},
+		{Status: "Download complete", ID: "a1"},
+		{Status: "Pull complete", ID: "a1"},
+		{Status: "Digest: sha256:abc"},
+		{},
+	} {
+		if l := progressLine(layers, m); l != "" {
+			got = append(got, l)
+		}
+	}
+	want := []string{"v1: Pulling from shop/web", "a1: Pulling fs layer", "a1: Downloading 1.0kB/3.4MB", "a1: Downloading 2.0MB/3.4MB", "a1: Download complete", "a1: Pull complete", "Digest: sha256:abc"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

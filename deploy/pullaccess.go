@@ -8,7 +8,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
-	"github.com/moby/moby/api/types/registry"
+	registrytypes "github.com/moby/moby/api/types/registry"
+
+	"github.com/driftless-dev/driftless/deploy/registry"
 )
 
 // An image on the engine is there for every app: once one app has pulled
@@ -36,7 +38,7 @@ func (e *Engine) inspectImage(ctx context.Context, ref string) (image.InspectRes
 }
 
 // checkPullAccess returns nil when app may create a container from img
-// (what ref names on the engine), else the *PullError a pull with the
+// (what ref names on the engine), else the *registry.PullError a pull with the
 // app's own credentials meets.
 func (e *Engine) checkPullAccess(ctx context.Context, app, ref string, img image.InspectResponse) error {
 	if len(img.RepoDigests) == 0 {
@@ -52,12 +54,12 @@ func (e *Engine) checkPullAccess(ctx context.Context, app, ref string, img image
 		if err == nil {
 			return nil
 		}
-		var pe *PullError
+		var pe *registry.PullError
 		if !errors.As(err, &pe) {
 			return err // the engine, not the registry: no verdict
 		}
 		if first == nil {
-			first = &PullError{Image: ref, Registry: pe.Registry, Kind: pe.Kind,
+			first = &registry.PullError{Image: ref, Registry: pe.Registry, Kind: pe.Kind,
 				Err: fmt.Errorf("another app pulled it onto the engine, and this app may run it only if its own credentials can pull it: %w", pe.Err)}
 		}
 	}
@@ -116,38 +118,38 @@ func origins(ref string, repoDigests []string) []string {
 // manifest (one HEAD; the engine when the registry cannot be asked
 // directly); a yes is remembered for the credentials' identity.
 func (e *Engine) confirmPull(ctx context.Context, app, origin string) error {
-	host, err := RegistryHost(origin)
+	host, err := registry.Host(origin)
 	if err != nil {
 		return err
 	}
 	ac, err := e.lookupCredentials(ctx, app, host)
 	if err != nil {
-		return &PullError{Image: origin, Registry: host, Kind: PullOther, Err: err}
+		return &registry.PullError{Image: origin, Registry: host, Kind: registry.PullOther, Err: err}
 	}
-	key := credentialIdentity(host, ac) + "\x00" + origin
-	if e.reg.mayPull(key) {
+	key := registry.CredentialIdentity(host, ac) + "\x00" + origin
+	if e.reg.MayPull(key) {
 		return nil
 	}
-	_, err = e.reg.headDigest(ctx, origin, ac)
-	if errors.Is(err, errNoAnswer) {
+	_, err = e.reg.HeadDigest(ctx, origin, ac)
+	if errors.Is(err, registry.ErrNoAnswer) {
 		e.log.Debug("pull access: asking the engine", "image", origin, "reason", err)
 		_, err = e.resolveViaEngine(ctx, host, origin, ac)
 	}
 	if err != nil {
 		return err
 	}
-	e.reg.rememberPull(key)
+	e.reg.RememberPull(key)
 	return nil
 }
 
 // lookupCredentials are app's credentials for host; zero for anonymous.
-func (e *Engine) lookupCredentials(ctx context.Context, app, host string) (registry.AuthConfig, error) {
+func (e *Engine) lookupCredentials(ctx context.Context, app, host string) (registrytypes.AuthConfig, error) {
 	if e.opts.Credentials == nil {
-		return registry.AuthConfig{}, nil
+		return registrytypes.AuthConfig{}, nil
 	}
 	ac, err := e.opts.Credentials.Lookup(ctx, app, host)
 	if err != nil {
-		return registry.AuthConfig{}, fmt.Errorf("credentials for registry %s: %w", host, err)
+		return registrytypes.AuthConfig{}, fmt.Errorf("credentials for registry %s: %w", host, err)
 	}
 	return ac, nil
 }

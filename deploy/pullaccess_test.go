@@ -12,12 +12,15 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
-	"github.com/moby/moby/api/types/registry"
+	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
+
+// fakeDigest is the digest the fake registries answer with.
+const fakeDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 
 // accessFake is an engine holding images by reference, with their
 // repository digests.
@@ -39,9 +42,9 @@ func (f *accessFake) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 }
 
 // appCreds are credentials per app and host.
-type appCreds map[string]map[string]registry.AuthConfig
+type appCreds map[string]map[string]registrytypes.AuthConfig
 
-func (c appCreds) Lookup(_ context.Context, app, host string) (registry.AuthConfig, error) {
+func (c appCreds) Lookup(_ context.Context, app, host string) (registrytypes.AuthConfig, error) {
 	return c[app][host], nil
 }
 
@@ -88,15 +91,15 @@ func TestPullAccess(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	private, public := host+"/private/web:1", host+"/public/web:1"
-	right := registry.AuthConfig{Username: "deployer", Password: "pw"}
-	wrong := registry.AuthConfig{Username: "deployer", Password: "nope"}
+	right := registrytypes.AuthConfig{Username: "deployer", Password: "pw"}
+	wrong := registrytypes.AuthConfig{Username: "deployer", Password: "nope"}
 	origin := func(ref string) []string { return []string{strings.TrimSuffix(ref, ":1") + "@" + fakeDigest} }
 	cases := []struct {
 		name    string
 		ref     string
 		digests []string
 		pulled  map[string]bool // app → pulled anonymously
-		creds   registry.AuthConfig
+		creds   registrytypes.AuthConfig
 		heads   int
 		refused bool
 	}{

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
@@ -43,7 +44,7 @@ func testService() *manifest.Service {
 
 func TestReplicaConfigFromSpec(t *testing.T) {
 	svc := testService()
-	rc, err := buildReplicaConfig(replicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 2, Revision: "abc123"})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 2, Revision: "abc123"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestReplicaConfigFromSpec(t *testing.T) {
 	if ep == nil || !reflect.DeepEqual(ep.Aliases, []string{"web"}) || len(rc.Create.NetworkingConfig.EndpointsConfig) != 1 {
 		t.Errorf("create-time networks = %+v", rc.Create.NetworkingConfig.EndpointsConfig)
 	}
-	if want := []extraNetwork{{Name: "shop-default", Aliases: []string{"web"}}}; !reflect.DeepEqual(rc.ExtraNetworks, want) {
+	if want := []dockerspec.ExtraNetwork{{Name: "shop-default", Aliases: []string{"web"}}}; !reflect.DeepEqual(rc.ExtraNetworks, want) {
 		t.Errorf("extra networks = %+v, want %+v", rc.ExtraNetworks, want)
 	}
 	hc := cfg.Healthcheck
@@ -122,7 +123,7 @@ func TestRestartPolicies(t *testing.T) {
 		manifest.RestartOnFailure: container.RestartPolicyOnFailure,
 		manifest.RestartNever:     container.RestartPolicyDisabled,
 	} {
-		if got := restartPolicy(&manifest.ServiceSpec{Restart: restart}).Name; got != want {
+		if got := dockerspec.RestartPolicy(&manifest.ServiceSpec{Restart: restart}).Name; got != want {
 			t.Errorf("restart %s -> %s, want %s", restart, got, want)
 		}
 	}
@@ -130,7 +131,7 @@ func TestRestartPolicies(t *testing.T) {
 
 func TestContainerFromSummary(t *testing.T) {
 	svc := testService()
-	rc, err := buildReplicaConfig(replicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 3, Revision: "abc123"})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 3, Revision: "abc123"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestContainerFromSummary(t *testing.T) {
 			"shop-default": {}, "shop-backend": {},
 		}},
 	}
-	c := containerFromSummary(s)
+	c := dockerspec.ContainerFromSummary(s)
 	if c.App != "shop" || c.Service != "web" || c.Slot != 3 || c.SpecHash != svc.Hash || c.Revision != "abc123" || c.Name != "shop-web-3" {
 		t.Errorf("identity = %+v", c)
 	}
@@ -168,11 +169,11 @@ func TestContainerFromSummary(t *testing.T) {
 		t.Errorf("created = %v", c.Created)
 	}
 
-	foreign := containerFromSummary(container.Summary{ID: "x", Names: []string{"/shop-web-1"}, Labels: map[string]string{"team": "shop"}, State: "running", Status: "Up 2 hours"})
+	foreign := dockerspec.ContainerFromSummary(container.Summary{ID: "x", Names: []string{"/shop-web-1"}, Labels: map[string]string{"team": "shop"}, State: "running", Status: "Up 2 hours"})
 	if foreign.App != "" || foreign.Service != "" || foreign.Spec != nil {
 		t.Errorf("a container without our labels must not look owned: %+v", foreign)
 	}
-	if bad := containerFromSummary(container.Summary{ID: "y", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelSpec: "{not json"}}); bad.Spec != nil || bad.App != "shop" {
+	if bad := dockerspec.ContainerFromSummary(container.Summary{ID: "y", Labels: map[string]string{drift.LabelApp: "shop", drift.LabelSpec: "{not json"}}); bad.Spec != nil || bad.App != "shop" {
 		t.Errorf("unreadable spec label: %+v", bad)
 	}
 }
@@ -196,16 +197,16 @@ func TestParseStatus(t *testing.T) {
 		{"Restarting (1) 2 seconds ago", 1, true, "", 0, false},
 		{"Created", 0, false, "", 0, false},
 	} {
-		code, ok := parseExitCode(tc.status)
+		code, ok := dockerspec.ParseExitCode(tc.status)
 		if code != tc.exit || ok != tc.exitOK {
-			t.Errorf("parseExitCode(%q) = %d, %v", tc.status, code, ok)
+			t.Errorf("dockerspec.ParseExitCode(%q) = %d, %v", tc.status, code, ok)
 		}
-		if h := parseHealth(tc.status); h != tc.health {
-			t.Errorf("parseHealth(%q) = %q, want %q", tc.status, h, tc.health)
+		if h := dockerspec.ParseHealth(tc.status); h != tc.health {
+			t.Errorf("dockerspec.ParseHealth(%q) = %q, want %q", tc.status, h, tc.health)
 		}
-		up, ok := parseUptime(tc.status)
+		up, ok := dockerspec.ParseUptime(tc.status)
 		if up != tc.up || ok != tc.upOK {
-			t.Errorf("parseUptime(%q) = %v, %v", tc.status, up, ok)
+			t.Errorf("dockerspec.ParseUptime(%q) = %v, %v", tc.status, up, ok)
 		}
 	}
 }

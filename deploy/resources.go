@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/client"
@@ -84,7 +85,7 @@ func (r *run) createNetwork(ctx context.Context, s *step, previous string) error
 		Internal:   decl.Spec.Internal,
 		Attachable: decl.Spec.Attachable,
 		Options:    maps.Clone(decl.Spec.DriverOpts),
-		Labels:     resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
+		Labels:     dockerspec.ResourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
 	}
 	if decl.Spec.EnableIPv6 {
 		ipv6 := true
@@ -180,7 +181,7 @@ func (r *run) createVolume(ctx context.Context, s *step) error {
 		Name:       dockerName,
 		Driver:     driver,
 		DriverOpts: maps.Clone(decl.Spec.DriverOpts),
-		Labels:     resourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
+		Labels:     dockerspec.ResourceLabels(r.app, decl.Name, decl.Hash, r.revision, decl.Labels),
 	})
 	if err != nil {
 		return fmt.Errorf("create volume %s: %w", dockerName, err)

@@ -2,13 +2,12 @@ package deploy
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/manifest"
 )
 
@@ -19,7 +18,7 @@ func TestSecretMounts(t *testing.T) {
 	ref := manifest.SecretRef{Name: "db", File: "db.yaml", Target: "/run/secrets/db", UID: "999", Mode: 0o400, Digest: "0123456789abcdef"}
 	app := &manifest.App{Name: "shop", SecretData: map[string][]byte{ref.Digest: []byte("hunter2")}}
 	svc := &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Image: "web:1", Replicas: 1, Secrets: []manifest.SecretRef{ref}}}
-	rc, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/run/driftless/secrets"})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/run/driftless/secrets"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,34 +38,7 @@ func TestSecretMounts(t *testing.T) {
 	// A secret that was not decrypted with the app cannot be mounted.
 	ref.Digest = ""
 	svc.Spec.Secrets[0] = ref
-	if _, err := buildReplicaConfig(replicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/x"}); err == nil {
+	if _, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: 1, SecretsDir: "/x"}); err == nil {
 		t.Error("a secret without a digest was mounted")
-	}
-}
-
-// writeSecretFile writes once (complete, with the mode asked for) and
-// reuses the file after.
-func TestWriteSecretFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "shop", "web", "d.-.-.0440")
-	ref := manifest.SecretRef{Mode: 0o440}
-	if err := writeSecretFile(p, []byte("v1"), ref); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(p)
-	if err != nil || fi.Mode().Perm() != 0o440 {
-		t.Fatalf("mode %v, %v; want 0440", fi.Mode().Perm(), err)
-	}
-	if d, _ := os.Stat(filepath.Dir(p)); d.Mode().Perm() != 0o700 {
-		t.Errorf("directory mode %v, want 0700", d.Mode().Perm())
-	}
-	if err := writeSecretFile(p, []byte("other"), ref); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "v1" {
-		t.Errorf("content %q: a file under its final name is never rewritten (its name is its content)", b)
-	}
-	left, _ := filepath.Glob(filepath.Join(filepath.Dir(p), tmpPrefix+"*"))
-	if len(left) != 0 {
-		t.Errorf("temporary files left: %v", left)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -132,7 +133,7 @@ func (e *Engine) lookupNetworks(ctx context.Context, app, name string) ([]drift.
 		if s.Name != name {
 			continue
 		}
-		n := networkFromSummary(s)
+		n := dockerspec.NetworkFromSummary(s)
 		if n.App != app {
 			return nil, fmt.Errorf("name %s is held by a network driftless does not own; rename or remove it", name)
 		}

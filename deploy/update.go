@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -34,7 +35,7 @@ func (r *run) updateContainer(ctx context.Context, s *step, svc *manifest.Servic
 	}
 	if _, err := r.e.api.ContainerUpdate(ctx, c.ID, client.ContainerUpdateOptions{
 		Resources:     updateResources(spec),
-		RestartPolicy: restartPolicy(spec),
+		RestartPolicy: dockerspec.RestartPolicy(spec),
 	}); err != nil {
 		return fmt.Errorf("update %s: %w", stable, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
@@ -381,7 +382,7 @@ func (e *Engine) fetchContainer(ctx context.Context, id string) (*containerObs, 
 		return res.Items, nil
 	}, func(s container.Summary) (*containerObs, bool) {
 		// The id filter matches prefixes.
-		return &containerObs{c: containerFromSummary(s), ip: summaryIP(s)}, s.ID == id
+		return &containerObs{c: dockerspec.ContainerFromSummary(s), ip: dockerspec.SummaryIP(s)}, s.ID == id
 	})
 }
 
@@ -392,7 +393,7 @@ func (e *Engine) fetchNetwork(ctx context.Context, id string) (drift.Network, bo
 			return nil, fmt.Errorf("list network %s: %w", shortID(id), err)
 		}
 		return res.Items, nil
-	}, func(s network.Summary) (drift.Network, bool) { return networkFromSummary(s), s.ID == id })
+	}, func(s network.Summary) (drift.Network, bool) { return dockerspec.NetworkFromSummary(s), s.ID == id })
 }
 
 func (e *Engine) fetchVolume(ctx context.Context, name string) (drift.Volume, bool, error) {
@@ -404,7 +405,7 @@ func (e *Engine) fetchVolume(ctx context.Context, name string) (drift.Volume, bo
 		return res.Items, nil
 	}, func(s volume.Volume) (drift.Volume, bool) {
 		// The name filter matches substrings.
-		return volumeFromSummary(s), s.Name == name
+		return dockerspec.VolumeFromSummary(s), s.Name == name
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
@@ -135,7 +135,7 @@ func TestFaceEntryShowsDiffAndCommitLinks(t *testing.T) {
 		"What the revision changed in Git",
 		`<span class="d-del">-    LOG_LEVEL: info</span>`,
 		`<span class="d-add">&#43;    LOG_LEVEL: debug</span>`,
-		`<span class="d-add">&#43;    MESSAGE: ` + deploy.LogRedacted + `</span>`,
+		`<span class="d-add">&#43;    MESSAGE: ` + logstream.Redacted + `</span>`,
 		`<code>` + c1[:7] + `</code> → <code>` + c2[:7] + `</code>`,
 		`href="https://git.example.test/acme/shop/commit/` + c2 + `"`,
 		`href="https://git.example.test/acme/shop/src/` + c2 + `/deploy"`,
@@ -205,7 +205,7 @@ func TestFaceLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, code := testenv.Run(t, ctx, t.TempDir(), "logs", app, "web")
-	if code != 0 || !strings.Contains(out, "workload serving") || !strings.Contains(out, "message="+deploy.LogRedacted) || strings.Contains(out, secret) {
+	if code != 0 || !strings.Contains(out, "workload serving") || !strings.Contains(out, "message="+logstream.Redacted) || strings.Contains(out, secret) {
 		t.Fatalf("driftless logs %s web: exit %d\n%s", app, code, out)
 	}
 
@@ -227,7 +227,7 @@ func TestFaceLogs(t *testing.T) {
 		t.Errorf("logs API: %d %s", code, raw)
 	}
 	code, page := faceGet(t, agent.URL+"/apps/"+app+"/logs/"+ctr)
-	if code != http.StatusOK || !strings.Contains(page, "workload serving") || !strings.Contains(page, deploy.LogRedacted) || strings.Contains(page, secret) {
+	if code != http.StatusOK || !strings.Contains(page, "workload serving") || !strings.Contains(page, logstream.Redacted) || strings.Contains(page, secret) {
 		t.Errorf("logs page: %d\n%s", code, page)
 	}
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/deploy"
+	deployregistry "github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/registry"
@@ -403,7 +404,7 @@ func TestBenchImageUpdateCheck(t *testing.T) {
 	}
 	reg.Retag(t, repoName, "stable", tags...)
 	_ = ref
-	creds := &deploy.Logins{Docker: &deploy.DockerConfig{Dir: reg.ConfigDir(t, "deployer", "pw", proxy.Host)}}
+	creds := &deployregistry.Logins{Docker: &deployregistry.DockerConfig{Dir: reg.ConfigDir(t, "deployer", "pw", proxy.Host)}}
 	eng, err := deploy.New(context.Background(), deploy.Options{Credentials: creds, FilesDir: filepath.Join(t.TempDir(), "files")})
 	if err != nil {
 		t.Fatal(err)

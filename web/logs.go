@@ -14,21 +14,21 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 )
 
 // LogSource reads container logs. *deploy.Engine satisfies it.
 type LogSource interface {
 	// LogTargets lists the app's containers named name or of service name
-	// (deploy.ErrNotOwned when none).
+	// (logstream.ErrNotOwned when none).
 	LogTargets(ctx context.Context, app, name string) ([]string, error)
-	StreamLogs(ctx context.Context, app, container string, opts deploy.LogOptions, emit func(deploy.LogLine) error) error
+	StreamLogs(ctx context.Context, app, container string, opts logstream.Options, emit func(logstream.Line) error) error
 }
 
 // logRequest is a validated logs query.
 type logRequest struct {
 	app, container string
-	opts           deploy.LogOptions
+	opts           logstream.Options
 }
 
 // parseLogRequest reads ?container=, ?tail= and ?follow= and checks the
@@ -39,15 +39,15 @@ func (s *Server) parseLogRequest(c *gin.Context, app, container string, answer f
 		answer(http.StatusNotImplemented, "this agent does not serve container logs (no engine attached to the web server)")
 		return logRequest{}, false
 	}
-	r := logRequest{app: app, container: container, opts: deploy.LogOptions{Tail: deploy.DefaultLogTail}}
+	r := logRequest{app: app, container: container, opts: logstream.Options{Tail: logstream.DefaultTail}}
 	if container == "" {
 		answer(http.StatusBadRequest, "name the container: ?container=NAME (one of the app's containers, as on its page)")
 		return r, false
 	}
 	if v := c.Query("tail"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > deploy.MaxLogTail {
-			answer(http.StatusBadRequest, fmt.Sprintf("tail must be an integer from 1 to %d, not %q", deploy.MaxLogTail, v))
+		if err != nil || n < 1 || n > logstream.MaxTail {
+			answer(http.StatusBadRequest, fmt.Sprintf("tail must be an integer from 1 to %d, not %q", logstream.MaxTail, v))
 			return r, false
 		}
 		r.opts.Tail = n
@@ -63,7 +63,7 @@ func (s *Server) parseLogRequest(c *gin.Context, app, container string, answer f
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 10*time.Second)
 	defer cancel()
 	targets, err := s.opts.Logs.LogTargets(ctx, app, container)
-	if errors.Is(err, deploy.ErrNotOwned) || (err == nil && !slices.Contains(targets, container)) {
+	if errors.Is(err, logstream.ErrNotOwned) || (err == nil && !slices.Contains(targets, container)) {
 		// A service name resolves to its replicas; the API wants one
 		// container, and never one that is not the app's.
 		answer(http.StatusNotFound, fmt.Sprintf("%q is not a container of app %s; driftless shows logs of its own containers only", container, app))
@@ -79,15 +79,15 @@ func (s *Server) parseLogRequest(c *gin.Context, app, container string, answer f
 // logsJSON is the answer of a logs request without follow.
 type logsJSON struct {
 	Container string           `json:"container"`
-	Lines     []deploy.LogLine `json:"lines"`
+	Lines     []logstream.Line `json:"lines"`
 }
 
 // readLogs returns the last lines of a container.
-func (s *Server) readLogs(ctx context.Context, r logRequest) ([]deploy.LogLine, error) {
+func (s *Server) readLogs(ctx context.Context, r logRequest) ([]logstream.Line, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	lines := []deploy.LogLine{}
-	err := s.opts.Logs.StreamLogs(ctx, r.app, r.container, deploy.LogOptions{Tail: r.opts.Tail}, func(l deploy.LogLine) error {
+	lines := []logstream.Line{}
+	err := s.opts.Logs.StreamLogs(ctx, r.app, r.container, logstream.Options{Tail: r.opts.Tail}, func(l logstream.Line) error {
 		lines = append(lines, l)
 		return nil
 	})
@@ -117,7 +117,7 @@ func (s *Server) apiLogs(c *gin.Context) {
 }
 
 func (s *Server) logError(c *gin.Context, err error) {
-	if errors.Is(err, deploy.ErrNotOwned) {
+	if errors.Is(err, logstream.ErrNotOwned) {
 		jsonError(c, http.StatusNotFound, err.Error())
 		return
 	}
@@ -177,7 +177,7 @@ func (s *Server) followLogs(c *gin.Context, r logRequest) {
 			}
 		}
 	}()
-	err := s.opts.Logs.StreamLogs(ctx, r.app, r.container, r.opts, func(l deploy.LogLine) error { return write("line", l) })
+	err := s.opts.Logs.StreamLogs(ctx, r.app, r.container, r.opts, func(l logstream.Line) error { return write("line", l) })
 	if ctx.Err() != nil {
 		return // the client left
 	}
@@ -193,7 +193,7 @@ type logsData struct {
 	App       string
 	Container string
 	Tail      int
-	Lines     []deploy.LogLine
+	Lines     []logstream.Line
 	Error     string
 	FollowURL string
 }

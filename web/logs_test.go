@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 )
 
 // fakeLogs owns shop-web-1 and shop-web-3 (service web); blog-web-1 is
@@ -28,17 +28,17 @@ func (f *fakeLogs) LogTargets(_ context.Context, app, name string) ([]string, er
 			return []string{c}, nil
 		}
 	}
-	return nil, fmt.Errorf("%q: %w", name, deploy.ErrNotOwned)
+	return nil, fmt.Errorf("%q: %w", name, logstream.ErrNotOwned)
 }
 
-func (f *fakeLogs) StreamLogs(ctx context.Context, app, container string, opts deploy.LogOptions, emit func(deploy.LogLine) error) error {
+func (f *fakeLogs) StreamLogs(ctx context.Context, app, container string, opts logstream.Options, emit func(logstream.Line) error) error {
 	f.streamed = append(f.streamed, fmt.Sprintf("%s/%s tail=%d follow=%v", app, container, opts.Tail, opts.Follow))
 	for i := range 2 {
-		if err := emit(deploy.LogLine{Container: container, Stream: "stdout", Text: fmt.Sprintf("line %d <b>", i)}); err != nil {
+		if err := emit(logstream.Line{Container: container, Stream: "stdout", Text: fmt.Sprintf("line %d <b>", i)}); err != nil {
 			return err
 		}
 	}
-	return emit(deploy.LogLine{Container: container, Stream: "stderr", Text: "token " + deploy.LogRedacted})
+	return emit(logstream.Line{Container: container, Stream: "stderr", Text: "token " + logstream.Redacted})
 }
 
 func TestLogsAPIAndPage(t *testing.T) {
@@ -78,7 +78,7 @@ func TestLogsAPIAndPage(t *testing.T) {
 	}
 
 	page := env.page("/apps/shop/logs/shop-web-1")
-	assertContains(t, "logs page", page, `<span class="l-stdout">line 0 &lt;b&gt;</span>`, `<span class="l-stderr">token `+deploy.LogRedacted+`</span>`,
+	assertContains(t, "logs page", page, `<span class="l-stdout">line 0 &lt;b&gt;</span>`, `<span class="l-stderr">token `+logstream.Redacted+`</span>`,
 		`data-follow="/api/v1/apps/shop/logs?container=shop-web-1&amp;follow=1&amp;tail=100"`)
 	assertContains(t, "app page", env.page("/apps/shop"), `href="/apps/shop/logs/shop-web-1"`)
 

@@ -11,13 +11,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 	dsecrets "github.com/driftless-dev/driftless/secrets"
 )
 
 // redacted replaces a secret value in a manifest diff: the same marker as
 // in container logs.
-const redacted = deploy.LogRedacted
+const redacted = logstream.Redacted
 
 // minSecretLen is the shortest secret value replaced wherever it occurs:
 // shorter ones ("1", "on") would blank out ordinary text. Lines that set a

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/internal/loadcache"
 	"github.com/driftless-dev/driftless/manifest"
@@ -110,8 +112,8 @@ func applyCmd() *cobra.Command {
 		}
 		// Like docker compose, apply pulls with the credentials of Docker's
 		// config.json ($DOCKER_CONFIG or ~/.docker).
-		creds := &deploy.Logins{Docker: &deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}}
-		eng, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: deploy.DefaultFilesDir(), Credentials: creds})
+		creds := &registry.Logins{Docker: &registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}}
+		eng, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds})
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless apply:", err)
 			return 1

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/web"
@@ -28,17 +30,17 @@ func logsCmd() *cobra.Command {
 			"read from the local Docker engine; for an app with target swarm, of its services' tasks (all\n" +
 			"services, one service, or one task such as shop-web.1), read through the Swarm manager like\n" +
 			"docker service logs. Only containers and services labelled as APP's are shown; values of the\n" +
-			"keys its manifests mark secretEnv are replaced by " + deploy.LogRedacted + ".\n" +
+			"keys its manifests mark secretEnv are replaced by " + logstream.Redacted + ".\n" +
 			"With several containers each line starts with the container's name; a Swarm task's line with\n" +
 			"the task and its node (shop-web.1@node-1 | ...).\n" +
 			"Exit 0 when done, 1 when the engine failed or no such container is APP's, 2 on usage errors.",
 	}
 	fs := cmd.Flags()
 	follow := fs.BoolP("follow", "f", false, "keep printing new lines until interrupted (or the containers stop)")
-	tail := fs.IntP("tail", "n", deploy.DefaultLogTail, fmt.Sprintf("lines to show from the end of each container's log (at most %d)", deploy.MaxLogTail))
+	tail := fs.IntP("tail", "n", logstream.DefaultTail, fmt.Sprintf("lines to show from the end of each container's log (at most %d)", logstream.MaxTail))
 	target := fs.String("target", "", "where the app runs: engine or swarm; default: the engine's containers, else the Swarm's services")
 	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
-		if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > deploy.MaxLogTail ||
+		if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > logstream.MaxTail ||
 			(*target != "" && *target != manifest.TargetEngine && *target != manifest.TargetSwarm) {
 			fmt.Fprint(stderr, cmd.UsageString())
 			return exitError
@@ -53,7 +55,7 @@ func logsCmd() *cobra.Command {
 			return 1
 		}
 		defer src.Close()
-		if err := printLogs(ctx, src, app, targets, deploy.LogOptions{Tail: *tail, Follow: *follow}, stdout, stderr); err != nil {
+		if err := printLogs(ctx, src, app, targets, logstream.Options{Tail: *tail, Follow: *follow}, stdout, stderr); err != nil {
 			fmt.Fprintln(stderr, "driftless logs:", err)
 			return 1
 		}
@@ -77,7 +79,7 @@ type logSource interface {
 func openLogs(ctx context.Context, app, name, target string) (logSource, []string, error) {
 	var engineErr error
 	if target != manifest.TargetSwarm {
-		eng, err := connectEngine(ctx, deploy.Options{FilesDir: deploy.DefaultFilesDir()})
+		eng, err := connectEngine(ctx, deploy.Options{FilesDir: hostfiles.DefaultFilesDir()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -86,7 +88,7 @@ func openLogs(ctx context.Context, app, name, target string) (logSource, []strin
 			return eng, targets, nil
 		}
 		eng.Close()
-		if target == manifest.TargetEngine || !errors.Is(err, deploy.ErrNotOwned) {
+		if target == manifest.TargetEngine || !errors.Is(err, logstream.ErrNotOwned) {
 			return nil, nil, err
 		}
 		engineErr = err
@@ -98,7 +100,7 @@ func openLogs(ctx context.Context, app, name, target string) (logSource, []strin
 	targets, err := sw.LogTargets(ctx, app, name)
 	if err != nil {
 		sw.Close()
-		if engineErr != nil && !errors.Is(err, deploy.ErrNotOwned) {
+		if engineErr != nil && !errors.Is(err, logstream.ErrNotOwned) {
 			return nil, nil, engineErr // not a Swarm manager: the app is simply not here
 		}
 		return nil, nil, err
@@ -108,16 +110,16 @@ func openLogs(ctx context.Context, app, name, target string) (logSource, []strin
 
 // logStreamer is what printLogs needs of the engine.
 type logStreamer interface {
-	StreamLogs(ctx context.Context, app, container string, opts deploy.LogOptions, emit func(deploy.LogLine) error) error
+	StreamLogs(ctx context.Context, app, container string, opts logstream.Options, emit func(logstream.Line) error) error
 }
 
 // printLogs streams each target at once, one line at a time so lines of
 // different containers never interleave mid-line. An interrupt ends a
 // follow cleanly.
-func printLogs(ctx context.Context, eng logStreamer, app string, targets []string, opts deploy.LogOptions, stdout, stderr io.Writer) error {
+func printLogs(ctx context.Context, eng logStreamer, app string, targets []string, opts logstream.Options, stdout, stderr io.Writer) error {
 	var mu sync.Mutex
 	prefix := len(targets) > 1
-	emit := func(l deploy.LogLine) error {
+	emit := func(l logstream.Line) error {
 		mu.Lock()
 		defer mu.Unlock()
 		w := stdout
@@ -170,6 +172,6 @@ func (l appLogs) LogTargets(ctx context.Context, app, name string) ([]string, er
 	return l.source(app).LogTargets(ctx, app, name)
 }
 
-func (l appLogs) StreamLogs(ctx context.Context, app, container string, opts deploy.LogOptions, emit func(deploy.LogLine) error) error {
+func (l appLogs) StreamLogs(ctx context.Context, app, container string, opts logstream.Options, emit func(logstream.Line) error) error {
 	return l.source(app).StreamLogs(ctx, app, container, opts, emit)
 }

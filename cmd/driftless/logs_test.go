@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 )
 
 // fakeLogs emits the given lines for any target.
-type fakeLogs []deploy.LogLine
+type fakeLogs []logstream.Line
 
-func (f fakeLogs) StreamLogs(_ context.Context, _, _ string, _ deploy.LogOptions, emit func(deploy.LogLine) error) error {
+func (f fakeLogs) StreamLogs(_ context.Context, _, _ string, _ logstream.Options, emit func(logstream.Line) error) error {
 	for _, l := range f {
 		if err := emit(l); err != nil {
 			return err
@@ -42,7 +42,7 @@ func TestPrintLogsNamesSwarmTasks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr strings.Builder
-			if err := printLogs(context.Background(), tt.lines, "shop", tt.targets, deploy.LogOptions{}, &stdout, &stderr); err != nil {
+			if err := printLogs(context.Background(), tt.lines, "shop", tt.targets, logstream.Options{}, &stdout, &stderr); err != nil {
 				t.Fatal(err)
 			}
 			if stdout.String() != tt.stdout || stderr.String() != tt.stderr {

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
@@ -131,7 +133,7 @@ func (f *runFlags) register(fs interface {
 	}
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address of the dashboard, API, webhooks and metrics")
-	fs.StringVar(&f.secretsDir, "secrets-dir", deploy.DefaultSecretsDir(), "tmpfs directory for secret files, bind-mounted into containers (env DRIFTLESS_SECRETS_DIR); the same path on the host when the agent runs in a container")
+	fs.StringVar(&f.secretsDir, "secrets-dir", hostfiles.DefaultSecretsDir(), "tmpfs directory for secret files, bind-mounted into containers (env DRIFTLESS_SECRETS_DIR); the same path on the host when the agent runs in a container")
 	fs.BoolVar(&f.publicRead, "public-read", false, "serve read-only pages and API to any address without a token")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "webhook secret (prefer DRIFTLESS_WEBHOOK_SECRET or --webhook-secret-file)")
 	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the webhook secret")
@@ -369,7 +371,7 @@ func (f *runFlags) directoriesOver(cfg *config.Config) {
 	if cfg.DataDir == "" || f.data != defaultDataDir() {
 		cfg.DataDir = f.data
 	}
-	if cfg.SecretsDir == "" || f.secretsDir != deploy.DefaultSecretsDir() {
+	if cfg.SecretsDir == "" || f.secretsDir != hostfiles.DefaultSecretsDir() {
 		cfg.SecretsDir = f.secretsDir
 	}
 }
@@ -463,7 +465,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		return fmt.Errorf("data directory: %w", err)
 	}
 	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir,
-		Credentials: cfg.Logins(&deploy.DockerConfig{Dir: deploy.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
+		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
 	if err != nil {
 		return err
 	}

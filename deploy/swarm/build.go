@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy"
+	deployregistry "github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -82,9 +83,9 @@ func (e *Engine) push(ctx context.Context, app string, bc *manifest.BuildContext
 		ev.Line = line
 		progress(ev)
 	})
-	var pe *deploy.PushError
+	var pe *deployregistry.PushError
 	switch {
-	case errors.As(err, &pe) && pe.Kind != deploy.PullUnreachable:
+	case errors.As(err, &pe) && pe.Kind != deployregistry.PullUnreachable:
 		return &drift.BuildError{Image: bc.Ref, Services: bc.Services, Step: "push to " + registry, Err: err,
 			Hint: "the other nodes of the Swarm pull the image from " + registry + ": fix the registry or the credentials driftless pushes with, then push a new commit or restart the agent"}
 	case err != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -80,10 +81,10 @@ func TestEnsureImagesOnSwarm(t *testing.T) {
 			wantErr: "the Swarm has 2 nodes that can run tasks, and an image built on the manager exists only there", buildErr: true,
 			wantHint: "name a registry in the image: of web (for example image: registry.example.com/shop/web)"},
 		{name: "registry refuses the push: revision refused with what to fix", image: "127.0.0.1:5000/shop/web", nodes: 2, builds: 1, pushes: 1,
-			pushErr: &deploy.PushError{Image: "x", Registry: "127.0.0.1:5000", Kind: deploy.PullAuth, Err: errors.New("unauthorized")},
+			pushErr: &registry.PushError{Image: "x", Registry: "127.0.0.1:5000", Kind: registry.PullAuth, Err: errors.New("unauthorized")},
 			wantErr: "authentication failed", buildErr: true, wantHint: "fix the registry or the credentials", pushAgain: true},
 		{name: "registry unreachable: retried, not refused", image: "127.0.0.1:5000/shop/web", nodes: 2, builds: 1, pushes: 1,
-			pushErr: &deploy.PushError{Image: "x", Registry: "127.0.0.1:5000", Kind: deploy.PullUnreachable, Err: errors.New("connection refused")},
+			pushErr: &registry.PushError{Image: "x", Registry: "127.0.0.1:5000", Kind: registry.PullUnreachable, Err: errors.New("connection refused")},
 			wantErr: "registry unreachable", pushAgain: true},
 	}
 	for _, tt := range tests {

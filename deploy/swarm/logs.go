@@ -13,7 +13,7 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -37,7 +37,7 @@ const (
 // LogTargets resolves what to show logs of, through the manager: a
 // service of the app (by its model name, "web", or its Swarm name,
 // "shop-web"), or one task as status names it ("shop-web.1"); "" = every
-// service of the app. deploy.ErrNotOwned when app has no such service or
+// service of the app. logstream.ErrNotOwned when app has no such service or
 // task. Names are sorted.
 func (e *Engine) LogTargets(ctx context.Context, app, name string) ([]string, error) {
 	svcs, err := e.appServices(ctx, app)
@@ -53,7 +53,7 @@ func (e *Engine) LogTargets(ctx context.Context, app, name string) ([]string, er
 	}
 	if name == "" {
 		if len(all) == 0 {
-			return nil, fmt.Errorf("app %s has no Swarm services: %w", app, deploy.ErrNotOwned)
+			return nil, fmt.Errorf("app %s has no Swarm services: %w", app, logstream.ErrNotOwned)
 		}
 		return all, nil
 	}
@@ -62,7 +62,7 @@ func (e *Engine) LogTargets(ctx context.Context, app, name string) ([]string, er
 			return []string{name}, err
 		}
 	}
-	return nil, fmt.Errorf("%q is neither a service nor a task of app %s (its services: %s): %w", name, app, strings.Join(all, ", "), deploy.ErrNotOwned)
+	return nil, fmt.Errorf("%q is neither a service nor a task of app %s (its services: %s): %w", name, app, strings.Join(all, ", "), logstream.ErrNotOwned)
 }
 
 // appServices are the services labelled as app's, sorted by name.
@@ -122,8 +122,8 @@ func (e *Engine) findTask(ctx context.Context, svc swarmtypes.Service, name stri
 // to emit, read through the manager (docker service logs), then with
 // Follow new lines until ctx ends. Each line names its task and node.
 // Values of the keys the service marks secret are redacted. target is
-// one of LogTargets' names; it must be app's (deploy.ErrNotOwned).
-func (e *Engine) StreamLogs(ctx context.Context, app, target string, opts deploy.LogOptions, emit func(deploy.LogLine) error) error {
+// one of LogTargets' names; it must be app's (logstream.ErrNotOwned).
+func (e *Engine) StreamLogs(ctx context.Context, app, target string, opts logstream.Options, emit func(logstream.Line) error) error {
 	la, ok := e.api.(logAPI)
 	if !ok {
 		return fmt.Errorf("logs of %s: this connection to the Swarm manager cannot read logs", target)
@@ -147,13 +147,13 @@ func (e *Engine) StreamLogs(ctx context.Context, app, target string, opts deploy
 		task = t
 	}
 	if svc == nil {
-		return fmt.Errorf("%q of app %s: %w", target, app, deploy.ErrNotOwned)
+		return fmt.Errorf("%q of app %s: %w", target, app, logstream.ErrNotOwned)
 	}
 	tail := opts.Tail
 	if tail <= 0 {
-		tail = deploy.DefaultLogTail
+		tail = logstream.DefaultTail
 	}
-	tail = min(tail, deploy.MaxLogTail)
+	tail = min(tail, logstream.MaxTail)
 	var stream io.ReadCloser
 	if task.ID != "" {
 		stream, err = la.TaskLogs(ctx, task.ID, client.TaskLogsOptions{ShowStdout: true, ShowStderr: true, Follow: opts.Follow, Tail: strconv.Itoa(tail), Details: true})
@@ -169,16 +169,16 @@ func (e *Engine) StreamLogs(ctx context.Context, app, target string, opts deploy
 	defer stream.Close()
 	red := serviceRedactor(*svc)
 	names := &taskNamer{e: e, svc: *svc}
-	return deploy.DemuxLines(stream, func(s, text string) error {
+	return logstream.DemuxLines(stream, func(s, text string) error {
 		details, msg := splitDetails(text)
 		name, node := names.name(ctx, details)
-		return emit(deploy.LogLine{Container: name, Node: node, Stream: s, Text: red.Line(msg)})
+		return emit(logstream.Line{Container: name, Node: node, Stream: s, Text: red.Line(msg)})
 	}, ctx.Err)
 }
 
 // serviceRedactor redacts the values of the env keys the service's
 // LabelSecretEnv lists.
-func serviceRedactor(s swarmtypes.Service) deploy.LogRedactor {
+func serviceRedactor(s swarmtypes.Service) logstream.Redactor {
 	var env []string
 	if c := s.Spec.TaskTemplate.ContainerSpec; c != nil {
 		env = c.Env
@@ -187,7 +187,7 @@ func serviceRedactor(s swarmtypes.Service) deploy.LogRedactor {
 	if l := s.Spec.Labels[LabelSecretEnv]; l != "" {
 		keys = strings.Split(l, ",")
 	}
-	return deploy.NewLogRedactor(env, keys)
+	return logstream.NewRedactor(env, keys)
 }
 
 // splitDetails separates the details Swarm puts before each line

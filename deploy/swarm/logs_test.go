@@ -14,7 +14,7 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -108,7 +108,7 @@ func TestSwarmLogTargets(t *testing.T) {
 		}
 	}
 	for _, foreign := range []string{"shop-web.7", "blog-web", "db"} {
-		if _, err := e.LogTargets(context.Background(), "shop", foreign); !errors.Is(err, deploy.ErrNotOwned) || !strings.Contains(err.Error(), "shop-web") {
+		if _, err := e.LogTargets(context.Background(), "shop", foreign); !errors.Is(err, logstream.ErrNotOwned) || !strings.Contains(err.Error(), "shop-web") {
 			t.Errorf("LogTargets(%q) err = %v, want ErrNotOwned naming the app's services", foreign, err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestSwarmStreamLogs(t *testing.T) {
 	e := newEngine(f, Options{})
 	read := func(target string) []string {
 		var got []string
-		err := e.StreamLogs(context.Background(), "shop", target, deploy.LogOptions{Tail: 10}, func(l deploy.LogLine) error {
+		err := e.StreamLogs(context.Background(), "shop", target, logstream.Options{Tail: 10}, func(l logstream.Line) error {
 			got = append(got, l.Stream+" "+l.Container+"@"+l.Node+" "+l.Text)
 			return nil
 		})
@@ -132,7 +132,7 @@ func TestSwarmStreamLogs(t *testing.T) {
 	// The whole service: every line named by its task and node as status
 	// names them, the secret value redacted.
 	want := []string{
-		"stderr shop-web.2@node-2 key is " + deploy.LogRedacted,
+		"stderr shop-web.2@node-2 key is " + logstream.Redacted,
 		"stdout shop-web.1@node-1 listening on :8080",
 		"stdout shop-web.t9@node-2 from a task that is gone",
 	}
@@ -146,8 +146,8 @@ func TestSwarmStreamLogs(t *testing.T) {
 	if !slices.Equal(f.opened, []string{"service s1", "task t2"}) {
 		t.Errorf("streams opened: %v", f.opened)
 	}
-	err := e.StreamLogs(context.Background(), "blog", "shop-web", deploy.LogOptions{}, func(deploy.LogLine) error { return nil })
-	if !errors.Is(err, deploy.ErrNotOwned) {
+	err := e.StreamLogs(context.Background(), "blog", "shop-web", logstream.Options{}, func(logstream.Line) error { return nil })
+	if !errors.Is(err, logstream.ErrNotOwned) {
 		t.Errorf("another app's service: err = %v, want ErrNotOwned", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
@@ -219,7 +219,7 @@ func (r *buildRig) logs(st status.AppStatus) {
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Lines []deploy.LogLine `json:"lines"`
+		Lines []logstream.Line `json:"lines"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("logs API: %s %v", resp.Status, err)

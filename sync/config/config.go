@@ -18,7 +18,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
@@ -58,7 +58,7 @@ type AppConfig struct {
 	Auth gitsource.Auth
 	// Registries are credentials for this app's pulls; they win over the
 	// global ones and Docker's config.json.
-	Registries []deploy.RegistryLogin
+	Registries []registry.Login
 	// WebhookSecret verifies webhooks for this app; it falls back to the
 	// global one.
 	WebhookSecret string
@@ -195,10 +195,10 @@ func ValidateTarget(target, adopt string) error {
 type Config struct {
 	DataDir string
 	// SecretsDir is where secret files are written, on a tmpfs
-	// (secretsDir; "" for deploy.DefaultSecretsDir()).
+	// (secretsDir; "" for hostfiles.DefaultSecretsDir()).
 	SecretsDir     string
 	Listen         string
-	Registries     []deploy.RegistryLogin // pull credentials of every app; hosts not listed: Docker's config.json
+	Registries     []registry.Login // pull credentials of every app; hosts not listed: Docker's config.json
 	WebhookSecret  string
 	APIToken       string
 	ReadOnlyPublic bool // the UI and read-only API need no token

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/registry"
 )
 
 // fileRegistry is one entry of registries: in driftless.yaml. Secrets are
@@ -23,8 +23,8 @@ type fileRegistry struct {
 }
 
 // parseRegistries checks registry logins and reads their secrets.
-func parseRegistries(field string, list []fileRegistry, secret func(what, env, file string) (string, error), getenv func(string) string) ([]deploy.RegistryLogin, []error) {
-	var out []deploy.RegistryLogin
+func parseRegistries(field string, list []fileRegistry, secret func(what, env, file string) (string, error), getenv func(string) string) ([]registry.Login, []error) {
+	var out []registry.Login
 	var errs []error
 	seen := map[string]bool{}
 	for i, fr := range list {
@@ -46,9 +46,9 @@ func parseRegistries(field string, list []fileRegistry, secret func(what, env, f
 	return out, errs
 }
 
-func parseRegistry(fr fileRegistry, secret func(what, env, file string) (string, error), getenv func(string) string) (deploy.RegistryLogin, error) {
+func parseRegistry(fr fileRegistry, secret func(what, env, file string) (string, error), getenv func(string) string) (registry.Login, error) {
 	host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(fr.Host), "https://"), "http://"), "/")
-	l := deploy.RegistryLogin{Host: host}
+	l := registry.Login{Host: host}
 	switch {
 	case host == "":
 		return l, errors.New("host: required (the registry as in image names: reg.example:5000, ghcr.io, docker.io)")
@@ -86,8 +86,8 @@ func parseRegistry(fr fileRegistry, secret func(what, env, file string) (string,
 
 // Logins are the registry credentials the config gives, per app and for
 // all, over Docker's own config.json.
-func (c Config) Logins(docker *deploy.DockerConfig) *deploy.Logins {
-	l := &deploy.Logins{Global: c.Registries, PerApp: map[string][]deploy.RegistryLogin{}, Docker: docker}
+func (c Config) Logins(docker *registry.DockerConfig) *registry.Logins {
+	l := &registry.Logins{Global: c.Registries, PerApp: map[string][]registry.Login{}, Docker: docker}
 	for _, a := range c.Apps {
 		if len(a.Registries) > 0 {
 			l.PerApp[a.Name] = a.Registries

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/registry"
 )
 
 func TestConfigRegistries(t *testing.T) {
@@ -39,11 +39,11 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []deploy.RegistryLogin{{Host: "reg.example:5000", Username: "envuser", Password: "filepass"}, {Host: "ghcr.io", Token: "tok"}}
+	want := []registry.Login{{Host: "reg.example:5000", Username: "envuser", Password: "filepass"}, {Host: "ghcr.io", Token: "tok"}}
 	if !reflect.DeepEqual(cfg.Registries, want) {
 		t.Errorf("global registries = %+v, want %+v", cfg.Registries, want)
 	}
-	if want := []deploy.RegistryLogin{{Host: "reg.example:5000", Username: "shop", Password: "envpass"}}; !reflect.DeepEqual(cfg.Apps[0].Registries, want) {
+	if want := []registry.Login{{Host: "reg.example:5000", Username: "shop", Password: "envpass"}}; !reflect.DeepEqual(cfg.Apps[0].Registries, want) {
 		t.Errorf("shop registries = %+v", cfg.Apps[0].Registries)
 	}
 	logins := cfg.Logins(nil)

@@ -1,4 +1,4 @@
-package deploy
+package dockerspec
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 
 // containerFromSummary turns one list entry into plain data. Ownership and
 // identity come from labels only.
-func containerFromSummary(s container.Summary) drift.Container {
+func ContainerFromSummary(s container.Summary) drift.Container {
 	c := drift.Container{
 		ID:      s.ID,
 		Image:   s.Image,
@@ -33,8 +33,8 @@ func containerFromSummary(s container.Summary) drift.Container {
 	applyContainerLabels(&c, s.Labels)
 	c.ComposeProject, c.ComposeService = s.Labels[drift.LabelComposeProject], s.Labels[drift.LabelComposeService]
 	c.ComposeNumber, _ = strconv.Atoi(s.Labels[drift.LabelComposeNumber])
-	c.ExitCode, _ = parseExitCode(s.Status)
-	c.Health = parseHealth(s.Status)
+	c.ExitCode, _ = ParseExitCode(s.Status)
+	c.Health = ParseHealth(s.Status)
 	if s.NetworkSettings != nil {
 		for name := range s.NetworkSettings.Networks {
 			c.Networks = append(c.Networks, name)
@@ -60,11 +60,11 @@ func applyContainerLabels(c *drift.Container, labels map[string]string) {
 	c.Slot, _ = strconv.Atoi(labels[drift.LabelSlot])
 	c.SpecHash = labels[drift.LabelSpecHash]
 	c.Revision = labels[drift.LabelRevision]
-	c.Spec = parseSpecLabel(labels[drift.LabelSpec])
+	c.Spec = ParseSpecLabel(labels[drift.LabelSpec])
 }
 
 // parseSpecLabel reads the recorded spec; nil when absent or unreadable.
-func parseSpecLabel(raw string) *manifest.ServiceSpec {
+func ParseSpecLabel(raw string) *manifest.ServiceSpec {
 	if raw == "" {
 		return nil
 	}
@@ -77,14 +77,14 @@ func parseSpecLabel(raw string) *manifest.ServiceSpec {
 
 // summaryIP is the container's address on the first (by name) network that
 // has one: every network of ours is reachable from the host on Linux.
-func summaryIP(s container.Summary) string {
+func SummaryIP(s container.Summary) string {
 	if s.NetworkSettings == nil {
 		return ""
 	}
-	return firstIP(s.NetworkSettings.Networks)
+	return FirstIP(s.NetworkSettings.Networks)
 }
 
-func firstIP(networks map[string]*network.EndpointSettings) string {
+func FirstIP(networks map[string]*network.EndpointSettings) string {
 	names := make([]string, 0, len(networks))
 	for name := range networks {
 		names = append(names, name)
@@ -98,7 +98,7 @@ func firstIP(networks map[string]*network.EndpointSettings) string {
 	return ""
 }
 
-func networkFromSummary(s network.Summary) drift.Network {
+func NetworkFromSummary(s network.Summary) drift.Network {
 	return drift.Network{
 		ID:       s.ID,
 		Name:     s.Name,
@@ -111,7 +111,7 @@ func networkFromSummary(s network.Summary) drift.Network {
 	}
 }
 
-func volumeFromSummary(v volume.Volume) drift.Volume {
+func VolumeFromSummary(v volume.Volume) drift.Volume {
 	return drift.Volume{
 		Name:     v.Name,
 		App:      v.Labels[drift.LabelApp],
@@ -126,7 +126,7 @@ var exitCodeRE = regexp.MustCompile(`^(?:Exited|Restarting) \((-?\d+)\)`)
 
 // parseExitCode reads the last exit code from Docker's "Exited (137) 3
 // seconds ago" or "Restarting (1) 2 seconds ago".
-func parseExitCode(status string) (int, bool) {
+func ParseExitCode(status string) (int, bool) {
 	m := exitCodeRE.FindStringSubmatch(status)
 	if m == nil {
 		return 0, false
@@ -137,7 +137,7 @@ func parseExitCode(status string) (int, bool) {
 
 // parseHealth reads the healthcheck word Docker appends to the status:
 // "Up 3 minutes (healthy)", "(unhealthy)", "(health: starting)".
-func parseHealth(status string) string {
+func ParseHealth(status string) string {
 	switch {
 	case strings.HasSuffix(status, "(healthy)"):
 		return "healthy"
@@ -153,7 +153,7 @@ var uptimeRE = regexp.MustCompile(`^Up (Less than a second|About a minute|About 
 
 // parseUptime reads how long a running container has been up from Docker's
 // coarse "Up 3 seconds" words (a lower bound).
-func parseUptime(status string) (time.Duration, bool) {
+func ParseUptime(status string) (time.Duration, bool) {
 	m := uptimeRE.FindStringSubmatch(status)
 	if m == nil {
 		return 0, false
@@ -172,70 +172,4 @@ func parseUptime(status string) (time.Duration, bool) {
 		"day": 24 * time.Hour, "week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour,
 	}[m[3]]
 	return time.Duration(n) * unit, true
-}
-
-// infoFromInspect is what an inspect tells the prober.
-func infoFromInspect(c container.InspectResponse) runtimeInfo {
-	info := runtimeInfo{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), RestartCount: c.RestartCount, inspected: true}
-	if c.Config != nil {
-		info.App = c.Config.Labels[drift.LabelApp]
-		if spec := parseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
-			info.Readiness = spec.Readiness
-			info.secrets = secretEnvValues(c.Config.Env, spec)
-		}
-	}
-	if c.State != nil {
-		info.State = drift.ContainerState(c.State.Status)
-		info.ExitCode = c.State.ExitCode
-		info.StartedAt, _ = time.Parse(time.RFC3339Nano, c.State.StartedAt)
-		info.FinishedAt, _ = time.Parse(time.RFC3339Nano, c.State.FinishedAt)
-		if c.State.Health != nil {
-			info.Health = string(c.State.Health.Status)
-			if info.Health == "none" {
-				info.Health = ""
-			}
-			if n := len(c.State.Health.Log); n > 0 && c.State.Health.Log[n-1] != nil {
-				info.HealthOutput = c.State.Health.Log[n-1].Output
-			}
-		}
-	}
-	if c.NetworkSettings != nil {
-		info.IP = firstIP(c.NetworkSettings.Networks)
-	}
-	info.Config = runtimeConfig(c)
-	return info
-}
-
-// runtimeConfig is what an inspect shows of the settings that can change
-// on a running container.
-func runtimeConfig(c container.InspectResponse) *drift.RuntimeConfig {
-	cfg := &drift.RuntimeConfig{Aliases: map[string][]string{}}
-	if h := c.HostConfig; h != nil {
-		cfg.MemoryBytes, cfg.NanoCPUs, cfg.MemoryReservationBytes = h.Memory, h.NanoCPUs, h.MemoryReservation
-		if h.PidsLimit != nil {
-			cfg.PidsLimit = *h.PidsLimit
-		}
-		cfg.RestartPolicy, cfg.RestartMaxRetries = string(h.RestartPolicy.Name), h.RestartPolicy.MaximumRetryCount
-	}
-	if c.NetworkSettings != nil {
-		for name, ep := range c.NetworkSettings.Networks {
-			if ep != nil {
-				cfg.Aliases[name] = slices.Clone(ep.Aliases)
-			}
-		}
-	}
-	return cfg
-}
-
-// secretEnvValues are the values, in a container's env list, of the keys
-// its recorded spec declares secret: the container itself is where the
-// values are known once it runs.
-func secretEnvValues(env []string, spec *manifest.ServiceSpec) []string {
-	var out []string
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && spec.IsSecretEnv(k) {
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -1,6 +1,7 @@
-package deploy
+package hostfiles
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,20 +63,19 @@ func TestMaterializeRewritesTamperedTree(t *testing.T) {
 			must(t, os.Symlink("/etc/hostname", filepath.Join(dir, "a.conf")))
 		},
 		"directory swapped for a file": func(t *testing.T, dir string) {
-			must(t, removeTree(dir))
+			must(t, RemoveTree(dir))
 			must(t, os.WriteFile(dir, []byte("x"), 0o444))
 		},
 		"directory swapped for a symlink": func(t *testing.T, dir string) {
-			must(t, removeTree(dir))
+			must(t, RemoveTree(dir))
 			must(t, os.Symlink("/etc", dir))
 		},
 	}
 	for name, tamper := range tampers {
 		t.Run(name, func(t *testing.T) {
 			files := filepath.Join(t.TempDir(), "files")
-			t.Cleanup(func() { _ = removeTree(files) })
-			e := newEngine(&listFake{}, Options{FilesDir: files})
-			defer e.prober.stop()
+			t.Cleanup(func() { _ = RemoveTree(files) })
+			e := &Store{FilesDir: files, Log: slog.New(slog.DiscardHandler)}
 			tree := confTree()
 			hash := tree.Hash()
 			must(t, e.materialize(hash, tree))
@@ -112,9 +112,8 @@ func TestMaterializeRewritesTamperedTree(t *testing.T) {
 // gets: the tree lands under the full hash.
 func TestMaterializeFullHashNotOldPrefix(t *testing.T) {
 	files := filepath.Join(t.TempDir(), "files")
-	t.Cleanup(func() { _ = removeTree(files) })
-	e := newEngine(&listFake{}, Options{FilesDir: files})
-	defer e.prober.stop()
+	t.Cleanup(func() { _ = RemoveTree(files) })
+	e := &Store{FilesDir: files, Log: slog.New(slog.DiscardHandler)}
 	tree := &manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte("listen 80;\n")}}}
 	hash := tree.Hash()
 	if len(hash) != 64 {
@@ -128,8 +127,8 @@ func TestMaterializeFullHashNotOldPrefix(t *testing.T) {
 	app := &manifest.App{Content: map[string]*manifest.RepoTree{hash: tree}}
 	bind := manifest.BindMount{RepoPath: "nginx.conf", ContentHash: hash, MountPath: "/etc/nginx/nginx.conf", ReadOnly: true}
 	svc := &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Binds: []manifest.BindMount{bind}}}
-	must(t, e.materializeService(app, svc))
-	src, err := materializedPath(app, files, bind)
+	must(t, e.MaterializeService(app, svc))
+	src, err := MaterializedPath(app, files, bind)
 	must(t, err)
 	if want := filepath.Join(files, hash, singleFileName); src != want {
 		t.Errorf("bind source %s, want %s", src, want)
@@ -146,8 +145,7 @@ func TestMaterializeFullHashNotOldPrefix(t *testing.T) {
 // the hash of the content written under it.
 func TestMaterializeRefusesForeignHashes(t *testing.T) {
 	files := filepath.Join(t.TempDir(), "files")
-	e := newEngine(&listFake{}, Options{FilesDir: files})
-	defer e.prober.stop()
+	e := &Store{FilesDir: files, Log: slog.New(slog.DiscardHandler)}
 	tree := confTree()
 	for _, h := range []string{tree.Hash()[:16], "../" + tree.Hash()[3:], strings.ToUpper(tree.Hash()), (&manifest.RepoTree{Dir: true}).Hash()} {
 		if err := e.materialize(h, tree); err == nil {

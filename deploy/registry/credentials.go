@@ -1,4 +1,10 @@
-package deploy
+// Package registry owns driftless's side of container registries: which
+// credentials an app pulls and pushes with (its logins, Docker's
+// config.json and credential helpers), the HTTP client that asks a
+// registry for a tag's digest itself, and the typed pull and push errors
+// the loop decides on. It is apart from the Docker applier so that the
+// configuration (sync/config) can name logins without importing deploy.
+package registry
 
 import (
 	"bytes"
@@ -24,7 +30,7 @@ type Credentials interface {
 
 // RegistryLogin is one registry's credentials from driftless.yaml: a
 // username and password, or a bearer token.
-type RegistryLogin struct {
+type Login struct {
 	Host     string
 	Username string
 	Password string
@@ -33,7 +39,7 @@ type RegistryLogin struct {
 	Token string
 }
 
-func (l RegistryLogin) authConfig() registry.AuthConfig {
+func (l Login) authConfig() registry.AuthConfig {
 	return registry.AuthConfig{Username: l.Username, Password: l.Password, RegistryToken: l.Token, ServerAddress: l.Host}
 }
 
@@ -41,8 +47,8 @@ func (l RegistryLogin) authConfig() registry.AuthConfig {
 // app's own registries first, then the global ones, then Docker's
 // config.json (DockerConfig), as the docker CLI would.
 type Logins struct {
-	Global []RegistryLogin
-	PerApp map[string][]RegistryLogin
+	Global []Login
+	PerApp map[string][]Login
 	// Docker is consulted when driftless.yaml names no login for the
 	// host; nil skips it.
 	Docker *DockerConfig
@@ -50,7 +56,7 @@ type Logins struct {
 
 // Lookup implements Credentials.
 func (l *Logins) Lookup(ctx context.Context, app, host string) (registry.AuthConfig, error) {
-	for _, list := range [][]RegistryLogin{l.PerApp[app], l.Global} {
+	for _, list := range [][]Login{l.PerApp[app], l.Global} {
 		for _, lg := range list {
 			if sameRegistry(lg.Host, host) {
 				return lg.authConfig(), nil
@@ -72,7 +78,7 @@ const (
 
 // RegistryHost is the registry an image reference pulls from:
 // "docker.io" for Docker Hub images ("nginx", "library/nginx").
-func RegistryHost(image string) (string, error) {
+func Host(image string) (string, error) {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return "", fmt.Errorf("invalid image reference %q: %w", image, err)
@@ -251,7 +257,7 @@ func (c *DockerConfig) fromHelper(ctx context.Context, helper, server string) (r
 
 // encodeAuth is the X-Registry-Auth header value: base64url JSON of the
 // AuthConfig, or "" for anonymous.
-func encodeAuth(ac registry.AuthConfig) (string, error) {
+func EncodeAuth(ac registry.AuthConfig) (string, error) {
 	if ac == (registry.AuthConfig{}) {
 		return "", nil
 	}

@@ -1,4 +1,4 @@
-package deploy
+package registry
 
 import (
 	"context"
@@ -93,8 +93,8 @@ func TestRegistryClientOneHeadPerCheck(t *testing.T) {
 		image := host + "/shop/web:stable"
 		good := registry.AuthConfig{Username: "deployer", Password: "pw"}
 
-		c := newRegistryClient(certs, secure)
-		if _, err := c.headDigest(context.Background(), image, good); !errors.Is(err, errNoAnswer) || !strings.Contains(err.Error(), "certificate") {
+		c := NewClient(certs, secure)
+		if _, err := c.HeadDigest(context.Background(), image, good); !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("bearer=%v: without the CA: %v, want a certificate error left to the engine", bearer, err)
 		}
 		if err := os.MkdirAll(filepath.Join(certs, host), 0o755); err != nil {
@@ -106,7 +106,7 @@ func TestRegistryClientOneHeadPerCheck(t *testing.T) {
 		}
 		h0, _ := f.counts()
 		for i := range 4 {
-			d, err := c.headDigest(context.Background(), image, good)
+			d, err := c.HeadDigest(context.Background(), image, good)
 			if err != nil || d != fakeDigest {
 				t.Fatalf("bearer=%v: check %d: %q %v", bearer, i, d, err)
 			}
@@ -118,11 +118,11 @@ func TestRegistryClientOneHeadPerCheck(t *testing.T) {
 		}
 
 		var pe *PullError
-		if _, err := c.headDigest(context.Background(), host+"/shop/web:other", good); !errors.As(err, &pe) || pe.Kind != PullNotFound {
+		if _, err := c.HeadDigest(context.Background(), host+"/shop/web:other", good); !errors.As(err, &pe) || pe.Kind != PullNotFound {
 			t.Errorf("bearer=%v: unknown tag: %v, want not found", bearer, err)
 		}
-		wrong := newRegistryClient(certs, secure)
-		if _, err := wrong.headDigest(context.Background(), image, registry.AuthConfig{Username: "deployer", Password: "nope"}); !errors.As(err, &pe) || pe.Kind != PullAuth {
+		wrong := NewClient(certs, secure)
+		if _, err := wrong.HeadDigest(context.Background(), image, registry.AuthConfig{Username: "deployer", Password: "nope"}); !errors.As(err, &pe) || pe.Kind != PullAuth {
 			t.Errorf("bearer=%v: wrong password: %v, want an auth failure", bearer, err)
 		}
 	}
@@ -245,11 +245,11 @@ func TestRegistryTokenPerCredential(t *testing.T) {
 	defer srv.Close()
 	reg.realm = srv.URL + "/token"
 	host := strings.TrimPrefix(srv.URL, "http://")
-	c := newRegistryClient(t.TempDir(), func(context.Context, string) bool { return true })
+	c := NewClient(t.TempDir(), func(context.Context, string) bool { return true })
 	image := host + "/shop/web:stable"
 	good := registry.AuthConfig{Username: "deployer", Password: "pw"}
 	ctx := context.Background()
-	if d, err := c.headDigest(ctx, image, good); err != nil || d != fakeDigest {
+	if d, err := c.HeadDigest(ctx, image, good); err != nil || d != fakeDigest {
 		t.Fatalf("right password: %q %v", d, err)
 	}
 	var pe *PullError
@@ -258,18 +258,18 @@ func TestRegistryTokenPerCredential(t *testing.T) {
 		"other user":     {Username: "intruder", Password: "pw"},
 		"anonymous":      {},
 	} {
-		if d, err := c.headDigest(ctx, image, ac); !errors.As(err, &pe) || pe.Kind != PullAuth {
+		if d, err := c.HeadDigest(ctx, image, ac); !errors.As(err, &pe) || pe.Kind != PullAuth {
 			t.Errorf("%s after the right password's token: %q %v, want an authentication failure", name, d, err)
 		}
 	}
 	before := len(ts.seen())
-	if d, err := c.headDigest(ctx, image, good); err != nil || d != fakeDigest {
+	if d, err := c.HeadDigest(ctx, image, good); err != nil || d != fakeDigest {
 		t.Fatalf("right password again: %q %v", d, err)
 	}
 	if n := len(ts.seen()) - before; n != 0 {
 		t.Errorf("the right password's cached token was not reused: %d new token requests", n)
 	}
-	if a, b := credentialIdentity(host, good), credentialIdentity(host, registry.AuthConfig{Username: "deployer", Password: "pw2"}); a == b || strings.Contains(a, "pw") {
+	if a, b := CredentialIdentity(host, good), CredentialIdentity(host, registry.AuthConfig{Username: "deployer", Password: "pw2"}); a == b || strings.Contains(a, "pw") {
 		t.Errorf("identities %q and %q: must differ by secret and not hold it", a, b)
 	}
 }
@@ -324,10 +324,10 @@ func TestRegistryRealmCredentials(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := newRegistryClient(certs, func(context.Context, string) bool { return !tc.tls })
+			c := NewClient(certs, func(context.Context, string) bool { return !tc.tls })
 			c.dial = loopbackNames
 			before := len(ts.seen())
-			d, err := c.headDigest(context.Background(), host+"/shop/web:stable", good)
+			d, err := c.HeadDigest(context.Background(), host+"/shop/web:stable", good)
 			seen := ts.seen()[before:]
 			if len(seen) != 1 || (seen[0] == "credentials") != tc.wantCreds {
 				t.Errorf("the token server saw %v, want one request, with credentials: %v", seen, tc.wantCreds)
@@ -396,9 +396,9 @@ func TestRegistryRedirectDropsCredentials(t *testing.T) {
 		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer reg.Close()
-	c := newRegistryClient(t.TempDir(), func(context.Context, string) bool { return true })
+	c := NewClient(t.TempDir(), func(context.Context, string) bool { return true })
 	host := strings.TrimPrefix(reg.URL, "http://")
-	if d, err := c.headDigest(context.Background(), host+"/shop/web:stable", registry.AuthConfig{Username: "deployer", Password: "pw"}); err != nil || d != fakeDigest {
+	if d, err := c.HeadDigest(context.Background(), host+"/shop/web:stable", registry.AuthConfig{Username: "deployer", Password: "pw"}); err != nil || d != fakeDigest {
 		t.Fatalf("got %q %v", d, err)
 	}
 	mu.Lock()

@@ -1,4 +1,11 @@
-package deploy
+// Package dockerspec owns the mapping between driftless's model and
+// Docker's API types, both ways and pure: a service spec becomes the create
+// call of one replica (config, host config, mounts, networking, labels),
+// and a list or inspect answer becomes drift's plain data (identity from
+// labels, exit code, health, uptime). No Docker call is made here, so the
+// mapping is tested without an engine and shared by everything that talks
+// to one.
+package dockerspec
 
 import (
 	"encoding/json"
@@ -12,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
@@ -23,20 +31,20 @@ import (
 // replicaConfig is everything needed to create one replica: the create
 // call, plus the networks to connect before start (Docker attaches only
 // one network at create time on API 1.41).
-type replicaConfig struct {
+type ReplicaConfig struct {
 	Create        client.ContainerCreateOptions
-	ExtraNetworks []extraNetwork
+	ExtraNetworks []ExtraNetwork
 }
 
 // extraNetwork is a network joined after create, with the replica's
 // aliases on it.
-type extraNetwork struct {
+type ExtraNetwork struct {
 	Name    string // Docker name
 	Aliases []string
 }
 
 // replicaInput is what one replica's create call is made from.
-type replicaInput struct {
+type ReplicaInput struct {
 	App      *manifest.App // the desired state: Docker names of networks and volumes, repository content
 	Service  *manifest.Service
 	Slot     int
@@ -50,7 +58,7 @@ type replicaInput struct {
 
 // containerLabels are the labels on every replica: the service's metadata
 // labels first, so driftless's own labels cannot be overridden by them.
-func containerLabels(app string, key manifest.SecretKey, svc *manifest.Service, slot int, revision string) (map[string]string, error) {
+func ContainerLabels(app string, key manifest.SecretKey, svc *manifest.Service, slot int, revision string) (map[string]string, error) {
 	spec, err := json.Marshal(svc.Spec.Redacted(key))
 	if err != nil {
 		return nil, fmt.Errorf("encode spec of %s: %w", svc.Name, err)
@@ -69,7 +77,7 @@ func containerLabels(app string, key manifest.SecretKey, svc *manifest.Service, 
 }
 
 // resourceLabels are the labels on networks and volumes.
-func resourceLabels(app, resource, hash, revision string, meta map[string]string) map[string]string {
+func ResourceLabels(app, resource, hash, revision string, meta map[string]string) map[string]string {
 	labels := maps.Clone(meta)
 	if labels == nil {
 		labels = map[string]string{}
@@ -83,7 +91,7 @@ func resourceLabels(app, resource, hash, revision string, meta map[string]string
 
 // restartPolicy is the spec's Docker restart policy (see
 // manifest.ServiceSpec.DockerRestartPolicy, the one mapping).
-func restartPolicy(spec *manifest.ServiceSpec) *container.RestartPolicy {
+func RestartPolicy(spec *manifest.ServiceSpec) *container.RestartPolicy {
 	name, retries := spec.DockerRestartPolicy()
 	return &container.RestartPolicy{Name: container.RestartPolicyMode(name), MaximumRetryCount: retries}
 }
@@ -91,24 +99,24 @@ func restartPolicy(spec *manifest.ServiceSpec) *container.RestartPolicy {
 // buildReplicaConfig turns a service spec into the Docker create call for
 // one replica, setting each field the way docker compose v2 does for the
 // same setting. It is pure.
-func buildReplicaConfig(in replicaInput) (replicaConfig, error) {
+func BuildReplicaConfig(in ReplicaInput) (ReplicaConfig, error) {
 	svc := in.Service
-	labels, err := containerLabels(in.App.Name, in.App.SecretKey, svc, in.Slot, in.Revision)
+	labels, err := ContainerLabels(in.App.Name, in.App.SecretKey, svc, in.Slot, in.Revision)
 	if err != nil {
-		return replicaConfig{}, err
+		return ReplicaConfig{}, err
 	}
 	cfg := containerConfig(&svc.Spec, labels)
 	host := hostConfig(&svc.Spec)
 	if err := publishPorts(&svc.Spec, cfg, host); err != nil {
-		return replicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
+		return ReplicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
 	}
 	if err := mounts(in, host); err != nil {
-		return replicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
+		return ReplicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
 	}
-	rc := replicaConfig{}
+	rc := ReplicaConfig{}
 	netCfg, err := networking(in, host, &rc)
 	if err != nil {
-		return replicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
+		return ReplicaConfig{}, fmt.Errorf("service %s: %w", svc.Name, err)
 	}
 	rc.Create = client.ContainerCreateOptions{
 		Name:             manifest.ContainerName(in.App.Name, svc.Name, in.Slot),
@@ -142,14 +150,14 @@ func containerConfig(spec *manifest.ServiceSpec, labels map[string]string) *cont
 	}
 	grace := spec.StopGracePeriodSeconds
 	cfg.StopTimeout = &grace
-	cfg.Healthcheck = healthConfig(spec)
+	cfg.Healthcheck = HealthConfig(spec)
 	return cfg
 }
 
 // healthConfig is the Docker healthcheck: exec readiness (driftless reads
 // Docker's verdict instead of exec-ing into containers itself) or the
 // declared healthcheck; nil keeps the image's.
-func healthConfig(spec *manifest.ServiceSpec) *container.HealthConfig {
+func HealthConfig(spec *manifest.ServiceSpec) *container.HealthConfig {
 	if r := spec.Readiness; r != nil && r.Exec != nil {
 		test := append([]string{"CMD"}, r.Exec.Command...)
 		if r.Exec.Shell {
@@ -157,8 +165,8 @@ func healthConfig(spec *manifest.ServiceSpec) *container.HealthConfig {
 		}
 		return &container.HealthConfig{
 			Test:        test,
-			Interval:    secondsOr(r.PeriodSeconds, 10),
-			Timeout:     secondsOr(r.TimeoutSeconds, 1),
+			Interval:    SecondsOr(r.PeriodSeconds, 10),
+			Timeout:     SecondsOr(r.TimeoutSeconds, 1),
 			Retries:     max(r.FailureThreshold, 1),
 			StartPeriod: time.Duration(r.InitialDelaySeconds) * time.Second,
 		}
@@ -184,7 +192,7 @@ func healthConfig(spec *manifest.ServiceSpec) *container.HealthConfig {
 // privileges, namespaces, kernel parameters, limits and logging.
 func hostConfig(spec *manifest.ServiceSpec) *container.HostConfig {
 	host := &container.HostConfig{
-		RestartPolicy: *restartPolicy(spec),
+		RestartPolicy: *RestartPolicy(spec),
 		Resources: container.Resources{
 			Memory:            spec.Resources.MemoryBytes,
 			NanoCPUs:          spec.Resources.NanoCPUs,
@@ -270,7 +278,7 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 // its missing source goes through the legacy Binds form, as compose does:
 // the mounts API refuses a missing source and cannot relabel (z/Z) on API
 // 1.41. A repository bind mounts its materialized content, read-only.
-func mounts(in replicaInput, host *container.HostConfig) error {
+func mounts(in ReplicaInput, host *container.HostConfig) error {
 	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
 		host.Mounts = append(host.Mounts, mount.Mount{
@@ -283,7 +291,7 @@ func mounts(in replicaInput, host *container.HostConfig) error {
 	for _, b := range spec.Binds {
 		switch {
 		case b.RepoPath != "":
-			src, err := materializedPath(in.App, in.FilesDir, b)
+			src, err := hostfiles.MaterializedPath(in.App, in.FilesDir, b)
 			if err != nil {
 				return err
 			}
@@ -299,7 +307,7 @@ func mounts(in replicaInput, host *container.HostConfig) error {
 		}
 	}
 	for _, ref := range spec.Secrets {
-		src, err := secretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
+		src, err := hostfiles.SecretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
 		if err != nil {
 			return err
 		}
@@ -334,7 +342,7 @@ func bindString(b manifest.BindMount) string {
 // networking attaches the replica: to its first network at create (with
 // the service name and its aliases there), the others after create; or to
 // Docker's bridge, the host's network or none, without aliases.
-func networking(in replicaInput, host *container.HostConfig, rc *replicaConfig) (*network.NetworkingConfig, error) {
+func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) (*network.NetworkingConfig, error) {
 	spec := &in.Service.Spec
 	var mac network.HardwareAddr
 	if spec.MacAddress != "" {
@@ -367,7 +375,7 @@ func networking(in replicaInput, host *container.HostConfig, rc *replicaConfig) 
 	host.NetworkMode = container.NetworkMode(first)
 	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac}
 	for _, n := range networks[1:] {
-		rc.ExtraNetworks = append(rc.ExtraNetworks, extraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n)})
+		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n)})
 	}
 	return &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{first: ep}}, nil
 }
@@ -381,4 +389,12 @@ func envList(env map[string]string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
+}
+
+// SecondsOr is s seconds, or def seconds when s is not set.
+func SecondsOr(s, def int) time.Duration {
+	if s <= 0 {
+		s = def
+	}
+	return time.Duration(s) * time.Second
 }

@@ -1,4 +1,4 @@
-package deploy
+package registry
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
-	"github.com/moby/moby/client"
+
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -50,9 +50,9 @@ var manifestTypes = []string{
 
 // errNoAnswer: the registry could not be asked here (no digest header, an
 // auth scheme we do not speak, no route from the agent): ask the engine.
-var errNoAnswer = errors.New("no direct answer from the registry")
+var ErrNoAnswer = errors.New("no direct answer from the registry")
 
-type registryClient struct {
+type Client struct {
 	certsDir string
 	// insecure says whether the engine lets host go unverified or over
 	// HTTP.
@@ -87,17 +87,17 @@ type bearerToken struct {
 	expires time.Time
 }
 
-func newRegistryClient(certsDir string, insecure func(context.Context, string) bool) *registryClient {
-	return &registryClient{certsDir: certsDir, insecure: insecure, clients: map[string]*hostClient{}, tokens: map[tokenKey]bearerToken{}, pullable: map[string]bool{}}
+func NewClient(certsDir string, insecure func(context.Context, string) bool) *Client {
+	return &Client{certsDir: certsDir, insecure: insecure, clients: map[string]*hostClient{}, tokens: map[tokenKey]bearerToken{}, pullable: map[string]bool{}}
 }
 
-func (c *registryClient) mayPull(key string) bool {
+func (c *Client) MayPull(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pullable[key]
 }
 
-func (c *registryClient) rememberPull(key string) {
+func (c *Client) RememberPull(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pullable[key] = true
@@ -106,7 +106,7 @@ func (c *registryClient) rememberPull(key string) {
 // credentialIdentity names the credentials ac holds for host without
 // holding the secret: the registry, the username, and a hash of the
 // password and tokens. Anonymous is an identity of its own.
-func credentialIdentity(host string, ac registry.AuthConfig) string {
+func CredentialIdentity(host string, ac registry.AuthConfig) string {
 	if !hasCredentials(ac) {
 		return normalizeRegistry(host) + "\x00anonymous"
 	}
@@ -134,7 +134,7 @@ func apiHost(host string) string {
 // headDigest returns the digest the image's tag (or digest) names now, or
 // a *PullError for an answer from the registry (auth, not found), or an
 // error wrapping errNoAnswer when the engine should be asked instead.
-func (c *registryClient) headDigest(ctx context.Context, image string, ac registry.AuthConfig) (string, error) {
+func (c *Client) HeadDigest(ctx context.Context, image string, ac registry.AuthConfig) (string, error) {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return "", fmt.Errorf("invalid image reference %q: %w", image, err)
@@ -145,7 +145,7 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 	} else if tagged, ok := reference.TagNameOnly(named).(reference.NamedTagged); ok {
 		ref = tagged.Tag()
 	} else {
-		return "", fmt.Errorf("%w: %s names no tag", errNoAnswer, image)
+		return "", fmt.Errorf("%w: %s names no tag", ErrNoAnswer, image)
 	}
 	host := reference.Domain(named)
 	repo := reference.Path(named)
@@ -153,7 +153,7 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 	if err != nil {
 		return "", err
 	}
-	key := tokenKey{host: apiHost(host), scope: "repository:" + repo + ":pull", identity: credentialIdentity(host, ac)}
+	key := tokenKey{host: apiHost(host), scope: "repository:" + repo + ":pull", identity: CredentialIdentity(host, ac)}
 	withheld := "" // why the token server got no credentials, if it did not
 	for attempt := 0; attempt < 2; attempt++ {
 		resp, err := c.head(ctx, hc, host, repo, ref, key, ac)
@@ -165,7 +165,7 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 		case http.StatusOK:
 			d := resp.Header.Get("Docker-Content-Digest")
 			if d == "" {
-				return "", fmt.Errorf("%w: %s answered without Docker-Content-Digest", errNoAnswer, host)
+				return "", fmt.Errorf("%w: %s answered without Docker-Content-Digest", ErrNoAnswer, host)
 			}
 			return d, nil
 		case http.StatusUnauthorized:
@@ -185,10 +185,10 @@ func (c *registryClient) headDigest(ctx context.Context, image string, ac regist
 		case http.StatusNotFound:
 			return "", &PullError{Image: image, Registry: host, Kind: PullNotFound, Err: fmt.Errorf("HEAD manifest: %s (manifest unknown)", resp.Status)}
 		default:
-			return "", fmt.Errorf("%w: HEAD manifest: %s", errNoAnswer, resp.Status)
+			return "", fmt.Errorf("%w: HEAD manifest: %s", ErrNoAnswer, resp.Status)
 		}
 	}
-	return "", fmt.Errorf("%w: %s", errNoAnswer, host)
+	return "", fmt.Errorf("%w: %s", ErrNoAnswer, host)
 }
 
 // authFailure is the registry's refusal, saying why when the credentials
@@ -203,7 +203,7 @@ func authFailure(image, host, status, withheld string) error {
 
 // head sends the HEAD with what is known of the registry's auth, falling
 // back to plain HTTP once for an insecure registry.
-func (c *registryClient) head(ctx context.Context, hc *hostClient, host, repo, ref string, key tokenKey, ac registry.AuthConfig) (*http.Response, error) {
+func (c *Client) head(ctx context.Context, hc *hostClient, host, repo, ref string, key tokenKey, ac registry.AuthConfig) (*http.Response, error) {
 	c.mu.Lock()
 	scheme := hc.scheme
 	c.mu.Unlock()
@@ -228,7 +228,7 @@ func (c *registryClient) head(ctx context.Context, hc *hostClient, host, repo, r
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoAnswer, err)
 	}
 	return resp, nil
 }
@@ -237,7 +237,7 @@ func (c *registryClient) head(ctx context.Context, hc *hostClient, host, repo, r
 // engine's.
 const userAgent = "driftless"
 
-func (c *registryClient) authorize(req *http.Request, hc *hostClient, key tokenKey, ac registry.AuthConfig) {
+func (c *Client) authorize(req *http.Request, hc *hostClient, key tokenKey, ac registry.AuthConfig) {
 	c.mu.Lock()
 	tok, ok := c.tokens[key]
 	basic := hc.basic
@@ -257,7 +257,7 @@ func (c *registryClient) authorize(req *http.Request, hc *hostClient, key tokenK
 // identity until it expires. It says whether a retry can succeed and why
 // the credentials were withheld from the token server (if they were), or
 // returns an errNoAnswer for the engine to take over.
-func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string, key tokenKey, challenge string, ac registry.AuthConfig) (bool, string, error) {
+func (c *Client) learn(ctx context.Context, hc *hostClient, host string, key tokenKey, challenge string, ac registry.AuthConfig) (bool, string, error) {
 	kind, params := parseChallenge(challenge)
 	switch kind {
 	case "basic":
@@ -270,7 +270,7 @@ func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string,
 			return false, "", nil
 		}
 		if ac.IdentityToken != "" {
-			return false, "", fmt.Errorf("%w: an OAuth identity token is exchanged by the engine", errNoAnswer)
+			return false, "", fmt.Errorf("%w: an OAuth identity token is exchanged by the engine", ErrNoAnswer)
 		}
 		realm, err := url.Parse(params["realm"])
 		if err != nil {
@@ -298,7 +298,7 @@ func (c *registryClient) learn(ctx context.Context, hc *hostClient, host string,
 
 // storeToken caches tok, dropping expired tokens on the way so the cache
 // does not grow with credentials that are gone.
-func (c *registryClient) storeToken(key tokenKey, tok bearerToken) {
+func (c *Client) storeToken(key tokenKey, tok bearerToken) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -372,7 +372,7 @@ func redactURL(u *url.URL) string {
 	return v.String()
 }
 
-func (c *registryClient) fetchToken(ctx context.Context, hc *hostClient, realm *url.URL, service, scope string, ac registry.AuthConfig) (bearerToken, error) {
+func (c *Client) fetchToken(ctx context.Context, hc *hostClient, realm *url.URL, service, scope string, ac registry.AuthConfig) (bearerToken, error) {
 	u := *realm
 	q := u.Query()
 	if service != "" {
@@ -446,7 +446,7 @@ func parseChallenge(h string) (string, map[string]string) {
 
 // client is host's HTTP client, made again when its certs directory
 // changed (the engine reads it at each pull; so does this).
-func (c *registryClient) client(ctx context.Context, host string) (*hostClient, error) {
+func (c *Client) client(ctx context.Context, host string) (*hostClient, error) {
 	dir := filepath.Join(c.certsDir, host)
 	stamp := dirStamp(dir)
 	c.mu.Lock()
@@ -457,7 +457,7 @@ func (c *registryClient) client(ctx context.Context, host string) (*hostClient, 
 	}
 	cfg, err := tlsConfigFor(dir, c.insecure(ctx, host))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoAnswer, err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
@@ -537,56 +537,4 @@ func tlsConfigFor(dir string, insecure bool) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// infoAPI is the engine's /info; *client.Client has it.
-type infoAPI interface {
-	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
-}
-
-// engineInsecure reads, once, which registries the engine treats as
-// insecure (its insecure-registries: CIDRs and names); without an answer,
-// the engine's default, loopback.
-func (e *Engine) engineInsecure(ctx context.Context, host string) bool {
-	e.insecureOnce.Do(func() {
-		e.insecureCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-		api, ok := e.api.(infoAPI)
-		if !ok {
-			return
-		}
-		res, err := api.Info(ctx, client.InfoOptions{})
-		if err != nil || res.Info.RegistryConfig == nil {
-			return
-		}
-		e.insecureCIDRs = res.Info.RegistryConfig.InsecureRegistryCIDRs
-		e.insecureNames = map[string]bool{}
-		for name, idx := range res.Info.RegistryConfig.IndexConfigs {
-			if idx != nil && !idx.Secure {
-				e.insecureNames[name] = true
-			}
-		}
-	})
-	if e.insecureNames[host] {
-		return true
-	}
-	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
-	}
-	ips := []string{h}
-	if _, err := netip.ParseAddr(h); err != nil {
-		ips, _ = net.DefaultResolver.LookupHost(ctx, h)
-	}
-	for _, s := range ips {
-		ip, err := netip.ParseAddr(s)
-		if err != nil {
-			continue
-		}
-		for _, p := range e.insecureCIDRs {
-			if p.Contains(ip.Unmap()) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package deploy
+package registry
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
 )
 
@@ -168,8 +167,8 @@ func TestDockerConfigErrors(t *testing.T) {
 func TestLoginsPrecedence(t *testing.T) {
 	dir := writeDockerConfig(t, `{"auths": {"reg.example:5000": {"username": "fromdocker", "password": "d"}, "only.example": {"username": "docker-only", "password": "d"}}}`)
 	l := &Logins{
-		Global: []RegistryLogin{{Host: "reg.example:5000", Username: "global", Password: "g"}},
-		PerApp: map[string][]RegistryLogin{"shop": {{Host: "https://reg.example:5000", Username: "shop", Password: "s"}}},
+		Global: []Login{{Host: "reg.example:5000", Username: "global", Password: "g"}},
+		PerApp: map[string][]Login{"shop": {{Host: "https://reg.example:5000", Username: "shop", Password: "s"}}},
 		Docker: &DockerConfig{Dir: dir},
 	}
 	for _, tt := range []struct{ app, host, want string }{
@@ -186,10 +185,10 @@ func TestLoginsPrecedence(t *testing.T) {
 }
 
 func TestEncodeAuth(t *testing.T) {
-	if s, err := encodeAuth(registry.AuthConfig{}); s != "" || err != nil {
+	if s, err := EncodeAuth(registry.AuthConfig{}); s != "" || err != nil {
 		t.Errorf("anonymous: %q %v", s, err)
 	}
-	s, err := encodeAuth(registry.AuthConfig{Username: "u", Password: "p?>>", ServerAddress: "r:5000"})
+	s, err := EncodeAuth(registry.AuthConfig{Username: "u", Password: "p?>>", ServerAddress: "r:5000"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +209,7 @@ func TestRegistryHost(t *testing.T) {
 		"127.0.0.1:5000/shop/web:v1": "127.0.0.1:5000",
 		"ghcr.io/o/i@sha256:" + strings.Repeat("a", 64): "ghcr.io",
 	} {
-		if got, err := RegistryHost(in); err != nil || got != want {
+		if got, err := Host(in); err != nil || got != want {
 			t.Errorf("%s: %q %v", in, got, err)
 		}
 	}
@@ -233,14 +232,14 @@ func TestClassifyPull(t *testing.T) {
 		`pull 172.17.0.1:5000/shop/web@sha256:40140140: manifest unknown`:                            PullNotFound,
 		`received unexpected HTTP status: 401`:                                                       PullAuth,
 	} {
-		if got := classifyPull(errors.New(msg)); got != want {
+		if got := ClassifyPull(errors.New(msg)); got != want {
 			t.Errorf("%s: got %s, want %s", msg, got, want)
 		}
 	}
 	// Words in the image's own name are not evidence.
 	image := "r.example/denied-app:v1"
 	msg := `manifest for r.example/denied-app:v1 not found: manifest unknown: manifest unknown`
-	if got := classifyPull(errors.New(msg), image, "r.example"); got != PullNotFound {
+	if got := ClassifyPull(errors.New(msg), image, "r.example"); got != PullNotFound {
 		t.Errorf("%s: got %s, want %s", msg, got, PullNotFound)
 	}
 }
@@ -250,31 +249,6 @@ func TestPullErrorSaysWhatToDo(t *testing.T) {
 	want := "image 127.0.0.1:5000/shop/web:v1 could not be pulled from registry 127.0.0.1:5000: authentication failed (401/denied): check the credentials for 127.0.0.1:5000 (registries: in driftless.yaml, or Docker's config.json): unauthorized: authentication required"
 	if e.Error() != want {
 		t.Errorf("got  %s\nwant %s", e.Error(), want)
-	}
-}
-
-func TestProgressLineOnePerStateChange(t *testing.T) {
-	layers := map[string]string{}
-	var got []string
-	for _, m := range []jsonstream.Message{
-		{Status: "Pulling from shop/web", ID: "v1"},
-		{Status: "Pulling fs layer", ID: "a1"},
-		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 1000, Total: 3_400_000}},
-		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_000, Total: 3_400_000}},
-		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_000_000, Total: 3_400_000}},
-		{Status: "Downloading", ID: "a1", Progress: &jsonstream.Progress{Current: 2_100_000, Total: 3_400_000}},
-		{Status: "Download complete", ID: "a1"},
-		{Status: "Pull complete", ID: "a1"},
-		{Status: "Digest: sha256:abc"},
-		{},
-	} {
-		if l := progressLine(layers, m); l != "" {
-			got = append(got, l)
-		}
-	}
-	want := []string{"v1: Pulling from shop/web", "a1: Pulling fs layer", "a1: Downloading 1.0kB/3.4MB", "a1: Downloading 2.0MB/3.4MB", "a1: Download complete", "a1: Pull complete", "Digest: sha256:abc"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

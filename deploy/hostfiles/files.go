@@ -1,4 +1,10 @@
-package deploy
+// Package hostfiles owns the files driftless writes on the host for
+// replicas to bind-mount: repository content trees, written once per
+// content hash and read-only, and decrypted secret files on a tmpfs. It
+// names their paths (pure, for the create call) and writes and removes
+// them; the Docker applier holds one Store and asks it before a replica is
+// created, so file handling and its lock live apart from the engine.
+package hostfiles
 
 import (
 	"bytes"
@@ -7,16 +13,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/moby/moby/client"
 )
 
 // Repository bind mounts are never a mutable checkout: each content tree
@@ -29,11 +35,31 @@ import (
 // then keep mounting them, and RemoveUnusedFiles removes them once none
 // does.
 
+// Store writes and removes the host files of one engine's replicas.
+type Store struct {
+	// FilesDir holds the materialized repository trees (see
+	// DefaultFilesDir); SecretsDir the secret files (see
+	// DefaultSecretsDir).
+	FilesDir   string
+	SecretsDir string
+	Log        *slog.Logger
+	// Mounts lists, in one call, the host sources of every mount of every
+	// container of driftless, running or not: what must not be removed.
+	Mounts func(ctx context.Context) ([]string, error)
+
+	// mu serializes writing and removing materialized trees and secret
+	// files.
+	mu sync.Mutex
+	// secretsReady: SecretsDir was checked to be a root-only tmpfs
+	// (guarded by mu).
+	secretsReady bool
+}
+
 // singleFileName is the name of a single-file tree inside its directory.
 const singleFileName = "file"
 
 // tmpPrefix marks a tree being written; it never takes part in a mount.
-const tmpPrefix = ".tmp-"
+const TmpPrefix = ".tmp-"
 
 // DefaultFilesDir is where repository files are materialized when Options
 // leave FilesDir empty: files/ in driftless's data directory
@@ -57,7 +83,7 @@ func DefaultFilesDir() string {
 
 // materializedPath is the host path a repository bind mounts: pure, it only
 // names the path materialize writes.
-func materializedPath(app *manifest.App, filesDir string, b manifest.BindMount) (string, error) {
+func MaterializedPath(app *manifest.App, filesDir string, b manifest.BindMount) (string, error) {
 	tree := app.Content[b.ContentHash]
 	if b.ContentHash == "" || tree == nil {
 		return "", fmt.Errorf("the content of repoPath %s (mounted at %s) was not loaded with the app", b.RepoPath, b.MountPath)
@@ -74,8 +100,8 @@ func materializedPath(app *manifest.App, filesDir string, b manifest.BindMount) 
 
 // materializeService writes the content of the service's repository binds
 // and its secret files that are not yet on disk.
-func (e *Engine) materializeService(app *manifest.App, svc *manifest.Service) error {
-	if err := e.writeSecrets(app, svc); err != nil {
+func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) error {
+	if err := s.WriteSecrets(app, svc); err != nil {
 		return err
 	}
 	for _, b := range svc.Spec.Binds {
@@ -86,7 +112,7 @@ func (e *Engine) materializeService(app *manifest.App, svc *manifest.Service) er
 		if tree == nil {
 			return fmt.Errorf("service %s: the content of repoPath %s was not loaded with the app", svc.Name, b.RepoPath)
 		}
-		if err := e.materialize(b.ContentHash, tree); err != nil {
+		if err := s.materialize(b.ContentHash, tree); err != nil {
 			return fmt.Errorf("service %s: repoPath %s: %w", svc.Name, b.RepoPath, err)
 		}
 	}
@@ -99,8 +125,8 @@ func (e *Engine) materializeService(app *manifest.App, svc *manifest.Service) er
 // is reused only if it holds exactly the tree (read back and compared, not
 // trusted by its name): anything else under that name, changed on the host
 // or left by an older version, is replaced by a fresh copy.
-func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
-	if e.opts.FilesDir == "" {
+func (s *Store) materialize(hash string, tree *manifest.RepoTree) error {
+	if s.FilesDir == "" {
 		return errors.New("no files directory for repository bind mounts (deploy.Options.FilesDir)")
 	}
 	if !isContentHash(hash) {
@@ -109,9 +135,9 @@ func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
 	if got := tree.Hash(); got != hash {
 		return fmt.Errorf("content hash %s does not match its content (%s)", hash, got)
 	}
-	e.filesMu.Lock()
-	defer e.filesMu.Unlock()
-	final := filepath.Join(e.opts.FilesDir, hash)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	final := filepath.Join(s.FilesDir, hash)
 	_, statErr := os.Lstat(final)
 	exists := statErr == nil
 	if exists {
@@ -123,17 +149,17 @@ func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
 			_ = os.Chtimes(final, now, now)
 			return nil
 		}
-		e.log.Warn("materialized repository files do not match their content hash; writing them again", "dir", final, "why", why)
+		s.Log.Warn("materialized repository files do not match their content hash; writing them again", "dir", final, "why", why)
 	}
-	if err := os.MkdirAll(e.opts.FilesDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.FilesDir, 0o755); err != nil {
 		return fmt.Errorf("create files directory: %w", err)
 	}
-	tmp, err := os.MkdirTemp(e.opts.FilesDir, tmpPrefix+hash+"-")
+	tmp, err := os.MkdirTemp(s.FilesDir, TmpPrefix+hash+"-")
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", hash, err)
 	}
 	if err := writeTree(tmp, tree); err != nil {
-		_ = removeTree(tmp)
+		_ = RemoveTree(tmp)
 		return fmt.Errorf("materialize %s: %w", hash, err)
 	}
 	if exists {
@@ -142,21 +168,21 @@ func (e *Engine) materialize(hash string, tree *manifest.RepoTree) error {
 		// name) and is removed, so its content is served no longer: a
 		// container that still mounts it sees its files again only once
 		// restarted onto the fresh copy.
-		stale := filepath.Join(e.opts.FilesDir, tmpPrefix+"stale-"+filepath.Base(tmp)[len(tmpPrefix):])
+		stale := filepath.Join(s.FilesDir, TmpPrefix+"stale-"+filepath.Base(tmp)[len(TmpPrefix):])
 		if err := os.Rename(final, stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			_ = removeTree(tmp)
+			_ = RemoveTree(tmp)
 			return fmt.Errorf("materialize %s: move the mismatching copy aside: %w", hash, err)
 		}
-		defer func() { _ = removeTree(stale) }()
+		defer func() { _ = RemoveTree(stale) }()
 	}
 	if err := os.Rename(tmp, final); err != nil {
-		_ = removeTree(tmp)
+		_ = RemoveTree(tmp)
 		if treeDiffers(final, tree) == "" {
 			return nil // another process put the same content there
 		}
 		return fmt.Errorf("materialize %s: %w", hash, err)
 	}
-	return syncDir(e.opts.FilesDir)
+	return syncDir(s.FilesDir)
 }
 
 // isContentHash reports whether h is a full content hash (RepoTree.Hash):
@@ -343,7 +369,7 @@ func syncDir(dir string) error {
 
 // removeTree removes a materialized (read-only) tree: its directories are
 // made writable first.
-func removeTree(root string) error {
+func RemoveTree(root string) error {
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			_ = os.Chmod(p, 0o755)
@@ -358,37 +384,37 @@ func removeTree(root string) error {
 // interrupted writes, once they are older than minAge: a tree written for a
 // replica that is still being created is younger than that. It returns the
 // removed directories' names (content hashes).
-func (e *Engine) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error) {
-	secrets, err := e.removeUnusedSecrets(ctx, "", minAge)
+func (s *Store) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error) {
+	secrets, err := s.RemoveUnusedSecrets(ctx, "", minAge)
 	if err != nil {
 		return nil, fmt.Errorf("remove unused secret files: %w", err)
 	}
 	if len(secrets) > 0 {
-		e.log.Info("removed secret files no container mounts", "count", len(secrets))
+		s.Log.Info("removed secret files no container mounts", "count", len(secrets))
 	}
-	if e.opts.FilesDir == "" {
+	if s.FilesDir == "" {
 		return nil, nil
 	}
-	entries, err := os.ReadDir(e.opts.FilesDir)
+	entries, err := os.ReadDir(s.FilesDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list files directory: %w", err)
 	}
-	used, err := e.mountedFiles(ctx)
+	used, err := s.mountedFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.filesMu.Lock()
-	defer e.filesMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var removed []string
 	for _, ent := range entries {
 		info, err := ent.Info()
 		if err != nil || !ent.IsDir() || used[ent.Name()] || time.Since(info.ModTime()) < minAge {
 			continue
 		}
-		if err := removeTree(filepath.Join(e.opts.FilesDir, ent.Name())); err != nil {
+		if err := RemoveTree(filepath.Join(s.FilesDir, ent.Name())); err != nil {
 			return removed, fmt.Errorf("remove %s: %w", ent.Name(), err)
 		}
 		removed = append(removed, ent.Name())
@@ -398,33 +424,17 @@ func (e *Engine) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([
 
 // mountedFiles lists, in one call, the tree names under FilesDir that a
 // container of driftless mounts.
-func (e *Engine) mountedFiles(ctx context.Context) (map[string]bool, error) {
-	mounts, err := e.driftlessMounts(ctx)
+func (s *Store) mountedFiles(ctx context.Context) (map[string]bool, error) {
+	mounts, err := s.Mounts(ctx)
 	if err != nil {
 		return nil, err
 	}
 	used := map[string]bool{}
-	prefix := filepath.Clean(e.opts.FilesDir) + string(filepath.Separator)
+	prefix := filepath.Clean(s.FilesDir) + string(filepath.Separator)
 	for _, src := range mounts {
 		if rest, ok := strings.CutPrefix(filepath.Clean(src), prefix); ok {
 			used[strings.SplitN(rest, string(filepath.Separator), 2)[0]] = true
 		}
 	}
 	return used, nil
-}
-
-// driftlessMounts lists, in one call, the host sources of every mount of
-// every container of driftless, running or not.
-func (e *Engine) driftlessMounts(ctx context.Context) ([]string, error) {
-	res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", drift.LabelApp)})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	var out []string
-	for _, c := range res.Items {
-		for _, m := range c.Mounts {
-			out = append(out, m.Source)
-		}
-	}
-	return out, nil
 }

@@ -1,4 +1,4 @@
-package deploy
+package hostfiles
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func secretFileName(ref manifest.SecretRef) string {
 
 // secretPath is the host path of one secret file of a service: pure, it
 // only names the path writeSecrets writes.
-func secretPath(secretsDir, app, service string, ref manifest.SecretRef) (string, error) {
+func SecretPath(secretsDir, app, service string, ref manifest.SecretRef) (string, error) {
 	if secretsDir == "" {
 		return "", errors.New("no secrets directory (deploy.Options.SecretsDir)")
 	}
@@ -69,11 +69,11 @@ func secretPath(secretsDir, app, service string, ref manifest.SecretRef) (string
 // it is a tmpfs; if it is not, it mounts one there (which needs root or
 // CAP_SYS_ADMIN) and otherwise refuses. Checked once per engine, when the
 // first secret is written: an agent without secrets needs none of this.
-func (e *Engine) ensureSecretsDir() error {
-	if e.secretsReady {
+func (s *Store) ensureSecretsDir() error {
+	if s.secretsReady {
 		return nil
 	}
-	dir := e.opts.SecretsDir
+	dir := s.SecretsDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create the secrets directory %s: %w (run the agent as root, or point --secrets-dir at a tmpfs directory it may write)", dir, err)
 	}
@@ -83,12 +83,12 @@ func (e *Engine) ensureSecretsDir() error {
 			return fmt.Errorf("%w: %s, and mounting one there failed (%v): secrets are never written to a disk; mount a tmpfs there (mount -t tmpfs -o mode=0700 tmpfs %s), run the agent as root, or point --secrets-dir at a tmpfs",
 				ErrSecretsDirNotTmpfs, dir, err, dir)
 		}
-		e.log.Info("mounted a tmpfs for secret files", "dir", dir)
+		s.Log.Info("mounted a tmpfs for secret files", "dir", dir)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("secrets directory: %w", err)
 	}
-	e.secretsReady = true
+	s.secretsReady = true
 	return nil
 }
 
@@ -99,17 +99,17 @@ func isTmpfs(dir string) bool {
 
 // writeSecrets writes the service's secret files that are not on the tmpfs
 // (any more: a reboot empties it), before a replica is created or started.
-func (e *Engine) writeSecrets(app *manifest.App, svc *manifest.Service) error {
+func (s *Store) WriteSecrets(app *manifest.App, svc *manifest.Service) error {
 	if len(svc.Spec.Secrets) == 0 {
 		return nil
 	}
-	e.filesMu.Lock()
-	defer e.filesMu.Unlock()
-	if err := e.ensureSecretsDir(); err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensureSecretsDir(); err != nil {
 		return fmt.Errorf("service %s: %w", svc.Name, err)
 	}
 	for _, ref := range svc.Spec.Secrets {
-		p, err := secretPath(e.opts.SecretsDir, app.Name, svc.Name, ref)
+		p, err := SecretPath(s.SecretsDir, app.Name, svc.Name, ref)
 		if err != nil {
 			return fmt.Errorf("service %s: %w", svc.Name, err)
 		}
@@ -137,7 +137,7 @@ func writeSecretFile(p string, data []byte, ref manifest.SecretRef) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, tmpPrefix)
+	f, err := os.CreateTemp(dir, TmpPrefix)
 	if err != nil {
 		return err
 	}
@@ -183,8 +183,8 @@ func writeSecretFile(p string, data []byte, ref manifest.SecretRef) error {
 // old plaintext is gone as soon as its last replica is.
 // Files younger than minAge stay: with app "" another app's replica may
 // be about to be created with one.
-func (e *Engine) removeUnusedSecrets(ctx context.Context, app string, minAge time.Duration) ([]string, error) {
-	root := e.opts.SecretsDir
+func (s *Store) RemoveUnusedSecrets(ctx context.Context, app string, minAge time.Duration) ([]string, error) {
+	root := s.SecretsDir
 	if root == "" {
 		return nil, nil
 	}
@@ -195,12 +195,12 @@ func (e *Engine) removeUnusedSecrets(ctx context.Context, app string, minAge tim
 	if _, err := os.Lstat(base); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	used, err := e.mountedUnder(ctx, root)
+	used, err := s.mountedUnder(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	e.filesMu.Lock()
-	defer e.filesMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var removed, dirs []string
 	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -233,8 +233,8 @@ func (e *Engine) removeUnusedSecrets(ctx context.Context, app string, minAge tim
 
 // mountedUnder lists, in one call, the host paths under dir that a
 // container of driftless (running or not) mounts.
-func (e *Engine) mountedUnder(ctx context.Context, dir string) (map[string]bool, error) {
-	mounts, err := e.driftlessMounts(ctx)
+func (s *Store) mountedUnder(ctx context.Context, dir string) (map[string]bool, error) {
+	mounts, err := s.Mounts(ctx)
 	if err != nil {
 		return nil, err
 	}

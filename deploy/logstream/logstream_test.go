@@ -1,4 +1,4 @@
-package deploy
+package logstream
 
 import (
 	"bytes"
@@ -14,15 +14,15 @@ import (
 )
 
 func TestLogRedactor(t *testing.T) {
-	r := NewLogRedactor(
+	r := NewRedactor(
 		[]string{"DB_PASSWORD=hunter2-long", "PIN=12", "LOG_LEVEL=debug", "API_TOKEN=hunter2-long-token", "EMPTY="},
 		[]string{"DB_PASSWORD", "PIN", "API_TOKEN", "EMPTY"})
 	got := r.Line("connecting with hunter2-long, token hunter2-long-token, level debug, pin 12")
-	want := "connecting with " + LogRedacted + ", token " + LogRedacted + ", level debug, pin 12"
+	want := "connecting with " + Redacted + ", token " + Redacted + ", level debug, pin 12"
 	if got != want {
 		t.Errorf("Line = %q\nwant   %q", got, want)
 	}
-	if got := (LogRedactor{}).Line("plain"); got != "plain" {
+	if got := (Redactor{}).Line("plain"); got != "plain" {
 		t.Errorf("empty redactor changed text: %q", got)
 	}
 }
@@ -39,18 +39,18 @@ func TestMatchLogTargetsOwnedOnly(t *testing.T) {
 		{"web", "shop-web-1 shop-web-2"},
 		{"shop-db-1", "shop-db-1"},
 	} {
-		got, err := matchLogTargets(cs, "shop", tt.name)
+		got, err := MatchTargets(cs, "shop", tt.name)
 		if err != nil || strings.Join(got, " ") != tt.want {
-			t.Errorf("matchLogTargets(%q) = %v, %v; want %s", tt.name, got, err, tt.want)
+			t.Errorf("MatchTargets(%q) = %v, %v; want %s", tt.name, got, err, tt.want)
 		}
 	}
 	for _, foreign := range []string{"blog-web-1", "nginx", "shop-web-9"} {
-		_, err := matchLogTargets(cs, "shop", foreign)
+		_, err := MatchTargets(cs, "shop", foreign)
 		if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "shop-web-1") {
-			t.Errorf("matchLogTargets(%q) err = %v, want ErrNotOwned naming the app's containers", foreign, err)
+			t.Errorf("MatchTargets(%q) err = %v, want ErrNotOwned naming the app's containers", foreign, err)
 		}
 	}
-	if _, err := matchLogTargets(nil, "shop", ""); !errors.Is(err, ErrNotOwned) {
+	if _, err := MatchTargets(nil, "shop", ""); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("no containers: err = %v", err)
 	}
 }
