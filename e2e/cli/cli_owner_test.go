@@ -20,6 +20,7 @@ import (
 // directory no agent deploys the directory's name is the default as
 // before.
 func TestCLIUsesTheAgentsAppName(t *testing.T) {
+	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	dirName := app + "-dir" // what the old default would have named it

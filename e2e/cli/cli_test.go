@@ -31,6 +31,7 @@ func webService(image string, replicas int, message string) string {
 }
 
 func TestValidateReportsEveryErrorWithPosition(t *testing.T) {
+	t.Parallel()
 	dir := writeApp(t, "broken", map[string]string{
 		"web.yaml": `apiVersion: driftless.dev/v1
 kind: Service
@@ -71,6 +72,7 @@ spec:
 // TestApplyDiffRoundTrip drives the CLI the way a user does: diff on an empty
 // engine, apply, diff again, re-apply, change the spec, scale down.
 func TestApplyDiffRoundTrip(t *testing.T) {
+	t.Parallel()
 	app := testenv.UniqueApp(t)
 	image := testenv.WorkloadImage(t, "v1")
 	dir := writeApp(t, app, map[string]string{"web.yaml": webService(image, 2, "one")})
@@ -120,6 +122,7 @@ func TestApplyDiffRoundTrip(t *testing.T) {
 // TestDiffSeesHandMadeContainers shows that identity comes from labels: a
 // container made by hand with driftless's labels is part of the plan.
 func TestDiffSeesHandMadeContainers(t *testing.T) {
+	t.Parallel()
 	app := testenv.UniqueApp(t)
 	image := testenv.WorkloadImage(t, "v1")
 	dir := writeApp(t, app, map[string]string{"web.yaml": webService(image, 1, "one")})

@@ -30,6 +30,7 @@ import (
 // cheap one goes through a counting proxy, which shows it never lists
 // the whole engine.
 func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
+	// Not parallel: it counts the engine requests of the CLI through a proxy and compares them with what a quiet engine needs.
 	app := testenv.UniqueApp(t)
 	image := testenv.WorkloadImage(t, "v1")
 	port := testenv.FreePorts(t, 1)
@@ -110,6 +111,7 @@ func TestColdObservationPlansLikeTheFullOne(t *testing.T) {
 // TestInspectMemoOfTheCLI runs the CLI itself: a second no-op diff
 // inspects nothing, and a docker update between two runs is seen.
 func TestInspectMemoOfTheCLI(t *testing.T) {
+	// Not parallel: it counts the engine requests of the CLI through a proxy and compares them with what a quiet engine needs.
 	app := testenv.UniqueApp(t)
 	image := testenv.WorkloadImage(t, "v1")
 	dir := writeApp(t, app, map[string]string{"web.yaml": testenv.PlainService("web", image, 3) + "  resources: {memory: 64Mi}\n"})

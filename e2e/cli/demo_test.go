@@ -18,6 +18,7 @@ import (
 // one runs (not a database timeout), and `demo --clean` while the demo's
 // agent runs stops it first instead of failing on what it recreates.
 func TestDemoSecondRunAndCleanWhileRunning(t *testing.T) {
+	t.Parallel()
 	eng := testenv.RequireDocker(t)
 	defer eng.Close()
 	data := t.TempDir()

@@ -12,6 +12,7 @@ import (
 // rebuilds what ran from engine events; it must say no when the revision's
 // replicas never ran together, or ran only outside the window.
 func TestFaultHistoryCheckCanFail(t *testing.T) {
+	t.Parallel()
 	r := &faultRig{t: t, states: map[string]svcState{
 		"a": {Image: "img:1", Replicas: 2},
 		"b": {Image: "img:2", Replicas: 2},

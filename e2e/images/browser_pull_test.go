@@ -39,6 +39,7 @@ func payloadImage(t *testing.T, base, ref string, size int) string {
 // the app page shows the pull's progress live, without a reload (the
 // download's byte count moving), then the rollout's result.
 func TestDashboardShowsPullProgress(t *testing.T) {
+	t.Parallel()
 	chrome := testenv.ChromiumPath(t)
 	testenv.RequireDocker(t)
 	start := time.Now()

@@ -96,6 +96,7 @@ func synced(sha, image string) func(status.AppStatus) bool {
 // the build's output while the running container stays; prune-images
 // removes the unused built image and keeps the one in use.
 func TestBuildFromRepository(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	b := &buildScenario{t: t}
 	// Registered first, so it runs last: after the agent stopped and the
@@ -207,6 +208,7 @@ func (b *buildScenario) prune(good, inUse, unused string) {
 // from the directory, printing the build's steps, and a second apply
 // builds nothing.
 func TestBuildApplyCLI(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	var app string
 	t.Cleanup(func() { testenv.RemoveBuiltImages(t, app) })

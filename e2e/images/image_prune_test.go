@@ -42,6 +42,7 @@ func imageExists(ref string) bool {
 // someone else's now uses. prune-images offers v1 only (v2 runs, side is
 // used by the foreign container), and --yes removes v1 only.
 func TestPrunePulledImages(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	start := time.Now()
 	reg := registry.StartTLS(t, "deployer", "pw")
@@ -108,6 +109,7 @@ func TestPrunePulledImages(t *testing.T) {
 // the certificate and where the CA goes; with it and without credentials
 // it is an authentication failure; with the credentials it deploys.
 func TestRegistryTLSTrustAndCredentialsApply(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	start := time.Now()
 	reg := registry.StartTLS(t, "deployer", "pw")

@@ -29,6 +29,7 @@ import (
 // The repository is served over git:// on the host's loopback: the image is
 // FROM scratch, without the git binary that file:// and local paths need.
 func TestAgentImage(t *testing.T) {
+	t.Parallel()
 	started := time.Now()
 	testenv.RequireDocker(t)
 	image := buildAgentImage(t)

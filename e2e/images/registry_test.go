@@ -93,6 +93,7 @@ func convergedOn(sha string, ready int) func(status.AppStatus) bool {
 // config.json in DOCKER_CONFIG (auths, base64 user:password), as `docker
 // login` leaves them.
 func TestPrivateImageWithDockerConfig(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	reg := registry.StartTLS(t, "deployer", "correct horse")
 	app := testenv.UniqueApp(t)
@@ -120,6 +121,7 @@ func TestPrivateImageWithDockerConfig(t *testing.T) {
 // driftless.yaml's registries: (username inline, the password from a
 // file); Docker's config.json is empty.
 func TestPrivateImageWithConfigRegistries(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	reg := registry.StartTLS(t, "deployer", "s3cret-pass")
 	app := testenv.UniqueApp(t)
@@ -157,6 +159,7 @@ apps:
 // replica of the previous commit keeps running. Then the registry goes
 // down: the status says it is unreachable, and the replica still runs.
 func TestWrongRegistryPasswordKeepsLastGood(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	reg := registry.StartTLS(t, "deployer", "the-real-one")
 	app := testenv.UniqueApp(t)
@@ -243,6 +246,7 @@ func pullManifest(image, policy, message string) string {
 // shows the pull per layer; with never, a missing image is a clear
 // failure and nothing is pulled.
 func TestPullPolicies(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	reg := registry.Start(t, "deployer", "pw")
 	app := testenv.UniqueApp(t)
@@ -306,6 +310,7 @@ func TestPullPolicies(t *testing.T) {
 // a crashing image pushed under the tag is backed off and reported
 // Degraded while the previous replica keeps serving.
 func TestImageUpdateRollsOutMovedTag(t *testing.T) {
+	t.Parallel()
 	testenv.RequireDocker(t)
 	reg := registry.StartTLS(t, "deployer", "pw")
 	app := testenv.UniqueApp(t)
@@ -389,6 +394,7 @@ func TestImageUpdateRollsOutMovedTag(t *testing.T) {
 // one HEAD per check. For comparison, the same round through the engine
 // (GET /distribution/{image}/json, what driftless did before).
 func TestBenchImageUpdateCheck(t *testing.T) {
+	// Not parallel: a benchmark (DRIFTLESS_BENCH=1) times the checks; other tests' load would be in its numbers.
 	testenv.BenchOnly(t)
 	testenv.RequireDocker(t)
 	reg := registry.StartTLS(t, "deployer", "pw")

@@ -23,6 +23,7 @@ import (
 // replica of the service runs at every moment), keeps compose's volume
 // and its data, and leaves nothing of compose's containers behind.
 func TestAdoptComposeProjectWithoutDowntime(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		t.Skip("docker-compose is not installed (CI installs it)")
 	}

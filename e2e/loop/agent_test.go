@@ -23,6 +23,7 @@ import (
 // back the error clears and new commits deploy again. SIGTERM then stops
 // the agent with exit status 0.
 func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	rig := testenv.StartRig(t, func(string) string { return testenv.ServiceManifest(v1, 2, map[string]string{"MESSAGE": "one"}) })
 	first := rig.Repo.Head()
@@ -67,6 +68,7 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 // rollout and leaves exactly the declared replicas, with no parked old
 // ones. It is killed at two points of replacing the first replica.
 func TestAgentSurvivesSIGKILLDuringRollout(t *testing.T) {
+	t.Parallel()
 	isParked := func(c testenv.DockerContainer) bool { return strings.Contains(c.Name, "-old-") }
 	for _, tc := range []struct {
 		name string
@@ -141,6 +143,7 @@ func TestAgentSurvivesSIGKILLDuringRollout(t *testing.T) {
 // not repaired until it is turned back on; while suspended, a new commit
 // is not applied until the app is resumed.
 func TestAgentSelfHealOffAndSuspend(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	env := map[string]string{"MESSAGE": "one"}
 	rig := testenv.StartRig(t, func(string) string { return testenv.ServiceManifest(v1, 2, env) })
@@ -198,6 +201,7 @@ func TestAgentSelfHealOffAndSuspend(t *testing.T) {
 // TestAgentHistoryAndStatusCLI: `driftless status` and `driftless history`
 // against a running agent show what it did, a revert included.
 func TestAgentHistoryAndStatusCLI(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	rig := testenv.StartRig(t, func(string) string { return testenv.ServiceManifest(v1, 1, map[string]string{"MESSAGE": "one"}) })
 	rig.WaitConverged("the first commit to be deployed", rig.Repo.Head(), 1, v1)

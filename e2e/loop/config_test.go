@@ -19,6 +19,7 @@ import (
 // apps in two paths of one repository, each with its own settings; both
 // converge, and a commit to one path changes only that app.
 func TestAgentRunsSeveralAppsFromConfig(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	shop, blog := testenv.UniqueApp(t), testenv.UniqueApp(t)
 	base := t.TempDir()

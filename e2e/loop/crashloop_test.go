@@ -16,6 +16,7 @@ import (
 // service Degraded with the exit code, and not roll it out again and again
 // while Docker events from the failed attempt and polls keep arriving.
 func TestAgentReportsCrashingImageWithoutHotLoop(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	r := testenv.StartRig(t, func(app string) string { return testenv.ServiceManifest(v1, 2, map[string]string{"MESSAGE": "one"}) })
 	first := r.Repo.Head()

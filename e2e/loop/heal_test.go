@@ -23,6 +23,7 @@ func healManifest(image string, replicas int, message string) string {
 // failed rollout; limits and restart policy changed with docker update, a
 // network disconnect and a rename are put back in place.
 func TestHealAtAnyMoment(t *testing.T) {
+	// Not parallel: it times how soon the rollout finishes after a removal (20 s at most).
 	v1 := testenv.WorkloadImage(t, "v1")
 	r := testenv.StartRig(t, func(app string) string { return healManifest(v1, 2, "one") })
 	r.WaitConverged("first deploy", r.Repo.Head(), 2, v1)
@@ -102,6 +103,7 @@ func waitForContainer(t *testing.T, app string, match func(c testenv.DockerConta
 // holds a replica's name; when someone removes it, the replica is created
 // at once — not at the next poll (here ten minutes away).
 func TestConflictClearedIsRetriedAtOnce(t *testing.T) {
+	// Not parallel: it times how soon the event-driven retry follows (15 s at most).
 	v1 := testenv.WorkloadImage(t, "v1")
 	var app string
 	r := testenv.StartRigWith(t, func(a string) string {

@@ -23,6 +23,7 @@ import (
 // the previous state, a removed replica comes back without a commit, and a
 // broken commit is refused while the last good one keeps running.
 func TestLoopFollowsGitAndRepairsDrift(t *testing.T) {
+	t.Parallel()
 	engine := testenv.RequireDocker(t)
 	v1 := testenv.WorkloadImage(t, "v1")
 	v2 := testenv.WorkloadImage(t, "v2")

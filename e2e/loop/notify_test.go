@@ -179,6 +179,7 @@ apps:
 // crashing image gives one failure message and a failure status, and no
 // more messages while the agent backs off and polls every second.
 func TestNotifyGoodCommitThenCrashingImage(t *testing.T) {
+	t.Parallel()
 	host := startFakeHost(t)
 	app, repo, agent, path := startNotifyAgent(t, host, 2, "")
 	first := repo.Head()
@@ -250,6 +251,7 @@ func TestNotifyGoodCommitThenCrashingImage(t *testing.T) {
 // TestNotifyBatchesDriftRepairs: replicas removed again and again inside
 // one batch window give one message that counts the repairs.
 func TestNotifyBatchesDriftRepairs(t *testing.T) {
+	t.Parallel()
 	host := startFakeHost(t)
 	app, repo, agent, _ := startNotifyAgent(t, host, 3, "notify: {repairBatch: 40s}")
 	first := repo.Head()
@@ -288,6 +290,7 @@ func TestNotifyBatchesDriftRepairs(t *testing.T) {
 // "refused" message that quotes file:line and a failure status for its
 // SHA; the API's test action reaches the destination at once.
 func TestNotifyRefusedRevisionAndTestButton(t *testing.T) {
+	t.Parallel()
 	host := startFakeHost(t)
 	app, repo, agent, path := startNotifyAgent(t, host, 1, "")
 	first := repo.Head()

@@ -15,6 +15,7 @@ import (
 // button does), see it run that revision and ignore the branch, then unpin
 // and see it follow the branch again.
 func TestAgentPinRollsBackAndUnpinFollowsBranch(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	r := testenv.StartRig(t, func(string) string { return testenv.ServiceManifest(v1, 1, map[string]string{"MESSAGE": "good"}) })
 	good := r.Repo.Head()

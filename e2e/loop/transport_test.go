@@ -25,6 +25,7 @@ import (
 // risk and what to set, both from flags and from driftless.yaml; with
 // the opt-in the same repository syncs.
 func TestTransportInsecureURLRefusedUntilOptIn(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	base := t.TempDir()
@@ -87,6 +88,7 @@ func forcePushCondition(st status.AppStatus) string {
 // fast-forward, and shown in the status and on the dashboard until the
 // next fast-forward.
 func TestForcePushFollowedIsRecordedAndShown(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	manifest := func(msg string) string { return testenv.ServiceManifest(v1, 1, map[string]string{"MESSAGE": msg}) }
 	rig := testenv.StartRig(t, func(string) string { return manifest("one") })
@@ -132,6 +134,7 @@ func TestForcePushFollowedIsRecordedAndShown(t *testing.T) {
 // running (the same container), the status says why and how to accept
 // it; a commit that descends from the applied one then deploys.
 func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	manifest := func(msg string) string { return testenv.ServiceManifest(v1, 1, map[string]string{"MESSAGE": msg}) }
 	rig := testenv.StartRigWith(t, func(string) string { return manifest("one") }, "--interval", "1s", "--on-force-push", "refuse")

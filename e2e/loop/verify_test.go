@@ -36,6 +36,7 @@ type signedScenario struct {
 
 // TestSSHSignedCommitsOnlyAreApplied: --verify-ssh-allowed-signers.
 func TestSSHSignedCommitsOnlyAreApplied(t *testing.T) {
+	t.Parallel()
 	trusted := gitserver.NewSSHSigner(t, "ed25519")
 	stranger := gitserver.NewSSHSigner(t, "ed25519")
 	signers := filepath.Join(t.TempDir(), "allowed_signers")
@@ -56,6 +57,7 @@ func TestSSHSignedCommitsOnlyAreApplied(t *testing.T) {
 // TestOpenPGPSignedCommitsOnlyAreApplied: verify.openpgpKeys in
 // driftless.yaml, relative to the file.
 func TestOpenPGPSignedCommitsOnlyAreApplied(t *testing.T) {
+	t.Parallel()
 	trusted := gitserver.NewGPGSigner(t, "Deploy Bot", "deploy@example.com")
 	stranger := gitserver.NewGPGSigner(t, "Mallory", "mallory@example.com")
 	runSignedScenario(t, signedScenario{

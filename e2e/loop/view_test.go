@@ -190,6 +190,7 @@ func ignoreConflict(err error) error {
 // view must equal a fresh observation, and no check may have found a
 // divergence: every change reached the view through its event.
 func TestViewStaysExactUnderChurn(t *testing.T) {
+	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := testenv.DockerClient(t)
@@ -331,6 +332,7 @@ func removeForeignChurn(t *testing.T, cli *client.Client, app string) {
 // its back (the removal reaches the pass through the view, fed by the
 // event), and exports a divergence count of zero.
 func TestAgentObservesFromTheView(t *testing.T) {
+	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := testenv.DockerClient(t)
@@ -385,6 +387,7 @@ func scrape(t *testing.T, url string) string {
 // DRIFTLESS_BENCH_PASSES. DRIFTLESS_BENCH=1 only; every container it
 // creates is removed.
 func TestBenchViewPass1000(t *testing.T) {
+	// Not parallel: a benchmark (DRIFTLESS_BENCH=1) times passes; other tests' load would be in its numbers.
 	testenv.BenchOnly(t)
 	const replicas, others = 20, 1000
 	passes := testenv.BenchInt("DRIFTLESS_BENCH_PASSES", 50)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,11 @@ import (
 // commit; an unsigned or wrongly signed hook is refused and deploys
 // nothing, and a hook for another branch is accepted and ignored.
 func TestSignedWebhookDeploysAtOnce(t *testing.T) {
+	t.Parallel()
 	const secret = "e2e-webhook-secret"
-	t.Setenv("DRIFTLESS_WEBHOOK_SECRET", secret)
+	env := append(os.Environ(), "DRIFTLESS_WEBHOOK_SECRET="+secret)
 	v1 := testenv.WorkloadImage(t, "v1")
-	r := testenv.StartRigWith(t, func(app string) string { return testenv.WebManifest(v1, 1, "one") }, "--interval", "10m")
+	r := testenv.StartRigEnv(t, env, func(app string) string { return testenv.WebManifest(v1, 1, "one") }, "--interval", "10m")
 	first := r.Repo.Head()
 	r.WaitConverged("first deploy", first, 1, v1)
 

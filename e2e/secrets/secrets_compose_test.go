@@ -63,6 +63,7 @@ func newGPGEncryptionKey(t *testing.T) (home, fingerprint string) {
 // x-driftless says allowPlaintext, and the env file's variables reach the
 // environment, as compose's env_file does, and nothing else.
 func TestComposeSecretsOpenPGP(t *testing.T) {
+	t.Parallel()
 	home, fpr := newGPGEncryptionKey(t)
 	v1 := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)

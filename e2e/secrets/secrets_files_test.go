@@ -111,6 +111,7 @@ func secretMounts(t *testing.T, container, secretsDir string) map[string]string 
 // values appear nowhere else: docker inspect (labels and env), the
 // database, the agent's output, every page and API answer.
 func TestSecretFilesOnTmpfs(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	id, keyFile := newAgeKey(t)
 	enc := func(name, plain string) string {

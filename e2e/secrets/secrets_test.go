@@ -47,6 +47,7 @@ spec:
 // neither the value nor the plain sha256 of it that would let a guess be
 // checked.
 func TestSecretEnvNeverShown(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	good := "first-Secret-" + strings.ToLower(testenv.UniqueApp(t))
 	r := testenv.StartRig(t, func(string) string { return secretEnvManifest(v1, good, "") })
@@ -151,6 +152,7 @@ spec:
 // healing, also after an agent restart; the value is nowhere in labels,
 // the API, the UI, the database or the agent's output.
 func TestSOPSSecretRotation(t *testing.T) {
+	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
 	id, keyFile := newAgeKey(t)
 	enc := func(pw string) string {
@@ -262,6 +264,7 @@ func checkContainerEnv(t *testing.T, app, kv string) {
 // file does not open and why (no key; only key types driftless does not
 // use).
 func TestValidateChecksSecretsDecrypt(t *testing.T) {
+	t.Parallel()
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -286,15 +289,14 @@ func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	t.Setenv("SOPS_AGE_KEY", "")
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	t.Setenv("SOPS_AGE_KEY_FILE", filepath.Join(t.TempDir(), "absent.txt"))
-	out, code := testenv.Run(t, ctx, dir, "validate")
+	env := append(os.Environ(), "SOPS_AGE_KEY=", "XDG_CONFIG_HOME="+t.TempDir(),
+		"SOPS_AGE_KEY_FILE="+filepath.Join(t.TempDir(), "absent.txt"))
+	out, code := testenv.RunEnv(t, ctx, env, dir, "validate")
 	if code != 1 || !strings.Contains(out, "web.yaml:10:13: spec.secrets[0].file: secret \"app-db-password\": secrets/app-db-password.yaml: no available key can decrypt it: it is encrypted for age "+id.Recipient().String()) {
 		t.Errorf("without the key: exit %d, output:\n%s", code, out)
 	}
-	t.Setenv("SOPS_AGE_KEY_FILE", keyFile)
-	out, code = testenv.Run(t, ctx, dir, "validate", "--output", "json")
+	env = append(env, "SOPS_AGE_KEY_FILE="+keyFile)
+	out, code = testenv.RunEnv(t, ctx, env, dir, "validate", "--output", "json")
 	if code != 0 || strings.Contains(out, "validate-me") {
 		t.Errorf("with the key: exit %d (want 0, and no value in the output):\n%s", code, out)
 	}
@@ -305,7 +307,7 @@ func TestValidateChecksSecretsDecrypt(t *testing.T) {
 	}}})
 	must(err)
 	must(os.WriteFile(filepath.Join(dir, "secrets", "app-db-password.yaml"), kmsOnly, 0o644))
-	out, code = testenv.Run(t, ctx, dir, "validate")
+	out, code = testenv.RunEnv(t, ctx, env, dir, "validate")
 	if code != 1 || !strings.Contains(out, "secrets/app-db-password.yaml: no available key can decrypt it: it is encrypted only for keys of type kms, which driftless cannot use") {
 		t.Errorf("a KMS-only file: exit %d, output:\n%s", code, out)
 	}

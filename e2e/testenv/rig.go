@@ -39,8 +39,15 @@ func StartRig(t *testing.T, manifest func(app string) string) *AgentRig {
 	return StartRigWith(t, manifest, "--interval", "1s")
 }
 
-// StartRigWith is startRig with the agent's flags after the source flags.
+// StartRigWith is StartRig with the agent's flags after the source flags.
 func StartRigWith(t *testing.T, manifest func(app string) string, flags ...string) *AgentRig {
+	t.Helper()
+	return StartRigEnv(t, nil, manifest, flags...)
+}
+
+// StartRigEnv is StartRigWith with the agent's environment set to env
+// (nil: this process's).
+func StartRigEnv(t *testing.T, env []string, manifest func(app string) string, flags ...string) *AgentRig {
 	t.Helper()
 	app := UniqueApp(t)
 	base := t.TempDir()
@@ -50,7 +57,7 @@ func StartRigWith(t *testing.T, manifest func(app string) string, flags ...strin
 	r.Repo.Commit("deploy web")
 	r.Args = append([]string{"run", "--repo", r.Repo.URL(r.Server.URL), "--branch", "main", "--path", r.Path,
 		"--app", app, "--allow-insecure-transport"}, flags...)
-	r.Agent = StartAgent(t, r.Data, r.Args...)
+	r.Agent = StartAgentEnv(t, env, r.Data, r.Args...)
 	return r
 }
 

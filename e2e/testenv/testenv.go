@@ -150,8 +150,17 @@ func RemoveApp(t testing.TB, app string) {
 // and exit code.
 func Run(t testing.TB, ctx context.Context, dir string, args ...string) (string, int) {
 	t.Helper()
+	return RunEnv(t, ctx, nil, dir, args...)
+}
+
+// RunEnv is Run with the process's environment set to env (nil: this
+// process's). Tests pass their variables here rather than with t.Setenv,
+// which would keep them from running in parallel.
+func RunEnv(t testing.TB, ctx context.Context, env []string, dir string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, DriftlessBinary(t), args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // makes the agent pick up a commit long before its 30s poll, and history
 // shows a git revert as one, with the applied plan on the entry's page.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
 	chrome := testenv.ChromiumPath(t)
 	v1 := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)

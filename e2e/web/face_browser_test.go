@@ -18,6 +18,7 @@ import (
 // page follows a new line live (no reload) and says when the container
 // stopped. Screenshots go to e2e/artifacts.
 func TestFaceInBrowser(t *testing.T) {
+	t.Parallel()
 	chrome := testenv.ChromiumPath(t)
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)

@@ -95,6 +95,7 @@ func faceGet(t *testing.T, url string) (int, string) {
 // lines classed, the secretEnv value redacted, and links to the commit and
 // tree through the configured templates; the API serves the same diff.
 func TestFaceEntryShowsDiffAndCommitLinks(t *testing.T) {
+	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	base := t.TempDir()
@@ -190,6 +191,7 @@ func waitOutput(t *testing.T, buf *testenv.LockedBuffer, want string, timeout ti
 // container is refused by the CLI and the API, and the dashboard's logs
 // page and API show the same lines.
 func TestFaceLogs(t *testing.T) {
+	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	base := t.TempDir()

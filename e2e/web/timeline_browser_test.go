@@ -19,6 +19,7 @@ import (
 // mark opens that history entry. The overview draws one compact timeline
 // per app. Screenshots go to e2e/artifacts.
 func TestTimelineInBrowser(t *testing.T) {
+	t.Parallel()
 	chrome := testenv.ChromiumPath(t)
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)

@@ -160,13 +160,13 @@ func withoutEnv(names ...string) []string {
 // starts, warns in its log and on every page, and still shows a network
 // client no app state.
 func TestWebExposedListenNeedsToken(t *testing.T) {
+	t.Parallel()
 	app, source := webRepo(t)
-	t.Setenv("DRIFTLESS_API_TOKEN", "")
 	listen := "0.0.0.0:" + freeWildcardPort(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, code := testenv.Run(t, ctx, t.TempDir(), append(source, "--listen", listen, "--data", t.TempDir())...)
+	out, code := testenv.RunEnv(t, ctx, append(os.Environ(), "DRIFTLESS_API_TOKEN="), t.TempDir(), append(source, "--listen", listen, "--data", t.TempDir())...)
 	if code == 0 {
 		t.Fatalf("driftless run --listen %s without a token exited 0:\n%s", listen, out)
 	}
@@ -236,9 +236,10 @@ func nonLoopbackIP(t *testing.T) string {
 // client needs the token to write, and /readyz shows it no app names or
 // messages; the token shows them.
 func TestWebLoopbackNotTrusted(t *testing.T) {
+	t.Parallel()
 	app, source := webRepo(t)
-	t.Setenv("DRIFTLESS_API_TOKEN", webToken)
-	a := testenv.StartAgent(t, t.TempDir(), append(source, "--trust-loopback=false")...)
+	env := append(os.Environ(), "DRIFTLESS_API_TOKEN="+webToken)
+	a := testenv.StartAgentEnv(t, env, t.TempDir(), append(source, "--trust-loopback=false")...)
 	client := &http.Client{Timeout: 10 * time.Second}
 
 	// Wait for the failed fetch, so /readyz has something to hide.
@@ -286,9 +287,10 @@ func TestWebLoopbackNotTrusted(t *testing.T) {
 // second is answered 408 (or its connection closed) within the 10 s body
 // deadline, not held open.
 func TestWebTrickledWebhookIsCutOff(t *testing.T) {
+	t.Parallel()
 	_, source := webRepo(t)
-	t.Setenv("DRIFTLESS_WEBHOOK_SECRET", "e2e-websec-hook")
-	a := testenv.StartAgent(t, t.TempDir(), source...)
+	env := append(os.Environ(), "DRIFTLESS_WEBHOOK_SECRET=e2e-websec-hook")
+	a := testenv.StartAgentEnv(t, env, t.TempDir(), source...)
 	u, _ := url.Parse(a.URL)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
@@ -343,6 +345,7 @@ func TestWebTrickledWebhookIsCutOff(t *testing.T) {
 // agent serves HTTPS, the API answers over it, and the login cookie is
 // Secure, HttpOnly and SameSite=Strict.
 func TestWebTLS(t *testing.T) {
+	t.Parallel()
 	app, source := webRepo(t)
 	certFile, keyFile, pool := selfSignedCert(t)
 	client := &http.Client{
