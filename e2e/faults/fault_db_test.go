@@ -21,6 +21,7 @@ import (
 // damaged file kept for a person), converge without touching the running
 // containers, and heal drift.
 func TestFaultCorruptDatabase(t *testing.T) {
+	t.Parallel()
 	row := recordFault(t, "corrupt driftless.db")
 	v1 := testenv.WorkloadImage(t, "v1")
 	first := svcState{Image: v1, Replicas: 2, Env: map[string]string{"MESSAGE": "one"}}

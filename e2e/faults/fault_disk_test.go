@@ -20,6 +20,7 @@ import (
 // history could not be written for as long as that is so, and once space
 // is freed the condition must clear and history be written again.
 func TestFaultFullDisk(t *testing.T) {
+	t.Parallel()
 	row := recordFault(t, "data directory full")
 	v1 := testenv.WorkloadImage(t, "v1")
 	data := smallFS(t, 8<<20)

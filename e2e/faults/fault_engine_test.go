@@ -27,6 +27,7 @@ import (
 // orphan or foreign object touched, and drift heals again from the
 // reconnected event stream.
 func TestFaultEngineRestart(t *testing.T) {
+	// Not parallel: it times how soon a private engine stops and how soon the agent heals after it is back (seconds).
 	row := recordFault(t, "engine stop + start")
 	r, eng, dk := engineRig(t)
 	before := idsOf(dk.appContainers(t, r.app))
@@ -71,6 +72,7 @@ func TestFaultEngineRestart(t *testing.T) {
 // the socket is back the same containers are Synced and Healthy within
 // seconds and drift heals.
 func TestFaultEngineSocketGone(t *testing.T) {
+	// Not parallel: it times how soon a private engine stops and how soon the agent heals after it is back (seconds).
 	row := recordFault(t, "engine socket gone + back")
 	r, eng, dk := engineRig(t)
 	hidden := dockerCLI{env: eng.HiddenEnv()}

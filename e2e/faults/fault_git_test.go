@@ -23,6 +23,7 @@ import (
 // running and keeps healing, even across an agent restart during the
 // outage), and once the server is back the agent converges to the head.
 func TestFaultGitServerKilledMidTransfer(t *testing.T) {
+	t.Parallel()
 	row := recordFault(t, "git server killed mid-transfer")
 	v1 := testenv.WorkloadImage(t, "v1")
 	var daemon *gitserver.KillableDaemon

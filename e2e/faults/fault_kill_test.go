@@ -22,6 +22,7 @@ import (
 // history that names only real commits and claims no sync of a revision
 // that never ran. DRIFTLESS_FAULT_SEED repeats a run.
 func TestFaultSIGKILLCampaign(t *testing.T) {
+	t.Parallel()
 	row := recordFault(t, "agent SIGKILL (campaign)")
 	rng := faultSeed(t, row)
 	const minKills = 22

@@ -24,6 +24,7 @@ import (
 // the 40 would have finished, without starting all 40, and history must
 // not call the interrupted scale-up a success.
 func TestFaultScaleUpInterruptedByRevert(t *testing.T) {
+	t.Parallel()
 	row := recordFault(t, "40-replica scale-up interrupted by a revert")
 	const secret = "fault-webhook-secret"
 	v1 := testenv.WorkloadImage(t, "v1")
