@@ -119,7 +119,7 @@ func printFaultSummary() {
 	w.Flush()
 	fmt.Printf("\nfault-injection summary:\n%s\n", b.String())
 	if _, file, _, ok := runtime.Caller(0); ok {
-		dir := filepath.Join(filepath.Dir(file), "artifacts")
+		dir := filepath.Join(filepath.Dir(file), "..", "artifacts") // e2e/artifacts
 		if os.MkdirAll(dir, 0o755) == nil {
 			_ = os.WriteFile(filepath.Join(dir, "fault-summary.txt"), []byte(b.String()), 0o644)
 		}

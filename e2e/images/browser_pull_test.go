@@ -67,7 +67,7 @@ func TestDashboardShowsPullProgress(t *testing.T) {
 	agent := testenv.StartAgentEnv(t, env, t.TempDir(), "run", "--repo", repo.URL(server), "--branch", "main",
 		"--path", path, "--app", app, "--interval", "30s", "--allow-insecure-transport")
 
-	b.CmdResult("open the app page", chromedp.Navigate(agent.URL+"/apps/"+app))
+	b.Run("open the app page", chromedp.Navigate(agent.URL+"/apps/"+app))
 	head := `document.querySelector(".pagehead").innerText`
 	msg := `((document.querySelector("p.message") || {}).innerText || "")`
 	b.WaitText("the app page to show Synced", head, 60*time.Second, func(s string) bool { return testenv.HasWord(s, "Synced") && testenv.HasWord(s, "Healthy") })

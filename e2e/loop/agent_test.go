@@ -28,7 +28,7 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 	rig := testenv.StartRig(t, func(string) string { return testenv.ServiceManifest(v1, 2, map[string]string{"MESSAGE": "one"}) })
 	first := rig.Repo.Head()
 	rig.WaitConverged("the first commit to be deployed", first, 2, v1)
-	before := testenv.IdsByName(testenv.DockerContainers(t, rig.App))
+	before := testenv.IDsByName(testenv.DockerContainers(t, rig.App))
 
 	rig.Server.Stop()
 	st := rig.Wait(15*time.Second, "a source error while the git server is down", func(st status.AppStatus) bool {
@@ -39,7 +39,7 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 	}
 	// A few more polls fail; nothing may be touched meanwhile.
 	time.Sleep(3 * time.Second)
-	if after := testenv.IdsByName(testenv.DockerContainers(t, rig.App)); !maps.Equal(after, before) {
+	if after := testenv.IDsByName(testenv.DockerContainers(t, rig.App)); !maps.Equal(after, before) {
 		t.Fatalf("containers changed while Git was down: before %v, after %v", before, after)
 	}
 
@@ -47,7 +47,7 @@ func TestAgentKeepsRunningWhileGitIsDown(t *testing.T) {
 	rig.Wait(15*time.Second, "the source error to clear once the git server is back", func(st status.AppStatus) bool {
 		return st.Source.Error == "" && st.Source.ErrorSince.IsZero()
 	})
-	if after := testenv.IdsByName(testenv.DockerContainers(t, rig.App)); !maps.Equal(after, before) {
+	if after := testenv.IDsByName(testenv.DockerContainers(t, rig.App)); !maps.Equal(after, before) {
 		t.Fatalf("containers changed when Git came back with no new commit: before %v, after %v", before, after)
 	}
 

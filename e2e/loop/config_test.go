@@ -74,12 +74,12 @@ func TestAgentRunsSeveralAppsFromConfig(t *testing.T) {
 			t.Errorf("blog was configured with selfHeal: false, status says %v", a.SelfHeal)
 		}
 	}
-	blogIDs := testenv.IdsByName(testenv.DockerContainers(t, blog))
+	blogIDs := testenv.IDsByName(testenv.DockerContainers(t, blog))
 
 	repo.WriteFile("apps/shop/web.yaml", testenv.ServiceManifest(v1, 3, map[string]string{"MESSAGE": "shop"}))
 	repo.Commit("scale shop")
 	testenv.WaitApp(t, agent, 60*time.Second, "shop scaled", apps, ready(map[string]int{shop: 3, blog: 1}))
-	if after := testenv.IdsByName(testenv.DockerContainers(t, blog)); fmt.Sprint(after) != fmt.Sprint(blogIDs) {
+	if after := testenv.IDsByName(testenv.DockerContainers(t, blog)); fmt.Sprint(after) != fmt.Sprint(blogIDs) {
 		t.Fatalf("a commit to apps/shop touched blog: before %v, after %v", blogIDs, after)
 	}
 }

@@ -142,7 +142,7 @@ func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
 	rig.WaitConverged("the first commit to be deployed", first, 1, v1)
 	second := rig.Commit("say two", manifest("two"))
 	rig.WaitConverged("the second commit to be deployed", second, 1, v1)
-	before := testenv.IdsByName(testenv.DockerContainers(t, rig.App))
+	before := testenv.IDsByName(testenv.DockerContainers(t, rig.App))
 
 	rewritten := rig.ForcePush(first, "say three instead", manifest("three"))
 	st := rig.Wait(30*time.Second, "the force-pushed head to be refused", func(st status.AppStatus) bool {
@@ -162,7 +162,7 @@ func TestForcePushRefusedKeepsTheAppliedRevision(t *testing.T) {
 	}
 	// Several polls later the same container still runs.
 	time.Sleep(3 * time.Second)
-	if after := testenv.IdsByName(testenv.DockerContainers(t, rig.App)); !maps.Equal(after, before) {
+	if after := testenv.IDsByName(testenv.DockerContainers(t, rig.App)); !maps.Equal(after, before) {
 		t.Fatalf("containers changed after a refused force-push: before %v, after %v", before, after)
 	}
 	if ids := slices.Collect(maps.Values(before)); len(ids) != 1 {

@@ -113,7 +113,7 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 	if by := st.Applied.SignedBy; by.Type != sc.signerType || by.Identity != sc.identity || by.Key == "" {
 		t.Errorf("applied revision signed by %+v, want a %s key of %q", by, sc.signerType, sc.identity)
 	}
-	ids := testenv.IdsByName(testenv.DockerContainers(t, app))
+	ids := testenv.IDsByName(testenv.DockerContainers(t, app))
 
 	refused := func(sha, want string) {
 		t.Helper()
@@ -126,7 +126,7 @@ func runSignedScenario(t *testing.T, sc signedScenario) {
 		if st.Applied == nil || st.Applied.SHA != first {
 			t.Errorf("applied %+v after the refusal, want %s to keep running", st.Applied, first[:7])
 		}
-		if after := testenv.IdsByName(testenv.DockerContainers(t, app)); fmt.Sprint(after) != fmt.Sprint(ids) {
+		if after := testenv.IDsByName(testenv.DockerContainers(t, app)); fmt.Sprint(after) != fmt.Sprint(ids) {
 			t.Errorf("containers changed after refusing %s: before %v, after %v", sha[:7], ids, after)
 		}
 		es := testenv.History(t, agent.Client(), app, string(status.KindRefused))

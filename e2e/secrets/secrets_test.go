@@ -181,11 +181,11 @@ func TestSOPSSecretRotation(t *testing.T) {
 
 	// Rotate in Git: every replica is replaced, the plan says so without
 	// the value.
-	before := testenv.IdsByName(testenv.DockerContainers(t, app))
+	before := testenv.IDsByName(testenv.DockerContainers(t, app))
 	r.Repo.WriteFile(r.Path+"/secrets/app-db-password.yaml", enc(second))
 	rotated := r.Repo.Commit("rotate the db password")
 	r.WaitConverged("the rotation rolled out", rotated, 2, v1)
-	for name, id := range testenv.IdsByName(testenv.DockerContainers(t, app)) {
+	for name, id := range testenv.IDsByName(testenv.DockerContainers(t, app)) {
 		if before[name] == id {
 			t.Errorf("%s was not replaced by the rotation", name)
 		}

@@ -49,7 +49,7 @@ func startReplayRig(t *testing.T, signer map[string]string, args func(app, url s
 	r.wait(t, "the older signed commit deployed", testenv.ConvergedTo(r.older, 1, r.image))
 	r.newer = commit("say two", "two")
 	r.wait(t, "the newer signed commit deployed", testenv.ConvergedTo(r.newer, 1, r.image))
-	r.newerReplicas = testenv.IdsByName(testenv.DockerContainers(t, r.app))
+	r.newerReplicas = testenv.IDsByName(testenv.DockerContainers(t, r.app))
 	return r
 }
 
@@ -96,7 +96,7 @@ func TestSecReplayedSignedCommitIsRefusedWithVerify(t *testing.T) {
 	}
 	// Several polls later nothing was created or replaced.
 	time.Sleep(3 * time.Second)
-	if after := testenv.IdsByName(testenv.DockerContainers(t, r.app)); fmt.Sprint(after) != fmt.Sprint(r.newerReplicas) {
+	if after := testenv.IDsByName(testenv.DockerContainers(t, r.app)); fmt.Sprint(after) != fmt.Sprint(r.newerReplicas) {
 		t.Fatalf("containers changed after the replay: before %v, after %v", r.newerReplicas, after)
 	}
 }

@@ -44,8 +44,10 @@ func Quantile(ds []time.Duration, q float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
+// Median is the middle of ds (see Quantile).
 func Median(ds []time.Duration) time.Duration { return Quantile(ds, 0.5) }
 
+// Ms formats d in milliseconds with one decimal, as the benchmark tables do.
 func Ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 // Verdict reports whether a target was met; a missed target fails the
@@ -59,6 +61,8 @@ func Verdict(t testing.TB, target string, ok bool) string {
 	return "NOT met"
 }
 
+// DockerClient is an API client for the engine of DOCKER_HOST (or the
+// default socket), closed when the test ends.
 func DockerClient(t *testing.T) *client.Client {
 	t.Helper()
 	cli, err := client.New(client.FromEnv)

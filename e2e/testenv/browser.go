@@ -44,6 +44,8 @@ func ArtifactDir(t *testing.T) string {
 	return dir
 }
 
+// HasWord reports whether word appears in s as a whole word, whitespace
+// normalised.
 func HasWord(s, word string) bool {
 	return strings.Contains(" "+strings.Join(strings.Fields(s), " ")+" ", " "+word+" ")
 }
@@ -57,6 +59,8 @@ type Browser struct {
 	Problems []string
 }
 
+// StartBrowser starts headless Chromium (the binary at chrome) with one
+// tab that records the page's JavaScript errors; it ends with the test.
 func StartBrowser(t *testing.T, chrome string) *Browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -98,7 +102,9 @@ func StartBrowser(t *testing.T, chrome string) *Browser {
 	return b
 }
 
-func (b *Browser) CmdResult(what string, actions ...chromedp.Action[chromedp.Void]) {
+// Run runs actions in the tab within 30 s and fails the test, naming
+// what, if they fail.
+func (b *Browser) Run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	b.T.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
 	defer cancel()
@@ -144,9 +150,11 @@ func (b *Browser) WaitText(what, expr string, timeout time.Duration, ok func(str
 // the page is not reloaded or left.
 func (b *Browser) MarkPage(tag string) {
 	b.T.Helper()
-	b.CmdResult("mark the page", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__driftlessPage = %q`, tag)))
+	b.Run("mark the page", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__driftlessPage = %q`, tag)))
 }
 
+// RequireSamePage fails the test unless the page still carries the
+// marker tag: live updates must not reload it.
 func (b *Browser) RequireSamePage(tag string) {
 	b.T.Helper()
 	got := b.Text(`String(window.__driftlessPage)`)
@@ -163,7 +171,7 @@ func (b *Browser) RequireSamePage(tag string) {
 func (b *Browser) PressSyncNow(tag string, exprs ...string) string {
 	b.T.Helper()
 	b.MarkPage("before-sync-" + tag)
-	b.CmdResult("press Sync now", chromedp.Click(`//form[contains(@action,"/sync")]//button[normalize-space()="Sync now"]`))
+	b.Run("press Sync now", chromedp.Click(`//form[contains(@action,"/sync")]//button[normalize-space()="Sync now"]`))
 	snap := `""`
 	if len(exprs) > 0 {
 		snap = strings.Join(exprs, `+" || "+`)
@@ -195,6 +203,7 @@ func (b *Browser) States() []string {
 	return s
 }
 
+// Screenshot writes a full-page PNG of the tab to file.
 func (b *Browser) Screenshot(file string) {
 	b.T.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
@@ -209,6 +218,8 @@ func (b *Browser) Screenshot(file string) {
 	b.T.Logf("screenshot: %s", file)
 }
 
+// RequireNoPageErrors fails the test if the page reported JavaScript
+// errors.
 func (b *Browser) RequireNoPageErrors() {
 	b.T.Helper()
 	b.Mu.Lock()
@@ -218,6 +229,7 @@ func (b *Browser) RequireNoPageErrors() {
 	}
 }
 
+// Evaluate evaluates the JavaScript expr in the tab of ctx within 10 s.
 func Evaluate[T any](ctx context.Context, expr string) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -67,6 +67,8 @@ type ImageSet struct {
 	Tags     []string
 }
 
+// NewImageSet is an empty ImageSet in a namespace of its own; the tags it
+// made are removed when the test ends.
 func NewImageSet(t *testing.T) *ImageSet {
 	t.Helper()
 	s := &ImageSet{T: t, Ns: "e2e-" + RandHex(4), Base: WorkloadImage(t, "v1"), Profiles: map[string]string{}}
@@ -146,6 +148,8 @@ func (s *ImageSet) Profile(repo string) string {
 	return id
 }
 
+// TarOf is a tar archive of files (name → content), sorted, with fixed
+// times so equal inputs give equal bytes.
 func TarOf(t *testing.T, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -165,13 +169,16 @@ func TarOf(t *testing.T, files map[string]string) []byte {
 	return buf.Bytes()
 }
 
+// RandHex is n random bytes in hex.
 func RandHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-var HandedOut struct {
+// handedOut are the ports FreePorts gave out in this process, so that
+// parallel tests never get the same ones.
+var handedOut struct {
 	mu    sync.Mutex
 	ports map[int]bool
 }
@@ -180,10 +187,10 @@ var HandedOut struct {
 // for TCP and UDP and were not handed out before in this process.
 func FreePorts(t *testing.T, n int) int {
 	t.Helper()
-	HandedOut.mu.Lock()
-	defer HandedOut.mu.Unlock()
-	if HandedOut.ports == nil {
-		HandedOut.ports = map[int]bool{}
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
 	for range 200 {
 		b := make([]byte, 2)
@@ -191,11 +198,11 @@ func FreePorts(t *testing.T, n int) int {
 		base := 20000 + int(binary.BigEndian.Uint16(b))%12000 // below the usual ephemeral range (32768-60999)
 		ok := true
 		for p := base; p < base+n && ok; p++ {
-			ok = !HandedOut.ports[p] && PortFree(p)
+			ok = !handedOut.ports[p] && PortFree(p)
 		}
 		if ok {
 			for p := base; p < base+n; p++ {
-				HandedOut.ports[p] = true
+				handedOut.ports[p] = true
 			}
 			return base
 		}
@@ -204,6 +211,8 @@ func FreePorts(t *testing.T, n int) int {
 	return 0
 }
 
+// PortFree reports whether port p is free for TCP and UDP on every
+// address.
 func PortFree(p int) bool {
 	l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 	if err != nil {

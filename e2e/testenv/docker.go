@@ -15,6 +15,8 @@ import (
 	"github.com/driftless-dev/driftless/web"
 )
 
+// Docker runs the docker CLI and returns its trimmed output; a failure
+// fails the test.
 func Docker(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := exec.Command("docker", args...).CombinedOutput()

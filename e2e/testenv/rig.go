@@ -90,6 +90,8 @@ func (r *AgentRig) WaitConverged(what, sha string, replicas int, image string) s
 	return r.Wait(60*time.Second, what, ConvergedTo(sha, replicas, image))
 }
 
+// ConvergedTo is true of a status once the app applied sha and is synced
+// and healthy with its one service at replicas ready containers of image.
 func ConvergedTo(sha string, replicas int, image string) func(status.AppStatus) bool {
 	return func(st status.AppStatus) bool {
 		if st.Applied == nil || st.Applied.SHA != sha || st.Sync != drift.SyncSynced || st.Health != drift.HealthHealthy || len(st.Services) != 1 {
@@ -164,7 +166,8 @@ func DockerContainers(t *testing.T, app string) []DockerContainer {
 	return cs
 }
 
-func IdsByName(cs []DockerContainer) map[string]string {
+// IDsByName maps container names to IDs.
+func IDsByName(cs []DockerContainer) map[string]string {
 	m := make(map[string]string, len(cs))
 	for _, c := range cs {
 		m[c.Name] = c.ID
@@ -172,6 +175,7 @@ func IdsByName(cs []DockerContainer) map[string]string {
 	return m
 }
 
+// RevShort is the revision's short SHA, or "none".
 func RevShort(r *gitsource.Revision) string {
 	if r == nil {
 		return "none"
@@ -312,10 +316,12 @@ func APIGet(t *testing.T, url string) string {
 	return string(b)
 }
 
+// WebManifest is ServiceManifest for image with MESSAGE set to message.
 func WebManifest(image string, replicas int, message string) string {
 	return ServiceManifest(image, replicas, map[string]string{"MESSAGE": message})
 }
 
+// ContainerIDs are the IDs of every container the status lists.
 func ContainerIDs(st status.AppStatus) []string {
 	var ids []string
 	for _, s := range st.Services {
@@ -339,6 +345,7 @@ func WaitReady(t *testing.T, agent *Agent, app, sha string, replicas int) status
 	})
 }
 
+// HasCondition reports whether the status has an error condition of kind.
 func HasCondition(st status.AppStatus, kind string) bool {
 	return slices.ContainsFunc(st.Errors, func(c status.Condition) bool { return c.Kind == kind })
 }

@@ -39,7 +39,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// 1. The overview lists the app and turns Synced by itself once the
 	// first deployment is done.
-	b.CmdResult("open the overview", chromedp.Navigate(agent.URL+"/"))
+	b.Run("open the overview", chromedp.Navigate(agent.URL+"/"))
 	b.MarkPage("overview")
 	rowText := fmt.Sprintf(`(() => { const a = document.querySelector('a.app[href="/apps/%s"]');
 		return a ? a.closest("tr").innerText : "(app not listed)"; })()`, app)
@@ -58,7 +58,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// 2. A commit scales web to 3; "Sync now" makes the agent roll it out,
 	// and the app page follows without a reload.
-	b.CmdResult("open the app page", chromedp.Navigate(agent.URL+"/apps/"+app))
+	b.Run("open the app page", chromedp.Navigate(agent.URL+"/apps/"+app))
 	head := `document.querySelector(".pagehead").innerText`
 	svc := `Array.from(document.querySelectorAll(".svchead")).map(e => e.innerText).join(" | ")`
 	b.WaitText("the app page to show Synced", head, 10*time.Second, func(s string) bool { return testenv.HasWord(s, "Synced") })
@@ -108,7 +108,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		})
 	b.RequireSamePage("after-sync-revert")
 
-	b.CmdResult("open the history page", chromedp.Navigate(agent.URL+"/apps/"+app+"/history"))
+	b.Run("open the history page", chromedp.Navigate(agent.URL+"/apps/"+app+"/history"))
 	revertRow := fmt.Sprintf(`(() => { const r = Array.from(document.querySelectorAll("tr.k-sync"))
 		.find(tr => tr.innerText.includes(%q)); return r ? r.innerText : ""; })()`, reverted[:7])
 	row := b.Text(revertRow)
@@ -120,7 +120,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// 4. The entry's page shows the plan that was applied.
 	link := fmt.Sprintf(`//tr[contains(@class,"k-sync")][.//code[@title=%q]]//a[starts-with(@href,"/history/")]`, reverted)
-	b.CmdResult("open the revert's history entry", chromedp.Click(link))
+	b.Run("open the revert's history entry", chromedp.Click(link))
 	plan := `(() => { const h = Array.from(document.querySelectorAll("section.card h3")).find(h => h.textContent === "Applied plan");
 		return h ? h.parentElement.innerText : ""; })()`
 	planText := b.WaitText("the entry page to show the applied plan", plan, 10*time.Second, func(s string) bool {

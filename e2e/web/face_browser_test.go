@@ -43,7 +43,7 @@ func TestFaceInBrowser(t *testing.T) {
 	}
 
 	b := testenv.StartBrowser(t, chrome)
-	b.CmdResult("open the entry", chromedp.Navigate(fmt.Sprintf("%s/history/%d", agent.URL, page.Entries[0].ID)))
+	b.Run("open the entry", chromedp.Navigate(fmt.Sprintf("%s/history/%d", agent.URL, page.Entries[0].ID)))
 	added := b.WaitText("the diff's added line", `Array.from(document.querySelectorAll("pre.diff .d-add")).map(e => e.textContent + " [" + getComputedStyle(e).color + "]").join("\n")`,
 		10*time.Second, func(s string) bool { return strings.Contains(s, "+    LOG_LEVEL: debug") })
 	t.Logf("added lines with their colour:\n%s", added)
@@ -56,7 +56,7 @@ func TestFaceInBrowser(t *testing.T) {
 	}
 	b.Screenshot(filepath.Join(artifacts, "face-entry-diff.png"))
 
-	b.CmdResult("open the logs", chromedp.Navigate(agent.URL+"/apps/"+app+"/logs/"+ctr))
+	b.Run("open the logs", chromedp.Navigate(agent.URL+"/apps/"+app+"/logs/"+ctr))
 	b.WaitText("the logs page to follow", `document.getElementById("logstate").textContent`, 10*time.Second,
 		func(s string) bool { return s == "following" })
 	b.WaitText("the start line", `document.getElementById("logs").textContent`, 10*time.Second,

@@ -270,7 +270,7 @@ func TestSecWebLogsPageInBrowser(t *testing.T) {
 	b := testenv.StartBrowser(t, chrome)
 	page := "/apps/" + r.app + "/logs/" + r.ctr
 
-	b.CmdResult("open the logs page", chromedp.Navigate(r.agent.base+page))
+	b.Run("open the logs page", chromedp.Navigate(r.agent.base+page))
 	b.WaitText("the login page", `location.pathname + " " + document.title`, 10*time.Second,
 		func(s string) bool { return strings.HasPrefix(s, "/login ") })
 	if text := b.Text(`document.body.innerText`); strings.Contains(text, r.marker) {
@@ -281,7 +281,7 @@ func TestSecWebLogsPageInBrowser(t *testing.T) {
 	}
 	b.Screenshot(testenv.ArtifactDir(t) + "/sec-logs-login.png")
 
-	b.CmdResult("log in", chromedp.SendKeys(`input[name="token"]`, webToken), chromedp.Click(`//button[normalize-space()="Log in"]`))
+	b.Run("log in", chromedp.SendKeys(`input[name="token"]`, webToken), chromedp.Click(`//button[normalize-space()="Log in"]`))
 	b.WaitText("the logs page again", `location.pathname`, 10*time.Second, func(s string) bool { return s == page })
 	b.WaitText("the logs page to follow", `(document.getElementById("logstate") || {}).textContent || ""`, 10*time.Second,
 		func(s string) bool { return s == "following" })

@@ -33,7 +33,7 @@ func TestTimelineInBrowser(t *testing.T) {
 	artifacts := testenv.ArtifactDir(t)
 
 	b := testenv.StartBrowser(t, chrome)
-	b.CmdResult("open the app page", chromedp.Navigate(agent.URL+"/apps/"+app+"?range=1h"))
+	b.Run("open the app page", chromedp.Navigate(agent.URL+"/apps/"+app+"?range=1h"))
 	b.MarkPage("timeline")
 	kinds := `Array.from(document.querySelectorAll("#timeline-` + app + ` a.mark")).map(a => a.dataset.kind).join(" ")`
 	b.WaitText("the first sync's mark", kinds, 10*time.Second, func(s string) bool { return strings.Contains(s, "applied") })
@@ -81,12 +81,12 @@ func TestTimelineInBrowser(t *testing.T) {
 		t.Errorf("refused mark's title = %q", title)
 	}
 	id := b.Text(`document.querySelector("#timeline-` + app + ` a.mark.m-refused").dataset.id`)
-	b.CmdResult("click the refused mark", chromedp.Click(chromedp.CSS(`#timeline-`+app+` a.mark.m-refused`)))
+	b.Run("click the refused mark", chromedp.Click(chromedp.CSS(`#timeline-`+app+` a.mark.m-refused`)))
 	b.WaitText("the refused entry's page", `location.pathname + " " + document.querySelector("main").innerText`, 10*time.Second,
 		func(s string) bool { return strings.HasPrefix(s, "/history/"+id+" ") && strings.Contains(s, "refused") })
 
 	// The overview: a compact timeline per app, and the legend.
-	b.CmdResult("open the overview", chromedp.Navigate(agent.URL+"/?range=1h"))
+	b.Run("open the overview", chromedp.Navigate(agent.URL+"/?range=1h"))
 	compact := b.Text(fmt.Sprintf(`(() => { const el = document.getElementById("timeline-%s");
 		return el ? el.querySelectorAll("a.mark").length + " marks, " + el.querySelector("g.lane title").textContent : "none"; })()`, app))
 	if !strings.Contains(compact, "all services: 1/1 ready now") || strings.HasPrefix(compact, "0 ") || compact == "none" {
