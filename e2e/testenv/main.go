@@ -3,6 +3,7 @@ package testenv
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -24,7 +25,11 @@ func Main(m *testing.M, parallel int) int {
 		os.Setenv("DRIFTLESS_SECRETS_DIR", dir)
 	}
 	setParallel(parallel)
+	build.once.Do(buildBinary) // a failure fails the first test that needs the binary
 	code := m.Run()
+	if build.path != "" {
+		os.RemoveAll(filepath.Dir(build.path))
+	}
 	if err == nil {
 		_ = syscall.Unmount(dir, syscall.MNT_DETACH) // if the CLI had to mount a tmpfs
 		os.RemoveAll(dir)
