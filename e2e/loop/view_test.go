@@ -190,7 +190,8 @@ func ignoreConflict(err error) error {
 // view must equal a fresh observation, and no check may have found a
 // divergence: every change reached the view through its event.
 func TestViewStaysExactUnderChurn(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it checks the view of the whole engine against the engine
+	// (divergence 0); the package's other tests' churn would show up in it.
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := testenv.DockerClient(t)
@@ -332,7 +333,8 @@ func removeForeignChurn(t *testing.T, cli *client.Client, app string) {
 // its back (the removal reaches the pass through the view, fed by the
 // event), and exports a divergence count of zero.
 func TestAgentObservesFromTheView(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it checks the view of the whole engine against the engine
+	// (divergence 0); the package's other tests' churn would show up in it.
 	image := testenv.WorkloadImage(t, "v1")
 	app := testenv.UniqueApp(t)
 	cli := testenv.DockerClient(t)
