@@ -49,8 +49,13 @@ volumes:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// driftless's containers first: they mount compose's volume after
+		// the adoption, and down -v keeps a volume in use (a run left
+		// tXXXXXXXX_data behind).
+		testenv.RemoveApp(t, app)
 		cmd := exec.Command("docker-compose", "-p", app, "-f", filepath.Join(dir, "compose.yaml"), "down", "-v", "--remove-orphans")
 		_ = cmd.Run()
+		_ = exec.Command("docker", "volume", "rm", app+"_data").Run()
 	})
 	up := exec.Command("docker-compose", "-p", app, "-f", filepath.Join(dir, "compose.yaml"), "up", "-d")
 	if out, err := up.CombinedOutput(); err != nil {
