@@ -62,6 +62,7 @@ func (r *Registry) StartProxy(t testing.TB) *Proxy {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
+	removeImagesAtEnd(t, p.Host)
 	return p
 }
 

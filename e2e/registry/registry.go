@@ -116,9 +116,45 @@ auth:
 	}
 	go func() { _ = r.cmd.Wait(); close(r.done) }()
 	t.Cleanup(r.Stop)
+	removeImagesAtEnd(t, host)
 	r.waitReady(t)
 	r.DockerConfig = r.ConfigDir(t, user, password)
 	return r
+}
+
+// removeImagesAtEnd removes, when the test ends, every image reference
+// on the engine that names host: what the test pushed or tagged there and
+// what the agent pulled from it. A run of the suite would otherwise leave
+// a HOST:PORT/tXXXX/web:v1 on the engine for each registry it started.
+// Tests start their registry before they name their app, so this runs
+// after the app's containers are gone and the images are deleted, not
+// only untagged.
+func removeImagesAtEnd(t testing.TB, host string) {
+	t.Cleanup(func() {
+		out, err := exec.Command("docker", "image", "ls", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}").Output()
+		if err != nil {
+			t.Logf("list images of %s: %v", host, err)
+			return
+		}
+		var refs []string
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 3 || !strings.HasPrefix(f[0], host+"/") {
+				continue
+			}
+			if f[1] != "<none>" {
+				refs = append(refs, f[0]+":"+f[1])
+			} else if f[2] != "<none>" {
+				refs = append(refs, f[0]+"@"+f[2])
+			}
+		}
+		if len(refs) == 0 {
+			return
+		}
+		if out, err := exec.Command("docker", append([]string{"image", "rm", "--force"}, refs...)...).CombinedOutput(); err != nil {
+			t.Logf("remove images of %s: %v\n%s", host, err, out)
+		}
+	})
 }
 
 // Stop ends the registry (SIGKILL: it holds nothing worth a clean exit).

@@ -64,6 +64,7 @@ func (r *Registry) StartTokenFront(t testing.TB, tokenIP string) *TokenFront {
 		proxy.ServeHTTP(w, req)
 	}))
 	f.Host = front
+	removeImagesAtEnd(t, front)
 	f.Realm = "http://" + front + "/token"
 	if tokenIP != "" {
 		f.Realm = "http://" + serve(t, tokenIP, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -42,40 +42,50 @@ func RepoRoot(t testing.TB) string {
 }
 
 // DriftlessBinary builds cmd/driftless as a static binary once per test
-// process and returns its path.
+// process and returns its path. Main builds it before the first test, so
+// that no test's own deadline pays for the build.
 func DriftlessBinary(t testing.TB) string {
 	t.Helper()
-	build.once.Do(func() {
-		dir, err := os.MkdirTemp("", "driftless-e2e-bin-")
-		if err != nil {
-			build.err = err
-			return
-		}
-		build.path = filepath.Join(dir, "driftless")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", build.path, "./cmd/driftless")
-		cmd.Dir = RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build ./cmd/driftless: %v\n%s", err, out)
-			return
-		}
-		f, err := os.Open(build.path)
-		if err != nil {
-			build.err = err
-			return
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			build.err = err
-			return
-		}
-		build.sum = hex.EncodeToString(h.Sum(nil))[:12]
-	})
+	build.once.Do(buildBinary)
 	if build.err != nil {
 		t.Fatal(build.err)
 	}
 	return build.path
+}
+
+// buildBinary builds the binary into build.path and records its digest,
+// or the error in build.err.
+func buildBinary() {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		build.err = fmt.Errorf("cannot locate testenv source")
+		return
+	}
+	dir, err := os.MkdirTemp("", "driftless-e2e-bin-")
+	if err != nil {
+		build.err = err
+		return
+	}
+	build.path = filepath.Join(dir, "driftless")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", build.path, "./cmd/driftless")
+	cmd.Dir = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		build.err = fmt.Errorf("go build ./cmd/driftless: %v\n%s", err, out)
+		return
+	}
+	f, err := os.Open(build.path)
+	if err != nil {
+		build.err = err
+		return
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		build.err = err
+		return
+	}
+	build.sum = hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // RequireDocker skips nothing: the engine is part of the test environment
@@ -150,8 +160,17 @@ func RemoveApp(t testing.TB, app string) {
 // and exit code.
 func Run(t testing.TB, ctx context.Context, dir string, args ...string) (string, int) {
 	t.Helper()
+	return RunEnv(t, ctx, nil, dir, args...)
+}
+
+// RunEnv is Run with the process's environment set to env (nil: this
+// process's). Tests pass their variables here rather than with t.Setenv,
+// which would keep them from running in parallel.
+func RunEnv(t testing.TB, ctx context.Context, env []string, dir string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, DriftlessBinary(t), args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {

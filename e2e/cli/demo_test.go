@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/web"
+)
+
+// The demo's rough edges on first use: a second `demo` says where the first
+// one runs (not a database timeout), and `demo --clean` while the demo's
+// agent runs stops it first instead of failing on what it recreates.
+func TestDemoSecondRunAndCleanWhileRunning(t *testing.T) {
+	t.Parallel()
+	eng := testenv.RequireDocker(t)
+	defer eng.Close()
+	data := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		// Whatever happened, leave no demo behind.
+		_, _ = testenv.Run(t, context.Background(), os.TempDir(), "demo", "--clean", "--data", data)
+	})
+
+	agent := testenv.StartAgent(t, data, "demo")
+	for _, app := range []string{"demo", "demo-shop"} {
+		testenv.WaitApp(t, agent, 3*time.Minute, app+" synced and healthy",
+			func(ctx context.Context, c *web.Client) (status.AppStatus, error) { return c.App(ctx, app) },
+			func(s status.AppStatus) bool { return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy })
+	}
+
+	out, code := testenv.Run(t, ctx, os.TempDir(), "demo", "--data", data, "--listen", testenv.FreeAddr(t))
+	want := fmt.Sprintf("a demo is already running (pid %d): open %s", agent.PID(), agent.URL)
+	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "timeout") {
+		t.Fatalf("second demo: exit %d, want %q in:\n%s", code, want, out)
+	}
+
+	out, code = testenv.Run(t, ctx, os.TempDir(), "demo", "--clean", "--data", data)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("stopping the demo's agent (pid %d", agent.PID())) || !strings.Contains(out, "demo cleaned up") {
+		t.Fatalf("demo --clean while running: exit %d\n%s", code, out)
+	}
+	if exited, _ := agent.Exited(); !exited {
+		t.Fatal("the demo's agent still runs after --clean")
+	}
+	actual, err := eng.Observe(ctx, "demo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(actual.Containers); n != 0 {
+		t.Fatalf("%d demo containers left after --clean", n)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("data directory left after --clean: %v", err)
+	}
+}
