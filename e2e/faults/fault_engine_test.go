@@ -58,10 +58,11 @@ func TestFaultEngineRestart(t *testing.T) {
 
 	// Drift heals again: the agent's event stream reconnected.
 	healed := r.healOne(dk, r.app+"-web-2", "after the engine restart")
+	// healOne fails after 30 s, far below the 5-minute resync, so a heal
+	// proves the event stream came back; how fast is the engine's own
+	// create+start, a figure for the summary, not a pass mark (a loaded
+	// machine took 5 s to start the container).
 	row.note("a replica removed afterwards was back in %s", healed.Round(100*time.Millisecond))
-	if healed > 4*time.Second {
-		t.Errorf("a replica removed after the engine restart took %s to come back; want the usual second or so", healed.Round(100*time.Millisecond))
-	}
 	r.checkHistory("at the end", nil)
 }
 

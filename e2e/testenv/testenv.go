@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,8 +68,20 @@ func buildBinary() {
 		return
 	}
 	build.path = filepath.Join(dir, "driftless")
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	// Every e2e package builds at its start, and `go test ./...` starts
+	// them together: the go command does not share a compile under way
+	// between processes, so on a cold cache each would compile every
+	// dependency at once. One at a time, the first compiles and the
+	// others find it all in the build cache.
+	unlock, err := lockBuild(root)
+	if err != nil {
+		build.err = err
+		return
+	}
+	defer unlock()
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", build.path, "./cmd/driftless")
-	cmd.Dir = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		build.err = fmt.Errorf("go build ./cmd/driftless: %v\n%s", err, out)
@@ -181,4 +194,19 @@ func RunEnv(t testing.TB, ctx context.Context, env []string, dir string, args ..
 		}
 	}
 	return string(out), code
+}
+
+// lockBuild takes the machine-wide lock that serializes the e2e packages'
+// builds of the checkout at root, and returns its release.
+func lockBuild(root string) (func(), error) {
+	sum := sha256.Sum256([]byte(root))
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "driftless-e2e-build-"+hex.EncodeToString(sum[:6])+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the e2e build: %w", err)
+	}
+	return func() { f.Close() }, nil
 }
