@@ -216,7 +216,7 @@ func TestObserveForeignNetworksAndVolumes(t *testing.T) {
 		volumes:  []volume.Volume{vol("shop-data", "shop"), vol("corp-data", ""), vol("other-y", "other")},
 	}
 	e := newEngine(fake, Options{FilesDir: t.TempDir()})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	a, err := e.Observe(context.Background(), "shop", true)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "files")
 	fake := &listFake{}
 	e := newEngine(fake, Options{FilesDir: dir})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	t.Cleanup(func() { _ = hostfiles.RemoveTree(dir) })
 	app := modelApp()
 	svc := &app.Services[0]

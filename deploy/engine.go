@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -171,7 +172,7 @@ type Engine struct {
 	api    dockerAPI
 	opts   Options
 	log    *slog.Logger
-	prober *prober
+	prober *readiness.Prober
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
 	// files writes and removes the repository trees and secret files
@@ -309,14 +310,14 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	}
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, Log: opts.Logger, Mounts: e.driftlessMounts}
-	e.prober = newProber(api, opts.SettleTime, opts.Logger)
-	e.prober.scrub = opts.Scrub
+	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
+	e.prober.Scrub = opts.Scrub
 	return e
 }
 
 // Close stops the prober and closes the connection.
 func (e *Engine) Close() error {
-	e.prober.stop()
+	e.prober.Stop()
 	return e.api.Close()
 }
 

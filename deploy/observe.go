@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/client"
 )
@@ -46,7 +47,7 @@ func (e *Engine) ObserveCold(ctx context.Context, app string, withForeign bool) 
 	if withForeign {
 		l.foreign(app, &actual)
 	}
-	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app })
+	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *readiness.Info) bool { return c.App == app })
 	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
 }
@@ -72,7 +73,7 @@ func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error
 	for _, a := range all {
 		containers = append(containers, a.Containers...)
 	}
-	e.fillReadiness(ctx, containers, l.ips(), func(*probeEntry) bool { return true })
+	e.fillReadiness(ctx, containers, l.ips(), func(*readiness.Info) bool { return true })
 	// fillReadiness worked on a copy; write the results back by ID.
 	byID := map[string]drift.Container{}
 	for _, c := range containers {
@@ -210,14 +211,14 @@ const firstProbeWait = 2 * time.Second
 // fillReadiness brings the prober up to date with the listed containers
 // (one inspect only for containers it has not seen or whose state changed),
 // forgets vanished ones in scope, and copies the cached readiness in.
-func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool) {
+func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*readiness.Info) bool) {
 	e.fillReadinessFrom(ctx, containers, ips, inScope, true)
 }
 
 // fillReadinessFrom is fillReadiness; freshStatus says whether the
 // containers' Status strings were just listed, so their uptime can reveal
 // a restart whose events were missed.
-func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool, freshStatus bool) {
+func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*readiness.Info) bool, freshStatus bool) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, e.opts.Parallelism)
 	keep := map[string]bool{}
@@ -225,17 +226,17 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 	for i := range containers {
 		c := &containers[i]
 		keep[c.ID] = true
-		if !e.prober.known(c.ID) {
+		if !e.prober.Known(c.ID) {
 			firstSight = append(firstSight, c.ID)
 			e.seedFromMemo(c, ips[c.ID])
 		}
-		info := infoFromContainer(c, ips[c.ID])
+		info := readiness.FromContainer(c, ips[c.ID])
 		status := c.Status
 		if !freshStatus {
 			status = ""
 		}
-		if !e.prober.needsInspect(info, status) {
-			e.prober.update(info)
+		if !e.prober.NeedsInspect(info, status) {
+			e.prober.Update(info)
 			continue
 		}
 		wg.Add(1)
@@ -243,15 +244,15 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			fresh, _, err := e.prober.inspectInfo(ctx, c.ID)
+			fresh, _, err := e.prober.Inspect(ctx, c.ID)
 			if err != nil {
 				// Gone between list and inspect, or the engine hiccupped:
 				// the summary is still the best we know.
 				e.log.Debug("inspect for readiness failed", "container", c.Name, "err", err)
-				e.prober.update(info)
+				e.prober.Update(info)
 				return
 			}
-			e.prober.update(fresh)
+			e.prober.Update(fresh)
 		}()
 	}
 	wg.Wait()
@@ -259,23 +260,14 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 		// Bounded by the probes' own timeouts in practice; the cap keeps
 		// a pass from stalling on a misconfigured probe.
 		wctx, cancel := context.WithTimeout(ctx, firstProbeWait)
-		e.prober.awaitFirstProbes(wctx, firstSight)
+		e.prober.AwaitFirstProbes(wctx, firstSight)
 		cancel()
 	}
-	e.prober.forgetIf(func(id string, pe *probeEntry) bool { return !keep[id] && inScope(pe) })
+	e.prober.ForgetIf(func(id string, info *readiness.Info) bool { return !keep[id] && inScope(info) })
 	for i := range containers {
 		c := &containers[i]
-		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.result(c.ID)
-		c.Config = e.prober.config(c.ID)
-		c.StartedAt, c.FinishedAt = e.prober.times(c.ID)
+		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.Result(c.ID)
+		c.Config = e.prober.Config(c.ID)
+		c.StartedAt, c.FinishedAt = e.prober.Times(c.ID)
 	}
-}
-
-// infoFromContainer is what a list summary tells the prober.
-func infoFromContainer(c *drift.Container, ip string) runtimeInfo {
-	info := runtimeInfo{ID: c.ID, Name: c.Name, App: c.App, State: c.State, Health: c.Health, ExitCode: c.ExitCode, IP: ip}
-	if c.Spec != nil {
-		info.Readiness = c.Spec.Readiness
-	}
-	return info
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -74,7 +75,7 @@ func (e *Engine) ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actu
 	if f.err != nil {
 		return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, f.err))
 	}
-	e.fillReadiness(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app })
+	e.fillReadiness(ctx, actual.Containers, ips, func(c *readiness.Info) bool { return c.App == app })
 	actual.ForeignContainers = f.found
 	sortedForeign(&actual)
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
@@ -586,7 +587,7 @@ func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bo
 		}
 		actual, ips = e.view.actualFor(app, withForeign)
 	}
-	e.fillReadinessFrom(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app }, false)
+	e.fillReadinessFrom(ctx, actual.Containers, ips, func(c *readiness.Info) bool { return c.App == app }, false)
 	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
 }

@@ -155,7 +155,7 @@ func watching(t *testing.T, m *memEngine, e *Engine) (caughtUp func()) {
 		defer close(done)
 		_ = e.Watch(ctx, func(ev drift.EngineEvent) { reported <- ev })
 	}()
-	t.Cleanup(func() { cancel(); <-done; e.prober.stop() })
+	t.Cleanup(func() { cancel(); <-done; e.prober.Stop() })
 	if ev := <-reported; ev.Action != drift.EventConnected {
 		t.Fatalf("first event %+v, want connected", ev)
 	}

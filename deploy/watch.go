@@ -85,7 +85,7 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	}
 	// Events may have been missed while the stream was down: look at
 	// every container's settings again.
-	e.prober.markAllDirty()
+	e.prober.MarkAllDirty()
 	if err := e.rebuildView(ctx); err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (e *Engine) noteEvent(ev drift.EngineEvent) {
 	switch ev.Action {
 	case "update", "rename", "connect", "disconnect", "oom", "start":
 		if ev.ID != "" {
-			e.prober.markDirty(ev.ID)
+			e.prober.MarkDirty(ev.ID)
 		}
 	}
 	if ev.ID != "" {
