@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/deploy/readiness"
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/client"
 )
@@ -27,7 +25,7 @@ import (
 // view instead and makes no API call in the steady state. The one-shot
 // CLI, which does not watch, uses ObserveForPlan.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	if e.view.isLive() {
+	if e.view.IsLive() {
 		return e.observeFromView(ctx, app, withForeign)
 	}
 	return e.ObserveCold(ctx, app, withForeign)
@@ -43,11 +41,11 @@ func (e *Engine) ObserveCold(ctx context.Context, app string, withForeign bool) 
 	if err != nil {
 		return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
 	}
-	actual := l.byApp()[app]
+	actual := l.ByApp()[app]
 	if withForeign {
-		l.foreign(app, &actual)
+		l.Foreign(app, &actual)
 	}
-	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *readiness.Info) bool { return c.App == app })
+	e.fillReadiness(ctx, actual.Containers, l.IPs(), func(c *readiness.Info) bool { return c.App == app })
 	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
 }
@@ -68,12 +66,12 @@ func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
-	all := l.byApp()
+	all := l.ByApp()
 	var containers []drift.Container
 	for _, a := range all {
 		containers = append(containers, a.Containers...)
 	}
-	e.fillReadiness(ctx, containers, l.ips(), func(*readiness.Info) bool { return true })
+	e.fillReadiness(ctx, containers, l.IPs(), func(*readiness.Info) bool { return true })
 	// fillReadiness worked on a copy; write the results back by ID.
 	byID := map[string]drift.Container{}
 	for _, c := range containers {
@@ -88,120 +86,9 @@ func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error
 	return all, nil
 }
 
-// listing is one observation: the engine's answer to one list call per
-// kind, already parsed.
-type listing struct {
-	containers   []drift.Container
-	containerIPs map[string]string
-	networks     []drift.Network
-	volumes      []drift.Volume
-}
-
 // list makes the three list calls; nil filters list everything.
-func (e *Engine) list(ctx context.Context, filters client.Filters) (listing, error) {
-	// The three lists at once: the wait is the slowest, not the sum.
-	var (
-		containers                   client.ContainerListResult
-		networks                     client.NetworkListResult
-		volumes                      client.VolumeListResult
-		containerErr, netErr, volErr error
-		wg                           sync.WaitGroup
-	)
-	wg.Go(func() {
-		containers, containerErr = e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
-	})
-	wg.Go(func() { networks, netErr = e.api.NetworkList(ctx, client.NetworkListOptions{Filters: filters}) })
-	wg.Go(func() { volumes, volErr = e.api.VolumeList(ctx, client.VolumeListOptions{Filters: filters}) })
-	wg.Wait()
-	switch {
-	case containerErr != nil:
-		return listing{}, fmt.Errorf("list containers: %w", containerErr)
-	case netErr != nil:
-		return listing{}, fmt.Errorf("list networks: %w", netErr)
-	case volErr != nil:
-		return listing{}, fmt.Errorf("list volumes: %w", volErr)
-	}
-	l := listing{containerIPs: map[string]string{}}
-	for _, s := range containers.Items {
-		c := dockerspec.ContainerFromSummary(s)
-		l.containers = append(l.containers, c)
-		l.containerIPs[c.ID] = dockerspec.SummaryIP(s)
-	}
-	for _, s := range networks.Items {
-		l.networks = append(l.networks, dockerspec.NetworkFromSummary(s))
-	}
-	for _, v := range volumes.Items {
-		l.volumes = append(l.volumes, dockerspec.VolumeFromSummary(v))
-	}
-	return l, nil
-}
-
-func (l listing) ips() map[string]string { return l.containerIPs }
-
-// byApp groups the owned objects by app, each list sorted by name.
-func (l listing) byApp() map[string]drift.Actual {
-	out := map[string]drift.Actual{}
-	for _, c := range l.containers {
-		if c.App == "" {
-			continue
-		}
-		a := out[c.App]
-		a.Containers = append(a.Containers, c)
-		out[c.App] = a
-	}
-	for _, n := range l.networks {
-		if n.App == "" {
-			continue
-		}
-		a := out[n.App]
-		a.Networks = append(a.Networks, n)
-		out[n.App] = a
-	}
-	for _, v := range l.volumes {
-		if v.App == "" {
-			continue
-		}
-		a := out[v.App]
-		a.Volumes = append(a.Volumes, v)
-		out[v.App] = a
-	}
-	for app, a := range out {
-		sortActual(&a)
-		out[app] = a
-	}
-	return out
-}
-
-func sortActual(a *drift.Actual) {
-	slices.SortFunc(a.Containers, func(x, y drift.Container) int { return strings.Compare(x.Name, y.Name) })
-	slices.SortFunc(a.Networks, func(x, y drift.Network) int { return strings.Compare(x.Name, y.Name) })
-	slices.SortFunc(a.Volumes, func(x, y drift.Volume) int { return strings.Compare(x.Name, y.Name) })
-}
-
-// foreign adds to actual what is not this app's: containers that hold one
-// of its names ("<app>-...") or publish a host port, and every network and
-// volume (they are few), which the differ needs both to find name
-// collisions and to see whether the external ones the app uses exist.
-func (l listing) foreign(app string, actual *drift.Actual) {
-	prefix := app + "-"
-	for _, c := range l.containers {
-		// Compose's containers are listed whatever their names: the
-		// app may run as a compose project today.
-		if c.App != app && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 || c.ComposeProject != "") {
-			actual.ForeignContainers = append(actual.ForeignContainers, c)
-		}
-	}
-	for _, n := range l.networks {
-		if n.App != app {
-			actual.ForeignNetworks = append(actual.ForeignNetworks, n)
-		}
-	}
-	for _, v := range l.volumes {
-		if v.App != app {
-			actual.ForeignVolumes = append(actual.ForeignVolumes, v)
-		}
-	}
-	sortedForeign(actual)
+func (e *Engine) list(ctx context.Context, filters client.Filters) (view.Listing, error) {
+	return view.List(ctx, e.api, filters)
 }
 
 // firstProbeWait caps how long Observe waits for the first readiness
@@ -270,4 +157,31 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 		c.Config = e.prober.Config(c.ID)
 		c.StartedAt, c.FinishedAt = e.prober.Times(c.ID)
 	}
+}
+
+// observeFromView is Observe's steady-state path: the view's listing, then
+// the same grouping, foreign search and readiness as a cold list. Status
+// strings in the view are as old as their last event, so readiness does
+// not read the uptime from them (start events and the prober's periodic
+// inspect catch restarts instead).
+func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
+	// A recent ping, so a pass still finds an engine it can no longer
+	// reach (its socket gone, the daemon shutting down) while the event
+	// stream's connection, opened before, lives on.
+	if err := e.pingRecent(ctx); err != nil {
+		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
+	}
+	actual, ips := e.view.ActualFor(app, withForeign)
+	if refresh := e.view.TakeTouched(app); refresh || view.HasIdle(actual.Containers) {
+		// After its own Apply, or with containers whose networks the
+		// engine changes silently (see unannounced): one label-filtered
+		// list per kind rather than trusting the view for this app.
+		if err := e.view.RefreshApp(ctx, app); err != nil {
+			return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
+		}
+		actual, ips = e.view.ActualFor(app, withForeign)
+	}
+	e.fillReadinessFrom(ctx, actual.Containers, ips, func(c *readiness.Info) bool { return c.App == app }, false)
+	e.fillDigests(ctx, actual.Containers)
+	return actual, nil
 }

@@ -82,7 +82,7 @@ func TestViewRestartBetweenObservationsRenewsStartTime(t *testing.T) {
 	m.setContainer("c1", "shop-web-1", "shop", "running")
 	m.setStarted("c1", first)
 	e := newEngine(m, Options{})
-	e.viewGrace = 0
+	e.view.Grace = 0
 	caughtUp := watching(t, m.memEngine, e)
 	ctx := context.Background()
 	observe := func() drift.Container {
