@@ -53,7 +53,7 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 	}
 	// The next observation re-lists this app's objects rather than trust
 	// the view before the events of these changes arrive.
-	defer e.view.touch(r.app)
+	defer e.view.Touch(r.app)
 	r.execute(ctx, plan.Changes)
 	// A rotated secret's old file goes with its last replica.
 	if removed, err := e.files.RemoveUnusedSecrets(ctx, r.app, 0); err != nil {

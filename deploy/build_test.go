@@ -181,7 +181,7 @@ func TestEnsureImages(t *testing.T) {
 	// Missing: built, with its names, and then there.
 	f := &fakeBuilder{images: map[string]bool{}, stream: `{"stream":"Step 1/1 : FROM scratch\n"}` + "\n" + `{"stream":"Successfully built 1234\n"}` + "\n"}
 	e := newEngine(f, Options{})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	if err := e.EnsureImages(ctx, buildTestApp(), record); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestEnsureImagesFailures(t *testing.T) {
 	// A failing step: a BuildError with the step.
 	f := &fakeBuilder{images: map[string]bool{}, stream: `{"stream":"Step 1/2 : FROM scratch\n"}` + "\n" + `{"stream":"Step 2/2 : COPY missing /x\n"}` + "\n" + `{"error":"COPY failed: no such file"}` + "\n"}
 	e := newEngine(f, Options{})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	err := e.EnsureImages(ctx, buildTestApp(), nil)
 	var be *drift.BuildError
 	if !errors.As(err, &be) || be.Step != "Step 2/2 : COPY missing /x" || be.Err.Error() != "COPY failed: no such file" || len(be.Tail) != 2 {
@@ -219,7 +219,7 @@ func TestEnsureImagesFailures(t *testing.T) {
 	// A build that never ends: a BuildError that says how long it had.
 	f = &fakeBuilder{images: map[string]bool{}}
 	e2 := newEngine(f, Options{BuildTimeout: 50 * time.Millisecond})
-	defer e2.prober.stop()
+	defer e2.prober.Stop()
 	err = e2.EnsureImages(ctx, buildTestApp(), nil)
 	if !errors.As(err, &be) || be.Timeout != 50*time.Millisecond || !strings.Contains(be.Error(), "took longer than 50ms") {
 		t.Errorf("endless build: %v", err)
@@ -228,7 +228,7 @@ func TestEnsureImagesFailures(t *testing.T) {
 	// The engine failing is not the revision's fault.
 	f = &fakeBuilder{images: map[string]bool{}, buildErr: errors.New("connection refused")}
 	e3 := newEngine(f, Options{})
-	defer e3.prober.stop()
+	defer e3.prober.Stop()
 	err = e3.EnsureImages(ctx, buildTestApp(), nil)
 	if errors.As(err, &be) || !errors.Is(err, drift.ErrEngineUnreachable) {
 		t.Errorf("engine failure: %v, want ErrEngineUnreachable and no BuildError", err)
@@ -305,7 +305,7 @@ func TestPruneImages(t *testing.T) {
 		},
 	}
 	e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files")})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	rep, err := e.PruneImages(context.Background(), "shop", true)
 	if err != nil {
 		t.Fatal(err)

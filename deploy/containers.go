@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets"
@@ -181,7 +182,7 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 	defer stopWaking()
 	lastReason := "not checked yet"
 	for {
-		info, ins, err := r.e.prober.inspectInfo(ctx, id)
+		info, ins, err := r.e.prober.Inspect(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
 				return cancelled(ctx)
@@ -192,8 +193,8 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 			}
 			return fmt.Errorf("inspect %s: %w", name, err)
 		}
-		r.e.prober.update(info)
-		ready, reason, _, _ := r.e.prober.result(id)
+		r.e.prober.Update(info)
+		ready, reason, _, _ := r.e.prober.Result(id)
 		if ready {
 			r.emit(s, drift.PhaseReady, fmt.Sprintf("ready in %s", time.Since(started).Round(100*time.Millisecond)), nil)
 			return nil
@@ -229,7 +230,7 @@ func (r *run) stopIf(stoppable bool) <-chan struct{} {
 // readiness wait: it completed (a job that exited 0 under a restart policy
 // that leaves it so), someone stopped, killed or paused it (drift), or it
 // failed on its own (exited, crash-looping).
-func (r *run) judgeExit(ctx context.Context, s *step, id string, info runtimeInfo, ins container.InspectResponse, spec *manifest.ServiceSpec, restarts int) (bool, error) {
+func (r *run) judgeExit(ctx context.Context, s *step, id string, info readiness.Info, ins container.InspectResponse, spec *manifest.ServiceSpec, restarts int) (bool, error) {
 	name := s.change.Name
 	switch {
 	case info.State == drift.StatePaused:
@@ -251,7 +252,7 @@ func (r *run) judgeExit(ctx context.Context, s *step, id string, info runtimeInf
 // signal from outside (docker stop, docker kill) rather than exiting on its
 // own: killed by SIGTERM or SIGKILL, not by the kernel's OOM killer, and
 // not restarted by its policy since (a crash loop restarts).
-func stoppedFromOutside(info runtimeInfo, ins container.InspectResponse) bool {
+func stoppedFromOutside(info readiness.Info, ins container.InspectResponse) bool {
 	if info.ExitCode != exitSIGKILL && info.ExitCode != exitSIGTERM {
 		return false
 	}
@@ -281,10 +282,10 @@ func restartedWords(n int) string {
 // notReady builds the failure of a replica that failed on its own, with
 // its last log lines. The log lines are scrubbed of the replica's secrets
 // here, before the failure reaches status, history, the UI or the API.
-func (r *run) notReady(ctx context.Context, id, summary string, info runtimeInfo, restarts int) error {
+func (r *run) notReady(ctx context.Context, id, summary string, info readiness.Info, restarts int) error {
 	f := &drift.Failure{Cause: drift.FailureRollout, Summary: summary, ExitCode: info.ExitCode, Restarts: max(restarts, 0)}
 	logs, err := r.e.Logs(ctx, id, logLines)
-	logs = secrets.Scrub(secrets.Scrub(logs, info.secrets...), r.e.opts.Scrub...)
+	logs = secrets.Scrub(secrets.Scrub(logs, info.Secrets...), r.e.opts.Scrub...)
 	switch {
 	case err != nil:
 		f.Summary += "; logs unavailable: " + err.Error()
@@ -342,7 +343,7 @@ func (r *run) stopAndRemove(ctx context.Context, c container.InspectResponse, sp
 	if _, err := r.e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{RemoveVolumes: true, Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove %s: %w", name, err)
 	}
-	r.e.prober.remove(c.ID)
+	r.e.prober.Remove(c.ID)
 	return nil
 }
 

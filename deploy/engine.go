@@ -30,7 +30,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -171,7 +173,7 @@ type Engine struct {
 	api    dockerAPI
 	opts   Options
 	log    *slog.Logger
-	prober *prober
+	prober *readiness.Prober
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
 	// files writes and removes the repository trees and secret files
@@ -202,11 +204,8 @@ type Engine struct {
 	insecureNames map[string]bool
 
 	// view is the event-fed picture of the engine Observe reads while
-	// Watch runs; viewChecks asks the watch goroutine for a check now.
-	view       *view
-	viewChecks chan chan ViewReport
-	viewGrace  time.Duration
-	divergence *prometheus.CounterVec
+	// Watch runs.
+	view *view.View
 	// requests counts Docker API requests by operation; nil without a
 	// real client.
 	requests *prometheus.CounterVec
@@ -300,23 +299,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
-	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second,
-		view: newView(), viewChecks: make(chan chan ViewReport), viewGrace: time.Second,
-		divergence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_observation_divergence_total",
-			Help: "Differences between the event-fed view of the engine and a fresh list, by object kind (container, network, volume); each was repaired at once."}, []string{"kind"})}
-	for _, kind := range []string{"container", "network", "volume"} {
-		e.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
-	}
+	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, Log: opts.Logger, Mounts: e.driftlessMounts}
-	e.prober = newProber(api, opts.SettleTime, opts.Logger)
-	e.prober.scrub = opts.Scrub
+	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
+	e.prober.Scrub = opts.Scrub
 	return e
 }
 
 // Close stops the prober and closes the connection.
 func (e *Engine) Close() error {
-	e.prober.stop()
+	e.prober.Stop()
 	return e.api.Close()
 }
 

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -116,7 +116,10 @@ func (e *Engine) InspectMemo(app string) []byte {
 		return nil
 	}
 	out := inspectMemo{Format: memoFormat, Build: m.build, Host: e.api.DaemonHost(), App: app, Anchor: m.anchor}
-	out.Containers = e.prober.memoizable(app, m.checkedAt)
+	for _, info := range e.prober.Memoizable(app, m.checkedAt) {
+		out.Containers = append(out.Containers, memoContainer{ID: info.ID, Name: info.Name, Health: info.Health,
+			StartedAt: info.StartedAt, RestartCount: info.RestartCount, Config: info.Config})
+	}
 	data, err := json.Marshal(out)
 	if err != nil {
 		return nil
@@ -234,25 +237,7 @@ func (e *Engine) seedFromMemo(c *drift.Container, ip string) {
 	if !ok || c.State != drift.StateRunning || c.Health != mc.Health || c.Name != mc.Name {
 		return
 	}
-	info := infoFromContainer(c, ip)
-	info.StartedAt, info.RestartCount, info.Config, info.inspected = mc.StartedAt, mc.RestartCount, mc.Config, true
-	e.prober.update(info)
-}
-
-// memoizable is what the prober knows of app's running containers from
-// inspects (or proven memo entries) taken since from, for the next memo.
-func (p *prober) memoizable(app string, from time.Time) []memoContainer {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []memoContainer
-	for id, e := range p.entries {
-		info := e.info
-		if info.App != app || !info.inspected || e.dirty || e.inspectedAt.Before(from) ||
-			info.State != drift.StateRunning || (info.Health != "" && info.Health != "healthy") || len(info.secrets) > 0 {
-			continue
-		}
-		out = append(out, memoContainer{ID: id, Name: info.Name, Health: info.Health, StartedAt: info.StartedAt, RestartCount: info.RestartCount, Config: info.Config})
-	}
-	slices.SortFunc(out, func(a, b memoContainer) int { return strings.Compare(a.ID, b.ID) })
-	return out
+	info := readiness.FromContainer(c, ip)
+	info.StartedAt, info.RestartCount, info.Config, info.Inspected = mc.StartedAt, mc.RestartCount, mc.Config, true
+	e.prober.Update(info)
 }

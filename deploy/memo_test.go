@@ -111,7 +111,7 @@ func (b *bufferedEngine) ContainerInspect(ctx context.Context, id string, o clie
 func cliRun(t *testing.T, api dockerAPI, calls func() int, build string, memo []byte) (drift.Actual, []byte, int) {
 	t.Helper()
 	e := newEngine(api, Options{})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	e.UseInspectMemo("shop", build, memo)
 	before := calls()
 	actual, err := e.ObserveForPlan(context.Background(), drift.Input{App: "shop"})

@@ -233,7 +233,7 @@ func TestApplyMergesDuplicateNetwork(t *testing.T) {
 	f.addContainer("c-running-000000", "shop-api-1", true, "net-dup", "api", "backend")
 	f.addContainer("c-stopped-000000", "shop-job-1", false, "net-dup", "job")
 	e := newEngine(f, Options{AddressPool: &drift.AddressPool{}})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 
 	plan := drift.Plan{App: "shop", Revision: "abc", Changes: []drift.Change{{
 		Action: drift.ActionRemove, Kind: drift.KindNetwork, Name: "shop-default", ID: "net-dup", Resource: "default",
@@ -278,7 +278,7 @@ func TestApplyMergeFailureHoldsServices(t *testing.T) {
 	f.addContainer("c-running-000000", "shop-web-1", true, "net-dup", "web")
 	f.failConnect = errors.New("engine said no")
 	e := newEngine(f, Options{AddressPool: &drift.AddressPool{}})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	app := netApp()
 	app.Services[0].Spec.Networks = []string{"default"}
 	plan := drift.Plan{App: "shop", Revision: "abc", Changes: []drift.Change{
@@ -310,7 +310,7 @@ func TestCreateNetworkLooksUpBeforeEachCreate(t *testing.T) {
 	create := func(t *testing.T, f *netEngine) (drift.Outcome, []drift.Event) {
 		t.Helper()
 		e := newEngine(f, Options{AddressPool: &pool, RoutesFile: routes})
-		defer e.prober.stop()
+		defer e.prober.Stop()
 		plan := drift.Plan{App: "shop", Revision: "abc", Changes: []drift.Change{
 			{Action: drift.ActionCreate, Kind: drift.KindNetwork, Name: "shop-default", Resource: "default", Cause: drift.CauseGit},
 		}}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness"
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/client"
 )
@@ -26,7 +25,7 @@ import (
 // view instead and makes no API call in the steady state. The one-shot
 // CLI, which does not watch, uses ObserveForPlan.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	if e.view.isLive() {
+	if e.view.IsLive() {
 		return e.observeFromView(ctx, app, withForeign)
 	}
 	return e.ObserveCold(ctx, app, withForeign)
@@ -42,11 +41,11 @@ func (e *Engine) ObserveCold(ctx context.Context, app string, withForeign bool) 
 	if err != nil {
 		return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
 	}
-	actual := l.byApp()[app]
+	actual := l.ByApp()[app]
 	if withForeign {
-		l.foreign(app, &actual)
+		l.Foreign(app, &actual)
 	}
-	e.fillReadiness(ctx, actual.Containers, l.ips(), func(c *probeEntry) bool { return c.info.App == app })
+	e.fillReadiness(ctx, actual.Containers, l.IPs(), func(c *readiness.Info) bool { return c.App == app })
 	e.fillDigests(ctx, actual.Containers)
 	return actual, nil
 }
@@ -67,12 +66,12 @@ func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
-	all := l.byApp()
+	all := l.ByApp()
 	var containers []drift.Container
 	for _, a := range all {
 		containers = append(containers, a.Containers...)
 	}
-	e.fillReadiness(ctx, containers, l.ips(), func(*probeEntry) bool { return true })
+	e.fillReadiness(ctx, containers, l.IPs(), func(*readiness.Info) bool { return true })
 	// fillReadiness worked on a copy; write the results back by ID.
 	byID := map[string]drift.Container{}
 	for _, c := range containers {
@@ -87,120 +86,9 @@ func (e *Engine) ObserveAll(ctx context.Context) (map[string]drift.Actual, error
 	return all, nil
 }
 
-// listing is one observation: the engine's answer to one list call per
-// kind, already parsed.
-type listing struct {
-	containers   []drift.Container
-	containerIPs map[string]string
-	networks     []drift.Network
-	volumes      []drift.Volume
-}
-
 // list makes the three list calls; nil filters list everything.
-func (e *Engine) list(ctx context.Context, filters client.Filters) (listing, error) {
-	// The three lists at once: the wait is the slowest, not the sum.
-	var (
-		containers                   client.ContainerListResult
-		networks                     client.NetworkListResult
-		volumes                      client.VolumeListResult
-		containerErr, netErr, volErr error
-		wg                           sync.WaitGroup
-	)
-	wg.Go(func() {
-		containers, containerErr = e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
-	})
-	wg.Go(func() { networks, netErr = e.api.NetworkList(ctx, client.NetworkListOptions{Filters: filters}) })
-	wg.Go(func() { volumes, volErr = e.api.VolumeList(ctx, client.VolumeListOptions{Filters: filters}) })
-	wg.Wait()
-	switch {
-	case containerErr != nil:
-		return listing{}, fmt.Errorf("list containers: %w", containerErr)
-	case netErr != nil:
-		return listing{}, fmt.Errorf("list networks: %w", netErr)
-	case volErr != nil:
-		return listing{}, fmt.Errorf("list volumes: %w", volErr)
-	}
-	l := listing{containerIPs: map[string]string{}}
-	for _, s := range containers.Items {
-		c := dockerspec.ContainerFromSummary(s)
-		l.containers = append(l.containers, c)
-		l.containerIPs[c.ID] = dockerspec.SummaryIP(s)
-	}
-	for _, s := range networks.Items {
-		l.networks = append(l.networks, dockerspec.NetworkFromSummary(s))
-	}
-	for _, v := range volumes.Items {
-		l.volumes = append(l.volumes, dockerspec.VolumeFromSummary(v))
-	}
-	return l, nil
-}
-
-func (l listing) ips() map[string]string { return l.containerIPs }
-
-// byApp groups the owned objects by app, each list sorted by name.
-func (l listing) byApp() map[string]drift.Actual {
-	out := map[string]drift.Actual{}
-	for _, c := range l.containers {
-		if c.App == "" {
-			continue
-		}
-		a := out[c.App]
-		a.Containers = append(a.Containers, c)
-		out[c.App] = a
-	}
-	for _, n := range l.networks {
-		if n.App == "" {
-			continue
-		}
-		a := out[n.App]
-		a.Networks = append(a.Networks, n)
-		out[n.App] = a
-	}
-	for _, v := range l.volumes {
-		if v.App == "" {
-			continue
-		}
-		a := out[v.App]
-		a.Volumes = append(a.Volumes, v)
-		out[v.App] = a
-	}
-	for app, a := range out {
-		sortActual(&a)
-		out[app] = a
-	}
-	return out
-}
-
-func sortActual(a *drift.Actual) {
-	slices.SortFunc(a.Containers, func(x, y drift.Container) int { return strings.Compare(x.Name, y.Name) })
-	slices.SortFunc(a.Networks, func(x, y drift.Network) int { return strings.Compare(x.Name, y.Name) })
-	slices.SortFunc(a.Volumes, func(x, y drift.Volume) int { return strings.Compare(x.Name, y.Name) })
-}
-
-// foreign adds to actual what is not this app's: containers that hold one
-// of its names ("<app>-...") or publish a host port, and every network and
-// volume (they are few), which the differ needs both to find name
-// collisions and to see whether the external ones the app uses exist.
-func (l listing) foreign(app string, actual *drift.Actual) {
-	prefix := app + "-"
-	for _, c := range l.containers {
-		// Compose's containers are listed whatever their names: the
-		// app may run as a compose project today.
-		if c.App != app && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 || c.ComposeProject != "") {
-			actual.ForeignContainers = append(actual.ForeignContainers, c)
-		}
-	}
-	for _, n := range l.networks {
-		if n.App != app {
-			actual.ForeignNetworks = append(actual.ForeignNetworks, n)
-		}
-	}
-	for _, v := range l.volumes {
-		if v.App != app {
-			actual.ForeignVolumes = append(actual.ForeignVolumes, v)
-		}
-	}
-	sortedForeign(actual)
+func (e *Engine) list(ctx context.Context, filters client.Filters) (view.Listing, error) {
+	return view.List(ctx, e.api, filters)
 }
 
 // firstProbeWait caps how long Observe waits for the first readiness
@@ -210,14 +98,14 @@ const firstProbeWait = 2 * time.Second
 // fillReadiness brings the prober up to date with the listed containers
 // (one inspect only for containers it has not seen or whose state changed),
 // forgets vanished ones in scope, and copies the cached readiness in.
-func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool) {
+func (e *Engine) fillReadiness(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*readiness.Info) bool) {
 	e.fillReadinessFrom(ctx, containers, ips, inScope, true)
 }
 
 // fillReadinessFrom is fillReadiness; freshStatus says whether the
 // containers' Status strings were just listed, so their uptime can reveal
 // a restart whose events were missed.
-func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*probeEntry) bool, freshStatus bool) {
+func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Container, ips map[string]string, inScope func(*readiness.Info) bool, freshStatus bool) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, e.opts.Parallelism)
 	keep := map[string]bool{}
@@ -225,17 +113,17 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 	for i := range containers {
 		c := &containers[i]
 		keep[c.ID] = true
-		if !e.prober.known(c.ID) {
+		if !e.prober.Known(c.ID) {
 			firstSight = append(firstSight, c.ID)
 			e.seedFromMemo(c, ips[c.ID])
 		}
-		info := infoFromContainer(c, ips[c.ID])
+		info := readiness.FromContainer(c, ips[c.ID])
 		status := c.Status
 		if !freshStatus {
 			status = ""
 		}
-		if !e.prober.needsInspect(info, status) {
-			e.prober.update(info)
+		if !e.prober.NeedsInspect(info, status) {
+			e.prober.Update(info)
 			continue
 		}
 		wg.Add(1)
@@ -243,15 +131,15 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			fresh, _, err := e.prober.inspectInfo(ctx, c.ID)
+			fresh, _, err := e.prober.Inspect(ctx, c.ID)
 			if err != nil {
 				// Gone between list and inspect, or the engine hiccupped:
 				// the summary is still the best we know.
 				e.log.Debug("inspect for readiness failed", "container", c.Name, "err", err)
-				e.prober.update(info)
+				e.prober.Update(info)
 				return
 			}
-			e.prober.update(fresh)
+			e.prober.Update(fresh)
 		}()
 	}
 	wg.Wait()
@@ -259,23 +147,41 @@ func (e *Engine) fillReadinessFrom(ctx context.Context, containers []drift.Conta
 		// Bounded by the probes' own timeouts in practice; the cap keeps
 		// a pass from stalling on a misconfigured probe.
 		wctx, cancel := context.WithTimeout(ctx, firstProbeWait)
-		e.prober.awaitFirstProbes(wctx, firstSight)
+		e.prober.AwaitFirstProbes(wctx, firstSight)
 		cancel()
 	}
-	e.prober.forgetIf(func(id string, pe *probeEntry) bool { return !keep[id] && inScope(pe) })
+	e.prober.ForgetIf(func(id string, info *readiness.Info) bool { return !keep[id] && inScope(info) })
 	for i := range containers {
 		c := &containers[i]
-		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.result(c.ID)
-		c.Config = e.prober.config(c.ID)
-		c.StartedAt, c.FinishedAt = e.prober.times(c.ID)
+		c.Ready, c.ReadyReason, c.RestartCount, _ = e.prober.Result(c.ID)
+		c.Config = e.prober.Config(c.ID)
+		c.StartedAt, c.FinishedAt = e.prober.Times(c.ID)
 	}
 }
 
-// infoFromContainer is what a list summary tells the prober.
-func infoFromContainer(c *drift.Container, ip string) runtimeInfo {
-	info := runtimeInfo{ID: c.ID, Name: c.Name, App: c.App, State: c.State, Health: c.Health, ExitCode: c.ExitCode, IP: ip}
-	if c.Spec != nil {
-		info.Readiness = c.Spec.Readiness
+// observeFromView is Observe's steady-state path: the view's listing, then
+// the same grouping, foreign search and readiness as a cold list. Status
+// strings in the view are as old as their last event, so readiness does
+// not read the uptime from them (start events and the prober's periodic
+// inspect catch restarts instead).
+func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
+	// A recent ping, so a pass still finds an engine it can no longer
+	// reach (its socket gone, the daemon shutting down) while the event
+	// stream's connection, opened before, lives on.
+	if err := e.pingRecent(ctx); err != nil {
+		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
 	}
-	return info
+	actual, ips := e.view.ActualFor(app, withForeign)
+	if refresh := e.view.TakeTouched(app); refresh || view.HasIdle(actual.Containers) {
+		// After its own Apply, or with containers whose networks the
+		// engine changes silently (see unannounced): one label-filtered
+		// list per kind rather than trusting the view for this app.
+		if err := e.view.RefreshApp(ctx, app); err != nil {
+			return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
+		}
+		actual, ips = e.view.ActualFor(app, withForeign)
+	}
+	e.fillReadinessFrom(ctx, actual.Containers, ips, func(c *readiness.Info) bool { return c.App == app }, false)
+	e.fillDigests(ctx, actual.Containers)
+	return actual, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness"
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -74,9 +76,9 @@ func (e *Engine) ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actu
 	if f.err != nil {
 		return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, f.err))
 	}
-	e.fillReadiness(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app })
+	e.fillReadiness(ctx, actual.Containers, ips, func(c *readiness.Info) bool { return c.App == app })
 	actual.ForeignContainers = f.found
-	sortedForeign(&actual)
+	view.SortForeign(&actual)
 
 	if ports := hostPorts(desired); len(ports) > 0 {
 		probe := in
@@ -90,7 +92,7 @@ func (e *Engine) ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actu
 				return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, f.err))
 			}
 			actual.ForeignContainers = f.found
-			sortedForeign(&actual)
+			view.SortForeign(&actual)
 		}
 	}
 	return actual, nil
@@ -102,7 +104,7 @@ func (e *Engine) observeOwn(ctx context.Context, app string) (drift.Actual, map[
 	if err != nil {
 		return drift.Actual{}, nil, err
 	}
-	return l.byApp()[app], l.ips(), nil
+	return l.ByApp()[app], l.IPs(), nil
 }
 
 // foreignFinder collects, once each, the containers of others that a

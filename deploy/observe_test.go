@@ -67,9 +67,9 @@ func TestObserveSteadyStateMakesOnlyListCalls(t *testing.T) {
 		},
 	}
 	e := newEngine(fake, Options{SettleTime: 2 * time.Second})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	now := started.Add(time.Second)
-	e.prober.now = func() time.Time { return now }
+	e.prober.Now = func() time.Time { return now }
 
 	a, err := e.Observe(context.Background(), "shop", false)
 	if err != nil {
@@ -125,7 +125,7 @@ func TestObserveSteadyStateMakesOnlyListCalls(t *testing.T) {
 	if _, err := e.Observe(context.Background(), "shop", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, known := e.prober.result("c1"); known {
+	if _, _, _, known := e.prober.Result("c1"); known {
 		t.Errorf("a removed container is still tracked by the prober")
 	}
 }

@@ -25,8 +25,8 @@ func TestObserveCarriesStartAndFinishTimes(t *testing.T) {
 			State: &container.State{Status: "running", Running: true, StartedAt: started.Format(time.RFC3339Nano), FinishedAt: "0001-01-01T00:00:00Z"}}},
 	}
 	e := newEngine(fake, Options{})
-	defer e.prober.stop()
-	e.prober.now = func() time.Time { return started.Add(5 * time.Second) }
+	defer e.prober.Stop()
+	e.prober.Now = func() time.Time { return started.Add(5 * time.Second) }
 	observe := func() drift.Container {
 		t.Helper()
 		a, err := e.Observe(context.Background(), "shop", false)
@@ -82,7 +82,7 @@ func TestViewRestartBetweenObservationsRenewsStartTime(t *testing.T) {
 	m.setContainer("c1", "shop-web-1", "shop", "running")
 	m.setStarted("c1", first)
 	e := newEngine(m, Options{})
-	e.viewGrace = 0
+	e.view.Grace = 0
 	caughtUp := watching(t, m.memEngine, e)
 	ctx := context.Background()
 	observe := func() drift.Container {

@@ -34,7 +34,7 @@ func TestPrunePulled(t *testing.T) {
 		},
 	}
 	e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files")})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	for _, r := range [][2]string{{reg + ":v1", "sha256:v1"}, {reg + ":v2", "sha256:v2"}, {reg + ":v3", "sha256:v3"},
 		{reg + ":shared", "sha256:shared"}, {reg + ":v4", "sha256:retagged"}, {reg + ":stable" + d6, "sha256:pinned"}, {reg + ":gone", "sha256:gone"}} {
 		e.recordPull("shop", r[0], r[1], false)

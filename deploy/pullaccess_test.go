@@ -116,7 +116,7 @@ func TestPullAccess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &accessFake{images: map[string]image.InspectResponse{tc.ref: {ID: "sha256:img", RepoDigests: tc.digests}}}
 			e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files"), Credentials: appCreds{"shop": {host: tc.creds}}})
-			defer e.prober.stop()
+			defer e.prober.Stop()
 			for app, anon := range tc.pulled {
 				e.recordPull(app, tc.ref, "sha256:img", anon)
 			}
@@ -154,7 +154,7 @@ func TestPullAccessUnreachable(t *testing.T) {
 	f := &accessFake{images: map[string]image.InspectResponse{ref: {ID: "sha256:img", RepoDigests: []string{host + "/private/web@" + fakeDigest}}}}
 	f.distErr = errors.New(`Get "http://` + host + `/v2/": dial tcp ` + host + `: connect: connection refused`)
 	e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files")})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	e.recordPull("blog", ref, "sha256:img", false)
 	r := &run{e: e, app: "shop", images: map[string]*imageCheck{}, progress: func(drift.Event) {}}
 	err := r.ensureImage(context.Background(), &step{}, &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Image: ref}})

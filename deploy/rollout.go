@@ -56,7 +56,7 @@ func (r *run) rolling(ctx context.Context, svc *manifest.Service, replaces []ind
 		surge, unavailable = 0, max(unavailable, 1)
 	}
 	replaces = notReadyFirst(replaces, func(id string) bool {
-		ready, _, _, _ := r.e.prober.result(id)
+		ready, _, _, _ := r.e.prober.Result(id)
 		return ready
 	})
 	next := 0
@@ -190,7 +190,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 			r.e.log.Error("could not remove the replica that failed to become ready", "container", stable, "err", rmErr)
 		}
 		cancel()
-		r.e.prober.remove(id)
+		r.e.prober.Remove(id)
 		restore()
 		r.emit(s, drift.PhaseRemoved, "removed the new replica that did not become ready; the old one ("+shortID(old.ID)+") stays in service", nil)
 		return err

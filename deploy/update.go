@@ -24,7 +24,7 @@ func (r *run) updateContainer(ctx context.Context, s *step, svc *manifest.Servic
 	if err != nil {
 		return err
 	}
-	defer r.e.prober.markDirty(c.ID)
+	defer r.e.prober.MarkDirty(c.ID)
 	spec := &svc.Spec
 	stable := manifest.ContainerName(r.app, svc.Name, s.change.Slot)
 	if name := strings.TrimPrefix(c.Name, "/"); name != stable && !strings.HasPrefix(name, stable+"-old-") {

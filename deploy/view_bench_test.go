@@ -22,7 +22,7 @@ func BenchmarkObserve1000(b *testing.B) {
 		m.setContainer(fmt.Sprintf("c%04d", i), fmt.Sprintf("shop-web-%d", i+1), "shop", "running", "shop-default")
 	}
 	e := newEngine(m, Options{})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	connected := make(chan struct{})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
@@ -28,7 +29,7 @@ var foreignActions = map[string]bool{"destroy": true, "die": true, "stop": true,
 // holding one of our names removed.
 var networkActions = map[string]bool{"connect": true, "disconnect": true, "destroy": true}
 
-// Watch also keeps the engine view current; see view.go and viewEvent.
+// Watch also keeps the engine view current; see the view package.
 
 // Watch streams Docker events that may concern driftless and calls onEvent
 // for each: every watched event of its own containers (with their app),
@@ -85,15 +86,15 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	}
 	// Events may have been missed while the stream was down: look at
 	// every container's settings again.
-	e.prober.markAllDirty()
-	if err := e.rebuildView(ctx); err != nil {
-		return err
+	e.prober.MarkAllDirty()
+	if err := e.view.Rebuild(ctx); err != nil {
+		return engineErr(err)
 	}
-	defer e.view.setLive(false)
+	defer e.view.SetLive(false)
 	onEvent(drift.EngineEvent{Action: drift.EventConnected})
 	resync := time.NewTicker(e.opts.ViewResync)
 	defer resync.Stop()
-	var chk viewCheck
+	var chk view.Check
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,26 +105,25 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 			if !ok {
 				return nil
 			}
-			if err := e.viewEvent(ctx, m); err != nil {
-				return err
+			if err := e.view.Event(ctx, m); err != nil {
+				return engineErr(err)
 			}
-			chk.lastEvent, chk.lastArrival = time.Unix(0, m.TimeNano), time.Now()
+			chk.Arrived(time.Unix(0, m.TimeNano))
 			if ev, ok := watchedEvent(m); ok {
 				e.noteEvent(ev)
 				onEvent(ev)
 			}
 		case <-resync.C:
-			if err := e.startCheck(ctx, &chk); err != nil {
-				return err
+			if err := e.view.StartCheck(ctx, &chk, nil); err != nil {
+				return engineErr(err)
 			}
-		case reply := <-e.viewChecks:
-			chk.waiting = append(chk.waiting, reply)
-			if err := e.startCheck(ctx, &chk); err != nil {
-				return err
+		case reply := <-e.view.Requests():
+			if err := e.view.StartCheck(ctx, &chk, reply); err != nil {
+				return engineErr(err)
 			}
-		case <-chk.timer:
-			if err := e.judgeCheck(ctx, &chk); err != nil {
-				return err
+		case <-chk.Timer():
+			if err := e.view.JudgeCheck(ctx, &chk); err != nil {
+				return engineErr(err)
 			}
 		}
 	}
@@ -137,7 +137,7 @@ func (e *Engine) noteEvent(ev drift.EngineEvent) {
 	switch ev.Action {
 	case "update", "rename", "connect", "disconnect", "oom", "start":
 		if ev.ID != "" {
-			e.prober.markDirty(ev.ID)
+			e.prober.MarkDirty(ev.ID)
 		}
 	}
 	if ev.ID != "" {
@@ -167,4 +167,15 @@ func watchedEvent(m events.Message) (drift.EngineEvent, bool) {
 		}
 	}
 	return drift.EngineEvent{}, false
+}
+
+// ViewLive reports whether Observe currently reads the view.
+func (e *Engine) ViewLive() bool { return e.view.IsLive() }
+
+// CheckView compares the view with a fresh list now, waits for the
+// verdict (a grace period for events on the way, about a second) and
+// returns it. Differences are counted, logged and repaired as on the
+// resync timer. It fails when Watch is not running.
+func (e *Engine) CheckView(ctx context.Context) (view.Report, error) {
+	return e.view.CheckNow(ctx)
 }

@@ -53,7 +53,7 @@ func (f *flakyEvents) Events(ctx context.Context, o client.EventsListOptions) cl
 func TestWatchReconnectsAfterTheStreamBreaks(t *testing.T) {
 	fake := &flakyEvents{}
 	e := newEngine(fake, Options{})
-	defer e.prober.stop()
+	defer e.prober.Stop()
 	e.watchBackoff = 0
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,4 +1,4 @@
-package deploy
+package view
 
 import (
 	"context"
@@ -8,19 +8,18 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/api/types/events"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ViewReport is the outcome of one check of the view against the engine.
-type ViewReport struct {
+// Report is the outcome of one check of the view against the engine.
+type Report struct {
 	Compared    int // objects in the fresh list
 	Divergences []Divergence
 	Err         error
 }
 
-// viewCheck is a check under way in the watch goroutine: suspects wait out
+// Check is a check under way in the watch goroutine: suspects wait out
 // the grace period while events keep flowing, then are judged.
-type viewCheck struct {
+type Check struct {
 	timer <-chan time.Time
 	// listed is when the check's list (or last round's fetches) returned;
 	// lastEvent is the engine time of the newest event applied, and
@@ -33,103 +32,89 @@ type viewCheck struct {
 	compared                       int
 	rounds                         int
 	divs                           []Divergence
-	waiting                        []chan ViewReport
+	waiting                        []chan Report
 }
 
 // maxCheckRounds bounds how often an object that keeps changing without
 // its events is looked at again before the check gives up on judging it.
 const maxCheckRounds = 3
 
-// Collector exports driftless_observation_divergence_total and
-// driftless_docker_requests_total.
-func (e *Engine) Collector() prometheus.Collector {
-	cs := collectors{e.divergence}
-	if e.requests != nil {
-		cs = append(cs, e.requests)
-	}
-	return cs
-}
-
-// collectors exports several collectors as one.
-type collectors []prometheus.Collector
-
-func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range cs {
-		c.Describe(ch)
-	}
-}
-
-func (cs collectors) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range cs {
-		c.Collect(ch)
-	}
-}
-
-// CheckView compares the view with a fresh list now, waits for the
+// CheckNow compares the view with a fresh list now, waits for the
 // verdict (a grace period for events on the way, about a second) and
 // returns it. Differences are counted, logged and repaired as on the
-// resync timer. It fails when Watch is not running.
-func (e *Engine) CheckView(ctx context.Context) (ViewReport, error) {
-	reply := make(chan ViewReport, 1)
+// resync timer. It fails when no watch goroutine serves Requests.
+func (v *View) CheckNow(ctx context.Context) (Report, error) {
+	reply := make(chan Report, 1)
 	select {
-	case e.viewChecks <- reply:
+	case v.checks <- reply:
 	case <-ctx.Done():
-		return ViewReport{}, fmt.Errorf("check view: %w (is Watch running?)", ctx.Err())
+		return Report{}, fmt.Errorf("check view: %w (is Watch running?)", ctx.Err())
 	}
 	select {
 	case r := <-reply:
 		return r, r.Err
 	case <-ctx.Done():
-		return ViewReport{}, fmt.Errorf("check view: %w", ctx.Err())
+		return Report{}, fmt.Errorf("check view: %w", ctx.Err())
 	}
 }
 
-// ViewLive reports whether Observe currently reads the view.
-func (e *Engine) ViewLive() bool { return e.view.isLive() }
+// Requests are the checks CheckNow asks for; the watch goroutine starts
+// each with StartCheck.
+func (v *View) Requests() <-chan chan Report { return v.checks }
 
-// rebuildView fills the view from a full list when the stream (re)connects.
+// Timer fires when the check under way is due to be judged (JudgeCheck);
+// nil when none is under way.
+func (chk *Check) Timer() <-chan time.Time { return chk.timer }
+
+// Arrived notes that an event stamped at (engine time) was applied now.
+func (chk *Check) Arrived(at time.Time) { chk.lastEvent, chk.lastArrival = at, time.Now() }
+
+// Rebuild fills the view from a full list when the stream (re)connects.
 // After a gap, whatever the old view held that the list contradicts was
 // missed while the stream was down: it is counted and logged, and the list
 // replaces it at once.
-func (e *Engine) rebuildView(ctx context.Context) error {
-	t := e.view.ticket()
-	l, err := e.list(ctx, nil)
+func (v *View) Rebuild(ctx context.Context) error {
+	t := v.ticket()
+	l, err := List(ctx, v.api, nil)
 	if err != nil {
-		return engineErr(fmt.Errorf("build engine view: %w", err))
+		return fmt.Errorf("build engine view: %w", err)
 	}
-	if s := e.view.snapshot(); len(s.containers)+len(s.networks)+len(s.volumes) > 0 {
+	if s := v.Snapshot(); len(s.Containers)+len(s.Networks)+len(s.Volumes) > 0 {
 		var divs []Divergence
-		for _, sp := range e.view.compare(t, l) {
-			before, had, _ := e.view.viewSlot(sp.kind, sp.key)
+		for _, sp := range v.compare(t, l) {
+			before, had, _ := v.viewSlot(sp.kind, sp.key)
 			divs = append(divs, Divergence{Kind: sp.kind, Key: sp.key, Name: objName(firstNonNil(sp.listed, before, sp.present), sp.key),
 				What: describe(before, had, sp.listed, sp.present)})
 		}
-		e.recordDivergences("after the event stream reconnected", divs)
+		v.recordDivergences("after the event stream reconnected", divs)
 	}
-	e.view.replace(t, l)
-	e.log.Info("engine view built from one list; observations read it until the event stream breaks",
-		"containers", len(l.containers), "networks", len(l.networks), "volumes", len(l.volumes))
+	v.replace(t, l)
+	v.log.Info("engine view built from one list; observations read it until the event stream breaks",
+		"containers", len(l.Containers), "networks", len(l.Networks), "volumes", len(l.Volumes))
 	return nil
 }
 
-// startCheck takes the full list of a check and notes the suspects; the
-// verdict comes from judgeCheck after the grace period. A check already
+// StartCheck takes the full list of a check and notes the suspects; the
+// verdict comes from JudgeCheck after the grace period. A check already
 // under way absorbs the request.
-func (e *Engine) startCheck(ctx context.Context, chk *viewCheck) error {
+func (v *View) StartCheck(ctx context.Context, chk *Check, reply chan Report) error {
+	if reply != nil {
+		chk.waiting = append(chk.waiting, reply)
+	}
 	if chk.timer != nil {
 		return nil
 	}
-	t := e.view.ticket()
-	l, err := e.list(ctx, nil)
+	t := v.ticket()
+	l, err := List(ctx, v.api, nil)
 	if err != nil {
-		chk.reply(ViewReport{Err: err})
-		return engineErr(fmt.Errorf("check engine view: %w", err))
+		chk.reply(Report{Err: err})
+		return fmt.Errorf("check engine view: %w", err)
 	}
-	chk.suspects = e.view.compare(t, l)
-	chk.compared = len(l.containers) + len(l.networks) + len(l.volumes)
+	chk.suspects = v.compare(t, l)
+	chk.compared = len(l.Containers) + len(l.Networks) + len(l.Volumes)
 	chk.rounds, chk.divs = 0, nil
 	chk.listed, chk.since = time.Now(), time.Now()
-	chk.timer = time.After(e.viewGrace)
+	chk.timer = time.After(v.Grace)
 	return nil
 }
 
@@ -140,50 +125,53 @@ const maxCatchUp = 30 * time.Second
 // caughtUp reports whether every event emitted before the check's list
 // has been applied: an event stamped after it was, or none arrived for
 // a grace period.
-func (chk *viewCheck) caughtUp(grace time.Duration) bool {
+func (chk *Check) caughtUp(grace time.Duration) bool {
 	return !chk.lastEvent.Before(chk.listed) || time.Since(chk.lastArrival) >= grace || time.Since(chk.since) > maxCatchUp
 }
 
-func (e *Engine) judgeCheck(ctx context.Context, chk *viewCheck) error {
+// JudgeCheck judges the suspects of the check under way once the view has
+// caught up with the stream, looks again at those that kept changing (up
+// to maxCheckRounds), then records and reports the divergences.
+func (v *View) JudgeCheck(ctx context.Context, chk *Check) error {
 	chk.timer = nil
-	if !chk.caughtUp(e.viewGrace) {
-		chk.timer = time.After(max(e.viewGrace/4, time.Millisecond))
+	if !chk.caughtUp(v.Grace) {
+		chk.timer = time.After(max(v.Grace/4, time.Millisecond))
 		return nil
 	}
-	divs, retry, err := e.judge(ctx, chk.suspects)
+	divs, retry, err := v.judge(ctx, chk.suspects)
 	chk.divs = append(chk.divs, divs...)
 	if err != nil {
-		chk.reply(ViewReport{Err: err})
-		return engineErr(fmt.Errorf("check engine view: %w", err))
+		chk.reply(Report{Err: err})
+		return fmt.Errorf("check engine view: %w", err)
 	}
 	chk.rounds++
 	if len(retry) > 0 && chk.rounds < maxCheckRounds {
 		chk.suspects = retry
 		chk.listed = time.Now()
-		chk.timer = time.After(e.viewGrace)
+		chk.timer = time.After(v.Grace)
 		return nil
 	}
 	for _, s := range retry {
 		// Repaired by judge's fetch already; not counted: the object kept
 		// changing, so whether the view missed an event cannot be told.
-		e.log.Debug("engine view: object kept changing during the check", "kind", s.kind, "key", shortID(s.key))
+		v.log.Debug("engine view: object kept changing during the check", "kind", s.kind, "key", shortID(s.key))
 	}
-	e.recordDivergences("on the periodic check", chk.divs)
-	chk.reply(ViewReport{Compared: chk.compared, Divergences: chk.divs})
+	v.recordDivergences("on the periodic check", chk.divs)
+	chk.reply(Report{Compared: chk.compared, Divergences: chk.divs})
 	return nil
 }
 
-func (chk *viewCheck) reply(r ViewReport) {
+func (chk *Check) reply(r Report) {
 	for _, w := range chk.waiting {
 		w <- r
 	}
 	chk.waiting = nil
 }
 
-func (e *Engine) recordDivergences(when string, divs []Divergence) {
+func (v *View) recordDivergences(when string, divs []Divergence) {
 	for _, d := range divs {
-		e.divergence.WithLabelValues(d.Kind).Inc()
-		e.log.Warn("engine view diverged from the engine; repaired", "when", when, "object", d.String())
+		v.divergence.WithLabelValues(d.Kind).Inc()
+		v.log.Warn("engine view diverged from the engine; repaired", "when", when, "object", d.String())
 	}
 }
 
@@ -197,17 +185,17 @@ var containerIgnored = map[string]bool{
 	"mount": true, "unmount": true,
 }
 
-// viewEvent brings the view up to date with one event: the object it names
+// Event brings the view up to date with one event: the object it names
 // is listed again (or, destroyed, marked gone). An event that names no
 // object cannot be interpreted: the whole view is checked instead.
-func (e *Engine) viewEvent(ctx context.Context, m events.Message) error {
+func (v *View) Event(ctx context.Context, m events.Message) error {
 	action, _, _ := strings.Cut(string(m.Action), ":")
 	action = strings.TrimSpace(action)
 	if action == "destroy" && m.Actor.ID != "" {
 		// Final: IDs are never reused, and a volume name used again
 		// comes with its own create event. Not re-listed, because the
 		// engine's list can still show the object just after the event.
-		e.view.markGone(string(m.Type), m.Actor.ID)
+		v.markGone(string(m.Type), m.Actor.ID)
 		return nil
 	}
 	var err error
@@ -217,38 +205,38 @@ func (e *Engine) viewEvent(ctx context.Context, m events.Message) error {
 			return nil
 		}
 		if m.Actor.ID == "" {
-			return e.rebuildView(ctx)
+			return v.Rebuild(ctx)
 		}
-		_, _, err = e.fetchContainer(ctx, m.Actor.ID)
+		_, _, err = v.fetchContainer(ctx, m.Actor.ID)
 		if name := m.Actor.Attributes["name"]; err == nil && action == "rename" && name != "" {
-			e.view.renamed(m.Actor.ID, strings.TrimPrefix(name, "/"))
+			v.renamed(m.Actor.ID, strings.TrimPrefix(name, "/"))
 		}
 	case events.NetworkEventType:
 		if m.Actor.ID == "" {
-			return e.rebuildView(ctx)
+			return v.Rebuild(ctx)
 		}
 		if c := m.Actor.Attributes["container"]; c != "" {
 			// connect, disconnect: what changes is the container's
 			// networks, not the network's summary.
-			_, _, err = e.fetchContainer(ctx, c)
+			_, _, err = v.fetchContainer(ctx, c)
 		} else {
-			_, _, err = e.fetchNetwork(ctx, m.Actor.ID)
+			_, _, err = v.fetchNetwork(ctx, m.Actor.ID)
 		}
 	case events.VolumeEventType:
 		if action == "mount" || action == "unmount" {
 			return nil
 		}
 		if m.Actor.ID == "" {
-			return e.rebuildView(ctx)
+			return v.Rebuild(ctx)
 		}
-		_, _, err = e.fetchVolume(ctx, m.Actor.ID)
+		_, _, err = v.fetchVolume(ctx, m.Actor.ID)
 	default:
 		return nil
 	}
 	if err != nil {
 		// The engine hiccupped: the view may now be behind. Break the
 		// stream; reconnecting rebuilds the view from a full list.
-		return engineErr(fmt.Errorf("update engine view after %s %s: %w", m.Type, action, err))
+		return fmt.Errorf("update engine view after %s %s: %w", m.Type, action, err)
 	}
 	return nil
 }
@@ -258,7 +246,7 @@ func (e *Engine) viewEvent(ctx context.Context, m events.Message) error {
 // to correct it: the engine's list apparently can still answer the old
 // name just after the event. The event's name is the one to keep; a later
 // rename brings its own event.
-func (v *view) renamed(id, name string) {
+func (v *View) renamed(id, name string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s, ok := v.containers[id]
@@ -272,7 +260,7 @@ func (v *view) renamed(id, name string) {
 }
 
 // markGone records a destroy event's object as removed.
-func (v *view) markGone(kind, key string) {
+func (v *View) markGone(kind, key string) {
 	t := v.ticket()
 	v.mu.Lock()
 	defer v.mu.Unlock()

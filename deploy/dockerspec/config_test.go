@@ -1,24 +1,131 @@
-package deploy
+package dockerspec
 
 import (
-	"context"
-	"os"
-	"path/filepath"
+	"encoding/json"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/deploy/dockerspec"
-	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/api/types/volume"
-	"github.com/moby/moby/client"
 )
+
+func testService() *manifest.Service {
+	spec := manifest.ServiceSpec{
+		Image:     "shop/web:v7",
+		Replicas:  3,
+		Command:   []string{"/server"},
+		Args:      []string{"-v"},
+		Env:       map[string]string{"LOG_LEVEL": "info", "API_TOKEN": "s3cret", "A": "1"},
+		SecretEnv: []string{"API_TOKEN"},
+		Ports: []manifest.Port{
+			{ContainerPort: 8080, Protocol: "tcp"},
+			{ContainerPort: 9090, HostPort: 19090, Protocol: "tcp"},
+		},
+		Networks:  []string{"backend", "default"},
+		Volumes:   []manifest.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}},
+		Resources: manifest.Resources{MemoryBytes: 64 << 20, NanoCPUs: 500_000_000},
+		Readiness: &manifest.Readiness{
+			Exec:          &manifest.ExecProbe{Command: []string{"/server", "check"}},
+			PeriodSeconds: 2, TimeoutSeconds: 1, FailureThreshold: 3, InitialDelaySeconds: 5, SuccessThreshold: 1,
+		},
+		Restart:                manifest.RestartAlways,
+		Update:                 manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 1},
+		StopGracePeriodSeconds: 7,
+	}
+	labels := map[string]string{"team": "shop", drift.LabelApp: "not-allowed-to-override"}
+	return &manifest.Service{Name: "web", Labels: labels, Spec: spec, Hash: manifest.HashService(nil, labels, spec)}
+}
+
+func TestReplicaConfigFromSpec(t *testing.T) {
+	svc := testService()
+	rc, err := BuildReplicaConfig(ReplicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 2, Revision: "abc123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, host := rc.Create.Config, rc.Create.HostConfig
+	if rc.Create.Name != "shop-web-2" {
+		t.Errorf("name = %q, want shop-web-2", rc.Create.Name)
+	}
+	if cfg.Image != "shop/web:v7" || !reflect.DeepEqual([]string(cfg.Entrypoint), []string{"/server"}) || !reflect.DeepEqual([]string(cfg.Cmd), []string{"-v"}) {
+		t.Errorf("image/entrypoint/cmd = %s %v %v", cfg.Image, cfg.Entrypoint, cfg.Cmd)
+	}
+	if want := []string{"A=1", "API_TOKEN=s3cret", "LOG_LEVEL=info"}; !reflect.DeepEqual(cfg.Env, want) {
+		t.Errorf("env = %v, want %v (sorted, secret passed to the container)", cfg.Env, want)
+	}
+	wantLabels := map[string]string{
+		"team":              "shop",
+		drift.LabelApp:      "shop",
+		drift.LabelService:  "web",
+		drift.LabelSlot:     "2",
+		drift.LabelSpecHash: svc.Hash,
+		drift.LabelRevision: "abc123",
+	}
+	for k, v := range wantLabels {
+		if cfg.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, cfg.Labels[k], v)
+		}
+	}
+	var recorded manifest.ServiceSpec
+	if err := json.Unmarshal([]byte(cfg.Labels[drift.LabelSpec]), &recorded); err != nil {
+		t.Fatalf("spec label is not JSON: %v", err)
+	}
+	if recorded.Env["API_TOKEN"] == "s3cret" || recorded.Env["LOG_LEVEL"] != "info" {
+		t.Errorf("spec label must hold the redacted spec, got env %v", recorded.Env)
+	}
+	p8080, p9090 := network.MustParsePort("8080/tcp"), network.MustParsePort("9090/tcp")
+	if _, ok := cfg.ExposedPorts[p8080]; !ok {
+		t.Errorf("8080/tcp not exposed: %v", cfg.ExposedPorts)
+	}
+	if b := host.PortBindings[p9090]; len(b) != 1 || b[0].HostPort != "19090" || b[0].HostIP.IsValid() {
+		t.Errorf("9090 binding = %v, want :19090 on every address (no host IP), as docker run -p does", b)
+	}
+	if _, ok := host.PortBindings[p8080]; ok {
+		t.Errorf("8080 has no hostPort and must not be published")
+	}
+	if host.RestartPolicy.Name != container.RestartPolicyUnlessStopped {
+		t.Errorf("restart always -> %q, want unless-stopped", host.RestartPolicy.Name)
+	}
+	if host.Memory != 64<<20 || host.NanoCPUs != 500_000_000 {
+		t.Errorf("resources = %d %d", host.Memory, host.NanoCPUs)
+	}
+	if cfg.StopTimeout == nil || *cfg.StopTimeout != 7 {
+		t.Errorf("stop timeout = %v, want 7", cfg.StopTimeout)
+	}
+	if len(host.Mounts) != 1 || host.Mounts[0].Source != "shop-data" || host.Mounts[0].Target != "/data" || !host.Mounts[0].ReadOnly || host.Mounts[0].Type != "volume" {
+		t.Errorf("mounts = %+v", host.Mounts)
+	}
+	if string(host.NetworkMode) != "shop-backend" {
+		t.Errorf("network mode = %q, want shop-backend", host.NetworkMode)
+	}
+	ep := rc.Create.NetworkingConfig.EndpointsConfig["shop-backend"]
+	if ep == nil || !reflect.DeepEqual(ep.Aliases, []string{"web"}) || len(rc.Create.NetworkingConfig.EndpointsConfig) != 1 {
+		t.Errorf("create-time networks = %+v", rc.Create.NetworkingConfig.EndpointsConfig)
+	}
+	if want := []ExtraNetwork{{Name: "shop-default", Aliases: []string{"web"}}}; !reflect.DeepEqual(rc.ExtraNetworks, want) {
+		t.Errorf("extra networks = %+v, want %+v", rc.ExtraNetworks, want)
+	}
+	hc := cfg.Healthcheck
+	if hc == nil || !reflect.DeepEqual(hc.Test, []string{"CMD", "/server", "check"}) || hc.Interval != 2*time.Second ||
+		hc.Timeout != time.Second || hc.Retries != 3 || hc.StartPeriod != 5*time.Second {
+		t.Errorf("healthcheck = %+v", hc)
+	}
+}
+
+func TestRestartPolicies(t *testing.T) {
+	for restart, want := range map[string]container.RestartPolicyMode{
+		manifest.RestartAlways:    container.RestartPolicyUnlessStopped,
+		manifest.RestartOnFailure: container.RestartPolicyOnFailure,
+		manifest.RestartNever:     container.RestartPolicyDisabled,
+	} {
+		if got := RestartPolicy(&manifest.ServiceSpec{Restart: restart}).Name; got != want {
+			t.Errorf("restart %s -> %s, want %s", restart, got, want)
+		}
+	}
+}
 
 // modelApp uses every field added for compose files.
 func modelApp() *manifest.App {
@@ -68,7 +175,7 @@ func modelApp() *manifest.App {
 
 func TestReplicaConfigEveryModelField(t *testing.T) {
 	app := modelApp()
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +202,7 @@ func TestReplicaConfigEveryModelField(t *testing.T) {
 		{"NetworkMode", string(host.NetworkMode), "corp-net"},
 		{"aliases at create", rc.Create.NetworkingConfig.EndpointsConfig["corp-net"].Aliases, []string{"web", "api"}},
 		{"MAC", rc.Create.NetworkingConfig.EndpointsConfig["corp-net"].MacAddress.String(), "02:42:ac:11:00:09"},
-		{"extra networks", rc.ExtraNetworks, []dockerspec.ExtraNetwork{{Name: "shop-front", Aliases: []string{"web", "www", "web2"}}}},
+		{"extra networks", rc.ExtraNetworks, []ExtraNetwork{{Name: "shop-front", Aliases: []string{"web", "www", "web2"}}}},
 		{"ExtraHosts", host.ExtraHosts, []string{"db:10.0.0.5"}},
 		{"DNS", len(host.DNS) == 1 && host.DNS[0].String() == "1.1.1.1", true},
 		{"DNSSearch", host.DNSSearch, []string{"example.org"}},
@@ -136,7 +243,7 @@ func TestReplicaConfigEveryModelField(t *testing.T) {
 func TestReplicaConfigNetworkModes(t *testing.T) {
 	for _, mode := range []string{manifest.NetworkHost, manifest.NetworkNone, manifest.NetworkBridge} {
 		app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "web", Spec: manifest.ServiceSpec{Image: "x", NetworkMode: mode}}}}
-		rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: &app.Services[0], Slot: 1})
+		rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +265,7 @@ func TestReplicaConfigHealthcheckForms(t *testing.T) {
 			&container.HealthConfig{Test: []string{"CMD-SHELL", "pg_isready -q"}, Interval: 2 * time.Second, Timeout: time.Second, Retries: 3}},
 	}
 	for _, tt := range tests {
-		if got := dockerspec.HealthConfig(&tt.spec); !reflect.DeepEqual(got, tt.want) {
+		if got := HealthConfig(&tt.spec); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
@@ -167,142 +274,8 @@ func TestReplicaConfigHealthcheckForms(t *testing.T) {
 func TestReplicaConfigRepoBindWithoutContent(t *testing.T) {
 	app := modelApp()
 	app.Content = nil
-	_, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, FilesDir: "/x"})
+	_, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, FilesDir: "/x"})
 	if err == nil {
 		t.Fatal("a repository bind without loaded content must not be created")
-	}
-}
-
-// listFake answers the list calls of Observe and RemoveUnusedFiles.
-type listFake struct {
-	dockerAPI
-	containers []container.Summary
-	networks   []network.Summary
-	volumes    []volume.Volume
-}
-
-func (f *listFake) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
-	return client.ContainerListResult{Items: f.containers}, nil
-}
-
-func (f *listFake) NetworkList(context.Context, client.NetworkListOptions) (client.NetworkListResult, error) {
-	return client.NetworkListResult{Items: f.networks}, nil
-}
-
-func (f *listFake) VolumeList(context.Context, client.VolumeListOptions) (client.VolumeListResult, error) {
-	return client.VolumeListResult{Items: f.volumes}, nil
-}
-
-// Observing with foreign objects reports every network and volume the app
-// does not own, whatever its name: external ones are looked up there.
-func TestObserveForeignNetworksAndVolumes(t *testing.T) {
-	net := func(name, app string) network.Summary {
-		n := network.Summary{}
-		n.Name, n.ID, n.Driver = name, "id-"+name, "bridge"
-		if app != "" {
-			n.Labels = map[string]string{drift.LabelApp: app, drift.LabelResource: "x"}
-		}
-		return n
-	}
-	vol := func(name, app string) volume.Volume {
-		v := volume.Volume{Name: name, Driver: "local"}
-		if app != "" {
-			v.Labels = map[string]string{drift.LabelApp: app}
-		}
-		return v
-	}
-	fake := &listFake{
-		networks: []network.Summary{net("shop-default", "shop"), net("corp-net", ""), net("bridge", ""), net("other-x", "other")},
-		volumes:  []volume.Volume{vol("shop-data", "shop"), vol("corp-data", ""), vol("other-y", "other")},
-	}
-	e := newEngine(fake, Options{FilesDir: t.TempDir()})
-	defer e.prober.stop()
-	a, err := e.Observe(context.Background(), "shop", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := func(ns []drift.Network) (out []string) {
-		for _, n := range ns {
-			out = append(out, n.Name)
-		}
-		return out
-	}
-	vnames := func(vs []drift.Volume) (out []string) {
-		for _, v := range vs {
-			out = append(out, v.Name)
-		}
-		return out
-	}
-	if got := names(a.ForeignNetworks); !slices.Equal(got, []string{"bridge", "corp-net", "other-x"}) {
-		t.Errorf("foreign networks = %v", got)
-	}
-	if got := vnames(a.ForeignVolumes); !slices.Equal(got, []string{"corp-data", "other-y"}) {
-		t.Errorf("foreign volumes = %v", got)
-	}
-	if got := names(a.Networks); !slices.Equal(got, []string{"shop-default"}) {
-		t.Errorf("owned networks = %v", got)
-	}
-}
-
-func TestMaterializeAndRemoveUnusedFiles(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "files")
-	fake := &listFake{}
-	e := newEngine(fake, Options{FilesDir: dir})
-	defer e.prober.stop()
-	t.Cleanup(func() { _ = hostfiles.RemoveTree(dir) })
-	app := modelApp()
-	svc := &app.Services[0]
-	if err := e.files.MaterializeService(app, svc); err != nil {
-		t.Fatal(err)
-	}
-	conf, single := svc.Spec.Binds[2].ContentHash, svc.Spec.Binds[3].ContentHash
-	for p, want := range map[string]os.FileMode{
-		filepath.Join(dir, conf):               0o555 | os.ModeDir,
-		filepath.Join(dir, conf, "a.conf"):     0o444,
-		filepath.Join(dir, conf, "bin"):        0o555 | os.ModeDir,
-		filepath.Join(dir, conf, "bin", "run"): 0o555,
-		filepath.Join(dir, single):             0o555 | os.ModeDir,
-		filepath.Join(dir, single, "file"):     0o444,
-	} {
-		fi, err := os.Stat(p)
-		if err != nil || fi.Mode() != want {
-			t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode(), err, want)
-		}
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, conf, "a.conf")); string(b) != "a=1\n" {
-		t.Errorf("content = %q", b)
-	}
-	before, _ := os.Stat(filepath.Join(dir, conf, "a.conf"))
-	if err := e.files.MaterializeService(app, svc); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := os.Stat(filepath.Join(dir, conf, "a.conf"))
-	if !os.SameFile(before, after) {
-		t.Error("an existing tree must be reused, not rewritten")
-	}
-	// A leftover of an interrupted write.
-	if err := os.Mkdir(filepath.Join(dir, hostfiles.TmpPrefix+"dead-1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	fake.containers = []container.Summary{{ID: "c1", Labels: map[string]string{drift.LabelApp: "shop"},
-		Mounts: []container.MountPoint{{Type: mount.TypeBind, Source: filepath.Join(dir, single, "file")}}}}
-	removed, err := e.RemoveUnusedFiles(context.Background(), time.Hour)
-	if err != nil || len(removed) != 0 {
-		t.Errorf("young trees removed: %v %v", removed, err)
-	}
-	removed, err = e.RemoveUnusedFiles(context.Background(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(removed)
-	if want := []string{hostfiles.TmpPrefix + "dead-1", conf}; !slices.Equal(removed, want) {
-		t.Errorf("removed %v, want %v", removed, want)
-	}
-	if _, err := os.Stat(filepath.Join(dir, single, "file")); err != nil {
-		t.Errorf("a mounted tree was removed: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, conf)); !os.IsNotExist(err) {
-		t.Errorf("an unused tree is still there: %v", err)
 	}
 }

@@ -1,4 +1,10 @@
-package deploy
+// Package readiness is driftless's own readiness prober, like a kubelet's:
+// it keeps what inspects told of each container (state, start time,
+// restarts, runtime settings, health) and probes the httpGet and tcpSocket
+// readiness the specs declare, so that an observation reads every verdict
+// from a cache instead of making a network round trip per container. The
+// deploy engine holds one Prober and feeds it what lists and inspects say.
+package readiness
 
 import (
 	"context"
@@ -23,9 +29,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// runtimeInfo is what the prober knows about one container at one moment,
+// Info is what the prober knows about one container at one moment,
 // from a list summary or an inspect.
-type runtimeInfo struct {
+type Info struct {
 	ID        string
 	Name      string
 	App       string
@@ -42,15 +48,17 @@ type runtimeInfo struct {
 	FinishedAt   time.Time
 	RestartCount int
 	Config       *drift.RuntimeConfig
-	// secrets are the container's secret values (inspect only): any text
+	// Secrets are the container's secret values (inspect only): any text
 	// the prober keeps about it is scrubbed of them before it leaves.
-	secrets   []string
-	inspected bool
+	Secrets []string
+	// Inspected says the facts come from an inspect (or a proven memo of
+	// one), not only from a list summary.
+	Inspected bool
 }
 
-// probeEntry is the prober's record of one container.
-type probeEntry struct {
-	info runtimeInfo
+// entry is the prober's record of one container.
+type entry struct {
+	info Info
 	// inspectedAt is when the last inspect was taken; dirty says an event
 	// (docker update, rename, network connect or disconnect) made it stale.
 	inspectedAt time.Time
@@ -64,29 +72,40 @@ type probeEntry struct {
 	loopGen     int // identifies the current probe loop; older loops' results are dropped
 }
 
-// prober is driftless's own readiness checker, like a kubelet's: it keeps
+// Prober is driftless's own readiness checker, like a kubelet's: it keeps
 // probing known running containers that declare httpGet or tcpSocket
 // readiness at their periodSeconds, and answers from its cache, so Observe
 // needs no network round trip per container.
-type prober struct {
-	api    dockerAPI
+type Prober struct {
+	api    Inspector
 	settle time.Duration
 	log    *slog.Logger
 	http   *http.Client
-	now    func() time.Time
-	scrub  []string // the agent's own secrets (Options.Scrub)
+	// Now is the prober's clock (tests fix it); Scrub are the agent's own
+	// secrets (deploy's Options.Scrub). Set both before the first use.
+	Now   func() time.Time
+	Scrub []string
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	entries map[string]*probeEntry // by container ID
+	entries map[string]*entry // by container ID
 }
 
-func newProber(api dockerAPI, settle time.Duration, log *slog.Logger) *prober {
+// Inspector is the one Docker call the prober makes; the Docker client
+// satisfies it.
+type Inspector interface {
+	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+}
+
+// New makes a prober; settle is how long a container without a readiness
+// section or healthcheck must run without restarting to be ready. Stop
+// ends its probe loops.
+func New(api Inspector, settle time.Duration, log *slog.Logger) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &prober{
+	return &Prober{
 		api:    api,
 		settle: settle,
 		log:    log,
@@ -96,30 +115,31 @@ func newProber(api dockerAPI, settle time.Duration, log *slog.Logger) *prober {
 			Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		now:     time.Now,
+		Now:     time.Now,
 		ctx:     ctx,
 		cancel:  cancel,
-		entries: map[string]*probeEntry{},
+		entries: map[string]*entry{},
 	}
 }
 
-func (p *prober) stop() {
+// Stop ends every probe loop and waits for them.
+func (p *Prober) Stop() {
 	p.cancel()
 	p.wg.Wait()
 }
 
-// needsInspect reports whether the summary shows something the prober has
+// NeedsInspect reports whether the summary shows something the prober has
 // not seen: a new container, a state change, or a restart (uptime shorter
 // than the time since the start the prober knows of).
-func (p *prober) needsInspect(info runtimeInfo, status string) bool {
+func (p *Prober) NeedsInspect(info Info, status string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.entries[info.ID]
-	if !ok || !e.info.inspected || e.info.State != info.State || e.dirty || p.now().Sub(e.inspectedAt) > deepCheckInterval {
+	if !ok || !e.info.Inspected || e.info.State != info.State || e.dirty || p.Now().Sub(e.inspectedAt) > deepCheckInterval {
 		return true
 	}
 	if info.State == drift.StateRunning {
-		if up, ok := dockerspec.ParseUptime(status); ok && p.now().Sub(e.info.StartedAt) > up+2*time.Second+uptimeSlack(up) {
+		if up, ok := dockerspec.ParseUptime(status); ok && p.Now().Sub(e.info.StartedAt) > up+2*time.Second+uptimeSlack(up) {
 			return true
 		}
 	}
@@ -130,8 +150,8 @@ func (p *prober) needsInspect(info runtimeInfo, status string) bool {
 // new one: it catches changes whose events were missed.
 const deepCheckInterval = 5 * time.Minute
 
-// markDirty makes the next Observe inspect the container again.
-func (p *prober) markDirty(id string) {
+// MarkDirty makes the next Observe inspect the container again.
+func (p *Prober) MarkDirty(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.entries[id]; ok {
@@ -139,9 +159,9 @@ func (p *prober) markDirty(id string) {
 	}
 }
 
-// markAllDirty makes the next Observe inspect every known container again:
+// MarkAllDirty makes the next Observe inspect every known container again:
 // events may have been missed.
-func (p *prober) markAllDirty() {
+func (p *Prober) MarkAllDirty() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, e := range p.entries {
@@ -149,8 +169,8 @@ func (p *prober) markAllDirty() {
 	}
 }
 
-// config is the container's runtime config from its last inspect, or nil.
-func (p *prober) config(id string) *drift.RuntimeConfig {
+// Config is the container's runtime config from its last inspect, or nil.
+func (p *Prober) Config(id string) *drift.RuntimeConfig {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.entries[id]; ok {
@@ -171,31 +191,29 @@ func uptimeSlack(up time.Duration) time.Duration {
 	}
 }
 
-// inspectInfo reads the runtime facts the list summary lacks.
-func (p *prober) inspectInfo(ctx context.Context, id string) (runtimeInfo, container.InspectResponse, error) {
+// Inspect reads the runtime facts the list summary lacks.
+func (p *Prober) Inspect(ctx context.Context, id string) (Info, container.InspectResponse, error) {
 	res, err := p.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
-		return runtimeInfo{}, container.InspectResponse{}, err
+		return Info{}, container.InspectResponse{}, err
 	}
-	return infoFromInspect(res.Container), res.Container, nil
+	return FromInspect(res.Container), res.Container, nil
 }
 
-// update records fresh facts about a container and (re)starts or stops its
-// probe loop as needed.
-// known reports whether the prober has a record of the container.
-func (p *prober) known(id string) bool {
+// Known reports whether the prober has a record of the container.
+func (p *Prober) Known(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, ok := p.entries[id]
 	return ok
 }
 
-// awaitFirstProbes waits, at most until ctx ends, until each container in
+// AwaitFirstProbes waits, at most until ctx ends, until each container in
 // ids that runs an httpGet or tcpSocket probe loop has had its first answer.
 // Observe uses it for containers seen for the first time, so a fresh process
 // (the CLI, an agent after a restart) reports what the probe says rather
 // than "not probed yet".
-func (p *prober) awaitFirstProbes(ctx context.Context, ids []string) {
+func (p *Prober) AwaitFirstProbes(ctx context.Context, ids []string) {
 	for {
 		pending := false
 		p.mu.Lock()
@@ -217,22 +235,24 @@ func (p *prober) awaitFirstProbes(ctx context.Context, ids []string) {
 	}
 }
 
-func (p *prober) update(info runtimeInfo) {
+// Update records fresh facts about a container and (re)starts or stops its
+// probe loop as needed.
+func (p *Prober) Update(info Info) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.entries[info.ID]
 	if !ok {
-		e = &probeEntry{}
+		e = &entry{}
 		p.entries[info.ID] = e
 	}
 	old := e.info
-	if !info.inspected && old.inspected {
+	if !info.Inspected && old.Inspected {
 		// A summary refresh keeps what only an inspect knows.
-		info.StartedAt, info.RestartCount, info.Config, info.inspected = old.StartedAt, old.RestartCount, old.Config, true
-		info.FinishedAt, info.secrets = old.FinishedAt, old.secrets
+		info.StartedAt, info.RestartCount, info.Config, info.Inspected = old.StartedAt, old.RestartCount, old.Config, true
+		info.FinishedAt, info.Secrets = old.FinishedAt, old.Secrets
 	}
-	if info.inspected && !old.inspected || info.Config != old.Config {
-		e.inspectedAt, e.dirty = p.now(), false
+	if info.Inspected && !old.Inspected || info.Config != old.Config {
+		e.inspectedAt, e.dirty = p.Now(), false
 	}
 	if info.IP == "" {
 		info.IP = old.IP
@@ -264,7 +284,7 @@ func (p *prober) update(info runtimeInfo) {
 // evaluate derives ready and reason from the known facts; for httpGet and
 // tcpSocket the probe loop's verdict stands once it has one. Callers hold
 // p.mu.
-func (p *prober) evaluate(e *probeEntry) {
+func (p *Prober) evaluate(e *entry) {
 	info := e.info
 	if info.State != drift.StateRunning {
 		e.ready = false
@@ -278,11 +298,11 @@ func (p *prober) evaluate(e *probeEntry) {
 		// image's): Docker's verdict is the readiness.
 		e.ready, e.reason = healthVerdict(info)
 	case r == nil:
-		if !info.inspected {
+		if !info.Inspected {
 			e.ready, e.reason = false, "start time not yet known"
 			return
 		}
-		up := p.now().Sub(info.StartedAt)
+		up := p.Now().Sub(info.StartedAt)
 		e.ready = up >= p.settle
 		if !e.ready {
 			e.reason = fmt.Sprintf("running for %s; ready after %s without restarting", up.Round(100*time.Millisecond), p.settle)
@@ -301,7 +321,7 @@ func (p *prober) evaluate(e *probeEntry) {
 
 // healthVerdict reads Docker's healthcheck status: ready when healthy,
 // otherwise the status with the last check's output.
-func healthVerdict(info runtimeInfo) (bool, string) {
+func healthVerdict(info Info) (bool, string) {
 	switch info.Health {
 	case "healthy":
 		return true, ""
@@ -328,8 +348,8 @@ func notRunningReason(state drift.ContainerState, exitCode int) string {
 	}
 }
 
-// result is the cached readiness of a container.
-func (p *prober) result(id string) (ready bool, reason string, restarts int, known bool) {
+// Result is the cached readiness of a container.
+func (p *Prober) Result(id string) (ready bool, reason string, restarts int, known bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.entries[id]
@@ -339,12 +359,12 @@ func (p *prober) result(id string) (ready bool, reason string, restarts int, kno
 	p.evaluate(e)
 	// Probe answers and healthcheck output are the container's own words:
 	// they may echo its secrets.
-	return e.ready, secrets.Scrub(secrets.Scrub(e.reason, e.info.secrets...), p.scrub...), e.info.RestartCount, true
+	return e.ready, secrets.Scrub(secrets.Scrub(e.reason, e.info.Secrets...), p.Scrub...), e.info.RestartCount, true
 }
 
-// times is when the container last started and last stopped, as its last
+// Times is when the container last started and last stopped, as its last
 // inspect said; zero when not known.
-func (p *prober) times(id string) (startedAt, finishedAt time.Time) {
+func (p *Prober) Times(id string) (startedAt, finishedAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.entries[id]; ok {
@@ -353,13 +373,13 @@ func (p *prober) times(id string) (startedAt, finishedAt time.Time) {
 	return time.Time{}, time.Time{}
 }
 
-// forgetIf drops the containers for which gone says so, stopping their
+// ForgetIf drops the containers for which gone says so, stopping their
 // probes.
-func (p *prober) forgetIf(gone func(id string, e *probeEntry) bool) {
+func (p *Prober) ForgetIf(gone func(id string, info *Info) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, e := range p.entries {
-		if !gone(id, e) {
+		if !gone(id, &e.info) {
 			continue
 		}
 		if e.stopProbes != nil {
@@ -369,14 +389,14 @@ func (p *prober) forgetIf(gone func(id string, e *probeEntry) bool) {
 	}
 }
 
-// remove forgets one container (deploy removed it).
-func (p *prober) remove(id string) {
-	p.forgetIf(func(other string, _ *probeEntry) bool { return other == id })
+// Remove forgets one container (deploy removed it).
+func (p *Prober) Remove(id string) {
+	p.ForgetIf(func(other string, _ *Info) bool { return other == id })
 }
 
 // probeLoop runs one container's httpGet or tcpSocket probe at its period
 // until the container stops, restarts or is forgotten.
-func (p *prober) probeLoop(ctx context.Context, id string, gen int, r manifest.Readiness, startedAt time.Time) {
+func (p *Prober) probeLoop(ctx context.Context, id string, gen int, r manifest.Readiness, startedAt time.Time) {
 	defer p.wg.Done()
 	period := dockerspec.SecondsOr(r.PeriodSeconds, 10)
 	timeout := dockerspec.SecondsOr(r.TimeoutSeconds, 1)
@@ -439,7 +459,7 @@ func (p *prober) probeLoop(ctx context.Context, id string, gen int, r manifest.R
 }
 
 // probeOnce runs one probe against the container's IP.
-func (p *prober) probeOnce(ctx context.Context, ip string, r manifest.Readiness, timeout time.Duration) error {
+func (p *Prober) probeOnce(ctx context.Context, ip string, r manifest.Readiness, timeout time.Duration) error {
 	if ip == "" {
 		return fmt.Errorf("container has no IP address on its networks")
 	}
@@ -492,14 +512,14 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// infoFromInspect is what an inspect tells the prober.
-func infoFromInspect(c container.InspectResponse) runtimeInfo {
-	info := runtimeInfo{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), RestartCount: c.RestartCount, inspected: true}
+// FromInspect is what an inspect tells the prober.
+func FromInspect(c container.InspectResponse) Info {
+	info := Info{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), RestartCount: c.RestartCount, Inspected: true}
 	if c.Config != nil {
 		info.App = c.Config.Labels[drift.LabelApp]
 		if spec := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
 			info.Readiness = spec.Readiness
-			info.secrets = secretEnvValues(c.Config.Env, spec)
+			info.Secrets = secretEnvValues(c.Config.Env, spec)
 		}
 	}
 	if c.State != nil {
@@ -555,5 +575,34 @@ func secretEnvValues(env []string, spec *manifest.ServiceSpec) []string {
 			out = append(out, v)
 		}
 	}
+	return out
+}
+
+// FromContainer is what a list summary tells the prober.
+func FromContainer(c *drift.Container, ip string) Info {
+	info := Info{ID: c.ID, Name: c.Name, App: c.App, State: c.State, Health: c.Health, ExitCode: c.ExitCode, IP: ip}
+	if c.Spec != nil {
+		info.Readiness = c.Spec.Readiness
+	}
+	return info
+}
+
+// Memoizable is what the prober knows of app's running containers from
+// inspects (or proven memo entries) taken since from, sorted by ID: what
+// deploy's inspect memo may carry to the next process. Only containers
+// running with health none or healthy and no secret values qualify.
+func (p *Prober) Memoizable(app string, from time.Time) []Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Info
+	for _, e := range p.entries {
+		info := e.info
+		if info.App != app || !info.Inspected || e.dirty || e.inspectedAt.Before(from) ||
+			info.State != drift.StateRunning || (info.Health != "" && info.Health != "healthy") || len(info.Secrets) > 0 {
+			continue
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

@@ -1,14 +1,24 @@
-package deploy
+// Package view is driftless's one event-fed picture of a Docker engine:
+// every container, network and volume as a list call shows them, built
+// from one full list when the event stream connects and kept current by
+// re-listing just the object each event names, so that an observation
+// reads it without any API call. It also checks itself against fresh lists
+// and counts what it missed (divergences). It owns the listing form that
+// a cold observation shares with it. The deploy engine holds one View and
+// feeds it the events it follows.
+package view
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
@@ -16,9 +26,10 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/volume"
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// view is one picture of everything on the engine (containers of every
+// View is one picture of everything on the engine (containers of every
 // owner, networks, volumes), shared by every app's passes. The event
 // goroutine builds it from a full list when the event stream connects and
 // then keeps it current by re-listing just the object an event names; a
@@ -28,7 +39,7 @@ import (
 // replaces an entry with an older ticket, and a removal leaves a tombstone,
 // so an answer that was overtaken (a slow refetch, a write-through after
 // Apply racing an event) never puts back an older state.
-type view struct {
+type View struct {
 	mu         sync.RWMutex
 	live       bool                 // built from a full list and following the stream
 	containers table[*containerObs] // immutable once written
@@ -39,6 +50,23 @@ type view struct {
 	// their objects are re-listed before the view answers for them, so a
 	// pass never reads its own changes before their events arrive.
 	touched map[string]bool
+
+	api Lister
+	log *slog.Logger
+	// Grace is how long a check waits for events on the way before it
+	// judges a difference (tests set 0 before Watch runs).
+	Grace time.Duration
+	// checks asks the watch goroutine for a check now.
+	checks     chan chan Report
+	divergence *prometheus.CounterVec
+}
+
+// Lister is the part of the Docker client the view uses: one list call
+// per kind, filtered by ID, name or label.
+type Lister interface {
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
+	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
 }
 
 // containerObs is what a list summary tells about one container.
@@ -65,33 +93,47 @@ func (t table[T]) put(ticket uint64, key string, val T, present bool) bool {
 	return true
 }
 
-func newView() *view {
-	return &view{containers: table[*containerObs]{}, networks: table[drift.Network]{}, volumes: table[drift.Volume]{}, touched: map[string]bool{}}
+// New makes an empty view, not live until Rebuild fills it.
+func New(api Lister, log *slog.Logger) *View {
+	v := &View{containers: table[*containerObs]{}, networks: table[drift.Network]{}, volumes: table[drift.Volume]{}, touched: map[string]bool{},
+		api: api, log: log, Grace: time.Second, checks: make(chan chan Report),
+		divergence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_observation_divergence_total",
+			Help: "Differences between the event-fed view of the engine and a fresh list, by object kind (container, network, volume); each was repaired at once."}, []string{"kind"})}
+	for _, kind := range []string{"container", "network", "volume"} {
+		v.divergence.WithLabelValues(kind) // exported as 0 until a check finds one
+	}
+	return v
 }
 
-func (v *view) ticket() uint64 { return v.tickets.Add(1) }
+// Collector exports driftless_observation_divergence_total.
+func (v *View) Collector() prometheus.Collector { return v.divergence }
 
-func (v *view) isLive() bool {
+func (v *View) ticket() uint64 { return v.tickets.Add(1) }
+
+// IsLive reports whether the view is built and following the stream.
+func (v *View) IsLive() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.live
 }
 
-// setLive(false) makes observations fall back to listing the engine until
+// SetLive(false) makes observations fall back to Listing the engine until
 // the view is rebuilt: while the stream is down, the view may be wrong.
-func (v *view) setLive(live bool) {
+func (v *View) SetLive(live bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.live = live
 }
 
-func (v *view) touch(app string) {
+// Touch marks app as changed by its own Apply (see touched).
+func (v *View) Touch(app string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.touched[app] = true
 }
 
-func (v *view) takeTouched(app string) bool {
+// TakeTouched reports and clears Touch's mark.
+func (v *View) TakeTouched(app string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	t := v.touched[app]
@@ -99,36 +141,36 @@ func (v *view) takeTouched(app string) bool {
 	return t
 }
 
-// snapshot is the view as a listing, in the same form a fresh list gives.
-func (v *view) snapshot() listing {
+// Snapshot is the view as a Listing, in the same form a fresh list gives.
+func (v *View) Snapshot() Listing {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	l := listing{containerIPs: make(map[string]string, len(v.containers))}
+	l := Listing{ContainerIPs: make(map[string]string, len(v.containers))}
 	for _, s := range v.containers {
 		if !s.gone {
-			l.containers = append(l.containers, s.val.c)
-			l.containerIPs[s.val.c.ID] = s.val.ip
+			l.Containers = append(l.Containers, s.val.c)
+			l.ContainerIPs[s.val.c.ID] = s.val.ip
 		}
 	}
 	for _, s := range v.networks {
 		if !s.gone {
-			l.networks = append(l.networks, s.val)
+			l.Networks = append(l.Networks, s.val)
 		}
 	}
 	for _, s := range v.volumes {
 		if !s.gone {
-			l.volumes = append(l.volumes, s.val)
+			l.Volumes = append(l.Volumes, s.val)
 		}
 	}
 	return l
 }
 
-// actualFor is one app's observation from the view: its own objects and,
-// withForeign, the other containers foreign() would keep (the same test)
+// ActualFor is one app's observation from the view: its own objects and,
+// withForeign, the other containers Foreign would keep (the same test)
 // and every other network and volume, each list sorted by name, with the
 // containers' IPs. Only these are copied, once, in order: a pass costs its
 // app's size, not the host's.
-func (v *view) actualFor(app string, withForeign bool) (drift.Actual, map[string]string) {
+func (v *View) ActualFor(app string, withForeign bool) (drift.Actual, map[string]string) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	prefix := app + "-"
@@ -168,7 +210,7 @@ func (v *view) actualFor(app string, withForeign bool) (drift.Actual, map[string
 		}
 	}
 	sortActual(&a)
-	sortedForeign(&a)
+	SortForeign(&a)
 	return a, ips
 }
 
@@ -192,15 +234,15 @@ type keyed struct {
 	volumes    map[string]drift.Volume
 }
 
-func keyedOf(l listing) keyed {
+func keyedOf(l Listing) keyed {
 	k := keyed{containers: map[string]*containerObs{}, networks: map[string]drift.Network{}, volumes: map[string]drift.Volume{}}
-	for _, c := range l.containers {
-		k.containers[c.ID] = &containerObs{c: c, ip: l.containerIPs[c.ID]}
+	for _, c := range l.Containers {
+		k.containers[c.ID] = &containerObs{c: c, ip: l.ContainerIPs[c.ID]}
 	}
-	for _, n := range l.networks {
+	for _, n := range l.Networks {
 		k.networks[n.ID] = n
 	}
-	for _, vol := range l.volumes {
+	for _, vol := range l.Volumes {
 		k.volumes[vol.Name] = vol
 	}
 	return k
@@ -208,7 +250,7 @@ func keyedOf(l listing) keyed {
 
 // replace makes a full list the view's content, keeping only entries
 // written after the list's ticket (they are newer).
-func (v *view) replace(ticket uint64, l listing) {
+func (v *View) replace(ticket uint64, l Listing) {
 	k := keyedOf(l)
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -256,7 +298,7 @@ type suspect struct {
 // compare finds the objects whose view entry differs from a full list
 // taken under ticket, leaving out entries written since (they are newer
 // than the list).
-func (v *view) compare(ticket uint64, l listing) []suspect {
+func (v *View) compare(ticket uint64, l Listing) []suspect {
 	k := keyedOf(l)
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -306,7 +348,7 @@ func sameContainer(x, y *containerObs) bool {
 // network emits none, so the view cannot know of it until the container
 // starts (which does emit events). Such a difference is repaired but not
 // counted as a divergence; observations re-list an app's non-running
-// containers instead of trusting their networks (see observeFromView).
+// containers instead of trusting their networks (see deploy's observeFromView).
 func unannounced(kind string, viewVal, engineVal any) bool {
 	if kind != "container" {
 		return false
@@ -373,9 +415,9 @@ func brief(x any) string {
 
 // fetchContainer re-lists one container by ID into the view: one list call
 // with an id filter, which answers in exactly the form a full list does.
-func (e *Engine) fetchContainer(ctx context.Context, id string) (*containerObs, bool, error) {
-	return fetchOne(e.view, e.view.containers, id, func() ([]container.Summary, error) {
-		res, err := e.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("id", id)})
+func (v *View) fetchContainer(ctx context.Context, id string) (*containerObs, bool, error) {
+	return fetchOne(v, v.containers, id, func() ([]container.Summary, error) {
+		res, err := v.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("id", id)})
 		if err != nil {
 			return nil, fmt.Errorf("list container %s: %w", shortID(id), err)
 		}
@@ -386,9 +428,9 @@ func (e *Engine) fetchContainer(ctx context.Context, id string) (*containerObs, 
 	})
 }
 
-func (e *Engine) fetchNetwork(ctx context.Context, id string) (drift.Network, bool, error) {
-	return fetchOne(e.view, e.view.networks, id, func() ([]network.Summary, error) {
-		res, err := e.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("id", id)})
+func (v *View) fetchNetwork(ctx context.Context, id string) (drift.Network, bool, error) {
+	return fetchOne(v, v.networks, id, func() ([]network.Summary, error) {
+		res, err := v.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("id", id)})
 		if err != nil {
 			return nil, fmt.Errorf("list network %s: %w", shortID(id), err)
 		}
@@ -396,9 +438,9 @@ func (e *Engine) fetchNetwork(ctx context.Context, id string) (drift.Network, bo
 	}, func(s network.Summary) (drift.Network, bool) { return dockerspec.NetworkFromSummary(s), s.ID == id })
 }
 
-func (e *Engine) fetchVolume(ctx context.Context, name string) (drift.Volume, bool, error) {
-	return fetchOne(e.view, e.view.volumes, name, func() ([]volume.Volume, error) {
-		res, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("name", name)})
+func (v *View) fetchVolume(ctx context.Context, name string) (drift.Volume, bool, error) {
+	return fetchOne(v, v.volumes, name, func() ([]volume.Volume, error) {
+		res, err := v.api.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("name", name)})
 		if err != nil {
 			return nil, fmt.Errorf("list volume %s: %w", name, err)
 		}
@@ -413,7 +455,7 @@ func (e *Engine) fetchVolume(ctx context.Context, name string) (drift.Volume, bo
 // taken before the list, so an older answer never overwrites a newer one.
 // match converts a listed item and says whether it is the object asked
 // for (Docker's filters also match prefixes or substrings).
-func fetchOne[S, V any](v *view, tbl table[V], key string, list func() ([]S, error), match func(S) (V, bool)) (V, bool, error) {
+func fetchOne[S, V any](v *View, tbl table[V], key string, list func() ([]S, error), match func(S) (V, bool)) (V, bool, error) {
 	t := v.ticket()
 	var val V
 	items, err := list()
@@ -432,17 +474,16 @@ func fetchOne[S, V any](v *view, tbl table[V], key string, list func() ([]S, err
 	return val, found, nil
 }
 
-// refreshApp re-lists one app's own objects (label-filtered, one call per
+// RefreshApp re-lists one app's own objects (label-filtered, one call per
 // kind) into the view. Objects of the app the list no longer shows are
 // removed.
-func (e *Engine) refreshApp(ctx context.Context, app string) error {
-	t := e.view.ticket()
-	l, err := e.list(ctx, make(client.Filters).Add("label", drift.LabelApp+"="+app))
+func (v *View) RefreshApp(ctx context.Context, app string) error {
+	t := v.ticket()
+	l, err := List(ctx, v.api, make(client.Filters).Add("label", drift.LabelApp+"="+app))
 	if err != nil {
 		return err
 	}
 	k := keyedOf(l)
-	v := e.view
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for id, s := range v.containers {
@@ -473,7 +514,7 @@ func (e *Engine) refreshApp(ctx context.Context, app string) error {
 }
 
 // viewSlot reads one entry: its value, whether it exists, and its ticket.
-func (v *view) viewSlot(kind, key string) (any, bool, uint64) {
+func (v *View) viewSlot(kind, key string) (any, bool, uint64) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	switch kind {
@@ -490,14 +531,14 @@ func (v *view) viewSlot(kind, key string) (any, bool, uint64) {
 }
 
 // fetch re-lists one object of any kind into the view.
-func (e *Engine) fetch(ctx context.Context, kind, key string) (any, bool, error) {
+func (v *View) fetch(ctx context.Context, kind, key string) (any, bool, error) {
 	switch kind {
 	case "container":
-		return e.fetchContainer(ctx, key)
+		return v.fetchContainer(ctx, key)
 	case "network":
-		return e.fetchNetwork(ctx, key)
+		return v.fetchNetwork(ctx, key)
 	default:
-		return e.fetchVolume(ctx, key)
+		return v.fetchVolume(ctx, key)
 	}
 }
 
@@ -529,13 +570,13 @@ func objName(val any, key string) string {
 // something: a divergence, repaired by that fetch. An object that changed
 // again without its event yet is judged at the next round; retry is
 // what is left for that round.
-func (e *Engine) judge(ctx context.Context, suspects []suspect) (divs []Divergence, retry []suspect, err error) {
+func (v *View) judge(ctx context.Context, suspects []suspect) (divs []Divergence, retry []suspect, err error) {
 	for _, s := range suspects {
-		before, had, ticket := e.view.viewSlot(s.kind, s.key)
+		before, had, ticket := v.viewSlot(s.kind, s.key)
 		if ticket > s.ticket {
 			continue // an event refetched it since the list
 		}
-		fresh, found, ferr := e.fetch(ctx, s.kind, s.key)
+		fresh, found, ferr := v.fetch(ctx, s.kind, s.key)
 		if ferr != nil {
 			return divs, retry, ferr
 		}
@@ -544,13 +585,13 @@ func (e *Engine) judge(ctx context.Context, suspects []suspect) (divs []Divergen
 		case had == found && (!found || same(s.kind, before, fresh)):
 			// The view agrees with the engine now.
 		case stable && had && found && unannounced(s.kind, before, fresh):
-			e.log.Debug("engine view: repaired a change the engine announces with no event", "kind", s.kind, "object", objName(fresh, s.key),
+			v.log.Debug("engine view: repaired a change the engine announces with no event", "kind", s.kind, "object", objName(fresh, s.key),
 				"what", describe(before, had, fresh, found))
 		case stable:
 			divs = append(divs, Divergence{Kind: s.kind, Key: s.key, Name: objName(firstNonNil(fresh, before, found), s.key), What: describe(before, had, fresh, found)})
 		default:
 			s.listed, s.present = fresh, found
-			s.ticket = e.view.ticket()
+			s.ticket = v.ticket()
 			retry = append(retry, s)
 		}
 	}
@@ -564,42 +605,139 @@ func firstNonNil(fresh, before any, found bool) any {
 	return before
 }
 
-// observeFromView is Observe's steady-state path: the view's listing, then
-// the same grouping, foreign search and readiness as a cold list. Status
-// strings in the view are as old as their last event, so readiness does
-// not read the uptime from them (start events and the prober's periodic
-// inspect catch restarts instead).
-func (e *Engine) observeFromView(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
-	// A recent ping, so a pass still finds an engine it can no longer
-	// reach (its socket gone, the daemon shutting down) while the event
-	// stream's connection, opened before, lives on.
-	if err := e.pingRecent(ctx); err != nil {
-		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
-	}
-	actual, ips := e.view.actualFor(app, withForeign)
-	if refresh := e.view.takeTouched(app); refresh || hasIdle(actual.Containers) {
-		// After its own Apply, or with containers whose networks the
-		// engine changes silently (see unannounced): one label-filtered
-		// list per kind rather than trusting the view for this app.
-		if err := e.refreshApp(ctx, app); err != nil {
-			return drift.Actual{}, engineErr(fmt.Errorf("observe app %s: %w", app, err))
-		}
-		actual, ips = e.view.actualFor(app, withForeign)
-	}
-	e.fillReadinessFrom(ctx, actual.Containers, ips, func(c *probeEntry) bool { return c.info.App == app }, false)
-	e.fillDigests(ctx, actual.Containers)
-	return actual, nil
-}
-
-// hasIdle reports whether a container is not running.
-func hasIdle(cs []drift.Container) bool {
-	return slices.ContainsFunc(cs, func(c drift.Container) bool { return idle(c.State) })
-}
-
-// sortedForeign orders the foreign lists, which come from map order in the
+// SortForeign orders the foreign lists, which come from map order in the
 // view, so two observations of the same engine are equal.
-func sortedForeign(a *drift.Actual) {
+func SortForeign(a *drift.Actual) {
 	slices.SortFunc(a.ForeignContainers, func(x, y drift.Container) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(a.ForeignNetworks, func(x, y drift.Network) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(a.ForeignVolumes, func(x, y drift.Volume) int { return strings.Compare(x.Name, y.Name) })
+}
+
+// Listing is one observation: the engine's answer to one list call per
+// kind, already parsed.
+type Listing struct {
+	Containers   []drift.Container
+	ContainerIPs map[string]string // by container ID
+	Networks     []drift.Network
+	Volumes      []drift.Volume
+}
+
+// List makes the three list calls; nil filters list everything.
+func List(ctx context.Context, api Lister, filters client.Filters) (Listing, error) {
+	// The three lists at once: the wait is the slowest, not the sum.
+	var (
+		containers                   client.ContainerListResult
+		networks                     client.NetworkListResult
+		volumes                      client.VolumeListResult
+		containerErr, netErr, volErr error
+		wg                           sync.WaitGroup
+	)
+	wg.Go(func() {
+		containers, containerErr = api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+	})
+	wg.Go(func() { networks, netErr = api.NetworkList(ctx, client.NetworkListOptions{Filters: filters}) })
+	wg.Go(func() { volumes, volErr = api.VolumeList(ctx, client.VolumeListOptions{Filters: filters}) })
+	wg.Wait()
+	switch {
+	case containerErr != nil:
+		return Listing{}, fmt.Errorf("list containers: %w", containerErr)
+	case netErr != nil:
+		return Listing{}, fmt.Errorf("list networks: %w", netErr)
+	case volErr != nil:
+		return Listing{}, fmt.Errorf("list volumes: %w", volErr)
+	}
+	l := Listing{ContainerIPs: map[string]string{}}
+	for _, s := range containers.Items {
+		c := dockerspec.ContainerFromSummary(s)
+		l.Containers = append(l.Containers, c)
+		l.ContainerIPs[c.ID] = dockerspec.SummaryIP(s)
+	}
+	for _, s := range networks.Items {
+		l.Networks = append(l.Networks, dockerspec.NetworkFromSummary(s))
+	}
+	for _, v := range volumes.Items {
+		l.Volumes = append(l.Volumes, dockerspec.VolumeFromSummary(v))
+	}
+	return l, nil
+}
+
+// IPs are the listed containers' IP addresses, by ID.
+func (l Listing) IPs() map[string]string { return l.ContainerIPs }
+
+// ByApp groups the owned objects by app, each list sorted by name.
+func (l Listing) ByApp() map[string]drift.Actual {
+	out := map[string]drift.Actual{}
+	for _, c := range l.Containers {
+		if c.App == "" {
+			continue
+		}
+		a := out[c.App]
+		a.Containers = append(a.Containers, c)
+		out[c.App] = a
+	}
+	for _, n := range l.Networks {
+		if n.App == "" {
+			continue
+		}
+		a := out[n.App]
+		a.Networks = append(a.Networks, n)
+		out[n.App] = a
+	}
+	for _, v := range l.Volumes {
+		if v.App == "" {
+			continue
+		}
+		a := out[v.App]
+		a.Volumes = append(a.Volumes, v)
+		out[v.App] = a
+	}
+	for app, a := range out {
+		sortActual(&a)
+		out[app] = a
+	}
+	return out
+}
+
+func sortActual(a *drift.Actual) {
+	slices.SortFunc(a.Containers, func(x, y drift.Container) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Networks, func(x, y drift.Network) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(a.Volumes, func(x, y drift.Volume) int { return strings.Compare(x.Name, y.Name) })
+}
+
+// Foreign adds to actual what is not this app's: containers that hold one
+// of its names ("<app>-...") or publish a host port, and every network and
+// volume (they are few), which the differ needs both to find name
+// collisions and to see whether the external ones the app uses exist.
+func (l Listing) Foreign(app string, actual *drift.Actual) {
+	prefix := app + "-"
+	for _, c := range l.Containers {
+		// Compose's containers are listed whatever their names: the
+		// app may run as a compose project today.
+		if c.App != app && (strings.HasPrefix(c.Name, prefix) || len(c.HostPorts) > 0 || c.ComposeProject != "") {
+			actual.ForeignContainers = append(actual.ForeignContainers, c)
+		}
+	}
+	for _, n := range l.Networks {
+		if n.App != app {
+			actual.ForeignNetworks = append(actual.ForeignNetworks, n)
+		}
+	}
+	for _, v := range l.Volumes {
+		if v.App != app {
+			actual.ForeignVolumes = append(actual.ForeignVolumes, v)
+		}
+	}
+	SortForeign(actual)
+}
+
+// HasIdle reports whether a container is not running.
+func HasIdle(cs []drift.Container) bool {
+	return slices.ContainsFunc(cs, func(c drift.Container) bool { return idle(c.State) })
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

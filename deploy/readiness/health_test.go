@@ -1,4 +1,4 @@
-package deploy
+package readiness
 
 import (
 	"log/slog"
@@ -32,12 +32,12 @@ func TestReadinessFromDockerHealth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newProber(nil, 2*time.Second, slog.New(slog.DiscardHandler))
-			defer p.stop()
-			p.now = func() time.Time { return started.Add(tt.uptime) }
-			p.update(runtimeInfo{ID: "c1", App: "shop", State: drift.StateRunning, Health: tt.health, HealthOutput: tt.output,
-				Readiness: tt.readiness, StartedAt: started, inspected: true})
-			ready, reason, _, _ := p.result("c1")
+			p := New(nil, 2*time.Second, slog.New(slog.DiscardHandler))
+			defer p.Stop()
+			p.Now = func() time.Time { return started.Add(tt.uptime) }
+			p.Update(Info{ID: "c1", App: "shop", State: drift.StateRunning, Health: tt.health, HealthOutput: tt.output,
+				Readiness: tt.readiness, StartedAt: started, Inspected: true})
+			ready, reason, _, _ := p.Result("c1")
 			if ready != tt.ready || reason != tt.reason {
 				t.Errorf("ready %v reason %q, want %v %q", ready, reason, tt.ready, tt.reason)
 			}

@@ -1,4 +1,4 @@
-package deploy
+package readiness
 
 import (
 	"encoding/json"
@@ -31,12 +31,12 @@ func TestReadinessReasonIsScrubbed(t *testing.T) {
 		State: &container.State{Status: "running", StartedAt: time.Now().Format(time.RFC3339Nano),
 			Health: &container.Health{Status: "unhealthy", Log: []*container.HealthcheckResult{{Output: "connect with hunter2-long as prod failed; token ghp_agenttoken"}}}},
 	}
-	info := infoFromInspect(ins)
-	p := newProber(nil, 2*time.Second, slog.New(slog.DiscardHandler))
-	defer p.stop()
-	p.scrub = []string{"ghp_agenttoken"}
-	p.update(info)
-	_, reason, _, _ := p.result("c1")
+	info := FromInspect(ins)
+	p := New(nil, 2*time.Second, slog.New(slog.DiscardHandler))
+	defer p.Stop()
+	p.Scrub = []string{"ghp_agenttoken"}
+	p.Update(info)
+	_, reason, _, _ := p.Result("c1")
 	if strings.Contains(reason, "hunter2") || strings.Contains(reason, "ghp_agenttoken") {
 		t.Fatalf("reason shows a secret: %q", reason)
 	}
@@ -44,9 +44,9 @@ func TestReadinessReasonIsScrubbed(t *testing.T) {
 		t.Errorf("reason = %q, want %q", reason, want)
 	}
 	// A summary refresh (no inspect) keeps what the inspect learned.
-	info2 := runtimeInfo{ID: "c1", App: "shop", State: drift.StateRunning, Health: "unhealthy"}
-	p.update(info2)
-	if _, reason, _, _ := p.result("c1"); strings.Contains(reason, "hunter2") {
+	info2 := Info{ID: "c1", App: "shop", State: drift.StateRunning, Health: "unhealthy"}
+	p.Update(info2)
+	if _, reason, _, _ := p.Result("c1"); strings.Contains(reason, "hunter2") {
 		t.Errorf("after a summary refresh the reason shows the secret: %q", reason)
 	}
 }
