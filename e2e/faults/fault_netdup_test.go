@@ -41,6 +41,12 @@ func TestDuplicateNetworkRepaired(t *testing.T) {
 	if orig.Network.Labels[drift.LabelApp] != r.App {
 		t.Fatalf("network %s: labels %v", name, orig.Network.Labels)
 	}
+	// Suspended, the agent leaves the duplicate alone until the replica is
+	// on it: otherwise the network's create event can start a pass that
+	// removes it first, and the rollout below has nothing to repair.
+	if err := r.Agent.Client().Suspend(ctx, r.App); err != nil {
+		t.Fatal(err)
+	}
 	// The Go client sends no CheckDuplicate: the engine makes a second
 	// network with the name, as after the kill.
 	dup, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: maps.Clone(orig.Network.Labels)})
@@ -56,6 +62,9 @@ func TestDuplicateNetworkRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := r.Agent.Client().Resume(ctx, r.App); err != nil {
+		t.Fatal(err)
+	}
 	env["MESSAGE"] = "two"
 	second := r.Commit("new message", testenv.ServiceManifest(v1, 2, env))
 	r.Wait(3*time.Minute, "the rollout after the duplicate", testenv.ConvergedTo(second, 2, v1))
