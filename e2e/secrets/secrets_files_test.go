@@ -3,6 +3,7 @@ package secrets
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -197,9 +198,18 @@ func TestSecretFilesOnTmpfs(t *testing.T) {
 	waitGone(t, oldPw)
 
 	// A reboot empties the tmpfs under a stopped replica: starting it
-	// writes the files again.
+	// writes the files again. Suspended meanwhile, so that the stop event's
+	// pass does not start the replica while its files are being removed.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.Agent.Client().Suspend(ctx, app); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Docker(t, "stop", "-t", "1", c)
 	if err := os.RemoveAll(filepath.Join(secretsDir, app)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Agent.Client().Resume(ctx, app); err != nil {
 		t.Fatal(err)
 	}
 	r.Wait(60*time.Second, "the stopped replica started again", func(st status.AppStatus) bool {
