@@ -42,11 +42,12 @@ import (
 // the app's are untouched, and history names only commits that exist and
 // claims no revision ran that never did.
 
-// TestMain prints the fault suite's summary after every test ran. Two
+// TestMain prints the fault suite's summary after every test ran. Three
 // fault tests at a time at most: each starts private engines or kills the
-// agent's, and more of those at once starve a 2-core machine.
+// agent's, and more of those at once starve a 2-core machine (the two that
+// restart a private engine are serial of their own accord).
 func TestMain(m *testing.M) {
-	code := testenv.Main(m, 2)
+	code := testenv.Main(m, 3)
 	printFaultSummary()
 	os.Exit(code)
 }
@@ -138,6 +139,12 @@ func faultSeed(t *testing.T, row *faultRow) *rand.Rand {
 		}
 		seed = v
 	}
+	return seededRand(t, row, seed)
+}
+
+// seededRand is the random source of a fault run, with its seed logged.
+func seededRand(t *testing.T, row *faultRow, seed uint64) *rand.Rand {
+	t.Helper()
 	t.Logf("fault seed: %d (repeat with DRIFTLESS_FAULT_SEED=%d)", seed, seed)
 	fmt.Printf("%s: fault seed %d\n", t.Name(), seed)
 	row.note("seed %d", seed)

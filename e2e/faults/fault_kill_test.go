@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +25,26 @@ import (
 func TestFaultSIGKILLCampaign(t *testing.T) {
 	t.Parallel()
 	row := recordFault(t, "agent SIGKILL (campaign)")
-	rng := faultSeed(t, row)
+	sigkillCampaign(t, row, faultSeed(t, row))
+}
+
+// regressionSeed is the seed whose kills once made an app's network twice
+// (issue 24): every run repeats it beside a new random campaign.
+const regressionSeed = 1796177209846536001
+
+// TestFaultSIGKILLCampaignKnownSeed repeats the campaign of regressionSeed.
+func TestFaultSIGKILLCampaignKnownSeed(t *testing.T) {
+	if os.Getenv("DRIFTLESS_FAULT_SEED") != "" {
+		t.Skip("DRIFTLESS_FAULT_SEED is set: TestFaultSIGKILLCampaign runs that seed")
+	}
+	t.Parallel()
+	row := recordFault(t, "agent SIGKILL (campaign, issue 24's seed)")
+	sigkillCampaign(t, row, seededRand(t, row, regressionSeed))
+}
+
+// sigkillCampaign kills and restarts the agent at random points drawn from
+// rng and checks the state after each.
+func sigkillCampaign(t *testing.T, row *faultRow, rng *rand.Rand) {
 	const minKills = 22
 	v1 := testenv.WorkloadImage(t, "v1")
 	v2 := testenv.WorkloadImage(t, "v2")
