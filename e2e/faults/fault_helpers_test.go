@@ -42,12 +42,11 @@ import (
 // the app's are untouched, and history names only commits that exist and
 // claims no revision ran that never did.
 
-// TestMain prints the fault suite's summary after every test ran. Three
+// TestMain prints the fault suite's summary after every test ran. Two
 // fault tests at a time at most: each starts private engines or kills the
-// agent's, and more of those at once starve a 2-core machine (the two that
-// restart a private engine are serial of their own accord).
+// agent's, and more of those at once starve a 2-core machine.
 func TestMain(m *testing.M) {
-	code := testenv.Main(m, 3)
+	code := testenv.Main(m, 2)
 	printFaultSummary()
 	os.Exit(code)
 }

@@ -86,8 +86,11 @@ func waitForContainer(t *testing.T, app string, match func(c testenv.DockerConta
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, c := range testenv.DockerContainers(t, app) {
-			started := testenv.Docker(t, "inspect", "-f", "{{.State.StartedAt}}", c.ID)
-			at, err := time.Parse(time.RFC3339Nano, started)
+			started, err := testenv.DockerTry("inspect", "-f", "{{.State.StartedAt}}", c.ID)
+			if err != nil {
+				continue // replaced between the list and the inspect
+			}
+			at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(started))
 			young := err == nil && time.Since(at) < 1500*time.Millisecond
 			if match(c, !young) {
 				return c.Name
