@@ -77,7 +77,12 @@ func (a *Agent) Kill(t testing.TB) {
 	<-a.done
 }
 
-// Stop sends SIGTERM and waits for a clean exit (SIGKILL after 20s).
+// stopWait is how long Stop waits for the agent to exit: the agent gives
+// a pass under way 30 s to reach its next safe point (a replace waiting
+// for a crashing replica is not one) before it cancels it.
+const stopWait = 45 * time.Second
+
+// Stop sends SIGTERM and waits for a clean exit (SIGKILL after stopWait).
 func (a *Agent) Stop(t testing.TB) {
 	t.Helper()
 	select {
@@ -88,10 +93,10 @@ func (a *Agent) Stop(t testing.TB) {
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-a.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(stopWait):
 		_ = a.cmd.Process.Kill()
 		<-a.done
-		t.Errorf("driftless did not stop within 20s of SIGTERM")
+		t.Errorf("driftless did not stop within %s of SIGTERM", stopWait)
 	}
 }
 
