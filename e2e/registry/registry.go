@@ -128,10 +128,11 @@ auth:
 // a HOST:PORT/tXXXX/web:v1 on the engine for each registry it started.
 // Tests start their registry before they name their app, so this runs
 // after the app's containers are gone and the images are deleted, not
-// only untagged.
+// only untagged. Without --digests the list leaves Digest empty, and an
+// image whose tag moved on (<none>) could not be named.
 func removeImagesAtEnd(t testing.TB, host string) {
 	t.Cleanup(func() {
-		out, err := exec.Command("docker", "image", "ls", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}").Output()
+		out, err := exec.Command("docker", "image", "ls", "--digests", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}").Output()
 		if err != nil {
 			t.Logf("list images of %s: %v", host, err)
 			return
