@@ -3,7 +3,6 @@ package web
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"unicode"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/driftless-dev/driftless/web/webhook"
 )
 
 const (
@@ -69,13 +70,6 @@ func hostOnly(hostport string) string {
 	return hostport
 }
 
-// equalSecret compares secrets in constant time, also with respect to their
-// lengths (both sides are hashed first).
-func equalSecret(a, b string) bool {
-	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
-	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
-}
-
 // visitor is who a request comes from, worked out once per request by
 // identify.
 type visitor struct {
@@ -106,7 +100,7 @@ func (s *Server) identify() gin.HandlerFunc {
 					return
 				}
 				tok, ok := strings.CutPrefix(auth, "Bearer ")
-				if ok && equalSecret(strings.TrimSpace(tok), s.opts.APIToken) {
+				if ok && webhook.EqualSecret(strings.TrimSpace(tok), s.opts.APIToken) {
 					v.authed = true
 				} else {
 					s.failures.fail(client)
@@ -388,7 +382,7 @@ func (s *Server) login(c *gin.Context) {
 		s.render(c, http.StatusTooManyRequests, "login", d)
 		return
 	}
-	if s.opts.APIToken == "" || !equalSecret(c.PostForm("token"), s.opts.APIToken) {
+	if s.opts.APIToken == "" || !webhook.EqualSecret(c.PostForm("token"), s.opts.APIToken) {
 		if s.opts.APIToken != "" {
 			s.failures.fail(client)
 		}

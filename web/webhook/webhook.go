@@ -56,7 +56,7 @@ func Providers() []Provider {
 		{
 			Name: "gitlab", SigHeader: "X-Gitlab-Token",
 			Signature: func(h http.Header) string { return h.Get("X-Gitlab-Token") },
-			Verify:    func(sig string, _ []byte, secret string) bool { return equalSecret(sig, secret) },
+			Verify:    func(sig string, _ []byte, secret string) bool { return EqualSecret(sig, secret) },
 			Parse:     parseGitLab,
 		},
 		{
@@ -366,9 +366,10 @@ func parseGeneric(_ http.Header, body []byte) (Push, error) {
 	return Push{Repos: []string{p.Repository}, Refs: refs}, nil
 }
 
-// equalSecret compares secrets in constant time, also with respect to their
-// lengths (both sides are hashed first).
-func equalSecret(a, b string) bool {
+// EqualSecret compares shared secrets (a forge's token, the API token) in
+// constant time, also with respect to their lengths (both sides are hashed
+// first).
+func EqualSecret(a, b string) bool {
 	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
