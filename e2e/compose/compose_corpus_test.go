@@ -119,6 +119,10 @@ type corpusStack struct {
 	changes []stackChange
 	// heal is the service whose first replica is removed by hand.
 	heal string
+	// keeps, when set, runs before heal's removal to write what the
+	// replica must keep (a file in its anonymous volume or its state
+	// directory); the check it returns runs once the replica is back.
+	keeps func(t *testing.T, r *stackRun) func(t *testing.T)
 	// warnings are what `driftless validate` prints and the agent's
 	// status shows as warnings, relative to the app directory.
 	warnings []string
@@ -279,6 +283,10 @@ func (r *stackRun) runAll() {
 	if s.heal != "" {
 		victim := r.c(s.heal, 1)
 		head := r.repo.Head()
+		var kept func(*testing.T)
+		if s.keeps != nil {
+			kept = s.keeps(t, r)
+		}
 		testenv.Docker(t, "rm", "-f", victim)
 		want := victim + " was removed outside Git; recreated"
 		testenv.WaitAppStatus(t, r.agent, r.app.Name, corpusWait, "the repair of "+victim, func(st status.AppStatus) bool {
@@ -286,6 +294,9 @@ func (r *stackRun) runAll() {
 				func(e status.HistoryEntry) bool { return e.Summary == want })
 		})
 		r.checkContainers(replicas)
+		if kept != nil {
+			kept(t)
+		}
 	}
 }
 
@@ -527,7 +538,13 @@ func sampleRunning(app, service string, done <-chan struct{}) func() (lo, hi int
 }
 
 // corpusStacks are the 17 apps of manifest/compose/testdata/compose.
+// corpusStacks are the corpus's stacks: the first round's here, each
+// later group in its own file.
 func corpusStacks() []corpusStack {
+	return slices.Concat(firstRoundStacks(), roundTwoStacks())
+}
+
+func firstRoundStacks() []corpusStack {
 	probe := func(url string) string {
 		return `["CMD", "/driftless", "workload", "probe", "` + url + `"]`
 	}

@@ -6,30 +6,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
 )
 
-// TestComposeEquivalence runs one compose file with docker-compose 1.29
+// TestComposeEquivalence runs compose files with docker-compose 1.29
 // (`up -d`) and with `driftless apply`, one after the other (they publish
 // the same host ports), and compares the containers, networks and
 // volumes `docker inspect` shows, setting by setting: Config, HostConfig,
 // the mounts with the content seen at each bind target, the networks
 // joined with their aliases, the published ports.
 //
-// A difference fails the test unless it is one of equivDifferences, each
-// with its reason; one of those that no longer occurs fails it too, so
-// the list stays true. Differences in how the same thing is written to
-// Docker (Binds or Mounts, null or [], "CAP_" prefixes) are normalized
-// first, each normalization listed in canonicalContainer.
+// Each case of equivCases is one file (testdata/compose/<dir>); the cases
+// run in parallel. A difference fails the test unless it is one of
+// equivDifferences, each with its reason; one of those that occurs in no
+// case fails it too, so the list stays true. Differences in how the same
+// thing is written to Docker (Binds or Mounts, null or [], "CAP_"
+// prefixes) are normalized first, each normalization listed in
+// canonicalContainer.
 func TestComposeEquivalence(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("docker-compose"); err != nil {
@@ -38,24 +40,88 @@ func TestComposeEquivalence(t *testing.T) {
 	images := testenv.NewImageSet(t)
 	image := images.Ref("shop/equiv:1")
 	images.Ensure(image)
+	var mu sync.Mutex
+	used := map[string]int{}
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range equivCases() {
+			t.Run(c.dir, func(t *testing.T) {
+				t.Parallel()
+				u := runEquivCase(t, c, image)
+				mu.Lock()
+				defer mu.Unlock()
+				for k, n := range u {
+					used[k] += n
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	for _, e := range equivDifferences {
+		if used[e.name] == 0 {
+			t.Errorf("the by-design difference %q no longer occurs: remove it from equivDifferences (%s)", e.name, e.reason)
+		}
+	}
+}
+
+// equivCase is one compose file run by both tools.
+type equivCase struct {
+	dir                         string // under testdata/compose
+	services, networks, volumes []string
+	// declared are settings the file declares, by object ("container
+	// web"): both sides must have them, so that two tools ignoring the
+	// same setting cannot pass as equal.
+	declared map[string][]string
+	// healthy is a service whose healthcheck compose's side waits for.
+	healthy string
+	// env adds variables (free ports, ...) to both tools' environment.
+	env func(t *testing.T) map[string]string
+	// allow is driftless apply's --allow.
+	allow string
+}
+
+func equivCases() []equivCase {
+	return slices.Concat(firstEquivCases(), roundTwoEquivCases())
+}
+
+func firstEquivCases() []equivCase {
+	return []equivCase{{
+		dir:      "equiv",
+		services: []string{"web", "worker", "cache"},
+		networks: []string{"back", "private", "default"},
+		volumes:  []string{"data"},
+		declared: equivDeclared,
+		healthy:  "web",
+		allow:    "capabilities",
+		env: func(t *testing.T) map[string]string {
+			rng := testenv.FreePorts(t, 2)
+			return map[string]string{
+				"EQUIV_HTTP_PORT":      strconv.Itoa(testenv.FreePorts(t, 1)),
+				"EQUIV_UDP_PORT":       strconv.Itoa(testenv.FreePorts(t, 1)),
+				"EQUIV_CACHE_PORT":     strconv.Itoa(testenv.FreePorts(t, 1)),
+				"EQUIV_RANGE_PORT":     strconv.Itoa(rng),
+				"EQUIV_RANGE_PORT_END": strconv.Itoa(rng + 1),
+			}
+		},
+	}}
+}
+
+// runEquivCase runs one case and returns how often each by-design
+// difference occurred.
+func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	app := testenv.UniqueApp(t)
 	project := "c" + app
 	dir := filepath.Join(t.TempDir(), app) // the CLI's app name is the directory's
-	src := loadComposeApp(t, app, filepath.Join("testdata", "compose", "equiv"))
+	src := loadComposeApp(t, app, filepath.Join("testdata", "compose", c.dir))
 	src.Write(dir)
-	rng := testenv.FreePorts(t, 2)
 	env := map[string]string{
-		"EQUIV_IMAGE":          image,
-		"EQUIV_HTTP_PORT":      strconv.Itoa(testenv.FreePorts(t, 1)),
-		"EQUIV_UDP_PORT":       strconv.Itoa(testenv.FreePorts(t, 1)),
-		"EQUIV_CACHE_PORT":     strconv.Itoa(testenv.FreePorts(t, 1)),
-		"EQUIV_RANGE_PORT":     strconv.Itoa(rng),
-		"EQUIV_RANGE_PORT_END": strconv.Itoa(rng + 1),
-		"DRIFTLESS_DATA":       testenv.DataDir(t),
+		"EQUIV_IMAGE":    image,
+		"DRIFTLESS_DATA": testenv.DataDir(t),
 	}
-	services := []string{"web", "worker", "cache"}
-	networks := []string{"back", "private", "default"}
-	volumes := []string{"data"}
+	if c.env != nil {
+		maps.Copy(env, c.env(t))
+	}
 
 	// docker-compose first.
 	compose := func(args ...string) string {
@@ -72,28 +138,34 @@ func TestComposeEquivalence(t *testing.T) {
 		// Nothing left when the test got past its own `down`; this is for
 		// a failure before.
 		cmd := exec.Command("docker-compose", "--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml"), "down", "--volumes", "--remove-orphans")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "EQUIV_IMAGE=" + image}
+		cmd.Env = testenv.CleanEnv(env)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Logf("docker-compose down: %v\n%s", err, out)
 		}
 	})
 	start := time.Now()
 	compose("--compatibility", "up", "--detach")
-	testenv.WaitInspect(t, project+"_web_1", "{{.State.Health.Status}}", "healthy", 30*time.Second)
-	composeSide := observeSide(t, "compose", project+"_", "_1", services, networks, volumes)
+	if c.healthy != "" {
+		testenv.WaitInspect(t, project+"_"+c.healthy+"_1", "{{.State.Health.Status}}", "healthy", 30*time.Second)
+	}
+	composeSide := observeSide(t, "compose", project+"_", "_1", c.services, c.networks, c.volumes)
 	compose("down", "--volumes")
 	t.Logf("docker-compose up, observe, down: %s", time.Since(start).Round(100*time.Millisecond))
 
 	// Then driftless, on the same file.
 	start = time.Now()
-	out, code := testenv.RunDriftless(t, t.Context(), filepath.Dir(dir), env, "apply", app, "--allow", "capabilities")
+	args := []string{"apply", app}
+	if c.allow != "" {
+		args = append(args, "--allow", c.allow)
+	}
+	out, code := testenv.RunDriftless(t, t.Context(), filepath.Dir(dir), env, args...)
 	if code != 0 {
 		t.Fatalf("driftless apply: exit %d\n%s", code, out)
 	}
-	driftSide := observeSide(t, "driftless", app+"-", "-1", services, networks, volumes)
+	driftSide := observeSide(t, "driftless", app+"-", "-1", c.services, c.networks, c.volumes)
 	t.Logf("driftless apply, observe: %s", time.Since(start).Round(100*time.Millisecond))
 
-	compareSides(t, composeSide, driftSide)
+	return compareSides(t, composeSide, driftSide, c.declared)
 }
 
 // equivDifference is a difference between what docker-compose and
@@ -401,8 +473,7 @@ func compactJSON(v any) string {
 	return string(b)
 }
 
-// equivDeclared are settings the file declares: both sides must have
-// them, so that two tools ignoring the same setting cannot pass as equal.
+// equivDeclared are the settings the file of the "equiv" case declares.
 var equivDeclared = map[string][]string{
 	"container web": {
 		"Config.Entrypoint", "Config.Cmd", "Config.User", "Config.WorkingDir", "Config.Env", "Config.ExposedPorts",
@@ -430,14 +501,15 @@ var equivDeclared = map[string][]string{
 	"volume data":     {"Labels.com.example.volume"},
 }
 
-// compareSides reports every difference that is not by design.
-func compareSides(t *testing.T, compose, driftless side) {
+// compareSides reports every difference that is not by design, and
+// returns how often each by-design difference occurred.
+func compareSides(t *testing.T, compose, driftless side, declared map[string][]string) map[string]int {
 	t.Helper()
 	used := map[string]int{}
 	compared := 0
 	for _, obj := range slices.Sorted(maps.Keys(compose.objects)) {
 		c, d := compose.objects[obj], driftless.objects[obj]
-		for _, path := range equivDeclared[obj] {
+		for _, path := range declared[obj] {
 			if !hasSetting(c, path) || !hasSetting(d, path) {
 				t.Errorf("%s: %s is declared by the file but missing: compose %q, driftless %q", obj, path, c[path], d[path])
 			}
@@ -463,12 +535,8 @@ func compareSides(t *testing.T, compose, driftless side) {
 			t.Errorf("%s: %s: compose %s, driftless %s", obj, path, orUnset(cv), orUnset(dv))
 		}
 	}
-	for _, e := range equivDifferences {
-		if used[e.name] == 0 {
-			t.Errorf("the by-design difference %q no longer occurs: remove it from equivDifferences (%s)", e.name, e.reason)
-		}
-	}
 	t.Logf("compared %d settings of %d objects", compared, len(compose.objects))
+	return used
 }
 
 // hasSetting tells whether a flattened object has path, or settings
