@@ -13,7 +13,7 @@ func CanonicalService(spec ServiceSpec) ServiceSpec {
 	out.Networks = sortedSet(out.Networks)
 	out.DependsOn = sortedSet(out.DependsOn)
 	slices.SortFunc(out.Ports, func(a, b Port) int {
-		return cmp.Or(cmp.Compare(a.ContainerPort, b.ContainerPort), cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.HostPort, b.HostPort))
+		return cmp.Or(cmp.Compare(a.ContainerPort, b.ContainerPort), cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.HostPort, b.HostPort), cmp.Compare(a.HostIP, b.HostIP), compareBool(a.AnyHostPort, b.AnyHostPort))
 	})
 	slices.SortFunc(out.Volumes, func(a, b VolumeMount) int {
 		return cmp.Or(cmp.Compare(a.MountPath, b.MountPath), cmp.Compare(a.Name, b.Name))
@@ -122,4 +122,15 @@ func sortedSet(s []string) []string {
 		return nil
 	}
 	return slices.Compact(slices.Sorted(slices.Values(s)))
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

@@ -432,17 +432,34 @@ func (s *ServiceSpec) IsSecretEnv(key string) bool {
 	return false
 }
 
-// Port publishes a container port. HostPort 0 means not published on the host.
+// Port publishes a container port. HostPort 0 means not published on the
+// host, unless AnyHostPort is set.
 type Port struct {
 	ContainerPort int    `json:"containerPort"`
 	HostPort      int    `json:"hostPort,omitempty"`
 	Protocol      string `json:"protocol"` // tcp (default) or udp
 	// HostIP binds the published port to one host address; "" is all.
 	HostIP string `json:"hostIP,omitempty"`
+	// AnyHostPort publishes the port on a host port Docker picks from
+	// its ephemeral range at each start (compose `ports: ["80"]`, `docker
+	// run -p 0:80`); HostPort is then 0. Such ports never collide, so
+	// replicas and surging updates may have them.
+	AnyHostPort bool `json:"anyHostPort,omitempty"`
 }
+
+// Published tells whether the port is published on the host.
+func (p Port) Published() bool { return p.HostPort != 0 || p.AnyHostPort }
 
 func (p Port) String() string {
 	switch {
+	case p.AnyHostPort && p.HostIP != "":
+		host := p.HostIP
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		return fmt.Sprintf("%s:0:%d/%s", host, p.ContainerPort, p.Protocol)
+	case p.AnyHostPort:
+		return fmt.Sprintf("0:%d/%s", p.ContainerPort, p.Protocol)
 	case p.HostPort == 0:
 		return fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol)
 	case p.HostIP != "":

@@ -253,7 +253,7 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 			cfg.ExposedPorts = network.PortSet{}
 		}
 		cfg.ExposedPorts[port] = struct{}{}
-		if p.HostPort == 0 {
+		if !p.Published() {
 			continue
 		}
 		// No host IP, as `docker run -p` and compose leave it: Docker
@@ -269,7 +269,11 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 		if host.PortBindings == nil {
 			host.PortBindings = network.PortMap{}
 		}
-		host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: hostIP, HostPort: strconv.Itoa(p.HostPort)})
+		hostPort := "" // Docker picks one
+		if !p.AnyHostPort {
+			hostPort = strconv.Itoa(p.HostPort)
+		}
+		host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: hostIP, HostPort: hostPort})
 	}
 	return nil
 }

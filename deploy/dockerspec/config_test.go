@@ -279,3 +279,24 @@ func TestReplicaConfigRepoBindWithoutContent(t *testing.T) {
 		t.Fatal("a repository bind without loaded content must not be created")
 	}
 }
+
+// A port published on any host port is bound with an empty host port, so
+// that Docker picks one at each start (compose `ports: ["80"]`).
+func TestReplicaConfigAnyHostPort(t *testing.T) {
+	svc := testService()
+	svc.Spec.Ports = []manifest.Port{
+		{ContainerPort: 80, Protocol: "tcp", AnyHostPort: true},
+		{ContainerPort: 81, Protocol: "udp", HostIP: "127.0.0.1", AnyHostPort: true},
+	}
+	rc, err := BuildReplicaConfig(ReplicaInput{App: &manifest.App{Name: "shop"}, Service: svc, Slot: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := rc.Create.HostConfig
+	if b := host.PortBindings[network.MustParsePort("80/tcp")]; len(b) != 1 || b[0].HostPort != "" || b[0].HostIP.IsValid() {
+		t.Errorf("80/tcp binding = %v, want one with no host port and no host IP", b)
+	}
+	if b := host.PortBindings[network.MustParsePort("81/udp")]; len(b) != 1 || b[0].HostPort != "" || b[0].HostIP.String() != "127.0.0.1" {
+		t.Errorf("81/udp binding = %v, want one on 127.0.0.1 with no host port", b)
+	}
+}

@@ -314,9 +314,10 @@ func swarmUpdate(u manifest.SwarmUpdate, base swarmtypes.UpdateConfig) *swarmtyp
 func endpoint(s *manifest.ServiceSpec) *swarmtypes.EndpointSpec {
 	var ports []swarmtypes.PortConfig
 	for _, p := range s.Ports {
-		if p.HostPort == 0 {
+		if !p.Published() {
 			continue // expose only: reachable on the overlay networks anyway
 		}
+		// PublishedPort 0 (AnyHostPort): Swarm picks one from 30000-32767.
 		ports = append(ports, swarmtypes.PortConfig{Protocol: network.IPProtocol(p.Protocol), TargetPort: uint32(p.ContainerPort),
 			PublishedPort: uint32(p.HostPort), PublishMode: swarmtypes.PortConfigPublishModeIngress})
 	}

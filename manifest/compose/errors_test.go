@@ -79,7 +79,6 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:9:62: services.web.volumes[2]: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
 				"compose.yaml:9:107: services.web.volumes[3]: volume \"anon\" is not declared: add it under the top-level volumes:",
 				"compose.yaml:9:118: services.web.volumes[4]: anonymous volumes are not supported: name the volume (NAME:/data) and declare it under the top-level volumes:",
-				"compose.yaml:10:13: services.web.ports[0]: publishing container port 80 on a random host port is not supported: write HOST:80, or use expose: to keep it unpublished",
 				"compose.yaml:11:20: services.web.deploy.mode: \"global\" is not supported: driftless runs replicated services on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
 				"compose.yaml:11:28: services.web.deploy.placement: is a swarm feature and not supported on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
 				"compose.yaml:11:108: services.web.deploy.update_config.failure_action: \"continue\" is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -256,5 +257,31 @@ volumes: {data: {}}
 	}
 	if native.Network("backend").Hash != compose.Network("backend").Hash || native.Volume("data").Hash != compose.Volume("data").Hash {
 		t.Error("network or volume hashes differ")
+	}
+}
+
+// A port without a host port is published on one Docker picks, as compose
+// does; such ports never collide, so replicas may have them.
+func TestComposePortOnAnyHostPort(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web(`ports: ["80", "127.0.0.1::81/udp", "8080:8080"]`, "deploy: {replicas: 1}"), load.Options{})
+	got := make([]string, 0, 3)
+	for _, p := range a.Services[0].Spec.Ports {
+		got = append(got, p.String())
+	}
+	if want := []string{"0:80/tcp", "127.0.0.1:0:81/udp", "8080:8080/tcp"}; !slices.Equal(got, want) {
+		t.Errorf("ports %q, want %q", got, want)
+	}
+	a = loadtest.MustLoadCompose(t, loadtest.Web(`ports: ["80"]`, "deploy: {replicas: 3, update_config: {order: start-first}}"), load.Options{})
+	if p := a.Services[0].Spec.Ports; len(p) != 1 || !p[0].AnyHostPort || a.Services[0].Spec.Replicas != 3 {
+		t.Errorf("ports %+v with 3 replicas, want one on any host port", p)
+	}
+}
+
+// container_name names nothing without the app's networks: compose's
+// name for the container is driftless's <app>-<service>-<slot>.
+func TestComposeContainerNameWithNetworkMode(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web("container_name: searx", "network_mode: host"), load.Options{Policy: policy.Policy{Allow: []string{"host-network"}}})
+	if got := a.Warnings.Error(); !strings.Contains(got, "services.web.container_name: has no effect with network_mode host: the container is named") {
+		t.Errorf("warnings %q, want one about container_name", got)
 	}
 }

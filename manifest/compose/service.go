@@ -273,11 +273,8 @@ func (sm *serviceMap) port(p types.ServicePortConfig, field string, pos manifest
 		}
 		port.HostPort = hp
 	}
-	if port.HostPort == 0 {
-		// "ports: [80]" publishes a random host port in compose.
-		sm.refuseAt(pos, field, "publishing container port %d on a random host port is not supported: write HOST:%d, or use expose: to keep it unpublished", port.ContainerPort, port.ContainerPort)
-		return port, false
-	}
+	// "ports: [80]" publishes on a host port Docker picks, as in compose.
+	port.AnyHostPort = port.HostPort == 0
 	return port, true
 }
 
@@ -400,7 +397,10 @@ func (sm *serviceMap) checkContainerName() {
 		sm.refuse("container_name", "cannot be combined with %d replicas: a name is unique (as in compose)", sm.spec.Replicas)
 	}
 	if sm.spec.NetworkMode != "" {
-		sm.refuse("container_name", "is an alias on the app's networks, so it needs networks, not network_mode %s", sm.spec.NetworkMode)
+		// compose names the container; driftless's name for it is
+		// <app>-<service>-<slot>, and without the app's networks there is
+		// no alias to give.
+		sm.warn("container_name", "has no effect with network_mode %s: the container is named %s, and a name for other containers to reach it needs the app's networks", sm.spec.NetworkMode, manifest.ContainerName(sm.m.app, sm.name, 1))
 	}
 	if !manifest.ValidDockerName(sm.s.ContainerName) {
 		sm.refuse("container_name", "invalid name %q", sm.s.ContainerName)

@@ -195,12 +195,12 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:  "port out of range and bad protocol",
-			files: map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  ports:\n    - {containerPort: 70000, protocol: sctp}\n    - {hostPort: 0}\n"},
+			files: map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  ports:\n    - {containerPort: 70000, protocol: sctp}\n    - {hostPort: 65536}\n"},
 			want: []string{
 				"a.yaml:8:23: spec.ports[0].containerPort: must be between 1 and 65535, got 70000",
 				`a.yaml:8:40: spec.ports[0].protocol: must be tcp or udp, got "sctp"`,
 				"a.yaml:9:7: spec.ports[1].containerPort: is required",
-				"a.yaml:9:18: spec.ports[1].hostPort: must be between 1 and 65535, got 0",
+				"a.yaml:9:18: spec.ports[1].hostPort: must be between 1 and 65535, got 65536",
 			},
 		},
 		{

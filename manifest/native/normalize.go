@@ -233,6 +233,8 @@ func normalizePort(p rawPort) manifest.Port {
 		HostPort:      orDefault(p.HostPort, 0),
 		Protocol:      orDefaultString(p.Protocol, manifest.DefaultProtocol),
 		HostIP:        p.HostIP,
+		// hostPort: 0 asks Docker for a free port, as `docker run -p 0:80`.
+		AnyHostPort: p.HostPort != nil && *p.HostPort == 0,
 	}
 }
 

@@ -185,7 +185,7 @@ func validatePorts(r yamlpos.Reporter, raw *rawServiceSpec) {
 		} else {
 			r.Port(pp+".containerPort", *p.ContainerPort)
 		}
-		if p.HostPort != nil {
+		if p.HostPort != nil && *p.HostPort != 0 {
 			r.Port(pp+".hostPort", *p.HostPort)
 		}
 		if p.Protocol != "" && p.Protocol != "tcp" && p.Protocol != "udp" {
@@ -526,8 +526,8 @@ func checkHostPorts(r yamlpos.Reporter, o *object, hostPorts map[string]hostPort
 	spec := o.service.Spec
 	for i, p := range o.serviceRaw.Ports {
 		np := normalizePort(p)
-		if np.HostPort == 0 {
-			continue
+		if np.HostPort < 1 || np.HostPort > 65535 {
+			continue // unpublished, Docker's pick, or refused as out of range
 		}
 		field := yamlpos.IndexPath("spec.ports", i) + ".hostPort"
 		switch {
