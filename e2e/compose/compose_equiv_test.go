@@ -357,8 +357,36 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 	}
 	return map[string]any{
 		"Config": cfg, "HostConfig": host, "Path": c["Path"], "Args": c["Args"], "Image": c["Image"],
-		"Mounts": mounts, "Networks": nets, "Published": testenv.Field(c, "NetworkSettings.Ports"),
+		"Mounts": mounts, "Networks": nets, "Published": publishedPorts(c),
 	}
+}
+
+// publishedPorts are the ports Docker published, with the host port that
+// Docker picked (where the binding asked for none) shown as "<any>".
+func publishedPorts(c map[string]any) any {
+	picked := map[string]bool{}
+	for port, bindings := range asMap(testenv.Field(c, "HostConfig.PortBindings")) {
+		for _, b := range asList(bindings) {
+			if asMap(b)["HostPort"] == "" {
+				picked[port] = true
+			}
+		}
+	}
+	out := map[string]any{}
+	for port, bindings := range asMap(testenv.Field(c, "NetworkSettings.Ports")) {
+		if !picked[port] {
+			out[port] = bindings
+			continue
+		}
+		var bs []any
+		for _, b := range asList(bindings) {
+			b := maps.Clone(asMap(b))
+			b["HostPort"] = "<any>"
+			bs = append(bs, b)
+		}
+		out[port] = bs
+	}
+	return out
 }
 
 func asMap(v any) map[string]any {
@@ -495,6 +523,7 @@ var equivDeclared = map[string][]string{
 	"container cache": {
 		"Config.Healthcheck.Test", "Config.StopTimeout", "HostConfig.PortBindings.6379/tcp", "HostConfig.PortBindings.9101/tcp",
 		"HostConfig.RestartPolicy.Name", "HostConfig.Ulimits", "Mounts./scratch.Options.size", "Mounts./data-ro.RW",
+		"HostConfig.PortBindings.9102/tcp", "Published.9102/tcp",
 	},
 	"network back":    {"Options.com.docker.network.driver.mtu", "Labels.com.example.net"},
 	"network private": {"Internal"},
