@@ -1,0 +1,203 @@
+package compose_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/appdir"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
+)
+
+// extends: {file: ...} reads the file from the revision; what a service
+// inherits is merged as compose does, relative paths of the extended file
+// resolve against its own directory, and fields are located where they
+// are written.
+func TestExtendsFile(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml": `services:
+  web:
+    extends: {file: shared/common.yaml, service: base}
+    environment: {ROLE: web}
+    ports: ["8080:80"]
+  worker:
+    extends:
+      file: ./shared/common.yaml
+      service: base
+    command: [worker]
+`,
+		"shared/common.yaml": `services:
+  base:
+    image: shop/web:1
+    environment: {ROLE: base, TZ: UTC}
+    env_file: [base.env]
+    volumes: ["./conf:/etc/app:ro"]
+    build: {context: ./app}
+    x-driftless: {update: {maxSurge: 0, maxUnavailable: 1}}
+  unused:
+    image: shop/other:1
+`,
+		"shared/base.env":       "FROM_FILE=shared\n",
+		"base.env":              "FROM_FILE=root\n",
+		"shared/conf/app.conf":  "a\n",
+		"shared/app/Dockerfile": "FROM scratch\n",
+	}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	if len(a.Services) != 2 {
+		t.Fatalf("services %v, want web and worker only (the base is not a service of the app)", names(a))
+	}
+	for _, s := range a.Services {
+		sp := s.Spec
+		if sp.Build == nil || sp.Build.Image != "shop/web:1" || sp.Env["TZ"] != "UTC" || sp.Env["FROM_FILE"] != "shared" {
+			t.Errorf("%s: build %+v env %v: want the base's image, environment and shared/base.env", s.Name, sp.Build, sp.Env)
+		}
+		if len(sp.Binds) != 1 || sp.Binds[0].RepoPath != "shared/conf" || !sp.Binds[0].ReadOnly {
+			t.Errorf("%s: binds %+v, want shared/conf (relative to the extended file)", s.Name, sp.Binds)
+		}
+		if sp.Build == nil || sp.Build.Context != "shared/app" || sp.Build.TreeHash == "" {
+			t.Errorf("%s: build %+v, want the context shared/app", s.Name, sp.Build)
+		}
+		if sp.Update.MaxSurge != 0 {
+			t.Errorf("%s: maxSurge %d, want x-driftless of the base (0)", s.Name, sp.Update.MaxSurge)
+		}
+		if got := s.Fields["binds[0]"].Pos.String(); got != "shared/common.yaml:6:15" {
+			t.Errorf("%s: bind located at %s, want shared/common.yaml:6:15", s.Name, got)
+		}
+	}
+	web, worker := a.Services[0].Spec, a.Services[1].Spec
+	if web.Env["ROLE"] != "web" || worker.Env["ROLE"] != "base" {
+		t.Errorf("ROLE web %q worker %q, want web's own over the base's", web.Env["ROLE"], worker.Env["ROLE"])
+	}
+	if len(web.Ports) != 1 || len(worker.Args) != 1 || worker.Args[0] != "worker" {
+		t.Errorf("web ports %v, worker args %v: each service's own fields", web.Ports, worker.Args)
+	}
+}
+
+func names(a *manifest.App) []string {
+	var out []string
+	for _, s := range a.Services {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// A two-level chain across files: each file's paths relative to itself,
+// and an app directory that is not the repository's root.
+func TestExtendsChainInSubdirectory(t *testing.T) {
+	fsys := loadtest.ComposeFS(map[string]string{
+		"apps/shop/compose.yaml":      "services:\n  api:\n    extends: {file: stack/api.yaml, service: api}\n    environment: [LEVEL=app]\n",
+		"apps/shop/stack/api.yaml":    "services:\n  api:\n    extends: {file: ../base/svc.yaml, service: svc}\n    environment: [LEVEL=stack, API=1]\n    volumes: [./api.conf:/etc/api.conf]\n",
+		"apps/shop/stack/api.conf":    "api\n",
+		"apps/shop/base/svc.yaml":     "services:\n  svc:\n    image: shop/api:2\n    environment: [LEVEL=base, BASE=1]\n    volumes: [./svc.conf:/etc/svc.conf]\n    cap_add: [SYS_ADMIN]\n",
+		"apps/shop/base/svc.conf":     "svc\n",
+		"apps/other/compose.yaml":     "services:\n  x:\n    image: y\n",
+		"apps/shop/base/unrelated.md": "# notes\n",
+	})
+	_, err := appdir.LoadWith(fsys, "apps/shop", "shop", load.Options{})
+	got := loadtest.ErrorLines(t, err)
+	want := "apps/shop/base/svc.yaml:6:15: services.api.cap_add[0]: capability SYS_ADMIN is beyond Docker's defaults"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Fatalf("errors %q, want one at the base file: %q", got, want)
+	}
+	fsys["apps/shop/base/svc.yaml"].Data = []byte(strings.Replace(string(fsys["apps/shop/base/svc.yaml"].Data), "SYS_ADMIN", "NET_ADMIN", 1))
+	a, err := appdir.LoadWith(fsys, "apps/shop", "shop", load.Options{Policy: policy.Policy{Allow: []string{"capabilities"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := a.Services[0].Spec
+	if sp.Image != "shop/api:2" || sp.Env["LEVEL"] != "app" || sp.Env["API"] != "1" || sp.Env["BASE"] != "1" {
+		t.Errorf("image %q env %v: want the chain merged, the app's LEVEL last", sp.Image, sp.Env)
+	}
+	var repo []string
+	for i, b := range sp.Binds {
+		repo = append(repo, b.MountPath+"="+b.RepoPath+"@"+a.Services[0].Fields[fmt.Sprintf("binds[%d]", i)].Pos.String())
+	}
+	if got := strings.Join(repo, " "); got != "/etc/api.conf=stack/api.conf@apps/shop/stack/api.yaml:5:15 /etc/svc.conf=base/svc.conf@apps/shop/base/svc.yaml:5:15" {
+		t.Errorf("binds %v, want each relative to its own file, located there", got)
+	}
+}
+
+// What is wrong with an extends is reported where it is written, in
+// whichever file; every problem at once.
+func TestExtendsErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"outside the app directory",
+			map[string]string{"compose.yaml": "services:\n  a:\n    extends: {file: ../common.yaml, service: base}\n  b:\n    extends: {file: /etc/compose.yaml, service: base}\n  c:\n    extends: {file: ~/base.yaml, service: base}\n  d:\n    extends: {file: sub/../../x.yaml, service: base}\n"},
+			[]string{
+				`compose.yaml:3:21: services.a.extends.file: "../common.yaml" leaves the app directory: extends.file names a file of the app's directory in the repository`,
+				`compose.yaml:5:21: services.b.extends.file: "/etc/compose.yaml" is outside the app directory: extends.file names a file of the app's directory in the repository, relative to compose.yaml`,
+				`compose.yaml:7:21: services.c.extends.file: "~/base.yaml" is outside the app directory: extends.file names a file of the app's directory in the repository, relative to compose.yaml`,
+				`compose.yaml:9:21: services.d.extends.file: "sub/../../x.yaml" leaves the app directory: extends.file names a file of the app's directory in the repository`,
+			}},
+		{"missing file and service",
+			map[string]string{
+				"compose.yaml": "services:\n  web:\n    extends: {file: common.yml, service: base}\n  api:\n    extends: {file: common.yaml, service: bsae}\n  job:\n    extends: {service: nope}\n  dir:\n    extends: {file: conf, service: x}\n",
+				"common.yaml":  "services:\n  base:\n    image: shop/web:1\n",
+				"conf/x.conf":  "x\n",
+			},
+			[]string{
+				`compose.yaml:3:21: services.web.extends.file: "common.yml" does not exist in the repository: commit it, or correct the path (relative to compose.yaml)`,
+				`compose.yaml:5:43: services.api.extends.service: service api extends "bsae", which common.yaml does not declare: name a service of common.yaml`,
+				`compose.yaml:7:24: services.job.extends.service: service job extends "nope", which this file does not declare: name a service of this file`,
+				`compose.yaml:9:21: services.dir.extends.file: "conf" is a directory: name a compose file`,
+			}},
+		{"cycle across files",
+			map[string]string{
+				"compose.yaml": "services:\n  web:\n    extends: {file: a.yaml, service: one}\n",
+				"a.yaml":       "services:\n  one:\n    extends: {file: b/b.yaml, service: two}\n",
+				"b/b.yaml":     "services:\n  two:\n    extends:\n      file: ../a.yaml\n      service: one\n",
+			},
+			[]string{
+				"b/b.yaml:5:16: services.two.extends.service: extends cycle: web (compose.yaml) -> one (a.yaml) -> two (b/b.yaml) -> one (a.yaml): remove one of these extends",
+			}},
+		{"cycle in one file",
+			map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    extends: b\n  b:\n    extends: {service: a}\n"},
+			[]string{
+				"compose.yaml:6:24: services.b.extends.service: extends cycle: a (compose.yaml) -> b (compose.yaml) -> a (compose.yaml): remove one of these extends",
+			}},
+		{"the extended file is broken",
+			map[string]string{
+				"compose.yaml": "services:\n  web:\n    extends: {file: common.yaml, service: base}\n  api:\n    extends: {file: other.yaml, service: base}\n",
+				"common.yaml":  "services:\n  base:\n    image: [x\n",
+				"other.yaml":   "services:\n  base:\n    image: shop/${bad\n    image: again\n",
+			},
+			[]string{
+				"common.yaml:3: YAML syntax error: did not find expected ',' or ']'",
+				"other.yaml:3:12: services.base.image: invalid interpolation \"shop/${bad\": write a literal $ as $$",
+				"other.yaml:4:5: services.base.image: duplicate key (first at line 3)",
+			}},
+		{"the extended file's syntax and casts",
+			map[string]string{
+				"compose.yaml": "services:\n  web:\n    extends: {file: common.yaml, service: base}\n    ports: [\"8080:80\"]\n",
+				"common.yaml":  "services:\n  base:\n    image: shop/web:1\n    ports: [\"bad:80\"]\n  other:\n    image: x\n    deploy: {replicas: many}\n",
+			},
+			[]string{
+				"common.yaml:4:13: services.base.ports[0]: invalid hostPort: bad",
+			}},
+		{"inherited fields refused where written, mapping",
+			map[string]string{
+				"compose.yaml": "services:\n  web:\n    extends: {file: common.yaml, service: base}\n    volumes: [\"./conf:/c\"]\n",
+				"common.yaml":  "services:\n  base:\n    image: shop/web:1\n    privileged: true\n    volumes: [\"./missing:/m\"]\n",
+				"conf/c":       "c\n",
+			},
+			[]string{
+				"common.yaml:4:17: services.web.privileged: a privileged container can take over the host; allow it for this app with `allow: [privileged]` in driftless.yaml (or `--allow privileged`)",
+				"common.yaml:5:15: services.web.volumes[0]: bind source \"missing\" does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := loadtest.ComposeErrors(t, tt.files, load.Options{})
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
