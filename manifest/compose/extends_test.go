@@ -2,6 +2,7 @@ package compose_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -45,7 +46,14 @@ func TestExtendsFile(t *testing.T) {
 		"shared/conf/app.conf":  "a\n",
 		"shared/app/Dockerfile": "FROM scratch\n",
 	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	// compose-go reads staged copies of the revision's files; none is
+	// left behind.
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
+	}
 	if len(a.Services) != 2 {
 		t.Fatalf("services %v, want web and worker only (the base is not a service of the app)", names(a))
 	}
@@ -199,5 +207,57 @@ func TestExtendsErrors(t *testing.T) {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// Less common spellings compose accepts: the compose file itself as the
+// extended file, an interpolated file name, extends in the override file,
+// !reset of an inherited field.
+func TestExtendsFileForms(t *testing.T) {
+	files := map[string]string{
+		".env": "BASE_FILE=bases/web.yaml\n",
+		"compose.yaml": `services:
+  web:
+    extends: {file: "${BASE_FILE}", service: web}
+    environment: {FROM: compose}
+  tmpl:
+    image: shop/tmpl:1
+    labels: {tier: template}
+  api:
+    extends: {file: compose.yaml, service: tmpl}
+`,
+		"compose.override.yaml": `services:
+  api:
+    extends: {file: bases/web.yaml, service: web}
+    ports: !reset []
+`,
+		"bases/web.yaml": "services:\n  web:\n    image: shop/web:2\n    ports: [\"8080:80\"]\n    environment: {FROM: base, KEEP: \"1\"}\n",
+	}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	if got := names(a); strings.Join(got, ",") != "api,tmpl,web" {
+		t.Fatalf("services %v, want api, tmpl and web", got)
+	}
+	api, web := a.Services[0].Spec, a.Services[2].Spec
+	if web.Image != "shop/web:2" || web.Env["FROM"] != "compose" || web.Env["KEEP"] != "1" || len(web.Ports) != 1 {
+		t.Errorf("web: image %q env %v ports %v", web.Image, web.Env, web.Ports)
+	}
+	// compose merges the override's api (itself merged with bases/web.yaml)
+	// over the compose file's (merged with tmpl).
+	if api.Image != "shop/web:2" || a.Services[0].Labels["tier"] != "template" || len(api.Ports) != 0 {
+		t.Errorf("api: image %q labels %v ports %v, want the override's base image, tmpl's label, no ports (!reset)", api.Image, a.Services[0].Labels, api.Ports)
+	}
+}
+
+// A field a service inherits from a service of the same file is located
+// in the base too.
+func TestExtendsSameFilePositions(t *testing.T) {
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "x-base: &base\n  image: shop/web:1\nservices:\n  base:\n    <<: *base\n    cap_add: [SYS_ADMIN]\n  web:\n    extends: base\n    cap_add: [NET_ADMIN]\n"}, load.Options{})
+	want := []string{
+		"compose.yaml:6:15: services.base.cap_add[0]: capability SYS_ADMIN is beyond Docker's defaults; allow it for this app with `allow: [capabilities]` in driftless.yaml (or `--allow capabilities`)",
+		"compose.yaml:6:15: services.web.cap_add[0]: capability SYS_ADMIN is beyond Docker's defaults; allow it for this app with `allow: [capabilities]` in driftless.yaml (or `--allow capabilities`)",
+		"compose.yaml:9:15: services.web.cap_add[1]: capability NET_ADMIN is beyond Docker's defaults; allow it for this app with `allow: [capabilities]` in driftless.yaml (or `--allow capabilities`)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
