@@ -2,6 +2,7 @@ package compose
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/driftless-dev/driftless/e2e/testenv"
@@ -187,4 +188,24 @@ func extendsStacks() []corpusStack {
 }
 
 // extendsEquivCases are the equivalence cases for extends across files.
-func extendsEquivCases() []equivCase { return nil }
+func extendsEquivCases() []equivCase {
+	inherited := []string{
+		"Config.Entrypoint", "Config.Env", "Config.Labels.com.example.team", "Config.Labels.com.example.role",
+		"Config.Healthcheck.Test", "Config.Healthcheck.Interval", "Config.StopTimeout",
+		"HostConfig.CapDrop", "HostConfig.Ulimits", "HostConfig.Init", "HostConfig.DnsSearch", "HostConfig.RestartPolicy.Name",
+		"Mounts./etc/app.Content", "Mounts./etc/app.conf.Content", "Mounts./tmp.Options.size",
+	}
+	return []equivCase{{
+		dir:      "equiv-extends",
+		services: []string{"web", "worker"},
+		networks: []string{"default"},
+		declared: map[string][]string{
+			"container web":    append([]string{"HostConfig.PortBindings.8080/tcp"}, inherited...),
+			"container worker": append([]string{"Config.Cmd", "HostConfig.ExtraHosts"}, inherited...),
+		},
+		healthy: "web",
+		env: func(t *testing.T) map[string]string {
+			return map[string]string{"EQUIV_EXT_PORT": strconv.Itoa(testenv.FreePorts(t, 1))}
+		},
+	}}
+}
