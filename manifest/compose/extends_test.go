@@ -23,7 +23,7 @@ func TestExtendsFile(t *testing.T) {
   web:
     extends: {file: shared/common.yaml, service: base}
     environment: {ROLE: web}
-    ports: ["8080:80"]
+    expose: ["80"]
   worker:
     extends:
       file: ./shared/common.yaml
@@ -37,7 +37,7 @@ func TestExtendsFile(t *testing.T) {
     env_file: [base.env]
     volumes: ["./conf:/etc/app:ro"]
     build: {context: ./app}
-    x-driftless: {update: {maxSurge: 0, maxUnavailable: 1}}
+    x-driftless: {update: {maxSurge: 1, maxUnavailable: 0}}
   unused:
     image: shop/other:1
 `,
@@ -58,22 +58,7 @@ func TestExtendsFile(t *testing.T) {
 		t.Fatalf("services %v, want web and worker only (the base is not a service of the app)", names(a))
 	}
 	for _, s := range a.Services {
-		sp := s.Spec
-		if sp.Build == nil || sp.Build.Image != "shop/web:1" || sp.Env["TZ"] != "UTC" || sp.Env["FROM_FILE"] != "shared" {
-			t.Errorf("%s: build %+v env %v: want the base's image, environment and shared/base.env", s.Name, sp.Build, sp.Env)
-		}
-		if len(sp.Binds) != 1 || sp.Binds[0].RepoPath != "shared/conf" || !sp.Binds[0].ReadOnly {
-			t.Errorf("%s: binds %+v, want shared/conf (relative to the extended file)", s.Name, sp.Binds)
-		}
-		if sp.Build == nil || sp.Build.Context != "shared/app" || sp.Build.TreeHash == "" {
-			t.Errorf("%s: build %+v, want the context shared/app", s.Name, sp.Build)
-		}
-		if sp.Update.MaxSurge != 0 {
-			t.Errorf("%s: maxSurge %d, want x-driftless of the base (0)", s.Name, sp.Update.MaxSurge)
-		}
-		if got := s.Fields["binds[0]"].Pos.String(); got != "shared/common.yaml:6:15" {
-			t.Errorf("%s: bind located at %s, want shared/common.yaml:6:15", s.Name, got)
-		}
+		checkInherited(t, s)
 	}
 	web, worker := a.Services[0].Spec, a.Services[1].Spec
 	if web.Env["ROLE"] != "web" || worker.Env["ROLE"] != "base" {
@@ -81,6 +66,28 @@ func TestExtendsFile(t *testing.T) {
 	}
 	if len(web.Ports) != 1 || len(worker.Args) != 1 || worker.Args[0] != "worker" {
 		t.Errorf("web ports %v, worker args %v: each service's own fields", web.Ports, worker.Args)
+	}
+}
+
+// checkInherited checks what a service of TestExtendsFile inherits from
+// shared/common.yaml.
+func checkInherited(t *testing.T, s manifest.Service) {
+	t.Helper()
+	sp := s.Spec
+	if sp.Build == nil || sp.Build.Image != "shop/web:1" || sp.Env["TZ"] != "UTC" || sp.Env["FROM_FILE"] != "shared" {
+		t.Errorf("%s: build %+v env %v: want the base's image, environment and shared/base.env", s.Name, sp.Build, sp.Env)
+	}
+	if len(sp.Binds) != 1 || sp.Binds[0].RepoPath != "shared/conf" || !sp.Binds[0].ReadOnly {
+		t.Errorf("%s: binds %+v, want shared/conf (relative to the extended file)", s.Name, sp.Binds)
+	}
+	if sp.Build == nil || sp.Build.Context != "shared/app" || sp.Build.TreeHash == "" {
+		t.Errorf("%s: build %+v, want the context shared/app", s.Name, sp.Build)
+	}
+	if sp.Update.MaxSurge != 1 || sp.Update.MaxUnavailable != 0 {
+		t.Errorf("%s: update %+v, want x-driftless of the base (maxSurge 1, maxUnavailable 0)", s.Name, sp.Update)
+	}
+	if got := s.Fields["binds[0]"].Pos.String(); got != "shared/common.yaml:6:15" {
+		t.Errorf("%s: bind located at %s, want shared/common.yaml:6:15", s.Name, got)
 	}
 }
 
