@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -108,7 +109,7 @@ type composeLoad struct {
 func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
 	l := &composeLoad{
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
-		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{},
+		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{extended: map[string]*composeFile{}, bases: map[*yaml.Node]extendsTarget{}},
 	}
 	for _, p := range layout.Files {
 		data, err := fs.ReadFile(fsys, p)
@@ -145,7 +146,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
-	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles)
+	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles, l.relPath)
 	if err != nil {
 		if schemaLater {
 			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
@@ -200,9 +201,26 @@ func (l *composeLoad) precheck(schema bool) {
 	if len(l.errs.Errs) > 0 {
 		return
 	}
-	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	l.resolveExtends()
 	if len(l.errs.Errs) > 0 {
 		return
+	}
+	// compose-go reads a whole extended file (short syntax, casts), but
+	// checks against the schema only the services merged from it.
+	extended := l.ix.extendedFiles()
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	for _, f := range extended {
+		for _, d := range f.nonEmptyDocs() {
+			checkShortSyntax(l.errs, f, d, l.in)
+		}
+	}
+	if len(l.errs.Errs) > 0 {
+		return
+	}
+	for _, f := range extended {
+		for _, d := range f.nonEmptyDocs() {
+			interpolateComposeDoc(l.errs, f, d, l.in)
+		}
 	}
 	if !schema {
 		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.in) })
@@ -305,7 +323,8 @@ func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string,
 }
 
 // refuseFileReferences refuses what would make compose-go read other files
-// from the host: include and extends.file.
+// from the host: include. (extends.file is read from the revision, see
+// resolveExtends.)
 func refuseFileReferences(c *yamlpos.Collector, f *composeFile, doc *yaml.Node) {
 	if doc == nil {
 		return
@@ -313,19 +332,6 @@ func refuseFileReferences(c *yamlpos.Collector, f *composeFile, doc *yaml.Node) 
 	if k, _ := child(doc, "include"); k != nil {
 		c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, "include",
 			"is not supported: an app is one directory; merge the included services into %s, or use an override file (compose.override.yaml)", path.Base(f.path))
-	}
-	_, services := child(doc, "services")
-	services = deref(services)
-	if services == nil || services.Kind != yaml.MappingNode {
-		return
-	}
-	for i := 0; i+1 < len(services.Content); i += 2 {
-		name := services.Content[i].Value
-		_, ext := child(services.Content[i+1], "extends")
-		if k, _ := child(ext, "file"); k != nil {
-			c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, yamlpos.ChildPath("services", name)+".extends.file",
-				"is not supported: extend a service of the same file (extends: {service: NAME})")
-		}
 	}
 }
 
@@ -427,7 +433,7 @@ func nativeDocuments(file string, data []byte) []manifest.Position {
 // (found by the schema check, which applies them the same way): giving
 // compose-go only these keeps its interpolation from trying all of them on
 // every value, with the same result.
-func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []string) (p *types.Project, err error) {
+func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []string, rel func(string) string) (p *types.Project, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("compose-go: %v", r)
@@ -440,6 +446,21 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 	}()
 	casts := in.usedCasts
 	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.env}
+	if ix.fileExtends {
+		// compose-go reads extended files relative to the working
+		// directory: the staged copies of the revision's.
+		dir, serr := stageExtended(ix, rel)
+		if serr != nil {
+			return nil, serr
+		}
+		defer os.RemoveAll(dir)
+		details.WorkingDir = dir
+		defer func() {
+			if err != nil {
+				err = errors.New(strings.ReplaceAll(err.Error(), dir+string(os.PathSeparator), ""))
+			}
+		}()
+	}
 	for _, f := range ix.files {
 		details.ConfigFiles = append(details.ConfigFiles, types.ConfigFile{
 			Filename: path.Join(composeWorkDir, f.path),
@@ -537,6 +558,15 @@ func (l *composeLoad) composeGoError(err error) {
 // locateDotted locates a path written compose's way (services.web.ports.0).
 func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 	parts := strings.Split(dotted, ".")
+	if len(parts) > 2 && parts[0] == "services" && len(l.ix.bases) > 0 {
+		// A field the service inherits is where its base writes it.
+		layers := l.ix.serviceLayers(parts[1])
+		for i := len(layers) - 1; i >= 0; i-- {
+			if field, pos, n := nodePath(layers[i].file, layers[i].node, parts[2:]); n != nil {
+				return joinField(yamlpos.ChildPath("services", parts[1]), field), pos
+			}
+		}
+	}
 	var bestField string
 	var best manifest.Position
 	bestDepth := -1

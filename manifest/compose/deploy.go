@@ -430,25 +430,19 @@ type rawXUpdate struct {
 }
 
 // mapExtension reads x-driftless with the native format's checker, from
-// each file that writes it (later files win, key by key).
+// each file that writes it (later files, and a service over the one it
+// extends, win key by key).
 func (sm *serviceMap) mapExtension() {
-	attr := sm.path("x-driftless")
 	merged := map[string]any{}
 	bad := false
-	for _, f := range sm.m.ix.files {
-		for _, d := range f.docs {
-			if d == nil {
-				continue
-			}
-			_, n, ok := walkPath(d, splitPath(attr))
-			if !ok || yamlpos.IsNull(n) {
-				continue
-			}
-			val, ok, failed := sm.walkExtension(f, n)
-			bad = bad || failed
-			if ok {
-				deepMerge(merged, val)
-			}
+	for _, src := range sm.m.ix.sources(sm.path("x-driftless")) {
+		if yamlpos.IsNull(src.node) {
+			continue
+		}
+		val, ok, failed := sm.walkExtension(src.file, src.node)
+		bad = bad || failed
+		if ok {
+			deepMerge(merged, val)
 		}
 	}
 	if bad || len(merged) == 0 {

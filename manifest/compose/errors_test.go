@@ -43,11 +43,10 @@ func TestComposeErrors(t *testing.T) {
 			[]string{
 				"compose.yaml:1: the compose file is empty: declare services",
 			}},
-		{"include extends",
+		{"include",
 			map[string]string{"compose.yaml": "include: [other.yaml]\nservices:\n  web:\n    extends: {file: base.yaml, service: web}\n"},
 			[]string{
 				"compose.yaml:1:1: include: is not supported: an app is one directory; merge the included services into compose.yaml, or use an override file (compose.override.yaml)",
-				"compose.yaml:4:15: services.web.extends.file: is not supported: extend a service of the same file (extends: {service: NAME})",
 			}},
 		{"mixed",
 			map[string]string{".github/ci.yml": "on: push\n", "compose.yaml": "services:\n  web:\n    image: shop/web:1\n", "docs/x.yaml": "a: b\n", "k8s/web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec: {image: x}\n"},

@@ -29,7 +29,7 @@ var composeServiceRules = map[string]any{
 	"restart":           composeMapped("restart"),
 	"scale":             composeMapped("replicas"),
 	"container_name":    composeMapped("a network alias (containers are always named <app>-<service>-<slot>)"),
-	"extends":           composeMapped("merged by compose-go (a service of the same file)"),
+	"extends":           composeMapped("merged by compose-go (a service of the same file, or of another file of the app directory with extends.file)"),
 	"command":           composeMapped("args"),
 	"entrypoint":        composeMapped("command"),
 	"environment":       composeMapped("env"),

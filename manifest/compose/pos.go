@@ -26,6 +26,61 @@ type composeFile struct {
 // composeIndex locates compose paths ("services.web.ports[0]") in the files.
 type composeIndex struct {
 	files []*composeFile
+	// extended are the other files extends.file names, by path in the
+	// fs.FS (nil for one that could not be read); fileExtends is whether
+	// any extends names a file.
+	extended    map[string]*composeFile
+	fileExtends bool
+	// bases maps a service's mapping to the service it extends.
+	bases map[*yaml.Node]extendsTarget
+}
+
+// roots are where the fields of path can be written, from the lowest
+// precedence to the highest, with the rest of the path to walk from each.
+// A field of a service is looked up in the service's layers (see
+// serviceLayers); anything else in each document of each file.
+func (ix *composeIndex) roots(parts []pathPart) ([]fileNode, []pathPart) {
+	if len(ix.bases) > 0 && len(parts) > 2 && parts[0].index < 0 && parts[0].key == "services" && parts[1].index < 0 {
+		return ix.serviceLayers(parts[1].key), parts[2:]
+	}
+	var out []fileNode
+	for _, f := range ix.files {
+		for _, d := range f.docs {
+			if d != nil {
+				out = append(out, fileNode{f, d})
+			}
+		}
+	}
+	return out, parts
+}
+
+// serviceLayers are the mappings that make up a service, as compose
+// merges them: in each document of each compose file that declares it,
+// the service it extends (recursively, in whatever file), then the
+// declaration itself.
+func (ix *composeIndex) serviceLayers(name string) []fileNode {
+	var out []fileNode
+	for _, f := range ix.files {
+		for _, d := range f.docs {
+			if d == nil {
+				continue
+			}
+			if _, v, ok := walkPath(d, []pathPart{{key: "services", index: -1}, {key: name, index: -1}}); ok {
+				out = ix.appendLayers(out, fileNode{f, deref(v)}, 0)
+			}
+		}
+	}
+	return out
+}
+
+func (ix *composeIndex) appendLayers(out []fileNode, fn fileNode, depth int) []fileNode {
+	// Cycles are refused before mapping; the depth only bounds the walk.
+	if t, ok := ix.bases[fn.node]; ok && depth < 32 {
+		for _, n := range t.nodes {
+			out = ix.appendLayers(out, fileNode{t.file, n}, depth+1)
+		}
+	}
+	return append(out, fn)
 }
 
 // pathPart is one step of a field path: a mapping key or a list index.
@@ -159,19 +214,46 @@ func walkPath(root *yaml.Node, parts []pathPart) (k, v *yaml.Node, ok bool) {
 // find returns the file and nodes of path in the last file (and document)
 // that declares it.
 func (ix *composeIndex) find(path string) (*composeFile, *yaml.Node, *yaml.Node, bool) {
-	parts := splitPath(path)
-	for i := len(ix.files) - 1; i >= 0; i-- {
-		f := ix.files[i]
-		for j := len(f.docs) - 1; j >= 0; j-- {
-			if f.docs[j] == nil {
-				continue
+	roots, rest := ix.roots(splitPath(path))
+	if len(ix.bases) > 0 && len(rest) >= 2 && rest[0].index < 0 && rest[1].index >= 0 && !replacedLists[rest[0].key] {
+		// An entry of a list a service inherits: compose appends the
+		// extending service's entries to its base's.
+		if item, ok := appendedItem(roots, rest[:1], rest[1].index); ok {
+			if len(rest) == 2 {
+				return item.file, nil, item.node, true
 			}
-			if k, v, ok := walkPath(f.docs[j], parts); ok {
-				return f, k, v, true
-			}
+			k, v, ok := walkPath(item.node, rest[2:])
+			return item.file, k, v, ok
+		}
+	}
+	for i := len(roots) - 1; i >= 0; i-- {
+		if k, v, ok := walkPath(roots[i].node, rest); ok {
+			return roots[i].file, k, v, true
 		}
 	}
 	return nil, nil, nil, false
+}
+
+// replacedLists are the lists of a service that compose replaces, rather
+// than appends to, when a service extends another.
+var replacedLists = map[string]bool{"command": true, "entrypoint": true}
+
+// appendedItem is the i-th entry of the list at rest under roots, counting
+// each root's entries after the ones before it.
+func appendedItem(roots []fileNode, rest []pathPart, i int) (fileNode, bool) {
+	n := 0
+	for _, r := range roots {
+		_, v, ok := walkPath(r.node, rest)
+		v = deref(v)
+		if !ok || v == nil || v.Kind != yaml.SequenceNode {
+			continue
+		}
+		if i-n < len(v.Content) {
+			return fileNode{r.file, v.Content[i-n]}, true
+		}
+		n += len(v.Content)
+	}
+	return fileNode{}, false
 }
 
 // declared reports whether some file writes path.
@@ -234,45 +316,38 @@ func (ix *composeIndex) firstKeyAt(path string) manifest.Position {
 // not add up to a list that long (compose dropped a duplicate), the list
 // itself is reported.
 func (ix *composeIndex) item(list string, i int) manifest.Position {
-	parts := splitPath(list)
-	n := 0
-	for _, f := range ix.files {
-		for _, d := range f.docs {
-			if d == nil {
-				continue
-			}
-			_, v, ok := walkPath(d, parts)
-			v = deref(v)
-			if !ok || v == nil || v.Kind != yaml.SequenceNode {
-				continue
-			}
-			if i-n < len(v.Content) {
-				e := v.Content[i-n]
-				return manifest.Position{File: f.display, Line: e.Line, Column: e.Column}
-			}
-			n += len(v.Content)
-		}
+	roots, rest := ix.roots(splitPath(list))
+	if e, ok := appendedItem(roots, rest, i); ok {
+		return manifest.Position{File: e.file.display, Line: e.node.Line, Column: e.node.Column}
 	}
 	return ix.at(list)
 }
 
 // itemNodes returns every entry of a list in merge order with its file.
 func (ix *composeIndex) itemNodes(list string) []fileNode {
-	parts := splitPath(list)
+	roots, rest := ix.roots(splitPath(list))
 	var out []fileNode
-	for _, f := range ix.files {
-		for _, d := range f.docs {
-			if d == nil {
-				continue
-			}
-			_, v, ok := walkPath(d, parts)
-			v = deref(v)
-			if !ok || v == nil || v.Kind != yaml.SequenceNode {
-				continue
-			}
-			for _, e := range v.Content {
-				out = append(out, fileNode{f, deref(e)})
-			}
+	for _, r := range roots {
+		_, v, ok := walkPath(r.node, rest)
+		v = deref(v)
+		if !ok || v == nil || v.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, e := range v.Content {
+			out = append(out, fileNode{r.file, deref(e)})
+		}
+	}
+	return out
+}
+
+// sources are the nodes that write path, from the lowest precedence to
+// the highest.
+func (ix *composeIndex) sources(path string) []fileNode {
+	roots, rest := ix.roots(splitPath(path))
+	var out []fileNode
+	for _, r := range roots {
+		if _, v, ok := walkPath(r.node, rest); ok {
+			out = append(out, fileNode{r.file, v})
 		}
 	}
 	return out
