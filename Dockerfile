@@ -18,6 +18,9 @@ FROM scratch
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY driftless /driftless
 ENV HOME=/data
+# A scratch image has no /tmp; extends.file stages the app's compose files
+# in a private temporary directory while they load.
+ENV TMPDIR=/data
 VOLUME ["/data"]
 EXPOSE 8080
 ENTRYPOINT ["/driftless"]
