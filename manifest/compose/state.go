@@ -19,7 +19,7 @@ func (sm *serviceMap) mapRelativeBind(attr, src string, b *manifest.BindMount) b
 	p, err := manifest.CleanRepoPath(src)
 	if err != nil {
 		if errors.Is(err, manifest.ErrLeavesRepo) {
-			sm.refuse(attr, "bind source %q leaves the app directory: a relative source is a file of the app's directory in the repository or, when the revision does not hold it, a state directory inside the app's state directory; write a path inside the app directory, or an absolute path (policy hostPaths)", src)
+			sm.refuse(attr, "bind source %q leaves the app directory: a relative source is a file of the app directory or, when the revision does not hold it, a directory of the app's state, and stays inside; mount other places by their absolute path (policy hostPaths)", src)
 		} else {
 			sm.refuse(attr, "bind source %v", err)
 		}

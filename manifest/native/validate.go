@@ -806,16 +806,16 @@ func validateMounts(r yamlpos.Reporter, raw *rawServiceSpec, mounts map[string]s
 }
 
 func validateBind(r yamlpos.Reporter, bp string, b rawBind, mounts map[string]string) {
-	sources := 0
-	for _, s := range []string{b.HostPath, b.RepoPath, b.StatePath} {
-		if s != "" {
-			sources++
+	var sources []string
+	for _, s := range []struct{ name, value string }{{"hostPath", b.HostPath}, {"repoPath", b.RepoPath}, {"statePath", b.StatePath}} {
+		if s.value != "" {
+			sources = append(sources, s.name)
 		}
 	}
 	switch {
-	case sources > 1:
-		r.Errorf(bp, "has more than one of hostPath, repoPath and statePath: use exactly one")
-	case sources == 0:
+	case len(sources) > 1:
+		r.Errorf(bp, "has %s: use exactly one", strings.Join(sources, " and "))
+	case len(sources) == 0:
 		r.Errorf(bp, "needs hostPath (an absolute path on the host), repoPath (a path in the repository) or statePath (a directory of the app's state)")
 	case b.StatePath != "":
 		validateStateBind(r, bp, b)
