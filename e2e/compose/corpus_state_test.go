@@ -174,7 +174,7 @@ func giteaStateStack() corpusStack {
 			if m := mountOf(t, server, "/data/gitea/templates"); m["ReadOnly"] != true {
 				t.Errorf("templates are not read-only: %v", m)
 			}
-			putThrough(t, server, "/data/gitea/conf", "app.ini", appIni)
+			putThrough(t, server, "/data", "gitea/conf/app.ini", appIni)
 			wantHostFile(t, filepath.Join(stateDirOf(r, "gitea"), "gitea", "conf", "app.ini"), appIni)
 			refuseStateSymlink(t, r)
 		},
