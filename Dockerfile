@@ -7,13 +7,15 @@
 #   scripts/build-image.sh            # builds driftless:dev
 #   docker run -d --name driftless --network host \
 #     -v /var/run/docker.sock:/var/run/docker.sock \
-#     -v driftless-data:/data \
+#     -v /var/lib/driftless:/var/lib/driftless \
 #     -v /run/driftless/secrets:/run/driftless/secrets \
-#     driftless:dev run --repo https://... --data /data
+#     driftless:dev run --repo https://... --data /var/lib/driftless
 #
-# Secret files are bind-mounted into containers by the Docker daemon from
-# the host, so the secrets directory must be the same path on the host and
-# on a tmpfs there (/run is one on systemd hosts).
+# Repository files, the apps' state directories (under the data directory)
+# and secret files are bind-mounted into containers by the Docker daemon
+# from the host, so the data and secrets directories must be the same path
+# on the host, and the secrets directory on a tmpfs there (/run is one on
+# systemd hosts).
 FROM scratch
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY driftless /driftless

@@ -80,7 +80,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if err := r.e.files.MaterializeService(app, svc); err != nil {
 		return "", err
 	}
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir})
 	if err != nil {
 		return "", err
 	}

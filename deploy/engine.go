@@ -91,7 +91,11 @@ type Options struct {
 	// hostfiles.DefaultSecretsDir(). Like FilesDir, the Docker daemon must see it
 	// as the same host path.
 	SecretsDir string
-	Logger     *slog.Logger
+	// StateDir holds the apps' state directories, <StateDir>/<app>/<path>
+	// (the agent passes <data>/state); default "state" beside FilesDir.
+	// Like FilesDir, the Docker daemon must see it as the same host path.
+	StateDir string
+	Logger   *slog.Logger
 	// BuildTimeout bounds one image build; default DefaultBuildTimeout.
 	BuildTimeout time.Duration
 	// Credentials give pulls and tag resolutions their registry
@@ -157,6 +161,12 @@ func (o Options) withDefaults() Options {
 	}
 	if abs, err := filepath.Abs(o.FilesDir); err == nil {
 		o.FilesDir = abs
+	}
+	if o.StateDir == "" {
+		o.StateDir = hostfiles.StateRoot(filepath.Dir(o.FilesDir))
+	}
+	if abs, err := filepath.Abs(o.StateDir); err == nil {
+		o.StateDir = abs
 	}
 	if o.SecretsDir == "" {
 		o.SecretsDir = hostfiles.DefaultSecretsDir()
@@ -301,7 +311,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
-	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, Log: opts.Logger, Mounts: e.driftlessMounts}
+	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
 	e.prober.Scrub = opts.Scrub
 	return e

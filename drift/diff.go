@@ -182,8 +182,9 @@ func aliases(m map[string][]string) string {
 	return listOr(parts, none)
 }
 
-// binds shows each bind as source:target[:options]; a repository source
-// carries its content hash, so a changed file shows as a change. The hash
+// binds shows each bind as source:target[:options]; a state directory is
+// state:PATH (its content is data, not part of the spec); a repository
+// source carries its content hash, so a changed file shows as a change. The hash
 // is shown as long as the service hash covers it: a spec recorded before
 // content hashes were full then reads the same as today's.
 func binds(bs []manifest.BindMount) string {
@@ -195,6 +196,9 @@ func binds(bs []manifest.BindMount) string {
 			if b.ContentHash != "" {
 				src += "@" + b.ContentHash[:min(manifest.LegacyContentIDLen, len(b.ContentHash))]
 			}
+		}
+		if b.StatePath != "" {
+			src = "state:" + b.StatePath
 		}
 		var opts []string
 		for _, o := range []struct {

@@ -355,13 +355,20 @@ func (h *Healthcheck) Disabled() bool {
 }
 
 // BindMount mounts a file or directory that is not a Docker volume:
-// exactly one of HostPath (an absolute path on the host, policy-gated) and
+// exactly one of HostPath (an absolute path on the host, policy-gated),
 // RepoPath (a path in the revision, materialized read-only by driftless
-// under its data directory) is set.
+// under its data directory) and StatePath (a directory of the app's state
+// under the data directory) is set.
 type BindMount struct {
 	HostPath string `json:"hostPath,omitempty"`
 	// RepoPath is slash-separated and relative to the app directory.
 	RepoPath string `json:"repoPath,omitempty"`
+	// StatePath is a directory of the app's state, slash-separated and
+	// relative to the app's state directory (see StateHostPath): created
+	// on first use, kept across revisions, never emptied or removed. Only
+	// the path is part of the spec: its content is data, not
+	// configuration.
+	StatePath string `json:"statePath,omitempty"`
 	// ContentHash identifies RepoPath's content at this revision (see
 	// RepoTree.Hash); it is part of the spec, so a changed file rolls the
 	// services that mount it.

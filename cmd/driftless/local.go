@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/internal/hostpath"
@@ -40,6 +41,7 @@ const (
 // manifests may use, and the compose profiles to activate.
 type loadFlags struct {
 	allow, hostPaths, profiles string
+	homeDir                    string
 	adopt                      string
 	limits                     string
 	target                     string
@@ -55,6 +57,7 @@ func (l *loadFlags) register(fs interface {
 }) {
 	fs.StringVar(&l.allow, "allow", "", "host powers the manifests may use, comma-separated: "+strings.Join(policy.AllowNames, ", "))
 	fs.StringVar(&l.hostPaths, "allow-host-path", "", "absolute host path prefixes bind mounts may use, comma-separated")
+	fs.StringVar(&l.homeDir, "home-dir", "", "what ~ in a bind source stands for (as homeDir: in driftless.yaml); the path it leads to needs --allow-host-path")
 	fs.StringVar(&l.profiles, "profile", "", "compose profiles to activate, comma-separated")
 	fs.StringVar(&l.limits, "limit", "", "limits on what the manifests may ask for, comma-separated name=value (replicas=500,manifestBytes=1Mi); as limits: in driftless.yaml")
 	fs.StringVar(&l.adopt, "adopt", "", "compose: take over the containers 'docker compose' runs for the app's project, one replica at a time")
@@ -108,10 +111,11 @@ func (l *loadFlags) manifestLoad(env map[string]string) (manifestLoad, error) {
 // from (nil: nothing but the app's .env file).
 func (l *loadFlags) options(env map[string]string) (load.Options, error) {
 	opts := load.Options{
-		Policy: policy.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths)},
+		Policy: policy.Policy{Allow: splitList(l.allow), HostPaths: splitList(l.hostPaths), HomeDir: l.homeDir},
 		// Host paths are judged where they land on this machine, whose
-		// engine the command drives.
-		Host:        hostpath.Host(os.Getenv),
+		// engine the command drives, and state directories in the
+		// CLI's data directory.
+		Host:        cliHost(),
 		Profiles:    splitList(l.profiles),
 		Environment: env,
 		// SOPS secrets open with the keys of the user's environment
@@ -126,7 +130,7 @@ func (l *loadFlags) options(env map[string]string) (load.Options, error) {
 		opts.Target = manifest.TargetSwarm
 	}
 	if err := opts.Policy.Validate(); err != nil {
-		return opts, fmt.Errorf("--allow / --allow-host-path: %w", err)
+		return opts, fmt.Errorf("--allow / --allow-host-path / --home-dir: %w", err)
 	}
 	for _, kv := range splitList(l.limits) {
 		name, value, ok := strings.Cut(kv, "=")
@@ -513,4 +517,13 @@ func diffCmd() *cobra.Command {
 		return exitChanges
 	})
 	return cmd
+}
+
+// cliHost is this machine as the CLI's policy checks see it: where host
+// paths land, and the state directories of the CLI's data directory
+// (those `driftless apply` creates).
+func cliHost() policy.Host {
+	h := hostpath.Host(os.Getenv)
+	h.StateDir = hostfiles.DefaultStateDir()
+	return h
 }

@@ -464,7 +464,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir,
+	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
 		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
 	if err != nil {
 		return err
@@ -501,6 +501,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	agent, err := loop.New(loop.Options{
 		Observer:       notifier,
 		DataDir:        cfg.DataDir,
+		StateDir:       hostfiles.StateRoot(cfg.DataDir),
 		Apps:           cfg.Apps,
 		Engine:         eng,
 		Tags:           eng,

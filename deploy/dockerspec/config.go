@@ -54,6 +54,8 @@ type ReplicaInput struct {
 	FilesDir string
 	// SecretsDir is where secret files are written (see secretPath).
 	SecretsDir string
+	// StateDir holds the apps' state directories (hostfiles.StatePath).
+	StateDir string
 }
 
 // containerLabels are the labels on every replica: the service's metadata
@@ -300,6 +302,12 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 				return err
 			}
 			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: b.MountPath, ReadOnly: true})
+		case b.StatePath != "":
+			src, err := hostfiles.StatePath(in.StateDir, in.App.Name, b)
+			if err != nil {
+				return err
+			}
+			host.Mounts, host.Binds = appendBind(host.Mounts, host.Binds, src, b)
 		case b.CreateHostPath || b.SELinux != "":
 			host.Binds = append(host.Binds, bindString(b))
 		default:
@@ -325,6 +333,21 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 		host.Mounts = append(host.Mounts, m)
 	}
 	return nil
+}
+
+// appendBind adds a bind of src that exists: in the legacy form when it
+// relabels (the Mounts API has no SELinux option on API 1.41), else as a
+// mount.
+func appendBind(mounts []mount.Mount, binds []string, src string, b manifest.BindMount) ([]mount.Mount, []string) {
+	if b.SELinux != "" {
+		b.HostPath = src
+		return mounts, append(binds, bindString(b))
+	}
+	m := mount.Mount{Type: mount.TypeBind, Source: src, Target: b.MountPath, ReadOnly: b.ReadOnly}
+	if b.Propagation != "" {
+		m.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(b.Propagation)}
+	}
+	return append(mounts, m), binds
 }
 
 // bindString is the legacy bind form "source:target:options", as compose

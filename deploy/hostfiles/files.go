@@ -42,7 +42,9 @@ type Store struct {
 	// DefaultSecretsDir).
 	FilesDir   string
 	SecretsDir string
-	Log        *slog.Logger
+	// StateDir holds the apps' state directories (see StateRoot).
+	StateDir string
+	Log      *slog.Logger
 	// Mounts lists, in one call, the host sources of every mount of every
 	// container of driftless, running or not: what must not be removed.
 	Mounts func(ctx context.Context) ([]string, error)
@@ -102,6 +104,9 @@ func MaterializedPath(app *manifest.App, filesDir string, b manifest.BindMount) 
 // and its secret files that are not yet on disk.
 func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) error {
 	if err := s.WriteSecrets(app, svc); err != nil {
+		return err
+	}
+	if err := s.ensureStateDirs(app, svc); err != nil {
 		return err
 	}
 	for _, b := range svc.Spec.Binds {

@@ -79,6 +79,9 @@ type equivCase struct {
 	env func(t *testing.T) map[string]string
 	// allow is driftless apply's --allow.
 	allow string
+	// args, when set, are more flags of driftless apply, from the
+	// environment both tools ran with.
+	args func(env map[string]string) []string
 }
 
 func equivCases() []equivCase {
@@ -150,6 +153,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	}
 	composeSide := observeSide(t, "compose", project+"_", "_1", c.services, c.networks, c.volumes)
 	compose("down", "--volumes")
+	removeCreatedSources(t, dir, src.Files)
 	t.Logf("docker-compose up, observe, down: %s", time.Since(start).Round(100*time.Millisecond))
 
 	// Then driftless, on the same file.
@@ -157,6 +161,9 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	args := []string{"apply", app}
 	if c.allow != "" {
 		args = append(args, "--allow", c.allow)
+	}
+	if c.args != nil {
+		args = append(args, c.args(env)...)
 	}
 	out, code := testenv.RunDriftless(t, t.Context(), filepath.Dir(dir), env, args...)
 	if code != 0 {

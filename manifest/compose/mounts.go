@@ -116,17 +116,17 @@ func (sm *serviceMap) mapBind(attr string, v types.ServiceVolumeConfig) {
 	}
 	switch src := v.Source; {
 	case strings.HasPrefix(src, "~"):
-		sm.refuse(attr, "%q: the home directory of the agent's host is not a place to mount from; use an absolute path (policy hostPaths) or a file of the repository", src)
-		return
-	case path.IsAbs(src):
-		b.HostPath = path.Clean(src)
-	default:
-		p, tree, ok := sm.repoTree(attr, src, "bind source")
+		home, ok := sm.homePath(attr, src)
 		if !ok {
 			return
 		}
-		b.RepoPath, b.ContentHash = p, tree.Hash()
-		b.CreateHostPath = false
+		b.HostPath = home
+	case path.IsAbs(src):
+		b.HostPath = path.Clean(src)
+	default:
+		if !sm.mapRelativeBind(attr, src, &b) {
+			return
+		}
 	}
 	sm.addBind(attr, b)
 }
@@ -166,6 +166,12 @@ func (sm *serviceMap) repoTree(attr, src, what string) (string, *manifest.RepoTr
 		return "", nil, false
 	}
 	tree, err := load.ReadRepoTree(sm.m.fsys, path.Join(sm.m.root, p))
+	return sm.repoTreeRead(attr, src, what, p, tree, err)
+}
+
+// repoTreeRead judges what ReadRepoTree returned for src, and adds the
+// tree to the app's content.
+func (sm *serviceMap) repoTreeRead(attr, src, what, p string, tree *manifest.RepoTree, err error) (string, *manifest.RepoTree, bool) {
 	var limit *policy.LimitError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

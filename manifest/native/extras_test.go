@@ -204,7 +204,7 @@ func TestLoadNewFieldErrors(t *testing.T) {
 		{"mac", "  macAddress: 02:42\n", []string{`a.yaml:7:15: spec.macAddress: invalid MAC address "02:42": write six hex pairs such as 02:42:ac:11:00:02`}},
 		{"host ip", "  ports: [{containerPort: 80, hostPort: 80, hostIP: localhost}]\n  update: {strategy: recreate}\n", []string{`a.yaml:7:53: spec.ports[0].hostIP: invalid IP address "localhost"`}},
 		{"bind both sources", "  binds: [{hostPath: /a, repoPath: a, mountPath: /a}]\n", []string{`a.yaml:7:11: spec.binds[0]: has hostPath and repoPath: use exactly one`}},
-		{"bind no source", "  binds: [{mountPath: /a}]\n", []string{`a.yaml:7:11: spec.binds[0]: needs hostPath (an absolute path on the host) or repoPath (a path in the repository)`}},
+		{"bind no source", "  binds: [{mountPath: /a}]\n", []string{`a.yaml:7:11: spec.binds[0]: needs hostPath (an absolute path on the host), repoPath (a path in the repository) or statePath (a directory of the app's state)`}},
 		{"bind relative host path", "  binds: [{hostPath: a, mountPath: /a}]\n", []string{`a.yaml:7:22: spec.binds[0].hostPath: must be an absolute path, got "a": a relative path is repoPath`}},
 		{"bind repo path leaves", "  binds: [{repoPath: ../x, mountPath: /a}]\n", []string{`a.yaml:7:22: spec.binds[0].repoPath: "../x" leaves the app directory`}},
 		{"bind repo path writable", "  binds: [{repoPath: x, mountPath: /a, readOnly: false}]\n", []string{`a.yaml:7:50: spec.binds[0].readOnly: repository files are always mounted read-only: they are shared by every replica and revision with the same content`}},

@@ -167,6 +167,9 @@ func normalizeMounts(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 			m.RepoPath, _ = manifest.CleanRepoPath(b.RepoPath)
 			m.ReadOnly = true
 		}
+		if b.StatePath != "" {
+			m.StatePath, _ = manifest.CleanStatePath(b.StatePath)
+		}
 		spec.Binds = append(spec.Binds, m)
 	}
 	for _, t := range raw.Tmpfs {

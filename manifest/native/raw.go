@@ -129,6 +129,7 @@ type rawHealthcheck struct {
 type rawBind struct {
 	HostPath       string `json:"hostPath"`
 	RepoPath       string `json:"repoPath"`
+	StatePath      string `json:"statePath"`
 	MountPath      string `json:"mountPath"`
 	ReadOnly       *bool  `json:"readOnly"`
 	CreateHostPath bool   `json:"createHostPath"`

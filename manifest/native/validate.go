@@ -1,6 +1,7 @@
 package native
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"path"
@@ -805,11 +806,19 @@ func validateMounts(r yamlpos.Reporter, raw *rawServiceSpec, mounts map[string]s
 }
 
 func validateBind(r yamlpos.Reporter, bp string, b rawBind, mounts map[string]string) {
+	var sources []string
+	for _, s := range []struct{ name, value string }{{"hostPath", b.HostPath}, {"repoPath", b.RepoPath}, {"statePath", b.StatePath}} {
+		if s.value != "" {
+			sources = append(sources, s.name)
+		}
+	}
 	switch {
-	case b.HostPath != "" && b.RepoPath != "":
-		r.Errorf(bp, "has hostPath and repoPath: use exactly one")
-	case b.HostPath == "" && b.RepoPath == "":
-		r.Errorf(bp, "needs hostPath (an absolute path on the host) or repoPath (a path in the repository)")
+	case len(sources) > 1:
+		r.Errorf(bp, "has %s: use exactly one", strings.Join(sources, " and "))
+	case len(sources) == 0:
+		r.Errorf(bp, "needs hostPath (an absolute path on the host), repoPath (a path in the repository) or statePath (a directory of the app's state)")
+	case b.StatePath != "":
+		validateStateBind(r, bp, b)
 	case b.HostPath != "":
 		if !path.IsAbs(b.HostPath) {
 			r.Errorf(bp+".hostPath", "must be an absolute path, got %q: a relative path is repoPath", b.HostPath)
@@ -834,6 +843,21 @@ func validateBind(r yamlpos.Reporter, bp string, b rawBind, mounts map[string]st
 	}
 	if b.SELinux != "" && b.SELinux != "z" && b.SELinux != "Z" {
 		r.Errorf(bp+".selinux", "must be z (shared label) or Z (private label), got %q", b.SELinux)
+	}
+}
+
+// validateStateBind checks a bind of a state directory: a relative path
+// inside the app's state directory, which driftless creates.
+func validateStateBind(r yamlpos.Reporter, bp string, b rawBind) {
+	if _, err := manifest.CleanStatePath(b.StatePath); err != nil {
+		if errors.Is(err, manifest.ErrLeavesRepo) {
+			r.Errorf(bp+".statePath", "%q leaves the app's state directory: write a path inside it", b.StatePath)
+		} else {
+			r.Errorf(bp+".statePath", "%v", err)
+		}
+	}
+	if b.CreateHostPath {
+		r.Errorf(bp+".createHostPath", "only applies to hostPath: driftless creates a state directory on first use")
 	}
 }
 

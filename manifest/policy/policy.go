@@ -44,6 +44,9 @@ type Policy struct {
 	// HostPaths are absolute path prefixes that bind mounts of host paths
 	// may use ("/srv/shop" allows "/srv/shop/conf", not "/srv/shopping").
 	HostPaths []string `json:"hostPaths,omitempty"`
+	// HomeDir is what ~ in a bind source stands for (compose's ~/data);
+	// "" refuses ~. The path it leads to needs HostPaths like any other.
+	HomeDir string `json:"homeDir,omitempty"`
 }
 
 // Allows reports whether the named power is allowed.
@@ -60,6 +63,9 @@ func (p Policy) Validate() error {
 		if !path.IsAbs(h) {
 			return fmt.Errorf("hostPaths: %q is not an absolute path", h)
 		}
+	}
+	if p.HomeDir != "" && !path.IsAbs(p.HomeDir) {
+		return fmt.Errorf("homeDir: %q is not an absolute path", p.HomeDir)
 	}
 	return nil
 }

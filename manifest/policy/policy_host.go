@@ -22,6 +22,11 @@ type Host struct {
 	// places (DOCKER_HOST's, $XDG_RUNTIME_DIR/docker.sock): they need
 	// docker-socket as the Docker socket does.
 	Sockets []string
+	// StateDir is where apps' state directories live (<data>/state):
+	// each bind of a state directory must land inside its app's
+	// directory there, symlinks followed. "": not judged (no engine of
+	// this machine will mount them).
+	StateDir string
 }
 
 // hostTarget is a place on the host that a mount must not reach unless
@@ -199,6 +204,11 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 	for i := range app.Services {
 		svc := &app.Services[i]
 		for j, b := range svc.Spec.Binds {
+			if b.StatePath != "" {
+				if msg := stateDirCheck(host, app.Name, b.StatePath); msg != "" {
+					add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
+				}
+			}
 			if b.HostPath == "" {
 				continue
 			}

@@ -26,6 +26,9 @@ func CheckSwarm(app *manifest.App) manifest.ErrorList {
 		}
 		checkSwarmService(&svc.Spec, refuse)
 		for i, b := range svc.Spec.Binds {
+			if b.StatePath != "" {
+				refuse(fmt.Sprintf("binds[%d]", i), "state directory ./%s would live on the agent's host, and a Swarm task may run on another node: keep the data in a named volume", b.StatePath)
+			}
 			if b.RepoPath == "" {
 				continue
 			}

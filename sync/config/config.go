@@ -309,6 +309,7 @@ type fileAppConfig struct {
 
 	Allow          []string          `json:"allow"`
 	HostPaths      []string          `json:"hostPaths"`
+	HomeDir        string            `json:"homeDir"`
 	Shared         *fileShared       `json:"shared"`
 	Registries     []fileRegistry    `json:"registries"`
 	Profiles       []string          `json:"profiles"`
@@ -536,11 +537,11 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 }
 
 // parseReach reads what an app's manifests may reach beyond the app's
-// own objects: host power (allow, hostPaths) and other apps' networks and
+// own objects: host power (allow, hostPaths, homeDir) and other apps' networks and
 // volumes (shared).
 func parseReach(fa fileAppConfig, app *AppConfig) []error {
 	var errs []error
-	app.Policy = policy.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths}
+	app.Policy = policy.Policy{Allow: fa.Allow, HostPaths: fa.HostPaths, HomeDir: fa.HomeDir}
 	if err := app.Policy.Validate(); err != nil {
 		errs = append(errs, err)
 	}

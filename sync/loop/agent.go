@@ -151,6 +151,11 @@ type Options struct {
 	// Files drops repository files of bind mounts that no container uses
 	// any more; nil: nothing is collected.
 	Files FileCollector
+	// StateDir is where the engine keeps the apps' state directories
+	// (hostfiles.StateRoot of the data directory): status shows their
+	// host paths, and every pass checks that they stay inside it (Host's
+	// StateDir, unless Host sets one). "": status shows no host path.
+	StateDir string
 }
 
 // Agent keeps every configured app converged to its Git revision.
@@ -303,6 +308,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Host.Resolve == nil {
 		o.Host = hostpath.Host(os.Getenv)
+	}
+	if o.Host.StateDir == "" {
+		o.Host.StateDir = o.StateDir
 	}
 	return o
 }
@@ -654,7 +662,7 @@ func (a *Agent) reconcile(ctx context.Context, name string, triggers []string) (
 func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcome) (Result, error) {
 	now := a.now()
 	a.mu.Lock()
-	sin := statusInput{prev: cloneStatus(st.status), mem: st.mem, cfg: st.cfg, pinned: cloneRev(st.pinned), trigger: in.trigger(), now: now, out: o}
+	sin := statusInput{prev: cloneStatus(st.status), mem: st.mem, cfg: st.cfg, pinned: cloneRev(st.pinned), trigger: in.trigger(), now: now, out: o, stateDir: a.opts.StateDir}
 	a.mu.Unlock()
 	u := nextStatus(sin)
 	var storeErr error
@@ -1063,6 +1071,7 @@ func cloneStatus(s status.AppStatus) status.AppStatus {
 	s.Flapping = slices.Clone(s.Flapping)
 	s.Held = slices.Clone(s.Held)
 	s.Warnings = slices.Clone(s.Warnings)
+	s.StateDirs = slices.Clone(s.StateDirs)
 	if s.Drift != nil {
 		p := clonePlan(*s.Drift)
 		s.Drift = &p

@@ -25,6 +25,9 @@ type statusInput struct {
 	trigger string
 	now     time.Time
 	out     passOutcome
+	// stateDir is the engine's state root, for the host paths of state
+	// directories; "" shows none.
+	stateDir string
 }
 
 // statusUpdate is the app after the pass, and what to record about it.
@@ -387,6 +390,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]status.Condition) 
 		for _, w := range o.accepted.app.Warnings {
 			s.Warnings = append(s.Warnings, w.Error())
 		}
+		s.StateDirs = stateDirs(o.accepted.app, in.stateDir)
 	}
 	switch {
 	case o.engineErr != nil && !o.cancelled:
@@ -580,4 +584,17 @@ func withStorageError(s status.AppStatus, mem *memory, err error, now time.Time)
 	mem.conditions["history"] = c
 	s.Errors = append(slices.DeleteFunc(slices.Clone(s.Errors), func(c status.Condition) bool { return c.Kind == "history" }), c)
 	return s
+}
+
+// stateDirs lists the app's state directories with their host paths.
+func stateDirs(app *manifest.App, root string) []status.StateDir {
+	var out []status.StateDir
+	for _, d := range app.StateDirs() {
+		sd := status.StateDir{StateDir: d}
+		if root != "" {
+			sd.HostPath = manifest.StateHostPath(root, app.Name, d.Path)
+		}
+		out = append(out, sd)
+	}
+	return out
 }

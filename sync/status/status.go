@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
 )
 
@@ -56,6 +57,9 @@ type AppStatus struct {
 	// Warnings are problems of the enforced revision that did not refuse
 	// it (a compose variable that is not set).
 	Warnings []string `json:"warnings,omitempty"`
+	// StateDirs are the enforced revision's state directories, where the
+	// app keeps its data on the host (back them up like volumes).
+	StateDirs []StateDir `json:"stateDirs,omitempty"`
 	// ForcePush is set from a head that did not descend from the applied
 	// revision until a later fast-forward.
 	ForcePush *ForcePush `json:"forcePush,omitempty"`
@@ -63,6 +67,13 @@ type AppStatus struct {
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+}
+
+// StateDir is a state directory of the app and where it is on the host
+// ("" when the agent was not told its state root).
+type StateDir struct {
+	manifest.StateDir
+	HostPath string `json:"hostPath,omitempty"`
 }
 
 // SourceStatus describes the Git source of an app.
