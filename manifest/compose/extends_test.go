@@ -199,12 +199,12 @@ func TestExtendsErrors(t *testing.T) {
 		{"inherited fields refused where written, mapping",
 			map[string]string{
 				"compose.yaml": "services:\n  web:\n    extends: {file: common.yaml, service: base}\n    volumes: [\"./conf:/c\"]\n",
-				"common.yaml":  "services:\n  base:\n    image: shop/web:1\n    privileged: true\n    volumes: [\"./missing:/m\"]\n",
+				"common.yaml":  "services:\n  base:\n    image: shop/web:1\n    privileged: true\n    volumes: [\"../outside:/m\"]\n",
 				"conf/c":       "c\n",
 			},
 			[]string{
 				"common.yaml:4:17: services.web.privileged: a privileged container can take over the host; allow it for this app with `allow: [privileged]` in driftless.yaml (or `--allow privileged`)",
-				"common.yaml:5:15: services.web.volumes[0]: bind source \"missing\" does not exist in the repository: compose would create an empty directory on the host, driftless mounts what the revision holds; commit it, or use a named volume",
+				"common.yaml:5:15: services.web.volumes[0]: bind source \"../outside\" leaves the app directory: a relative source is a file of the app directory or, when the revision does not hold it, a directory of the app's state, and stays inside; mount other places by their absolute path (policy hostPaths)",
 			}},
 	}
 	for _, tt := range tests {
