@@ -243,6 +243,11 @@ type ServiceSpec struct {
 
 	Binds []BindMount  `json:"binds,omitempty"`
 	Tmpfs []TmpfsMount `json:"tmpfs,omitempty"`
+	// AnonymousVolumes are volumes without a name in the file (compose's
+	// "- /var/lib/postgresql/data"): one Docker volume per replica slot
+	// and target, kept when the slot's container is replaced (see
+	// AnonymousVolumeName).
+	AnonymousVolumes []AnonymousVolume `json:"anonymousVolumes,omitempty"`
 
 	Privileged     bool              `json:"privileged,omitempty"`
 	ReadOnlyRootfs bool              `json:"readOnlyRootfs,omitempty"`
@@ -458,6 +463,12 @@ func (p Port) String() string {
 // VolumeMount mounts a Volume object of the same app into the container.
 type VolumeMount struct {
 	Name      string `json:"name"`
+	MountPath string `json:"mountPath"`
+	ReadOnly  bool   `json:"readOnly,omitempty"`
+}
+
+// AnonymousVolume mounts a volume that belongs to one replica slot.
+type AnonymousVolume struct {
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly,omitempty"`
 }
