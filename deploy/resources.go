@@ -32,6 +32,8 @@ func (r *run) applyResource(ctx context.Context, ic indexed) {
 		if subnet, err = r.removeNetwork(ctx, s); err == nil {
 			err = r.createNetwork(ctx, s, subnet)
 		}
+	case c.Kind == drift.KindVolume && c.Action == drift.ActionCreate && c.Target != "":
+		err = r.createAnonymousVolume(ctx, s)
 	case c.Kind == drift.KindVolume && c.Action == drift.ActionCreate:
 		err = r.createVolume(ctx, s)
 	case c.Kind == drift.KindVolume && c.Action == drift.ActionRemove:
