@@ -234,9 +234,6 @@ func anonymousVolumes(vs []manifest.AnonymousVolume) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
 		s[i] = v.MountPath
-		if v.ReadOnly {
-			s[i] += ":ro"
-		}
 	}
 	slices.Sort(s)
 	return listOr(s, none)

@@ -467,10 +467,11 @@ type VolumeMount struct {
 	ReadOnly  bool   `json:"readOnly,omitempty"`
 }
 
-// AnonymousVolume mounts a volume that belongs to one replica slot.
+// AnonymousVolume mounts a volume that belongs to one replica slot. It
+// is never read-only: Docker refuses a read-only anonymous volume (it
+// could only ever be empty).
 type AnonymousVolume struct {
 	MountPath string `json:"mountPath"`
-	ReadOnly  bool   `json:"readOnly,omitempty"`
 }
 
 // Resources are limits. Zero means unlimited.

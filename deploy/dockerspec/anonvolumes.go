@@ -34,19 +34,18 @@ func AnonymousVolumeLabels(app, service string, slot int, target, revision strin
 // that a volume Docker makes at create (an image's, or one that went
 // missing in between) is still the slot's.
 func anonymousMounts(in ReplicaInput, host *container.HostConfig) {
-	add := func(target string, readOnly bool) {
+	add := func(target string) {
 		host.Mounts = append(host.Mounts, mount.Mount{
-			Type:     mount.TypeVolume,
-			Source:   manifest.AnonymousVolumeName(in.App.Name, in.Service.Name, in.Slot, target),
-			Target:   target,
-			ReadOnly: readOnly,
+			Type:   mount.TypeVolume,
+			Source: manifest.AnonymousVolumeName(in.App.Name, in.Service.Name, in.Slot, target),
+			Target: target,
 			VolumeOptions: &mount.VolumeOptions{
 				Labels: AnonymousVolumeLabels(in.App.Name, in.Service.Name, in.Slot, target, in.Revision),
 			},
 		})
 	}
 	for _, v := range in.Service.Spec.AnonymousVolumes {
-		add(v.MountPath, v.ReadOnly)
+		add(v.MountPath)
 	}
 	if len(in.ImageVolumes) == 0 {
 		return
@@ -54,7 +53,7 @@ func anonymousMounts(in ReplicaInput, host *container.HostConfig) {
 	used := mountedTargets(&in.Service.Spec)
 	for _, target := range slices.Sorted(slices.Values(in.ImageVolumes)) {
 		if !used[path.Clean(target)] {
-			add(target, false)
+			add(target)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // volume's labels read back as the slot's.
 func TestReplicaConfigAnonymousVolumes(t *testing.T) {
 	spec := manifest.ServiceSpec{Image: "postgres:16", Replicas: 2, AnonymousVolumes: []manifest.AnonymousVolume{
-		{MountPath: "/var/lib/postgresql/data"}, {MountPath: "/seed", ReadOnly: true},
+		{MountPath: "/var/lib/postgresql/data"}, {MountPath: "/seed"},
 	}}
 	app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "db", Spec: spec}}}
 	mounts := map[int][]mount.Mount{}
@@ -33,7 +33,7 @@ func TestReplicaConfigAnonymousVolumes(t *testing.T) {
 			drift.LabelApp: "shop", drift.LabelService: "db", drift.LabelSlot: "2",
 			drift.LabelTarget: "/var/lib/postgresql/data", drift.LabelRevision: "abc"}},
 	}, {
-		Type: mount.TypeVolume, Source: manifest.AnonymousVolumeName("shop", "db", 2, "/seed"), Target: "/seed", ReadOnly: true,
+		Type: mount.TypeVolume, Source: manifest.AnonymousVolumeName("shop", "db", 2, "/seed"), Target: "/seed",
 		VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{
 			drift.LabelApp: "shop", drift.LabelService: "db", drift.LabelSlot: "2",
 			drift.LabelTarget: "/seed", drift.LabelRevision: "abc"}},

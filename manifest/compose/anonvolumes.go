@@ -26,10 +26,13 @@ func (sm *serviceMap) mapAnonymousVolume(attr string, v types.ServiceVolumeConfi
 			sm.refuse(attr+".volume.labels", "is not supported on an anonymous volume: driftless labels it with its app, service, slot and target")
 		}
 	}
+	if v.ReadOnly {
+		sm.refuse(attr, "a read-only anonymous volume is refused by Docker (it could only ever be empty): drop :ro/read_only, or name the volume (NAME:%s:ro) and declare it under the top-level volumes:", v.Target)
+	}
 	if v.Bind != nil || v.Tmpfs != nil || v.Image != nil {
 		sm.refuse(attr, "bind, tmpfs or image options on a volume are not supported")
 	}
 	if sm.claimMountPath(attr, v.Target) {
-		sm.spec.AnonymousVolumes = append(sm.spec.AnonymousVolumes, manifest.AnonymousVolume{MountPath: v.Target, ReadOnly: v.ReadOnly})
+		sm.spec.AnonymousVolumes = append(sm.spec.AnonymousVolumes, manifest.AnonymousVolume{MountPath: v.Target})
 	}
 }

@@ -57,7 +57,7 @@ const fullService = loadtest.Svc + `  image: x
   resources: {pids: 100, memory: 256Mi, memoryReservation: 128Mi}
   dependsOn: [db]
   dependsOnCondition: {db: started}
-  anonymousVolumes: [{mountPath: /var/cache/app}, {mountPath: /srv/seed, readOnly: true}]
+  anonymousVolumes: [{mountPath: /var/cache/app}, {mountPath: /srv/seed}]
 ---
 apiVersion: driftless.dev/v1
 kind: Service
@@ -112,7 +112,7 @@ func TestLoadEveryNewServiceField(t *testing.T) {
 		{RepoPath: "conf", MountPath: "/etc/app", ReadOnly: true, ContentHash: got.Binds[1].ContentHash},
 	}
 	want.Tmpfs = []manifest.TmpfsMount{{MountPath: "/tmp", SizeBytes: 64 << 20, Mode: 0o1777}}
-	want.AnonymousVolumes = []manifest.AnonymousVolume{{MountPath: "/srv/seed", ReadOnly: true}, {MountPath: "/var/cache/app"}}
+	want.AnonymousVolumes = []manifest.AnonymousVolume{{MountPath: "/srv/seed"}, {MountPath: "/var/cache/app"}}
 	want.Privileged, want.ReadOnlyRootfs = true, true
 	want.CapAdd, want.CapDrop = []string{"NET_ADMIN", "SYS_TIME"}, []string{"ALL"}
 	want.SecurityOpt = []string{"no-new-privileges", "seccomp=unconfined"}

@@ -147,7 +147,6 @@ type rawTmpfs struct {
 // anonymous volume).
 type rawAnonymousVolume struct {
 	MountPath string `json:"mountPath"`
-	ReadOnly  bool   `json:"readOnly"`
 }
 
 type rawDevice struct {
