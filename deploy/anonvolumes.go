@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/client"
 )
 
@@ -70,4 +71,22 @@ func (r *run) imageVolumes(ctx context.Context, ref string) ([]string, error) {
 		}
 	})
 	return c.volumes, c.volumesErr
+}
+
+// missingAnonymousVolume reports whether a replica slot's anonymous
+// volume the desired state mounts is not among the app's own volumes:
+// the plan would create it, unless the name is taken by another's.
+func missingAnonymousVolume(app string, desired *manifest.App, owned []drift.Volume) bool {
+	for i := range desired.Services {
+		svc := &desired.Services[i]
+		for slot := 1; slot <= svc.Spec.Replicas; slot++ {
+			for _, av := range svc.Spec.AnonymousVolumes {
+				name := manifest.AnonymousVolumeName(app, svc.Name, slot, av.MountPath)
+				if !slices.ContainsFunc(owned, func(v drift.Volume) bool { return v.Name == name }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
