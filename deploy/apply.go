@@ -325,7 +325,7 @@ func (r *run) failedResources(creates []indexed) missingResources {
 		if merge {
 			f.Summary = fmt.Sprintf("%s %s exists twice and the duplicate could not be removed: %s", ic.change.Kind, ic.change.Name, out.Error)
 		}
-		missing[string(ic.change.Kind)+"/"+ic.change.Resource] = &f
+		missing[resourceKey(ic.change)] = &f
 	}
 	return missing
 }
@@ -346,7 +346,7 @@ func (m missingResources) blocks(svc *manifest.Service) *drift.Failure {
 			return f
 		}
 	}
-	return nil
+	return m["anonymous/"+svc.Name]
 }
 
 func (r *run) skipAll(changes []indexed, why *drift.Failure) {

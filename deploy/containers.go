@@ -29,6 +29,10 @@ const logLines = 10
 type imageCheck struct {
 	once sync.Once
 	err  error
+	// volumes are the image's declared volume targets, read once.
+	volumesOnce sync.Once
+	volumes     []string
+	volumesErr  error
 }
 
 // ownedContainer inspects a container before a destructive action and
@@ -80,7 +84,11 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if err := r.e.files.MaterializeService(app, svc); err != nil {
 		return "", err
 	}
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir})
+	imageVolumes, err := r.imageVolumes(ctx, svc.Spec.Image)
+	if err != nil {
+		return "", err
+	}
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir, ImageVolumes: imageVolumes})
 	if err != nil {
 		return "", err
 	}

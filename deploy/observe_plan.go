@@ -69,7 +69,9 @@ func (e *Engine) ObserveForPlan(ctx context.Context, in drift.Input) (drift.Actu
 	if needsAllNetworks(desired, actual.Networks) {
 		f.networks(ctx, &actual)
 	}
-	if needsAllVolumes(desired, actual.Volumes) {
+	// A replica slot's anonymous volume the plan would create may have
+	// its name taken, too.
+	if needsAllVolumes(desired, actual.Volumes) || missingAnonymousVolume(app, desired, actual.Volumes) {
 		f.volumes(ctx, &actual)
 	}
 	f.byName(ctx, creatableNames(app, desired, actual.Containers))

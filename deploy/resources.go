@@ -32,19 +32,33 @@ func (r *run) applyResource(ctx context.Context, ic indexed) {
 		if subnet, err = r.removeNetwork(ctx, s); err == nil {
 			err = r.createNetwork(ctx, s, subnet)
 		}
-	case c.Kind == drift.KindVolume && c.Action == drift.ActionCreate:
-		err = r.createVolume(ctx, s)
-	case c.Kind == drift.KindVolume && c.Action == drift.ActionRemove:
-		err = r.removeVolume(ctx, s)
-	case c.Kind == drift.KindVolume && c.Action == drift.ActionReplace:
-		// The differ only plans this when volume removal is allowed.
-		if err = r.removeVolume(ctx, s); err == nil {
-			err = r.createVolume(ctx, s)
-		}
+	case c.Kind == drift.KindVolume:
+		err = r.applyVolume(ctx, s)
 	default:
 		err = fmt.Errorf("cannot %s a %s", c.Action, c.Kind)
 	}
 	r.finish(s, err)
+}
+
+// applyVolume carries out one volume change: a declared volume's, or a
+// replica slot's anonymous volume (Target set).
+func (r *run) applyVolume(ctx context.Context, s *step) error {
+	c := s.change
+	switch {
+	case c.Action == drift.ActionCreate && c.Target != "":
+		return r.createAnonymousVolume(ctx, s)
+	case c.Action == drift.ActionCreate:
+		return r.createVolume(ctx, s)
+	case c.Action == drift.ActionRemove:
+		return r.removeVolume(ctx, s)
+	case c.Action == drift.ActionReplace:
+		// The differ only plans this when volume removal is allowed.
+		if err := r.removeVolume(ctx, s); err != nil {
+			return err
+		}
+		return r.createVolume(ctx, s)
+	}
+	return fmt.Errorf("cannot %s a %s", c.Action, c.Kind)
 }
 
 // resourceName is the manifest name a change acts on.

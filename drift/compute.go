@@ -31,9 +31,11 @@ func Compute(in Input) Plan {
 	}
 	p.networks()
 	p.volumes()
+	p.anonymousVolumes()
 	p.containers()
 	p.pruneNetworks()
 	p.pruneVolumes()
+	p.pruneAnonymousVolumes()
 	p.sortConflicts()
 	return p.plan
 }
@@ -70,6 +72,13 @@ type planner struct {
 	// be created, to the conflict reason; services using it are held back.
 	blockedNetworks map[string]Conflict
 	blockedVolumes  map[string]Conflict
+	// blockedAnonymous maps a service to the conflict on the name of one
+	// of its anonymous volumes.
+	blockedAnonymous map[string]Conflict
+	// anonymous are the app's anonymous volumes by Docker name, and
+	// anonymousWanted the ones the desired state mounts.
+	anonymous       map[string]*Volume
+	anonymousWanted map[string]bool
 	// replacedNetworks are Docker names of networks this plan recreates.
 	replacedNetworks []string
 	conflictSeen     map[Conflict]bool
@@ -385,6 +394,9 @@ func (p *planner) volumes() {
 		if v.App != p.app {
 			foreign[v.Name] = foreignWhy("volume", v.App)
 			continue
+		}
+		if v.Anonymous() {
+			continue // see anonymousVolumes
 		}
 		key := p.resourceName(v.Resource, v.Name)
 		if prev, ok := owned[key]; !ok || v.Name < prev.Name {
@@ -874,6 +886,9 @@ func (p *planner) findBlockers(sc *serviceCtx) {
 			sc.blockedBy, sc.hasBlockers = c, true
 			return
 		}
+	}
+	if c, ok := p.blockedAnonymous[sc.svc.Name]; ok {
+		sc.blockedBy, sc.hasBlockers = c, true
 	}
 }
 

@@ -114,6 +114,7 @@ var extraFields = []struct {
 	{"macAddress", func(s *manifest.ServiceSpec) string { return stringOr(s.MacAddress, none) }},
 	{"binds", func(s *manifest.ServiceSpec) string { return binds(s.Binds) }},
 	{"tmpfs", func(s *manifest.ServiceSpec) string { return tmpfs(s.Tmpfs) }},
+	{"anonymousVolumes", func(s *manifest.ServiceSpec) string { return anonymousVolumes(s.AnonymousVolumes) }},
 	{"privileged", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.Privileged) }},
 	{"readOnlyRootfs", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.ReadOnlyRootfs) }},
 	{"capAdd", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.CapAdd), none) }},
@@ -228,6 +229,15 @@ func tmpfs(ts []manifest.TmpfsMount) string {
 		if t.Mode != 0 {
 			s[i] += " mode=" + strconv.FormatUint(uint64(t.Mode), 8)
 		}
+	}
+	slices.Sort(s)
+	return listOr(s, none)
+}
+
+func anonymousVolumes(vs []manifest.AnonymousVolume) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.MountPath
 	}
 	slices.Sort(s)
 	return listOr(s, none)

@@ -24,6 +24,9 @@ const (
 	LabelSpecHash = LabelPrefix + "spec-hash"
 	LabelRevision = LabelPrefix + "revision" // the commit that created the object
 	LabelResource = LabelPrefix + "resource" // networks and volumes: the manifest name
+	// LabelTarget marks an anonymous volume: the container path its
+	// replica slot mounts it at (with LabelService and LabelSlot).
+	LabelTarget = LabelPrefix + "target"
 	// LabelSpec holds the normalized spec as JSON (secret env values
 	// replaced by their hash), so field-level diffs need no inspect call.
 	LabelSpec = LabelPrefix + "spec"
@@ -146,7 +149,16 @@ type Volume struct {
 	SpecHash string            `json:"specHash,omitempty"`
 	Driver   string            `json:"driver"`
 	Labels   map[string]string `json:"-"`
+	// Service, Slot and Target identify an anonymous volume (Target set):
+	// the replica slot that mounts it and where.
+	Service string `json:"service,omitempty"`
+	Slot    int    `json:"slot,omitempty"`
+	Target  string `json:"target,omitempty"`
 }
+
+// Anonymous reports whether the volume is a replica slot's anonymous
+// volume rather than a declared one.
+func (v *Volume) Anonymous() bool { return v.Target != "" }
 
 // Actual is the observed state relevant to one app.
 type Actual struct {
@@ -430,6 +442,9 @@ type Change struct {
 	Fields []FieldChange `json:"fields,omitempty"`
 	// Resource is the manifest name of a network or volume.
 	Resource string `json:"resource,omitempty"`
+	// Target is set on an anonymous volume's change: the container path
+	// the replica of Service and Slot mounts it at.
+	Target string `json:"target,omitempty"`
 	// NotBefore is set on deferred changes: when the backoff ends.
 	NotBefore time.Time `json:"notBefore,omitzero"`
 	// MergeInto is set on the removal of a network that has the same

@@ -22,6 +22,7 @@ func CanonicalService(spec ServiceSpec) ServiceSpec {
 		return cmp.Or(cmp.Compare(a.MountPath, b.MountPath), cmp.Compare(a.HostPath, b.HostPath), cmp.Compare(a.RepoPath, b.RepoPath))
 	})
 	slices.SortFunc(out.Tmpfs, func(a, b TmpfsMount) int { return cmp.Compare(a.MountPath, b.MountPath) })
+	slices.SortFunc(out.AnonymousVolumes, func(a, b AnonymousVolume) int { return cmp.Compare(a.MountPath, b.MountPath) })
 	slices.SortFunc(out.Devices, func(a, b Device) int {
 		return cmp.Or(cmp.Compare(a.ContainerPath, b.ContainerPath), cmp.Compare(a.HostPath, b.HostPath))
 	})
@@ -72,6 +73,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.DNSOptions = nonEmpty(spec.DNSOptions)
 	out.Binds = nonEmpty(spec.Binds)
 	out.Tmpfs = nonEmpty(spec.Tmpfs)
+	out.AnonymousVolumes = nonEmpty(spec.AnonymousVolumes)
 	out.CapAdd = nonEmpty(spec.CapAdd)
 	out.CapDrop = nonEmpty(spec.CapDrop)
 	out.SecurityOpt = nonEmpty(spec.SecurityOpt)

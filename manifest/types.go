@@ -243,6 +243,11 @@ type ServiceSpec struct {
 
 	Binds []BindMount  `json:"binds,omitempty"`
 	Tmpfs []TmpfsMount `json:"tmpfs,omitempty"`
+	// AnonymousVolumes are volumes without a name in the file (compose's
+	// "- /var/lib/postgresql/data"): one Docker volume per replica slot
+	// and target, kept when the slot's container is replaced (see
+	// AnonymousVolumeName).
+	AnonymousVolumes []AnonymousVolume `json:"anonymousVolumes,omitempty"`
 
 	Privileged     bool              `json:"privileged,omitempty"`
 	ReadOnlyRootfs bool              `json:"readOnlyRootfs,omitempty"`
@@ -484,6 +489,13 @@ type VolumeMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly,omitempty"`
+}
+
+// AnonymousVolume mounts a volume that belongs to one replica slot. It
+// is never read-only: Docker refuses a read-only anonymous volume (it
+// could only ever be empty).
+type AnonymousVolume struct {
+	MountPath string `json:"mountPath"`
 }
 
 // Resources are limits. Zero means unlimited.

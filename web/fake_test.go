@@ -224,6 +224,10 @@ func newFakeAgent() *fakeAgent {
 				{Name: "shop-web-3", ID: "c3", Slot: 3, State: "exited", Status: "Exited (1) 2 seconds ago", ReadyReason: "exit code 1", RestartCount: 4, Image: "nginx:1.27", Revision: "0f1e2d3c", Created: fixedTime},
 			},
 		}},
+		Volumes: []status.VolumeStatus{
+			{Name: "shop-data", Driver: "local", Resource: "data"},
+			{Name: "shop-web-1-anon-dc8f97c32d81", Driver: "local", Service: "web", Slot: 1, Target: "/var/lib/postgresql/data"},
+		},
 		Drift: &drift.Plan{App: "shop", Revision: "0f1e2d3c4b5a69788796a5b4c3d2e1f001234567", Changes: []drift.Change{
 			{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: "shop-web-2", Service: "web", Slot: 2, Cause: drift.CauseDrift, Reason: "removed outside Git"},
 			{Action: drift.ActionReplace, Kind: drift.KindContainer, Name: "shop-web-1", Service: "web", Slot: 1, Cause: drift.CauseDrift, Reason: "changed outside Git",

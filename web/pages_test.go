@@ -62,6 +62,8 @@ func TestAppPage(t *testing.T) {
 		"deploy/web.yaml:12:5: replicas: must be a number", "manifests are invalid",
 		// conditions and flapping
 		">validation<", "revision a1b2c3d refused", "env.LOG_LEVEL", "5×",
+		// volumes, anonymous ones with their slot and target
+		"shop-data", "volume <b>data</b>", "shop-web-1-anon-dc8f97c32d81", "anonymous volume of <b>web</b> slot 1", "<code>/var/lib/postgresql/data</code>",
 		// actions
 		">Sync now<", ">Suspend<", "Self-heal: on", `action="/apps/shop/pin"`, "Roll back here",
 	)

@@ -56,6 +56,10 @@ type ReplicaInput struct {
 	SecretsDir string
 	// StateDir holds the apps' state directories (hostfiles.StatePath).
 	StateDir string
+	// ImageVolumes are the targets the image declares volumes at
+	// (Dockerfile VOLUME). Those the spec mounts nothing at get the
+	// slot's anonymous volume too (see anonymousMounts).
+	ImageVolumes []string
 }
 
 // containerLabels are the labels on every replica: the service's metadata
@@ -325,6 +329,7 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 		}
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: ref.Target, ReadOnly: true})
 	}
+	anonymousMounts(in, host)
 	for _, t := range spec.Tmpfs {
 		m := mount.Mount{Type: mount.TypeTmpfs, Target: t.MountPath}
 		if t.SizeBytes != 0 || t.Mode != 0 {

@@ -112,7 +112,7 @@ func NetworkFromSummary(s network.Summary) drift.Network {
 }
 
 func VolumeFromSummary(v volume.Volume) drift.Volume {
-	return drift.Volume{
+	out := drift.Volume{
 		Name:     v.Name,
 		App:      v.Labels[drift.LabelApp],
 		Resource: v.Labels[drift.LabelResource],
@@ -120,6 +120,8 @@ func VolumeFromSummary(v volume.Volume) drift.Volume {
 		Driver:   v.Driver,
 		Labels:   v.Labels,
 	}
+	anonymousIdentity(&out, v.Labels)
+	return out
 }
 
 var exitCodeRE = regexp.MustCompile(`^(?:Exited|Restarting) \((-?\d+)\)`)

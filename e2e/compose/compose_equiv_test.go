@@ -282,6 +282,9 @@ func userLabels(v any) map[string]any {
 //     mounts by target (compose 1.29 uses the Binds form, driftless the
 //     Mounts API; a named volume then shows Mode "rw" or "z", the
 //     options string of the form used, which is not compared);
+//     an anonymous volume's name is "<anonymous>" (compose's are 64 random
+//     hex digits, driftless's are named after the replica slot and target:
+//     anonymousVolumeName);
 //     capabilities without the "CAP_" prefix, sorted; the environment
 //     sorted; the container's own ID (its default hostname, its alias) as
 //     "<id>".
@@ -321,7 +324,7 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 		target := mm["Destination"].(string)
 		switch mm["Type"] {
 		case "volume":
-			mounts[target] = map[string]any{"Type": "volume", "Volume": logical(mm["Name"].(string)), "Driver": mm["Driver"], "RW": mm["RW"]}
+			mounts[target] = map[string]any{"Type": "volume", "Volume": volumeName(t, mm["Name"].(string), logical), "Driver": mm["Driver"], "RW": mm["RW"]}
 		case "bind":
 			mounts[target] = map[string]any{"Type": "bind", "RW": mm["RW"], "Propagation": mm["Propagation"], "Content": contentDigest(t, name, target)}
 		case "tmpfs":

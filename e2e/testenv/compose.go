@@ -30,8 +30,9 @@ import (
 // ImageProfiles say what the real image a compose file names would do that
 // a test can see, as environment baked into the stand-in image (the
 // workload server, the driftless binary itself): the port it listens on,
-// or that it is a job that runs and exits 0. Images not listed listen on
-// 8080, the workload's default.
+// or that it is a job that runs and exits 0; an entry "VOLUME /path" is a
+// volume the image declares, as its Dockerfile would. Images not listed
+// listen on 8080, the workload's default.
 var ImageProfiles = map[string][]string{
 	"shop/postgres":   {"WORKLOAD_LISTEN=:5432"},
 	"shop/redis":      {"WORKLOAD_LISTEN=:6379"},
@@ -44,6 +45,7 @@ var ImageProfiles = map[string][]string{
 	"shop/prometheus": {"WORKLOAD_LISTEN=:9090"},
 	"shop/dnsmasq":    {"WORKLOAD_LISTEN=:53"},
 	"shop/migrate":    {"WORKLOAD_EXIT_AFTER=1s", "WORKLOAD_EXIT_CODE=0"},
+	"shop/mariadb":    {"WORKLOAD_LISTEN=:3306", "VOLUME /var/lib/mysql"},
 }
 
 // EtcFiles are added to every stand-in image: user and group names that
@@ -141,7 +143,11 @@ func (s *ImageSet) Profile(repo string) string {
 	}
 	args := []string{"commit"}
 	for _, e := range env {
-		args = append(args, "--change", "ENV "+e)
+		change := "ENV " + e
+		if strings.HasPrefix(e, "VOLUME ") {
+			change = e
+		}
+		args = append(args, "--change", change)
 	}
 	id := Docker(s.T, append(args, ctr)...)
 	s.Profiles[key] = id

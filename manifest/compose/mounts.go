@@ -73,7 +73,7 @@ func (sm *serviceMap) checkShortVolume(attr string, fn fileNode) {
 
 func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
 	if v.Source == "" {
-		sm.refuse(attr, "anonymous volumes are not supported: name the volume (NAME:%s) and declare it under the top-level volumes:", v.Target)
+		sm.mapAnonymousVolume(attr, v)
 		return
 	}
 	if _, ok := sm.m.p.Volumes[v.Source]; !ok {
@@ -95,7 +95,7 @@ func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
 		sm.refuse(attr, "bind, tmpfs or image options on a named volume are not supported")
 	}
 	name, ok := sm.m.volNames[v.Source]
-	if !ok {
+	if !ok || !sm.claimMountPath(attr, v.Target) {
 		return
 	}
 	sm.spec.Volumes = append(sm.spec.Volumes, manifest.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly})
@@ -138,8 +138,9 @@ func (sm *serviceMap) addBind(attr string, b manifest.BindMount) {
 	}
 }
 
-// claimMountPath reports whether target is an absolute path no other bind
-// or tmpfs of the service mounts yet, refusing it otherwise.
+// claimMountPath reports whether target is an absolute path no other
+// mount of the service (bind, tmpfs, volume, secret) uses yet, refusing
+// it otherwise.
 func (sm *serviceMap) claimMountPath(attr, target string) bool {
 	if !path.IsAbs(target) {
 		sm.refuse(attr, "the target %q must be an absolute path", target)

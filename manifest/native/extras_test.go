@@ -57,6 +57,7 @@ const fullService = loadtest.Svc + `  image: x
   resources: {pids: 100, memory: 256Mi, memoryReservation: 128Mi}
   dependsOn: [db]
   dependsOnCondition: {db: started}
+  anonymousVolumes: [{mountPath: /var/cache/app}, {mountPath: /srv/seed}]
 ---
 apiVersion: driftless.dev/v1
 kind: Service
@@ -111,6 +112,7 @@ func TestLoadEveryNewServiceField(t *testing.T) {
 		{RepoPath: "conf", MountPath: "/etc/app", ReadOnly: true, ContentHash: got.Binds[1].ContentHash},
 	}
 	want.Tmpfs = []manifest.TmpfsMount{{MountPath: "/tmp", SizeBytes: 64 << 20, Mode: 0o1777}}
+	want.AnonymousVolumes = []manifest.AnonymousVolume{{MountPath: "/srv/seed"}, {MountPath: "/var/cache/app"}}
 	want.Privileged, want.ReadOnlyRootfs = true, true
 	want.CapAdd, want.CapDrop = []string{"NET_ADMIN", "SYS_TIME"}, []string{"ALL"}
 	want.SecurityOpt = []string{"no-new-privileges", "seccomp=unconfined"}
@@ -165,7 +167,7 @@ func TestPolicyErrorsPointAtTheField(t *testing.T) {
 		`a.yaml:34:36: spec.securityOpt[1]: "seccomp=unconfined" turns off`,
 		"a.yaml:35:13: spec.devices[0]: host device /dev/fuse",
 		"a.yaml:37:8: spec.pid: the host's PID namespace",
-		`a.yaml:73:8: spec.driverOpts: volume nfs has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`",
+		`a.yaml:74:8: spec.driverOpts: volume nfs has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`",
 	}
 	if len(got) != len(wantSubs) {
 		t.Errorf("got %d errors, want %d:\n%s", len(got), len(wantSubs), strings.Join(got, "\n"))
@@ -211,6 +213,9 @@ func TestLoadNewFieldErrors(t *testing.T) {
 		{"bind relative mount path", "  binds: [{hostPath: /a, mountPath: a}]\n", []string{`a.yaml:7:37: spec.binds[0].mountPath: must be an absolute path, got "a"`}},
 		{"bind propagation", "  binds: [{hostPath: /a, mountPath: /a, propagation: up}]\n", []string{`a.yaml:7:54: spec.binds[0].propagation: must be one of private, rprivate, shared, rshared, slave, rslave, got "up"`}},
 		{"mount path used twice", "  binds: [{hostPath: /a, mountPath: /a}]\n  tmpfs: [{mountPath: /a/}]\n", []string{`a.yaml:8:23: spec.tmpfs[0].mountPath: "/a/" is already mounted by spec.binds[0]`}},
+		{"anonymous volume on a used path", "  tmpfs: [{mountPath: /data}]\n  anonymousVolumes: [{mountPath: /data}, {mountPath: rel}]\n", []string{
+			`a.yaml:8:34: spec.anonymousVolumes[0].mountPath: "/data" is already mounted by spec.tmpfs[0]`,
+			`a.yaml:8:54: spec.anonymousVolumes[1].mountPath: must be an absolute path, got "rel"`}},
 		{"tmpfs size and mode", "  tmpfs: [{mountPath: /t, size: 1X, mode: 999}]\n", []string{
 			`a.yaml:7:33: spec.tmpfs[0].size: invalid memory quantity "1X": use bytes or a number with Ki, Mi, Gi, Ti, K, M, G or T (e.g. 512Mi)`,
 			`a.yaml:7:43: spec.tmpfs[0].mode: invalid mode "999": use octal permission bits such as 1777 or 0755`}},

@@ -182,6 +182,9 @@ func normalizeMounts(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 		}
 		spec.Tmpfs = append(spec.Tmpfs, m)
 	}
+	for _, v := range raw.AnonymousVolumes {
+		spec.AnonymousVolumes = append(spec.AnonymousVolumes, manifest.AnonymousVolume(v))
+	}
 }
 
 // normalizeSecurity maps privileges, capabilities and namespaces.

@@ -84,6 +84,7 @@ type rawServiceSpec struct {
 	MacAddress         string                    `json:"macAddress"`
 	Binds              []rawBind                 `json:"binds"`
 	Tmpfs              []rawTmpfs                `json:"tmpfs"`
+	AnonymousVolumes   []rawAnonymousVolume      `json:"anonymousVolumes"`
 	Privileged         bool                      `json:"privileged"`
 	ReadOnlyRootfs     bool                      `json:"readOnlyRootfs"`
 	CapAdd             []string                  `json:"capAdd"`
@@ -141,6 +142,12 @@ type rawTmpfs struct {
 	MountPath string            `json:"mountPath"`
 	Size      *yamlpos.Quantity `json:"size"`
 	Mode      *yamlpos.Scalar   `json:"mode"`
+}
+
+// rawAnonymousVolume is a volume of each replica slot (compose's
+// anonymous volume).
+type rawAnonymousVolume struct {
+	MountPath string `json:"mountPath"`
 }
 
 type rawDevice struct {

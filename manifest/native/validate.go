@@ -803,6 +803,9 @@ func validateMounts(r yamlpos.Reporter, raw *rawServiceSpec, mounts map[string]s
 			}
 		}
 	}
+	for i, v := range raw.AnonymousVolumes {
+		r.MountPath(yamlpos.IndexPath("spec.anonymousVolumes", i)+".mountPath", v.MountPath, mounts)
+	}
 }
 
 func validateBind(r yamlpos.Reporter, bp string, b rawBind, mounts map[string]string) {

@@ -72,6 +72,11 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 	if slices.ContainsFunc(s.Ports, func(p manifest.Port) bool { return p.HostIP != "" }) {
 		refuse("ports", "Swarm publishes ports on every node's ingress: a host IP cannot be given")
 	}
+	if len(s.AnonymousVolumes) > 0 {
+		// The compose front end refuses these at the volume entry; this is
+		// the native manifest's spec.anonymousVolumes.
+		refuse("anonymousVolumes", "anonymous volumes are not supported for Swarm services (Swarm makes a new one for every task, so its data does not survive an update): use a named volume")
+	}
 	if w := s.Swarm; w != nil && w.Global && s.Replicas != 1 {
 		refuse("replicas", "a global service runs one task per node: do not set replicas")
 	}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
@@ -133,5 +134,22 @@ func TestSwarmRefusals(t *testing.T) {
 				t.Errorf("got:\n%s\nwant:\n%s", got, strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// An anonymous volume cannot follow a Swarm task's slot: refused, in
+// either spelling, at the field.
+func TestSwarmRefusesAnonymousVolumes(t *testing.T) {
+	_, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: shop/db:1\n    volumes: [/var/lib/db]\n"}, swarmOpts)
+	got := loadtest.ErrorLines(t, err)
+	want := []string{"compose.yaml:4:15: services.db.volumes[0]: anonymous volumes are not supported on a Swarm target (Swarm makes a new one for every task, so its data does not survive an update): name the volume (NAME:/var/lib/db) and declare it under the top-level volumes:"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("compose:\n got %q\nwant %q", got, want)
+	}
+	native := "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: db}\nspec:\n  image: shop/db:1\n  anonymousVolumes: [{mountPath: /var/lib/db}]\n"
+	_, err = appdir.LoadWith(fstest.MapFS{"db.yaml": {Data: []byte(native)}}, ".", "shop", swarmOpts)
+	got = loadtest.ErrorLines(t, err)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "db.yaml:6:3: spec.anonymousVolumes: anonymous volumes are not supported for Swarm services") {
+		t.Errorf("native: %q", got)
 	}
 }

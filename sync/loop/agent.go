@@ -1067,6 +1067,7 @@ func cloneStatus(s status.AppStatus) status.AppStatus {
 	for i := range s.Services {
 		s.Services[i].Containers = slices.Clone(s.Services[i].Containers)
 	}
+	s.Volumes = slices.Clone(s.Volumes)
 	s.Errors = slices.Clone(s.Errors)
 	s.Flapping = slices.Clone(s.Flapping)
 	s.Held = slices.Clone(s.Held)

@@ -401,9 +401,11 @@ func buildStatus(in statusInput, mem memory, conds map[string]status.Condition) 
 		s.Sync = drift.SyncOf(*o.gap, s.Refused != nil)
 		s.Health = o.health.Health
 		s.Services = serviceStatuses(o.accepted, o.input.Desired, o.health, o.actual)
+		s.Volumes = status.Volumes(s.Name, o.actual)
 		s.Held = slices.Clone(o.decision.Held)
 	case o.accepted == nil && !o.cancelled:
 		s.Sync, s.Health, s.Drift, s.Services, s.Held = status.SyncUnknown, drift.HealthMissing, nil, nil, nil
+		s.Volumes = nil
 	}
 	if s.Suspended {
 		s.Health = status.HealthSuspended

@@ -47,10 +47,12 @@ type AppStatus struct {
 	Applied *gitsource.Revision `json:"applied,omitempty"` // last good revision, the one running
 
 	Services []ServiceStatus `json:"services"`
-	Drift    *drift.Plan     `json:"drift,omitempty"` // the current gap; nil before the first observation
-	Errors   []Condition     `json:"errors,omitempty"`
-	Refused  *Refusal        `json:"refused,omitempty"`
-	Flapping []Flap          `json:"flapping,omitempty"`
+	// Volumes are the Docker volumes the app owns (see VolumeStatus).
+	Volumes  []VolumeStatus `json:"volumes,omitempty"`
+	Drift    *drift.Plan    `json:"drift,omitempty"` // the current gap; nil before the first observation
+	Errors   []Condition    `json:"errors,omitempty"`
+	Refused  *Refusal       `json:"refused,omitempty"`
+	Flapping []Flap         `json:"flapping,omitempty"`
 	// Held are changes of the current plan that are shown but not applied
 	// (suspended, self-heal off), with the reason.
 	Held []drift.HeldChange `json:"held,omitempty"`

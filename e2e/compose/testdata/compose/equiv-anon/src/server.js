@@ -1,0 +1,1 @@
+require("http").createServer((req, res) => res.end("ok\n")).listen(8080);
