@@ -98,6 +98,8 @@ type rawServiceSpec struct {
 	ShmSize            *yamlpos.Quantity         `json:"shmSize"`
 	Logging            *rawLogging               `json:"logging"`
 	Build              *rawBuild                 `json:"build"`
+	Platform           string                    `json:"platform"`
+	Links              []string                  `json:"links"`
 
 	// Image handling (not part of the hashed spec; see Service).
 	PullPolicy  string          `json:"pullPolicy"`
@@ -140,6 +142,7 @@ type rawTmpfs struct {
 	MountPath string            `json:"mountPath"`
 	Size      *yamlpos.Quantity `json:"size"`
 	Mode      *yamlpos.Scalar   `json:"mode"`
+	Options   []string          `json:"options"`
 }
 
 type rawDevice struct {
@@ -170,6 +173,7 @@ type rawMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly"`
+	SELinux   string `json:"selinux"`
 }
 
 type rawResources struct {
@@ -179,6 +183,15 @@ type rawResources struct {
 	// memory limit.
 	Pids              *int              `json:"pids"`
 	MemoryReservation *yamlpos.Quantity `json:"memoryReservation"`
+	// Scheduler and OOM tuning (see manifest.Resources).
+	CPUShares        *int              `json:"cpuShares"`
+	CPUSet           string            `json:"cpuset"`
+	CPUPeriod        *int              `json:"cpuPeriod"`
+	CPUQuota         *int              `json:"cpuQuota"`
+	MemorySwap       *yamlpos.Quantity `json:"memorySwap"`
+	MemorySwappiness *int              `json:"memorySwappiness"`
+	OOMScoreAdj      *int              `json:"oomScoreAdj"`
+	OOMKillDisable   bool              `json:"oomKillDisable"`
 }
 
 type RawReadiness struct {
