@@ -199,10 +199,10 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 	for i := range app.Services {
 		svc := &app.Services[i]
 		for j, b := range svc.Spec.Binds {
-			if b.HostPath == "" {
+			if b.HostPath == "" || v.timeFileAllowed(b) {
 				continue
 			}
-			if msg := v.check(b.HostPath, ", or mount a file from the repository with a relative path"); msg != "" {
+			if msg := v.check(b.HostPath, timeFileHint(b)); msg != "" {
 				add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
 			}
 		}

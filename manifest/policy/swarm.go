@@ -25,6 +25,7 @@ func CheckSwarm(app *manifest.App) manifest.ErrorList {
 			errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...) + " (target: swarm)"})
 		}
 		checkSwarmService(&svc.Spec, refuse)
+		checkSwarmTuning(&svc.Spec, refuse)
 		for i, b := range svc.Spec.Binds {
 			if b.RepoPath == "" {
 				continue
