@@ -395,8 +395,9 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 	}
 	first := in.App.NetworkDockerName(networks[0])
 	host.NetworkMode = container.NetworkMode(first)
+	// Links go on each network's endpoint, as docker-compose 1.29 sends
+	// them (and as Docker applies links on a user-defined network).
 	links := Links(in.App, in.Service)
-	host.Links = links
 	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac, Links: links}
 	for _, n := range networks[1:] {
 		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n), Links: links})

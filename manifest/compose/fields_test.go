@@ -149,3 +149,22 @@ func TestComposeSwarmOnlyKeysWarn(t *testing.T) {
 		t.Errorf("restart %q", r)
 	}
 }
+
+// A repository file is one shared read-only copy: Z (a private label)
+// is applied as z, with a warning; cpus and a CFS quota together are
+// refused, as Docker refuses them.
+func TestComposeRepoSELinuxAndCPUConflict(t *testing.T) {
+	files := loadtest.Web("volumes: ['./conf:/etc/app:Z']")
+	files["conf/app.conf"] = "x=1\n"
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	if b := a.Service("web").Spec.Binds; len(b) != 1 || b[0].SELinux != "z" {
+		t.Errorf("binds %+v, want the repository copy labelled z", b)
+	}
+	if want := "compose.yaml:4:15: services.web.volumes[0]: Z on a file of the repository is applied as z"; !strings.HasPrefix(a.Warnings.Error(), want) {
+		t.Errorf("warnings %q, want %q...", a.Warnings.Error(), want)
+	}
+	errs := loadtest.ComposeErrors(t, loadtest.Web("cpus: 0.5", "cpu_quota: 50000"), load.Options{})
+	if want := "compose.yaml:5:16: services.web.cpu_quota: cannot be combined with a cpus limit (Docker refuses both): keep one of them"; len(errs) != 1 || errs[0] != want {
+		t.Errorf("got %q, want %q", errs, want)
+	}
+}

@@ -146,6 +146,13 @@ func (sm *serviceMap) mapBind(attr string, v types.ServiceVolumeConfig) {
 		}
 		b.RepoPath, b.ContentHash = p, tree.Hash()
 		b.CreateHostPath = false
+		if b.SELinux == "Z" {
+			// The copy is content-addressed and shared by every replica
+			// (and service) that mounts the same content: a private label
+			// would lock the others out.
+			sm.warn(attr, "Z on a file of the repository is applied as z: driftless mounts one shared, read-only copy of it")
+			b.SELinux = "z"
+		}
 	}
 	sm.addBind(attr, b)
 }

@@ -40,6 +40,9 @@ func (sm *serviceMap) mapTuning() {
 	if s.CPUSet != "" && !manifest.ValidCPUSet(s.CPUSet) {
 		sm.refuse("cpuset", "invalid CPU list %q: write CPU numbers and ranges such as 0-3 or 0,2", s.CPUSet)
 	}
+	if r.NanoCPUs != 0 && (r.CPUPeriod != 0 || r.CPUQuota != 0) {
+		sm.refuse(sm.declaredOf("cpu_quota", "cpu_period"), "cannot be combined with a cpus limit (Docker refuses both): keep one of them")
+	}
 	if msg := manifest.CheckMemorySwap(r.MemoryBytes, r.MemorySwapBytes); msg != "" {
 		sm.refuse("memswap_limit", "%s", msg)
 	}

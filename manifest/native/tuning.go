@@ -41,6 +41,9 @@ func validateTuning(r yamlpos.Reporter, res *rawResources) {
 	if res.CPUSet != "" && !manifest.ValidCPUSet(res.CPUSet) {
 		r.Errorf("spec.resources.cpuset", "invalid CPU list %q: write CPU numbers and ranges such as 0-3 or 0,2", res.CPUSet)
 	}
+	if res.CPUs != nil && (orDefault(res.CPUPeriod, 0) != 0 || orDefault(res.CPUQuota, 0) != 0) {
+		r.Errorf("spec.resources.cpuQuota", "cannot be combined with resources.cpus (Docker refuses both): keep one of them")
+	}
 	if res.MemorySwap == nil {
 		return
 	}
