@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -58,19 +59,45 @@ func TestReplicaConfigRoundTwoFields(t *testing.T) {
 	if p := rc.Create.Platform; p == nil || !reflect.DeepEqual(*p, ocispec.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}) {
 		t.Errorf("platform %+v", p)
 	}
-	r := host.Resources
-	if r.CPUShares != 512 || r.CpusetCpus != "0" || r.CPUPeriod != 100000 || r.CPUQuota != 50000 || r.MemorySwap != 128<<20 ||
-		r.MemorySwappiness == nil || *r.MemorySwappiness != 10 || r.OomKillDisable == nil || !*r.OomKillDisable || host.OomScoreAdj != -200 {
-		t.Errorf("tuning: %+v, oom score %d", r, host.OomScoreAdj)
-	}
+	checkTuning(t, host)
 
-	// Unset, they stay Docker's defaults.
-	rc, err = BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r"})
+}
+
+func checkTuning(t *testing.T, host *container.HostConfig) {
+	t.Helper()
+	type tuning struct {
+		Shares, Period, Quota, Swap, Swappiness int64
+		CPUSet                                  string
+		OOMKillDisable                          bool
+		OOMScoreAdj                             int
+	}
+	r := host.Resources
+	got := tuning{Shares: r.CPUShares, Period: r.CPUPeriod, Quota: r.CPUQuota, Swap: r.MemorySwap, CPUSet: r.CpusetCpus, OOMScoreAdj: host.OomScoreAdj}
+	if r.MemorySwappiness != nil {
+		got.Swappiness = *r.MemorySwappiness
+	}
+	if r.OomKillDisable != nil {
+		got.OOMKillDisable = *r.OomKillDisable
+	}
+	want := tuning{Shares: 512, Period: 100000, Quota: 50000, Swap: 128 << 20, Swappiness: 10, CPUSet: "0", OOMKillDisable: true, OOMScoreAdj: -200}
+	if got != want {
+		t.Errorf("tuning\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// Unset, the round-two settings stay Docker's defaults.
+func TestReplicaConfigRoundTwoDefaults(t *testing.T) {
+	app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "db", Spec: manifest.ServiceSpec{Image: "shop/db:1", Replicas: 1,
+		Volumes: []manifest.VolumeMount{{Name: "data", MountPath: "/data"}}, Tmpfs: []manifest.TmpfsMount{{MountPath: "/tmp"}}}}}}
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := rc.Create.HostConfig
-	if rc.Create.Platform != nil || h.Links != nil || h.Tmpfs != nil || h.Binds != nil || h.MemorySwappiness != nil || h.OomKillDisable != nil || h.CPUShares != 0 {
+	if rc.Create.Platform != nil || h.Tmpfs != nil || h.Binds != nil || h.MemorySwappiness != nil || h.OomKillDisable != nil || h.CPUShares != 0 || len(h.Mounts) != 2 {
 		t.Errorf("defaults changed: platform %v, host %+v", rc.Create.Platform, h)
+	}
+	if ep := rc.Create.NetworkingConfig.EndpointsConfig["shop-default"]; ep == nil || ep.Links != nil {
+		t.Errorf("endpoint %+v, want no links", ep)
 	}
 }
