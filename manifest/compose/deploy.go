@@ -202,8 +202,12 @@ func (sm *serviceMap) mapDeploy() {
 	} else {
 		sm.refuseSwarmOnly(d)
 	}
-	if d.EndpointMode != "" {
+	switch {
+	case d.EndpointMode == "":
+	case sm.m.opts.Target == manifest.TargetSwarm:
 		sm.refuse("deploy.endpoint_mode", "is not supported")
+	default:
+		sm.warn("deploy.endpoint_mode", "has no effect on one engine (as in compose)")
 	}
 	if u := d.UpdateConfig; u != nil {
 		sm.mapUpdateConfig(u)

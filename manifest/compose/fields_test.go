@@ -132,6 +132,7 @@ func TestComposeSwarmOnlyKeysWarn(t *testing.T) {
 		"  placement: {constraints: [node.role==manager]}",
 		"  rollback_config: {parallelism: 1}",
 		"  restart_policy: {condition: on-failure, delay: 5s, window: 2m}",
+		"  endpoint_mode: dnsrr",
 	), load.Options{})
 	got := a.Warnings.Error()
 	for _, want := range []string{
@@ -140,6 +141,7 @@ func TestComposeSwarmOnlyKeysWarn(t *testing.T) {
 		"compose.yaml:7:7: services.web.deploy.rollback_config: has no effect on one engine (as in compose)",
 		"compose.yaml:8:54: services.web.deploy.restart_policy.delay: has no effect on one engine (as in compose)",
 		"compose.yaml:8:66: services.web.deploy.restart_policy.window: has no effect on one engine (as in compose)",
+		"compose.yaml:9:22: services.web.deploy.endpoint_mode: has no effect on one engine (as in compose)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("warnings lack %q:\n%s", want, got)
