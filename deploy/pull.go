@@ -11,7 +11,9 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
@@ -53,11 +55,21 @@ type PullProgress func(line string)
 // Pull pulls image for app with the app's registry credentials, telling
 // progress (which may be nil) each layer's state change.
 func (e *Engine) Pull(ctx context.Context, app, image string, progress PullProgress) error {
+	return e.pullFor(ctx, app, image, nil, progress)
+}
+
+// pullFor pulls image for a platform (a service's platform:), or for the
+// engine's own when platform is nil.
+func (e *Engine) pullFor(ctx context.Context, app, image string, platform *ocispec.Platform, progress PullProgress) error {
 	host, auth, err := e.registryAuth(ctx, app, image)
 	if err != nil {
 		return &registry.PullError{Image: image, Registry: host, Kind: registry.PullOther, Err: err}
 	}
-	resp, err := e.api.ImagePull(ctx, image, client.ImagePullOptions{RegistryAuth: auth})
+	opts := client.ImagePullOptions{RegistryAuth: auth}
+	if platform != nil {
+		opts.Platforms = []ocispec.Platform{*platform}
+	}
+	resp, err := e.api.ImagePull(ctx, image, opts)
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return fmt.Errorf("pull image %s: %w", image, err)
@@ -168,7 +180,7 @@ func (r *run) getImage(ctx context.Context, s *step, svc *manifest.Service) erro
 			return &drift.Failure{Cause: drift.FailureRollout, Summary: fmt.Sprintf("image %s is not on the engine and pullPolicy is never: load or build it there, or set pullPolicy: missing", ref)}
 		}
 	}
-	return pullFailure(r.e.Pull(ctx, r.app, ref, func(line string) {
+	return pullFailure(r.e.pullFor(ctx, r.app, ref, dockerspec.Platform(&svc.Spec), func(line string) {
 		r.emit(s, drift.PhasePull, "pull "+ref+": "+line, nil)
 	}))
 }

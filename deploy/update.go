@@ -54,6 +54,13 @@ func updateResources(spec *manifest.ServiceSpec) *container.Resources {
 	if res.Memory > 0 {
 		res.MemorySwap = 2 * res.Memory
 	}
+	if spec.Resources.MemorySwapBytes != 0 {
+		res.MemorySwap = spec.Resources.MemorySwapBytes
+	}
+	res.CPUShares = spec.Resources.CPUShares
+	res.CpusetCpus = spec.Resources.CPUSet
+	res.CPUPeriod = spec.Resources.CPUPeriod
+	res.CPUQuota = spec.Resources.CPUQuota
 	pids := spec.Resources.PidsLimit
 	if pids <= 0 {
 		pids = -1 // unlimited
@@ -85,7 +92,7 @@ func (r *run) reconnect(ctx context.Context, s *step, c container.InspectRespons
 		}
 		if _, err := r.e.api.NetworkConnect(ctx, docker, client.NetworkConnectOptions{
 			Container:      c.ID,
-			EndpointConfig: &network.EndpointSettings{Aliases: want},
+			EndpointConfig: &network.EndpointSettings{Aliases: want, Links: dockerspec.Links(r.named(), svc)},
 		}); err != nil {
 			return fmt.Errorf("reconnect %s to network %s: %w", s.change.Name, docker, err)
 		}

@@ -1094,6 +1094,7 @@ func configDrift(cfg *RuntimeConfig, spec *manifest.ServiceSpec, aliases map[str
 	add("resources.cpus", formatCPUs(cfg.NanoCPUs), formatCPUs(spec.Resources.NanoCPUs))
 	add("resources.memoryReservation", formatMemory(cfg.MemoryReservationBytes), formatMemory(spec.Resources.MemoryReservationBytes))
 	add("resources.pids", pidsLimit(cfg.PidsLimit), pidsLimit(spec.Resources.PidsLimit))
+	fields = append(fields, tuningDrift(cfg, &spec.Resources)...)
 	policy, retries := spec.DockerRestartPolicy()
 	add("restart", restartWords(cfg.RestartPolicy, cfg.RestartMaxRetries), restartWords(policy, retries))
 	for _, n := range slices.Sorted(maps.Keys(aliases)) {
@@ -1119,6 +1120,10 @@ func limitAdded(fields []FieldChange) bool {
 		switch f.Path {
 		case "resources.memory", "resources.cpus", "resources.memoryReservation":
 			if f.After == "unlimited" {
+				return true
+			}
+		case "resources.cpuShares", "resources.cpuset", "resources.cpuPeriod", "resources.cpuQuota":
+			if f.After == dockerDefault {
 				return true
 			}
 		}

@@ -128,6 +128,27 @@ var extraFields = []struct {
 	{"ulimits", func(s *manifest.ServiceSpec) string { return ulimits(s.Ulimits) }},
 	{"shmSize", func(s *manifest.ServiceSpec) string { return formatMemoryOr(s.ShmSizeBytes, "(Docker's default)") }},
 	{"logging", func(s *manifest.ServiceSpec) string { return logging(s.Logging) }},
+	{"platform", func(s *manifest.ServiceSpec) string { return stringOr(s.Platform, "(engine's)") }},
+	{"links", func(s *manifest.ServiceSpec) string { return listOr(s.Links, none) }},
+	{"resources.cpuShares", func(s *manifest.ServiceSpec) string { return intOr(s.Resources.CPUShares, "(Docker's default)") }},
+	{"resources.cpuset", func(s *manifest.ServiceSpec) string { return stringOr(s.Resources.CPUSet, "(any)") }},
+	{"resources.cpuPeriod", func(s *manifest.ServiceSpec) string { return intOr(s.Resources.CPUPeriod, "(Docker's default)") }},
+	{"resources.cpuQuota", func(s *manifest.ServiceSpec) string { return intOr(s.Resources.CPUQuota, "unlimited") }},
+	{"resources.memorySwap", func(s *manifest.ServiceSpec) string { return swapLimit(s.Resources.MemorySwapBytes) }},
+	{"resources.memorySwappiness", func(s *manifest.ServiceSpec) string { return intOr(s.Resources.MemorySwappiness, "(host's)") }},
+	{"resources.oomScoreAdj", func(s *manifest.ServiceSpec) string { return intOr(int64(s.Resources.OOMScoreAdj), "0") }},
+	{"resources.oomKillDisable", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.Resources.OOMKillDisable) }},
+}
+
+// swapLimit shows memory plus swap: -1 unlimited, 0 Docker's default.
+func swapLimit(n int64) string {
+	switch n {
+	case 0:
+		return "(Docker's default)"
+	case -1:
+		return "unlimited"
+	}
+	return manifest.FormatMemory(n)
 }
 
 func stringOr(s, empty string) string {
@@ -228,6 +249,9 @@ func tmpfs(ts []manifest.TmpfsMount) string {
 		}
 		if t.Mode != 0 {
 			s[i] += " mode=" + strconv.FormatUint(uint64(t.Mode), 8)
+		}
+		if len(t.Options) > 0 {
+			s[i] += " " + strings.Join(t.Options, ",")
 		}
 	}
 	slices.Sort(s)
@@ -338,8 +362,13 @@ func mountList(mounts []manifest.VolumeMount) string {
 	s := make([]string, len(mounts))
 	for i, m := range mounts {
 		s[i] = m.Name + ":" + m.MountPath
-		if m.ReadOnly {
+		switch {
+		case m.ReadOnly && m.SELinux != "":
+			s[i] += ":ro," + m.SELinux
+		case m.ReadOnly:
 			s[i] += ":ro"
+		case m.SELinux != "":
+			s[i] += ":" + m.SELinux
 		}
 	}
 	slices.Sort(s)

@@ -119,6 +119,13 @@ type RuntimeConfig struct {
 	MemoryReservationBytes int64
 	NanoCPUs               int64
 	PidsLimit              int64
+	// CPUShares, CPUSet, CPUPeriod, CPUQuota and MemorySwapBytes are the
+	// scheduler settings docker update changes too.
+	CPUShares       int64
+	CPUSet          string
+	CPUPeriod       int64
+	CPUQuota        int64
+	MemorySwapBytes int64
 	// RestartPolicy is Docker's name: "no", "always", "unless-stopped",
 	// "on-failure".
 	RestartPolicy     string

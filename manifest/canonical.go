@@ -27,6 +27,7 @@ func CanonicalService(spec ServiceSpec) ServiceSpec {
 		return cmp.Or(cmp.Compare(a.ContainerPath, b.ContainerPath), cmp.Compare(a.HostPath, b.HostPath))
 	})
 	slices.SortFunc(out.Ulimits, func(a, b Ulimit) int { return cmp.Compare(a.Name, b.Name) })
+	out.Links = sortedSet(out.Links)
 	out.CapAdd = sortedSet(out.CapAdd)
 	out.CapDrop = sortedSet(out.CapDrop)
 	out.ExtraHosts = sortedSet(out.ExtraHosts)
@@ -74,6 +75,10 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.Binds = nonEmpty(spec.Binds)
 	out.Tmpfs = nonEmpty(spec.Tmpfs)
 	out.AnonymousVolumes = nonEmpty(spec.AnonymousVolumes)
+	for i := range out.Tmpfs {
+		out.Tmpfs[i].Options = nonEmpty(out.Tmpfs[i].Options)
+	}
+	out.Links = nonEmpty(spec.Links)
 	out.CapAdd = nonEmpty(spec.CapAdd)
 	out.CapDrop = nonEmpty(spec.CapDrop)
 	out.SecurityOpt = nonEmpty(spec.SecurityOpt)

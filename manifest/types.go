@@ -263,6 +263,14 @@ type ServiceSpec struct {
 	ShmSizeBytes   int64             `json:"shmSizeBytes,omitempty"`
 	Logging        *Logging          `json:"logging,omitempty"`
 
+	// Platform is the image platform ("linux/arm64") the replicas run,
+	// pulled and created for; "" is the engine's own.
+	Platform string `json:"platform,omitempty"`
+	// Links are compose's legacy links, "SERVICE:ALIAS" by model names
+	// (sorted): ALIAS resolves to the service's replicas for this service
+	// only. Each target is a dependency too, as in compose.
+	Links []string `json:"links,omitempty"`
+
 	// Build says how Image is built from the revision; nil for an image
 	// that is pulled. With a Build, Image is the content-addressed name
 	// ResolveBuilds gives it.
@@ -412,6 +420,10 @@ type TmpfsMount struct {
 	MountPath string `json:"mountPath"`
 	SizeBytes int64  `json:"sizeBytes,omitempty"`
 	Mode      uint32 `json:"mode,omitempty"` // permission bits, 0 = Docker's default
+	// Options are the mount options beyond size and mode, as the kernel
+	// takes them: exec, noexec, suid, nosuid, dev, nodev, uid=N, gid=N
+	// (see TmpfsOptions); in the order written.
+	Options []string `json:"options,omitempty"`
 }
 
 // Device gives the container a host device (policy-gated).
@@ -489,6 +501,9 @@ type VolumeMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly,omitempty"`
+	// SELinux is "z" or "Z" to relabel the volume's content (shared or
+	// private); "" is Docker's default for volumes, which is "z".
+	SELinux string `json:"selinux,omitempty"`
 }
 
 // AnonymousVolume mounts a volume that belongs to one replica slot. It
@@ -506,6 +521,27 @@ type Resources struct {
 	PidsLimit int64 `json:"pidsLimit,omitempty"`
 	// MemoryReservationBytes is a soft limit; 0 is none.
 	MemoryReservationBytes int64 `json:"memoryReservationBytes,omitempty"`
+
+	// CPUShares is the relative CPU weight (Docker's default 1024);
+	// 0 is the default.
+	CPUShares int64 `json:"cpuShares,omitempty"`
+	// CPUSet pins the replicas to these CPUs ("0-3", "0,2"); "" is any.
+	CPUSet string `json:"cpuset,omitempty"`
+	// CPUPeriod and CPUQuota are the CFS period and quota in
+	// microseconds; 0 is the default.
+	CPUPeriod int64 `json:"cpuPeriod,omitempty"`
+	CPUQuota  int64 `json:"cpuQuota,omitempty"`
+	// MemorySwapBytes is memory plus swap; -1 is unlimited swap, 0 is
+	// Docker's default (twice the memory limit).
+	MemorySwapBytes int64 `json:"memorySwapBytes,omitempty"`
+	// MemorySwappiness is the kernel's swappiness for the replicas,
+	// 1 to 100; 0 is the host's (compose leaves 0 unset too).
+	MemorySwappiness int64 `json:"memorySwappiness,omitempty"`
+	// OOMScoreAdj biases the kernel's OOM killer (-1000 to 1000).
+	OOMScoreAdj int `json:"oomScoreAdj,omitempty"`
+	// OOMKillDisable keeps the OOM killer away from the replicas (needs a
+	// memory limit to be safe).
+	OOMKillDisable bool `json:"oomKillDisable,omitempty"`
 }
 
 // Readiness decides when a replica counts as ready. Exactly one of HTTPGet,

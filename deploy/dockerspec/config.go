@@ -41,6 +41,7 @@ type ReplicaConfig struct {
 type ExtraNetwork struct {
 	Name    string // Docker name
 	Aliases []string
+	Links   []string // legacy links, "CONTAINER:ALIAS"
 }
 
 // replicaInput is what one replica's create call is made from.
@@ -129,6 +130,7 @@ func BuildReplicaConfig(in ReplicaInput) (ReplicaConfig, error) {
 		Config:           cfg,
 		HostConfig:       host,
 		NetworkingConfig: netCfg,
+		Platform:         Platform(&svc.Spec),
 	}
 	return rc, nil
 }
@@ -240,6 +242,7 @@ func hostConfig(spec *manifest.ServiceSpec) *container.HostConfig {
 	if l := spec.Logging; l != nil {
 		host.LogConfig = container.LogConfig{Type: l.Driver, Config: maps.Clone(l.Options)}
 	}
+	tuning(spec, host)
 	return host
 }
 
@@ -291,6 +294,10 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 func mounts(in ReplicaInput, host *container.HostConfig) error {
 	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
+		if v.SELinux != "" {
+			host.Binds = append(host.Binds, volumeBind(in.App.VolumeDockerName(v.Name), v))
+			continue
+		}
 		host.Mounts = append(host.Mounts, mount.Mount{
 			Type:     mount.TypeVolume,
 			Source:   in.App.VolumeDockerName(v.Name),
@@ -304,6 +311,12 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 			src, err := hostfiles.MaterializedPath(in.App, in.FilesDir, b)
 			if err != nil {
 				return err
+			}
+			if b.SELinux != "" {
+				// Relabelled as compose relabels the project's files; the
+				// copy is content-addressed and read-only.
+				host.Binds = append(host.Binds, src+":"+b.MountPath+":ro,"+b.SELinux)
+				continue
 			}
 			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: b.MountPath, ReadOnly: true})
 		case b.StatePath != "":
@@ -331,6 +344,15 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 	}
 	anonymousMounts(in, host)
 	for _, t := range spec.Tmpfs {
+		if len(t.Options) > 0 {
+			// Options beyond size and mode exist only in this form on
+			// API 1.41, the one compose uses for the short syntax.
+			if host.Tmpfs == nil {
+				host.Tmpfs = map[string]string{}
+			}
+			host.Tmpfs[t.MountPath] = t.DockerOptions()
+			continue
+		}
 		m := mount.Mount{Type: mount.TypeTmpfs, Target: t.MountPath}
 		if t.SizeBytes != 0 || t.Mode != 0 {
 			m.TmpfsOptions = &mount.TmpfsOptions{SizeBytes: t.SizeBytes, Mode: os.FileMode(t.Mode)}
@@ -405,9 +427,12 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 	}
 	first := in.App.NetworkDockerName(networks[0])
 	host.NetworkMode = container.NetworkMode(first)
-	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac}
+	// Links go on each network's endpoint, as docker-compose 1.29 sends
+	// them (and as Docker applies links on a user-defined network).
+	links := Links(in.App, in.Service)
+	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac, Links: links}
 	for _, n := range networks[1:] {
-		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n)})
+		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n), Links: links})
 	}
 	return &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{first: ep}}, nil
 }

@@ -554,6 +554,8 @@ func runtimeConfig(c container.InspectResponse) *drift.RuntimeConfig {
 			cfg.PidsLimit = *h.PidsLimit
 		}
 		cfg.RestartPolicy, cfg.RestartMaxRetries = string(h.RestartPolicy.Name), h.RestartPolicy.MaximumRetryCount
+		cfg.CPUShares, cfg.CPUSet, cfg.CPUPeriod, cfg.CPUQuota = h.CPUShares, h.CpusetCpus, h.CPUPeriod, h.CPUQuota
+		cfg.MemorySwapBytes = h.MemorySwap
 	}
 	if c.NetworkSettings != nil {
 		for name, ep := range c.NetworkSettings.Networks {

@@ -331,9 +331,11 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 		target := mm["Destination"].(string)
 		switch mm["Type"] {
 		case "volume":
-			mounts[target] = map[string]any{"Type": "volume", "Volume": volumeName(t, mm["Name"].(string), logical), "Driver": mm["Driver"], "RW": mm["RW"]}
+			mounts[target] = map[string]any{"Type": "volume", "Volume": volumeName(t, mm["Name"].(string), logical), "Driver": mm["Driver"], "RW": mm["RW"],
+				"SELinux": selinuxLabel(mm["Mode"], "z")}
 		case "bind":
-			mounts[target] = map[string]any{"Type": "bind", "RW": mm["RW"], "Propagation": mm["Propagation"], "Content": contentDigest(t, name, target)}
+			mounts[target] = map[string]any{"Type": "bind", "RW": mm["RW"], "Propagation": mm["Propagation"], "Content": contentDigest(t, name, target),
+				"SELinux": selinuxLabel(mm["Mode"], "")}
 		case "tmpfs":
 			// from HostConfig below, with its options
 		default:
@@ -370,7 +372,7 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 			}
 		}
 		slices.Sort(aliases)
-		nets[logical(n)] = map[string]any{"Aliases": aliases}
+		nets[logical(n)] = map[string]any{"Aliases": aliases, "Links": canonicalLinks(testenv.Field(ep, "Links"), logical)}
 	}
 	return map[string]any{
 		"Config": cfg, "HostConfig": host, "Path": c["Path"], "Args": c["Args"], "Image": c["Image"],
@@ -437,9 +439,43 @@ func tmpfsOptions(t *testing.T, s string) map[string]any {
 			}
 			out["mode"] = strconv.FormatInt(m, 8)
 		default:
+			if !strings.Contains(opt, "=") {
+				v = "set" // a flag: exec, nosuid, ...
+			}
 			out[k] = v
 		}
 	}
+	return out
+}
+
+// selinuxLabel is the SELinux relabelling a mount's Mode asks for ("z" or
+// "Z" among its options), whichever form made it; def is what Docker
+// does without one (named volumes are labelled z by default).
+func selinuxLabel(mode any, def string) string {
+	for o := range strings.SplitSeq(fmt.Sprint(mode), ",") {
+		if o == "z" || o == "Z" {
+			return o
+		}
+	}
+	return def
+}
+
+// canonicalLinks are an endpoint's legacy links as "service:alias": each
+// tool names the linked container its own way, and compose 1.29 adds the
+// container's own names as aliases, which resolve on the network anyway.
+func canonicalLinks(v any, logical func(string) string) []string {
+	var out []string
+	for _, l := range asList(v) {
+		ctr, alias, _ := strings.Cut(l.(string), ":")
+		ctr = strings.TrimPrefix(ctr, "/")
+		own := logical(ctr)
+		if alias == ctr || alias == own {
+			continue
+		}
+		svc := strings.TrimRight(own, "0123456789")
+		out = append(out, strings.TrimRight(svc, "_-")+":"+alias)
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -202,8 +202,12 @@ func (sm *serviceMap) mapDeploy() {
 	} else {
 		sm.refuseSwarmOnly(d)
 	}
-	if d.EndpointMode != "" {
+	switch {
+	case d.EndpointMode == "":
+	case sm.m.opts.Target == manifest.TargetSwarm:
 		sm.refuse("deploy.endpoint_mode", "is not supported")
+	default:
+		sm.warn("deploy.endpoint_mode", "has no effect on one engine (as in compose)")
 	}
 	if u := d.UpdateConfig; u != nil {
 		sm.mapUpdateConfig(u)
@@ -219,14 +223,16 @@ func (sm *serviceMap) refuseSwarmOnly(d *types.DeployConfig) {
 	default:
 		sm.refuse("deploy.mode", "%q is not supported: driftless runs replicated services on one engine"+hint, d.Mode)
 	}
+	// Compose passes these Swarm-only keys to no container: on one engine
+	// they change nothing, and say so.
 	if len(d.Labels) > 0 {
-		sm.refuse("deploy.labels", "are swarm service labels and not supported: put container labels under labels:")
+		sm.warn("deploy.labels", "has no effect on one engine (as in compose): these are Swarm service labels; put container labels under labels:")
 	}
 	if d.RollbackConfig != nil {
-		sm.refuse("deploy.rollback_config", "is not supported: a failed rollout stops and keeps the old replicas serving"+hint)
+		sm.warn("deploy.rollback_config", "has no effect on one engine (as in compose): a failed rollout stops and keeps the old replicas serving"+hint)
 	}
 	if len(d.Placement.Constraints) > 0 || len(d.Placement.Preferences) > 0 || d.Placement.MaxReplicas != 0 {
-		sm.refuse("deploy.placement", "is a swarm feature and not supported on one engine"+hint)
+		sm.warn("deploy.placement", "has no effect on one engine (as in compose)"+hint)
 	}
 }
 

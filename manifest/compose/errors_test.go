@@ -69,7 +69,6 @@ func TestComposeErrors(t *testing.T) {
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    build: {context: ../up}\n    links: [db]\n    privileged: true\n    cap_add: [SYS_ADMIN]\n    network_mode: \"service:db\"\n    volumes: [\"../outside:/x\", \"./missing.conf:/etc/m.conf\", \"/var/run/docker.sock:/var/run/docker.sock\", \"anon:/a\", \"/data\"]\n    ports: [\"80\"]\n    deploy: {mode: global, placement: {constraints: [node.role==manager]}, update_config: {failure_action: continue, monitor: 10s}}\n    pull_policy: weekly\n    env_file: [missing.env]\n    labels: {dev.driftless.app: x}\n    depends_on: {db: {condition: service_started, restart: true}}\n    x-driftless: {readiness: {httpGet: {port: 0}}, secretEnv: [NOPE], bogus: 1}\n  db:\n    image: shop/db:1\n    container_name: db\n    deploy: {replicas: 2}\nvolumes:\n  data: {name: custom}\nnetworks:\n  n: {ipam: {config: [{subnet: 10.0.0.1/24, gateway: 10.0.0.1}]}}\nsecrets:\n  s: {environment: X}\n"},
 			[]string{
 				"compose.yaml:4:22: services.web.build.context: \"../up\" leaves the app directory: a build context must be inside the app directory",
-				"compose.yaml:5:5: services.web.links: is legacy and not supported: services on a shared network reach each other by name; use depends_on for start order",
 				"compose.yaml:6:17: services.web.privileged: a privileged container can take over the host; allow it for this app with `allow: [privileged]` in driftless.yaml (or `--allow privileged`)",
 				"compose.yaml:7:15: services.web.cap_add[0]: capability SYS_ADMIN is beyond Docker's defaults; allow it for this app with `allow: [capabilities]` in driftless.yaml (or `--allow capabilities`)",
 				"compose.yaml:8:19: services.web.network_mode: \"service:db\" (sharing another container's network namespace) is not supported: put the services on a shared network and reach them by name",
@@ -77,7 +76,6 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:9:62: services.web.volumes[2]: mounting /var/run/docker.sock gives the container the Docker socket, which is root on the host; allow it for this app with `allow: [docker-socket]` in driftless.yaml (or `--allow docker-socket`)",
 				"compose.yaml:9:107: services.web.volumes[3]: volume \"anon\" is not declared: add it under the top-level volumes:",
 				"compose.yaml:11:20: services.web.deploy.mode: \"global\" is not supported: driftless runs replicated services on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
-				"compose.yaml:11:28: services.web.deploy.placement: is a swarm feature and not supported on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
 				"compose.yaml:11:108: services.web.deploy.update_config.failure_action: \"continue\" is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)",
 				"compose.yaml:11:127: services.web.deploy.update_config.monitor: is not supported: a replica counts once it is ready (see x-driftless.readiness)",
 				"compose.yaml:12:18: services.web.pull_policy: \"weekly\" is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag",

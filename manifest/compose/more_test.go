@@ -22,13 +22,13 @@ import (
 // A refused attribute is refused, not dropped, whatever its value.
 func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 	for _, tc := range []struct{ line, field string }{
-		{"cpu_shares: 512", "cpu_shares"},
+		{"blkio_config: {weight: 300}", "blkio_config"},
 		{"runtime: runsc", "runtime"},
-		{"platform: linux/arm64", "platform"},
+		{"cgroup: host", "cgroup"},
 		{"volumes_from: [db]", "volumes_from"},
 		{"userns_mode: host", "userns_mode"},
 		{"uts: host", "uts"},
-		{"oom_score_adj: 100", "oom_score_adj"},
+		{"storage_opt: {size: 1G}", "storage_opt"},
 		{"use_api_socket: true", "use_api_socket"},
 		{"label_file: labels.env", "label_file"},
 		{"post_start: [{command: echo hi}]", "post_start"},

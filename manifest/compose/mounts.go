@@ -91,14 +91,33 @@ func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
 			sm.refuse(attr+".volume.labels", "is not supported: set labels on the top-level volume")
 		}
 	}
-	if v.Bind != nil || v.Tmpfs != nil || v.Image != nil {
-		sm.refuse(attr, "bind, tmpfs or image options on a named volume are not supported")
-	}
+	selinux := sm.volumeSELinux(attr, v)
 	name, ok := sm.m.volNames[v.Source]
 	if !ok || !sm.claimMountPath(attr, v.Target) {
 		return
 	}
-	sm.spec.Volumes = append(sm.spec.Volumes, manifest.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly})
+	sm.spec.Volumes = append(sm.spec.Volumes, manifest.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly, SELinux: selinux})
+}
+
+// volumeSELinux is a named volume's SELinux label (":z", ":Z" or
+// bind.selinux), which compose passes to Docker with the volume; the other
+// bind options, and tmpfs or image options, do not apply to a volume.
+func (sm *serviceMap) volumeSELinux(attr string, v types.ServiceVolumeConfig) string {
+	if v.Tmpfs != nil || v.Image != nil {
+		sm.refuse(attr, "tmpfs or image options on a named volume are not supported")
+	}
+	b := v.Bind
+	if b == nil {
+		return ""
+	}
+	if b.Propagation != "" || (b.Recursive != "" && b.Recursive != "enabled") {
+		sm.refuse(attr, "bind propagation does not apply to a named volume (Docker refuses it): remove it, or bind a host path")
+	}
+	if b.SELinux != "" && b.SELinux != "z" && b.SELinux != "Z" {
+		sm.refuse(attr+".bind.selinux", "must be z (shared label) or Z (private label), got %q", b.SELinux)
+		return ""
+	}
+	return b.SELinux
 }
 
 func (sm *serviceMap) mapBind(attr string, v types.ServiceVolumeConfig) {
@@ -227,7 +246,12 @@ func (sm *serviceMap) mapTmpfs() {
 				}
 				t.Mode = uint32(m)
 			default:
-				sm.refuse(attr, "tmpfs option %q is not supported: use size and mode", k)
+				opt, err := manifest.CheckTmpfsOption(o)
+				if err != nil {
+					sm.refuse(attr, "%v", err)
+					continue
+				}
+				t.Options = append(t.Options, opt)
 			}
 		}
 		sm.addTmpfs(attr, t)

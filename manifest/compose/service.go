@@ -124,6 +124,7 @@ func (sm *serviceMap) mapService() {
 	sm.mapRestart()
 	sm.mapDeploy()
 	sm.mapResources()
+	sm.mapTuning()
 	sm.mapSecurity()
 	sm.mapMisc()
 	sm.mapExtension()
@@ -543,11 +544,13 @@ func (sm *serviceMap) mapRestart() {
 			sm.refuse(attr+".max_attempts", "only applies to condition: on-failure (Docker bounds only on-failure restarts)")
 		}
 	}
+	// Swarm's restart timing: compose passes neither to an engine,
+	// whose own backoff decides.
 	if rp.Delay != nil {
-		sm.refuse(attr+".delay", "is not supported: Docker restarts with its own backoff")
+		sm.warn(attr+".delay", "has no effect on one engine (as in compose): Docker restarts with its own backoff")
 	}
 	if rp.Window != nil {
-		sm.refuse(attr+".window", "is not supported")
+		sm.warn(attr+".window", "has no effect on one engine (as in compose)")
 	}
 	if sm.s.Restart != "" && (policy != sm.spec.Restart || retries != sm.spec.RestartMaxRetries) {
 		sm.refuse(attr, "disagrees with restart: %s; keep one of them", sm.s.Restart)

@@ -35,6 +35,13 @@ func (sm *serviceMap) mapRelativeBind(attr, src string, b *manifest.BindMount) b
 	}
 	b.RepoPath, b.ContentHash = p, tree.Hash()
 	b.CreateHostPath = false
+	if b.SELinux == "Z" {
+		// The copy is content-addressed and shared by every replica
+		// (and service) that mounts the same content: a private label
+		// would lock the others out.
+		sm.warn(attr, "Z on a file of the repository is applied as z: driftless mounts one shared, read-only copy of it")
+		b.SELinux = "z"
+	}
 	return true
 }
 

@@ -65,6 +65,9 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 		spec.Volumes = append(spec.Volumes, manifest.VolumeMount(v))
 	}
 	if res := raw.Resources; res != nil {
+		normalizeTuning(res, &spec.Resources)
+	}
+	if res := raw.Resources; res != nil {
 		if res.Memory != nil {
 			spec.Resources.MemoryBytes, _ = manifest.ParseMemory(string(*res.Memory))
 		}
@@ -180,6 +183,11 @@ func normalizeMounts(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 		if t.Mode != nil {
 			m.Mode, _ = parseMode(string(*t.Mode))
 		}
+		for _, o := range t.Options {
+			if opt, err := manifest.CheckTmpfsOption(o); err == nil {
+				m.Options = append(m.Options, opt)
+			}
+		}
 		spec.Tmpfs = append(spec.Tmpfs, m)
 	}
 	for _, v := range raw.AnonymousVolumes {
@@ -210,6 +218,8 @@ func normalizeSecurity(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 	}
 	spec.PID = raw.PID
 	spec.IPC = raw.IPC
+	spec.Platform = raw.Platform
+	spec.Links = slices.Clone(raw.Links)
 }
 
 // normalizeLimits maps kernel parameters and resource limits.

@@ -99,6 +99,8 @@ type rawServiceSpec struct {
 	ShmSize            *yamlpos.Quantity         `json:"shmSize"`
 	Logging            *rawLogging               `json:"logging"`
 	Build              *rawBuild                 `json:"build"`
+	Platform           string                    `json:"platform"`
+	Links              []string                  `json:"links"`
 
 	// Image handling (not part of the hashed spec; see Service).
 	PullPolicy  string          `json:"pullPolicy"`
@@ -142,6 +144,7 @@ type rawTmpfs struct {
 	MountPath string            `json:"mountPath"`
 	Size      *yamlpos.Quantity `json:"size"`
 	Mode      *yamlpos.Scalar   `json:"mode"`
+	Options   []string          `json:"options"`
 }
 
 // rawAnonymousVolume is a volume of each replica slot (compose's
@@ -178,6 +181,7 @@ type rawMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly"`
+	SELinux   string `json:"selinux"`
 }
 
 type rawResources struct {
@@ -187,6 +191,15 @@ type rawResources struct {
 	// memory limit.
 	Pids              *int              `json:"pids"`
 	MemoryReservation *yamlpos.Quantity `json:"memoryReservation"`
+	// Scheduler and OOM tuning (see manifest.Resources).
+	CPUShares        *int              `json:"cpuShares"`
+	CPUSet           string            `json:"cpuset"`
+	CPUPeriod        *int              `json:"cpuPeriod"`
+	CPUQuota         *int              `json:"cpuQuota"`
+	MemorySwap       *yamlpos.Quantity `json:"memorySwap"`
+	MemorySwappiness *int              `json:"memorySwappiness"`
+	OOMScoreAdj      *int              `json:"oomScoreAdj"`
+	OOMKillDisable   bool              `json:"oomKillDisable"`
 }
 
 type RawReadiness struct {

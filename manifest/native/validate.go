@@ -135,6 +135,7 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validateProcess(r, raw)
 	validateNetworking(r, raw)
 	validateMounts(r, raw, mounts)
+	validatePlatformLinks(r, raw)
 	validateSecurity(r, raw)
 	validateLimits(r, raw)
 
@@ -267,6 +268,7 @@ func validateResources(r yamlpos.Reporter, res *rawResources) {
 		}
 	}
 	validateResourceExtras(r, res)
+	validateTuning(r, res)
 }
 
 // validateReadinessWith checks readiness against the rest of the spec.
@@ -800,6 +802,11 @@ func validateMounts(r yamlpos.Reporter, raw *rawServiceSpec, mounts map[string]s
 		if t.Mode != nil {
 			if _, err := parseMode(string(*t.Mode)); err != nil {
 				r.Errorf(tp+".mode", "%v", err)
+			}
+		}
+		for j, o := range t.Options {
+			if _, err := manifest.CheckTmpfsOption(o); err != nil {
+				r.Errorf(yamlpos.IndexPath(tp+".options", j), "%v", err)
 			}
 		}
 	}

@@ -209,10 +209,10 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 					add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
 				}
 			}
-			if b.HostPath == "" {
+			if b.HostPath == "" || v.timeFileAllowed(b) {
 				continue
 			}
-			if msg := v.check(b.HostPath, ", or mount a file from the repository with a relative path"); msg != "" {
+			if msg := v.check(b.HostPath, timeFileHint(b)); msg != "" {
 				add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
 			}
 		}

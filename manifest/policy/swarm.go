@@ -25,6 +25,7 @@ func CheckSwarm(app *manifest.App) manifest.ErrorList {
 			errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...) + " (target: swarm)"})
 		}
 		checkSwarmService(&svc.Spec, refuse)
+		checkSwarmTuning(&svc.Spec, refuse)
 		for i, b := range svc.Spec.Binds {
 			if b.StatePath != "" {
 				refuse(fmt.Sprintf("binds[%d]", i), "state directory ./%s would live on the agent's host, and a Swarm task may run on another node: keep the data in a named volume", b.StatePath)

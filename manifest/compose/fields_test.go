@@ -1,0 +1,172 @@
+package compose_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+)
+
+// SELinux labels on named volumes reach the model in both syntaxes, as
+// compose passes them to Docker.
+func TestComposeVolumeSELinux(t *testing.T) {
+	files := map[string]string{"compose.yaml": `services:
+  db:
+    image: shop/db:1
+    volumes:
+      - data:/var/lib/db:Z
+      - logs:/var/log/db:z,ro
+      - type: volume
+        source: cache
+        target: /cache
+        bind: {selinux: Z}
+      - plain:/plain
+volumes: {data: {}, logs: {}, cache: {}, plain: {}}
+`}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	got := a.Service("db").Spec.Volumes
+	want := []manifest.VolumeMount{
+		{Name: "cache", MountPath: "/cache", SELinux: "Z"},
+		{Name: "plain", MountPath: "/plain"},
+		{Name: "data", MountPath: "/var/lib/db", SELinux: "Z"},
+		{Name: "logs", MountPath: "/var/log/db", ReadOnly: true, SELinux: "z"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("volumes:\n got %+v\nwant %+v", got, want)
+	}
+	errs := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: shop/db:1\n    volumes: ['data:/d:rshared']\nvolumes: {data: {}}\n"}, load.Options{})
+	if want := "compose.yaml:4:15: services.db.volumes[0]: bind propagation does not apply to a named volume"; len(errs) != 1 || !strings.HasPrefix(errs[0], want) {
+		t.Errorf("propagation on a volume: got %q, want %q...", errs, want)
+	}
+}
+
+// tmpfs options beyond size and mode are kept in the order written; an
+// unknown one is refused where it is written.
+func TestComposeTmpfsOptions(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web("tmpfs: ['/config:exec,uid=1000,gid=1000,mode=0750,size=16m', '/run:noexec,nosuid,nodev', /tmp]"), load.Options{})
+	got := a.Service("web").Spec.Tmpfs
+	want := []manifest.TmpfsMount{
+		{MountPath: "/config", SizeBytes: 16 << 20, Mode: 0o750, Options: []string{"exec", "uid=1000", "gid=1000"}},
+		{MountPath: "/run", Options: []string{"noexec", "nosuid", "nodev"}},
+		{MountPath: "/tmp"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tmpfs:\n got %+v\nwant %+v", got, want)
+	}
+	if o := got[0].DockerOptions(); o != "exec,uid=1000,gid=1000,size=16777216,mode=750" {
+		t.Errorf("Docker's options: %q", o)
+	}
+	errs := loadtest.ComposeErrors(t, loadtest.Web("tmpfs: ['/a:uid=www', '/b:remount']"), load.Options{})
+	want2 := []string{
+		`compose.yaml:4:13: services.web.tmpfs[0]: uid must be a numeric id, got "www"`,
+		`compose.yaml:4:27: services.web.tmpfs[1]: tmpfs option "remount" is not supported: use size=, mode=, uid=, gid=, exec, noexec, suid, nosuid, dev or nodev`,
+	}
+	if strings.Join(errs, "\n") != strings.Join(want2, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want2, "\n"))
+	}
+}
+
+// The scheduler and OOM settings compose passes as written are mapped;
+// values Docker would refuse are refused at their position.
+func TestComposeTuning(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web(
+		"cpu_shares: 512", "cpuset: '0-1'", "cpu_period: 100000", "cpu_quota: 50000",
+		"mem_limit: 128m", "memswap_limit: 256m", "mem_swappiness: 10",
+		"oom_score_adj: 200", "oom_kill_disable: true", "platform: linux/amd64",
+	), load.Options{})
+	spec := a.Service("web").Spec
+	want := manifest.Resources{MemoryBytes: 128 << 20, CPUShares: 512, CPUSet: "0-1", CPUPeriod: 100000, CPUQuota: 50000,
+		MemorySwapBytes: 256 << 20, MemorySwappiness: 10, OOMScoreAdj: 200, OOMKillDisable: true}
+	if spec.Resources != want {
+		t.Errorf("resources:\n got %+v\nwant %+v", spec.Resources, want)
+	}
+	if spec.Platform != "linux/amd64" {
+		t.Errorf("platform %q", spec.Platform)
+	}
+	errs := loadtest.ComposeErrors(t, loadtest.Web("cpu_shares: 300000", "cpuset: 'a-b'", "memswap_limit: 1g", "platform: arm64"), load.Options{})
+	want2 := []string{
+		"compose.yaml:4:17: services.web.cpu_shares: must be between 0 and 262144, got 300000",
+		`compose.yaml:5:13: services.web.cpuset: invalid CPU list "a-b": write CPU numbers and ranges such as 0-3 or 0,2`,
+		"compose.yaml:6:20: services.web.memswap_limit: needs a memory limit: Docker sets swap only with one",
+		`compose.yaml:7:15: services.web.platform: invalid platform "arm64": write os/arch or os/arch/variant, such as linux/arm64`,
+	}
+	if strings.Join(errs, "\n") != strings.Join(want2, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want2, "\n"))
+	}
+}
+
+// Links name a service (and an alias); the linked service starts first,
+// as compose adds it to depends_on.
+func TestComposeLinks(t *testing.T) {
+	files := map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    links: [db, 'cache_1:kv']\n  db:\n    image: shop/db:1\n  cache_1:\n    image: shop/cache:1\n"}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	spec := a.Service("web").Spec
+	if want := []string{"cache-1:kv", "db:db"}; !reflect.DeepEqual(spec.Links, want) {
+		t.Errorf("links %q, want %q", spec.Links, want)
+	}
+	if want := []string{"cache-1", "db"}; !reflect.DeepEqual(spec.DependsOn, want) {
+		t.Errorf("dependsOn %q, want %q", spec.DependsOn, want)
+	}
+	if spec.DependsCondition("db") != manifest.DependsStarted {
+		t.Errorf("condition %q, want started", spec.DependsCondition("db"))
+	}
+	errs := loadtest.ComposeErrors(t, loadtest.Web("links: [nope, web]"), load.Options{})
+	want := []string{
+		`compose.yaml:4:13: services.web.links[0]: service "nope" is not declared (or its profiles are not active)`,
+		"compose.yaml:4:19: services.web.links[1]: a service cannot link to itself",
+	}
+	if strings.Join(errs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Swarm-only keys compose does not pass to an engine are accepted with a
+// warning that says so.
+func TestComposeSwarmOnlyKeysWarn(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web(
+		"deploy:",
+		"  labels: {team: a}",
+		"  placement: {constraints: [node.role==manager]}",
+		"  rollback_config: {parallelism: 1}",
+		"  restart_policy: {condition: on-failure, delay: 5s, window: 2m}",
+		"  endpoint_mode: dnsrr",
+	), load.Options{})
+	got := a.Warnings.Error()
+	for _, want := range []string{
+		"compose.yaml:5:7: services.web.deploy.labels: has no effect on one engine (as in compose)",
+		"compose.yaml:6:7: services.web.deploy.placement: has no effect on one engine (as in compose)",
+		"compose.yaml:7:7: services.web.deploy.rollback_config: has no effect on one engine (as in compose)",
+		"compose.yaml:8:54: services.web.deploy.restart_policy.delay: has no effect on one engine (as in compose)",
+		"compose.yaml:8:66: services.web.deploy.restart_policy.window: has no effect on one engine (as in compose)",
+		"compose.yaml:9:22: services.web.deploy.endpoint_mode: has no effect on one engine (as in compose)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	if r := a.Service("web").Spec.Restart; r != manifest.RestartOnFailure {
+		t.Errorf("restart %q", r)
+	}
+}
+
+// A repository file is one shared read-only copy: Z (a private label)
+// is applied as z, with a warning; cpus and a CFS quota together are
+// refused, as Docker refuses them.
+func TestComposeRepoSELinuxAndCPUConflict(t *testing.T) {
+	files := loadtest.Web("volumes: ['./conf:/etc/app:Z']")
+	files["conf/app.conf"] = "x=1\n"
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	if b := a.Service("web").Spec.Binds; len(b) != 1 || b[0].SELinux != "z" {
+		t.Errorf("binds %+v, want the repository copy labelled z", b)
+	}
+	if want := "compose.yaml:4:15: services.web.volumes[0]: Z on a file of the repository is applied as z"; !strings.HasPrefix(a.Warnings.Error(), want) {
+		t.Errorf("warnings %q, want %q...", a.Warnings.Error(), want)
+	}
+	errs := loadtest.ComposeErrors(t, loadtest.Web("cpus: 0.5", "cpu_quota: 50000"), load.Options{})
+	if want := "compose.yaml:5:16: services.web.cpu_quota: cannot be combined with a cpus limit (Docker refuses both): keep one of them"; len(errs) != 1 || errs[0] != want {
+		t.Errorf("got %q, want %q", errs, want)
+	}
+}

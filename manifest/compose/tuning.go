@@ -1,0 +1,96 @@
+package compose
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+)
+
+// mapTuning maps the attributes compose passes to Docker as they are
+// written: the scheduler and OOM settings, platform and links.
+func (sm *serviceMap) mapTuning() {
+	s := sm.s
+	r := &sm.spec.Resources
+	r.CPUShares = s.CPUShares
+	r.CPUSet = s.CPUSet
+	r.CPUPeriod = s.CPUPeriod
+	r.CPUQuota = s.CPUQuota
+	r.MemorySwapBytes = int64(s.MemSwapLimit)
+	r.MemorySwappiness = int64(s.MemSwappiness)
+	r.OOMScoreAdj = int(s.OomScoreAdj)
+	r.OOMKillDisable = s.OomKillDisable
+	checks := []struct {
+		attr   string
+		v      int64
+		lo, hi int64
+	}{
+		{"cpu_shares", s.CPUShares, 0, 262144},
+		{"cpu_period", s.CPUPeriod, 0, 1000000},
+		{"cpu_quota", s.CPUQuota, 0, 1<<31 - 1},
+		{"mem_swappiness", int64(s.MemSwappiness), 0, 100},
+		{"oom_score_adj", s.OomScoreAdj, -1000, 1000},
+	}
+	for _, c := range checks {
+		if c.v < c.lo || c.v > c.hi {
+			sm.refuse(c.attr, "must be between %d and %d, got %d", c.lo, c.hi, c.v)
+		}
+	}
+	if s.CPUSet != "" && !manifest.ValidCPUSet(s.CPUSet) {
+		sm.refuse("cpuset", "invalid CPU list %q: write CPU numbers and ranges such as 0-3 or 0,2", s.CPUSet)
+	}
+	if r.NanoCPUs != 0 && (r.CPUPeriod != 0 || r.CPUQuota != 0) {
+		sm.refuse(sm.declaredOf("cpu_quota", "cpu_period"), "cannot be combined with a cpus limit (Docker refuses both): keep one of them")
+	}
+	if msg := manifest.CheckMemorySwap(r.MemoryBytes, r.MemorySwapBytes); msg != "" {
+		sm.refuse("memswap_limit", "%s", msg)
+	}
+	if s.Platform != "" {
+		if _, _, _, err := manifest.ParsePlatform(s.Platform); err != nil {
+			sm.refuse("platform", "%v", err)
+		}
+		sm.spec.Platform = s.Platform
+	}
+	sm.mapLinks()
+}
+
+// mapLinks maps links ("SERVICE" or "SERVICE:ALIAS"): the alias resolves
+// to the service's replicas for this service only, and, as in compose,
+// the linked service starts first.
+func (sm *serviceMap) mapLinks() {
+	for i, l := range sm.s.Links {
+		attr := yamlpos.IndexPath("links", i)
+		cname, alias, _ := strings.Cut(l, ":")
+		if alias == "" {
+			alias = cname
+		}
+		target, active := sm.m.svcNames[cname]
+		_, exists := sm.m.p.Services[cname]
+		switch {
+		case sm.spec.NetworkMode != "":
+			sm.refuse(attr, "links need the app's networks, not network_mode %s (Docker refuses them)", sm.spec.NetworkMode)
+			return
+		case cname == sm.cname:
+			sm.refuse(attr, "a service cannot link to itself")
+			continue
+		case !exists:
+			sm.refuse(attr, "service %q is not declared (or its profiles are not active)", cname)
+			continue
+		case !active:
+			continue // its name was refused
+		case !manifest.ValidDockerName(alias):
+			sm.refuse(attr, "invalid alias %q", alias)
+			continue
+		}
+		sm.spec.Links = append(sm.spec.Links, target+":"+alias)
+		if !slices.Contains(sm.spec.DependsOn, target) {
+			sm.spec.DependsOn = append(sm.spec.DependsOn, target)
+			if sm.spec.DependsOnCondition == nil {
+				sm.spec.DependsOnCondition = map[string]string{}
+			}
+			sm.spec.DependsOnCondition[target] = manifest.DependsStarted
+			sm.depFrom[target] = sm.path(attr)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package native_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+)
+
+const tunedService = loadtest.Svc + `  image: x
+  platform: linux/arm64
+  links: [db, "db:database"]
+  dependsOn: [db]
+  volumes: [{name: data, mountPath: /data, selinux: Z}]
+  tmpfs: [{mountPath: /config, size: 16Mi, options: [exec, uid=1000]}]
+  resources: {memory: 128Mi, memorySwap: -1, cpuShares: 512, cpuset: "0-1", cpuPeriod: 100000, cpuQuota: 50000,
+    memorySwappiness: 10, oomScoreAdj: -100, oomKillDisable: true}
+---
+apiVersion: driftless.dev/v1
+kind: Service
+metadata: {name: db}
+spec: {image: db}
+---
+apiVersion: driftless.dev/v1
+kind: Volume
+metadata: {name: data}
+`
+
+// The native spellings of the round-two fields.
+func TestLoadTuningFields(t *testing.T) {
+	app, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": tunedService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := app.Service("web").Spec
+	if got.Platform != "linux/arm64" || !reflect.DeepEqual(got.Links, []string{"db", "db:database"}) {
+		t.Errorf("platform %q, links %q", got.Platform, got.Links)
+	}
+	if want := []manifest.VolumeMount{{Name: "data", MountPath: "/data", SELinux: "Z"}}; !reflect.DeepEqual(got.Volumes, want) {
+		t.Errorf("volumes %+v", got.Volumes)
+	}
+	if want := []manifest.TmpfsMount{{MountPath: "/config", SizeBytes: 16 << 20, Options: []string{"exec", "uid=1000"}}}; !reflect.DeepEqual(got.Tmpfs, want) {
+		t.Errorf("tmpfs %+v", got.Tmpfs)
+	}
+	want := manifest.Resources{MemoryBytes: 128 << 20, MemorySwapBytes: -1, CPUShares: 512, CPUSet: "0-1", CPUPeriod: 100000, CPUQuota: 50000,
+		MemorySwappiness: 10, OOMScoreAdj: -100, OOMKillDisable: true}
+	if got.Resources != want {
+		t.Errorf("resources\n got %+v\nwant %+v", got.Resources, want)
+	}
+
+	bad := strings.NewReplacer(
+		"platform: linux/arm64", "platform: arm64",
+		"links: [db, \"db:database\"]", "links: [cache]",
+		"selinux: Z", "selinux: shared",
+		"uid=1000", "uid=me",
+		"memorySwap: -1", "memorySwap: 64Mi",
+		"oomScoreAdj: -100", "oomScoreAdj: -2000",
+	).Replace(tunedService)
+	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": bad})
+	lines := strings.Join(loadtest.ErrorLines(t, err), "\n")
+	for _, want := range []string{
+		`spec.platform: invalid platform "arm64"`,
+		`spec.links[0]: service "cache" must be listed in dependsOn too`,
+		`spec.volumes[0].selinux: must be z (shared label) or Z (private label), got "shared"`,
+		`spec.tmpfs[0].options[1]: uid must be a numeric id, got "me"`,
+		"spec.resources.memorySwap: must be at least the memory limit (128Mi)",
+		"spec.resources.oomScoreAdj: must be >= -1000",
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("errors lack %q:\n%s", want, lines)
+		}
+	}
+}
