@@ -85,7 +85,7 @@ func (r *run) reconnect(ctx context.Context, s *step, c container.InspectRespons
 		}
 		if _, err := r.e.api.NetworkConnect(ctx, docker, client.NetworkConnectOptions{
 			Container:      c.ID,
-			EndpointConfig: &network.EndpointSettings{Aliases: want},
+			EndpointConfig: &network.EndpointSettings{Aliases: want, IPAMConfig: dockerspec.EndpointIPAM(&svc.Spec, n)},
 		}); err != nil {
 			return fmt.Errorf("reconnect %s to network %s: %w", s.change.Name, docker, err)
 		}

@@ -41,6 +41,7 @@ type ReplicaConfig struct {
 type ExtraNetwork struct {
 	Name    string // Docker name
 	Aliases []string
+	IPAM    *network.EndpointIPAMConfig // the fixed addresses, or nil
 }
 
 // replicaInput is what one replica's create call is made from.
@@ -352,6 +353,12 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 		}
 		mac = network.HardwareAddr(hw)
 	}
+	if owner := spec.NetworkService(); owner != "" {
+		// Docker resolves the name to the container holding it now: the
+		// owner's replica, created before this one (dependency order).
+		host.NetworkMode = container.NetworkMode("container:" + manifest.ContainerName(in.App.Name, owner, 1))
+		return &network.NetworkingConfig{}, nil
+	}
 	switch spec.NetworkMode {
 	case manifest.NetworkHost, manifest.NetworkNone:
 		host.NetworkMode = container.NetworkMode(spec.NetworkMode)
@@ -373,11 +380,28 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 	}
 	first := in.App.NetworkDockerName(networks[0])
 	host.NetworkMode = container.NetworkMode(first)
-	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac}
+	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac, IPAMConfig: EndpointIPAM(spec, networks[0])}
 	for _, n := range networks[1:] {
-		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n)})
+		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n), IPAM: EndpointIPAM(spec, n)})
 	}
 	return &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{first: ep}}, nil
+}
+
+// EndpointIPAM is the replica's fixed addresses on network n (manifest
+// name), as Docker takes them, or nil. The front ends checked them.
+func EndpointIPAM(spec *manifest.ServiceSpec, n string) *network.EndpointIPAMConfig {
+	a, ok := spec.Addresses[n]
+	if !ok {
+		return nil
+	}
+	cfg := &network.EndpointIPAMConfig{}
+	if ip, err := netip.ParseAddr(a.IPv4); err == nil {
+		cfg.IPv4Address = ip
+	}
+	if ip, err := netip.ParseAddr(a.IPv6); err == nil {
+		cfg.IPv6Address = ip
+	}
+	return cfg
 }
 
 // envList renders env as sorted KEY=VALUE, so identical specs give
