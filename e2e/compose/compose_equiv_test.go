@@ -225,24 +225,31 @@ type side struct {
 
 // observeSide inspects the containers, networks and volumes one tool
 // made for the file. Docker names are prefix+name(+suffix for
-// containers).
+// containers); a network or volume listed as "/NAME" is the one the file
+// names NAME (name:), on both sides.
 func observeSide(t *testing.T, tool, prefix, suffix string, services, networks, volumes []string) side {
 	t.Helper()
 	s := side{tool: tool, objects: map[string]map[string]string{}}
 	logical := func(docker string) string { return strings.TrimPrefix(docker, prefix) }
+	dockerName := func(n string) string {
+		if given, ok := strings.CutPrefix(n, "/"); ok {
+			return given
+		}
+		return prefix + n
+	}
 	for _, svc := range services {
 		c := testenv.Inspect(t, "container", prefix+svc+suffix)
 		s.objects["container "+svc] = flatten(canonicalContainer(t, c, logical))
 	}
 	for _, n := range networks {
-		v := testenv.Inspect(t, "network", prefix+n)
+		v := testenv.Inspect(t, "network", dockerName(n))
 		s.objects["network "+n] = flatten(map[string]any{
 			"Driver": v["Driver"], "Internal": v["Internal"], "Attachable": v["Attachable"], "EnableIPv6": v["EnableIPv6"],
 			"Options": v["Options"], "Labels": userLabels(v["Labels"]), "IPAM.Driver": testenv.Field(v, "IPAM.Driver"), "Scope": v["Scope"],
 		})
 	}
 	for _, vol := range volumes {
-		v := testenv.Inspect(t, "volume", prefix+vol)
+		v := testenv.Inspect(t, "volume", dockerName(vol))
 		s.objects["volume "+vol] = flatten(map[string]any{
 			"Driver": v["Driver"], "Options": v["Options"], "Labels": userLabels(v["Labels"]), "Scope": v["Scope"],
 		})
@@ -306,6 +313,16 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 		}
 	}
 	host["NetworkMode"] = logical(fmt.Sprint(host["NetworkMode"]))
+	if owner, ok := strings.CutPrefix(fmt.Sprint(host["NetworkMode"]), "container:"); ok {
+		// Both tools name the owner's container by its ID: compare its
+		// service, by each tool's label.
+		labels := asMap(testenv.Field(testenv.Inspect(t, "container", owner), "Config.Labels"))
+		svc, _ := labels["com.docker.compose.service"].(string)
+		if d, ok := labels["dev.driftless.service"].(string); ok {
+			svc = d
+		}
+		host["NetworkMode"] = "container:" + svc
+	}
 
 	// Mounts by target.
 	mounts := map[string]any{}
@@ -353,7 +370,7 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 			}
 		}
 		slices.Sort(aliases)
-		nets[logical(n)] = map[string]any{"Aliases": aliases}
+		nets[logical(n)] = map[string]any{"Aliases": aliases, "IPAMConfig": testenv.Field(ep, "IPAMConfig")}
 	}
 	return map[string]any{
 		"Config": cfg, "HostConfig": host, "Path": c["Path"], "Args": c["Args"], "Image": c["Image"],
