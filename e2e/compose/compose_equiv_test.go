@@ -284,7 +284,9 @@ func userLabels(v any) map[string]any {
 //     options string of the form used, which is not compared);
 //     capabilities without the "CAP_" prefix, sorted; the environment
 //     sorted; the container's own ID (its default hostname, its alias) as
-//     "<id>".
+//     "<id>"; in another container's network namespace, the owner's ID
+//     (the host name Docker gives) as "<owner's id>", and the owner in
+//     NetworkMode by its service.
 func canonicalContainer(t *testing.T, c map[string]any, logical func(string) string) map[string]any {
 	t.Helper()
 	id := c["Id"].(string)[:12]
@@ -314,6 +316,10 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 	}
 	host["NetworkMode"] = logical(fmt.Sprint(host["NetworkMode"]))
 	if owner, ok := strings.CutPrefix(fmt.Sprint(host["NetworkMode"]), "container:"); ok {
+		// Docker gives the container the owner's host name, its ID.
+		if h, _ := cfg["Hostname"].(string); h != "" && strings.HasPrefix(owner, h) {
+			cfg["Hostname"] = "<owner's id>"
+		}
 		// Both tools name the owner's container by its ID: compare its
 		// service, by each tool's label.
 		labels := asMap(testenv.Field(testenv.Inspect(t, "container", owner), "Config.Labels"))

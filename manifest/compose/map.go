@@ -218,10 +218,10 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 				m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "an IPv6 subnet needs enable_ipv6: true on the network")
 			case v6 != "":
 				m.errs.Add(m.ix.keyAt(cp), cp, "only one IPv6 subnet per network is supported yet")
-			case pr.Masked() != pr:
-				m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "subnet %s has host bits set; did you mean %s?", c.Subnet, pr.Masked())
-			case pr.Bits() > 126:
-				m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "subnet %s is too small for a gateway and a container: use /126 or larger", c.Subnet)
+			default:
+				if err := manifest.CheckSubnetV6(c.Subnet); err != nil {
+					m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+				}
 			}
 			v6 = c.Subnet
 			continue

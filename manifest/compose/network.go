@@ -220,7 +220,7 @@ func (sm *serviceMap) checkAddress(a *manifest.App, net string, used map[string]
 			sm.refuse(field, "%q is not an IPv%s address", fam.value, map[bool]string{true: "4", false: "6"}[fam.v4])
 			continue
 		}
-		if why := addressOutside(n, key, ip, fam.subnet, fam.v4); why != "" {
+		if why := addressOutside(n, key, ip); why != "" {
 			sm.refuse(field, "%s", why)
 			continue
 		}
@@ -235,41 +235,20 @@ func (sm *serviceMap) checkAddress(a *manifest.App, net string, used map[string]
 
 // addressOutside says why ip cannot be a fixed address on the network, or
 // "".
-func addressOutside(n *manifest.Network, key string, ip netip.Addr, subnet string, v4 bool) string {
+func addressOutside(n *manifest.Network, key string, ip netip.Addr) string {
+	subnet := n.Spec.Subnet
+	if ip.Is6() {
+		subnet = n.Spec.SubnetV6
+	}
 	switch {
 	case n.Spec.External:
 		return fmt.Sprintf("network %q is external: its subnet is not this file's to give addresses from", key)
-	case subnet == "" && v4:
+	case subnet == "" && ip.Is4():
 		return fmt.Sprintf("network %q declares no subnet: declare one (networks: {%s: {ipam: {config: [{subnet: ...}]}}}), so that the address is the file's to give", key, key)
 	case subnet == "":
 		return fmt.Sprintf("network %q declares no IPv6 subnet: declare one in its ipam.config, with enable_ipv6: true", key)
 	}
-	p, err := netip.ParsePrefix(subnet)
-	if err != nil {
-		return "" // the subnet itself is reported
-	}
-	p = p.Masked()
-	switch {
-	case !p.Contains(ip):
-		return fmt.Sprintf("%s is outside network %q's subnet %s", ip, key, p)
-	case ip == p.Addr():
-		return fmt.Sprintf("%s is the address of subnet %s itself: pick one inside it", ip, p)
-	case ip == p.Addr().Next():
-		return fmt.Sprintf("%s is the gateway Docker gives subnet %s (its first address): pick another", ip, p)
-	case v4 && ip == lastAddr(p):
-		return fmt.Sprintf("%s is the broadcast address of subnet %s: pick another", ip, p)
-	}
-	return ""
-}
-
-// lastAddr is the last address of a masked prefix.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 1 << (7 - i%8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
+	return manifest.AddressProblem(subnet, key, ip)
 }
 
 // checkSharedNamespace checks network_mode: service:NAME across services:
