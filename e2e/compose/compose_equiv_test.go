@@ -315,20 +315,7 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 		}
 	}
 	host["NetworkMode"] = logical(fmt.Sprint(host["NetworkMode"]))
-	if owner, ok := strings.CutPrefix(fmt.Sprint(host["NetworkMode"]), "container:"); ok {
-		// Docker gives the container the owner's host name, its ID.
-		if h, _ := cfg["Hostname"].(string); h != "" && strings.HasPrefix(owner, h) {
-			cfg["Hostname"] = "<owner's id>"
-		}
-		// Both tools name the owner's container by its ID: compare its
-		// service, by each tool's label.
-		labels := asMap(testenv.Field(testenv.Inspect(t, "container", owner), "Config.Labels"))
-		svc, _ := labels["com.docker.compose.service"].(string)
-		if d, ok := labels["dev.driftless.service"].(string); ok {
-			svc = d
-		}
-		host["NetworkMode"] = "container:" + svc
-	}
+	sharedNamespace(t, cfg, host)
 
 	// Mounts by target.
 	mounts := map[string]any{}
@@ -382,6 +369,27 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 		"Config": cfg, "HostConfig": host, "Path": c["Path"], "Args": c["Args"], "Image": c["Image"],
 		"Mounts": mounts, "Networks": nets, "Published": testenv.Field(c, "NetworkSettings.Ports"),
 	}
+}
+
+// sharedNamespace canonicalizes a container in another's network
+// namespace: Docker gives it the owner's ID as host name, and both tools
+// name the owner by its ID in NetworkMode; the owner is compared by its
+// service, from each tool's label.
+func sharedNamespace(t *testing.T, cfg, host map[string]any) {
+	t.Helper()
+	owner, ok := strings.CutPrefix(fmt.Sprint(host["NetworkMode"]), "container:")
+	if !ok {
+		return
+	}
+	if h, _ := cfg["Hostname"].(string); h != "" && strings.HasPrefix(owner, h) {
+		cfg["Hostname"] = "<owner's id>"
+	}
+	labels := asMap(testenv.Field(testenv.Inspect(t, "container", owner), "Config.Labels"))
+	svc, _ := labels["com.docker.compose.service"].(string)
+	if d, ok := labels["dev.driftless.service"].(string); ok {
+		svc = d
+	}
+	host["NetworkMode"] = "container:" + svc
 }
 
 func asMap(v any) map[string]any {
