@@ -225,16 +225,18 @@ func netEquivCases() []equivCase {
 		networks: []string{"/" + netName, "default"},
 		volumes:  []string{"/" + volName},
 		declared: map[string][]string{
-			"container resolver": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Mounts./var/lib/unbound.Volume"},
+			"container resolver": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks." + netName + ".IPAMConfig.IPv6Address",
+				"Mounts./var/lib/unbound.Volume"},
 			"container vpn": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks.default.Aliases",
 				"HostConfig.PortBindings.8090/tcp"},
 			"container client":    {"HostConfig.NetworkMode", "Mounts./state.Volume", "Mounts./state.RW"},
-			"network /" + netName: {"Driver"},
+			"network /" + netName: {"Driver", "EnableIPv6"},
 			"volume /" + volName:  {"Driver"},
 		},
 		env: func(t *testing.T) map[string]string {
 			return map[string]string{
 				"EQUIV_NET_PREFIX":  n.prefix,
+				"EQUIV_NET6_PREFIX": "fd00:" + n.suffix[:4],
 				"EQUIV_NET_NAME":    netName,
 				"EQUIV_VOLUME_NAME": volName,
 				"EQUIV_UI_PORT":     strconv.Itoa(testenv.FreePorts(t, 1)),
