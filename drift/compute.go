@@ -219,7 +219,7 @@ func (p *planner) networks() {
 		have, ok := owned[name]
 		switch {
 		case ok && p.resourceName(have.Resource, have.Name) != d.Name:
-			p.blockNetwork(d.Name, name, "name is held by the app's network "+p.resourceName(have.Resource, have.Name)+", which this revision no longer names so: remove it (prune) before reusing its name")
+			p.blockNetwork(d.Name, name, "name is held by this app's network "+p.resourceName(have.Resource, have.Name)+", which the revision names otherwise: prune it before another network takes its name")
 		case !ok:
 			if why, taken := foreign[name]; taken {
 				p.blockNetwork(d.Name, name, why)
@@ -407,7 +407,7 @@ func (p *planner) volumes() {
 		have, ok := owned[name]
 		switch {
 		case ok && p.resourceName(have.Resource, have.Name) != d.Name:
-			p.blockVolume(d.Name, name, "name is held by the app's volume "+p.resourceName(have.Resource, have.Name)+", which this revision no longer names so; driftless never hands one volume's data to another: rename or remove it by hand")
+			p.blockVolume(d.Name, name, "name is held by this app's volume "+p.resourceName(have.Resource, have.Name)+", which the revision names otherwise; driftless never hands one volume's data to another: remove it by hand, or choose another name")
 		case !ok:
 			if why, taken := foreign[name]; taken {
 				p.blockVolume(d.Name, name, why)
@@ -461,7 +461,7 @@ func (p *planner) blockVolume(resource, name, why string) {
 // declaresOwned reports whether a declaration still covers the owned
 // object of resource key and Docker name name: one that is now external
 // under another Docker name, or named otherwise (name:), does not.
-func (p *planner) declaresOwned(key, name, declared, dockerName string) bool {
+func declaresOwned(key, name, declared, dockerName string) bool {
 	return declared == key && dockerName == name
 }
 
@@ -482,7 +482,7 @@ func (p *planner) pruneNetworks() {
 	for _, n := range p.ownedNetworks {
 		key := p.resourceName(n.Resource, n.Name)
 		if !slices.ContainsFunc(p.desired.Networks, func(d manifest.Network) bool {
-			return p.declaresOwned(key, n.Name, d.Name, d.DockerName(p.app))
+			return declaresOwned(key, n.Name, d.Name, d.DockerName(p.app))
 		}) {
 			gone = append(gone, n)
 		}
@@ -508,7 +508,7 @@ func (p *planner) pruneVolumes() {
 	for _, v := range p.ownedVolumes {
 		key := p.resourceName(v.Resource, v.Name)
 		if !slices.ContainsFunc(p.desired.Volumes, func(d manifest.Volume) bool {
-			return p.declaresOwned(key, v.Name, d.Name, d.DockerName(p.app))
+			return declaresOwned(key, v.Name, d.Name, d.DockerName(p.app))
 		}) {
 			gone = append(gone, v)
 		}

@@ -148,6 +148,25 @@ No changes: running state matches revision abc1234.
 `,
 		},
 		{
+			name: "a name still held by another network of the app is a conflict",
+			in: func() Input {
+				swapped := desiredApp(service("db", 1, networks("front"), mount("data")))
+				swapped.Networks[0].Spec.Name = "shop-back" // the Docker name network back holds
+				return input(swapped, act, Options{})
+			}(),
+			want: `
+Plan for app shop at revision abc1234:
+
+Would be removed with --prune:
+  - network shop-back  network back is no longer declared in revision abc1234
+
+Conflicts (driftless will not touch these):
+  ! network shop-back  name is held by this app's network back, which the revision names otherwise: prune it before another network takes its name
+
+No changes to make now: 1 conflict.
+`,
+		},
+		{
 			name: "a name held by another app's network is a conflict naming the app",
 			in: func() Input {
 				a := cloneActual(act)
