@@ -134,9 +134,15 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 		}
 		return string(out)
 	}
+	downDone := false
 	t.Cleanup(func() {
 		// Nothing left when the test got past its own `down`; this is for
-		// a failure before.
+		// a failure before. After it, a `down` would reach for the
+		// networks and volumes the file names (name:), which are
+		// driftless's by then.
+		if downDone {
+			return
+		}
 		cmd := exec.Command("docker-compose", "--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml"), "down", "--volumes", "--remove-orphans")
 		cmd.Env = testenv.CleanEnv(env)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -150,6 +156,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	}
 	composeSide := observeSide(t, "compose", project+"_", "_1", c.services, c.networks, c.volumes)
 	compose("down", "--volumes")
+	downDone = true
 	t.Logf("docker-compose up, observe, down: %s", time.Since(start).Round(100*time.Millisecond))
 
 	// Then driftless, on the same file.
