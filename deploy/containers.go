@@ -121,7 +121,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	for _, n := range rc.ExtraNetworks {
 		_, err := r.e.api.NetworkConnect(ctx, n.Name, client.NetworkConnectOptions{
 			Container:      created.ID,
-			EndpointConfig: &network.EndpointSettings{Aliases: n.Aliases, Links: n.Links},
+			EndpointConfig: &network.EndpointSettings{Aliases: n.Aliases, Links: n.Links, IPAMConfig: n.IPAM},
 		})
 		if err != nil {
 			return "", undo(fmt.Errorf("connect %s to network %s: %w", name, n.Name, err))

@@ -224,7 +224,8 @@ func (f *foreignFinder) volumes(ctx context.Context, a *drift.Actual) {
 // that the differ would not.
 func needsAllNetworks(desired *manifest.App, owned []drift.Network) bool {
 	for _, d := range desired.Networks {
-		if d.Spec.External || !slices.ContainsFunc(owned, func(n drift.Network) bool { return n.Resource == d.Name }) {
+		name := d.DockerName(desired.Name)
+		if d.Spec.External || !slices.ContainsFunc(owned, func(n drift.Network) bool { return n.Resource == d.Name && n.Name == name }) {
 			return true
 		}
 	}
@@ -235,7 +236,8 @@ func needsAllNetworks(desired *manifest.App, owned []drift.Network) bool {
 // create may also be one its compose project keeps (AdoptComposeVolumes).
 func needsAllVolumes(desired *manifest.App, owned []drift.Volume) bool {
 	for _, d := range desired.Volumes {
-		if d.Spec.External || !slices.ContainsFunc(owned, func(v drift.Volume) bool { return v.Resource == d.Name }) {
+		name := d.DockerName(desired.Name)
+		if d.Spec.External || !slices.ContainsFunc(owned, func(v drift.Volume) bool { return v.Resource == d.Name && v.Name == name }) {
 			return true
 		}
 	}

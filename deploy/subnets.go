@@ -76,6 +76,10 @@ func (e *Engine) createWithSubnet(ctx context.Context, app, name string, spec ma
 		}
 		subnet := got[0].Subnet
 		opts.IPAM = &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: subnet}}}
+		if v6, err := netip.ParsePrefix(spec.SubnetV6); err == nil {
+			// The front ends allow an IPv6 subnet only beside an IPv4 one.
+			opts.IPAM.Config = append(opts.IPAM.Config, network.IPAMConfig{Subnet: v6})
+		}
 		if got[0].FromPool {
 			opts.Labels[drift.LabelSubnet] = subnet.String()
 		}

@@ -92,7 +92,7 @@ func (r *run) reconnect(ctx context.Context, s *step, c container.InspectRespons
 		}
 		if _, err := r.e.api.NetworkConnect(ctx, docker, client.NetworkConnectOptions{
 			Container:      c.ID,
-			EndpointConfig: &network.EndpointSettings{Aliases: want, Links: dockerspec.Links(r.named(), svc)},
+			EndpointConfig: &network.EndpointSettings{Aliases: want, Links: dockerspec.Links(r.named(), svc), IPAMConfig: dockerspec.EndpointIPAM(&svc.Spec, n)},
 		}); err != nil {
 			return fmt.Errorf("reconnect %s to network %s: %w", s.change.Name, docker, err)
 		}

@@ -89,7 +89,11 @@ type planner struct {
 	// compose holds its containers by compose service name.
 	project string
 	compose map[string][]*Container
-	// owned networks and volumes by manifest name.
+	// ownerChanges holds, by service, the cause of this plan's create or
+	// replace of the first replica of a service whose network namespace
+	// others share (see staleNamespace).
+	ownerChanges map[string]Cause
+	// owned networks and volumes by Docker name.
 	ownedNetworks map[string]*Network
 	ownedVolumes  map[string]*Volume
 }
@@ -206,10 +210,7 @@ func (p *planner) networks() {
 			foreign[n.Name] = foreignWhy("network", n.App)
 			continue
 		}
-		key := p.resourceName(n.Resource, n.Name)
-		if prev, ok := owned[key]; !ok || CompareNetworkAge(n, prev) < 0 {
-			owned[key] = n
-		}
+		owned[n.Name] = n
 	}
 	for i := range p.in.Actual.ForeignNetworks {
 		n := &p.in.Actual.ForeignNetworks[i]
@@ -224,8 +225,10 @@ func (p *planner) networks() {
 			p.externalNetwork(d)
 			continue
 		}
-		have, ok := owned[d.Name]
+		have, ok := owned[name]
 		switch {
+		case ok && p.resourceName(have.Resource, have.Name) != d.Name:
+			p.blockNetwork(d.Name, name, "name is held by this app's network "+p.resourceName(have.Resource, have.Name)+", which the revision names otherwise: prune it before another network takes its name")
 		case !ok:
 			if why, taken := foreign[name]; taken {
 				p.blockNetwork(d.Name, name, why)
@@ -398,10 +401,7 @@ func (p *planner) volumes() {
 		if v.Anonymous() {
 			continue // see anonymousVolumes
 		}
-		key := p.resourceName(v.Resource, v.Name)
-		if prev, ok := owned[key]; !ok || v.Name < prev.Name {
-			owned[key] = v
-		}
+		owned[v.Name] = v
 	}
 	for i := range p.in.Actual.ForeignVolumes {
 		v := &p.in.Actual.ForeignVolumes[i]
@@ -416,8 +416,10 @@ func (p *planner) volumes() {
 			p.externalVolume(d)
 			continue
 		}
-		have, ok := owned[d.Name]
+		have, ok := owned[name]
 		switch {
+		case ok && p.resourceName(have.Resource, have.Name) != d.Name:
+			p.blockVolume(d.Name, name, "name is held by this app's volume "+p.resourceName(have.Resource, have.Name)+", which the revision names otherwise; driftless never hands one volume's data to another: remove it by hand, or choose another name")
 		case !ok:
 			if why, taken := foreign[name]; taken {
 				p.blockVolume(d.Name, name, why)
@@ -469,10 +471,10 @@ func (p *planner) blockVolume(resource, name, why string) {
 }
 
 // declaresOwned reports whether a declaration still covers the owned
-// object with Docker name name: one that is now external under another
-// Docker name does not.
-func declaresOwned(name string, external bool, externalName string) bool {
-	return !external || externalName == name
+// object of resource key and Docker name name: one that is now external
+// under another Docker name, or named otherwise (name:), does not.
+func declaresOwned(key, name, declared, dockerName string) bool {
+	return declared == key && dockerName == name
 }
 
 // composeVolume is the name of the app's compose project's volume for the
@@ -489,16 +491,17 @@ func (p *planner) composeVolume(d *manifest.Volume) string {
 
 func (p *planner) pruneNetworks() {
 	var gone []*Network
-	for key, n := range p.ownedNetworks {
+	for _, n := range p.ownedNetworks {
+		key := p.resourceName(n.Resource, n.Name)
 		if !slices.ContainsFunc(p.desired.Networks, func(d manifest.Network) bool {
-			return d.Name == key && declaresOwned(n.Name, d.Spec.External, d.Spec.ExternalName)
+			return declaresOwned(key, n.Name, d.Name, d.DockerName(p.app))
 		}) {
 			gone = append(gone, n)
 		}
 	}
-	// Duplicates by name were merged into the oldest (keptNetworks); two
-	// of the app's networks with one resource label and different names
-	// are not ambiguous, and only the oldest is tracked.
+	// Duplicates by name were merged into the oldest (keptNetworks); of
+	// two of the app's networks with one resource label and different
+	// names, the one the revision no longer names goes.
 	slices.SortFunc(gone, func(a, b *Network) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
 	for _, n := range gone {
 		c := Change{Action: ActionRemove, Kind: KindNetwork, Name: n.Name, ID: n.ID,
@@ -514,9 +517,10 @@ func (p *planner) pruneNetworks() {
 
 func (p *planner) pruneVolumes() {
 	var gone []*Volume
-	for key, v := range p.ownedVolumes {
+	for _, v := range p.ownedVolumes {
+		key := p.resourceName(v.Resource, v.Name)
 		if !slices.ContainsFunc(p.desired.Volumes, func(d manifest.Volume) bool {
-			return d.Name == key && declaresOwned(v.Name, d.Spec.External, d.Spec.ExternalName)
+			return declaresOwned(key, v.Name, d.Name, d.DockerName(p.app))
 		}) {
 			gone = append(gone, v)
 		}
@@ -618,15 +622,23 @@ func (p *planner) containers() {
 		}
 	}
 
-	perService := make([][]Change, len(services))
+	// Each service's refs, then its changes, dependencies first: a
+	// replica sharing another's network namespace is replaced when its
+	// owner is (noteOwnerChange).
+	bounds := make([][2]int, len(services))
 	start := 0
 	for si := range services {
 		end := start
 		for end < len(refs) && int(refs[end].svc) == si {
 			end++
 		}
-		perService[si] = p.service(&services[si], refs[start:end])
+		bounds[si] = [2]int{start, end}
 		start = end
+	}
+	perService := make([][]Change, len(services))
+	for _, si := range dependencyOrder(services) {
+		perService[si] = p.service(&services[si], refs[bounds[si][0]:bounds[si][1]])
+		p.noteOwnerChange(&services[si], perService[si])
 	}
 	p.addInDependencyOrder(services, perService)
 	p.pruneContainers(undeclared)
@@ -974,6 +986,14 @@ func (p *planner) keep(sc *serviceCtx, c *Container, hashOK bool) (Change, bool)
 	case c.State == StateDead:
 		ch.Action, ch.Cause, ch.Reason = ActionReplace, CauseDrift, "dead outside Git: "+statusOf(c)
 	default:
+		if why := p.renamedObject(sc, c); why != "" {
+			ch.Action, ch.Cause, ch.Reason = ActionReplace, CauseGit, why
+			break
+		}
+		if why, cause := p.staleNamespace(spec, c); why != "" {
+			ch.Action, ch.Cause, ch.Reason = ActionReplace, cause, why
+			break
+		}
 		if fields := observedDrift(c, spec); len(fields) > 0 {
 			ch.Action, ch.Cause, ch.Fields = ActionReplace, CauseDrift, fields
 			ch.Reason = "changed outside Git: " + joinPaths(fields)

@@ -88,6 +88,12 @@ type Container struct {
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	// Networks are the Docker network names the container is attached to.
 	Networks []string `json:"networks,omitempty"`
+	// NetworkContainer is the ID of the container whose network namespace
+	// this one shares (Docker's network mode container:<id>), or "".
+	NetworkContainer string `json:"networkContainer,omitempty"`
+	// VolumeNames are the Docker names of the volumes mounted, sorted; nil
+	// when not observed (an empty list is an observation of none).
+	VolumeNames []string `json:"volumeNames,omitempty"`
 	// HostPorts are the host ports the container publishes.
 	HostPorts []int `json:"hostPorts,omitempty"`
 

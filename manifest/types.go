@@ -229,9 +229,14 @@ type ServiceSpec struct {
 	StdinOpen  bool   `json:"stdinOpen,omitempty"`
 
 	// NetworkMode is "" (join Networks, the normal case), NetworkBridge
-	// (Docker's default bridge), NetworkNone or NetworkHost (policy-gated).
-	// Networks is empty unless NetworkMode is "".
+	// (Docker's default bridge), NetworkNone, NetworkHost (policy-gated),
+	// or "service:NAME" (NetworkServicePrefix: the network namespace of
+	// service NAME's one replica). Networks is empty unless NetworkMode
+	// is "".
 	NetworkMode string `json:"networkMode,omitempty"`
+	// Addresses are fixed addresses per network (by manifest name), on
+	// networks whose subnet the app declares; only with one replica.
+	Addresses map[string]Address `json:"addresses,omitempty"`
 	// Aliases are extra DNS names per network (by manifest name); the
 	// service name is always one.
 	Aliases    map[string][]string `json:"aliases,omitempty"`
@@ -325,7 +330,26 @@ const (
 	NetworkBridge = "bridge"
 	NetworkNone   = "none"
 	NetworkHost   = "host"
+	// NetworkServicePrefix starts the mode that shares another service's
+	// network namespace: "service:vpn".
+	NetworkServicePrefix = "service:"
 )
+
+// NetworkService is the service whose network namespace the replicas
+// share (NetworkMode "service:NAME"), or "".
+func (s *ServiceSpec) NetworkService() string {
+	name, ok := strings.CutPrefix(s.NetworkMode, NetworkServicePrefix)
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// Address is a replica's fixed address on one network.
+type Address struct {
+	IPv4 string `json:"ipv4,omitempty"`
+	IPv6 string `json:"ipv6,omitempty"`
+}
 
 // DockerRestartPolicy is the Docker restart policy the spec's Restart
 // means. "always" becomes unless-stopped, not always: a replica someone
@@ -584,7 +608,8 @@ type Update struct {
 	Delay time.Duration `json:"delay,omitempty"`
 }
 
-// Network is a declared Docker network. Its Docker name is "<app>-<name>".
+// Network is a declared Docker network. Its Docker name is "<app>-<name>",
+// or the one its spec gives.
 type Network struct {
 	Name     string            `json:"name"`
 	Labels   map[string]string `json:"labels,omitempty"`
@@ -596,8 +621,11 @@ type Network struct {
 
 // DockerName is the network's name on the engine.
 func (n *Network) DockerName(app string) string {
-	if n.Spec.External {
+	switch {
+	case n.Spec.External:
 		return n.Spec.ExternalName
+	case n.Spec.Name != "":
+		return n.Spec.Name
 	}
 	return ObjectName(app, n.Name)
 }
@@ -613,13 +641,21 @@ type NetworkSpec struct {
 	// allocates one from its address pool at create time, outside the
 	// spec (and its hash).
 	Subnet string `json:"subnet,omitempty"`
+	// SubnetV6 is the IPv6 subnet the manifest declares (with
+	// EnableIPv6); empty: Docker picks one.
+	SubnetV6 string `json:"subnetV6,omitempty"`
+	// Name is the Docker name the manifest gives the network (compose's
+	// name:); empty: <app>-<name>. driftless owns it by label all the
+	// same.
+	Name string `json:"name,omitempty"`
 	// External networks exist already under ExternalName: driftless never
 	// creates, changes or removes them, and reports a missing one.
 	External     bool   `json:"external,omitempty"`
 	ExternalName string `json:"externalName,omitempty"`
 }
 
-// Volume is a declared Docker volume. Its Docker name is "<app>-<name>".
+// Volume is a declared Docker volume. Its Docker name is "<app>-<name>",
+// or the one its spec gives.
 type Volume struct {
 	Name string `json:"name"`
 	// ComposeName is the volume's key in the compose file; see
@@ -653,8 +689,11 @@ func (v *Volume) DisplayName() string {
 
 // DockerName is the volume's name on the engine.
 func (v *Volume) DockerName(app string) string {
-	if v.Spec.External {
+	switch {
+	case v.Spec.External:
 		return v.Spec.ExternalName
+	case v.Spec.Name != "":
+		return v.Spec.Name
 	}
 	return ObjectName(app, v.Name)
 }
@@ -663,6 +702,9 @@ func (v *Volume) DockerName(app string) string {
 type VolumeSpec struct {
 	Driver     string            `json:"driver"` // local (default)
 	DriverOpts map[string]string `json:"driverOpts,omitempty"`
+	// Name is the Docker name the manifest gives the volume; see
+	// NetworkSpec.Name.
+	Name string `json:"name,omitempty"`
 	// External volumes exist already under ExternalName; see NetworkSpec.
 	External     bool   `json:"external,omitempty"`
 	ExternalName string `json:"externalName,omitempty"`

@@ -42,6 +42,7 @@ type ExtraNetwork struct {
 	Name    string // Docker name
 	Aliases []string
 	Links   []string // legacy links, "CONTAINER:ALIAS"
+	IPAM    *network.EndpointIPAMConfig // the fixed addresses, or nil
 }
 
 // replicaInput is what one replica's create call is made from.
@@ -406,6 +407,12 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 		}
 		mac = network.HardwareAddr(hw)
 	}
+	if owner := spec.NetworkService(); owner != "" {
+		// Docker resolves the name to the container holding it now: the
+		// owner's replica, created before this one (dependency order).
+		host.NetworkMode = container.NetworkMode("container:" + manifest.ContainerName(in.App.Name, owner, 1))
+		return &network.NetworkingConfig{}, nil
+	}
 	switch spec.NetworkMode {
 	case manifest.NetworkHost, manifest.NetworkNone:
 		host.NetworkMode = container.NetworkMode(spec.NetworkMode)
@@ -430,11 +437,28 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 	// Links go on each network's endpoint, as docker-compose 1.29 sends
 	// them (and as Docker applies links on a user-defined network).
 	links := Links(in.App, in.Service)
-	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac, Links: links}
+	ep := &network.EndpointSettings{Aliases: aliases(networks[0]), MacAddress: mac, Links: links, IPAMConfig: EndpointIPAM(spec, networks[0])}
 	for _, n := range networks[1:] {
-		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n), Links: links})
+		rc.ExtraNetworks = append(rc.ExtraNetworks, ExtraNetwork{Name: in.App.NetworkDockerName(n), Aliases: aliases(n), Links: links, IPAM: EndpointIPAM(spec, n)})
 	}
 	return &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{first: ep}}, nil
+}
+
+// EndpointIPAM is the replica's fixed addresses on network n (manifest
+// name), as Docker takes them, or nil. The front ends checked them.
+func EndpointIPAM(spec *manifest.ServiceSpec, n string) *network.EndpointIPAMConfig {
+	a, ok := spec.Addresses[n]
+	if !ok {
+		return nil
+	}
+	cfg := &network.EndpointIPAMConfig{}
+	if ip, err := netip.ParseAddr(a.IPv4); err == nil {
+		cfg.IPv4Address = ip
+	}
+	if ip, err := netip.ParseAddr(a.IPv6); err == nil {
+		cfg.IPv6Address = ip
+	}
+	return cfg
 }
 
 // envList renders env as sorted KEY=VALUE, so identical specs give

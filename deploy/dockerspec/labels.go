@@ -11,6 +11,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/volume"
 )
@@ -41,6 +42,16 @@ func ContainerFromSummary(s container.Summary) drift.Container {
 		}
 		slices.Sort(c.Networks)
 	}
+	if id, ok := strings.CutPrefix(s.HostConfig.NetworkMode, "container:"); ok {
+		c.NetworkContainer = id
+	}
+	c.VolumeNames = []string{}
+	for _, m := range s.Mounts {
+		if m.Type == mount.TypeVolume && m.Name != "" {
+			c.VolumeNames = append(c.VolumeNames, m.Name)
+		}
+	}
+	slices.Sort(c.VolumeNames)
 	for _, p := range s.Ports {
 		if p.PublicPort != 0 && !slices.Contains(c.HostPorts, int(p.PublicPort)) {
 			c.HostPorts = append(c.HostPorts, int(p.PublicPort))

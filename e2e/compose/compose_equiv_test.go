@@ -144,9 +144,15 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 		}
 		return string(out)
 	}
+	downDone := false
 	t.Cleanup(func() {
 		// Nothing left when the test got past its own `down`; this is for
-		// a failure before.
+		// a failure before. After it, a `down` would reach for the
+		// networks and volumes the file names (name:), which are
+		// driftless's by then.
+		if downDone {
+			return
+		}
 		cmd := exec.Command("docker-compose", "--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml"), "down", "--volumes", "--remove-orphans")
 		cmd.Env = testenv.CleanEnv(env)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -161,6 +167,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	composeSide := observeSide(t, "compose", project+"_", "_1", c.services, c.networks, c.volumes)
 	compose("down", "--volumes")
 	removeCreatedSources(t, dir, src.Files)
+	downDone = true
 	t.Logf("docker-compose up, observe, down: %s", time.Since(start).Round(100*time.Millisecond))
 
 	// Then driftless, on the same file.
@@ -239,24 +246,31 @@ type side struct {
 
 // observeSide inspects the containers, networks and volumes one tool
 // made for the file. Docker names are prefix+name(+suffix for
-// containers).
+// containers); a network or volume listed as "/NAME" is the one the file
+// names NAME (name:), on both sides.
 func observeSide(t *testing.T, tool, prefix, suffix string, services, networks, volumes []string) side {
 	t.Helper()
 	s := side{tool: tool, objects: map[string]map[string]string{}}
 	logical := func(docker string) string { return strings.TrimPrefix(docker, prefix) }
+	dockerName := func(n string) string {
+		if given, ok := strings.CutPrefix(n, "/"); ok {
+			return given
+		}
+		return prefix + n
+	}
 	for _, svc := range services {
 		c := testenv.Inspect(t, "container", prefix+svc+suffix)
 		s.objects["container "+svc] = flatten(canonicalContainer(t, c, logical))
 	}
 	for _, n := range networks {
-		v := testenv.Inspect(t, "network", prefix+n)
+		v := testenv.Inspect(t, "network", dockerName(n))
 		s.objects["network "+n] = flatten(map[string]any{
 			"Driver": v["Driver"], "Internal": v["Internal"], "Attachable": v["Attachable"], "EnableIPv6": v["EnableIPv6"],
 			"Options": v["Options"], "Labels": userLabels(v["Labels"]), "IPAM.Driver": testenv.Field(v, "IPAM.Driver"), "Scope": v["Scope"],
 		})
 	}
 	for _, vol := range volumes {
-		v := testenv.Inspect(t, "volume", prefix+vol)
+		v := testenv.Inspect(t, "volume", dockerName(vol))
 		s.objects["volume "+vol] = flatten(map[string]any{
 			"Driver": v["Driver"], "Options": v["Options"], "Labels": userLabels(v["Labels"]), "Scope": v["Scope"],
 		})
@@ -294,7 +308,9 @@ func userLabels(v any) map[string]any {
 //     anonymousVolumeName);
 //     capabilities without the "CAP_" prefix, sorted; the environment
 //     sorted; the container's own ID (its default hostname, its alias) as
-//     "<id>".
+//     "<id>"; in another container's network namespace, the owner's ID
+//     (the host name Docker gives) as "<owner's id>", and the owner in
+//     NetworkMode by its service.
 func canonicalContainer(t *testing.T, c map[string]any, logical func(string) string) map[string]any {
 	t.Helper()
 	id := c["Id"].(string)[:12]
@@ -323,6 +339,7 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 		}
 	}
 	host["NetworkMode"] = logical(fmt.Sprint(host["NetworkMode"]))
+	sharedNamespace(t, cfg, host)
 
 	// Mounts by target.
 	mounts := map[string]any{}
@@ -372,7 +389,7 @@ func canonicalContainer(t *testing.T, c map[string]any, logical func(string) str
 			}
 		}
 		slices.Sort(aliases)
-		nets[logical(n)] = map[string]any{"Aliases": aliases, "Links": canonicalLinks(testenv.Field(ep, "Links"), logical)}
+		nets[logical(n)] = map[string]any{"Aliases": aliases, "Links": canonicalLinks(testenv.Field(ep, "Links"), logical), "IPAMConfig": testenv.Field(ep, "IPAMConfig")}
 	}
 	return map[string]any{
 		"Config": cfg, "HostConfig": host, "Path": c["Path"], "Args": c["Args"], "Image": c["Image"],
@@ -406,6 +423,27 @@ func publishedPorts(c map[string]any) any {
 		out[port] = bs
 	}
 	return out
+}
+
+// sharedNamespace canonicalizes a container in another's network
+// namespace: Docker gives it the owner's ID as host name, and both tools
+// name the owner by its ID in NetworkMode; the owner is compared by its
+// service, from each tool's label.
+func sharedNamespace(t *testing.T, cfg, host map[string]any) {
+	t.Helper()
+	owner, ok := strings.CutPrefix(fmt.Sprint(host["NetworkMode"]), "container:")
+	if !ok {
+		return
+	}
+	if h, _ := cfg["Hostname"].(string); h != "" && strings.HasPrefix(owner, h) {
+		cfg["Hostname"] = "<owner's id>"
+	}
+	labels := asMap(testenv.Field(testenv.Inspect(t, "container", owner), "Config.Labels"))
+	svc, _ := labels["com.docker.compose.service"].(string)
+	if d, ok := labels["dev.driftless.service"].(string); ok {
+		svc = d
+	}
+	host["NetworkMode"] = "container:" + svc
 }
 
 func asMap(v any) map[string]any {

@@ -46,6 +46,12 @@ var ImageProfiles = map[string][]string{
 	"shop/dnsmasq":    {"WORKLOAD_LISTEN=:53"},
 	"shop/migrate":    {"WORKLOAD_EXIT_AFTER=1s", "WORKLOAD_EXIT_CODE=0"},
 	"shop/mariadb":    {"WORKLOAD_LISTEN=:3306", "VOLUME /var/lib/mysql"},
+	// The network stacks of issue 26: a DNS pair and a VPN side-car whose
+	// client listens in the VPN container's namespace.
+	"shop/pihole":      {"WORKLOAD_LISTEN=:80"},
+	"shop/unbound":     {"WORKLOAD_LISTEN=:5335"},
+	"shop/gluetun":     {"WORKLOAD_LISTEN=:8000"},
+	"shop/qbittorrent": {"WORKLOAD_LISTEN=:8090"},
 }
 
 // EtcFiles are added to every stand-in image: user and group names that

@@ -52,13 +52,17 @@ func TestComposeCorpus(t *testing.T) {
 	}
 }
 
-// corpusOptions reads the profiles an app's golden file activates.
+// corpusOptions reads the profiles an app's golden file activates
+// (profiles.txt) and the host powers it is allowed (allow.txt).
 func corpusOptions(t *testing.T, dir string) load.Options {
-	data, err := os.ReadFile(filepath.Join(dir, "profiles.txt"))
-	if err != nil {
-		return load.Options{}
+	var opts load.Options
+	if data, err := os.ReadFile(filepath.Join(dir, "profiles.txt")); err == nil {
+		opts.Profiles = strings.Fields(string(data))
 	}
-	return load.Options{Profiles: strings.Fields(string(data))}
+	if data, err := os.ReadFile(filepath.Join(dir, "allow.txt")); err == nil {
+		opts.Policy.Allow = strings.Fields(string(data))
+	}
+	return opts
 }
 
 // lineDiff lists the lines that differ, for a readable failure.

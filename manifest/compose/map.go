@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -53,6 +54,8 @@ func (l *composeLoad) mapProject(p *types.Project) *manifest.App {
 		spec := manifest.NetworkSpec{Driver: manifest.DefaultNetworkDriver}
 		a.Networks = append(a.Networks, manifest.Network{Name: manifest.DefaultNetwork, Spec: spec, Hash: manifest.HashNetwork(nil, spec), Implicit: true})
 	}
+	m.checkNetworkUse(a)
+	m.checkDockerNames(a)
 	slices.SortFunc(a.Services, func(x, y manifest.Service) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(a.Networks, func(x, y manifest.Network) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(a.Volumes, func(x, y manifest.Volume) int { return strings.Compare(x.Name, y.Name) })
@@ -165,10 +168,7 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest
 	if n.External {
 		return manifest.NetworkSpec{Driver: manifest.DefaultNetworkDriver, External: true, ExternalName: n.Name}
 	}
-	if m.ix.declared(base + ".name") {
-		m.errs.Add(m.ix.at(base+".name"), base+".name", "driftless names the app's networks <app>-<name> (here %q); to use an existing network, add external: true", manifest.ObjectName(m.app, m.netNames[strings.TrimPrefix(base, "networks.")]))
-	}
-	subnet := m.composeSubnet(base, n.Ipam)
+	subnet, subnetV6 := m.composeSubnet(base, n.Ipam, n.EnableIPv6 != nil && *n.EnableIPv6)
 	if n.EnableIPv4 != nil && !*n.EnableIPv4 {
 		m.errs.Add(m.ix.at(base+".enable_ipv4"), base+".enable_ipv4", "an IPv6-only network is not supported yet")
 	}
@@ -179,6 +179,8 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest
 		EnableIPv6: n.EnableIPv6 != nil && *n.EnableIPv6,
 		DriverOpts: copyMap(n.DriverOpts),
 		Subnet:     subnet,
+		SubnetV6:   subnetV6,
+		Name:       m.givenName(base, "network", n.Name),
 	}
 	if !manifest.ValidDriverName(spec.Driver) {
 		m.errs.Add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
@@ -186,10 +188,11 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest
 	return spec
 }
 
-// composeSubnet maps ipam: one config entry with an IPv4 subnet is kept
-// (what compose users declare to avoid Docker's default pools); gateways,
-// ranges and IPAM drivers are not supported yet.
-func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig) string {
+// composeSubnet maps ipam: one config entry with an IPv4 subnet (what
+// compose users declare to avoid Docker's default pools, and to give
+// fixed addresses from), and, on a network with enable_ipv6, one with an
+// IPv6 subnet. Gateways, ranges and IPAM drivers are not supported yet.
+func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 bool) (v4, v6 string) {
 	p := base + ".ipam"
 	if ipam.Driver != "" && ipam.Driver != "default" {
 		m.errs.Add(m.ix.at(p+".driver"), p+".driver", "IPAM drivers other than default are not supported yet")
@@ -197,23 +200,45 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig) string
 	if len(ipam.Options) > 0 {
 		m.errs.Add(m.ix.keyAt(p+".options"), p+".options", "is not supported yet")
 	}
-	if len(ipam.Config) > 1 {
-		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "only one subnet per network is supported yet")
+	for i, c := range ipam.Config {
+		if c == nil {
+			continue
+		}
+		cp := yamlpos.IndexPath(p+".config", i)
+		if c.Gateway != "" || c.IPRange != "" || len(c.AuxiliaryAddresses) > 0 {
+			m.errs.Add(m.ix.keyAt(cp), cp, "only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet")
+		}
+		if c.Subnet == "" {
+			m.errs.Add(m.ix.keyAt(cp), cp+".subnet", "is required")
+			continue
+		}
+		if pr, err := netip.ParsePrefix(c.Subnet); err == nil && pr.Addr().Is6() && !pr.Addr().Is4In6() {
+			switch {
+			case !ipv6:
+				m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "an IPv6 subnet needs enable_ipv6: true on the network")
+			case v6 != "":
+				m.errs.Add(m.ix.keyAt(cp), cp, "only one IPv6 subnet per network is supported yet")
+			default:
+				if err := manifest.CheckSubnetV6(c.Subnet); err != nil {
+					m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+				}
+			}
+			v6 = c.Subnet
+			continue
+		}
+		if v4 != "" {
+			m.errs.Add(m.ix.keyAt(cp), cp, "only one IPv4 subnet per network is supported yet")
+			continue
+		}
+		if err := manifest.CheckSubnet(c.Subnet); err != nil {
+			m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+		}
+		v4 = c.Subnet
 	}
-	if len(ipam.Config) == 0 || ipam.Config[0] == nil {
-		return ""
+	if v6 != "" && v4 == "" {
+		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet beside it: IPv6-only networks are not supported yet")
 	}
-	c, cp := ipam.Config[0], yamlpos.IndexPath(p+".config", 0)
-	if c.Gateway != "" || c.IPRange != "" || len(c.AuxiliaryAddresses) > 0 {
-		m.errs.Add(m.ix.keyAt(cp), cp, "only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet")
-	}
-	if c.Subnet == "" {
-		m.errs.Add(m.ix.keyAt(cp), cp+".subnet", "is required")
-	}
-	if err := manifest.CheckSubnet(c.Subnet); err != nil {
-		m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
-	}
-	return c.Subnet
+	return v4, v6
 }
 
 func (m *composeMapper) mapVolumes() []manifest.Volume {
@@ -230,10 +255,7 @@ func (m *composeMapper) mapVolumes() []manifest.Volume {
 		case bool(v.External):
 			spec = manifest.VolumeSpec{Driver: manifest.DefaultVolumeDriver, External: true, ExternalName: v.Name}
 		default:
-			if m.ix.declared(base + ".name") {
-				m.errs.Add(m.ix.at(base+".name"), base+".name", "driftless names the app's volumes <app>-<name> (here %q); to use an existing volume, add external: true", manifest.ObjectName(m.app, name))
-			}
-			spec = manifest.VolumeSpec{Driver: orDefaultString(v.Driver, manifest.DefaultVolumeDriver), DriverOpts: copyMap(v.DriverOpts)}
+			spec = manifest.VolumeSpec{Driver: orDefaultString(v.Driver, manifest.DefaultVolumeDriver), DriverOpts: copyMap(v.DriverOpts), Name: m.givenName(base, "volume", v.Name)}
 			if !manifest.ValidDriverName(spec.Driver) {
 				m.errs.Add(m.ix.at(base+".driver"), base+".driver", "invalid driver name %q", spec.Driver)
 			}

@@ -32,8 +32,12 @@ type serviceMap struct {
 	capFrom  map[string]string // capability -> compose field
 	devFrom  map[string]string // containerPath -> compose field
 	depFrom  map[string]string // dependency (model name) -> compose field
-	labels   map[string]string
-	extDoc   *yamlpos.DocCtx // positions inside x-driftless
+	addrFrom map[string]string // network (model name) of a fixed address -> compose field
+	// netTarget is the compose name of the service whose network
+	// namespace this one shares (network_mode: service:NAME), or "".
+	netTarget string
+	labels    map[string]string
+	extDoc    *yamlpos.DocCtx // positions inside x-driftless
 	// pullPolicy and imageUpdate are the Service's (outside the spec).
 	pullPolicy  string
 	imageUpdate *manifest.ImageUpdate
@@ -121,6 +125,7 @@ func (sm *serviceMap) mapService() {
 	sm.mapTmpfs()
 	sm.mapHealthcheck()
 	sm.mapDependsOn()
+	sm.addNetworkDependency()
 	sm.mapRestart()
 	sm.mapDeploy()
 	sm.mapResources()
@@ -128,6 +133,7 @@ func (sm *serviceMap) mapService() {
 	sm.mapSecurity()
 	sm.mapMisc()
 	sm.mapExtension()
+	sm.refuseInSharedNamespace()
 	sm.checkContainerName()
 	sm.spec = manifest.CanonicalService(sm.spec)
 	sm.locateFields()
@@ -315,8 +321,10 @@ func (sm *serviceMap) mapNetworking() {
 	case mode == manifest.NetworkBridge || mode == manifest.NetworkNone || mode == manifest.NetworkHost:
 		sm.spec.NetworkMode = mode
 		sm.record("networkMode", "network_mode")
-	case strings.HasPrefix(mode, types.ServicePrefix), strings.HasPrefix(mode, types.ContainerPrefix):
-		sm.refuse("network_mode", "%q (sharing another container's network namespace) is not supported: put the services on a shared network and reach them by name", mode)
+	case strings.HasPrefix(mode, types.ServicePrefix):
+		sm.mapNetworkService(mode)
+	case strings.HasPrefix(mode, types.ContainerPrefix):
+		sm.refuse("network_mode", "%q (sharing the network namespace of a container driftless does not manage) is not supported: share a service's with service:NAME, or put the services on a shared network and reach them by name", mode)
 	default:
 		sm.refuse("network_mode", "%q is not supported: use bridge, none, host, or networks:", mode)
 	}
@@ -345,6 +353,7 @@ func (sm *serviceMap) mapNetwork(key string, cfg *types.ServiceNetworkConfig) {
 	var aliases []string
 	if cfg != nil {
 		sm.refuseNetworkAttrs(attr, cfg)
+		sm.mapAddresses(attr, name, cfg)
 		aliases = append(aliases, cfg.Aliases...)
 	}
 	// The compose name keeps working as a host name after mapping, and so
@@ -364,15 +373,12 @@ func (sm *serviceMap) mapNetwork(key string, cfg *types.ServiceNetworkConfig) {
 }
 
 func (sm *serviceMap) refuseNetworkAttrs(attr string, cfg *types.ServiceNetworkConfig) {
-	static := "static addresses are not supported: reach the service by its name"
 	checks := []struct {
 		set bool
 		key string
 		why string
 	}{
-		{cfg.Ipv4Address != "", "ipv4_address", static},
-		{cfg.Ipv6Address != "", "ipv6_address", static},
-		{len(cfg.LinkLocalIPs) > 0, "link_local_ips", static},
+		{len(cfg.LinkLocalIPs) > 0, "link_local_ips", "link-local addresses are not supported: reach the service by its name, or give it ipv4_address"},
 		{cfg.MacAddress != "", "mac_address", "per-network MAC addresses are not supported: use the service's mac_address"},
 		{cfg.Priority != 0, "priority", "network priorities are not supported"},
 		{cfg.GatewayPriority != 0, "gw_priority", "gateway priorities are not supported"},
@@ -401,7 +407,7 @@ func (sm *serviceMap) checkContainerName() {
 		// compose names the container; driftless's name for it is
 		// <app>-<service>-<slot>, and without the app's networks there is
 		// no alias to give.
-		sm.warn("container_name", "has no effect with network_mode %s: the container is named %s, and a name for other containers to reach it needs the app's networks", sm.spec.NetworkMode, manifest.ContainerName(sm.m.app, sm.name, 1))
+		sm.warn("container_name", "has no effect with network_mode %s: the container is named %s, and a name for other containers to reach it needs the app's networks", sm.s.NetworkMode, manifest.ContainerName(sm.m.app, sm.name, 1))
 	}
 	if !manifest.ValidDockerName(sm.s.ContainerName) {
 		sm.refuse("container_name", "invalid name %q", sm.s.ContainerName)

@@ -194,7 +194,7 @@ func TestLoadNewFieldErrors(t *testing.T) {
 		{"stop signal", "  stopSignal: SIGFOO\n", []string{`a.yaml:7:15: spec.stopSignal: invalid signal "SIGFOO": use a name such as SIGTERM, TERM or SIGQUIT, or a number`}},
 		{"stop signal number", "  stopSignal: 99\n", []string{`a.yaml:7:15: spec.stopSignal: invalid signal 99: must be 1..64`}},
 		{"stop signal type", "  stopSignal: [1]\n", []string{`a.yaml:7:15: spec.stopSignal: must be a string or an integer, got a list`}},
-		{"network mode", "  networkMode: container:x\n", []string{`a.yaml:7:16: spec.networkMode: must be bridge, none or host, got "container:x"`}},
+		{"network mode", "  networkMode: container:x\n", []string{`a.yaml:7:16: spec.networkMode: must be bridge, none, host or service:NAME, got "container:x"`}},
 		{"network mode with networks", "  networkMode: host\n  networks: [default]\n", []string{`a.yaml:8:3: spec.networks: must be empty with networkMode host: the container joins no app network`}},
 		{"hostname with host network", "  networkMode: host\n  hostname: web\n", []string{`a.yaml:8:13: spec.hostname: the host's network namespace has the host's name: remove hostname or networkMode host`}},
 		{"aliases on a network not joined", "  aliases: {other: [x]}\n", []string{`a.yaml:7:13: spec.aliases.other: the service does not join network "other": aliases must name one of spec.networks`}},
@@ -280,8 +280,8 @@ func TestLoadExternalErrors(t *testing.T) {
 			"a.yaml:3:21: metadata.labels: are not applied to an external network: driftless never creates or changes it",
 			"a.yaml:6:11: spec.driver: does not apply to an external network: driftless never creates or changes it",
 			"a.yaml:7:13: spec.internal: does not apply to an external network: driftless never creates or changes it"}},
-		{"name without external", vol + "  name: other\n", []string{
-			"a.yaml:5:9: spec.name: only applies with external: true (driftless names its own volumes <app>-<name>)"}},
+		{"bad name without external", vol + "  name: \"a b\"\n", []string{
+			`a.yaml:5:9: spec.name: invalid Docker volume name "a b": letters, digits, '_', '.' and '-', starting with a letter or digit`}},
 		{"bad external name", vol + "  external: true\n  name: \"a b\"\n", []string{
 			`a.yaml:6:9: spec.name: invalid Docker volume name "a b"`}},
 	}

@@ -139,6 +139,20 @@ func normalizeHealthcheck(h *rawHealthcheck) *manifest.Healthcheck {
 
 func normalizeNetworking(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 	spec.NetworkMode = raw.NetworkMode
+	if len(raw.Addresses) > 0 {
+		spec.Addresses = make(map[string]manifest.Address, len(raw.Addresses))
+		maps.Copy(spec.Addresses, raw.Addresses)
+	}
+	// The namespace's owner starts first, as compose's implicit dependency.
+	if owner := spec.NetworkService(); owner != "" && !slices.Contains(spec.DependsOn, owner) {
+		spec.DependsOn = sortedSet(append(slices.Clone(spec.DependsOn), owner))
+		if _, ok := spec.DependsOnCondition[owner]; !ok {
+			if spec.DependsOnCondition == nil {
+				spec.DependsOnCondition = map[string]string{}
+			}
+			spec.DependsOnCondition[owner] = manifest.DependsStarted
+		}
+	}
 	if len(raw.Aliases) > 0 {
 		spec.Aliases = make(map[string][]string, len(raw.Aliases))
 		for n, a := range raw.Aliases {
@@ -308,6 +322,8 @@ func normalizeNetwork(raw *rawNetworkSpec) manifest.NetworkSpec {
 		EnableIPv6: raw.EnableIPv6,
 		DriverOpts: copyMap(raw.DriverOpts),
 		Subnet:     raw.Subnet,
+		SubnetV6:   raw.SubnetV6,
+		Name:       raw.Name,
 	}
 }
 
@@ -318,7 +334,7 @@ func normalizeVolume(raw *rawVolumeSpec) manifest.VolumeSpec {
 	if raw.External {
 		return manifest.VolumeSpec{External: true, ExternalName: raw.Name}
 	}
-	return manifest.VolumeSpec{Driver: orDefaultString(raw.Driver, manifest.DefaultVolumeDriver), DriverOpts: copyMap(raw.DriverOpts)}
+	return manifest.VolumeSpec{Driver: orDefaultString(raw.Driver, manifest.DefaultVolumeDriver), DriverOpts: copyMap(raw.DriverOpts), Name: raw.Name}
 }
 
 // copyMap copies m, returning nil for an empty map.

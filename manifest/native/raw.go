@@ -64,43 +64,44 @@ type rawServiceSpec struct {
 	StopGracePeriodSeconds *int                 `json:"stopGracePeriodSeconds"`
 
 	// Optional fields shared with compose files (see ServiceSpec).
-	DependsOnCondition map[string]string         `json:"dependsOnCondition"`
-	RestartMaxRetries  *int                      `json:"restartMaxRetries"`
-	Healthcheck        *rawHealthcheck           `json:"healthcheck"`
-	User               string                    `json:"user"`
-	WorkingDir         string                    `json:"workingDir"`
-	Hostname           string                    `json:"hostname"`
-	Domainname         string                    `json:"domainname"`
-	Init               bool                      `json:"init"`
-	StopSignal         *yamlpos.Scalar           `json:"stopSignal"`
-	TTY                bool                      `json:"tty"`
-	StdinOpen          bool                      `json:"stdinOpen"`
-	NetworkMode        string                    `json:"networkMode"`
-	Aliases            map[string][]string       `json:"aliases"`
-	ExtraHosts         []string                  `json:"extraHosts"`
-	DNS                []string                  `json:"dns"`
-	DNSSearch          []string                  `json:"dnsSearch"`
-	DNSOptions         []string                  `json:"dnsOptions"`
-	MacAddress         string                    `json:"macAddress"`
-	Binds              []rawBind                 `json:"binds"`
-	Tmpfs              []rawTmpfs                `json:"tmpfs"`
-	AnonymousVolumes   []rawAnonymousVolume      `json:"anonymousVolumes"`
-	Privileged         bool                      `json:"privileged"`
-	ReadOnlyRootfs     bool                      `json:"readOnlyRootfs"`
-	CapAdd             []string                  `json:"capAdd"`
-	CapDrop            []string                  `json:"capDrop"`
-	SecurityOpt        []string                  `json:"securityOpt"`
-	Devices            []rawDevice               `json:"devices"`
-	GroupAdd           []yamlpos.Scalar          `json:"groupAdd"`
-	PID                string                    `json:"pid"`
-	IPC                string                    `json:"ipc"`
-	Sysctls            map[string]yamlpos.Scalar `json:"sysctls"`
-	Ulimits            []rawUlimit               `json:"ulimits"`
-	ShmSize            *yamlpos.Quantity         `json:"shmSize"`
-	Logging            *rawLogging               `json:"logging"`
-	Build              *rawBuild                 `json:"build"`
-	Platform           string                    `json:"platform"`
-	Links              []string                  `json:"links"`
+	DependsOnCondition map[string]string           `json:"dependsOnCondition"`
+	RestartMaxRetries  *int                        `json:"restartMaxRetries"`
+	Healthcheck        *rawHealthcheck             `json:"healthcheck"`
+	User               string                      `json:"user"`
+	WorkingDir         string                      `json:"workingDir"`
+	Hostname           string                      `json:"hostname"`
+	Domainname         string                      `json:"domainname"`
+	Init               bool                        `json:"init"`
+	StopSignal         *yamlpos.Scalar             `json:"stopSignal"`
+	TTY                bool                        `json:"tty"`
+	StdinOpen          bool                        `json:"stdinOpen"`
+	NetworkMode        string                      `json:"networkMode"`
+	Addresses          map[string]manifest.Address `json:"addresses"`
+	Aliases            map[string][]string         `json:"aliases"`
+	ExtraHosts         []string                    `json:"extraHosts"`
+	DNS                []string                    `json:"dns"`
+	DNSSearch          []string                    `json:"dnsSearch"`
+	DNSOptions         []string                    `json:"dnsOptions"`
+	MacAddress         string                      `json:"macAddress"`
+	Binds              []rawBind                   `json:"binds"`
+	Tmpfs              []rawTmpfs                  `json:"tmpfs"`
+	AnonymousVolumes   []rawAnonymousVolume        `json:"anonymousVolumes"`
+	Privileged         bool                        `json:"privileged"`
+	ReadOnlyRootfs     bool                        `json:"readOnlyRootfs"`
+	CapAdd             []string                    `json:"capAdd"`
+	CapDrop            []string                    `json:"capDrop"`
+	SecurityOpt        []string                    `json:"securityOpt"`
+	Devices            []rawDevice                 `json:"devices"`
+	GroupAdd           []yamlpos.Scalar            `json:"groupAdd"`
+	PID                string                      `json:"pid"`
+	IPC                string                      `json:"ipc"`
+	Sysctls            map[string]yamlpos.Scalar   `json:"sysctls"`
+	Ulimits            []rawUlimit                 `json:"ulimits"`
+	ShmSize            *yamlpos.Quantity           `json:"shmSize"`
+	Logging            *rawLogging                 `json:"logging"`
+	Build              *rawBuild                   `json:"build"`
+	Platform           string                      `json:"platform"`
+	Links              []string                    `json:"links"`
 
 	// Image handling (not part of the hashed spec; see Service).
 	PullPolicy  string          `json:"pullPolicy"`
@@ -241,7 +242,9 @@ type rawNetworkSpec struct {
 	EnableIPv6 bool              `json:"enableIPv6"`
 	DriverOpts map[string]string `json:"driverOpts"`
 	Subnet     string            `json:"subnet"`
-	// External: the network exists under Name (default metadata.name).
+	SubnetV6   string            `json:"subnetV6"`
+	// External: the network exists under Name (default metadata.name);
+	// without it, Name is the Docker name driftless gives the network.
 	External bool   `json:"external"`
 	Name     string `json:"name"`
 }

@@ -277,7 +277,7 @@ func validateReadinessWith(r yamlpos.Reporter, raw *rawServiceSpec) {
 	if rd.Exec != nil && raw.Healthcheck != nil {
 		r.Errorf("spec.healthcheck", "readiness.exec is also a Docker healthcheck: use one of them")
 	}
-	if (rd.HTTPGet != nil || rd.TCPSocket != nil) && (raw.NetworkMode == manifest.NetworkHost || raw.NetworkMode == manifest.NetworkNone) {
+	if (rd.HTTPGet != nil || rd.TCPSocket != nil) && (raw.NetworkMode == manifest.NetworkHost || raw.NetworkMode == manifest.NetworkNone || strings.HasPrefix(raw.NetworkMode, manifest.NetworkServicePrefix)) {
 		r.Errorf("spec.readiness", "httpGet and tcpSocket probes need the container's own network address, which networkMode %s does not give: use exec readiness or a healthcheck", raw.NetworkMode)
 	}
 }
@@ -370,7 +370,7 @@ func validateNetwork(c *yamlpos.Collector, o *object) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}, {"subnet", raw.Subnet != ""}} {
+		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}, {"subnet", raw.Subnet != ""}, {"subnetV6", raw.SubnetV6 != ""}} {
 			if f.set {
 				managed = append(managed, f.name)
 			}
@@ -380,6 +380,7 @@ func validateNetwork(c *yamlpos.Collector, o *object) {
 		if err := manifest.CheckSubnet(raw.Subnet); err != nil {
 			r.Errorf("spec.subnet", "%v", err)
 		}
+		validateSubnetV6(r, raw)
 	}
 	if spec.External && spec.ExternalName == "" {
 		spec.ExternalName = o.name
@@ -430,8 +431,10 @@ func validateVolume(c *yamlpos.Collector, o *object) {
 // driftless never creates it, so only its Docker name means something.
 func validateExternal(r yamlpos.Reporter, o *object, kind string, external bool, name string, managed []string) {
 	if !external {
-		if name != "" {
-			r.Errorf("spec.name", "only applies with external: true (driftless names its own %ss <app>-<name>)", kind)
+		// The Docker name driftless gives its own object (default
+		// <app>-<name>).
+		if name != "" && !manifest.ValidDockerName(name) {
+			r.Errorf("spec.name", "invalid Docker %s name %q: letters, digits, '_', '.' and '-', starting with a letter or digit", kind, name)
 		}
 		return
 	}
@@ -468,6 +471,11 @@ func assemble(c *yamlpos.Collector, app string, objs []*object) *manifest.App {
 		r := yamlpos.Reporter{Errs: c, Doc: o.doc}
 		checkServiceReferences(r, o, declared)
 		checkHostPorts(r, o, hostPorts)
+	}
+	addresses := map[string]string{}
+	for _, name := range slices.Sorted(mapKeys(services)) {
+		o := services[name]
+		checkNetworkUse(yamlpos.Reporter{Errs: c, Doc: o.doc}, o, services, first, addresses)
 	}
 	reportCycles(c, services)
 
@@ -590,6 +598,9 @@ func reportCycles(c *yamlpos.Collector, services map[string]*object) {
 		o := services[cycle[0]]
 		next := cycle[1%len(cycle)]
 		field := yamlpos.IndexPath("spec.dependsOn", slices.Index(o.serviceRaw.DependsOn, next))
+		if !slices.Contains(o.serviceRaw.DependsOn, next) {
+			field = "spec.networkMode" // the dependency networkMode: service:NAME adds
+		}
 		yamlpos.Reporter{Errs: c, Doc: o.doc}.Errorf(field, "dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
 	}
 }
@@ -713,10 +724,12 @@ func validateHealthcheck(r yamlpos.Reporter, h *rawHealthcheck) {
 
 // validateNetworking checks network mode, aliases and name resolution.
 func validateNetworking(r yamlpos.Reporter, raw *rawServiceSpec) {
-	switch raw.NetworkMode {
-	case "", manifest.NetworkBridge, manifest.NetworkNone, manifest.NetworkHost:
+	switch owner, shared := strings.CutPrefix(raw.NetworkMode, manifest.NetworkServicePrefix); {
+	case raw.NetworkMode == "", raw.NetworkMode == manifest.NetworkBridge, raw.NetworkMode == manifest.NetworkNone, raw.NetworkMode == manifest.NetworkHost:
+	case shared && manifest.ValidName(owner):
+		validateSharedNamespace(r, raw, owner)
 	default:
-		r.Errorf("spec.networkMode", "must be bridge, none or host, got %q", raw.NetworkMode)
+		r.Errorf("spec.networkMode", "must be bridge, none, host or service:NAME, got %q", raw.NetworkMode)
 	}
 	if raw.NetworkMode != "" {
 		if len(raw.Networks) > 0 {

@@ -57,6 +57,8 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
 	case s.NetworkMode != "":
 		refuse("networkMode", "network mode %q is not supported for Swarm services: use the app's overlay networks", s.NetworkMode)
+	case len(s.Addresses) > 0:
+		refuse("addresses", "Swarm gives each task its address: fixed addresses are for apps on one engine")
 	case s.Privileged:
 		refuse("privileged", "Swarm services cannot run privileged")
 	case len(s.Devices) > 0:

@@ -1,0 +1,97 @@
+package compose_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+)
+
+// Bad input of names (name:), fixed addresses and shared network
+// namespaces: each a refusal at its file:line:column.
+func TestComposeNetworkErrors(t *testing.T) {
+	const subnet = "networks:\n  dns:\n    ipam: {config: [{subnet: 172.30.0.0/24}]}\n"
+	tests := []struct {
+		name  string
+		files map[string]string
+		opts  load.Options
+		want  []string
+	}{
+		{"address outside, twice, no subnet, replicas",
+			map[string]string{"compose.yaml": "services:\n" +
+				"  a:\n    image: x\n    networks: {dns: {ipv4_address: 172.30.1.5}}\n" +
+				"  b:\n    image: x\n    networks: {dns: {ipv4_address: 172.30.0.9}}\n" +
+				"  c:\n    image: x\n    networks: {dns: {ipv4_address: 172.30.0.9}}\n" +
+				"  d:\n    image: x\n    networks: {plain: {ipv4_address: 10.1.0.5}}\n" +
+				"  e:\n    image: x\n    deploy: {replicas: 2}\n    networks: {dns: {ipv4_address: 172.30.0.20}}\n" +
+				"  f:\n    image: x\n    networks: {dns: {ipv4_address: 172.30.0.1}}\n" +
+				"  g:\n    image: x\n    networks: {dns: {ipv4_address: not-an-ip}}\n" +
+				"  h:\n    image: x\n    deploy: {update_config: {order: start-first}}\n    networks: {dns: {ipv4_address: 172.30.0.30}}\n" +
+				subnet + "  plain: {}\n"},
+			load.Options{},
+			[]string{
+				"compose.yaml:4:36: services.a.networks.dns.ipv4_address: 172.30.1.5 is outside network \"dns\"'s subnet 172.30.0.0/24",
+				"compose.yaml:10:36: services.c.networks.dns.ipv4_address: address 172.30.0.9 on network \"dns\" is already service \"b\"'s: each address belongs to one service",
+				"compose.yaml:13:38: services.d.networks.plain.ipv4_address: network \"plain\" declares no subnet: declare one (networks: {plain: {ipam: {config: [{subnet: ...}]}}}), so that the address is the file's to give",
+				"compose.yaml:17:16: services.e.networks.dns: a fixed address belongs to one container, and the service has 2 replicas: set replicas to 1, or reach the service by name",
+				"compose.yaml:20:36: services.f.networks.dns.ipv4_address: 172.30.0.1 is the gateway Docker gives subnet 172.30.0.0/24 (its first address): pick another",
+				"compose.yaml:23:36: services.g.networks.dns.ipv4_address: \"not-an-ip\" is not an IPv4 address",
+				"compose.yaml:27:16: services.h.networks.dns: the address would be taken twice when a rolling update starts the new replica before stopping the old one: use deploy.update_config.order: stop-first (compose's default)",
+			}},
+		{"ipv6 address without an IPv6 subnet",
+			map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    networks: {dns: {ipv6_address: 'fd00::5'}}\n" + subnet},
+			load.Options{},
+			[]string{
+				"compose.yaml:4:36: services.a.networks.dns.ipv6_address: network \"dns\" declares no IPv6 subnet: declare one in its ipam.config, with enable_ipv6: true",
+			}},
+		{"address on swarm",
+			map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    networks: {dns: {ipv4_address: 172.30.0.5}}\n" + subnet},
+			load.Options{Target: manifest.TargetSwarm},
+			[]string{
+				"compose.yaml:4:16: services.a.networks.dns: Swarm gives each task its address: fixed addresses are for apps on one engine",
+			}},
+		{"service: target missing, replicas, cycle, ports",
+			map[string]string{"compose.yaml": "services:\n" +
+				"  a:\n    image: x\n    network_mode: service:nope\n" +
+				"  b:\n    image: x\n    network_mode: service:vpn\n    deploy: {replicas: 2}\n" +
+				"  c:\n    image: x\n    network_mode: service:d\n" +
+				"  d:\n    image: x\n    network_mode: service:c\n" +
+				"  e:\n    image: x\n    network_mode: service:vpn\n    ports: ['8080:80']\n    expose: ['81']\n    hostname: e\n    dns: [1.1.1.1]\n" +
+				"  f:\n    image: x\n    network_mode: service:big\n" +
+				"  g:\n    image: x\n    network_mode: container:other\n" +
+				"  vpn:\n    image: x\n" +
+				"  big:\n    image: x\n    scale: 3\n"},
+			load.Options{},
+			[]string{
+				"compose.yaml:4:19: services.a.network_mode: service \"nope\" is not declared: network_mode: service:NAME names a service of this file",
+				"compose.yaml:7:19: services.b.network_mode: service:vpn shares one container's network namespace, and this service has 2 replicas: set replicas to 1",
+				"compose.yaml:11:19: services.c.network_mode: dependency cycle: c -> d -> c",
+				"compose.yaml:18:5: services.e.ports: publish them from service \"vpn\", whose network namespace this service shares (Docker refuses ports here)",
+				"compose.yaml:19:5: services.e.expose: ports of a shared network namespace are exposed by its owner, service \"vpn\" (Docker refuses expose here)",
+				"compose.yaml:20:15: services.e.hostname: the host name belongs to the network namespace's owner, service \"vpn\" (Docker refuses it here)",
+				"compose.yaml:21:5: services.e.dns: name resolution belongs to the network namespace's owner, service \"vpn\" (Docker refuses dns here)",
+				"compose.yaml:24:19: services.f.network_mode: service \"big\" has 3 replicas, and a network namespace is one container's: give it one replica",
+				"compose.yaml:27:19: services.g.network_mode: \"container:other\" (sharing the network namespace of a container driftless does not manage) is not supported: share a service's with service:NAME, or put the services on a shared network and reach them by name",
+			}},
+		{"names: invalid, taken twice",
+			map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    networks: [n1, n2]\n    volumes: ['v1:/a', 'v2:/b']\n" +
+				"networks:\n  n1: {name: shared-net}\n  n2: {name: shared-net}\n  n3: {name: 'bad name'}\n" +
+				"volumes:\n  v1: {name: shop-v2}\n  v2: {}\n"},
+			load.Options{},
+			[]string{
+				"compose.yaml:8:14: networks.n2.name: networks \"n1\" and \"n2\" would both be named \"shared-net\" on the engine: give one of them another name:",
+				"compose.yaml:9:14: networks.n3.name: invalid Docker network name \"bad name\": letters, digits, '_', '.' and '-', starting with a letter or digit",
+				"compose.yaml:12:3: volumes.v2: volumes \"v1\" and \"v2\" would both be named \"shop-v2\" on the engine: give one of them another name:",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := loadtest.ComposeErrors(t, tt.files, tt.opts)
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
