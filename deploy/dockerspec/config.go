@@ -41,7 +41,7 @@ type ReplicaConfig struct {
 type ExtraNetwork struct {
 	Name    string // Docker name
 	Aliases []string
-	Links   []string // legacy links, "CONTAINER:ALIAS"
+	Links   []string                    // legacy links, "CONTAINER:ALIAS"
 	IPAM    *network.EndpointIPAMConfig // the fixed addresses, or nil
 }
 
