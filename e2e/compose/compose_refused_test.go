@@ -64,7 +64,7 @@ func TestComposeBadRevisionsAreRefused(t *testing.T) {
 		}, `compose.yaml:6:16: services.web.env_file[0]: env file "missing.env" does not exist in the repository: commit it, or mark it required: false`},
 		{"a bind source that leaves the repository", func() {
 			repo.WriteFile(path+"/compose.yaml", strings.Replace(good, "./site.conf:/etc/site.conf:ro", "../../../etc/hostname:/etc/site.conf:ro", 1))
-		}, `compose.yaml:8:9: services.web.volumes[0]: bind source "../../../etc/hostname" leaves the app directory: driftless mounts files of the app's directory in the repository only`},
+		}, `compose.yaml:8:9: services.web.volumes[0]: bind source "../../../etc/hostname" leaves the app directory: a relative source is a file of the app directory or, when the revision does not hold it, a directory of the app's state, and stays inside; mount other places by their absolute path (policy hostPaths)`},
 		{"privileged without the policy", func() {
 			repo.WriteFile(path+"/compose.yaml", strings.Replace(good, "  worker:\n", "  worker:\n    privileged: true\n", 1))
 		}, "compose.yaml:10:17: services.worker.privileged: a privileged container can take over the host; allow it for this app with `allow: [privileged]` in driftless.yaml (or `--allow privileged`)"},
