@@ -75,7 +75,17 @@ func (e *Engine) createWithSubnet(ctx context.Context, app, name string, spec ma
 			return false, netip.Prefix{}, &drift.Failure{Cause: drift.FailureConflict, Summary: err.Error()}
 		}
 		subnet := got[0].Subnet
-		opts.IPAM = &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: subnet}}}
+		v4 := network.IPAMConfig{Subnet: subnet}
+		if spec.Subnet != "" {
+			// Checked by the front ends; both are inside the declared subnet.
+			if gw, err := netip.ParseAddr(spec.Gateway); err == nil {
+				v4.Gateway = gw
+			}
+			if r, err := netip.ParsePrefix(spec.IPRange); err == nil {
+				v4.IPRange = r
+			}
+		}
+		opts.IPAM = &network.IPAM{Driver: "default", Config: []network.IPAMConfig{v4}}
 		if v6, err := netip.ParsePrefix(spec.SubnetV6); err == nil {
 			// The front ends allow an IPv6 subnet only beside an IPv4 one.
 			opts.IPAM.Config = append(opts.IPAM.Config, network.IPAMConfig{Subnet: v6})

@@ -644,6 +644,12 @@ type NetworkSpec struct {
 	// SubnetV6 is the IPv6 subnet the manifest declares (with
 	// EnableIPv6); empty: Docker picks one.
 	SubnetV6 string `json:"subnetV6,omitempty"`
+	// Gateway is the IPv4 gateway the manifest gives Subnet; empty:
+	// Docker's, the subnet's first address.
+	Gateway string `json:"gateway,omitempty"`
+	// IPRange is the part of Subnet Docker assigns addresses from to
+	// containers without a fixed one; empty: the whole subnet.
+	IPRange string `json:"ipRange,omitempty"`
 	// Name is the Docker name the manifest gives the network (compose's
 	// name:); empty: <app>-<name>. driftless owns it by label all the
 	// same.

@@ -84,6 +84,10 @@ type equivCase struct {
 	healthy string
 	// env adds variables (free ports, ...) to both tools' environment.
 	env func(t *testing.T) map[string]string
+	// ipam are the networks whose IPAM configuration (subnets, gateways,
+	// ranges) the file declares and both sides compare; the others'
+	// subnets come from each tool's own pool.
+	ipam []string
 	// allow is driftless apply's --allow.
 	allow string
 	// args, when set, are more flags of driftless apply, from the
@@ -164,7 +168,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	if c.healthy != "" {
 		testenv.WaitInspect(t, project+"_"+c.healthy+"_1", "{{.State.Health.Status}}", "healthy", 30*time.Second)
 	}
-	composeSide := observeSide(t, "compose", project+"_", "_1", c.services, c.networks, c.volumes)
+	composeSide := observeSide(t, "compose", project+"_", "_1", c)
 	compose("down", "--volumes")
 	removeCreatedSources(t, dir, src.Files)
 	downDone = true
@@ -183,7 +187,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	if code != 0 {
 		t.Fatalf("driftless apply: exit %d\n%s", code, out)
 	}
-	driftSide := observeSide(t, "driftless", app+"-", "-1", c.services, c.networks, c.volumes)
+	driftSide := observeSide(t, "driftless", app+"-", "-1", c)
 	t.Logf("driftless apply, observe: %s", time.Since(start).Round(100*time.Millisecond))
 
 	return compareSides(t, composeSide, driftSide, c.declared)
@@ -248,7 +252,8 @@ type side struct {
 // made for the file. Docker names are prefix+name(+suffix for
 // containers); a network or volume listed as "/NAME" is the one the file
 // names NAME (name:), on both sides.
-func observeSide(t *testing.T, tool, prefix, suffix string, services, networks, volumes []string) side {
+func observeSide(t *testing.T, tool, prefix, suffix string, c equivCase) side {
+	services, networks, volumes := c.services, c.networks, c.volumes
 	t.Helper()
 	s := side{tool: tool, objects: map[string]map[string]string{}}
 	logical := func(docker string) string { return strings.TrimPrefix(docker, prefix) }
@@ -264,10 +269,14 @@ func observeSide(t *testing.T, tool, prefix, suffix string, services, networks, 
 	}
 	for _, n := range networks {
 		v := testenv.Inspect(t, "network", dockerName(n))
-		s.objects["network "+n] = flatten(map[string]any{
+		obj := map[string]any{
 			"Driver": v["Driver"], "Internal": v["Internal"], "Attachable": v["Attachable"], "EnableIPv6": v["EnableIPv6"],
 			"Options": v["Options"], "Labels": userLabels(v["Labels"]), "IPAM.Driver": testenv.Field(v, "IPAM.Driver"), "Scope": v["Scope"],
-		})
+		}
+		if slices.Contains(c.ipam, n) {
+			obj["IPAM.Config"] = testenv.Field(v, "IPAM.Config")
+		}
+		s.objects["network "+n] = flatten(obj)
 	}
 	for _, vol := range volumes {
 		v := testenv.Inspect(t, "volume", dockerName(vol))

@@ -223,6 +223,7 @@ func netEquivCases() []equivCase {
 		dir:      "equiv-net",
 		services: []string{"resolver", "vpn", "client"},
 		networks: []string{"/" + netName, "default"},
+		ipam:     []string{"/" + netName},
 		volumes:  []string{"/" + volName},
 		declared: map[string][]string{
 			"container resolver": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks." + netName + ".IPAMConfig.IPv6Address",
@@ -230,7 +231,7 @@ func netEquivCases() []equivCase {
 			"container vpn": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks.default.Aliases",
 				"HostConfig.PortBindings.8090/tcp"},
 			"container client":    {"HostConfig.NetworkMode", "Mounts./state.Volume", "Mounts./state.RW"},
-			"network /" + netName: {"Driver", "EnableIPv6"},
+			"network /" + netName: {"Driver", "EnableIPv6", "IPAM.Config"},
 			"volume /" + volName:  {"Driver"},
 		},
 		env: func(t *testing.T) map[string]string {

@@ -66,7 +66,7 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:11:13: services.proxy.ports[0]: host port 9090 would collide when a rolling update starts the new replica before stopping the old one: use deploy.update_config.order: stop-first (compose's default) or x-driftless.update: {maxSurge: 0, maxUnavailable: 1}",
 			}},
 		{"refusals",
-			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    build: {context: ../up}\n    links: [db]\n    privileged: true\n    cap_add: [SYS_ADMIN]\n    network_mode: \"service:db\"\n    volumes: [\"../outside:/x\", \"./missing.conf:/etc/m.conf\", \"/var/run/docker.sock:/var/run/docker.sock\", \"anon:/a\", \"/data\"]\n    ports: [\"80\"]\n    deploy: {mode: global, placement: {constraints: [node.role==manager]}, update_config: {failure_action: continue, monitor: 10s}}\n    pull_policy: weekly\n    env_file: [missing.env]\n    labels: {dev.driftless.app: x}\n    depends_on: {db: {condition: service_started, restart: true}}\n    x-driftless: {readiness: {httpGet: {port: 0}}, secretEnv: [NOPE], bogus: 1}\n  db:\n    image: shop/db:1\n    container_name: db\n    deploy: {replicas: 2}\nvolumes:\n  data: {name: custom}\nnetworks:\n  n: {ipam: {config: [{subnet: 10.0.0.1/24, gateway: 10.0.0.1}]}}\nsecrets:\n  s: {environment: X}\n"},
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    build: {context: ../up}\n    links: [db]\n    privileged: true\n    cap_add: [SYS_ADMIN]\n    network_mode: \"service:db\"\n    volumes: [\"../outside:/x\", \"./missing.conf:/etc/m.conf\", \"/var/run/docker.sock:/var/run/docker.sock\", \"anon:/a\", \"/data\"]\n    ports: [\"80\"]\n    deploy: {mode: global, placement: {constraints: [node.role==manager]}, update_config: {failure_action: continue, monitor: 10s}}\n    pull_policy: weekly\n    env_file: [missing.env]\n    labels: {dev.driftless.app: x}\n    depends_on: {db: {condition: service_started, restart: true}}\n    x-driftless: {readiness: {httpGet: {port: 0}}, secretEnv: [NOPE], bogus: 1}\n  db:\n    image: shop/db:1\n    container_name: db\n    deploy: {replicas: 2}\nvolumes:\n  data: {name: custom}\nnetworks:\n  n: {ipam: {config: [{subnet: 10.0.0.1/24, gateway: 10.1.0.1}]}}\nsecrets:\n  s: {environment: X}\n"},
 			[]string{
 				"compose.yaml:4:22: services.web.build.context: \"../up\" leaves the app directory: a build context must be inside the app directory",
 				"compose.yaml:5:13: services.web.links[0]: links need the app's networks, not network_mode service:db (Docker refuses them)",
@@ -86,8 +86,8 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:15:60: services.web.depends_on.db.restart: restart: true is not supported yet: driftless does not restart a service when its dependency is replaced",
 				"compose.yaml:16:71: services.web.x-driftless.bogus: unknown field",
 				"compose.yaml:19:21: services.db.container_name: cannot be combined with 2 replicas: a name is unique (as in compose)",
-				"compose.yaml:24:23: networks.n.ipam.config[0]: only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet",
 				"compose.yaml:24:32: networks.n.ipam.config[0].subnet: subnet 10.0.0.1/24 has host bits set; did you mean 10.0.0.0/24?",
+				"compose.yaml:24:54: networks.n.ipam.config[0].gateway: gateway 10.1.0.1 is not a host address of subnet 10.0.0.0/24",
 				"compose.yaml:26:20: secrets.s.environment: secrets from the environment are not supported yet: put the secret in a file of the repository and use file:, or pass it as environment with x-driftless.secretEnv",
 			}},
 		{"anonymous volume on a used path",

@@ -168,7 +168,7 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest
 	if n.External {
 		return manifest.NetworkSpec{Driver: manifest.DefaultNetworkDriver, External: true, ExternalName: n.Name}
 	}
-	subnet, subnetV6 := m.composeSubnet(base, n.Ipam, n.EnableIPv6 != nil && *n.EnableIPv6)
+	subnet, subnetV6, v4cfg := m.composeSubnet(base, n.Ipam, n.EnableIPv6 != nil && *n.EnableIPv6)
 	if n.EnableIPv4 != nil && !*n.EnableIPv4 {
 		m.errs.Add(m.ix.at(base+".enable_ipv4"), base+".enable_ipv4", "an IPv6-only network is not supported yet")
 	}
@@ -180,6 +180,8 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest
 		DriverOpts: copyMap(n.DriverOpts),
 		Subnet:     subnet,
 		SubnetV6:   subnetV6,
+		Gateway:    v4cfg.Gateway,
+		IPRange:    v4cfg.IPRange,
 		Name:       m.givenName(base, "network", n.Name),
 	}
 	if !manifest.ValidDriverName(spec.Driver) {
@@ -191,8 +193,9 @@ func (m *composeMapper) networkSpec(base string, n types.NetworkConfig) manifest
 // composeSubnet maps ipam: one config entry with an IPv4 subnet (what
 // compose users declare to avoid Docker's default pools, and to give
 // fixed addresses from), and, on a network with enable_ipv6, one with an
-// IPv6 subnet. Gateways, ranges and IPAM drivers are not supported yet.
-func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 bool) (v4, v6 string) {
+// IPv6 subnet. The IPv4 entry's gateway and ip_range are mapped; the
+// IPv6 entry's, auxiliary addresses and IPAM drivers are not supported yet.
+func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 bool) (v4, v6 string, v4cfg types.IPAMPool) {
 	p := base + ".ipam"
 	if ipam.Driver != "" && ipam.Driver != "default" {
 		m.errs.Add(m.ix.at(p+".driver"), p+".driver", "IPAM drivers other than default are not supported yet")
@@ -205,8 +208,8 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 			continue
 		}
 		cp := yamlpos.IndexPath(p+".config", i)
-		if c.Gateway != "" || c.IPRange != "" || len(c.AuxiliaryAddresses) > 0 {
-			m.errs.Add(m.ix.keyAt(cp), cp, "only subnet is supported yet: Docker picks the gateway and assigns addresses from the whole subnet")
+		if len(c.AuxiliaryAddresses) > 0 {
+			m.errs.Add(m.ix.keyAt(cp+".aux_addresses"), cp+".aux_addresses", "is not supported yet: give the addresses to services with ipv4_address")
 		}
 		if c.Subnet == "" {
 			m.errs.Add(m.ix.keyAt(cp), cp+".subnet", "is required")
@@ -223,6 +226,9 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 					m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
 				}
 			}
+			if c.Gateway != "" || c.IPRange != "" {
+				m.errs.Add(m.ix.keyAt(cp), cp, "gateway and ip_range of an IPv6 subnet are not supported yet: Docker picks the gateway and assigns from the whole subnet")
+			}
 			v6 = c.Subnet
 			continue
 		}
@@ -233,12 +239,19 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 		if err := manifest.CheckSubnet(c.Subnet); err != nil {
 			m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
 		}
-		v4 = c.Subnet
+		gwErr, rangeErr := manifest.CheckGateway(c.Subnet, c.Gateway, c.IPRange)
+		if gwErr != nil {
+			m.errs.Add(m.ix.at(cp+".gateway"), cp+".gateway", "%v", gwErr)
+		}
+		if rangeErr != nil {
+			m.errs.Add(m.ix.at(cp+".ip_range"), cp+".ip_range", "%v", rangeErr)
+		}
+		v4, v4cfg = c.Subnet, *c
 	}
 	if v6 != "" && v4 == "" {
 		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet beside it: IPv6-only networks are not supported yet")
 	}
-	return v4, v6
+	return v4, v6, v4cfg
 }
 
 func (m *composeMapper) mapVolumes() []manifest.Volume {

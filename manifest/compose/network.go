@@ -248,7 +248,11 @@ func addressOutside(n *manifest.Network, key string, ip netip.Addr) string {
 	case subnet == "":
 		return fmt.Sprintf("network %q declares no IPv6 subnet: declare one in its ipam.config, with enable_ipv6: true", key)
 	}
-	return manifest.AddressProblem(subnet, key, ip)
+	gateway := n.Spec.Gateway
+	if ip.Is6() {
+		gateway = ""
+	}
+	return manifest.AddressProblem(subnet, gateway, key, ip)
 }
 
 // checkSharedNamespace checks network_mode: service:NAME across services:

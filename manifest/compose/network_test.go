@@ -95,3 +95,25 @@ func TestComposeNetworkErrors(t *testing.T) {
 		})
 	}
 }
+
+// The IPv4 subnet's gateway and ip_range are the network's; an address
+// may not take the declared gateway, and both must lie in the subnet.
+func TestComposeNetworkGateway(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n" +
+		"  dns:\n    image: x\n    networks: {lan: {ipv4_address: 172.30.0.1}}\n" +
+		"networks:\n  lan:\n    ipam: {config: [{subnet: 172.30.0.0/24, gateway: 172.30.0.254, ip_range: 172.30.0.128/25}]}\n"}, load.Options{})
+	n := a.Network("lan")
+	if n == nil || n.Spec.Gateway != "172.30.0.254" || n.Spec.IPRange != "172.30.0.128/25" {
+		t.Fatalf("network lan = %+v, want gateway 172.30.0.254 and ip range 172.30.0.128/25", n)
+	}
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "services:\n" +
+		"  dns:\n    image: x\n    networks: {lan: {ipv4_address: 172.30.0.254}}\n" +
+		"networks:\n  lan:\n    ipam: {config: [{subnet: 172.30.0.0/24, gateway: 172.30.0.254, ip_range: 172.31.0.0/25}]}\n"}, load.Options{})
+	want := []string{
+		"compose.yaml:4:36: services.dns.networks.lan.ipv4_address: 172.30.0.254 is network \"lan\"'s gateway: pick another",
+		"compose.yaml:7:78: networks.lan.ipam.config[0].ip_range: ip_range 172.31.0.0/25 is not inside subnet 172.30.0.0/24",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

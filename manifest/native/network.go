@@ -116,7 +116,11 @@ func checkAddress(r yamlpos.Reporter, field, net string, n *manifest.Network, va
 		r.Errorf(field, "network %q declares no %s: declare one, so that the address is the app's to give", net, map[bool]string{true: "spec.subnet", false: "spec.subnetV6"}[v4])
 		return
 	}
-	if why := manifest.AddressProblem(subnet, net, ip); why != "" {
+	gateway := ""
+	if v4 {
+		gateway = n.Spec.Gateway
+	}
+	if why := manifest.AddressProblem(subnet, gateway, net, ip); why != "" {
 		r.Errorf(field, "%s", why)
 		return
 	}

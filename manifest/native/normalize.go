@@ -323,6 +323,8 @@ func normalizeNetwork(raw *rawNetworkSpec) manifest.NetworkSpec {
 		DriverOpts: copyMap(raw.DriverOpts),
 		Subnet:     raw.Subnet,
 		SubnetV6:   raw.SubnetV6,
+		Gateway:    raw.Gateway,
+		IPRange:    raw.IPRange,
 		Name:       raw.Name,
 	}
 }

@@ -243,6 +243,8 @@ type rawNetworkSpec struct {
 	DriverOpts map[string]string `json:"driverOpts"`
 	Subnet     string            `json:"subnet"`
 	SubnetV6   string            `json:"subnetV6"`
+	Gateway    string            `json:"gateway"`
+	IPRange    string            `json:"ipRange"`
 	// External: the network exists under Name (default metadata.name);
 	// without it, Name is the Docker name driftless gives the network.
 	External bool   `json:"external"`

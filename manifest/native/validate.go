@@ -370,7 +370,7 @@ func validateNetwork(c *yamlpos.Collector, o *object) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}, {"subnet", raw.Subnet != ""}, {"subnetV6", raw.SubnetV6 != ""}} {
+		}{{"driver", raw.Driver != ""}, {"internal", raw.Internal}, {"attachable", raw.Attachable}, {"enableIPv6", raw.EnableIPv6}, {"driverOpts", len(raw.DriverOpts) > 0}, {"subnet", raw.Subnet != ""}, {"subnetV6", raw.SubnetV6 != ""}, {"gateway", raw.Gateway != ""}, {"ipRange", raw.IPRange != ""}} {
 			if f.set {
 				managed = append(managed, f.name)
 			}
@@ -381,6 +381,16 @@ func validateNetwork(c *yamlpos.Collector, o *object) {
 			r.Errorf("spec.subnet", "%v", err)
 		}
 		validateSubnetV6(r, raw)
+		if (raw.Gateway != "" || raw.IPRange != "") && raw.Subnet == "" {
+			r.Errorf("spec.gateway", "gateway and ipRange need spec.subnet")
+		}
+		gwErr, rangeErr := manifest.CheckGateway(raw.Subnet, raw.Gateway, raw.IPRange)
+		if gwErr != nil {
+			r.Errorf("spec.gateway", "%v", gwErr)
+		}
+		if rangeErr != nil {
+			r.Errorf("spec.ipRange", "%v", rangeErr)
+		}
 	}
 	if spec.External && spec.ExternalName == "" {
 		spec.ExternalName = o.name
