@@ -216,19 +216,7 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 			continue
 		}
 		if pr, err := netip.ParsePrefix(c.Subnet); err == nil && pr.Addr().Is6() && !pr.Addr().Is4In6() {
-			switch {
-			case !ipv6:
-				m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "an IPv6 subnet needs enable_ipv6: true on the network")
-			case v6 != "":
-				m.errs.Add(m.ix.keyAt(cp), cp, "only one IPv6 subnet per network is supported yet")
-			default:
-				if err := manifest.CheckSubnetV6(c.Subnet); err != nil {
-					m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
-				}
-			}
-			if c.Gateway != "" || c.IPRange != "" {
-				m.errs.Add(m.ix.keyAt(cp), cp, "gateway and ip_range of an IPv6 subnet are not supported yet: Docker picks the gateway and assigns from the whole subnet")
-			}
+			m.checkSubnetV6(cp, c, ipv6, v6 != "")
 			v6 = c.Subnet
 			continue
 		}
@@ -236,22 +224,45 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 			m.errs.Add(m.ix.keyAt(cp), cp, "only one IPv4 subnet per network is supported yet")
 			continue
 		}
-		if err := manifest.CheckSubnet(c.Subnet); err != nil {
-			m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
-		}
-		gwErr, rangeErr := manifest.CheckGateway(c.Subnet, c.Gateway, c.IPRange)
-		if gwErr != nil {
-			m.errs.Add(m.ix.at(cp+".gateway"), cp+".gateway", "%v", gwErr)
-		}
-		if rangeErr != nil {
-			m.errs.Add(m.ix.at(cp+".ip_range"), cp+".ip_range", "%v", rangeErr)
-		}
+		m.checkSubnetV4(cp, c)
 		v4, v4cfg = c.Subnet, *c
 	}
 	if v6 != "" && v4 == "" {
 		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet beside it: IPv6-only networks are not supported yet")
 	}
 	return v4, v6, v4cfg
+}
+
+// checkSubnetV4 checks an ipam config entry with an IPv4 subnet, its
+// gateway and its range.
+func (m *composeMapper) checkSubnetV4(cp string, c *types.IPAMPool) {
+	if err := manifest.CheckSubnet(c.Subnet); err != nil {
+		m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+	}
+	gwErr, rangeErr := manifest.CheckGateway(c.Subnet, c.Gateway, c.IPRange)
+	if gwErr != nil {
+		m.errs.Add(m.ix.at(cp+".gateway"), cp+".gateway", "%v", gwErr)
+	}
+	if rangeErr != nil {
+		m.errs.Add(m.ix.at(cp+".ip_range"), cp+".ip_range", "%v", rangeErr)
+	}
+}
+
+// checkSubnetV6 checks an ipam config entry with an IPv6 subnet.
+func (m *composeMapper) checkSubnetV6(cp string, c *types.IPAMPool, ipv6, second bool) {
+	switch {
+	case !ipv6:
+		m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "an IPv6 subnet needs enable_ipv6: true on the network")
+	case second:
+		m.errs.Add(m.ix.keyAt(cp), cp, "only one IPv6 subnet per network is supported yet")
+	default:
+		if err := manifest.CheckSubnetV6(c.Subnet); err != nil {
+			m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
+		}
+	}
+	if c.Gateway != "" || c.IPRange != "" {
+		m.errs.Add(m.ix.keyAt(cp), cp, "gateway and ip_range of an IPv6 subnet are not supported yet: Docker picks the gateway and assigns from the whole subnet")
+	}
 }
 
 func (m *composeMapper) mapVolumes() []manifest.Volume {
