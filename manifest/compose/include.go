@@ -1,0 +1,320 @@
+package compose
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest/policy"
+)
+
+// include: [services/db.yaml] adds the services, networks and volumes of
+// other compose files of the app. As for extends.file, the front end reads
+// those files from the revision before compose-go runs, checks them (inside
+// the app directory, present, no cycles) with positions, and stages them
+// with the compose files for compose-go, which loads them as docker compose
+// does: relative paths of an included file resolve against its project
+// directory (by default its own directory), its project directory's .env
+// (or its env_file) adds to the environment it is interpolated with, and a
+// service it declares that the including file declares too is merged, the
+// including file's fields winning.
+
+// includeEntry is one entry of include:, interpolated.
+type includeEntry struct {
+	field      string // include[i]
+	paths      []includeValue
+	projectDir *includeValue
+	envFiles   []includeValue
+}
+
+// includeValue is a path as written, interpolated, with its position.
+type includeValue struct {
+	field string
+	value string
+	pos   manifest.Position
+}
+
+// resolveIncludes reads and checks every file the compose files include,
+// recursively, recording them in ix.included.
+func (l *composeLoad) resolveIncludes() {
+	for _, f := range l.ix.files {
+		l.includesOf(f, path.Dir(l.relPath(f.path)), []string{f.path})
+	}
+}
+
+// includesOf follows the include: of f, whose relative paths resolve
+// against dir (relative to the app directory); chain is the include chain
+// down to f, by path, for cycles.
+func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string) {
+	for _, d := range f.nonEmptyDocs() {
+		k, v := child(d, "include")
+		if k == nil || yamlpos.IsNull(deref(v)) {
+			continue
+		}
+		v = deref(v)
+		if v.Kind != yaml.SequenceNode {
+			l.errs.Add(nodePos(f, k, v), "include", "must be a list of files (or of mappings with path:)")
+			continue
+		}
+		for i, e := range v.Content {
+			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), deref(e))
+			if ok {
+				l.include(f, dir, entry, chain)
+			}
+		}
+	}
+}
+
+// includeEntry reads one entry of include: (a path, or path:,
+// project_directory:, env_file:); false when it is malformed (reported).
+func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node) (includeEntry, bool) {
+	entry := includeEntry{field: field}
+	ok := true
+	switch {
+	case e == nil:
+		return entry, false
+	case e.Kind == yaml.ScalarNode:
+		entry.paths, ok = l.includeValues(f, field, e)
+	case e.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(e.Content); i += 2 {
+			key, val := e.Content[i].Value, deref(e.Content[i+1])
+			sub := yamlpos.ChildPath(field, key)
+			var good bool
+			switch key {
+			case "path":
+				entry.paths, good = l.includeValues(f, sub, val)
+			case "env_file":
+				entry.envFiles, good = l.includeValues(f, sub, val)
+			case "project_directory":
+				var vals []includeValue
+				if vals, good = l.includeValues(f, sub, val); good && len(vals) == 1 && val.Kind == yaml.ScalarNode {
+					entry.projectDir = &vals[0]
+				} else if good {
+					l.errs.Add(nodePos(f, nil, val), sub, "must be a directory (a string)")
+					good = false
+				}
+			default:
+				// Unknown keys are reported by checkKeys.
+				good = true
+			}
+			ok = ok && good
+		}
+		if ok && len(entry.paths) == 0 {
+			l.errs.Add(nodePos(f, nil, e), field, "names no file: write path: with a compose file of the app")
+			return entry, false
+		}
+	default:
+		l.errs.Add(nodePos(f, nil, e), field, "must be a file (a string) or a mapping with path:")
+		return entry, false
+	}
+	return entry, ok
+}
+
+// includeValues reads a string or a list of strings, interpolated.
+func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node) ([]includeValue, bool) {
+	var nodes []*yaml.Node
+	var fields []string
+	switch {
+	case n == nil || yamlpos.IsNull(n):
+		return nil, true
+	case n.Kind == yaml.ScalarNode:
+		nodes, fields = []*yaml.Node{n}, []string{field}
+	case n.Kind == yaml.SequenceNode:
+		for i, e := range n.Content {
+			nodes, fields = append(nodes, deref(e)), append(fields, yamlpos.IndexPath(field, i))
+		}
+	default:
+		l.errs.Add(nodePos(f, nil, n), field, "must be a path or a list of paths")
+		return nil, false
+	}
+	var out []includeValue
+	for i, e := range nodes {
+		if e == nil || e.Kind != yaml.ScalarNode {
+			l.errs.Add(nodePos(f, nil, n), fields[i], "must be a path (a string)")
+			return nil, false
+		}
+		s, _, err := l.in.substitute(e.Value)
+		if err != nil {
+			return nil, false // reported by the interpolation check
+		}
+		out = append(out, includeValue{field: fields[i], value: s, pos: manifest.Position{File: f.display, Line: e.Line, Column: e.Column}})
+	}
+	return out, true
+}
+
+// appPath resolves v against dir (relative to the app directory) and
+// checks that it stays inside the app directory; what says what v is, for
+// the messages.
+func (l *composeLoad) appPath(dir string, v includeValue, what string) (string, bool) {
+	if path.IsAbs(v.value) || strings.HasPrefix(v.value, "~") || strings.Contains(v.value, "\\") {
+		l.errs.Add(v.pos, v.field, "%q is outside the app directory: %s is a path of the app's directory in the repository, relative to %s", v.value, what, displayDir(dir))
+		return "", false
+	}
+	rel := path.Join(dir, v.value)
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		l.errs.Add(v.pos, v.field, "%q leaves the app directory: %s is a path of the app's directory in the repository", v.value, what)
+		return "", false
+	}
+	return rel, true
+}
+
+func displayDir(dir string) string {
+	if dir == "." {
+		return "the app directory"
+	}
+	return dir + "/"
+}
+
+// include reads the files of one include entry of f (whose paths resolve
+// against dir), then follows their own includes.
+func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain []string) {
+	var files []*composeFile
+	for _, v := range e.paths {
+		rel, ok := l.appPath(dir, v, "an included file")
+		if !ok {
+			return
+		}
+		p := path.Join(l.root, rel)
+		for i, c := range chain {
+			if c == p {
+				cycle := make([]string, 0, len(chain)-i+1)
+				for _, c := range chain[i:] {
+					cycle = append(cycle, l.display(c))
+				}
+				l.errs.Add(v.pos, v.field, "include cycle: %s -> %s: remove one of these includes",
+					strings.Join(cycle, " -> "), l.display(p))
+				return
+			}
+		}
+		inc, ok := l.includedFile(v, f.display, p)
+		if !ok {
+			return
+		}
+		files = append(files, inc)
+	}
+	// compose: the first file's directory is the project directory,
+	// unless project_directory names another (relative to the including
+	// file's).
+	projectDir := path.Dir(l.relPath(files[0].path))
+	if e.projectDir != nil {
+		var ok bool
+		if projectDir, ok = l.appPath(dir, *e.projectDir, "project_directory"); !ok {
+			return
+		}
+	}
+	if !l.includeEnv(dir, projectDir, e) {
+		return
+	}
+	// compose-go resolves the included files' paths against the project
+	// directory only if it exists.
+	l.ix.stagedExtra[path.Join(l.root, projectDir)] = nil
+	for _, inc := range files {
+		if l.ix.includeSeen[inc.path] {
+			continue // a diamond: its includes were followed already
+		}
+		l.ix.includeSeen[inc.path] = true
+		l.includesOf(inc, projectDir, append(chain[:len(chain):len(chain)], inc.path))
+	}
+}
+
+// includeEnv stages the env files an include reads: its env_file (relative
+// to the including file's directory dir), or else the project directory's
+// .env when the revision has one.
+func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry) bool {
+	if len(e.envFiles) == 0 {
+		p := path.Join(l.root, projectDir, ".env")
+		if data, err := fs.ReadFile(l.fsys, p); err == nil {
+			l.ix.stagedExtra[p] = data
+		}
+		return true
+	}
+	for _, v := range e.envFiles {
+		if v.value == "/dev/null" {
+			continue
+		}
+		rel, ok := l.appPath(dir, v, "env_file")
+		if !ok {
+			return false
+		}
+		p := path.Join(l.root, rel)
+		data, err := fs.ReadFile(l.fsys, p)
+		var limit *policy.LimitError
+		switch {
+		case errors.As(err, &limit):
+			l.errs.Errs = append(l.errs.Errs, limit.AsError())
+			return false
+		case err != nil:
+			l.errs.Add(v.pos, v.field, "%q cannot be read: %v: commit it, or correct the path (relative to %s)", v.value, errors.Unwrap(err), displayDir(dir))
+			return false
+		}
+		l.ix.stagedExtra[p] = data
+	}
+	return true
+}
+
+// includedFile reads an included file once per load.
+func (l *composeLoad) includedFile(v includeValue, from, p string) (*composeFile, bool) {
+	for _, inc := range l.ix.included {
+		if inc.path == p {
+			return inc, true
+		}
+	}
+	for _, mf := range l.ix.files {
+		if mf.path == p {
+			l.errs.Add(v.pos, v.field, "%q is a compose file of the app already: include another file", v.value)
+			return nil, false
+		}
+	}
+	inc, ok := l.readAppCompose(v.pos, v.field, v.value, from, p)
+	if !ok {
+		return nil, false
+	}
+	l.ix.included = append(l.ix.included, inc)
+	return inc, true
+}
+
+// unstage rewrites the paths compose-go resolved in included files (it
+// resolves them against the project directory, in the staging directory
+// dir) back to paths relative to the app directory, as the paths of the
+// compose files themselves stay.
+func unstage(p *types.Project, dir string) {
+	fix := func(s *string) {
+		if rest, ok := strings.CutPrefix(*s, dir+"/"); ok {
+			*s = "./" + rest
+		} else if *s == dir {
+			*s = "."
+		}
+	}
+	for _, services := range []types.Services{p.Services, p.DisabledServices} {
+		for name, s := range services {
+			if s.Build != nil {
+				fix(&s.Build.Context)
+				fix(&s.Build.Dockerfile)
+			}
+			for i := range s.EnvFiles {
+				fix(&s.EnvFiles[i].Path)
+			}
+			for i := range s.Volumes {
+				fix(&s.Volumes[i].Source)
+			}
+			for i := range s.LabelFiles {
+				fix(&s.LabelFiles[i])
+			}
+			services[name] = s
+		}
+	}
+	for name, c := range p.Secrets {
+		fix(&c.File)
+		p.Secrets[name] = c
+	}
+	for name, c := range p.Configs {
+		fix(&c.File)
+		p.Configs[name] = c
+	}
+}
