@@ -111,7 +111,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
 		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{
 			extended: map[string]*composeFile{}, bases: map[*yaml.Node]extendsTarget{},
-			includeSeen: map[string]bool{}, stagedExtra: map[string][]byte{},
+			includeSeen: map[string]bool{}, stagedExtra: map[string][]byte{}, interp: map[*composeFile]*interpolator{},
 		},
 	}
 	for _, p := range layout.Files {
@@ -152,7 +152,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles, l.relPath)
 	if err != nil {
 		if schemaLater {
-			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.inFor(f)) })
 			if len(l.errs.Errs) > 0 {
 				return nil, l.errs.Sorted()
 			}
@@ -214,7 +214,7 @@ func (l *composeLoad) precheck(schema bool) {
 	// compose-go reads a whole extended file (short syntax, casts), but
 	// checks against the schema only the services merged from it.
 	extended := l.ix.extendedFiles()
-	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.inFor(f)) })
 	for _, f := range extended {
 		for _, d := range f.nonEmptyDocs() {
 			checkShortSyntax(l.errs, f, d, l.in)
@@ -229,10 +229,10 @@ func (l *composeLoad) precheck(schema bool) {
 		}
 	}
 	if !schema {
-		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.in) })
+		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.inFor(f)) })
 		return
 	}
-	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.inFor(f)) })
 }
 
 // eachDoc calls fn for every non-empty document, in load order (the
@@ -438,7 +438,7 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 			readByComposeGo(p, in.read)
 		}
 	}()
-	casts := in.usedCasts
+	casts := ix.usedCasts(in)
 	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.env}
 	includes := len(ix.included) > 0
 	if ix.fileExtends || includes {

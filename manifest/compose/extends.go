@@ -202,7 +202,7 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 		return ef, ef != nil
 	}
 	l.ix.extended[p] = nil // read once, even when it fails
-	ef, ok := l.readAppCompose(pos, field, ref.file, f.display, p)
+	ef, ok := l.readAppCompose(pos, field, ref.file, f.display, p, l.in)
 	if !ok {
 		return nil, false
 	}
@@ -213,7 +213,7 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 // readAppCompose reads, parses and checks (keys, interpolation) the
 // compose file p of the app, which name (as written at pos, relative to
 // from) designates.
-func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p string) (*composeFile, bool) {
+func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p string, in *interpolator) (*composeFile, bool) {
 	data, err := fs.ReadFile(l.fsys, p)
 	var limit *policy.LimitError
 	switch {
@@ -238,7 +238,7 @@ func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p
 	}
 	for _, d := range ef.nonEmptyDocs() {
 		checkKeys(l.errs, ef, d, "", 0)
-		l.in.check(ef, d, "", 0)
+		in.check(ef, d, "", 0)
 	}
 	return ef, len(l.errs.Errs) == n
 }

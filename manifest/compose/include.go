@@ -1,16 +1,22 @@
 package compose
 
 import (
+	"bytes"
 	"errors"
+	"maps"
 	"io/fs"
 	"path"
 	"strings"
 
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/interpolation"
+	"github.com/compose-spec/compose-go/v2/tree"
 	"github.com/compose-spec/compose-go/v2/types"
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
@@ -44,14 +50,23 @@ type includeValue struct {
 // recursively, recording them in ix.included.
 func (l *composeLoad) resolveIncludes() {
 	for _, f := range l.ix.files {
-		l.includesOf(f, path.Dir(l.relPath(f.path)), []string{f.path})
+		l.includesOf(f, path.Dir(l.relPath(f.path)), []string{f.path}, l.in)
 	}
 }
 
+// inFor is the interpolator of f: an included file's environment has its
+// include's env files too.
+func (l *composeLoad) inFor(f *composeFile) *interpolator {
+	if in, ok := l.ix.interp[f]; ok {
+		return in
+	}
+	return l.in
+}
+
 // includesOf follows the include: of f, whose relative paths resolve
-// against dir (relative to the app directory); chain is the include chain
-// down to f, by path, for cycles.
-func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string) {
+// against dir (relative to the app directory) and which in interpolates;
+// chain is the include chain down to f, by path, for cycles.
+func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string, in *interpolator) {
 	for _, d := range f.nonEmptyDocs() {
 		k, v := child(d, "include")
 		if k == nil || yamlpos.IsNull(deref(v)) {
@@ -63,9 +78,9 @@ func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string) {
 			continue
 		}
 		for i, e := range v.Content {
-			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), deref(e))
+			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), deref(e), in)
 			if ok {
-				l.include(f, dir, entry, chain)
+				l.include(f, dir, entry, chain, in)
 			}
 		}
 	}
@@ -73,14 +88,14 @@ func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string) {
 
 // includeEntry reads one entry of include: (a path, or path:,
 // project_directory:, env_file:); false when it is malformed (reported).
-func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node) (includeEntry, bool) {
+func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, in *interpolator) (includeEntry, bool) {
 	entry := includeEntry{field: field}
 	ok := true
 	switch {
 	case e == nil:
 		return entry, false
 	case e.Kind == yaml.ScalarNode:
-		entry.paths, ok = l.includeValues(f, field, e)
+		entry.paths, ok = l.includeValues(f, field, e, in)
 	case e.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(e.Content); i += 2 {
 			key, val := e.Content[i].Value, deref(e.Content[i+1])
@@ -88,12 +103,12 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node) (
 			var good bool
 			switch key {
 			case "path":
-				entry.paths, good = l.includeValues(f, sub, val)
+				entry.paths, good = l.includeValues(f, sub, val, in)
 			case "env_file":
-				entry.envFiles, good = l.includeValues(f, sub, val)
+				entry.envFiles, good = l.includeValues(f, sub, val, in)
 			case "project_directory":
 				var vals []includeValue
-				if vals, good = l.includeValues(f, sub, val); good && len(vals) == 1 && val.Kind == yaml.ScalarNode {
+				if vals, good = l.includeValues(f, sub, val, in); good && len(vals) == 1 && val.Kind == yaml.ScalarNode {
 					entry.projectDir = &vals[0]
 				} else if good {
 					l.errs.Add(nodePos(f, nil, val), sub, "must be a directory (a string)")
@@ -117,7 +132,7 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node) (
 }
 
 // includeValues reads a string or a list of strings, interpolated.
-func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node) ([]includeValue, bool) {
+func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node, in *interpolator) ([]includeValue, bool) {
 	var nodes []*yaml.Node
 	var fields []string
 	switch {
@@ -139,7 +154,7 @@ func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node) 
 			l.errs.Add(nodePos(f, nil, n), fields[i], "must be a path (a string)")
 			return nil, false
 		}
-		s, _, err := l.in.substitute(e.Value)
+		s, _, err := in.substitute(e.Value)
 		if err != nil {
 			return nil, false // reported by the interpolation check
 		}
@@ -172,9 +187,9 @@ func displayDir(dir string) string {
 }
 
 // include reads the files of one include entry of f (whose paths resolve
-// against dir), then follows their own includes.
-func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain []string) {
-	var files []*composeFile
+// against dir, interpolated by in), then follows their own includes.
+func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain []string, in *interpolator) {
+	var paths []string
 	for _, v := range e.paths {
 		rel, ok := l.appPath(dir, v, "an included file")
 		if !ok {
@@ -192,47 +207,74 @@ func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain 
 				return
 			}
 		}
-		inc, ok := l.includedFile(v, f.display, p)
-		if !ok {
-			return
-		}
-		files = append(files, inc)
+		paths = append(paths, p)
 	}
 	// compose: the first file's directory is the project directory,
 	// unless project_directory names another (relative to the including
 	// file's).
-	projectDir := path.Dir(l.relPath(files[0].path))
+	projectDir := path.Dir(l.relPath(paths[0]))
 	if e.projectDir != nil {
 		var ok bool
 		if projectDir, ok = l.appPath(dir, *e.projectDir, "project_directory"); !ok {
 			return
 		}
 	}
-	if !l.includeEnv(dir, projectDir, e) {
+	env, ok := l.includeEnv(dir, projectDir, e, in)
+	if !ok {
 		return
 	}
 	// compose-go resolves the included files' paths against the project
 	// directory only if it exists.
 	l.ix.stagedExtra[path.Join(l.root, projectDir)] = nil
+	child := &interpolator{env: env, read: in.read, errs: in.errs, warnings: in.warnings}
+	var files []*composeFile
+	for i, v := range e.paths {
+		inc, ok := l.includedFile(v, f.display, paths[i], child)
+		if !ok {
+			return
+		}
+		files = append(files, inc)
+	}
 	for _, inc := range files {
 		if l.ix.includeSeen[inc.path] {
 			continue // a diamond: its includes were followed already
 		}
 		l.ix.includeSeen[inc.path] = true
-		l.includesOf(inc, projectDir, append(chain[:len(chain):len(chain)], inc.path))
+		l.includesOf(inc, projectDir, append(chain[:len(chain):len(chain)], inc.path), l.inFor(inc))
 	}
 }
 
-// includeEnv stages the env files an include reads: its env_file (relative
+// includeEnv reads the env files of an include: its env_file (relative
 // to the including file's directory dir), or else the project directory's
-// .env when the revision has one.
-func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry) bool {
-	if len(e.envFiles) == 0 {
-		p := path.Join(l.root, projectDir, ".env")
-		if data, err := fs.ReadFile(l.fsys, p); err == nil {
-			l.ix.stagedExtra[p] = data
+// .env when the revision has one. As compose-go does, they add to the
+// environment of the including file (in), whose values win, and they are
+// staged for compose-go.
+func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry, in *interpolator) (map[string]string, bool) {
+	env := maps.Clone(in.env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	fromFiles := map[string]string{}
+	add := func(p string, data []byte) bool {
+		l.ix.stagedExtra[p] = data
+		err := dotenv.ParseWithFormat(bytes.NewReader(data), p, fromFiles, func(k string) (string, bool) {
+			if v, ok := in.env[k]; ok {
+				return v, true
+			}
+			v, ok := fromFiles[k]
+			return v, ok
+		}, "")
+		if err != nil {
+			l.errs.Add(load.DotenvErrorPos(l.display(p), err), "", "%s", load.DotenvMessage(err))
+			return false
 		}
 		return true
+	}
+	if len(e.envFiles) == 0 {
+		p := path.Join(l.root, projectDir, ".env")
+		if data, err := fs.ReadFile(l.fsys, p); err == nil && !add(p, data) {
+			return nil, false
+		}
 	}
 	for _, v := range e.envFiles {
 		if v.value == "/dev/null" {
@@ -240,7 +282,7 @@ func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry) bool {
 		}
 		rel, ok := l.appPath(dir, v, "env_file")
 		if !ok {
-			return false
+			return nil, false
 		}
 		p := path.Join(l.root, rel)
 		data, err := fs.ReadFile(l.fsys, p)
@@ -248,18 +290,25 @@ func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry) bool {
 		switch {
 		case errors.As(err, &limit):
 			l.errs.Errs = append(l.errs.Errs, limit.AsError())
-			return false
+			return nil, false
 		case err != nil:
 			l.errs.Add(v.pos, v.field, "%q cannot be read: %v: commit it, or correct the path (relative to %s)", v.value, errors.Unwrap(err), displayDir(dir))
-			return false
+			return nil, false
 		}
-		l.ix.stagedExtra[p] = data
+		if !add(p, data) {
+			return nil, false
+		}
 	}
-	return true
+	for k, v := range fromFiles {
+		if _, set := env[k]; !set {
+			env[k] = v
+		}
+	}
+	return env, true
 }
 
-// includedFile reads an included file once per load.
-func (l *composeLoad) includedFile(v includeValue, from, p string) (*composeFile, bool) {
+// includedFile reads an included file once per load, interpolated by in.
+func (l *composeLoad) includedFile(v includeValue, from, p string, in *interpolator) (*composeFile, bool) {
 	for _, inc := range l.ix.included {
 		if inc.path == p {
 			return inc, true
@@ -271,11 +320,12 @@ func (l *composeLoad) includedFile(v includeValue, from, p string) (*composeFile
 			return nil, false
 		}
 	}
-	inc, ok := l.readAppCompose(v.pos, v.field, v.value, from, p)
+	inc, ok := l.readAppCompose(v.pos, v.field, v.value, from, p, in)
 	if !ok {
 		return nil, false
 	}
 	l.ix.included = append(l.ix.included, inc)
+	l.ix.interp[inc] = in
 	return inc, true
 }
 
@@ -317,4 +367,24 @@ func unstage(p *types.Project, dir string) {
 		fix(&c.File)
 		p.Configs[name] = c
 	}
+}
+
+// usedCasts are the casts in found, and those the interpolators of the
+// included files found.
+func (ix *composeIndex) usedCasts(in *interpolator) map[tree.Path]interpolation.Cast {
+	casts := in.usedCasts
+	cloned := false
+	for _, fin := range ix.interp {
+		if len(fin.usedCasts) == 0 {
+			continue
+		}
+		if !cloned {
+			casts, cloned = maps.Clone(in.usedCasts), true
+			if casts == nil {
+				casts = map[tree.Path]interpolation.Cast{}
+			}
+		}
+		maps.Copy(casts, fin.usedCasts)
+	}
+	return casts
 }

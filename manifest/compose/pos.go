@@ -40,6 +40,8 @@ type composeIndex struct {
 	included    []*composeFile
 	includeSeen map[string]bool
 	stagedExtra map[string][]byte
+	// interp interpolates an included file with its include's env files.
+	interp map[*composeFile]*interpolator
 }
 
 // layerFiles are the files that can declare a field: the included files
