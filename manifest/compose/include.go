@@ -3,8 +3,8 @@ package compose
 import (
 	"bytes"
 	"errors"
-	"maps"
 	"io/fs"
+	"maps"
 	"path"
 	"strings"
 
