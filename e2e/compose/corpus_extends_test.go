@@ -191,15 +191,14 @@ func extendsStacks() []corpusStack {
 			dir:      "include-wger",
 			replicas: map[string]int{"web": 1, "celery-worker": 1, "nginx": 1, "db": 1, "cache": 1},
 			setup: func(t *testing.T, r *stackRun, cfg *testenv.ComposeAppConfig) {
-				r.app.Replace("compose.yml", `"80:80"`, fmt.Sprintf(`"%d:8080"`, r.app.Port("nginx", 1)),
-					extendsFreePort+"; the stand-in image serves on 8080")
+				r.app.Replace("compose.yml", `"80:80"`, fmt.Sprintf(`"%d:80"`, r.app.Port("nginx", 1)), extendsFreePort)
 				r.app.Replace("config/prod.env", "TIME_ZONE=Europe/Berlin\n", "TIME_ZONE=Europe/Berlin\nWORKLOAD_LISTEN=:8000\n",
 					"the stand-in image listens where WORKLOAD_LISTEN says: the web application's port 8000")
 				r.app.Replace("compose.yml", `["CMD", "wget", "--no-verbose", "--tries=1", "--spider", "http://localhost:8000"]`,
 					extendsProbe("http://localhost:8000/healthz"), "the stand-in image has no wget: the workload's own probe checks the same port")
-				r.app.Replace("services/db.yml", `["CMD-SHELL", "pg_isready -U ${POSTGRES_USER}"]`, extendsProbe("tcp://localhost:8080"),
+				r.app.Replace("services/db.yml", `["CMD-SHELL", "pg_isready -U ${POSTGRES_USER}"]`, extendsProbe("tcp://localhost:5432"),
 					"the stand-in image has no pg_isready: the workload's own probe checks its port")
-				r.app.Replace("services/cache.yml", `["CMD", "redis-cli", "ping"]`, extendsProbe("tcp://localhost:8080"), extendsNoProbeTools)
+				r.app.Replace("services/cache.yml", `["CMD", "redis-cli", "ping"]`, extendsProbe("tcp://localhost:6379"), extendsNoProbeTools)
 			},
 			check: func(t *testing.T, r *stackRun) {
 				db, cache, web := r.c("db", 1), r.c("cache", 1), r.c("web", 1)
@@ -218,8 +217,8 @@ func extendsStacks() []corpusStack {
 				}
 				// The included services are on the app's network, under
 				// their names.
-				wantProbe(t, web, "tcp://db:8080")
-				wantProbe(t, web, "tcp://cache:8080")
+				wantProbe(t, web, "tcp://db:5432")
+				wantProbe(t, web, "tcp://cache:6379")
 				wantFile(t, r.c("nginx", 1), "/etc/nginx/conf.d/default.conf", r.app.Files["config/nginx.conf"])
 				httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", r.app.Port("nginx", 1)))
 			},
