@@ -218,3 +218,31 @@ func TestIncludeConflictMerges(t *testing.T) {
 		}
 	}
 }
+
+// An included file's own includes resolve against its project directory,
+// a file reached twice (a diamond) is read once, and an included service
+// can extend a service of another file.
+func TestIncludeNested(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml":             "include: [stack/a.yaml, stack/b.yaml]\nservices:\n  web:\n    image: shop/web:1\n",
+		"stack/a.yaml":             "include: [common/shared.yaml]\nservices:\n  a:\n    extends: {file: common/base.yaml, service: base}\n",
+		"stack/b.yaml":             "include: [common/shared.yaml]\nservices:\n  b:\n    image: shop/b:1\n",
+		"stack/common/shared.yaml": "services:\n  shared:\n    image: shop/shared:1\n    volumes: [\"./conf:/etc/shared:ro\"]\n",
+		"stack/common/base.yaml":   "services:\n  base:\n    image: shop/a:1\n    privileged: true\n",
+		"stack/common/conf/x":      "x\n",
+	}
+	got := strings.Join(loadtest.ComposeErrors(t, files, load.Options{}), "\n")
+	if want := "stack/common/base.yaml:4:17: services.a.privileged:"; !strings.HasPrefix(got, want) {
+		t.Errorf("errors:\n%s\nwant one at %s", got, want)
+	}
+	files["stack/common/base.yaml"] = "services:\n  base:\n    image: shop/a:1\n"
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	if got := strings.Join(names(a), ","); got != "a,b,shared,web" {
+		t.Fatalf("services %s, want a,b,shared,web", got)
+	}
+	for _, s := range a.Services {
+		if s.Name == "shared" && (len(s.Spec.Binds) != 1 || s.Spec.Binds[0].RepoPath != "stack/common/conf") {
+			t.Errorf("shared binds %+v: want ./conf relative to stack/common", s.Spec.Binds)
+		}
+	}
+}
