@@ -115,7 +115,11 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, i
 					good = false
 				}
 			default:
-				// Unknown keys are reported by checkKeys.
+				// compose ignores them (include: is gone when it checks
+				// the schema); a typo would go unnoticed.
+				if !strings.HasPrefix(key, "x-") {
+					l.warnings.Add(nodePos(f, e.Content[i], e.Content[i]), sub, "unknown field, ignored as docker compose ignores it: an include takes path, project_directory and env_file")
+				}
 				good = true
 			}
 			ok = ok && good

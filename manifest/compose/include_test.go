@@ -1,6 +1,7 @@
 package compose_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -244,5 +245,23 @@ func TestIncludeNested(t *testing.T) {
 		if s.Name == "shared" && (len(s.Spec.Binds) != 1 || s.Spec.Binds[0].RepoPath != "stack/common/conf") {
 			t.Errorf("shared binds %+v: want ./conf relative to stack/common", s.Spec.Binds)
 		}
+	}
+}
+
+// compose ignores an unknown key of an include; driftless warns where it
+// is written, and a bind source that leaves the included file's directory
+// but not the app's is the app's.
+func TestIncludeUnknownKeyWarns(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, map[string]string{
+		"compose.yaml": "include:\n  - path: s/a.yaml\n    projectdir: s\n    x-note: ok\nservices:\n  web:\n    image: x\n",
+		"s/a.yaml":     "services:\n  a:\n    image: x\n    volumes: ['../conf:/x']\n",
+		"conf/c":       "x\n",
+	}, load.Options{})
+	want := "compose.yaml:3:5: include[0].projectdir: unknown field, ignored as docker compose ignores it: an include takes path, project_directory and env_file"
+	if got := fmt.Sprint(a.Warnings); got != want {
+		t.Errorf("warnings %s, want %s", got, want)
+	}
+	if b := a.Services[0].Spec.Binds; len(b) != 1 || b[0].RepoPath != "conf" {
+		t.Errorf("binds %+v: want ../conf of s/a.yaml, the app's conf", b)
 	}
 }
