@@ -283,7 +283,7 @@ func (f *composeFile) nonEmptyDocs() []*yaml.Node {
 func stageExtended(ix *composeIndex, rel func(string) string) (string, error) {
 	dir, err := os.MkdirTemp("", "driftless-extends-")
 	if err != nil {
-		return "", fmt.Errorf("staging the files extends names: %w", err)
+		return "", fmt.Errorf("staging the files extends and include name: %w", err)
 	}
 	files := map[string][]byte{}
 	for _, f := range slices.Concat(ix.layerFiles(), ix.extendedFiles()) {
@@ -301,14 +301,14 @@ func stageExtended(ix *composeIndex, rel func(string) string) (string, error) {
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			os.RemoveAll(dir)
-			return "", fmt.Errorf("staging the files extends names: %w", err)
+			return "", fmt.Errorf("staging the files extends and include name: %w", err)
 		}
 		if data == nil {
 			continue
 		}
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			os.RemoveAll(dir)
-			return "", fmt.Errorf("staging the files extends names: %w", err)
+			return "", fmt.Errorf("staging the files extends and include name: %w", err)
 		}
 	}
 	return dir, nil
