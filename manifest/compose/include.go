@@ -110,7 +110,7 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, i
 				var vals []includeValue
 				if vals, good = l.includeValues(f, sub, val, in); good && len(vals) == 1 && val.Kind == yaml.ScalarNode {
 					entry.projectDir = &vals[0]
-				} else if good {
+				} else if good && len(vals) > 0 {
 					l.errs.Add(nodePos(f, nil, val), sub, "must be a directory (a string)")
 					good = false
 				}
