@@ -184,6 +184,69 @@ func extendsStacks() []corpusStack {
 			}},
 			heal: "api",
 		},
+		{
+			// wger-like: the database and the cache are in files of their
+			// own under services/, included; their settings are in
+			// services/.env and their relative paths are services/'s.
+			dir:      "include-wger",
+			replicas: map[string]int{"web": 1, "celery-worker": 1, "nginx": 1, "db": 1, "cache": 1},
+			setup: func(t *testing.T, r *stackRun, cfg *testenv.ComposeAppConfig) {
+				r.app.Replace("compose.yml", `"80:80"`, fmt.Sprintf(`"%d:80"`, r.app.Port("nginx", 1)), extendsFreePort)
+				r.app.Replace("config/prod.env", "TIME_ZONE=Europe/Berlin\n", "TIME_ZONE=Europe/Berlin\nWORKLOAD_LISTEN=:8000\n",
+					"the stand-in image listens where WORKLOAD_LISTEN says: the web application's port 8000")
+				r.app.Replace("compose.yml", `["CMD", "wget", "--no-verbose", "--tries=1", "--spider", "http://localhost:8000"]`,
+					extendsProbe("http://localhost:8000/healthz"), "the stand-in image has no wget: the workload's own probe checks the same port")
+				r.app.Replace("services/db.yml", `["CMD-SHELL", "pg_isready -U ${POSTGRES_USER}"]`, extendsProbe("tcp://localhost:5432"),
+					"the stand-in image has no pg_isready: the workload's own probe checks its port")
+				r.app.Replace("services/cache.yml", `["CMD", "redis-cli", "ping"]`, extendsProbe("tcp://localhost:6379"), extendsNoProbeTools)
+			},
+			check: func(t *testing.T, r *stackRun) {
+				db, cache, web := r.c("db", 1), r.c("cache", 1), r.c("web", 1)
+				wantEnv(t, db, map[string]string{"POSTGRES_USER": "wger", "POSTGRES_PASSWORD": "wger", "POSTGRES_DB": "wger"})
+				wantFile(t, db, "/docker-entrypoint-initdb.d/01-extensions.sql", r.app.Files["services/initdb/01-extensions.sql"])
+				wantFile(t, cache, "/usr/local/etc/redis/redis.conf", r.app.Files["services/redis.conf"])
+				for _, c := range []string{db, cache} {
+					wantInspect(t, c, map[string]string{"State.Health.Status": "healthy", "HostConfig.RestartPolicy.Name": "unless-stopped"})
+				}
+				if m := mountOf(t, db, "/var/lib/postgresql/data"); m["Type"] != "volume" {
+					t.Errorf("%s: data mount %v, want the volume postgres-data of services/db.yml", db, m)
+				}
+				wantEnv(t, web, map[string]string{"DJANGO_DB_HOST": "db", "CELERY_BROKER": "redis://cache:6379/2"})
+				if env := containerEnv(t, web); env["POSTGRES_PASSWORD"] != "" {
+					t.Errorf("%s took services/.env as its environment: %v", web, env)
+				}
+				// The included services are on the app's network, under
+				// their names.
+				wantProbe(t, web, "tcp://db:5432")
+				wantProbe(t, web, "tcp://cache:6379")
+				wantFile(t, r.c("nginx", 1), "/etc/nginx/conf.d/default.conf", r.app.Files["config/nginx.conf"])
+				httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", r.app.Port("nginx", 1)))
+			},
+			changes: []stackChange{{
+				what:  "services/.env: a new database password",
+				edits: []fileEdit{{File: "services/.env", Old: "POSTGRES_PASSWORD=wger", New: "POSTGRES_PASSWORD=s3cret"}},
+				rolls: []string{"db"},
+				check: func(t *testing.T, r *stackRun) {
+					wantEnv(t, r.c("db", 1), map[string]string{"POSTGRES_PASSWORD": "s3cret"})
+				},
+			}, {
+				what:  "services/redis.conf: 512mb",
+				edits: []fileEdit{{File: "services/redis.conf", Old: "maxmemory 256mb", New: "maxmemory 512mb"}},
+				rolls: []string{"cache"},
+				check: func(t *testing.T, r *stackRun) {
+					body, _ := readRepoFile(r.repo, "services/redis.conf")
+					wantFile(t, r.c("cache", 1), "/usr/local/etc/redis/redis.conf", body)
+				},
+			}, {
+				what:  "services/cache.yml: a stop grace period",
+				edits: []fileEdit{{File: "services/cache.yml", Old: "    restart: unless-stopped\n", New: "    restart: unless-stopped\n    stop_grace_period: 30s\n"}},
+				rolls: []string{"cache"},
+				check: func(t *testing.T, r *stackRun) {
+					wantInspect(t, r.c("cache", 1), map[string]string{"Config.StopTimeout": "30"})
+				},
+			}},
+			heal: "db",
+		},
 	}
 }
 

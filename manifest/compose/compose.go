@@ -109,7 +109,10 @@ type composeLoad struct {
 func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
 	l := &composeLoad{
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
-		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{extended: map[string]*composeFile{}, bases: map[*yaml.Node]extendsTarget{}},
+		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{
+			extended: map[string]*composeFile{}, bases: map[*yaml.Node]extendsTarget{},
+			includeSeen: map[string]bool{}, stagedExtra: map[string][]byte{}, interp: map[*composeFile]*interpolator{},
+		},
 	}
 	for _, p := range layout.Files {
 		data, err := fs.ReadFile(fsys, p)
@@ -149,7 +152,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles, l.relPath)
 	if err != nil {
 		if schemaLater {
-			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.inFor(f)) })
 			if len(l.errs.Errs) > 0 {
 				return nil, l.errs.Sorted()
 			}
@@ -196,8 +199,11 @@ func (l *composeLoad) precheck(schema bool) {
 	l.eachDoc(func(f *composeFile, d *yaml.Node) {
 		checkKeys(l.errs, f, d, "", 0)
 		l.in.check(f, d, "", 0)
-		refuseFileReferences(l.errs, f, d)
 	})
+	if len(l.errs.Errs) > 0 {
+		return
+	}
+	l.resolveIncludes()
 	if len(l.errs.Errs) > 0 {
 		return
 	}
@@ -208,7 +214,7 @@ func (l *composeLoad) precheck(schema bool) {
 	// compose-go reads a whole extended file (short syntax, casts), but
 	// checks against the schema only the services merged from it.
 	extended := l.ix.extendedFiles()
-	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.in) })
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { checkShortSyntax(l.errs, f, d, l.inFor(f)) })
 	for _, f := range extended {
 		for _, d := range f.nonEmptyDocs() {
 			checkShortSyntax(l.errs, f, d, l.in)
@@ -223,15 +229,16 @@ func (l *composeLoad) precheck(schema bool) {
 		}
 	}
 	if !schema {
-		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.in) })
+		l.eachDoc(func(f *composeFile, d *yaml.Node) { interpolateComposeDoc(l.errs, f, d, l.inFor(f)) })
 		return
 	}
-	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.in) })
+	l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.inFor(f)) })
 }
 
-// eachDoc calls fn for every non-empty document, in load order.
+// eachDoc calls fn for every non-empty document, in load order (the
+// included files first, once they are read).
 func (l *composeLoad) eachDoc(fn func(*composeFile, *yaml.Node)) {
-	for _, f := range l.ix.files {
+	for _, f := range l.ix.layerFiles() {
 		for _, d := range f.docs {
 			if d != nil {
 				fn(f, d)
@@ -319,19 +326,6 @@ func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string,
 		for i, e := range n.Content {
 			checkKeys(c, f, e, yamlpos.IndexPath(field, i), depth+1)
 		}
-	}
-}
-
-// refuseFileReferences refuses what would make compose-go read other files
-// from the host: include. (extends.file is read from the revision, see
-// resolveExtends.)
-func refuseFileReferences(c *yamlpos.Collector, f *composeFile, doc *yaml.Node) {
-	if doc == nil {
-		return
-	}
-	if k, _ := child(doc, "include"); k != nil {
-		c.Add(manifest.Position{File: f.display, Line: k.Line, Column: k.Column}, "include",
-			"is not supported: an app is one directory; merge the included services into %s, or use an override file (compose.override.yaml)", path.Base(f.path))
 	}
 }
 
@@ -444,11 +438,12 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 			readByComposeGo(p, in.read)
 		}
 	}()
-	casts := in.usedCasts
+	casts := ix.usedCasts(in)
 	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.env}
-	if ix.fileExtends {
-		// compose-go reads extended files relative to the working
-		// directory: the staged copies of the revision's.
+	includes := len(ix.included) > 0
+	if ix.fileExtends || includes {
+		// compose-go reads extended and included files relative to the
+		// working directory: the staged copies of the revision's.
 		dir, serr := stageExtended(ix, rel)
 		if serr != nil {
 			return nil, serr
@@ -458,6 +453,9 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 		defer func() {
 			if err != nil {
 				err = errors.New(strings.ReplaceAll(err.Error(), dir+string(os.PathSeparator), ""))
+			}
+			if p != nil {
+				unstage(p, dir)
 			}
 		}()
 	}
@@ -473,7 +471,7 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 		o.SkipResolveEnvironment = true
 		o.SkipResolveLabels = true
 		o.SkipConsistencyCheck = true
-		o.SkipInclude = true
+		o.SkipInclude = !includes
 		o.Profiles = append([]string(nil), profiles...)
 		o.Interpolate.TypeCastMapping = casts
 		if casts == nil {

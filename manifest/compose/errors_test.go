@@ -46,7 +46,7 @@ func TestComposeErrors(t *testing.T) {
 		{"include",
 			map[string]string{"compose.yaml": "include: [other.yaml]\nservices:\n  web:\n    extends: {file: base.yaml, service: web}\n"},
 			[]string{
-				"compose.yaml:1:1: include: is not supported: an app is one directory; merge the included services into compose.yaml, or use an override file (compose.override.yaml)",
+				`compose.yaml:1:11: include[0]: "other.yaml" does not exist in the repository: commit it, or correct the path (relative to compose.yaml)`,
 			}},
 		{"mixed",
 			map[string]string{".github/ci.yml": "on: push\n", "compose.yaml": "services:\n  web:\n    image: shop/web:1\n", "docs/x.yaml": "a: b\n", "k8s/web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec: {image: x}\n"},

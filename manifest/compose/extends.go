@@ -45,7 +45,7 @@ type extendsResolver struct {
 // resolveExtends checks and records every extends of the compose files.
 func (l *composeLoad) resolveExtends() {
 	r := &extendsResolver{l: l, state: map[*yaml.Node]bool{}}
-	for _, f := range l.ix.files {
+	for _, f := range l.ix.layerFiles() {
 		for _, d := range f.docs {
 			// compose applies extends within each document of a compose
 			// file, and across the documents of an extended one.
@@ -193,7 +193,7 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 	}
 	p := path.Join(l.root, rel)
 	l.ix.fileExtends = true
-	for _, mf := range l.ix.files {
+	for _, mf := range l.ix.layerFiles() {
 		if mf.path == p {
 			return mf, true
 		}
@@ -202,6 +202,18 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 		return ef, ef != nil
 	}
 	l.ix.extended[p] = nil // read once, even when it fails
+	ef, ok := l.readAppCompose(pos, field, ref.file, f.display, p, l.in)
+	if !ok {
+		return nil, false
+	}
+	l.ix.extended[p] = ef
+	return ef, true
+}
+
+// readAppCompose reads, parses and checks (keys, interpolation) the
+// compose file p of the app, which name (as written at pos, relative to
+// from) designates.
+func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p string, in *interpolator) (*composeFile, bool) {
 	data, err := fs.ReadFile(l.fsys, p)
 	var limit *policy.LimitError
 	switch {
@@ -209,14 +221,14 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 		l.errs.Errs = append(l.errs.Errs, limit.AsError())
 		return nil, false
 	case errors.Is(err, fs.ErrNotExist):
-		l.errs.Add(pos, field, "%q does not exist in the repository: commit it, or correct the path (relative to %s)", ref.file, f.display)
+		l.errs.Add(pos, field, "%q does not exist in the repository: commit it, or correct the path (relative to %s)", name, from)
 		return nil, false
 	case err != nil:
 		if info, serr := fs.Stat(l.fsys, p); serr == nil && info.IsDir() {
-			l.errs.Add(pos, field, "%q is a directory: name a compose file", ref.file)
+			l.errs.Add(pos, field, "%q is a directory: name a compose file", name)
 			return nil, false
 		}
-		l.errs.Add(pos, field, "cannot read %q: %v", ref.file, err)
+		l.errs.Add(pos, field, "cannot read %q: %v", name, err)
 		return nil, false
 	}
 	n := len(l.errs.Errs)
@@ -226,13 +238,9 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 	}
 	for _, d := range ef.nonEmptyDocs() {
 		checkKeys(l.errs, ef, d, "", 0)
-		l.in.check(ef, d, "", 0)
+		in.check(ef, d, "", 0)
 	}
-	if len(l.errs.Errs) > n {
-		return nil, false
-	}
-	l.ix.extended[p] = ef
-	return ef, true
+	return ef, len(l.errs.Errs) == n
 }
 
 // relPath is p (a path of the fs.FS) relative to the app directory.
@@ -275,17 +283,32 @@ func (f *composeFile) nonEmptyDocs() []*yaml.Node {
 func stageExtended(ix *composeIndex, rel func(string) string) (string, error) {
 	dir, err := os.MkdirTemp("", "driftless-extends-")
 	if err != nil {
-		return "", fmt.Errorf("staging the files extends names: %w", err)
+		return "", fmt.Errorf("staging the files extends and include name: %w", err)
 	}
-	for _, f := range slices.Concat(ix.files, ix.extendedFiles()) {
-		p := filepath.Join(dir, filepath.FromSlash(rel(f.path)))
+	files := map[string][]byte{}
+	for _, f := range slices.Concat(ix.layerFiles(), ix.extendedFiles()) {
+		files[f.path] = f.data
+	}
+	for p, data := range ix.stagedExtra {
+		files[p] = data
+	}
+	for fp, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel(fp)))
+		if data == nil {
+			// A directory compose-go must find (an include's
+			// project_directory).
+			p = filepath.Join(p, "x")
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			os.RemoveAll(dir)
-			return "", fmt.Errorf("staging the files extends names: %w", err)
+			return "", fmt.Errorf("staging the files extends and include name: %w", err)
 		}
-		if err := os.WriteFile(p, f.data, 0o600); err != nil {
+		if data == nil {
+			continue
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
 			os.RemoveAll(dir)
-			return "", fmt.Errorf("staging the files extends names: %w", err)
+			return "", fmt.Errorf("staging the files extends and include name: %w", err)
 		}
 	}
 	return dir, nil

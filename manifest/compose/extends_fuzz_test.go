@@ -12,7 +12,7 @@ import (
 )
 
 // FuzzLoadComposeExtends checks that no pair of a compose file and a file
-// it extends panics the front end, and that every error is located in one
+// it extends (or includes) panics the front end, and that every error is located in one
 // of the app's files and never names the directory compose-go reads the
 // staged copies from. `go test -fuzz FuzzLoadComposeExtends
 // ./manifest/compose` explores.
@@ -25,6 +25,9 @@ func FuzzLoadComposeExtends(f *testing.F) {
 		{"services:\n  web: {extends: {file: common.yaml, service: '${S}'}}\n", "services:\n  base: {image: '${', ports: [bad]}\n"},
 		{"services:\n  web: {extends: {file: common.yaml, service: base}, ports: !reset []}\n", "- a\n"},
 		{"services:\n  web: {extends: {file: a, service: base}}\n", "services:\n  base: {image: x}\n"},
+		{"include: [common.yaml]\nservices:\n  web: {image: x}\n", "services:\n  base: {image: x, volumes: ['./c:/c']}\n"},
+		{"include:\n  - path: [sub/common.yaml, common.yaml]\n    project_directory: sub\n    env_file: sub/common.env\n", "include: [../compose.yaml]\nservices:\n  web: {image: '${A}', build: ., env_file: [common.env]}\n"},
+		{"include: [{path: common.yaml}]\nservices:\n  base: {image: y}\nnetworks: {n: {}}\n", "services:\n  base: {image: x, networks: [n]}\nnetworks: {n: {internal: true}}\n"},
 	} {
 		f.Add([]byte(seed[0]), []byte(seed[1]))
 	}

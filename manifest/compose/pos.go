@@ -33,6 +33,25 @@ type composeIndex struct {
 	fileExtends bool
 	// bases maps a service's mapping to the service it extends.
 	bases map[*yaml.Node]extendsTarget
+	// included are the files include names (recursively), in the order
+	// they are read; includeSeen those whose includes were followed;
+	// stagedExtra the other files compose-go reads for them (env files),
+	// by path in the fs.FS, and (nil) the directories it must find.
+	included    []*composeFile
+	includeSeen map[string]bool
+	stagedExtra map[string][]byte
+	// interp interpolates an included file with its include's env files.
+	interp map[*composeFile]*interpolator
+}
+
+// layerFiles are the files that can declare a field: the included files
+// (what the including file declares too is merged over theirs), then the
+// compose files.
+func (ix *composeIndex) layerFiles() []*composeFile {
+	if len(ix.included) == 0 {
+		return ix.files
+	}
+	return append(append([]*composeFile(nil), ix.included...), ix.files...)
 }
 
 // roots are where the fields of path can be written, from the lowest
@@ -44,7 +63,7 @@ func (ix *composeIndex) roots(parts []pathPart) ([]fileNode, []pathPart) {
 		return ix.serviceLayers(parts[1].key), parts[2:]
 	}
 	var out []fileNode
-	for _, f := range ix.files {
+	for _, f := range ix.layerFiles() {
 		for _, d := range f.docs {
 			if d != nil {
 				out = append(out, fileNode{f, d})
@@ -60,7 +79,7 @@ func (ix *composeIndex) roots(parts []pathPart) ([]fileNode, []pathPart) {
 // declaration itself.
 func (ix *composeIndex) serviceLayers(name string) []fileNode {
 	var out []fileNode
-	for _, f := range ix.files {
+	for _, f := range ix.layerFiles() {
 		for _, d := range f.docs {
 			if d == nil {
 				continue
@@ -295,7 +314,7 @@ func (ix *composeIndex) keyAt(path string) manifest.Position {
 // service is declared.
 func (ix *composeIndex) firstKeyAt(path string) manifest.Position {
 	parts := splitPath(path)
-	for _, f := range ix.files {
+	for _, f := range ix.layerFiles() {
 		for _, d := range f.docs {
 			if d == nil {
 				continue
