@@ -105,6 +105,30 @@ func (sm *serviceMap) mapBuild() {
 	sm.spec.Build = &manifest.Build{Context: ctx, Dockerfile: df, Args: args, Target: b.Target, Image: sm.s.Image}
 }
 
+// remoteBuildContext tells whether a build context is a Git or HTTP URL,
+// as Docker recognises one, rather than a directory.
+func remoteBuildContext(ctx string) bool {
+	for _, prefix := range []string{"http://", "https://", "git://", "git@", "ssh://", "github.com/"} {
+		if strings.HasPrefix(ctx, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteBuild handles a build from a Git or HTTP URL. driftless builds
+// from the revision only. With image: as well, the image is run as it is,
+// pulled when the engine lacks it, as docker compose up pulls an image it
+// can pull before it builds any; without image: there is nothing to run.
+func (sm *serviceMap) remoteBuild() {
+	ctx := sm.s.Build.Context
+	if sm.s.Image == "" {
+		sm.refuse("build.context", "%q is a remote context (a Git or HTTP URL), which driftless does not build: it builds from the revision only; commit the context to the repository, or name the published image with image:", ctx)
+		return
+	}
+	sm.warn("build.context", "%q is a remote context, which driftless does not build: it runs image %q, pulled when the engine lacks it (as docker compose pulls an image it can before building)", ctx, sm.s.Image)
+}
+
 // composeBuildFields lists the build attributes compose-go knows, for the
 // test that keeps composeBuildRules complete.
 func composeBuildFields() []string {

@@ -285,3 +285,19 @@ func TestComposeContainerNameWithNetworkMode(t *testing.T) {
 		t.Errorf("warnings %q, want one about container_name", got)
 	}
 }
+
+// A build from a Git or HTTP URL is not built: beside image: the image is
+// run (with a warning), alone it is refused.
+func TestComposeRemoteBuildContext(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web("build: {context: 'https://github.com/shop/web.git#main', dockerfile: Docker/Dockerfile}"), load.Options{})
+	if s := a.Services[0].Spec; s.Build != nil || s.Image != "shop/web:1" {
+		t.Errorf("build %+v image %q, want no build and image shop/web:1", s.Build, s.Image)
+	}
+	if got := a.Warnings.Error(); !strings.Contains(got, `services.web.build.context: "https://github.com/shop/web.git#main" is a remote context, which driftless does not build: it runs image "shop/web:1"`) {
+		t.Errorf("warnings %q", got)
+	}
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "services:\n  web:\n    build: git@github.com:shop/web.git\n"}, load.Options{})
+	if len(got) != 1 || !strings.Contains(got[0], `compose.yaml:3:12: services.web.build.context: "git@github.com:shop/web.git" is a remote context (a Git or HTTP URL), which driftless does not build`) {
+		t.Errorf("errors %q, want one refusal of the remote context", got)
+	}
+}

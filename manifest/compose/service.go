@@ -164,13 +164,17 @@ func (sm *serviceMap) service() manifest.Service {
 
 func (sm *serviceMap) mapImage() {
 	s := sm.s
-	if s.Build != nil {
+	local := s.Build != nil && !remoteBuildContext(s.Build.Context)
+	switch {
+	case local:
 		sm.mapBuild()
+	case s.Build != nil:
+		sm.remoteBuild()
 	}
 	switch {
 	case s.Image == "" && s.Build == nil:
 		sm.m.errs.Add(sm.m.ix.keyAt(sm.base), sm.base, "needs image: or build:")
-	case s.Build != nil:
+	case local:
 	case s.Image != "":
 		if _, err := reference.ParseNormalizedNamed(s.Image); err != nil {
 			sm.refuse("image", "invalid image reference %q: %v", s.Image, err)
