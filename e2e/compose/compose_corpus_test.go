@@ -77,7 +77,12 @@ func TestComposeCorpus(t *testing.T) {
 		configs = append(configs, cfg)
 		runs[s.dir] = r
 	}
-	agent := testenv.StartConfigAgent(t, configs, "--workers", strconv.Itoa(len(configs)))
+	// Eight apps reconciled at once, not all of them: a pass that rolls a
+	// stack waits mostly for the engine, but thirty-odd at once were a
+	// storm of creates that slowed every other package's tests running
+	// beside this one on a two-core CI machine (a 40-replica scale-up
+	// there took over 3 minutes instead of 10 s).
+	agent := testenv.StartConfigAgent(t, configs, "--workers", strconv.Itoa(min(len(configs), corpusWorkers)))
 
 	// The stacks run at once, each as a subtest. Not with t.Parallel: that
 	// would run only -parallel (GOMAXPROCS) of them at a time, and they
@@ -103,6 +108,9 @@ func TestComposeCorpus(t *testing.T) {
 // two-core CI machine, so the bound is generous: it only decides how long
 // a real failure takes to report, with the last status in the message.
 const corpusWait = 5 * time.Minute
+
+// corpusWorkers is the agent's --workers for the corpus.
+const corpusWorkers = 8
 
 // corpusStack is one app of the corpus and what to check about it.
 type corpusStack struct {

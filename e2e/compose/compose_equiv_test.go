@@ -166,7 +166,9 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	start := time.Now()
 	compose("--compatibility", "up", "--detach")
 	if c.healthy != "" {
-		testenv.WaitInspect(t, project+"_"+c.healthy+"_1", "{{.State.Health.Status}}", "healthy", 30*time.Second)
+		// Seconds on a quiet machine; the bound is for a loaded CI
+		// machine, where exec healthchecks queue behind everything else.
+		testenv.WaitInspect(t, project+"_"+c.healthy+"_1", "{{.State.Health.Status}}", "healthy", 3*time.Minute)
 	}
 	composeSide := observeSide(t, "compose", project+"_", "_1", c)
 	compose("down", "--volumes")
@@ -176,7 +178,9 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 
 	// Then driftless, on the same file.
 	start = time.Now()
-	args := []string{"apply", app}
+	// --ready-timeout: the default minute is for a user's machine; a
+	// loaded CI machine queues the probes.
+	args := []string{"apply", app, "--ready-timeout", "3m"}
 	if c.allow != "" {
 		args = append(args, "--allow", c.allow)
 	}

@@ -3,14 +3,18 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -130,6 +134,40 @@ func WaitApp[T any](t testing.TB, a *Agent, timeout time.Duration, what string, 
 		lastErr = err
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("timed out after %s waiting for %s; last: %+v (err %v)", timeout, what, last, lastErr)
+	// The first line is what a truncated CI log keeps: the verdict in
+	// brief, and what the engine holds of the app right now (slow
+	// progress and none at all look the same in the status alone).
+	t.Fatalf("timed out after %s waiting for %s; last: %s (err %v)\nlast in full: %+v", timeout, what, briefStatus(last), lastErr, last)
 	return last
+}
+
+// briefStatus sums up an app's status in one line; any other value is
+// printed whole.
+func briefStatus(v any) string {
+	st, ok := v.(status.AppStatus)
+	if !ok {
+		return fmt.Sprintf("%+v", v)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "applied %s, %s/%s, %q", RevShort(st.Applied), st.Sync, st.Health, st.Message)
+	for _, s := range st.Services {
+		fmt.Fprintf(&b, "; %s %d/%d ready", s.Name, s.Ready, s.Desired)
+	}
+	if len(st.Errors) > 0 || st.Refused != nil {
+		fmt.Fprintf(&b, "; errors %+v, refused %+v", st.Errors, st.Refused)
+	}
+	if st.Name != "" {
+		running, all := 0, 0
+		out, err := exec.Command("docker", "ps", "-a", "--filter", "label="+drift.LabelApp+"="+st.Name, "--format", "{{.State}}").Output()
+		for line := range strings.Lines(string(out)) {
+			all++
+			if strings.TrimSpace(line) == "running" {
+				running++
+			}
+		}
+		if err == nil {
+			fmt.Fprintf(&b, "; the engine has %d of its containers, %d running", all, running)
+		}
+	}
+	return b.String()
 }
