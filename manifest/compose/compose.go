@@ -333,8 +333,8 @@ func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string,
 // compose-go will, so a malformed entry is reported at its position (and
 // with the others) rather than as compose-go's first error.
 func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interpolator) {
-	_, services := child(doc, "services")
-	services = deref(services)
+	_, services := yamlpos.Child(doc, "services")
+	services = yamlpos.Deref(services)
 	if services == nil || services.Kind != yaml.MappingNode {
 		return
 	}
@@ -342,13 +342,13 @@ func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *
 		base := yamlpos.ChildPath("services", services.Content[i].Value)
 		svc := services.Content[i+1]
 		check := func(attr string, parse func(string) error) {
-			_, list := child(svc, attr)
-			list = deref(list)
+			_, list := yamlpos.Child(svc, attr)
+			list = yamlpos.Deref(list)
 			if list == nil || list.Kind != yaml.SequenceNode {
 				return
 			}
 			for j, e := range list.Content {
-				e = deref(e)
+				e = yamlpos.Deref(e)
 				if e.Kind != yaml.ScalarNode {
 					continue
 				}
@@ -410,7 +410,7 @@ func nativeDocuments(file string, data []byte) []manifest.Position {
 		if len(n.Content) == 0 {
 			continue
 		}
-		_, v := child(n.Content[0], "apiVersion")
+		_, v := yamlpos.Child(n.Content[0], "apiVersion")
 		if v != nil && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, "driftless.dev/") {
 			out = append(out, manifest.Position{File: file, Line: v.Line, Column: v.Column})
 		}
@@ -599,8 +599,8 @@ func checkComposeCounts(c *yamlpos.Collector, ix *composeIndex, lim policy.Limit
 		for _, f := range ix.files {
 			for _, d := range f.docs {
 				for _, sec := range sections {
-					_, m := child(d, sec)
-					if m = deref(m); m == nil || m.Kind != yaml.MappingNode {
+					_, m := yamlpos.Child(d, sec)
+					if m = yamlpos.Deref(m); m == nil || m.Kind != yaml.MappingNode {
 						continue
 					}
 					for i := 0; i+1 < len(m.Content); i += 2 {

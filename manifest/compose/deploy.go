@@ -465,7 +465,7 @@ func (sm *serviceMap) mapExtension() {
 // walkExtension checks one file's x-driftless against rawXDriftless, with
 // positions; fields are reported as services.NAME.x-driftless.FIELD.
 func (sm *serviceMap) walkExtension(f *composeFile, n *yaml.Node) (map[string]any, bool, bool) {
-	yn := resolved(n, 0)
+	yn := yamlpos.Resolved(n, 0)
 	doc := &yamlpos.DocCtx{File: f.display, Start: manifest.Position{File: f.display, Line: yn.Line, Column: yn.Column}, Pos: map[string]manifest.Position{}, Failed: map[string]bool{}}
 	tmp := &yamlpos.Collector{}
 	w := &yamlpos.Walker{Doc: doc, Errs: tmp}

@@ -68,17 +68,17 @@ func (l *composeLoad) inFor(f *composeFile) *interpolator {
 // chain is the include chain down to f, by path, for cycles.
 func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string, in *interpolator) {
 	for _, d := range f.nonEmptyDocs() {
-		k, v := child(d, "include")
-		if k == nil || yamlpos.IsNull(deref(v)) {
+		k, v := yamlpos.Child(d, "include")
+		if k == nil || yamlpos.IsNull(yamlpos.Deref(v)) {
 			continue
 		}
-		v = deref(v)
+		v = yamlpos.Deref(v)
 		if v.Kind != yaml.SequenceNode {
 			l.errs.Add(nodePos(f, k, v), "include", "must be a list of files (or of mappings with path:)")
 			continue
 		}
 		for i, e := range v.Content {
-			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), deref(e), in)
+			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), yamlpos.Deref(e), in)
 			if ok {
 				l.include(f, dir, entry, chain, in)
 			}
@@ -98,7 +98,7 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, i
 		entry.paths, ok = l.includeValues(f, field, e, in)
 	case e.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(e.Content); i += 2 {
-			key, val := e.Content[i].Value, deref(e.Content[i+1])
+			key, val := e.Content[i].Value, yamlpos.Deref(e.Content[i+1])
 			sub := yamlpos.ChildPath(field, key)
 			var good bool
 			switch key {
@@ -146,7 +146,7 @@ func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node, 
 		nodes, fields = []*yaml.Node{n}, []string{field}
 	case n.Kind == yaml.SequenceNode:
 		for i, e := range n.Content {
-			nodes, fields = append(nodes, deref(e)), append(fields, yamlpos.IndexPath(field, i))
+			nodes, fields = append(nodes, yamlpos.Deref(e)), append(fields, yamlpos.IndexPath(field, i))
 		}
 	default:
 		l.errs.Add(nodePos(f, nil, n), field, "must be a path or a list of paths")

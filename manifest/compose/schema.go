@@ -351,7 +351,7 @@ func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.
 	n := doc
 	at := manifest.Position{File: f.display, Line: doc.Line, Column: doc.Column}
 	for _, p := range parts {
-		n = deref(n)
+		n = yamlpos.Deref(n)
 		switch {
 		case n != nil && n.Kind == yaml.SequenceNode:
 			i := -1
@@ -365,7 +365,7 @@ func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.
 			}
 		default:
 			field = yamlpos.ChildPath(field, p)
-			k, v := child(n, p)
+			k, v := yamlpos.Child(n, p)
 			if k == nil {
 				n = nil
 				continue
@@ -385,7 +385,7 @@ func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
 			pos := at
-			if kn, _ := child(n, p); kn != nil {
+			if kn, _ := yamlpos.Child(n, p); kn != nil {
 				pos = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 			}
 			c.Add(pos, yamlpos.ChildPath(field, p), "%s", unknownComposeField(e.InstanceLocation, p))
@@ -398,7 +398,7 @@ func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *
 			return
 		}
 		_, _, parent := nodePath(f, doc, loc[:len(loc)-1])
-		if kn, _ := child(parent, loc[len(loc)-1]); kn != nil {
+		if kn, _ := yamlpos.Child(parent, loc[len(loc)-1]); kn != nil {
 			at = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 		}
 		c.Add(at, field, "%s", unknownComposeField(loc[:len(loc)-1], loc[len(loc)-1]))
