@@ -18,11 +18,10 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/schemaerr"
 	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
@@ -170,20 +169,7 @@ func validateComposeDoc(c *yamlpos.Collector, ix *composeIndex, f *composeFile, 
 	if !errors.As(err, &verr) {
 		return
 	}
-	var leaves []*jsonschema.ValidationError
-	schemaLeaves(verr, &leaves)
-	failed := map[string]bool{}
-	for _, e := range leaves {
-		if _, ok := e.ErrorKind.(*kind.FalseSchema); !ok {
-			failed[strings.Join(e.InstanceLocation, "\x00")] = true
-		}
-	}
-	for _, e := range leaves {
-		// A known attribute with a bad value also fails "no other
-		// attributes": the type error says enough.
-		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok && failed[strings.Join(e.InstanceLocation, "\x00")] {
-			continue
-		}
+	for _, e := range schemaerr.Leaves(verr) {
 		reportSchemaError(c, f, doc, e)
 	}
 }
@@ -300,50 +286,6 @@ func (in *interpolator) interpolateDoc(m map[string]any) []castError {
 	return errs
 }
 
-// schemaLeaves collects one error per failing place: every leaf, except
-// that of the alternatives of a oneOf/anyOf only the most specific counts
-// (as compose-go reports it).
-func schemaLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {
-	switch e.ErrorKind.(type) {
-	case *kind.OneOf, *kind.AnyOf:
-		if len(e.Causes) > 0 {
-			*out = append(*out, mostSpecific(e))
-			return
-		}
-	}
-	if len(e.Causes) == 0 {
-		*out = append(*out, e)
-		return
-	}
-	for _, cause := range e.Causes {
-		schemaLeaves(cause, out)
-	}
-}
-
-func mostSpecific(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	if len(e.Causes) == 0 {
-		return e
-	}
-	var best *jsonschema.ValidationError
-	for _, cause := range e.Causes {
-		cause = mostSpecific(cause)
-		if specificity(cause) > specificity(best) {
-			best = cause
-		}
-	}
-	return best
-}
-
-func specificity(e *jsonschema.ValidationError) int {
-	if e == nil {
-		return -1
-	}
-	if _, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
-		return len(e.InstanceLocation) + 1
-	}
-	return len(e.InstanceLocation)
-}
-
 // nodePath turns instance location parts into a field path as driftless
 // writes it, and the position of the deepest node that exists.
 func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.Position, *yaml.Node) {
@@ -377,8 +319,6 @@ func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.
 	return field, at, n
 }
 
-var schemaPrinter = message.NewPrinter(language.English)
-
 func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *jsonschema.ValidationError) {
 	field, at, n := nodePath(f, doc, e.InstanceLocation)
 	switch k := e.ErrorKind.(type) {
@@ -402,14 +342,8 @@ func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *
 			at = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 		}
 		c.Add(at, field, "%s", unknownComposeField(loc[:len(loc)-1], loc[len(loc)-1]))
-	case *kind.Type:
-		c.Add(at, field, "must be %s, got %s", humanTypes(k.Want), humanType(k.Got))
-	case *kind.Minimum:
-		c.Add(at, field, "must be greater than or equal to %s", k.Want.Num())
-	case *kind.Maximum:
-		c.Add(at, field, "must be less than or equal to %s", k.Want.Num())
 	default:
-		c.Add(at, field, "%s", e.ErrorKind.LocalizedString(schemaPrinter))
+		c.Add(at, field, "%s", schemaerr.Message(e.ErrorKind))
 	}
 }
 
@@ -436,38 +370,6 @@ func serviceFieldNames() []string {
 		names = append(names, f.name)
 	}
 	return names
-}
-
-func humanTypes(want []string) string {
-	h := make([]string, len(want))
-	for i, w := range want {
-		h[i] = humanType(w)
-	}
-	slices.Sort(h)
-	if len(h) == 1 {
-		return h[0]
-	}
-	return strings.Join(h[:len(h)-1], ", ") + " or " + h[len(h)-1]
-}
-
-func humanType(t string) string {
-	switch t {
-	case "object":
-		return "a mapping"
-	case "array":
-		return "a list"
-	case "string":
-		return "a string"
-	case "integer":
-		return "an integer"
-	case "number":
-		return "a number"
-	case "boolean":
-		return "a boolean"
-	case "null":
-		return "null"
-	}
-	return t
 }
 
 // composeServiceField is one attribute of types.ServiceConfig, with the Go
