@@ -76,7 +76,7 @@ func docValue(doc *yaml.Node) (v any, err error) {
 	restore := stripComposeTags(doc, 0)
 	defer restore()
 	err = doc.Decode(&v)
-	return stringKeys(v), err
+	return yamlpos.StringKeys(v), err
 }
 
 // stripComposeTags temporarily removes compose's custom tags, returning a
@@ -117,30 +117,6 @@ func stripComposeTags(n *yaml.Node, depth int) func() {
 			undo[i]()
 		}
 	}
-}
-
-// stringKeys turns any map[any]any yaml.v3 produced into map[string]any;
-// non-string keys were already reported.
-func stringKeys(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = stringKeys(e)
-		}
-		return t
-	case map[any]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return out
-	case []any:
-		for i, e := range t {
-			t[i] = stringKeys(e)
-		}
-		return t
-	}
-	return v
 }
 
 // validateComposeDoc checks one document against the compose schema and
