@@ -197,7 +197,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 // would, to find the casts compose-go needs.
 func (l *composeLoad) precheck(schema bool) {
 	l.eachDoc(func(f *composeFile, d *yaml.Node) {
-		checkKeys(l.errs, f, d, "", 0)
+		yamlpos.CheckKeys(l.errs, f.display, d, "", 0)
 		l.in.check(f, d, "", 0)
 	})
 	if len(l.errs.Errs) > 0 {
@@ -291,41 +291,6 @@ func parseComposeFile(c *yamlpos.Collector, p, display string, data []byte, b *p
 			continue
 		}
 		f.docs = append(f.docs, root)
-	}
-}
-
-// checkKeys reports mapping keys compose cannot take: non-strings and
-// duplicates.
-func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string, depth int) {
-	if n == nil || depth > 64 {
-		return
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		seen := map[string]*yaml.Node{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			pos := manifest.Position{File: f.display, Line: k.Line, Column: k.Column}
-			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-				checkKeys(c, f, v, field, depth+1)
-				continue
-			}
-			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				c.Add(pos, field, "keys must be strings, got %s: quote the key", yamlpos.Describe(k))
-				continue
-			}
-			cp := yamlpos.ChildPath(field, k.Value)
-			if first, dup := seen[k.Value]; dup {
-				c.Add(pos, cp, "duplicate key (first at line %d)", first.Line)
-				continue
-			}
-			seen[k.Value] = k
-			checkKeys(c, f, v, cp, depth+1)
-		}
-	case yaml.SequenceNode:
-		for i, e := range n.Content {
-			checkKeys(c, f, e, yamlpos.IndexPath(field, i), depth+1)
-		}
 	}
 }
 

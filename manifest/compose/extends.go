@@ -237,7 +237,7 @@ func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p
 		return nil, false
 	}
 	for _, d := range ef.nonEmptyDocs() {
-		checkKeys(l.errs, ef, d, "", 0)
+		yamlpos.CheckKeys(l.errs, ef.display, d, "", 0)
 		in.check(ef, d, "", 0)
 	}
 	return ef, len(l.errs.Errs) == n
