@@ -525,7 +525,7 @@ func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 		// A field the service inherits is where its base writes it.
 		layers := l.ix.serviceLayers(parts[1])
 		for i := len(layers) - 1; i >= 0; i-- {
-			if field, pos, n := nodePath(layers[i].file, layers[i].node, parts[2:]); n != nil {
+			if field, pos, n := yamlpos.NodePath(layers[i].file.display, layers[i].node, parts[2:]); n != nil {
 				return joinField(yamlpos.ChildPath("services", parts[1]), field), pos
 			}
 		}
@@ -539,7 +539,7 @@ func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 			if d == nil {
 				continue
 			}
-			field, pos, n := nodePath(f, d, parts)
+			field, pos, n := yamlpos.NodePath(f.display, d, parts)
 			depth := 0
 			if n != nil {
 				depth = len(parts)

@@ -156,7 +156,7 @@ func (ix *composeIndex) declared(path string) bool {
 func (ix *composeIndex) at(path string) manifest.Position {
 	for p := path; ; p = yamlpos.ParentPath(p) {
 		if f, k, v, ok := ix.find(p); ok {
-			return nodePos(f, k, v)
+			return yamlpos.NodePos(f.display, k, v)
 		}
 		if p == "" {
 			break
@@ -172,9 +172,9 @@ func (ix *composeIndex) at(path string) manifest.Position {
 // whole objects).
 func (ix *composeIndex) keyAt(path string) manifest.Position {
 	if f, k, v, ok := ix.find(path); ok && k != nil {
-		return nodePos(f, k, k)
+		return yamlpos.NodePos(f.display, k, k)
 	} else if ok {
-		return nodePos(f, nil, v)
+		return yamlpos.NodePos(f.display, nil, v)
 	}
 	return ix.at(path)
 }
@@ -248,15 +248,4 @@ type fileNode struct {
 
 func (fn fileNode) pos() manifest.Position {
 	return manifest.Position{File: fn.file.display, Line: fn.node.Line, Column: fn.node.Column}
-}
-
-func nodePos(f *composeFile, k, v *yaml.Node) manifest.Position {
-	at := v
-	if k != nil && v != nil && (yamlpos.IsNull(v) || v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) {
-		at = k
-	}
-	if at == nil {
-		at = k
-	}
-	return manifest.Position{File: f.display, Line: at.Line, Column: at.Column}
 }

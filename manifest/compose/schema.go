@@ -165,7 +165,7 @@ func interpolateComposeDoc(c *yamlpos.Collector, f *composeFile, doc *yaml.Node,
 	}
 	if errs := in.interpolateDoc(m); len(errs) > 0 {
 		for _, e := range errs {
-			field, at, _ := nodePath(f, doc, e.path)
+			field, at, _ := yamlpos.NodePath(f.display, doc, e.path)
 			c.Add(at, field, "%s", e.msg)
 		}
 		return nil, false
@@ -262,41 +262,8 @@ func (in *interpolator) interpolateDoc(m map[string]any) []castError {
 	return errs
 }
 
-// nodePath turns instance location parts into a field path as driftless
-// writes it, and the position of the deepest node that exists.
-func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.Position, *yaml.Node) {
-	field := ""
-	n := doc
-	at := manifest.Position{File: f.display, Line: doc.Line, Column: doc.Column}
-	for _, p := range parts {
-		n = yamlpos.Deref(n)
-		switch {
-		case n != nil && n.Kind == yaml.SequenceNode:
-			i := -1
-			fmt.Sscan(p, &i)
-			field = yamlpos.IndexPath(field, i)
-			if i >= 0 && i < len(n.Content) {
-				n = n.Content[i]
-				at = manifest.Position{File: f.display, Line: n.Line, Column: n.Column}
-			} else {
-				n = nil
-			}
-		default:
-			field = yamlpos.ChildPath(field, p)
-			k, v := yamlpos.Child(n, p)
-			if k == nil {
-				n = nil
-				continue
-			}
-			at = nodePos(f, k, v)
-			n = v
-		}
-	}
-	return field, at, n
-}
-
 func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *jsonschema.ValidationError) {
-	field, at, n := nodePath(f, doc, e.InstanceLocation)
+	field, at, n := yamlpos.NodePath(f.display, doc, e.InstanceLocation)
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
@@ -313,7 +280,7 @@ func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *
 			c.Add(at, field, "is not allowed")
 			return
 		}
-		_, _, parent := nodePath(f, doc, loc[:len(loc)-1])
+		_, _, parent := yamlpos.NodePath(f.display, doc, loc[:len(loc)-1])
 		if kn, _ := yamlpos.Child(parent, loc[len(loc)-1]); kn != nil {
 			at = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 		}

@@ -1,10 +1,13 @@
 package yamlpos
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // The helpers below find a field path in a yaml.v3 node tree as a YAML
@@ -191,4 +194,50 @@ func Resolved(n *yaml.Node, depth int) *yaml.Node {
 		out.Content = append(out.Content, merged...)
 	}
 	return &out
+}
+
+// NodePos is where a field whose key and value nodes are k and v is written:
+// a scalar at its value, a collection or a null at its key.
+func NodePos(file string, k, v *yaml.Node) manifest.Position {
+	at := v
+	if k != nil && v != nil && (IsNull(v) || v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) {
+		at = k
+	}
+	if at == nil {
+		at = k
+	}
+	return manifest.Position{File: file, Line: at.Line, Column: at.Column}
+}
+
+// NodePath turns instance location parts into a field path as driftless
+// writes it, and the position of the deepest node that exists.
+func NodePath(file string, doc *yaml.Node, parts []string) (string, manifest.Position, *yaml.Node) {
+	field := ""
+	n := doc
+	at := manifest.Position{File: file, Line: doc.Line, Column: doc.Column}
+	for _, p := range parts {
+		n = Deref(n)
+		switch {
+		case n != nil && n.Kind == yaml.SequenceNode:
+			i := -1
+			fmt.Sscan(p, &i)
+			field = IndexPath(field, i)
+			if i >= 0 && i < len(n.Content) {
+				n = n.Content[i]
+				at = manifest.Position{File: file, Line: n.Line, Column: n.Column}
+			} else {
+				n = nil
+			}
+		default:
+			field = ChildPath(field, p)
+			k, v := Child(n, p)
+			if k == nil {
+				n = nil
+				continue
+			}
+			at = NodePos(file, k, v)
+			n = v
+		}
+	}
+	return field, at, n
 }
