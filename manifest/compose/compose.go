@@ -197,7 +197,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 // would, to find the casts compose-go needs.
 func (l *composeLoad) precheck(schema bool) {
 	l.eachDoc(func(f *composeFile, d *yaml.Node) {
-		checkKeys(l.errs, f, d, "", 0)
+		yamlpos.CheckKeys(l.errs, f.display, d, "", 0)
 		l.in.check(f, d, "", 0)
 	})
 	if len(l.errs.Errs) > 0 {
@@ -294,47 +294,12 @@ func parseComposeFile(c *yamlpos.Collector, p, display string, data []byte, b *p
 	}
 }
 
-// checkKeys reports mapping keys compose cannot take: non-strings and
-// duplicates.
-func checkKeys(c *yamlpos.Collector, f *composeFile, n *yaml.Node, field string, depth int) {
-	if n == nil || depth > 64 {
-		return
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		seen := map[string]*yaml.Node{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			pos := manifest.Position{File: f.display, Line: k.Line, Column: k.Column}
-			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-				checkKeys(c, f, v, field, depth+1)
-				continue
-			}
-			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				c.Add(pos, field, "keys must be strings, got %s: quote the key", yamlpos.Describe(k))
-				continue
-			}
-			cp := yamlpos.ChildPath(field, k.Value)
-			if first, dup := seen[k.Value]; dup {
-				c.Add(pos, cp, "duplicate key (first at line %d)", first.Line)
-				continue
-			}
-			seen[k.Value] = k
-			checkKeys(c, f, v, cp, depth+1)
-		}
-	case yaml.SequenceNode:
-		for i, e := range n.Content {
-			checkKeys(c, f, e, yamlpos.IndexPath(field, i), depth+1)
-		}
-	}
-}
-
 // checkShortSyntax parses the short syntax of ports and volumes the way
 // compose-go will, so a malformed entry is reported at its position (and
 // with the others) rather than as compose-go's first error.
 func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interpolator) {
-	_, services := child(doc, "services")
-	services = deref(services)
+	_, services := yamlpos.Child(doc, "services")
+	services = yamlpos.Deref(services)
 	if services == nil || services.Kind != yaml.MappingNode {
 		return
 	}
@@ -342,13 +307,13 @@ func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *
 		base := yamlpos.ChildPath("services", services.Content[i].Value)
 		svc := services.Content[i+1]
 		check := func(attr string, parse func(string) error) {
-			_, list := child(svc, attr)
-			list = deref(list)
+			_, list := yamlpos.Child(svc, attr)
+			list = yamlpos.Deref(list)
 			if list == nil || list.Kind != yaml.SequenceNode {
 				return
 			}
 			for j, e := range list.Content {
-				e = deref(e)
+				e = yamlpos.Deref(e)
 				if e.Kind != yaml.ScalarNode {
 					continue
 				}
@@ -410,7 +375,7 @@ func nativeDocuments(file string, data []byte) []manifest.Position {
 		if len(n.Content) == 0 {
 			continue
 		}
-		_, v := child(n.Content[0], "apiVersion")
+		_, v := yamlpos.Child(n.Content[0], "apiVersion")
 		if v != nil && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, "driftless.dev/") {
 			out = append(out, manifest.Position{File: file, Line: v.Line, Column: v.Column})
 		}
@@ -560,7 +525,7 @@ func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 		// A field the service inherits is where its base writes it.
 		layers := l.ix.serviceLayers(parts[1])
 		for i := len(layers) - 1; i >= 0; i-- {
-			if field, pos, n := nodePath(layers[i].file, layers[i].node, parts[2:]); n != nil {
+			if field, pos, n := yamlpos.NodePath(layers[i].file.display, layers[i].node, parts[2:]); n != nil {
 				return joinField(yamlpos.ChildPath("services", parts[1]), field), pos
 			}
 		}
@@ -574,7 +539,7 @@ func (l *composeLoad) locateDotted(dotted string) (string, manifest.Position) {
 			if d == nil {
 				continue
 			}
-			field, pos, n := nodePath(f, d, parts)
+			field, pos, n := yamlpos.NodePath(f.display, d, parts)
 			depth := 0
 			if n != nil {
 				depth = len(parts)
@@ -599,8 +564,8 @@ func checkComposeCounts(c *yamlpos.Collector, ix *composeIndex, lim policy.Limit
 		for _, f := range ix.files {
 			for _, d := range f.docs {
 				for _, sec := range sections {
-					_, m := child(d, sec)
-					if m = deref(m); m == nil || m.Kind != yaml.MappingNode {
+					_, m := yamlpos.Child(d, sec)
+					if m = yamlpos.Deref(m); m == nil || m.Kind != yaml.MappingNode {
 						continue
 					}
 					for i := 0; i+1 < len(m.Content); i += 2 {

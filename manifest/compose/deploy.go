@@ -2,7 +2,6 @@ package compose
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"path"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"gopkg.in/yaml.v3"
-	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
@@ -448,14 +446,14 @@ func (sm *serviceMap) mapExtension() {
 		val, ok, failed := sm.walkExtension(src.file, src.node)
 		bad = bad || failed
 		if ok {
-			deepMerge(merged, val)
+			yamlpos.DeepMerge(merged, val)
 		}
 	}
 	if bad || len(merged) == 0 {
 		return
 	}
 	x := &rawXDriftless{}
-	if err := decodeStrict(sm.m.in.interpolateValues(merged), x); err != nil {
+	if err := yamlpos.DecodeStrict(sm.m.in.interpolateValues(merged), x); err != nil {
 		sm.refuse("x-driftless", "%v", err)
 		return
 	}
@@ -465,7 +463,7 @@ func (sm *serviceMap) mapExtension() {
 // walkExtension checks one file's x-driftless against rawXDriftless, with
 // positions; fields are reported as services.NAME.x-driftless.FIELD.
 func (sm *serviceMap) walkExtension(f *composeFile, n *yaml.Node) (map[string]any, bool, bool) {
-	yn := resolved(n, 0)
+	yn := yamlpos.Resolved(n, 0)
 	doc := &yamlpos.DocCtx{File: f.display, Start: manifest.Position{File: f.display, Line: yn.Line, Column: yn.Column}, Pos: map[string]manifest.Position{}, Failed: map[string]bool{}}
 	tmp := &yamlpos.Collector{}
 	w := &yamlpos.Walker{Doc: doc, Errs: tmp}
@@ -552,20 +550,6 @@ func (sm *serviceMap) applyImageUpdate(u *native.RawImageUpdate) {
 	}
 }
 
-// deepMerge merges src into dst: mappings key by key, anything else
-// replaced.
-func deepMerge(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				deepMerge(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
-}
-
 // interpolateValues interpolates the strings of an extension value.
 func (in *interpolator) interpolateValues(v any) any {
 	switch t := v.(type) {
@@ -589,16 +573,6 @@ func (in *interpolator) interpolateValues(v any) any {
 		return s
 	}
 	return v
-}
-
-// decodeStrict decodes a checked value into a raw type, as the native
-// parser does after its walker.
-func decodeStrict(v any, target any) error {
-	js, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return k8syaml.UnmarshalStrict(js, target)
 }
 
 // SwarmFailureActions are Swarm's update/rollback failure actions.

@@ -56,13 +56,13 @@ func (l *composeLoad) resolveExtends() {
 
 func (r *extendsResolver) services(f *composeFile, docs []*yaml.Node) {
 	for _, d := range docs {
-		_, services := child(d, "services")
-		services = deref(services)
+		_, services := yamlpos.Child(d, "services")
+		services = yamlpos.Deref(services)
 		if services == nil || services.Kind != yaml.MappingNode {
 			continue
 		}
 		for i := 0; i+1 < len(services.Content); i += 2 {
-			r.visit(f, docs, services.Content[i].Value, deref(services.Content[i+1]))
+			r.visit(f, docs, services.Content[i].Value, yamlpos.Deref(services.Content[i+1]))
 		}
 	}
 }
@@ -115,8 +115,8 @@ type extendsRef struct {
 // reference reads the extends of svc; false when it has none or it is
 // malformed (which the schema check reports).
 func (r *extendsResolver) reference(f *composeFile, name string, svc *yaml.Node) (extendsRef, bool) {
-	_, ext := child(svc, "extends")
-	ext = deref(ext)
+	_, ext := yamlpos.Child(svc, "extends")
+	ext = yamlpos.Deref(ext)
 	ref := extendsRef{field: yamlpos.ChildPath("services", name) + ".extends"}
 	var serviceNode *yaml.Node
 	switch {
@@ -125,12 +125,12 @@ func (r *extendsResolver) reference(f *composeFile, name string, svc *yaml.Node)
 	case ext.Kind == yaml.ScalarNode:
 		serviceNode = ext
 	case ext.Kind == yaml.MappingNode:
-		_, serviceNode = child(ext, "service")
-		_, ref.fileNode = child(ext, "file")
+		_, serviceNode = yamlpos.Child(ext, "service")
+		_, ref.fileNode = yamlpos.Child(ext, "file")
 	default:
 		return ref, false
 	}
-	serviceNode = deref(serviceNode)
+	serviceNode = yamlpos.Deref(serviceNode)
 	if serviceNode == nil || serviceNode.Kind != yaml.ScalarNode {
 		return ref, false
 	}
@@ -140,7 +140,7 @@ func (r *extendsResolver) reference(f *composeFile, name string, svc *yaml.Node)
 		return ref, false
 	}
 	ref.servicePos = manifest.Position{File: f.display, Line: serviceNode.Line, Column: serviceNode.Column}
-	if fn := deref(ref.fileNode); fn != nil && fn.Kind == yaml.ScalarNode && !yamlpos.IsNull(fn) {
+	if fn := yamlpos.Deref(ref.fileNode); fn != nil && fn.Kind == yaml.ScalarNode && !yamlpos.IsNull(fn) {
 		ref.fileNode = fn
 		if ref.file, _, err = r.l.in.substitute(fn.Value); err != nil {
 			return ref, false
@@ -161,8 +161,8 @@ func (r *extendsResolver) target(f *composeFile, docs []*yaml.Node, name string,
 	}
 	var nodes []*yaml.Node
 	for _, d := range tdocs {
-		if _, v, ok := walkPath(d, []pathPart{{key: "services", index: -1}, {key: ref.service, index: -1}}); ok {
-			nodes = append(nodes, deref(v))
+		if _, v, ok := yamlpos.WalkPath(d, []yamlpos.PathPart{{Key: "services", Index: -1}, {Key: ref.service, Index: -1}}); ok {
+			nodes = append(nodes, yamlpos.Deref(v))
 		}
 	}
 	if len(nodes) == 0 {
@@ -237,7 +237,7 @@ func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p
 		return nil, false
 	}
 	for _, d := range ef.nonEmptyDocs() {
-		checkKeys(l.errs, ef, d, "", 0)
+		yamlpos.CheckKeys(l.errs, ef.display, d, "", 0)
 		in.check(ef, d, "", 0)
 	}
 	return ef, len(l.errs.Errs) == n

@@ -68,17 +68,17 @@ func (l *composeLoad) inFor(f *composeFile) *interpolator {
 // chain is the include chain down to f, by path, for cycles.
 func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string, in *interpolator) {
 	for _, d := range f.nonEmptyDocs() {
-		k, v := child(d, "include")
-		if k == nil || yamlpos.IsNull(deref(v)) {
+		k, v := yamlpos.Child(d, "include")
+		if k == nil || yamlpos.IsNull(yamlpos.Deref(v)) {
 			continue
 		}
-		v = deref(v)
+		v = yamlpos.Deref(v)
 		if v.Kind != yaml.SequenceNode {
-			l.errs.Add(nodePos(f, k, v), "include", "must be a list of files (or of mappings with path:)")
+			l.errs.Add(yamlpos.NodePos(f.display, k, v), "include", "must be a list of files (or of mappings with path:)")
 			continue
 		}
 		for i, e := range v.Content {
-			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), deref(e), in)
+			entry, ok := l.includeEntry(f, yamlpos.IndexPath("include", i), yamlpos.Deref(e), in)
 			if ok {
 				l.include(f, dir, entry, chain, in)
 			}
@@ -98,7 +98,7 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, i
 		entry.paths, ok = l.includeValues(f, field, e, in)
 	case e.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(e.Content); i += 2 {
-			key, val := e.Content[i].Value, deref(e.Content[i+1])
+			key, val := e.Content[i].Value, yamlpos.Deref(e.Content[i+1])
 			sub := yamlpos.ChildPath(field, key)
 			var good bool
 			switch key {
@@ -111,25 +111,25 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, i
 				if vals, good = l.includeValues(f, sub, val, in); good && len(vals) == 1 && val.Kind == yaml.ScalarNode {
 					entry.projectDir = &vals[0]
 				} else if good && len(vals) > 0 {
-					l.errs.Add(nodePos(f, nil, val), sub, "must be a directory (a string)")
+					l.errs.Add(yamlpos.NodePos(f.display, nil, val), sub, "must be a directory (a string)")
 					good = false
 				}
 			default:
 				// compose ignores them (include: is gone when it checks
 				// the schema); a typo would go unnoticed.
 				if !strings.HasPrefix(key, "x-") {
-					l.warnings.Add(nodePos(f, e.Content[i], e.Content[i]), sub, "unknown field, ignored as docker compose ignores it: an include takes path, project_directory and env_file")
+					l.warnings.Add(yamlpos.NodePos(f.display, e.Content[i], e.Content[i]), sub, "unknown field, ignored as docker compose ignores it: an include takes path, project_directory and env_file")
 				}
 				good = true
 			}
 			ok = ok && good
 		}
 		if ok && len(entry.paths) == 0 {
-			l.errs.Add(nodePos(f, nil, e), field, "names no file: write path: with a compose file of the app")
+			l.errs.Add(yamlpos.NodePos(f.display, nil, e), field, "names no file: write path: with a compose file of the app")
 			return entry, false
 		}
 	default:
-		l.errs.Add(nodePos(f, nil, e), field, "must be a file (a string) or a mapping with path:")
+		l.errs.Add(yamlpos.NodePos(f.display, nil, e), field, "must be a file (a string) or a mapping with path:")
 		return entry, false
 	}
 	return entry, ok
@@ -146,16 +146,16 @@ func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node, 
 		nodes, fields = []*yaml.Node{n}, []string{field}
 	case n.Kind == yaml.SequenceNode:
 		for i, e := range n.Content {
-			nodes, fields = append(nodes, deref(e)), append(fields, yamlpos.IndexPath(field, i))
+			nodes, fields = append(nodes, yamlpos.Deref(e)), append(fields, yamlpos.IndexPath(field, i))
 		}
 	default:
-		l.errs.Add(nodePos(f, nil, n), field, "must be a path or a list of paths")
+		l.errs.Add(yamlpos.NodePos(f.display, nil, n), field, "must be a path or a list of paths")
 		return nil, false
 	}
 	var out []includeValue
 	for i, e := range nodes {
 		if e == nil || e.Kind != yaml.ScalarNode {
-			l.errs.Add(nodePos(f, nil, n), fields[i], "must be a path (a string)")
+			l.errs.Add(yamlpos.NodePos(f.display, nil, n), fields[i], "must be a path (a string)")
 			return nil, false
 		}
 		s, _, err := in.substitute(e.Value)

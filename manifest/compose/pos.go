@@ -1,9 +1,6 @@
 package compose
 
 import (
-	"strconv"
-	"strings"
-
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
@@ -58,9 +55,9 @@ func (ix *composeIndex) layerFiles() []*composeFile {
 // precedence to the highest, with the rest of the path to walk from each.
 // A field of a service is looked up in the service's layers (see
 // serviceLayers); anything else in each document of each file.
-func (ix *composeIndex) roots(parts []pathPart) ([]fileNode, []pathPart) {
-	if len(ix.bases) > 0 && len(parts) > 2 && parts[0].index < 0 && parts[0].key == "services" && parts[1].index < 0 {
-		return ix.serviceLayers(parts[1].key), parts[2:]
+func (ix *composeIndex) roots(parts []yamlpos.PathPart) ([]fileNode, []yamlpos.PathPart) {
+	if len(ix.bases) > 0 && len(parts) > 2 && parts[0].Index < 0 && parts[0].Key == "services" && parts[1].Index < 0 {
+		return ix.serviceLayers(parts[1].Key), parts[2:]
 	}
 	var out []fileNode
 	for _, f := range ix.layerFiles() {
@@ -84,8 +81,8 @@ func (ix *composeIndex) serviceLayers(name string) []fileNode {
 			if d == nil {
 				continue
 			}
-			if _, v, ok := walkPath(d, []pathPart{{key: "services", index: -1}, {key: name, index: -1}}); ok {
-				out = ix.appendLayers(out, fileNode{f, deref(v)}, 0)
+			if _, v, ok := yamlpos.WalkPath(d, []yamlpos.PathPart{{Key: "services", Index: -1}, {Key: name, Index: -1}}); ok {
+				out = ix.appendLayers(out, fileNode{f, yamlpos.Deref(v)}, 0)
 			}
 		}
 	}
@@ -102,151 +99,23 @@ func (ix *composeIndex) appendLayers(out []fileNode, fn fileNode, depth int) []f
 	return append(out, fn)
 }
 
-// pathPart is one step of a field path: a mapping key or a list index.
-type pathPart struct {
-	key   string
-	index int // -1 for a key
-}
-
-// splitPath parses a field path as childPath and indexPath write it:
-// `a.b[2]["odd.key"].c`.
-func splitPath(p string) []pathPart {
-	var parts []pathPart
-	for p != "" {
-		switch {
-		case strings.HasPrefix(p, `["`):
-			end := strings.Index(p, `"]`)
-			for end >= 0 && !validQuoted(p[1:end+1]) {
-				next := strings.Index(p[end+2:], `"]`)
-				if next < 0 {
-					end = -1
-					break
-				}
-				end += 2 + next
-			}
-			if end < 0 {
-				return append(parts, pathPart{key: p, index: -1})
-			}
-			k, _ := strconv.Unquote(p[1 : end+1])
-			parts = append(parts, pathPart{key: k, index: -1})
-			p = p[end+2:]
-		case strings.HasPrefix(p, "["):
-			end := strings.IndexByte(p, ']')
-			i, err := strconv.Atoi(p[1:max(end, 1)])
-			if end < 0 || err != nil {
-				return append(parts, pathPart{key: p, index: -1})
-			}
-			parts = append(parts, pathPart{index: i})
-			p = p[end+1:]
-		case strings.HasPrefix(p, "."):
-			p = p[1:]
-		default:
-			end := strings.IndexAny(p, ".[")
-			if end < 0 {
-				end = len(p)
-			}
-			parts = append(parts, pathPart{key: p[:end], index: -1})
-			p = p[end:]
-		}
-	}
-	return parts
-}
-
-func validQuoted(s string) bool {
-	_, err := strconv.Unquote(s)
-	return err == nil
-}
-
-// deref follows YAML aliases.
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-// child returns the key and value nodes of key in mapping n, looking through
-// merge keys (<<) as YAML does.
-func child(n *yaml.Node, key string) (k, v *yaml.Node) {
-	return childDepth(n, key, 0)
-}
-
-func childDepth(n *yaml.Node, key string, depth int) (k, v *yaml.Node) {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.MappingNode || depth > 8 {
-		return nil, nil
-	}
-	var merges []*yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		kn := n.Content[i]
-		if kn.Kind == yaml.ScalarNode && kn.Value == key && kn.ShortTag() != "!!merge" {
-			k, v = kn, n.Content[i+1]
-		}
-		if kn.ShortTag() == "!!merge" {
-			merges = append(merges, n.Content[i+1])
-		}
-	}
-	if k != nil {
-		return k, v
-	}
-	for _, m := range merges {
-		m = deref(m)
-		if m != nil && m.Kind == yaml.SequenceNode {
-			for _, e := range m.Content {
-				if k, v := childDepth(e, key, depth+1); k != nil {
-					return k, v
-				}
-			}
-			continue
-		}
-		if k, v := childDepth(m, key, depth+1); k != nil {
-			return k, v
-		}
-	}
-	return nil, nil
-}
-
-// walkPath finds path under root: the key node (nil for list items) and the
-// value node. ok is false when some part is missing.
-func walkPath(root *yaml.Node, parts []pathPart) (k, v *yaml.Node, ok bool) {
-	v = root
-	for _, p := range parts {
-		v = deref(v)
-		if v == nil {
-			return nil, nil, false
-		}
-		if p.index >= 0 {
-			if v.Kind != yaml.SequenceNode || p.index >= len(v.Content) {
-				return nil, nil, false
-			}
-			k, v = nil, v.Content[p.index]
-			continue
-		}
-		k, v = child(v, p.key)
-		if k == nil {
-			return nil, nil, false
-		}
-	}
-	return k, v, true
-}
-
 // find returns the file and nodes of path in the last file (and document)
 // that declares it.
 func (ix *composeIndex) find(path string) (*composeFile, *yaml.Node, *yaml.Node, bool) {
-	roots, rest := ix.roots(splitPath(path))
-	if len(ix.bases) > 0 && len(rest) >= 2 && rest[0].index < 0 && rest[1].index >= 0 && !replacedLists[rest[0].key] {
+	roots, rest := ix.roots(yamlpos.SplitPath(path))
+	if len(ix.bases) > 0 && len(rest) >= 2 && rest[0].Index < 0 && rest[1].Index >= 0 && !replacedLists[rest[0].Key] {
 		// An entry of a list a service inherits: compose appends the
 		// extending service's entries to its base's.
-		if item, ok := appendedItem(roots, rest[:1], rest[1].index); ok {
+		if item, ok := appendedItem(roots, rest[:1], rest[1].Index); ok {
 			if len(rest) == 2 {
 				return item.file, nil, item.node, true
 			}
-			k, v, ok := walkPath(item.node, rest[2:])
+			k, v, ok := yamlpos.WalkPath(item.node, rest[2:])
 			return item.file, k, v, ok
 		}
 	}
 	for i := len(roots) - 1; i >= 0; i-- {
-		if k, v, ok := walkPath(roots[i].node, rest); ok {
+		if k, v, ok := yamlpos.WalkPath(roots[i].node, rest); ok {
 			return roots[i].file, k, v, true
 		}
 	}
@@ -259,11 +128,11 @@ var replacedLists = map[string]bool{"command": true, "entrypoint": true}
 
 // appendedItem is the i-th entry of the list at rest under roots, counting
 // each root's entries after the ones before it.
-func appendedItem(roots []fileNode, rest []pathPart, i int) (fileNode, bool) {
+func appendedItem(roots []fileNode, rest []yamlpos.PathPart, i int) (fileNode, bool) {
 	n := 0
 	for _, r := range roots {
-		_, v, ok := walkPath(r.node, rest)
-		v = deref(v)
+		_, v, ok := yamlpos.WalkPath(r.node, rest)
+		v = yamlpos.Deref(v)
 		if !ok || v == nil || v.Kind != yaml.SequenceNode {
 			continue
 		}
@@ -287,7 +156,7 @@ func (ix *composeIndex) declared(path string) bool {
 func (ix *composeIndex) at(path string) manifest.Position {
 	for p := path; ; p = yamlpos.ParentPath(p) {
 		if f, k, v, ok := ix.find(p); ok {
-			return nodePos(f, k, v)
+			return yamlpos.NodePos(f.display, k, v)
 		}
 		if p == "" {
 			break
@@ -303,9 +172,9 @@ func (ix *composeIndex) at(path string) manifest.Position {
 // whole objects).
 func (ix *composeIndex) keyAt(path string) manifest.Position {
 	if f, k, v, ok := ix.find(path); ok && k != nil {
-		return nodePos(f, k, k)
+		return yamlpos.NodePos(f.display, k, k)
 	} else if ok {
-		return nodePos(f, nil, v)
+		return yamlpos.NodePos(f.display, nil, v)
 	}
 	return ix.at(path)
 }
@@ -313,13 +182,13 @@ func (ix *composeIndex) keyAt(path string) manifest.Position {
 // firstKeyAt is where path's key is first written (the base file): where a
 // service is declared.
 func (ix *composeIndex) firstKeyAt(path string) manifest.Position {
-	parts := splitPath(path)
+	parts := yamlpos.SplitPath(path)
 	for _, f := range ix.layerFiles() {
 		for _, d := range f.docs {
 			if d == nil {
 				continue
 			}
-			if k, v, ok := walkPath(d, parts); ok {
+			if k, v, ok := yamlpos.WalkPath(d, parts); ok {
 				if k != nil {
 					v = k
 				}
@@ -335,7 +204,7 @@ func (ix *composeIndex) firstKeyAt(path string) manifest.Position {
 // not add up to a list that long (compose dropped a duplicate), the list
 // itself is reported.
 func (ix *composeIndex) item(list string, i int) manifest.Position {
-	roots, rest := ix.roots(splitPath(list))
+	roots, rest := ix.roots(yamlpos.SplitPath(list))
 	if e, ok := appendedItem(roots, rest, i); ok {
 		return manifest.Position{File: e.file.display, Line: e.node.Line, Column: e.node.Column}
 	}
@@ -344,16 +213,16 @@ func (ix *composeIndex) item(list string, i int) manifest.Position {
 
 // itemNodes returns every entry of a list in merge order with its file.
 func (ix *composeIndex) itemNodes(list string) []fileNode {
-	roots, rest := ix.roots(splitPath(list))
+	roots, rest := ix.roots(yamlpos.SplitPath(list))
 	var out []fileNode
 	for _, r := range roots {
-		_, v, ok := walkPath(r.node, rest)
-		v = deref(v)
+		_, v, ok := yamlpos.WalkPath(r.node, rest)
+		v = yamlpos.Deref(v)
 		if !ok || v == nil || v.Kind != yaml.SequenceNode {
 			continue
 		}
 		for _, e := range v.Content {
-			out = append(out, fileNode{r.file, deref(e)})
+			out = append(out, fileNode{r.file, yamlpos.Deref(e)})
 		}
 	}
 	return out
@@ -362,10 +231,10 @@ func (ix *composeIndex) itemNodes(list string) []fileNode {
 // sources are the nodes that write path, from the lowest precedence to
 // the highest.
 func (ix *composeIndex) sources(path string) []fileNode {
-	roots, rest := ix.roots(splitPath(path))
+	roots, rest := ix.roots(yamlpos.SplitPath(path))
 	var out []fileNode
 	for _, r := range roots {
-		if _, v, ok := walkPath(r.node, rest); ok {
+		if _, v, ok := yamlpos.WalkPath(r.node, rest); ok {
 			out = append(out, fileNode{r.file, v})
 		}
 	}
@@ -379,69 +248,4 @@ type fileNode struct {
 
 func (fn fileNode) pos() manifest.Position {
 	return manifest.Position{File: fn.file.display, Line: fn.node.Line, Column: fn.node.Column}
-}
-
-func nodePos(f *composeFile, k, v *yaml.Node) manifest.Position {
-	at := v
-	if k != nil && v != nil && (yamlpos.IsNull(v) || v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) {
-		at = k
-	}
-	if at == nil {
-		at = k
-	}
-	return manifest.Position{File: f.display, Line: at.Line, Column: at.Column}
-}
-
-// resolved returns a copy of n with aliases replaced by what they name and
-// merge keys (<<) applied, as a YAML decoder would see it; nodes keep the
-// positions where they are written (an alias's content where its anchor
-// is).
-func resolved(n *yaml.Node, depth int) *yaml.Node {
-	n = deref(n)
-	if n == nil || depth > 32 {
-		return n
-	}
-	out := *n
-	out.Anchor = ""
-	switch n.Kind {
-	case yaml.SequenceNode:
-		out.Content = make([]*yaml.Node, len(n.Content))
-		for i, c := range n.Content {
-			out.Content[i] = resolved(c, depth+1)
-		}
-	case yaml.MappingNode:
-		out.Content = nil
-		explicit := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].ShortTag() != "!!merge" {
-				explicit[n.Content[i].Value] = true
-			}
-		}
-		var merged []*yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.ShortTag() != "!!merge" {
-				out.Content = append(out.Content, k, resolved(v, depth+1))
-				continue
-			}
-			sources := []*yaml.Node{deref(v)}
-			if s := deref(v); s != nil && s.Kind == yaml.SequenceNode {
-				sources = s.Content
-			}
-			for _, src := range sources {
-				r := resolved(src, depth+1)
-				if r == nil || r.Kind != yaml.MappingNode {
-					continue
-				}
-				for j := 0; j+1 < len(r.Content); j += 2 {
-					if !explicit[r.Content[j].Value] {
-						explicit[r.Content[j].Value] = true
-						merged = append(merged, r.Content[j], r.Content[j+1])
-					}
-				}
-			}
-		}
-		out.Content = append(out.Content, merged...)
-	}
-	return &out
 }

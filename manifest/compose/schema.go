@@ -18,11 +18,10 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/schemaerr"
 	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
 )
 
@@ -77,7 +76,7 @@ func docValue(doc *yaml.Node) (v any, err error) {
 	restore := stripComposeTags(doc, 0)
 	defer restore()
 	err = doc.Decode(&v)
-	return stringKeys(v), err
+	return yamlpos.StringKeys(v), err
 }
 
 // stripComposeTags temporarily removes compose's custom tags, returning a
@@ -120,30 +119,6 @@ func stripComposeTags(n *yaml.Node, depth int) func() {
 	}
 }
 
-// stringKeys turns any map[any]any yaml.v3 produced into map[string]any;
-// non-string keys were already reported.
-func stringKeys(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = stringKeys(e)
-		}
-		return t
-	case map[any]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return out
-	case []any:
-		for i, e := range t {
-			t[i] = stringKeys(e)
-		}
-		return t
-	}
-	return v
-}
-
 // validateComposeDoc checks one document against the compose schema and
 // reports every failing place.
 func validateComposeDoc(c *yamlpos.Collector, ix *composeIndex, f *composeFile, doc *yaml.Node, in *interpolator) {
@@ -170,20 +145,7 @@ func validateComposeDoc(c *yamlpos.Collector, ix *composeIndex, f *composeFile, 
 	if !errors.As(err, &verr) {
 		return
 	}
-	var leaves []*jsonschema.ValidationError
-	schemaLeaves(verr, &leaves)
-	failed := map[string]bool{}
-	for _, e := range leaves {
-		if _, ok := e.ErrorKind.(*kind.FalseSchema); !ok {
-			failed[strings.Join(e.InstanceLocation, "\x00")] = true
-		}
-	}
-	for _, e := range leaves {
-		// A known attribute with a bad value also fails "no other
-		// attributes": the type error says enough.
-		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok && failed[strings.Join(e.InstanceLocation, "\x00")] {
-			continue
-		}
+	for _, e := range schemaerr.Leaves(verr) {
 		reportSchemaError(c, f, doc, e)
 	}
 }
@@ -203,7 +165,7 @@ func interpolateComposeDoc(c *yamlpos.Collector, f *composeFile, doc *yaml.Node,
 	}
 	if errs := in.interpolateDoc(m); len(errs) > 0 {
 		for _, e := range errs {
-			field, at, _ := nodePath(f, doc, e.path)
+			field, at, _ := yamlpos.NodePath(f.display, doc, e.path)
 			c.Add(at, field, "%s", e.msg)
 		}
 		return nil, false
@@ -300,92 +262,13 @@ func (in *interpolator) interpolateDoc(m map[string]any) []castError {
 	return errs
 }
 
-// schemaLeaves collects one error per failing place: every leaf, except
-// that of the alternatives of a oneOf/anyOf only the most specific counts
-// (as compose-go reports it).
-func schemaLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {
-	switch e.ErrorKind.(type) {
-	case *kind.OneOf, *kind.AnyOf:
-		if len(e.Causes) > 0 {
-			*out = append(*out, mostSpecific(e))
-			return
-		}
-	}
-	if len(e.Causes) == 0 {
-		*out = append(*out, e)
-		return
-	}
-	for _, cause := range e.Causes {
-		schemaLeaves(cause, out)
-	}
-}
-
-func mostSpecific(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	if len(e.Causes) == 0 {
-		return e
-	}
-	var best *jsonschema.ValidationError
-	for _, cause := range e.Causes {
-		cause = mostSpecific(cause)
-		if specificity(cause) > specificity(best) {
-			best = cause
-		}
-	}
-	return best
-}
-
-func specificity(e *jsonschema.ValidationError) int {
-	if e == nil {
-		return -1
-	}
-	if _, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
-		return len(e.InstanceLocation) + 1
-	}
-	return len(e.InstanceLocation)
-}
-
-// nodePath turns instance location parts into a field path as driftless
-// writes it, and the position of the deepest node that exists.
-func nodePath(f *composeFile, doc *yaml.Node, parts []string) (string, manifest.Position, *yaml.Node) {
-	field := ""
-	n := doc
-	at := manifest.Position{File: f.display, Line: doc.Line, Column: doc.Column}
-	for _, p := range parts {
-		n = deref(n)
-		switch {
-		case n != nil && n.Kind == yaml.SequenceNode:
-			i := -1
-			fmt.Sscan(p, &i)
-			field = yamlpos.IndexPath(field, i)
-			if i >= 0 && i < len(n.Content) {
-				n = n.Content[i]
-				at = manifest.Position{File: f.display, Line: n.Line, Column: n.Column}
-			} else {
-				n = nil
-			}
-		default:
-			field = yamlpos.ChildPath(field, p)
-			k, v := child(n, p)
-			if k == nil {
-				n = nil
-				continue
-			}
-			at = nodePos(f, k, v)
-			n = v
-		}
-	}
-	return field, at, n
-}
-
-var schemaPrinter = message.NewPrinter(language.English)
-
 func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *jsonschema.ValidationError) {
-	field, at, n := nodePath(f, doc, e.InstanceLocation)
+	field, at, n := yamlpos.NodePath(f.display, doc, e.InstanceLocation)
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
 			pos := at
-			if kn, _ := child(n, p); kn != nil {
+			if kn, _ := yamlpos.Child(n, p); kn != nil {
 				pos = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 			}
 			c.Add(pos, yamlpos.ChildPath(field, p), "%s", unknownComposeField(e.InstanceLocation, p))
@@ -397,19 +280,13 @@ func reportSchemaError(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, e *
 			c.Add(at, field, "is not allowed")
 			return
 		}
-		_, _, parent := nodePath(f, doc, loc[:len(loc)-1])
-		if kn, _ := child(parent, loc[len(loc)-1]); kn != nil {
+		_, _, parent := yamlpos.NodePath(f.display, doc, loc[:len(loc)-1])
+		if kn, _ := yamlpos.Child(parent, loc[len(loc)-1]); kn != nil {
 			at = manifest.Position{File: f.display, Line: kn.Line, Column: kn.Column}
 		}
 		c.Add(at, field, "%s", unknownComposeField(loc[:len(loc)-1], loc[len(loc)-1]))
-	case *kind.Type:
-		c.Add(at, field, "must be %s, got %s", humanTypes(k.Want), humanType(k.Got))
-	case *kind.Minimum:
-		c.Add(at, field, "must be greater than or equal to %s", k.Want.Num())
-	case *kind.Maximum:
-		c.Add(at, field, "must be less than or equal to %s", k.Want.Num())
 	default:
-		c.Add(at, field, "%s", e.ErrorKind.LocalizedString(schemaPrinter))
+		c.Add(at, field, "%s", schemaerr.Message(e.ErrorKind))
 	}
 }
 
@@ -436,38 +313,6 @@ func serviceFieldNames() []string {
 		names = append(names, f.name)
 	}
 	return names
-}
-
-func humanTypes(want []string) string {
-	h := make([]string, len(want))
-	for i, w := range want {
-		h[i] = humanType(w)
-	}
-	slices.Sort(h)
-	if len(h) == 1 {
-		return h[0]
-	}
-	return strings.Join(h[:len(h)-1], ", ") + " or " + h[len(h)-1]
-}
-
-func humanType(t string) string {
-	switch t {
-	case "object":
-		return "a mapping"
-	case "array":
-		return "a list"
-	case "string":
-		return "a string"
-	case "integer":
-		return "an integer"
-	case "number":
-		return "a number"
-	case "boolean":
-		return "a boolean"
-	case "null":
-		return "null"
-	}
-	return t
 }
 
 // composeServiceField is one attribute of types.ServiceConfig, with the Go

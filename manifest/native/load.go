@@ -2,7 +2,6 @@ package native
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
-	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
@@ -165,11 +163,7 @@ func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *obj
 	}
 	// The walker has already rejected everything malformed; what remains is
 	// decoded strictly as a second line of defence.
-	js, err := json.Marshal(val)
-	if err == nil {
-		err = k8syaml.UnmarshalStrict(js, target)
-	}
-	if err != nil {
+	if err := yamlpos.DecodeStrict(val, target); err != nil {
 		c.Add(doc.Start, "", "cannot decode document: %v", err)
 		return nil
 	}
