@@ -177,6 +177,7 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 		}
 	}
 	tw.Flush()
+	printAppData(w, a)
 	if a.Refused != nil {
 		fmt.Fprintf(w, "\nRefused revision %s: %s\n", revText(&a.Refused.Revision), a.Refused.Reason)
 		for _, e := range a.Refused.Errors {
@@ -188,6 +189,45 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 	}
 	if a.Drift != nil && !a.Drift.Empty() {
 		fmt.Fprintf(w, "\n%s", a.Drift.String())
+	}
+}
+
+// printAppData lists where the app keeps data, as its page does: state
+// directories with their host paths (what to back up), then volumes.
+func printAppData(w io.Writer, a status.AppStatus) {
+	if len(a.StateDirs) > 0 {
+		fmt.Fprintln(w, "\nState directories (the app's data on the host, kept across revisions; back them up like volumes):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  DIRECTORY\tHOST PATH\tMOUNTED BY")
+		for _, d := range a.StateDirs {
+			host := d.HostPath
+			if host == "" {
+				host = "unknown"
+			}
+			var by []string
+			for _, m := range d.Mounts {
+				at := m.Service + " at " + m.MountPath
+				if m.ReadOnly {
+					at += " (read-only)"
+				}
+				by = append(by, at)
+			}
+			fmt.Fprintf(tw, "  ./%s\t%s\t%s\n", d.Path, host, strings.Join(by, ", "))
+		}
+		tw.Flush()
+	}
+	if len(a.Volumes) > 0 {
+		fmt.Fprintln(w, "\nVolumes (kept when containers are replaced; removed only by pruning):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  VOLUME\tBELONGS TO\tMOUNTED AT\tDRIVER")
+		for _, v := range a.Volumes {
+			owner := "volume " + v.Resource
+			if v.Target != "" {
+				owner = fmt.Sprintf("anonymous volume of %s slot %d", v.Service, v.Slot)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", v.Name, owner, v.Target, v.Driver)
+		}
+		tw.Flush()
 	}
 }
 
