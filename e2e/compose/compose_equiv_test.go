@@ -141,7 +141,9 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	compose := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("docker-compose", append([]string{"--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml")}, args...)...)
-		cmd.Env = testenv.CleanEnv(env)
+		// docker-compose gives up on an engine call after 60 s (Read
+		// timed out), which a loaded CI machine can exceed.
+		cmd.Env = append(testenv.CleanEnv(env), "COMPOSE_HTTP_TIMEOUT=300")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
