@@ -366,6 +366,17 @@ func TestAgentObservesFromTheView(t *testing.T) {
 			t.Errorf("/metrics lacks %q", line)
 		}
 	}
+	// Where the passes' time went: the first deployment fetched and
+	// loaded the revision, it and the repair observed, computed, applied
+	// and wrote status.
+	for _, phase := range []string{"fetch", "load", "observe", "compute", "apply", "status"} {
+		prefix := fmt.Sprintf(`driftless_pass_phase_seconds_count{phase=%q} `, phase)
+		_, rest, ok := strings.Cut(metrics, prefix)
+		count, _, _ := strings.Cut(rest, "\n")
+		if !ok || count == "0" {
+			t.Errorf("/metrics: %s%s, want a pass phase recorded", prefix, count)
+		}
+	}
 }
 
 func scrape(t *testing.T, url string) string {

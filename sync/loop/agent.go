@@ -660,6 +660,7 @@ func (a *Agent) reconcile(ctx context.Context, name string, triggers []string) (
 // finishPass is the thin caller around nextStatus: it stores what changed,
 // records history, updates metrics and tells subscribers.
 func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcome) (Result, error) {
+	t0 := time.Now()
 	now := a.now()
 	a.mu.Lock()
 	sin := statusInput{prev: cloneStatus(st.status), mem: st.mem, cfg: st.cfg, pinned: cloneRev(st.pinned), trigger: in.trigger(), now: now, out: o, stateDir: a.opts.StateDir}
@@ -687,6 +688,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 		a.metrics.errors.WithLabelValues(name, kind).Inc()
 	}
 	a.metrics.repairs.WithLabelValues(name).Add(float64(u.repairs))
+	a.metrics.observePhase(phaseStatus, t0)
 
 	a.mu.Lock()
 	changed := statusChanged(st.status, u.status)

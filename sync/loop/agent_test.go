@@ -699,7 +699,16 @@ func TestMetricsReflectStatus(t *testing.T) {
 		`driftless_reconcile_duration_seconds{app=shop}`:       2,
 		`driftless_git_fetch_duration_seconds{app=shop}`:       1, // the docker-event pass repairs without fetching
 		`driftless_queue_depth{}`:                              0,
-		`driftless_last_success_timestamp_seconds{app=shop}`:   float64(h.clock.Now().Unix()),
+		// Both passes observe before and after their apply and compute
+		// the plan, then the gap left; only the startup pass fetched and
+		// loaded a revision.
+		`driftless_pass_phase_seconds{phase=fetch}`:          1,
+		`driftless_pass_phase_seconds{phase=load}`:           1,
+		`driftless_pass_phase_seconds{phase=observe}`:        4,
+		`driftless_pass_phase_seconds{phase=compute}`:        4,
+		`driftless_pass_phase_seconds{phase=apply}`:          2,
+		`driftless_pass_phase_seconds{phase=status}`:         2,
+		`driftless_last_success_timestamp_seconds{app=shop}`: float64(h.clock.Now().Unix()),
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)

@@ -157,6 +157,7 @@ func (p *pass) target(ctx context.Context, o *passOutcome) *gitsource.Revision {
 	t0 := time.Now()
 	res, err := p.st.source.Fetch(ctx)
 	p.a.metrics.fetchDuration.WithLabelValues(p.in.cfg.Name).Observe(time.Since(t0).Seconds())
+	p.a.metrics.observePhase(phaseFetch, t0)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.a.metrics.fetchErrors.WithLabelValues(p.in.cfg.Name).Inc()
@@ -228,7 +229,9 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 		return nil
 	}
 	p.a.setTarget(p.in.cfg.Name, target.SHA)
+	t0 := time.Now()
 	cand, err := p.st.revisions.load(ctx, p.st.source, p.in.cfg, *target)
+	p.a.metrics.observePhase(phaseLoad, t0)
 	switch {
 	case err != nil:
 		o.sourceErr = err
@@ -258,6 +261,7 @@ func (p *pass) hostPathRefusal(rs *revisionState) *status.Refusal {
 
 // observe lists what runs; false when the engine cannot be reached.
 func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
+	defer p.a.metrics.observePhase(phaseObserve, time.Now())
 	actual, err := p.a.engineFor(p.in.cfg).Observe(ctx, p.in.cfg.Name, true)
 	if err != nil {
 		o.engineErr = err
@@ -272,6 +276,7 @@ func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
 // the guard a new revision must pass; refused, the accepted revision's
 // plan is judged instead.
 func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) (*revisionState, drift.Plan, drift.Decision) {
+	defer p.a.metrics.observePhase(phaseCompute, time.Now())
 	if cand != nil {
 		in := p.computeInput(cand, *o.actual)
 		plan := drift.Compute(in)
@@ -318,6 +323,7 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 		}
 	}
 	res := p.a.engineFor(p.in.cfg).Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
+	p.a.metrics.observePhase(phaseApply, t0)
 	return &applyReport{plan: plan, result: res, elapsed: time.Since(t0)}
 }
 
@@ -325,6 +331,7 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 // what the policy holds of it, and health. plan is the gap already
 // computed from the same observation, or empty to compute it.
 func (p *pass) assess(desired *revisionState, plan drift.Plan, o *passOutcome) {
+	defer p.a.metrics.observePhase(phaseCompute, time.Now())
 	in := p.computeInput(desired, *o.actual)
 	if o.apply != nil || plan.App == "" {
 		plan = drift.Compute(in)
