@@ -30,7 +30,7 @@ func BenchmarkIdlePass(b *testing.B) {
 			if _, err := h.pass("shop", TriggerPoll); err != nil { // settles the status
 				b.Fatal(err)
 			}
-			applies := h.engine.applyCount()
+			applies, entries := h.engine.applyCount(), len(h.history("shop"))
 			b.ReportAllocs()
 			cpu0 := processCPU(b)
 			for b.Loop() {
@@ -41,8 +41,8 @@ func BenchmarkIdlePass(b *testing.B) {
 			// The target is CPU, and the collector's share runs on
 			// another core: wall time alone understates it.
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-			if h.engine.applyCount() != applies {
-				b.Fatalf("an idle pass applied something")
+			if h.engine.applyCount() != applies || len(h.history("shop")) != entries {
+				b.Fatalf("an idle pass applied something or wrote history")
 			}
 		})
 	}
