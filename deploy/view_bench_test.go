@@ -57,6 +57,40 @@ func BenchmarkObserve1000(b *testing.B) {
 	})
 }
 
+// BenchmarkObserve20of1000 is an idle pass's observation on a host of 50
+// apps × 20 replicas: the view holds 1,000 containers, the app owns 20.
+func BenchmarkObserve20of1000(b *testing.B) {
+	m := newMemEngine()
+	for i := range 1000 {
+		app := fmt.Sprintf("app%02d", i/20)
+		m.setContainer(fmt.Sprintf("c%04d", i), fmt.Sprintf("%s-web-%d", app, i%20+1), app, "running", app+"-default")
+	}
+	e := newEngine(m, Options{})
+	defer e.prober.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	connected := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_ = e.Watch(ctx, func(ev drift.EngineEvent) {
+			if ev.Action == drift.EventConnected {
+				once.Do(func() { close(connected) })
+			}
+		})
+	}()
+	<-connected
+	if _, err := e.Observe(ctx, "app07", true); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := e.Observe(ctx, "app07", true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // reportCPU adds the process's CPU time per operation: on a shared
 // machine wall time per op mostly measures the neighbours.
 func reportCPU(b *testing.B) func() {

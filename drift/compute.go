@@ -68,6 +68,11 @@ type planner struct {
 	// portHolders maps a host port to the container that publishes it while
 	// it is not ours to remove.
 	portHolders map[int]string
+	// foreignIndexed: the two maps above are built. They are built on
+	// first use because only a create or a published host port asks, and
+	// an idle pass over a busy host would otherwise index a thousand
+	// containers to look nothing up.
+	foreignIndexed bool
 	// blocked maps a declared network or volume (manifest name) that cannot
 	// be created, to the conflict reason; services using it are held back.
 	blockedNetworks map[string]Conflict
@@ -110,33 +115,65 @@ func newPlanner(in Input) *planner {
 		desired: desired,
 		plan:    Plan{App: in.App, Revision: in.Options.Revision},
 	}
-	p.foreignContainers = make(map[string]string, len(in.Actual.ForeignContainers))
-	p.portHolders = make(map[int]string)
 	p.project = in.Options.composeProject(in.App)
 	for i := range in.Actual.ForeignContainers {
-		c := &in.Actual.ForeignContainers[i]
-		if c.App == "" && c.ComposeProject == p.project && c.ComposeService != "" {
+		if c := &in.Actual.ForeignContainers[i]; p.composeContainer(c) {
 			if p.compose == nil {
 				p.compose = map[string][]*Container{}
 			}
 			p.compose[c.ComposeService] = append(p.compose[c.ComposeService], c)
-			if in.Options.Adopt {
-				continue // its name and ports pass to the replicas that replace it
-			}
 		}
-		p.addForeignContainer(c)
 	}
 	for _, cs := range p.compose {
 		slices.SortFunc(cs, func(a, b *Container) int {
 			return cmp.Or(cmp.Compare(a.ComposeNumber, b.ComposeNumber), cmp.Compare(a.ID, b.ID))
 		})
 	}
+	return p
+}
+
+// composeContainer reports whether c is a container of the app's docker
+// compose project.
+func (p *planner) composeContainer(c *Container) bool {
+	return c.App == "" && c.ComposeProject == p.project && c.ComposeService != ""
+}
+
+// indexForeign builds, once, the names and host ports held by containers
+// that are not ours to remove.
+func (p *planner) indexForeign() {
+	if p.foreignIndexed {
+		return
+	}
+	p.foreignIndexed = true
+	in := &p.in
+	p.foreignContainers = make(map[string]string, len(in.Actual.ForeignContainers))
+	p.portHolders = make(map[int]string)
+	for i := range in.Actual.ForeignContainers {
+		c := &in.Actual.ForeignContainers[i]
+		if in.Options.Adopt && p.composeContainer(c) {
+			continue // its name and ports pass to the replicas that replace it
+		}
+		p.addForeignContainer(c)
+	}
 	for i := range in.Actual.Containers {
 		if c := &in.Actual.Containers[i]; c.App != in.App {
 			p.addForeignContainer(c)
 		}
 	}
-	return p
+}
+
+// foreignHolder is why a container that is not ours holds name, if one does.
+func (p *planner) foreignHolder(name string) (string, bool) {
+	p.indexForeign()
+	why, ok := p.foreignContainers[name]
+	return why, ok
+}
+
+// portHolder is the container that is not ours and publishes port, if any.
+func (p *planner) portHolder(port int) (string, bool) {
+	p.indexForeign()
+	holder, ok := p.portHolders[port]
+	return holder, ok
 }
 
 func (p *planner) addForeignContainer(c *Container) {
@@ -617,6 +654,7 @@ func (p *planner) containers() {
 	if !p.in.Options.Prune {
 		for _, i := range undeclared {
 			for _, port := range all[i].HostPorts {
+				p.indexForeign() // the foreign holders first, then these
 				p.addPortHolder(port, dockerName(all[i].Name))
 			}
 		}
@@ -877,7 +915,7 @@ func (p *planner) findBlockers(sc *serviceCtx) {
 		if port.HostPort == 0 {
 			continue
 		}
-		if holder, ok := p.portHolders[port.HostPort]; ok {
+		if holder, ok := p.portHolder(port.HostPort); ok {
 			sc.blockedBy = Conflict{Kind: KindContainer, Name: holder,
 				Reason:  "publishes host port " + strconv.Itoa(port.HostPort) + " that service " + sc.svc.Name + " needs",
 				Service: sc.svc.Name}
@@ -942,7 +980,7 @@ func (p *planner) createChange(sc *serviceCtx, slot int) (Change, bool) {
 		return Change{Action: ActionReplace, Kind: KindContainer, Name: name, Service: sc.svc.Name, Slot: slot, ID: c.ID,
 			Cause: CauseGit, Adopt: p.project, Reason: "adopt " + dockerName(c.Name) + " from docker compose project " + p.project}, true
 	}
-	if why, taken := p.foreignContainers[name]; taken {
+	if why, taken := p.foreignHolder(name); taken {
 		p.conflict(Conflict{Kind: KindContainer, Name: name, Reason: why, Service: sc.svc.Name})
 		return Change{}, false
 	}

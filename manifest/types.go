@@ -10,6 +10,7 @@ package manifest
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -759,7 +760,8 @@ func ObjectName(app, name string) string { return app + "-" + name }
 
 // ContainerName is the Docker name of a replica.
 func ContainerName(app, service string, slot int) string {
-	return fmt.Sprintf("%s-%s-%d", app, service, slot)
+	// Not fmt.Sprintf: the differ names every replica at every pass.
+	return app + "-" + service + "-" + strconv.Itoa(slot)
 }
 
 // Error is one problem in a manifest, located by file:line:column and the

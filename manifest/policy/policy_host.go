@@ -196,7 +196,16 @@ func (v *hostView) checkTargets(written, landed string) (msg string, named bool)
 // name. CheckPolicy includes it; the agent runs it again at every pass,
 // since a symlink can change without a commit.
 func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
-	v := newHostView(p, host)
+	// The view resolves every sensitive path's symlinks: built only when
+	// the app mounts a host path, since the agent asks at every pass and
+	// most apps mount none.
+	var hv *hostView
+	view := func() *hostView {
+		if hv == nil {
+			hv = newHostView(p, host)
+		}
+		return hv
+	}
 	var errs manifest.ErrorList
 	add := func(ref manifest.FieldRef, format string, args ...any) {
 		errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
@@ -209,10 +218,10 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 					add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
 				}
 			}
-			if b.HostPath == "" || v.timeFileAllowed(b) {
+			if b.HostPath == "" || view().timeFileAllowed(b) {
 				continue
 			}
-			if msg := v.check(b.HostPath, timeFileHint(b)); msg != "" {
+			if msg := view().check(b.HostPath, timeFileHint(b)); msg != "" {
 				add(svc.Field(yamlpos.IndexPath("binds", j)), "%s", msg)
 			}
 		}
@@ -228,7 +237,7 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 			add(ref, "volume %s binds a host directory with the local driver's options: device must be an absolute host path, got %q", vol.DisplayName(), device)
 			continue
 		}
-		if msg := v.check(device, ", or drop the driver options for a volume Docker keeps"); msg != "" {
+		if msg := view().check(device, ", or drop the driver options for a volume Docker keeps"); msg != "" {
 			add(ref, "volume %s binds a host path: %s", vol.DisplayName(), msg)
 		}
 	}

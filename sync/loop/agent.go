@@ -690,9 +690,17 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	a.metrics.repairs.WithLabelValues(name).Add(float64(u.repairs))
 	a.metrics.observePhase(phaseStatus, t0)
 
+	// Info is for what a person would want to read later: transitions and
+	// history entries. A status that changes on every poll while an app
+	// stays Degraded (restart counts, backoff) is Debug; whether it
+	// changed is asked only when Debug lines are written, since the
+	// comparison costs more than the rest of an idle pass's bookkeeping.
+	level := slog.LevelDebug
 	a.mu.Lock()
-	changed := statusChanged(st.status, u.status)
-	transition := st.status.Sync != u.status.Sync || st.status.Health != u.status.Health
+	if st.status.Sync != u.status.Sync || st.status.Health != u.status.Health || len(u.history) > 0 {
+		level = slog.LevelInfo
+	}
+	logPass := level == slog.LevelInfo || (a.log.Enabled(context.Background(), level) && statusChanged(st.status, u.status))
 	st.status, st.mem, st.running = u.status, u.mem, nil // the pass's one status write
 	snapshot := cloneStatus(st.status)
 	a.mu.Unlock()
@@ -704,15 +712,8 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 		a.series.Forget(name, counts)
 	}
 	a.metrics.observe(snapshot, name, now, in.start)
-	a.observe(Report{App: name, Prev: sin.prev, Next: cloneStatus(snapshot), Entries: stored})
-	// Info is for what a person would want to read later: transitions and
-	// history entries. A status that changes on every poll while an app
-	// stays Degraded (restart counts, backoff) is Debug.
-	level := slog.LevelDebug
-	if transition || len(u.history) > 0 {
-		level = slog.LevelInfo
-	}
-	if changed || level == slog.LevelInfo {
+	a.observe(Report{App: name, Prev: sin.prev, Next: snapshot, Entries: stored}) // snapshot is this pass's own copy
+	if logPass {
 		a.log.Log(context.Background(), level, "pass", "app", name, "trigger", sin.trigger, "sync", snapshot.Sync, "health", snapshot.Health, "message", snapshot.Message)
 	}
 	a.notify(name, "status")

@@ -745,3 +745,43 @@ func TestStatusChangedIgnoresDockersUptimeWords(t *testing.T) {
 		t.Fatal("a replica going unready was not a change")
 	}
 }
+
+// A service removed by a new revision leaves no replica series behind;
+// one that stays keeps its series with the new counts.
+func TestMetricsDropRemovedServices(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, appConfig("shop"))
+	h.agent.Close()
+	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Now: h.clock.Now, Registerer: reg,
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	h.agent = a
+	h.sources["shop"].commit("web and api", map[string]string{"web.yaml": service("web", "demo:v1", 2), "api.yaml": service("api", "demo:v1", 1)})
+	h.pass("shop", "poll")
+	h.sources["shop"].commit("api only", map[string]string{"api.yaml": service("api", "demo:v1", 3)})
+	h.pass("shop", "poll")
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range families {
+		if f.GetName() != "driftless_app_desired_replicas" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "service" {
+					got = append(got, fmt.Sprintf("%s=%v", l.GetValue(), m.Gauge.GetValue()))
+				}
+			}
+		}
+	}
+	if want := []string{"api=3"}; !slices.Equal(got, want) {
+		t.Errorf("desired replica series %v, want %v", got, want)
+	}
+}

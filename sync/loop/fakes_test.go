@@ -383,7 +383,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // harness is one agent over a fake engine and fake sources.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	engine  *fakeEngine
 	sources map[string]*fakeSource
@@ -424,7 +424,7 @@ func (l *lockedLog) take(s string) []string {
 	return out
 }
 
-func newHarness(t *testing.T, apps ...config.AppConfig) *harness {
+func newHarness(t testing.TB, apps ...config.AppConfig) *harness {
 	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{},
 		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: apps}
 	for _, a := range apps {

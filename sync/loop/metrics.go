@@ -2,6 +2,8 @@ package loop
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -24,6 +26,12 @@ type metrics struct {
 	// phases splits a pass's time by what it waited on or computed, so a
 	// user can see where a slow pass goes (see passPhases).
 	phases *prometheus.HistogramVec
+
+	// exported holds, by app, the services whose replica series exist,
+	// so a pass deletes only those of services that went away instead of
+	// recreating every series each time.
+	mu       sync.Mutex
+	exported map[string][]string
 }
 
 // The phases of a pass, in order. A pass runs only those it needs: an
@@ -86,13 +94,32 @@ func (m *metrics) observe(s status.AppStatus, app string, now, start time.Time) 
 	for _, h := range []drift.Health{drift.HealthHealthy, drift.HealthProgressing, drift.HealthDegraded, status.HealthSuspended, drift.HealthMissing, status.HealthUnknown} {
 		m.health.WithLabelValues(app, string(h)).Set(boolFloat(s.Health == h))
 	}
-	// Services come and go with revisions; drop series of removed ones.
-	m.desiredReplicas.DeletePartialMatch(prometheus.Labels{"app": app})
-	m.readyReplicas.DeletePartialMatch(prometheus.Labels{"app": app})
+	m.observeReplicas(s, app)
+}
+
+// observeReplicas sets the app's replica series. Services come and go
+// with revisions; the series of removed ones are dropped.
+func (m *metrics) observeReplicas(s status.AppStatus, app string) {
+	names := make([]string, 0, len(s.Services))
+	for _, svc := range s.Services {
+		names = append(names, svc.Name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, gone := range m.exported[app] {
+		if !slices.Contains(names, gone) {
+			m.desiredReplicas.DeleteLabelValues(app, gone)
+			m.readyReplicas.DeleteLabelValues(app, gone)
+		}
+	}
 	for _, svc := range s.Services {
 		m.desiredReplicas.WithLabelValues(app, svc.Name).Set(float64(svc.Desired))
 		m.readyReplicas.WithLabelValues(app, svc.Name).Set(float64(svc.Ready))
 	}
+	if m.exported == nil {
+		m.exported = map[string][]string{}
+	}
+	m.exported[app] = names
 }
 
 func boolFloat(b bool) float64 {
