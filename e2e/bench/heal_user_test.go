@@ -69,7 +69,7 @@ func TestBenchHealUserTimed(t *testing.T) {
 		}
 		return at
 	}
-	var healAgent, healEngine, runCLI, runEngine []time.Duration
+	var healAgent, healEngine, runCLI, runEngine, healWindow, rmLag, apiCreate []time.Duration
 	engine := func(args ...string) (toStarted, toReturned time.Duration) {
 		t0 := time.Now()
 		id, returned := run(append([]string{"run", "-d"}, append(args, image)...)...)
@@ -100,6 +100,7 @@ func TestBenchHealUserTimed(t *testing.T) {
 		}
 		returned := time.Now()
 		at := startedAt(created.ID)
+		apiCreate = append(apiCreate, evs.at(created.ID, "create").Sub(t0))
 		_, _ = cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
 		return at.Sub(t0), returned.Sub(t0)
 	}
@@ -135,6 +136,8 @@ func TestBenchHealUserTimed(t *testing.T) {
 			}
 			created := evs.at(res.Container.ID, "create")
 			healAgent = append(healAgent, created.Sub(gone))
+			destroyed := evs.at(old.Container.ID, "destroy")
+			healWindow, rmLag = append(healWindow, created.Sub(destroyed)), append(rmLag, gone.Sub(destroyed))
 			healEngine = append(healEngine, startedAt(name).Sub(created))
 			heal = append(heal, startedAt(name).Sub(gone))
 			healPoll = append(healPoll, seen.Sub(gone))
@@ -170,6 +173,9 @@ func TestBenchHealUserTimed(t *testing.T) {
 	t.Logf("| heal: `docker rm -f` returned → replacement's StartedAt | %s | %s | %d |", testenv.Ms(h), testenv.Ms(testenv.Quantile(heal, 0.9)), len(heal))
 	t.Logf("| heal: `docker rm -f` returned → a 10 ms poll sees it running (as TestBenchHeal) | %s | %s | %d |", testenv.Ms(testenv.Median(healPoll)), testenv.Ms(testenv.Quantile(healPoll, 0.9)), len(healPoll))
 	t.Logf("| of which `rm -f` returned → the replacement's create event (the agent: event, pass, create call) | %s | %s | %d |", testenv.Ms(testenv.Median(healAgent)), testenv.Ms(testenv.Quantile(healAgent, 0.9)), len(healAgent))
+	t.Logf("| `destroy` event → the replacement's `create` event | %s | %s | %d |", testenv.Ms(testenv.Median(healWindow)), testenv.Ms(testenv.Quantile(healWindow, 0.9)), len(healWindow))
+	t.Logf("| `destroy` event → `docker rm -f` returned | %s | %s | %d |", testenv.Ms(testenv.Median(rmLag)), testenv.Ms(testenv.Quantile(rmLag, 0.9)), len(rmLag))
+	t.Logf("| API create call made → `create` event | %s | %s | %d |", testenv.Ms(testenv.Median(apiCreate)), testenv.Ms(testenv.Quantile(apiCreate, 0.9)), len(apiCreate))
 	t.Logf("| of which create event → StartedAt (the engine) | %s | %s | %d |", testenv.Ms(testenv.Median(healEngine)), testenv.Ms(testenv.Quantile(healEngine, 0.9)), len(healEngine))
 	t.Logf("| `docker run -d` (default bridge) → StartedAt | %s | %s | %d |", testenv.Ms(b), testenv.Ms(testenv.Quantile(bridge, 0.9)), len(bridge))
 	t.Logf("| `docker run -d` (default bridge) → the CLI returns | %s | %s | %d |", testenv.Ms(testenv.Median(bridgeRet)), testenv.Ms(testenv.Quantile(bridgeRet, 0.9)), len(bridgeRet))
