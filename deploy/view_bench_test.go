@@ -21,20 +21,7 @@ func BenchmarkObserve1000(b *testing.B) {
 	for i := range 1000 {
 		m.setContainer(fmt.Sprintf("c%04d", i), fmt.Sprintf("shop-web-%d", i+1), "shop", "running", "shop-default")
 	}
-	e := newEngine(m, Options{})
-	defer e.prober.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	connected := make(chan struct{})
-	var once sync.Once
-	go func() {
-		_ = e.Watch(ctx, func(ev drift.EngineEvent) {
-			if ev.Action == drift.EventConnected {
-				once.Do(func() { close(connected) })
-			}
-		})
-	}()
-	<-connected
+	e, ctx := watchedMemEngine(b, m)
 	// Warm the prober (first-sight inspects), as an agent's first pass does.
 	if _, err := e.Observe(ctx, "shop", true); err != nil {
 		b.Fatal(err)
@@ -65,20 +52,7 @@ func BenchmarkObserve20of1000(b *testing.B) {
 		app := fmt.Sprintf("app%02d", i/20)
 		m.setContainer(fmt.Sprintf("c%04d", i), fmt.Sprintf("%s-web-%d", app, i%20+1), app, "running", app+"-default")
 	}
-	e := newEngine(m, Options{})
-	defer e.prober.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	connected := make(chan struct{})
-	var once sync.Once
-	go func() {
-		_ = e.Watch(ctx, func(ev drift.EngineEvent) {
-			if ev.Action == drift.EventConnected {
-				once.Do(func() { close(connected) })
-			}
-		})
-	}()
-	<-connected
+	e, ctx := watchedMemEngine(b, m)
 	if _, err := e.Observe(ctx, "app07", true); err != nil {
 		b.Fatal(err)
 	}
@@ -102,4 +76,24 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// watchedMemEngine is an Engine over m whose view is fed by Watch, as the
+// agent runs it; it stops with the benchmark.
+func watchedMemEngine(b *testing.B, m *memEngine) (*Engine, context.Context) {
+	e := newEngine(m, Options{})
+	b.Cleanup(e.prober.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	connected := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_ = e.Watch(ctx, func(ev drift.EngineEvent) {
+			if ev.Action == drift.EventConnected {
+				once.Do(func() { close(connected) })
+			}
+		})
+	}()
+	<-connected
+	return e, ctx
 }

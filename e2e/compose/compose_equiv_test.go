@@ -141,9 +141,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 	compose := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("docker-compose", append([]string{"--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml")}, args...)...)
-		// docker-compose gives up on an engine call after 60 s (Read
-		// timed out), which a loaded CI machine can exceed.
-		cmd.Env = append(testenv.CleanEnv(env), "COMPOSE_HTTP_TIMEOUT=300")
+		cmd.Env = testenv.ComposeCLIEnv(testenv.CleanEnv(env))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -160,7 +158,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 			return
 		}
 		cmd := exec.Command("docker-compose", "--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml"), "down", "--volumes", "--remove-orphans")
-		cmd.Env = testenv.CleanEnv(env)
+		cmd.Env = testenv.ComposeCLIEnv(testenv.CleanEnv(env))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Logf("docker-compose down: %v\n%s", err, out)
 		}

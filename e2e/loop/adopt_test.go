@@ -54,13 +54,12 @@ volumes:
 		// tXXXXXXXX_data behind).
 		testenv.RemoveApp(t, app)
 		cmd := exec.Command("docker-compose", "-p", app, "-f", filepath.Join(dir, "compose.yaml"), "down", "-v", "--remove-orphans")
+		cmd.Env = testenv.ComposeCLIEnv(os.Environ())
 		_ = cmd.Run()
 		_ = exec.Command("docker", "volume", "rm", app+"_data").Run()
 	})
 	up := exec.Command("docker-compose", "-p", app, "-f", filepath.Join(dir, "compose.yaml"), "up", "-d")
-	// docker-compose gives up on an engine call after 60 s, which a loaded
-	// CI machine can exceed.
-	up.Env = append(os.Environ(), "COMPOSE_HTTP_TIMEOUT=300")
+	up.Env = testenv.ComposeCLIEnv(os.Environ())
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf("docker-compose up: %v\n%s", err, out)
 	}

@@ -158,8 +158,8 @@ func briefStatus(v any) string {
 	}
 	if st.Name != "" {
 		running, all := 0, 0
-		out, err := exec.Command("docker", "ps", "-a", "--filter", "label="+drift.LabelApp+"="+st.Name, "--format", "{{.State}}").Output()
-		for line := range strings.Lines(string(out)) {
+		out, err := DockerTry("ps", "-a", "--filter", "label="+drift.LabelApp+"="+st.Name, "--format", "{{.State}}")
+		for line := range strings.Lines(out) {
 			all++
 			if strings.TrimSpace(line) == "running" {
 				running++

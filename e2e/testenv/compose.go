@@ -463,6 +463,13 @@ func ServiceContainers(t *testing.T, app string) map[string]map[string]string {
 	return m
 }
 
+// ComposeCLIEnv is env for a docker-compose command: docker-compose gives
+// up on an engine call after 60 s ("Read timed out"), which a loaded CI
+// machine can exceed.
+func ComposeCLIEnv(env []string) []string {
+	return append(env, "COMPOSE_HTTP_TIMEOUT=300")
+}
+
 // CleanEnv is a child process's environment: PATH, HOME, DOCKER_HOST and
 // env, nothing else from the developer's shell.
 func CleanEnv(env map[string]string) []string {

@@ -652,16 +652,7 @@ func TestRunDeploysOnStartupAndStopsCleanly(t *testing.T) {
 }
 
 func TestMetricsReflectStatus(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	h := newHarness(t, appConfig("shop"))
-	h.agent.Close()
-	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Now: h.clock.Now, Registerer: reg,
-		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	h.agent = a
+	h, reg := newMetricsHarness(t)
 	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 2)})
 	h.pass("shop", "startup")
 	h.engine.rm("shop-web-1")
@@ -749,16 +740,7 @@ func TestStatusChangedIgnoresDockersUptimeWords(t *testing.T) {
 // A service removed by a new revision leaves no replica series behind;
 // one that stays keeps its series with the new counts.
 func TestMetricsDropRemovedServices(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	h := newHarness(t, appConfig("shop"))
-	h.agent.Close()
-	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Now: h.clock.Now, Registerer: reg,
-		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	h.agent = a
+	h, reg := newMetricsHarness(t)
 	h.sources["shop"].commit("web and api", map[string]string{"web.yaml": service("web", "demo:v1", 2), "api.yaml": service("api", "demo:v1", 1)})
 	h.pass("shop", "poll")
 	h.sources["shop"].commit("api only", map[string]string{"api.yaml": service("api", "demo:v1", 3)})
@@ -784,4 +766,21 @@ func TestMetricsDropRemovedServices(t *testing.T) {
 	if want := []string{"api=3"}; !slices.Equal(got, want) {
 		t.Errorf("desired replica series %v, want %v", got, want)
 	}
+}
+
+// newMetricsHarness is a harness for app "shop" whose agent exports its
+// series to the returned registry.
+func newMetricsHarness(t *testing.T) (*harness, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, appConfig("shop"))
+	h.agent.Close()
+	a, err := New(Options{DataDir: t.TempDir(), Apps: h.apps, Engine: h.engine, Now: h.clock.Now, Registerer: reg,
+		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	h.agent = a
+	return h, reg
 }

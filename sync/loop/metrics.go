@@ -24,7 +24,7 @@ type metrics struct {
 	fetchDuration   *prometheus.HistogramVec
 	fetchErrors     *prometheus.CounterVec
 	// phases splits a pass's time by what it waited on or computed, so a
-	// user can see where a slow pass goes (see passPhases).
+	// user can see where a slow pass goes (the phase* constants).
 	phases *prometheus.HistogramVec
 
 	// exported holds, by app, the services whose replica series exist,
