@@ -78,6 +78,19 @@ func wantStateStatus(t *testing.T, r *stackRun, want map[string][]string) {
 	if !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("status lists state directories %v, want %v", got, want)
 	}
+	// And `driftless status APP`, where a user looks for what to back up.
+	out, code := testenv.Run(t, t.Context(), t.TempDir(), "status", r.app.Name, "--server="+r.agent.URL)
+	listed := map[string]string{} // directory column → host path column
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "./") {
+			listed[f[0]] = f[1]
+		}
+	}
+	for p := range want {
+		if host := listed["./"+p]; code != 0 || host != stateDirOf(r, p) {
+			t.Errorf("driftless status %s (exit %d) lists ./%s at %q, want %s:\n%s", r.app.Name, code, p, host, stateDirOf(r, p), out)
+		}
+	}
 }
 
 // visits asks the stand-in for / on a published port and returns its
