@@ -205,7 +205,8 @@ func (t *statusTracker) statuses(r loop.Report, externalURL string) []commitStat
 			continue
 		}
 		switch {
-		case e.Kind == status.KindRefused:
+		case e.Kind == status.KindRefused, e.Kind == status.KindRollback && e.Result == "quarantined":
+			delete(t.awaiting, r.App)
 			add(e.Revision.SHA, stateFailure, e.Summary, e.ID)
 		case e.Kind == status.KindSync && (e.Result == "failed" || e.Result == "partial"):
 			delete(t.awaiting, r.App)

@@ -30,11 +30,12 @@ const (
 	KindEngineUnreachable Kind = "engine-unreachable" // the Docker engine could not be reached
 	KindPinned            Kind = "pinned"             // rolled back to an earlier revision
 	KindUnpinned          Kind = "unpinned"           // following the branch again
+	KindRollback          Kind = "rollback"           // a release regressed in its watch window: quarantined, rolled back
 )
 
 // Kinds are all event kinds, in the order the docs list them.
 var Kinds = []Kind{KindSynced, KindRolloutFailed, KindRecovered, KindRefused, KindDriftRepaired, KindFlapping,
-	KindSourceUnreachable, KindEngineUnreachable, KindPinned, KindUnpinned}
+	KindSourceUnreachable, KindEngineUnreachable, KindPinned, KindUnpinned, KindRollback}
 
 // ParseKinds checks a destination's event filter; empty means every kind.
 func ParseKinds(names []string) ([]Kind, error) {
@@ -149,7 +150,16 @@ func (d *detector) events(r loop.Report, now time.Time) []Event {
 			add(KindFlapping, e.Revision, e.Summary, e.ID)
 		case status.KindRollback:
 			k := KindPinned
-			if strings.HasPrefix(e.Summary, "unpinned") {
+			switch {
+			case e.Result == "quarantined":
+				// A regression in the watch window: one event says the
+				// commit is quarantined and what it rolls back to.
+				k = KindRollback
+			case status.AutomaticRollback(e) && (e.Result == "failed" || e.Result == "partial"):
+				k = KindRolloutFailed // the automatic rollback failed
+			case status.AutomaticRollback(e):
+				continue // the rollback the quarantine event announced
+			case strings.HasPrefix(e.Summary, "unpinned"):
 				k = KindUnpinned
 			}
 			add(k, e.Revision, e.Summary, e.ID)

@@ -137,7 +137,7 @@ type historyPage struct {
 var allKinds = []status.HistoryKind{
 	status.KindSync, status.KindRepair, status.KindRefused, status.KindRollback,
 	status.KindFlapping, status.KindSource, status.KindAction,
-	status.KindForcePush, status.KindImage,
+	status.KindForcePush, status.KindImage, status.KindRelease,
 }
 
 const (
@@ -342,6 +342,14 @@ func actions() []action {
 			parse: noInput,
 			run:   func(_ context.Context, a Agent, app string, _ actionInput) error { return a.Unpin(app) },
 			done:  func(app string, _ actionInput) string { return app + " unpinned: following its branch again" },
+		},
+		{
+			name:  "unquarantine",
+			parse: noInput,
+			run:   func(_ context.Context, a Agent, app string, _ actionInput) error { return a.Unquarantine(app) },
+			done: func(app string, _ actionInput) string {
+				return "quarantine of " + app + "'s head lifted: retrying it now"
+			},
 		},
 	}
 }

@@ -122,6 +122,11 @@ func (c *Client) Unpin(ctx context.Context, app string) error {
 	return c.action(ctx, app, "unpin", nil)
 }
 
+// Unquarantine retries the app's quarantined head on purpose.
+func (c *Client) Unquarantine(ctx context.Context, app string) error {
+	return c.action(ctx, app, "unquarantine", nil)
+}
+
 func (c *Client) action(ctx context.Context, app, name string, body any) error {
 	return c.do(ctx, http.MethodPost, "/api/v1/apps/"+url.PathEscape(app)+"/"+name, body, nil)
 }

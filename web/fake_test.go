@@ -152,6 +152,14 @@ func (f *fakeAgent) Unpin(app string) error {
 	return nil
 }
 
+func (f *fakeAgent) Unquarantine(app string) error {
+	if err := f.known(app); err != nil {
+		return err
+	}
+	f.record("unquarantine " + app)
+	return nil
+}
+
 func (f *fakeAgent) Subscribe() (<-chan status.Event, func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -46,6 +46,8 @@ type Agent interface {
 	SetSelfHeal(app string, on bool) error
 	Pin(ctx context.Context, app, sha string) error
 	Unpin(app string) error
+	// Unquarantine retries the app's quarantined head on purpose.
+	Unquarantine(app string) error
 	Subscribe() (<-chan status.Event, func())
 	Ready() error
 }

@@ -28,6 +28,7 @@ func commands() []*cobra.Command {
 		applyCmd(),
 		runCmd(),
 		statusCmd(),
+		syncCmd(),
 		historyCmd(),
 		logsCmd(),
 		pruneImagesCmd(),

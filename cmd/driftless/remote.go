@@ -155,6 +155,7 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 	if a.Pinned != nil {
 		fmt.Fprintf(w, "  PINNED to %s: not following the branch until unpinned\n", revText(a.Pinned))
 	}
+	printRelease(w, a, now)
 	if a.Suspended {
 		fmt.Fprintln(w, "  SUSPENDED: nothing is applied until resumed")
 	}
@@ -240,7 +241,7 @@ func historyCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var r remoteFlags
 	r.register(fs)
-	kinds := fs.String("kind", "", "comma-separated kinds: sync, repair, refused, rollback, flapping, source, action")
+	kinds := fs.String("kind", "", "comma-separated kinds: sync, repair, refused, rollback, release, flapping, source, action")
 	limit := fs.Int("limit", 20, "entries per page")
 	before := fs.Uint64("before", 0, "show entries older than this ID (the 'next' cursor)")
 	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {

@@ -6,7 +6,8 @@
 // Its behaviour is steered by flags or, so that manifests can change it
 // through env, by WORKLOAD_* variables: crash at start, exit after a while
 // (with a chosen exit code, so it can stand in for a one-shot job), become
-// ready only after a delay, or never become ready.
+// ready only after a delay, never become ready, or stop being ready after
+// a while.
 //
 // Arguments it does not know (a compose file's `command: [redis-server,
 // --appendonly, yes]` meant for the real image) are tolerated: they are
@@ -42,7 +43,10 @@ type Config struct {
 	ExitCode   int           // the exit code of ExitAfter; default 1
 	ReadyAfter time.Duration // /healthz answers 503 until then
 	NeverReady bool          // /healthz always answers 503
-	DataDir    string        // if set, / counts visits in a file there
+	// UnreadyAfter: /healthz answers 503 from this long after start on,
+	// a release that breaks under traffic; 0 = never.
+	UnreadyAfter time.Duration
+	DataDir      string // if set, / counts visits in a file there
 	// Args are the arguments that are not the workload's own flags, in
 	// order: tolerated, logged and shown on /.
 	Args []string
@@ -77,6 +81,7 @@ func ParseArgs(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&cfg.ExitCode, "exit-code", exitCode, "exit code of --exit-after (0 makes it a job that completes)")
 	fs.DurationVar(&cfg.ReadyAfter, "ready-after", envDur("WORKLOAD_READY_AFTER"), "answer /healthz with 503 until this long after start")
 	fs.BoolVar(&cfg.NeverReady, "never-ready", envBool("WORKLOAD_NEVER_READY"), "always answer /healthz with 503")
+	fs.DurationVar(&cfg.UnreadyAfter, "unready-after", envDur("WORKLOAD_UNREADY_AFTER"), "answer /healthz with 503 from this long after start on")
 	fs.StringVar(&cfg.DataDir, "data", getenv("WORKLOAD_DATA"), "directory where / counts visits")
 	own, extra := splitArgs(fs, args)
 	if err := fs.Parse(own); err != nil {
@@ -128,6 +133,10 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) int {
 	healthz := func(w http.ResponseWriter, r *http.Request) {
 		if cfg.NeverReady {
 			http.Error(w, "never ready (WORKLOAD_NEVER_READY)", http.StatusServiceUnavailable)
+			return
+		}
+		if cfg.UnreadyAfter > 0 && time.Since(start) >= cfg.UnreadyAfter {
+			http.Error(w, "broken since "+cfg.UnreadyAfter.String()+" after start (WORKLOAD_UNREADY_AFTER)", http.StatusServiceUnavailable)
 			return
 		}
 		if wait := cfg.ReadyAfter - time.Since(start); wait > 0 {

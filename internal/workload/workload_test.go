@@ -54,6 +54,8 @@ func TestHealthzFollowsReadiness(t *testing.T) {
 		{"ready", Config{}, http.StatusOK},
 		{"never ready", Config{NeverReady: true}, http.StatusServiceUnavailable},
 		{"warming up", Config{ReadyAfter: time.Hour}, http.StatusServiceUnavailable},
+		{"broken after a while", Config{UnreadyAfter: time.Nanosecond}, http.StatusServiceUnavailable},
+		{"not broken yet", Config{UnreadyAfter: time.Hour}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := freeAddr(t)

@@ -110,6 +110,10 @@ type AppConfig struct {
 	// (decryption.allowPlaintext).
 	AllowPlaintext bool
 
+	// Release is how long a release is watched after it is ready and what
+	// rolls it back automatically (release:); zero Watch: off.
+	Release drift.ReleaseRules
+
 	// SecretKey is the agent's key, set by the agent (never read from the
 	// file) and passed to the loader.
 	SecretKey manifest.SecretKey
@@ -330,6 +334,8 @@ type fileAppConfig struct {
 
 	Notifications []fileNotification `json:"notifications"`
 	CommitStatus  *fileCommitStatus  `json:"commitStatus"`
+
+	Release *fileRelease `json:"release"`
 }
 
 // fileShared is an app's `shared:`: other apps' external networks and
@@ -533,6 +539,9 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	errs = append(errs, parseAppTrust(fa, rel, &app)...)
 	errs = append(errs, parseAppNotify(fa, &app, secret)...)
+	var relErrs []error
+	app.Release, relErrs = fa.Release.parse()
+	errs = append(errs, relErrs...)
 	return app, errs
 }
 

@@ -90,6 +90,8 @@ const (
 	TriggerPreempted = "preempted"
 	// TriggerEngine: the engine's event stream came back after a break.
 	TriggerEngine = "engine-reconnected"
+	// TriggerWatch: a release under watch is looked at again (no fetch).
+	TriggerWatch = "watch"
 )
 
 // engineRetryMax caps the backoff of passes that failed because the engine
@@ -463,6 +465,9 @@ func (a *Agent) requeue(name string, res Result, err error) {
 	if res.ImageCheckAfter > 0 {
 		a.queue.AddAfter(name, TriggerImageUpdate, res.ImageCheckAfter)
 	}
+	if res.WatchAfter > 0 {
+		a.queue.AddAfter(name, TriggerWatch, res.WatchAfter)
+	}
 }
 
 // eventDelay is how long a Docker event waits before it starts a pass. A
@@ -717,7 +722,11 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 		a.log.Log(context.Background(), level, "pass", "app", name, "trigger", sin.trigger, "sync", snapshot.Sync, "health", snapshot.Health, "message", snapshot.Message)
 	}
 	a.notify(name, "status")
-	return passResult(o, now)
+	res, err := passResult(o, now)
+	if w := u.mem.watch; w != nil {
+		res.WatchAfter = min(watchPoll, w.Remaining(now)+10*time.Millisecond)
+	}
+	return res, err
 }
 
 // announceApply shows, before a rollout that may take a while, that the app
@@ -819,6 +828,25 @@ func (a *Agent) History(q status.HistoryQuery) ([]status.HistoryEntry, error) {
 
 // Entry returns one history entry.
 func (a *Agent) Entry(id uint64) (status.HistoryEntry, bool) { return a.store.Entry(id) }
+
+// Unquarantine retries the app's quarantined head on purpose: it queues a
+// person's pass ("Sync now"), which lifts the quarantine of the commit it
+// targets. An error when the head is not quarantined.
+func (a *Agent) Unquarantine(app string) error {
+	st, ok := a.apps[app]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownApp, app)
+	}
+	a.mu.Lock()
+	s := st.status
+	quarantined := s.Fetched != nil && s.Release != nil && slices.ContainsFunc(s.Release.Quarantined, func(q status.Quarantine) bool { return q.Revision.SHA == s.Fetched.SHA })
+	a.mu.Unlock()
+	if !quarantined {
+		return fmt.Errorf("%s: the head of its branch is not quarantined; nothing to lift", app)
+	}
+	a.trigger(context.Background(), app, TriggerManual)
+	return nil
+}
 
 // Enqueue asks for a pass of app. A webhook or manual trigger also lets
 // a rollout under way notice a newer revision.

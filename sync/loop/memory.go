@@ -2,6 +2,7 @@ package loop
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -48,6 +49,12 @@ type memory struct {
 	repairs      map[flapKey][]time.Time     // recent repairs per container field
 	flapping     map[flapKey]status.Flap     // fields repaired too often
 	conditions   map[string]status.Condition // active problems by kind
+	// The release lifecycle (release: in the config): the release under
+	// watch, the last revision that passed its window, and the commits
+	// quarantined after a regression (newest first).
+	watch       *drift.ReleaseWatch
+	lastGood    string
+	quarantined []status.Quarantine
 }
 
 // crashState is the repair backoff of a container that keeps stopping.
@@ -89,6 +96,7 @@ func (m memory) clone() memory {
 	}
 	c.flapping = maps.Clone(m.flapping)
 	c.conditions = maps.Clone(m.conditions)
+	c.quarantined = slices.Clone(m.quarantined)
 	return c
 }
 
@@ -118,6 +126,7 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 // config once set. Status exception: before the first pass, the status
 // shows what the store kept.
 func (st *appState) restore(p store.App) {
+	defer func() { st.status.Release = releaseStatus(st.cfg, st.mem) }()
 	if p.Suspended != nil {
 		st.cfg.Suspend = *p.Suspended
 	}
@@ -130,6 +139,7 @@ func (st *appState) restore(p store.App) {
 	st.mem.lastRefused = p.LastRefused
 	st.mem.appliedFrom = p.AppliedFrom
 	st.mem.forcePush = p.ForcePush
+	st.mem.watch, st.mem.lastGood, st.mem.quarantined = p.Watch, p.LastGood, p.Quarantined
 	st.status.ForcePush = cloneForcePush(p.ForcePush)
 	if p.Accepted != nil {
 		st.mem.restoreSHA = p.Accepted.SHA

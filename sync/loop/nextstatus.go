@@ -58,14 +58,17 @@ func nextStatus(in statusInput) statusUpdate {
 	if o.refusal != nil {
 		u.noteRefusal(in, *o.refusal)
 	}
+	var released []string // services a new release changed; nil: no release
 	if o.apply != nil {
-		u.noteApply(in, o.apply)
+		released = u.noteApply(in, o.apply)
 	} else if o.gap != nil && o.accepted != nil && !in.cfg.Suspend && revisionChanged(u.mem, o.accepted) &&
 		len(o.gap.Changes) == 0 && len(o.gap.Deferred) == 0 {
 		// A commit that changes nothing the engine runs (say, a README)
 		// still becomes the applied revision.
 		u.markApplied(in, o.accepted, *o.gap, true)
+		released = []string{}
 	}
+	u.noteRelease(in, released)
 	if !o.cancelled {
 		u.noteSource(in)
 		u.noteForcePush(in)
@@ -118,8 +121,10 @@ func (u *statusUpdate) noteRefusal(in statusInput, r status.Refusal) {
 }
 
 // noteApply records what an apply did: repairs, interference, failed
-// rollouts, the sync itself, and the new applied revision.
-func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
+// rollouts, the sync itself, and the new applied revision. It returns the
+// services a successful sync changed because Git asked (nil when the
+// apply was not a sync), for the release's watch window.
+func (u *statusUpdate) noteApply(in statusInput, a *applyReport) []string {
 	desired := in.out.accepted
 	rev := desired.rev
 	res := a.result
@@ -143,6 +148,10 @@ func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
 		entry := status.HistoryEntry{Kind: status.KindSync, Revision: &r, Plan: &planCopy, Outcomes: res.Outcomes,
 			Duration: a.elapsed, Result: status.ResultWord(res)}
 		entry.Summary = status.SyncSummary(rev, a.plan, entry.Result)
+		if q := in.out.rollback; q != nil {
+			entry.Kind = status.KindRollback
+			entry.Summary = status.AutomaticRollbackPrefix + q.Revision.Short() + " (" + q.Reason + "): " + entry.Summary
+		}
 		entry.Digests = replicaDigests(in.out.actual)
 		if res.Err != nil {
 			entry.Errors = append(entry.Errors, res.Err.Error())
@@ -152,9 +161,15 @@ func (u *statusUpdate) noteApply(in statusInput, a *applyReport) {
 		}
 		u.record(in, entry)
 	}
-	if res.Err == nil {
-		u.markApplied(in, desired, a.plan, false)
+	if res.Err != nil {
+		return nil
 	}
+	released := revisionChanged(u.mem, desired) || hasGit
+	u.markApplied(in, desired, a.plan, false)
+	if !released {
+		return nil
+	}
+	return changedServices(a.plan)
 }
 
 func (u *statusUpdate) noteRepair(in statusInput, o drift.Outcome) {
@@ -293,7 +308,7 @@ func (u *statusUpdate) noteErrors(o passOutcome) {
 }
 
 // conditionOrder is how active problems are listed, most fundamental first.
-var conditionOrder = []string{"engine", "source", "force-push", "validation", "apply", "conflict", "flapping", "history", "notification"}
+var conditionOrder = []string{"engine", "source", "force-push", "validation", "release", "apply", "conflict", "flapping", "history", "notification"}
 
 // conditions are the active problems; each keeps its Since while the same
 // kind of problem lasts.
@@ -311,6 +326,9 @@ func (u *statusUpdate) conditions(in statusInput) map[string]status.Condition {
 	}
 	if fp := u.mem.forcePush; fp != nil {
 		active["force-push"] = forcePushCondition(*fp)
+	}
+	if msg := releaseCondition(in, u.mem); msg != "" {
+		active["release"] = msg
 	}
 	if o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) {
 		active["apply"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
@@ -398,7 +416,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]status.Condition) 
 	case o.gap != nil:
 		plan := clonePlan(*o.gap)
 		s.Drift = &plan
-		s.Sync = drift.SyncOf(*o.gap, s.Refused != nil)
+		s.Sync = drift.SyncOf(*o.gap, s.Refused != nil || headQuarantined(&s, mem))
 		s.Health = o.health.Health
 		s.Services = serviceStatuses(o.accepted, o.input.Desired, o.health, o.actual)
 		s.Volumes = status.Volumes(s.Name, o.actual)
@@ -411,6 +429,10 @@ func buildStatus(in statusInput, mem memory, conds map[string]status.Condition) 
 		s.Health = status.HealthSuspended
 	}
 	s.Message = message(o, mem, &s)
+	s.Release = releaseStatus(in.cfg, mem)
+	if failureMessage(o, mem, &s) == "" {
+		s.Message = releaseMessage(&s, mem, in.now, s.Message)
+	}
 	return s
 }
 

@@ -44,7 +44,7 @@ func (in passInput) trigger() string { return joinTriggers(in.triggers) }
 // events, or the repair of an interference in the previous pass.
 func (in passInput) engineOnly() bool {
 	for _, t := range in.triggers {
-		if t != TriggerDockerEvent && t != TriggerRepair {
+		if t != TriggerDockerEvent && t != TriggerRepair && t != TriggerWatch {
 			return false
 		}
 	}
@@ -81,6 +81,14 @@ type passOutcome struct {
 	// before is each service's ready/desired count seen before an apply,
 	// so the replica series shows the dip a repair closes.
 	before []store.ServiceCount
+	// The release lifecycle (release.go): the watch after this pass's
+	// look, a regression it found, the quarantine of the target, the
+	// rollback this pass applies, and a quarantine a person lifted.
+	watch        *drift.ReleaseWatch
+	regression   *drift.Regression
+	quarantined  *status.Quarantine
+	rollback     *status.Quarantine
+	unquarantine string
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -101,10 +109,13 @@ type pass struct {
 
 func (p *pass) run(ctx context.Context) (o passOutcome) {
 	defer func() { o.cancelled = ctx.Err() != nil }()
-	target := p.target(ctx, &o)
+	target := p.divert(ctx, p.target(ctx, &o), &o)
 	cand, ok := p.buildCandidate(ctx, p.candidate(ctx, target, &o), &o)
 	if !ok || !p.observe(ctx, &o) {
 		return o
+	}
+	if p.watchRelease(ctx, cand, &o) {
+		return o // quarantined: the next pass rolls back
 	}
 	if cand != nil {
 		p.followTags(ctx, cand.app, *o.actual, &o)
@@ -389,6 +400,8 @@ type Result struct {
 	RequeueAfter time.Duration
 	// ImageCheckAfter: a followed image tag is due for a check then.
 	ImageCheckAfter time.Duration
+	// WatchAfter: a release is under watch; look at it again then.
+	WatchAfter time.Duration
 }
 
 // stalledError is a failure that retrying cannot fix: the loop waits for a
@@ -421,6 +434,9 @@ func passResult(o passOutcome, now time.Time) (Result, error) {
 				res.RequeueAfter = d
 			}
 		}
+	}
+	if o.regression != nil {
+		res.Requeue = true // roll back at once
 	}
 	if o.engineErr != nil {
 		return res, &waitingError{engineError(o.engineErr)}

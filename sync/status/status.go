@@ -5,6 +5,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docker/go-units"
@@ -65,6 +66,8 @@ type AppStatus struct {
 	// ForcePush is set from a head that did not descend from the applied
 	// revision until a later fast-forward.
 	ForcePush *ForcePush `json:"forcePush,omitempty"`
+	// Release is set for apps with a watch window (release:).
+	Release *ReleaseStatus `json:"release,omitempty"`
 
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
@@ -258,6 +261,8 @@ const (
 	// descend from the applied one (result "followed" or "refused").
 	KindForcePush HistoryKind = "force-push"
 	KindImage     HistoryKind = "image" // a followed image tag moved to a new digest
+	// KindRelease: a release passed its watch window (release.watch).
+	KindRelease HistoryKind = "release"
 	// KindNotification: a notification or commit status could not be
 	// delivered (result "failed"), or was delivered again (result
 	// "recovered").
@@ -296,4 +301,58 @@ type HistoryQuery struct {
 type Event struct {
 	App  string `json:"app"`
 	Kind string `json:"kind"` // status, history
+}
+
+// ReleaseStatus is the release lifecycle of an app with a watch window
+// (release: in driftless.yaml): the release under watch, the last one
+// that passed its window, and the commits quarantined after a regression.
+type ReleaseStatus struct {
+	// Watching is the release whose window is open, nil when none is.
+	Watching *Watching `json:"watching,omitempty"`
+	// LastGood is the last revision that passed its window: what a
+	// regression rolls back to.
+	LastGood string `json:"lastGood,omitempty"`
+	// Quarantined are commits rolled back after a regression; none is
+	// applied again unless a person asks (Sync now, sync --force,
+	// unquarantine). Newest first.
+	Quarantined []Quarantine `json:"quarantined,omitempty"`
+}
+
+// Watching is a release inside its watch window.
+type Watching struct {
+	Revision string    `json:"revision"`
+	Services []string  `json:"services"`
+	Since    time.Time `json:"since"`
+	Until    time.Time `json:"until"`
+}
+
+// Quarantine is a commit that regressed inside its watch window.
+type Quarantine struct {
+	Revision gitsource.Revision `json:"revision"`
+	Reason   string             `json:"reason"`
+	At       time.Time          `json:"at"`
+	// RolledBackTo is the revision the rollback went to ("" when there
+	// was none to go to).
+	RolledBackTo string `json:"rolledBackTo,omitempty"`
+}
+
+// Summary is the quarantine as people read it.
+func (q Quarantine) Summary() string {
+	s := "quarantined " + q.Revision.Short() + ": " + q.Reason
+	if q.RolledBackTo != "" {
+		s += "; running " + drift.ShortRevision(q.RolledBackTo) + ", rolled back automatically"
+	} else {
+		s += "; no earlier release passed its watch window, so nothing was rolled back"
+	}
+	return s
+}
+
+// AutomaticRollbackPrefix starts the summary of the sync that rolls a
+// quarantined release back.
+const AutomaticRollbackPrefix = "automatic rollback from "
+
+// AutomaticRollback reports whether e is the agent's own rollback after a
+// regression, not a person's pin.
+func AutomaticRollback(e HistoryEntry) bool {
+	return e.Kind == KindRollback && strings.HasPrefix(e.Summary, AutomaticRollbackPrefix)
 }

@@ -62,6 +62,12 @@ type App struct {
 	AppliedFrom string `json:"appliedFrom,omitempty"`
 	// ForcePush is the force-push shown until a later fast-forward.
 	ForcePush *status.ForcePush `json:"forcePush,omitempty"`
+	// Watch is the release whose watch window is open, so a restarted
+	// agent resumes it; LastGood the last revision that passed its
+	// window; Quarantined the commits rolled back after a regression.
+	Watch       *drift.ReleaseWatch `json:"watch,omitempty"`
+	LastGood    string              `json:"lastGood,omitempty"`
+	Quarantined []status.Quarantine `json:"quarantined,omitempty"`
 }
 
 func Open(dataDir string, retention int) (*Store, error) {
