@@ -149,6 +149,15 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 	}
 	oldName := strings.TrimPrefix(old.Name, "/")
 	renamed, stopped := false, false
+	if old.State != nil && old.State.Restarting {
+		// Docker refuses to rename a container between two restarts
+		// ("sandbox not found"), and a crash-looping replica serves
+		// nothing: stop it first (a rollback away from a crashing release
+		// replaces exactly these).
+		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: stopTimeout(old, &svc.Spec)}); err == nil {
+			stopped = true
+		}
+	}
 	if oldName == stable {
 		park := stable + "-old-" + shortID(old.ID)
 		if _, err := r.e.api.ContainerRename(ctx, old.ID, client.ContainerRenameOptions{NewName: park}); err != nil {
@@ -172,7 +181,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 			}
 		}
 	}
-	if !surge && old.State != nil && old.State.Running {
+	if !surge && !stopped && old.State != nil && old.State.Running {
 		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: stopTimeout(old, &svc.Spec)}); err != nil {
 			restore()
 			return fmt.Errorf("stop %s: %w", oldName, err)

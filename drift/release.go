@@ -186,7 +186,11 @@ func replicaRegression(c *Container, w ReleaseWatch, rules ReleaseRules, now tim
 	if !c.FinishedAt.IsZero() && c.FinishedAt.After(w.Started) {
 		at = c.FinishedAt
 	}
-	detail := "exit " + strconv.Itoa(c.ExitCode) + ", " + count(c.RestartCount-w.Restarts[c.Name], "restart", "restarts")
+	detail := count(c.RestartCount-w.Restarts[c.Name], "restart", "restarts")
+	if c.ExitCode != 0 {
+		// A replica Docker has already restarted lists no exit code.
+		detail = "exit " + strconv.Itoa(c.ExitCode) + ", " + detail
+	}
 	return &Regression{Service: c.Service, Replica: name, Reason: name + " " + what + " " + after(w.Started, at) + " after the release (" + detail + ")"}
 }
 

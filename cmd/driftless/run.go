@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,13 +53,17 @@ type runFlags struct {
 	knownHosts    string
 	verifyPGP     string // comma-separated OpenPGP key files
 	verifySSH     string // allowed_signers file
-	workers       int
-	resync        time.Duration
-	readyTimeout  time.Duration
-	buildTimeout  time.Duration
-	secretsDir    string
-	logLevel      string
-	load          loadFlags
+	// releaseWatch and releaseUnreadyFor are the one-line form of
+	// release: {watch, unreadyFor}.
+	releaseWatch      time.Duration
+	releaseUnreadyFor time.Duration
+	workers           int
+	resync            time.Duration
+	readyTimeout      time.Duration
+	buildTimeout      time.Duration
+	secretsDir        string
+	logLevel          string
+	load              loadFlags
 	// The web front end's exposure.
 	insecureNoToken bool
 	trustLoopback   bool
@@ -129,6 +134,8 @@ func (f *runFlags) register(fs interface {
 		fs.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file to check the SSH host key against")
 		fs.StringVar(&f.verifyPGP, "verify-openpgp-keys", "", "apply only commits signed by these OpenPGP public keys (files, comma-separated)")
 		fs.StringVar(&f.verifySSH, "verify-ssh-allowed-signers", "", "apply only commits signed by a key in this ssh-keygen allowed_signers file")
+		fs.DurationVar(&f.releaseWatch, "release-watch", 0, "watch each release this long after it is ready and roll a regression back automatically (driftless.yaml: release.watch; 0: off)")
+		fs.DurationVar(&f.releaseUnreadyFor, "release-unready-for", drift.DefaultUnreadyFor, "inside the watch window, a new replica not ready for this long is a regression (release.unreadyFor)")
 		f.load.register(fs)
 	}
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory: Git clones and the history database (env DRIFTLESS_DATA)")
@@ -231,6 +238,12 @@ func (f *runFlags) appFromFlags() (config.AppConfig, error) {
 		MaxRemovalPercent: config.DefaultMaxRemovalPercent,
 	}
 	app.AllowInsecureTransport, app.OnForcePush = f.allowInsecure, f.onForcePush
+	if f.releaseWatch < 0 || f.releaseUnreadyFor < 0 {
+		return app, fmt.Errorf("--release-watch %s, --release-unready-for %s: want positive durations (--release-watch 0 turns watching off)", f.releaseWatch, f.releaseUnreadyFor)
+	}
+	if f.releaseWatch > 0 {
+		app.Release = drift.ReleaseRules{Watch: f.releaseWatch, UnreadyFor: cmp.Or(f.releaseUnreadyFor, drift.DefaultUnreadyFor)}
+	}
 	if err := f.gitSafety(name); err != nil {
 		return app, err
 	}

@@ -87,7 +87,12 @@ func (p *pass) divert(ctx context.Context, target *gitsource.Revision, o *passOu
 		return target
 	}
 	if mem.accepted != nil && mem.accepted.rev.SHA == q.RolledBackTo {
-		return nil // rolled back already: enforce it
+		// Rolling back already: enforce it. Until it has been applied,
+		// this pass's apply is still the rollback.
+		if mem.appliedRev == nil || mem.appliedRev.SHA != q.RolledBackTo {
+			o.rollback = q
+		}
+		return nil
 	}
 	rev, err := p.st.source.Revision(ctx, q.RolledBackTo)
 	if err != nil {
@@ -143,6 +148,7 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 	if o.unquarantine != "" {
 		u.liftQuarantine(in, o.unquarantine)
 	}
+	u.noteRollback(in)
 	if o.cancelled {
 		return
 	}
@@ -316,10 +322,27 @@ func releaseCondition(in statusInput, m memory) string {
 	if q == nil {
 		return ""
 	}
-	msg := q.Summary()
-	if o.rollback != nil && o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped, drift.FailureInterference) {
-		msg = "quarantined " + q.Revision.Short() + ": " + q.Reason + "; the rollback to " + drift.ShortRevision(q.RolledBackTo) +
-			" failed too: " + o.apply.result.Err.Error() + "; fix forward with a new commit"
+	return q.Summary()
+}
+
+// noteRollback keeps whether the automatic rollback failed, on the
+// quarantine, until a rollback apply succeeds: a failed rollback is shown
+// with both reasons and the quarantined commit is not tried again.
+func (u *statusUpdate) noteRollback(in statusInput) {
+	o := in.out
+	if o.rollback == nil || o.apply == nil || o.apply.result.OnlyCause(drift.FailureStopped, drift.FailureInterference) {
+		return
 	}
-	return msg
+	msg := ""
+	if err := o.apply.result.Err; err != nil {
+		msg = err.Error()
+	}
+	list := slices.Clone(u.mem.quarantined)
+	for i := range list {
+		if list[i].Revision.SHA == o.rollback.Revision.SHA && list[i].RollbackError != msg {
+			list[i].RollbackError = msg
+			u.mem.quarantined = list
+			u.addPersist(func(pa *store.App) { pa.Quarantined = list })
+		}
+	}
 }

@@ -334,14 +334,19 @@ type Quarantine struct {
 	// RolledBackTo is the revision the rollback went to ("" when there
 	// was none to go to).
 	RolledBackTo string `json:"rolledBackTo,omitempty"`
+	// RollbackError is why the rollback failed too, until one succeeds.
+	RollbackError string `json:"rollbackError,omitempty"`
 }
 
 // Summary is the quarantine as people read it.
 func (q Quarantine) Summary() string {
 	s := "quarantined " + q.Revision.Short() + ": " + q.Reason
-	if q.RolledBackTo != "" {
+	switch {
+	case q.RollbackError != "":
+		s += "; the rollback to " + drift.ShortRevision(q.RolledBackTo) + " failed too: " + q.RollbackError + "; fix forward with a new commit"
+	case q.RolledBackTo != "":
 		s += "; running " + drift.ShortRevision(q.RolledBackTo) + ", rolled back automatically"
-	} else {
+	default:
 		s += "; no earlier release passed its watch window, so nothing was rolled back"
 	}
 	return s

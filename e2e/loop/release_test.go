@@ -1,0 +1,204 @@
+package loop
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+// releaseWatch is the window of these tests: long enough for a release
+// that crashes a few seconds after it is ready to fall inside it.
+const releaseWatch = "20s"
+
+// crashAfter is when the bad releases crash: after their rollout (about
+// 5 s for two replicas) and inside the window.
+const crashAfter = "10s"
+
+// startReleaseRig deploys v1 with a watch window and waits until v1 has
+// passed it, so that a regression has somewhere to roll back to.
+func startReleaseRig(t *testing.T, image string) (*testenv.AgentRig, string) {
+	t.Helper()
+	r := testenv.StartRigWith(t, func(string) string { return testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v1"}) },
+		"--interval", "1s", "--release-watch", releaseWatch)
+	good := r.Repo.Head()
+	r.WaitConverged("v1", good, 2, image)
+	r.Wait(2*time.Minute, "v1 passes its watch window", func(st status.AppStatus) bool {
+		return st.Release != nil && st.Release.LastGood == good && st.Release.Watching == nil
+	})
+	return r, good
+}
+
+// rolledBackTo is ConvergedTo for an app whose head is quarantined: it
+// runs sha, healthy, and is out of sync with its branch on purpose.
+func rolledBackTo(sha string, replicas int, image string) func(status.AppStatus) bool {
+	return func(st status.AppStatus) bool {
+		synced := st
+		synced.Sync = drift.SyncSynced
+		return st.Sync == drift.SyncOutOfSync && testenv.ConvergedTo(sha, replicas, image)(synced)
+	}
+}
+
+func quarantinedAt(st status.AppStatus, sha string) *status.Quarantine {
+	if st.Release == nil {
+		return nil
+	}
+	for i := range st.Release.Quarantined {
+		if st.Release.Quarantined[i].Revision.SHA == sha {
+			return &st.Release.Quarantined[i]
+		}
+	}
+	return nil
+}
+
+func historyOf(t *testing.T, r *testenv.AgentRig, kinds ...string) []status.HistoryEntry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	page, err := r.Agent.Client().History(ctx, r.App, kinds, 0, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Entries
+}
+
+// TestReleaseRegressionRollsBackAndQuarantines: a release that becomes
+// ready and then crashes inside its watch window is rolled back to the
+// last release that passed its window and quarantined while the branch
+// still names it. 'driftless sync' refuses to retry it without --force;
+// with --force it is retried (and rolled back again); a fix commit then
+// deploys and is watched.
+func TestReleaseRegressionRollsBackAndQuarantines(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	r, good := startReleaseRig(t, image)
+	before := testenv.IDsByName(testenv.DockerContainers(t, r.App))
+
+	bad := r.Commit("v2 crashes under traffic", testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v2", "WORKLOAD_EXIT_AFTER": crashAfter, "WORKLOAD_EXIT_CODE": "3"}))
+	r.Wait(time.Minute, "v2 rolled out and watched", func(st status.AppStatus) bool {
+		return st.Applied != nil && st.Applied.SHA == bad && st.Release != nil && st.Release.Watching != nil && st.Release.Watching.Revision == bad
+	})
+	st := r.Wait(2*time.Minute, "v2 quarantined and v1 running again", func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && rolledBackTo(good, 2, image)(st)
+	})
+	q := quarantinedAt(st, bad)
+	if !strings.Contains(q.Reason, r.App+"-web-") || !strings.Contains(q.Reason, "after the release (") || q.RolledBackTo != good {
+		t.Fatalf("quarantine %+v: want the replica that failed and a rollback to %s", q, good[:7])
+	}
+	if st.Fetched == nil || st.Fetched.SHA != bad || st.Sync != drift.SyncOutOfSync || !strings.HasPrefix(st.Message, "quarantined "+bad[:7]+": ") ||
+		!strings.Contains(st.Message, "running "+good[:7]+", rolled back automatically") {
+		t.Fatalf("head %s, sync %s, message %q: want the head quarantined, out of sync, and the message to say so", testenv.RevShort(st.Fetched), st.Sync, st.Message)
+	}
+	for name, id := range testenv.IDsByName(testenv.DockerContainers(t, r.App)) {
+		if id == before[name] {
+			t.Errorf("replica %s is v1's old container; want v1 rolled out again", name)
+		}
+	}
+	rb := historyOf(t, r, "rollback")
+	last := len(rb) - 1 // oldest first from here
+	if len(rb) < 2 || rb[last].Result != "quarantined" || !status.AutomaticRollback(rb[last-1]) || rb[0].Result != "succeeded" || !status.AutomaticRollback(rb[0]) {
+		t.Fatalf("rollback history %+v: want the quarantine, then the automatic rollback", rb)
+	}
+	for _, e := range rb {
+		t.Logf("history: %s %s: %s", e.Kind, e.Result, e.Summary)
+	}
+	// How fast: from the quarantine (the regression seen) to the start of
+	// the rollback's first apply. Reported, not asserted
+	// (docs/benchmarks.md).
+	t.Logf("regression seen → rollback started: %s (%d rollback applies, the first took %s)",
+		rb[last-1].Time.Add(-rb[last-1].Duration).Sub(rb[last].Time), last, rb[last-1].Duration)
+
+	// Polls keep seeing v2 at the head and keep v1.
+	time.Sleep(3 * time.Second)
+	if st := r.Wait(10*time.Second, "still rolled back", func(st status.AppStatus) bool { return !st.Reconciling }); st.Applied.SHA != good {
+		t.Fatalf("applied %s after more polls: the quarantined head was tried again", st.Applied.Short())
+	}
+
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(testenv.DriftlessBinary(t), append(args, "--server", r.Agent.URL)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cli("sync", r.App); err == nil || !strings.Contains(out, "is quarantined") || !strings.Contains(out, "sync --force "+r.App) {
+		t.Fatalf("driftless sync of a quarantined head: err %v, output %q; want a refusal naming --force", err, out)
+	}
+	if out, err := cli("status", r.App); err != nil || !strings.Contains(out, "QUARANTINED "+bad[:7]) {
+		t.Fatalf("driftless status: err %v, output:\n%s", err, out)
+	}
+	if out, err := cli("sync", "--force", r.App); err != nil || !strings.Contains(out, "quarantine of "+bad[:7]+" lifted") {
+		t.Fatalf("driftless sync --force: err %v, output %q", err, out)
+	}
+	r.Wait(2*time.Minute, "v2 retried on purpose, then rolled back again", func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && rolledBackTo(good, 2, image)(st) && len(historyOf(t, r, "rollback")) >= 4
+	})
+
+	fix := r.Commit("v3 fixes it", testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v3"}))
+	st = r.Wait(2*time.Minute, "the fix deploys and is watched", func(st status.AppStatus) bool {
+		return testenv.ConvergedTo(fix, 2, image)(st) && st.Release != nil && st.Release.Watching != nil && st.Release.Watching.Revision == fix
+	})
+	if !strings.Contains(st.Message, "watching (") {
+		t.Errorf("message %q: want the open window shown", st.Message)
+	}
+}
+
+// TestReleaseWatchSurvivesAgentKill: the agent is SIGKILLed inside a
+// window; the replica crashes while it is down; the restarted agent
+// resumes the window from its store and still rolls back.
+func TestReleaseWatchSurvivesAgentKill(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	r, good := startReleaseRig(t, image)
+	bad := r.Commit("v2 crashes after a while", testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v2", "WORKLOAD_EXIT_AFTER": crashAfter, "WORKLOAD_EXIT_CODE": "137"}))
+	r.Wait(time.Minute, "v2 rolled out and watched", func(st status.AppStatus) bool {
+		return st.Applied != nil && st.Applied.SHA == bad && st.Release != nil && st.Release.Watching != nil
+	})
+	r.Agent.Kill(t)
+	// Docker restarts the crashed replica meanwhile (restart: always).
+	time.Sleep(12 * time.Second)
+	r.Restart()
+	st := r.Wait(2*time.Minute, "rolled back after the restart", func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && rolledBackTo(good, 2, image)(st)
+	})
+	if q := quarantinedAt(st, bad); !strings.Contains(q.Reason, "crash-looped") {
+		t.Fatalf("quarantine reason %q: want the restarts Docker made while the agent was down", q.Reason)
+	}
+}
+
+// TestReleaseRollbackThatFailsStops: the release regresses, and the
+// rollback fails too (v1's image is gone and there is no registry). The
+// app is Degraded with both reasons, and the quarantined commit is not
+// tried again: no ping-pong between revisions.
+func TestReleaseRollbackThatFailsStops(t *testing.T) {
+	t.Parallel()
+	v1 := testenv.WorkloadImage(t, "rollback-fails-"+testenv.UniqueApp(t))
+	v2 := testenv.WorkloadImage(t, "v2")
+	r, good := startReleaseRig(t, v1)
+	bad := r.Commit("v2 crashes", testenv.ServiceManifest(v2, 2, map[string]string{"MESSAGE": "v2", "WORKLOAD_EXIT_AFTER": crashAfter, "WORKLOAD_EXIT_CODE": "1"}))
+	r.Wait(time.Minute, "v2 rolled out", func(st status.AppStatus) bool {
+		return testenv.ConvergedTo(bad, 2, v2)(st)
+	})
+	testenv.Docker(t, "rmi", v1)
+	st := r.Wait(2*time.Minute, "the failed rollback reported", func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && testenv.HasCondition(st, "release") && st.Health == drift.HealthDegraded
+	})
+	var cond string
+	for _, c := range st.Errors {
+		if c.Kind == "release" {
+			cond = c.Message
+		}
+	}
+	if !strings.Contains(cond, "quarantined "+bad[:7]) || !strings.Contains(cond, "the rollback to "+good[:7]+" failed too") {
+		t.Fatalf("release condition %q: want both reasons", cond)
+	}
+	time.Sleep(5 * time.Second)
+	for _, e := range historyOf(t, r, "sync", "rollback") {
+		if e.Revision != nil && e.Revision.SHA == bad && e.Kind == status.KindSync && e.Time.After(st.LastPass) {
+			t.Fatalf("the quarantined commit was applied again after the failed rollback: %+v", e)
+		}
+	}
+}
