@@ -73,12 +73,16 @@ type ReleaseWatch struct {
 }
 
 // StartWatch opens the window of a release that changed services, as
-// observed right after it became ready.
-func StartWatch(revision, rollbackTo string, services []string, rules ReleaseRules, desired *manifest.App, actual Actual, now time.Time) ReleaseWatch {
+// observed right after it became ready. applyStart is when its rollout
+// began: restarts of replicas it created are its own, even those made
+// before the window opened (a first replica that crashes while the last
+// one rolls out); older replicas' past restarts are not.
+func StartWatch(revision, rollbackTo string, services []string, rules ReleaseRules, desired *manifest.App, actual Actual, applyStart, now time.Time) ReleaseWatch {
 	w := ReleaseWatch{Revision: revision, RollbackTo: rollbackTo, Services: slices.Sorted(slices.Values(services)),
 		Started: now, Until: now.Add(rules.Watch), Restarts: map[string]int{}}
+	created := applyStart.Truncate(time.Second) // Docker's list gives whole seconds
 	for _, c := range actual.Containers {
-		if desired != nil && c.App == desired.Name && slices.Contains(w.Services, c.Service) && c.RestartCount > 0 {
+		if desired != nil && c.App == desired.Name && slices.Contains(w.Services, c.Service) && c.RestartCount > 0 && c.Created.Before(created) {
 			w.Restarts[c.Name] = c.RestartCount
 		}
 	}

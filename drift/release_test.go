@@ -12,7 +12,7 @@ func TestWatchRelease(t *testing.T) {
 	rules := ReleaseRules{Watch: 5 * time.Minute}
 	start := t0
 	watch := func(act Actual) ReleaseWatch {
-		return StartWatch("new", "old", []string{"web"}, rules, d, act, start)
+		return StartWatch("new", "old", []string{"web"}, rules, d, act, start, start)
 	}
 	cases := []struct {
 		name string
@@ -70,7 +70,7 @@ func TestWatchReleaseRestartsBeforeTheWindowDoNotCount(t *testing.T) {
 	d := desiredApp(service("web", 1))
 	act := converged(d)
 	edit(&act, "shop-web-1", func(c *Container) { c.RestartCount = 4 })
-	w := StartWatch("new", "old", []string{"web"}, ReleaseRules{Watch: time.Minute}, d, act, t0)
+	w := StartWatch("new", "old", []string{"web"}, ReleaseRules{Watch: time.Minute}, d, act, t0, t0)
 	if _, reg := WatchRelease(w, ReleaseRules{Watch: time.Minute}, ReleaseObservation{Desired: d, Actual: act, Now: t0.Add(time.Second)}); reg != nil {
 		t.Fatalf("regression %q from restarts before the window", reg.Reason)
 	}
@@ -84,7 +84,7 @@ func TestWatchReleaseUnreadyFor(t *testing.T) {
 	d := desiredApp(service("web", 1))
 	rules := ReleaseRules{Watch: 5 * time.Minute, UnreadyFor: 30 * time.Second}
 	act := converged(d)
-	w := StartWatch("new", "old", []string{"web"}, rules, d, act, t0)
+	w := StartWatch("new", "old", []string{"web"}, rules, d, act, t0, t0)
 	edit(&act, "shop-web-1", func(c *Container) { c.Ready, c.ReadyReason = false, "GET /healthz: 503" })
 	w, reg := WatchRelease(w, rules, ReleaseObservation{Desired: d, Actual: act, Now: t0.Add(10 * time.Second)})
 	if reg != nil {
@@ -111,7 +111,7 @@ func TestWatchReleaseCheckAndJob(t *testing.T) {
 	d := desiredApp(service("web", 1))
 	rules := ReleaseRules{Watch: time.Minute, Check: &HTTPCheck{URL: "http://127.0.0.1:1/health", FailureThreshold: 2}}
 	act := converged(d)
-	w := StartWatch("new", "old", []string{"web"}, rules, d, act, t0)
+	w := StartWatch("new", "old", []string{"web"}, rules, d, act, t0, t0)
 	fail := &CheckResult{Detail: "503 Service Unavailable"}
 	w, reg := WatchRelease(w, rules, ReleaseObservation{Desired: d, Actual: act, Now: t0.Add(time.Second), Check: fail})
 	if reg != nil {
@@ -128,5 +128,18 @@ func TestWatchReleaseCheckAndJob(t *testing.T) {
 	_, reg = WatchRelease(w, rules, ReleaseObservation{Desired: d, Actual: act, Now: t0.Add(2 * time.Second), JobFailure: "post-sync job smoke failed: exit 1"})
 	if reg == nil || reg.Reason != "post-sync job smoke failed: exit 1" {
 		t.Fatalf("regression %v for a failed post-sync job", reg)
+	}
+}
+
+func TestWatchReleaseRestartsDuringTheRolloutCount(t *testing.T) {
+	d := desiredApp(service("web", 1))
+	act := converged(d)
+	rolloutStart := t0.Add(-10 * time.Second)
+	// Created by this rollout, it crashed once before the last replica
+	// was ready and the window opened.
+	edit(&act, "shop-web-1", func(c *Container) { c.RestartCount, c.Created = 1, rolloutStart.Add(time.Second) })
+	w := StartWatch("new", "old", []string{"web"}, ReleaseRules{Watch: time.Minute}, d, act, rolloutStart, t0)
+	if _, reg := WatchRelease(w, ReleaseRules{Watch: time.Minute}, ReleaseObservation{Desired: d, Actual: act, Now: t0.Add(time.Second)}); reg == nil {
+		t.Fatal("a restart of a replica the rollout created, before the window opened, was not a regression")
 	}
 }

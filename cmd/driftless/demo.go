@@ -133,6 +133,9 @@ func runDemo(ctx context.Context, f runFlags, clean bool, pos []string, stdout, 
 			// Local polling is cheap; a short interval makes the tour snappy.
 			Interval: "@every 2s", SelfHeal: true,
 			MaxRemovalPercent: config.DefaultMaxRemovalPercent,
+			// Each release is watched for a minute and rolled back if it
+			// breaks (tour step 5).
+			Release: drift.ReleaseRules{Watch: time.Minute, UnreadyFor: drift.DefaultUnreadyFor},
 		}, {
 			Name: demoComposeApp, Repo: composeRepo, Branch: "main", Path: ".",
 			Interval: "@every 2s", SelfHeal: true,
@@ -254,10 +257,18 @@ Try it, in another terminal:
        sed -i 's/replicas: 3/replicas: -3/' web.yaml && git commit -qam "Break it" && sleep 5 && %[3]s status demo
        git revert --no-edit HEAD
 
-  5. See it in the browser: %[1]s/apps/demo   (the timeline: every step above as a mark over the
+  5. Watch a release that crashes 15 s after it is ready get rolled back on its own (each release
+     of "demo" is watched for a minute):
+       sed -i 's/^    LOG_LEVEL: info$/    LOG_LEVEL: info\n    WORKLOAD_EXIT_AFTER: 15s/' web.yaml
+       git commit -qam "Crash under traffic" && sleep 40 && %[3]s status demo
+     It says "quarantined <sha>: ... rolled back automatically": the branch still names the commit, the
+     last good release runs. Fix forward with: git revert --no-edit HEAD
+     (%[3]s sync --force demo would retry the quarantined commit on purpose.)
+
+  6. See it in the browser: %[1]s/apps/demo   (the timeline: every step above as a mark over the
      replica lines; click a mark for its entry)   and the plan on the command line: cd %[2]s && %[3]s diff
 
-  6. A compose file, deployed as it is: change the config file the web service mounts, and only web rolls:
+  7. A compose file, deployed as it is: change the config file the web service mounts, and only web rolls:
        cd %[5]s
        echo "Prices are down." > greeting.txt
        git commit -qam "New greeting" && sleep 10 && %[3]s status demo-shop

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,8 @@ func TestDemoSecondRunAndCleanWhileRunning(t *testing.T) {
 			func(s status.AppStatus) bool { return s.Sync == drift.SyncSynced && s.Health == drift.HealthHealthy })
 	}
 
+	tourStepRollsBack(t, agent, data)
+
 	out, code := testenv.Run(t, ctx, os.TempDir(), "demo", "--data", data, "--listen", testenv.FreeAddr(t))
 	want := fmt.Sprintf("a demo is already running (pid %d): open %s", agent.PID(), agent.URL)
 	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "timeout") {
@@ -58,5 +62,30 @@ func TestDemoSecondRunAndCleanWhileRunning(t *testing.T) {
 	}
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("data directory left after --clean: %v", err)
+	}
+}
+
+// tourStepRollsBack runs the tour's step 5 as printed: a commit that
+// crashes 15 s after it is ready is rolled back on its own and quarantined.
+func tourStepRollsBack(t *testing.T, agent *testenv.Agent, data string) {
+	t.Helper()
+	app := func(ctx context.Context, c *web.Client) (status.AppStatus, error) { return c.App(ctx, "demo") }
+	// The first release must pass its minute-long window first: that is
+	// what a regression rolls back to.
+	first := testenv.WaitApp(t, agent, 3*time.Minute, "the first release passes its watch window", app,
+		func(s status.AppStatus) bool { return s.Release != nil && s.Release.LastGood != "" && s.Release.Watching == nil })
+	repo := filepath.Join(data, "repo")
+	step := `sed -i 's/^    LOG_LEVEL: info$/    LOG_LEVEL: info\n    WORKLOAD_EXIT_AFTER: 15s/' web.yaml && git commit -qam "Crash under traffic"`
+	cmd := exec.Command("sh", "-c", step)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Tour", "GIT_AUTHOR_EMAIL=tour@example.com", "GIT_COMMITTER_NAME=Tour", "GIT_COMMITTER_EMAIL=tour@example.com")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tour step 5: %v\n%s", err, out)
+	}
+	st := testenv.WaitApp(t, agent, 3*time.Minute, "the crashing release rolled back and quarantined", app, func(s status.AppStatus) bool {
+		return strings.HasPrefix(s.Message, "quarantined ") && s.Applied != nil && s.Applied.SHA == first.Release.LastGood && s.Health == drift.HealthHealthy
+	})
+	if !strings.Contains(st.Message, "rolled back automatically") {
+		t.Fatalf("status after tour step 5: %q", st.Message)
 	}
 }

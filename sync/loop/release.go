@@ -189,7 +189,11 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 		if back == rev {
 			back = ""
 		}
-		w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), in.now)
+		applyStart := in.now
+		if o.apply != nil {
+			applyStart = in.now.Add(-o.apply.elapsed)
+		}
+		w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), applyStart, in.now)
 		u.setWatch(&w)
 	}
 }
