@@ -73,7 +73,9 @@ func tourStepRollsBack(t *testing.T, agent *testenv.Agent, data string) {
 	// The first release must pass its minute-long window first: that is
 	// what a regression rolls back to.
 	first := testenv.WaitApp(t, agent, 3*time.Minute, "the first release passes its watch window", app,
-		func(s status.AppStatus) bool { return s.Release != nil && s.Release.LastGood != "" && s.Release.Watching == nil })
+		func(s status.AppStatus) bool {
+			return s.Release != nil && s.Release.LastGood != "" && s.Release.Watching == nil
+		})
 	repo := filepath.Join(data, "repo")
 	step := `sed -i 's/^    LOG_LEVEL: info$/    LOG_LEVEL: info\n    WORKLOAD_EXIT_AFTER: 15s/' web.yaml && git commit -qam "Crash under traffic"`
 	cmd := exec.Command("sh", "-c", step)
