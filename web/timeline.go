@@ -64,21 +64,24 @@ const (
 	markRefused = "refused" // a revision refused
 	markRepair  = "repair"  // drift repaired
 	markFailed  = "failed"  // a sync or the source failed
+	// markQuarantined: a release regressed in its watch window.
+	markQuarantined = "quarantined"
 )
 
 // markKinds in legend order.
-var markKinds = []string{markApplied, markRevert, markRefused, markRepair, markFailed}
+var markKinds = []string{markApplied, markRevert, markRefused, markRepair, markFailed, markQuarantined}
 
 var markLabels = map[string]string{
-	markApplied: "revision applied",
-	markRevert:  "revert / roll back",
-	markRefused: "refused",
-	markRepair:  "drift repaired",
-	markFailed:  "failed",
+	markApplied:     "revision applied",
+	markRevert:      "revert / roll back",
+	markRefused:     "refused",
+	markQuarantined: "quarantined",
+	markRepair:      "drift repaired",
+	markFailed:      "failed",
 }
 
 // timelineKinds are the history kinds that can become marks.
-var timelineKinds = []status.HistoryKind{status.KindSync, status.KindRollback, status.KindRefused, status.KindForcePush, status.KindRepair, status.KindSource}
+var timelineKinds = []status.HistoryKind{status.KindSync, status.KindRollback, status.KindRefused, status.KindForcePush, status.KindRepair, status.KindSource, status.KindRelease}
 
 // markKind is the mark an entry makes; false for entries the timeline
 // leaves out (a followed force-push is shown by the sync after it, a
@@ -96,6 +99,9 @@ func markKind(e status.HistoryEntry) (string, bool) {
 		}
 		return markApplied, true
 	case status.KindRollback:
+		if e.Result == "quarantined" {
+			return markQuarantined, true
+		}
 		return markRevert, true
 	case status.KindRefused:
 		return markRefused, true
@@ -119,6 +125,8 @@ type timelineInput struct {
 	// Compact draws one lane, the app's services summed, without labels
 	// or legend: one row of the overview.
 	Compact bool
+	// Watching is the release whose watch window is open now, if any.
+	Watching *status.Watching
 }
 
 // Geometry, in SVG user units (the SVG scales to its box's width).
@@ -166,6 +174,7 @@ func timelineSVG(in timelineInput) template.HTML {
 		map[bool]string{true: " compact"}[in.Compact], tlWidth, height, id, esc(in.App), esc(spanName(in.Span)), t.start.Unix(), t.end.Unix())
 	fmt.Fprintf(&b, `<title id="%s">%s, last %s: %s</title>`, id, esc(in.App), esc(spanName(in.Span)), esc(strings.Join(summary, ", ")))
 	t.drawAxis(&b, height-t.axisH-t.legendH())
+	t.drawWindows(&b, height-t.axisH-t.legendH())
 	for i, l := range lanes {
 		t.drawLane(&b, l, t.top+i*t.laneH)
 	}
@@ -535,12 +544,14 @@ func markColor(kind string) string {
 		return "#bc4c00"
 	case markRepair:
 		return "#9a6700"
+	case markQuarantined:
+		return "#a40e26"
 	}
 	return "#c62828"
 }
 
 // markShape draws a kind's shape centred on x,y: applied ●, revert ◆,
-// refused ■, repair ▲, failed ✕.
+// refused ■, repair ▲, failed ✕, quarantined ⊘.
 func markShape(b *strings.Builder, kind string, x, y, r float64) {
 	c := markColor(kind)
 	switch kind {
@@ -552,6 +563,10 @@ func markShape(b *strings.Builder, kind string, x, y, r float64) {
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#fff"/>`, x-r+1, y-r+1, 2*r-2, 2*r-2, c)
 	case markRepair:
 		fmt.Fprintf(b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s" stroke="#fff"/>`, x, y-r-1, x+r+1, y+r, x-r-1, y+r, c)
+	case markQuarantined:
+		// ⊘: a ring with a bar, "not applied again".
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="#fff" stroke="%s" stroke-width="2.5"/><path d="M%.1f,%.1f L%.1f,%.1f" stroke="%s" stroke-width="2.5"/>`,
+			x, y, r-0.5, c, x-r*0.6, y+r*0.6, x+r*0.6, y-r*0.6, c)
 	default:
 		fmt.Fprintf(b, `<path d="M%.1f,%.1f L%.1f,%.1f M%.1f,%.1f L%.1f,%.1f" stroke="%s" stroke-width="3" stroke-linecap="round"/>`, x-r+1, y-r+1, x+r-1, y+r-1, x-r+1, y+r-1, x+r-1, y-r+1, c)
 		// A transparent disc makes the cross as easy to hit as the others.
@@ -597,7 +612,11 @@ func (s *Server) timelineFor(app string, span time.Duration, compact bool) templ
 		}
 		q.Before = page[len(page)-1].ID
 	}
-	return timelineSVG(timelineInput{App: app, Series: s.opts.Agent.Series(app, start), Entries: entries, Span: span, Now: now, Compact: compact})
+	in := timelineInput{App: app, Series: s.opts.Agent.Series(app, start), Entries: entries, Span: span, Now: now, Compact: compact}
+	if st, ok := s.opts.Agent.App(app); ok && st.Release != nil {
+		in.Watching = st.Release.Watching
+	}
+	return timelineSVG(in)
 }
 
 // rangeLink is one choice of the range selector.
@@ -631,4 +650,59 @@ func (s *Server) timelinePart(c *gin.Context) {
 	compact := c.Query("compact") == "1"
 	c.Header("Cache-Control", "no-store")
 	c.Data(http.StatusOK, "image/svg+xml; charset=utf-8", []byte(s.timelineFor(st.Name, span, compact)))
+}
+
+// watchBand is a release's watch window on the axis: closed by the entry
+// that says how it ended, or open now.
+type watchBand struct {
+	start, end time.Time
+	outcome    string // "passed", "quarantined" or "open"
+	title      string
+}
+
+// windows are the watch windows in range: each release that passed its
+// window or was quarantined in it (the entry's Duration is the window up
+// to then), and the one open now.
+func (t *timelineCanvas) windows() []watchBand {
+	var out []watchBand
+	for _, e := range t.in.Entries {
+		outcome := ""
+		switch {
+		case e.Kind == status.KindRelease && e.Result == "passed":
+			outcome = "passed"
+		case e.Kind == status.KindRollback && e.Result == "quarantined":
+			outcome = "quarantined"
+		default:
+			continue
+		}
+		start := e.Time.Add(-e.Duration)
+		if e.Time.Before(t.start) || start.After(t.end) {
+			continue
+		}
+		out = append(out, watchBand{start: start, end: e.Time, outcome: outcome, title: "watch window: " + e.Summary})
+	}
+	if w := t.in.Watching; w != nil && w.Since.Before(t.end) {
+		left := max(w.Until.Sub(t.end), 0).Round(time.Second)
+		out = append(out, watchBand{start: w.Since, end: t.end, outcome: "open",
+			title: fmt.Sprintf("watching %s (%s left)", shortRev(w.Revision), left)})
+	}
+	return out
+}
+
+func shortRev(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// drawWindows shades each watch window across the lanes, under the marks:
+// green when the release passed, red when it regressed, blue while open.
+func (t *timelineCanvas) drawWindows(b *strings.Builder, axisY int) {
+	colors := map[string]string{"passed": "#1a7f37", "quarantined": "#a40e26", "open": "#0969da"}
+	for _, w := range t.windows() {
+		x0, x1 := t.x(w.start), t.x(w.end)
+		fmt.Fprintf(b, `<rect class="watch w-%s" data-outcome="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity=".10"><title>%s</title></rect>`,
+			w.outcome, w.outcome, x0, t.markY+7, max(x1-x0, 1), float64(axisY)-t.markY-7, colors[w.outcome], esc(w.title))
+	}
 }

@@ -428,3 +428,50 @@ func FuzzTimelineSVG(f *testing.F) {
 		}
 	})
 }
+
+// TestTimelineWatchWindows: each release's watch window is a band from its
+// start to how it ended (passed, quarantined) or to now while open, and a
+// quarantine is a mark of its own.
+func TestTimelineWatchWindows(t *testing.T) {
+	rev := &gitsource.Revision{SHA: "1234567890123456789012345678901234567890", Subject: "s"}
+	entries := []status.HistoryEntry{
+		{ID: 3, Time: minutesAgo(10), Kind: status.KindRollback, Result: "quarantined", Revision: rev, Duration: 2 * time.Minute,
+			Summary: "regression in 1234567: shop-web-2 crash-looped 40s after the release; quarantined it, rolling back to 89abcde"},
+		{ID: 2, Time: minutesAgo(20), Kind: status.KindRelease, Result: "passed", Revision: rev, Duration: 5 * time.Minute, Summary: "release 89abcde passed its 5m watch window"},
+		{ID: 1, Time: minutesAgo(30), Kind: status.KindSync, Result: "succeeded", Revision: rev, Summary: "synced"},
+	}
+	in := timelineInput{App: "shop", Series: timelineSeries(), Entries: entries, Span: time.Hour, Now: tlNow,
+		Watching: &status.Watching{Revision: rev.SHA, Since: tlNow.Add(-time.Minute), Until: tlNow.Add(2 * time.Minute)}}
+	svg := parseSVG(t, string(timelineSVG(in)))
+	c := newTimelineCanvas(in)
+	bands := svg.all(func(n svgNode) bool { return hasClass(n, "watch") })
+	if len(bands) != 3 {
+		t.Fatalf("%d watch bands, want 3 (passed, quarantined, open)", len(bands))
+	}
+	want := map[string][2]time.Time{
+		"passed":      {minutesAgo(25), minutesAgo(20)},
+		"quarantined": {minutesAgo(12), minutesAgo(10)},
+		"open":        {tlNow.Add(-time.Minute), tlNow},
+	}
+	for _, b := range bands {
+		w, ok := want[b.attr("data-outcome")]
+		if !ok {
+			t.Fatalf("band with outcome %q", b.attr("data-outcome"))
+		}
+		x, _ := strconv.ParseFloat(b.attr("x"), 64)
+		width, _ := strconv.ParseFloat(b.attr("width"), 64)
+		if math.Abs(x-c.x(w[0])) > 0.1 || math.Abs(x+width-c.x(w[1])) > 0.1 {
+			t.Errorf("%s band spans %.1f..%.1f, want %.1f..%.1f", b.attr("data-outcome"), x, x+width, c.x(w[0]), c.x(w[1]))
+		}
+	}
+	if title, _ := bands[2].child("title"); !strings.Contains(title.Text, "watching 1234567 (2m0s left)") {
+		t.Errorf("open band's title %q", title.Text)
+	}
+	quarantined := svg.all(func(n svgNode) bool { return hasClass(n, "m-quarantined") })
+	if len(quarantined) != 1 || quarantined[0].attr("data-id") != "3" {
+		t.Fatalf("quarantine marks %d, want one for entry 3", len(quarantined))
+	}
+	if passed := svg.all(func(n svgNode) bool { return hasClass(n, "mark") && n.attr("data-id") == "2" }); len(passed) != 0 {
+		t.Error("a passed window is a band, not a mark")
+	}
+}

@@ -224,7 +224,7 @@ func (u *statusUpdate) passWatch(in statusInput) {
 	u.setWatch(nil)
 	u.setLastGood(w.Revision)
 	rev := in.out.accepted.rev
-	u.record(in, status.HistoryEntry{Kind: status.KindRelease, Revision: &rev, Result: "passed",
+	u.record(in, status.HistoryEntry{Kind: status.KindRelease, Revision: &rev, Result: "passed", Duration: in.now.Sub(w.Started),
 		Summary: fmt.Sprintf("release %s passed its %s watch window (%s); it is what a regression rolls back to", rev.Short(),
 			in.cfg.Release.Watch, strings.Join(w.Services, ", "))})
 }
@@ -248,7 +248,9 @@ func (u *statusUpdate) quarantine(in statusInput, reg drift.Regression) {
 	} else {
 		summary += "; no earlier release passed its watch window, so there is nothing to roll back to: fix forward with a new commit"
 	}
-	u.record(in, status.HistoryEntry{Kind: status.KindRollback, Revision: &rev, Result: "quarantined", Summary: summary, Errors: []string{reg.Reason}})
+	// Duration is the window up to the regression: the timeline's band.
+	u.record(in, status.HistoryEntry{Kind: status.KindRollback, Revision: &rev, Result: "quarantined", Summary: summary, Errors: []string{reg.Reason},
+		Duration: in.now.Sub(w.Started)})
 }
 
 // liftQuarantine: a person retries a quarantined commit on purpose.
