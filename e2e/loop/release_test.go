@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestReleaseRegressionRollsBackAndQuarantines(t *testing.T) {
 	before := testenv.IDsByName(testenv.DockerContainers(t, r.App))
 
 	bad := r.Commit("v2 crashes under traffic", testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v2", "WORKLOAD_EXIT_AFTER": crashAfter, "WORKLOAD_EXIT_CODE": "3"}))
-	r.Wait(time.Minute, "v2 rolled out and watched", func(st status.AppStatus) bool {
+	watched := r.Wait(time.Minute, "v2 rolled out and watched", func(st status.AppStatus) bool {
 		return st.Applied != nil && st.Applied.SHA == bad && st.Release != nil && st.Release.Watching != nil && st.Release.Watching.Revision == bad
 	})
 	st := r.Wait(2*time.Minute, "v2 quarantined and v1 running again", func(st status.AppStatus) bool {
@@ -112,6 +113,12 @@ func TestReleaseRegressionRollsBackAndQuarantines(t *testing.T) {
 	// (docs/benchmarks.md).
 	t.Logf("regression seen → rollback started: %s (%d rollback applies, the first took %s)",
 		rb[last-1].Time.Add(-rb[last-1].Duration).Sub(rb[last].Time), last, rb[last-1].Duration)
+	if crash, ok := firstEvent(t, r.App, "die", watched.Release.Watching.Since, rb[last].Time); ok {
+		t.Logf("crash (Docker's die event) → regression seen (quarantine recorded): %s", rb[last].Time.Sub(crash))
+		if create, ok := firstEvent(t, r.App, "create", crash, rb[last-1].Time); ok {
+			t.Logf("crash → the rollback's first container created: %s", create.Sub(crash))
+		}
+	}
 
 	// Polls keep seeing v2 at the head and keep v1.
 	time.Sleep(3 * time.Second)
@@ -201,4 +208,23 @@ func TestReleaseRollbackThatFailsStops(t *testing.T) {
 			t.Fatalf("the quarantined commit was applied again after the failed rollback: %+v", e)
 		}
 	}
+}
+
+// firstEvent is the time of the app's first container event of the kind
+// between from and to, as the engine recorded it.
+func firstEvent(t *testing.T, app, event string, from, to time.Time) (time.Time, bool) {
+	t.Helper()
+	out, err := testenv.DockerTry("events", "--since", strconv.FormatInt(from.Unix(), 10), "--until", strconv.FormatInt(to.Unix()+1, 10),
+		"--filter", "label=dev.driftless.app="+app, "--filter", "event="+event, "--format", "{{.TimeNano}}")
+	if err != nil {
+		t.Logf("docker events: %v", err)
+		return time.Time{}, false
+	}
+	for _, f := range strings.Fields(out) {
+		ns, err := strconv.ParseInt(f, 10, 64)
+		if at := time.Unix(0, ns); err == nil && !at.Before(from) && !at.After(to) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
 }

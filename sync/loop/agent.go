@@ -608,7 +608,10 @@ func (a *Agent) trigger(ctx context.Context, name, trigger string) {
 		// A head that was refused already changes nothing: the pass
 		// under way enforces the last good revision on purpose.
 		refused := st.status.Refused != nil && st.status.Refused.Revision.SHA == res.Revision.SHA
-		if err == nil && res.Revision.SHA != target && !refused && st.running == r {
+		// So does a quarantined head: the pass may be rolling back from it.
+		quarantined := st.status.Release != nil && slices.ContainsFunc(st.status.Release.Quarantined,
+			func(q status.Quarantine) bool { return q.Revision.SHA == res.Revision.SHA })
+		if err == nil && res.Revision.SHA != target && !refused && !quarantined && st.running == r {
 			a.log.Info("a newer revision arrived during a rollout; stopping it at the next safe point", "app", name,
 				"applying", shortSHA(target), "head", res.Revision.Short())
 			r.stopNow()
