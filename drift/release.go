@@ -70,6 +70,9 @@ type ReleaseWatch struct {
 	// the check last ran.
 	CheckFailures int       `json:"checkFailures,omitempty"`
 	LastCheck     time.Time `json:"lastCheck,omitzero"`
+	// Canary: the window of a canary step (update.canary): passing it
+	// lets the rest of the rollout go on, not the release.
+	Canary bool `json:"canary,omitempty"`
 }
 
 // StartWatch opens the window of a release that changed services, as

@@ -35,6 +35,7 @@ func HashService(key SecretKey, labels map[string]string, spec ServiceSpec) stri
 		}
 	}
 	spec.Replicas = 0
+	spec.Update.Canary, spec.Update.CanaryWatch = 0, 0
 	spec.DependsOn = nil
 	spec.DependsOnCondition = nil
 	return hashJSON(KindService, labels, spec)

@@ -607,6 +607,11 @@ type Update struct {
 	MaxUnavailable int    `json:"maxUnavailable"`
 	// Delay is the pause between batches of a rolling update.
 	Delay time.Duration `json:"delay,omitempty"`
+	// Canary replicas get a new spec first and are watched for
+	// CanaryWatch before the rest are replaced (0: no canary step). Not
+	// part of the spec hash: changing them replaces nothing.
+	Canary      int           `json:"canary,omitempty"`
+	CanaryWatch time.Duration `json:"canaryWatch,omitempty"`
 }
 
 // Network is a declared Docker network. Its Docker name is "<app>-<name>",

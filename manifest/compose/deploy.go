@@ -429,8 +429,10 @@ type rawXDriftless struct {
 }
 
 type rawXUpdate struct {
-	MaxSurge       *int `json:"maxSurge"`
-	MaxUnavailable *int `json:"maxUnavailable"`
+	MaxSurge       *int              `json:"maxSurge"`
+	MaxUnavailable *int              `json:"maxUnavailable"`
+	Canary         *int              `json:"canary"`
+	CanaryWatch    *yamlpos.Duration `json:"canaryWatch"`
 }
 
 // mapExtension reads x-driftless with the native format's checker, from
@@ -513,6 +515,13 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 		if sm.spec.Update.MaxSurge == 0 && sm.spec.Update.MaxUnavailable == 0 {
 			sm.refuseAt(sm.extDoc.At("spec.update"), sm.path("x-driftless.update"), "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
 		}
+		vc := &yamlpos.Collector{}
+		native.ValidateCanary(yamlpos.Reporter{Errs: vc, Doc: sm.extDoc}, "spec.update", u.Canary, u.CanaryWatch, sm.spec.Replicas, sm.spec.Update.Strategy != manifest.StrategyRecreate)
+		for _, e := range vc.Errs {
+			e.Field = sm.extField(e.Field)
+			sm.m.errs.Errs = append(sm.m.errs.Errs, e)
+		}
+		sm.spec.Update.Canary, sm.spec.Update.CanaryWatch = native.NormalizeCanary(u.Canary, u.CanaryWatch)
 	}
 	if x.ImageUpdate != nil {
 		sm.applyImageUpdate(x.ImageUpdate)

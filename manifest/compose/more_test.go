@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
@@ -114,6 +115,21 @@ func TestComposeExtensionErrors(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestComposeCanary(t *testing.T) {
+	got := loadtest.ComposeErrors(t, loadtest.Web("deploy: {replicas: 3}", "x-driftless: {update: {canary: 3}}"), load.Options{})
+	if want := "services.web.x-driftless.update.canary: must be between 0 and replicas-1 (2)"; len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Errorf("canary of every replica: got %q", got)
+	}
+	app := loadtest.MustLoadCompose(t, loadtest.Web("deploy: {replicas: 3}", "x-driftless: {update: {canary: 1, canaryWatch: 2m}}"), load.Options{})
+	if u := app.Services[0].Spec.Update; u.Canary != 1 || u.CanaryWatch != 2*time.Minute {
+		t.Errorf("update %+v, want canary 1 watched 2m", u)
+	}
+	plain := loadtest.MustLoadCompose(t, loadtest.Web("deploy: {replicas: 3}"), load.Options{})
+	if app.Services[0].Hash != plain.Services[0].Hash {
+		t.Error("a canary setting changed the spec hash: adding one would replace every replica")
 	}
 }
 

@@ -303,6 +303,14 @@ func TestLoadErrors(t *testing.T) {
 			want:  []string{"a.yaml:7:22: spec.update.maxSurge: maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica"},
 		},
 		{
+			name:  "a canary of every replica",
+			files: map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  replicas: 2\n  update: {canary: 2, canaryWatch: 5ms}\n"},
+			want: []string{
+				"a.yaml:8:20: spec.update.canary: must be between 0 and replicas-1 (1): a canary of every replica is no canary",
+				"a.yaml:8:36: spec.update.canaryWatch: must be 0 or at least 1s",
+			},
+		},
+		{
 			name:  "surge settings with recreate",
 			files: map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  update: {strategy: recreate, maxUnavailable: 1}\n"},
 			want:  []string{"a.yaml:7:48: spec.update.maxUnavailable: only applies to strategy rolling"},

@@ -108,6 +108,9 @@ func normalizeProcess(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 	if raw.Update != nil && raw.Update.Delay != nil {
 		spec.Update.Delay, _ = manifest.ParseDuration(string(*raw.Update.Delay))
 	}
+	if raw.Update != nil {
+		spec.Update.Canary, spec.Update.CanaryWatch = NormalizeCanary(raw.Update.Canary, raw.Update.CanaryWatch)
+	}
 	if l := raw.Logging; l != nil {
 		spec.Logging = &manifest.Logging{Driver: l.Driver, Options: copyMap(l.Options)}
 	}
@@ -360,4 +363,42 @@ func parseMode(s string) (uint32, error) {
 		return 0, fmt.Errorf("invalid mode %q: use octal permission bits such as 1777 or 0755", s)
 	}
 	return uint32(n), nil
+}
+
+// DefaultCanaryWatch is how long canary replicas are watched when
+// update.canaryWatch is not given.
+const DefaultCanaryWatch = time.Minute
+
+// NormalizeCanary reads update.canary and update.canaryWatch.
+func NormalizeCanary(canary *int, watch *yamlpos.Duration) (int, time.Duration) {
+	if canary == nil || *canary <= 0 {
+		return 0, 0
+	}
+	d := DefaultCanaryWatch
+	if watch != nil {
+		if v, err := manifest.ParseDuration(string(*watch)); err == nil && v > 0 {
+			d = v
+		}
+	}
+	return *canary, d
+}
+
+// ValidateCanary checks update.canary against the replicas (a canary of
+// every replica is no canary) and update.canaryWatch; prefix is where the
+// update settings are ("spec.update").
+func ValidateCanary(r yamlpos.Reporter, prefix string, canary *int, watch *yamlpos.Duration, replicas int, rolling bool) {
+	if canary == nil {
+		if watch != nil {
+			r.Errorf(prefix+".canaryWatch", "needs canary: the number of replicas that get a new spec first")
+		}
+		return
+	}
+	if !rolling {
+		r.Errorf(prefix+".canary", "only applies to strategy rolling")
+		return
+	}
+	if *canary < 0 || (*canary > 0 && *canary >= replicas) {
+		r.Errorf(prefix+".canary", "must be between 0 and replicas-1 (%d): a canary of every replica is no canary", max(replicas-1, 0))
+	}
+	r.Duration(prefix+".canaryWatch", watch, time.Second)
 }

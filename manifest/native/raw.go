@@ -233,6 +233,8 @@ type rawUpdate struct {
 	MaxSurge       *int              `json:"maxSurge"`
 	MaxUnavailable *int              `json:"maxUnavailable"`
 	Delay          *yamlpos.Duration `json:"delay"`
+	Canary         *int              `json:"canary"`
+	CanaryWatch    *yamlpos.Duration `json:"canaryWatch"`
 }
 
 type rawNetworkSpec struct {

@@ -129,6 +129,7 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	}
 	if u := raw.Update; u != nil {
 		validateUpdate(r, u, spec.Update)
+		ValidateCanary(r, "spec.update", u.Canary, u.CanaryWatch, spec.Replicas, spec.Update.Strategy != manifest.StrategyRecreate)
 	}
 	validateDependsOn(r, raw, o.name)
 	r.IntRange("spec.stopGracePeriodSeconds", raw.StopGracePeriodSeconds, 0, manifest.MaxSeconds)

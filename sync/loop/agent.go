@@ -726,6 +726,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	}
 	a.notify(name, "status")
 	res, err := passResult(o, now)
+	res.Requeue = res.Requeue || u.requeue
 	if w := u.mem.watch; w != nil {
 		res.WatchAfter = min(watchPoll, w.Remaining(now)+10*time.Millisecond)
 	}

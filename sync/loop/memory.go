@@ -55,6 +55,8 @@ type memory struct {
 	watch       *drift.ReleaseWatch
 	lastGood    string
 	quarantined []status.Quarantine
+	// canaryPassed is, per service, the spec hash whose canary passed.
+	canaryPassed map[string]string
 }
 
 // crashState is the repair backoff of a container that keeps stopping.
@@ -97,6 +99,7 @@ func (m memory) clone() memory {
 	c.flapping = maps.Clone(m.flapping)
 	c.conditions = maps.Clone(m.conditions)
 	c.quarantined = slices.Clone(m.quarantined)
+	c.canaryPassed = maps.Clone(m.canaryPassed)
 	return c
 }
 
@@ -139,7 +142,7 @@ func (st *appState) restore(p store.App) {
 	st.mem.lastRefused = p.LastRefused
 	st.mem.appliedFrom = p.AppliedFrom
 	st.mem.forcePush = p.ForcePush
-	st.mem.watch, st.mem.lastGood, st.mem.quarantined = p.Watch, p.LastGood, p.Quarantined
+	st.mem.watch, st.mem.lastGood, st.mem.quarantined, st.mem.canaryPassed = p.Watch, p.LastGood, p.Quarantined, p.CanaryPassed
 	st.status.ForcePush = cloneForcePush(p.ForcePush)
 	if p.Accepted != nil {
 		st.mem.restoreSHA = p.Accepted.SHA

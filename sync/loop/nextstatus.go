@@ -40,6 +40,8 @@ type statusUpdate struct {
 	persist func(*store.App)
 	repairs int      // drift repairs made, for metrics
 	errors  []string // kinds of failure in this pass, for metrics
+	// requeue: run the next pass at once (a canary passed: roll the rest).
+	requeue bool
 }
 
 // nextStatus is the one place where a pass's outcome becomes status,

@@ -89,6 +89,9 @@ type passOutcome struct {
 	quarantined  *status.Quarantine
 	rollback     *status.Quarantine
 	unquarantine string
+	// canary are the services whose rollout this pass held to their
+	// canary replicas (update.canary).
+	canary []drift.CanaryStep
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -126,6 +129,11 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 	desired, plan, dec := p.decide(ctx, cand, &o)
 	if desired == nil {
 		return o
+	}
+	if !dec.Apply.Empty() && o.rollback == nil {
+		var held []drift.HeldChange
+		dec.Apply, held, o.canary = drift.HoldForCanary(p.appFor(desired, *o.actual), *o.actual, dec.Apply, p.in.mem.canaryPassed)
+		dec.Held = append(dec.Held, held...)
 	}
 	if !dec.Apply.Empty() {
 		o.before = healthCounts(drift.Assess(p.computeInput(desired, *o.actual), plan))

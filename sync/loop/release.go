@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -107,8 +108,12 @@ func (p *pass) divert(ctx context.Context, target *gitsource.Revision, o *passOu
 // observation. true: a regression was found and the pass ends, so that the
 // next pass rolls back.
 func (p *pass) watchRelease(ctx context.Context, cand *revisionState, o *passOutcome) bool {
-	w, rules := p.in.mem.watch, p.in.cfg.Release
-	if w == nil || rules.Watch == 0 || cand != nil || o.accepted == nil || o.accepted.rev.SHA != w.Revision || o.actual == nil {
+	w := p.in.mem.watch
+	if w == nil || cand != nil || o.accepted == nil || o.accepted.rev.SHA != w.Revision || o.actual == nil {
+		return false
+	}
+	rules := watchRules(p.in.cfg, w)
+	if rules.Watch == 0 {
 		return false
 	}
 	now := p.a.now()
@@ -120,6 +125,19 @@ func (p *pass) watchRelease(ctx context.Context, cand *revisionState, o *passOut
 	next, reg := drift.WatchRelease(*w, rules, obs)
 	o.watch, o.regression = &next, reg
 	return reg != nil
+}
+
+// watchRules are the rules a window is judged by: the app's release
+// settings, or for a canary step without them, the defaults.
+func watchRules(cfg config.AppConfig, w *drift.ReleaseWatch) drift.ReleaseRules {
+	r := cfg.Release
+	if w != nil && w.Canary {
+		r.Watch = w.Until.Sub(w.Started)
+		if r.UnreadyFor == 0 {
+			r.UnreadyFor = drift.DefaultUnreadyFor
+		}
+	}
+	return r
 }
 
 // runCheck GETs the release's check URL once.
@@ -163,7 +181,7 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 		} else {
 			u.mem.watch = &w
 		}
-	case u.mem.watch != nil && (rules.Watch == 0 || (u.mem.appliedRev != nil && u.mem.appliedRev.SHA != u.mem.watch.Revision && o.rollback == nil)):
+	case u.mem.watch != nil && ((rules.Watch == 0 && !u.mem.watch.Canary) || (u.mem.appliedRev != nil && u.mem.appliedRev.SHA != u.mem.watch.Revision && o.rollback == nil)):
 		// Watching was turned off, or a newer revision was applied (its
 		// own window, if any, opens below).
 		u.setWatch(nil)
@@ -176,6 +194,8 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 	case o.rollback != nil:
 		// The rollback target passed its window before; it is not
 		// watched again, so a failing rollback cannot ping-pong.
+	case len(o.canary) > 0:
+		u.startCanary(in, rev, changed, open)
 	case len(changed) == 0 && open != nil && o.regression == nil && rules.Watch > 0:
 		// A commit that changes no service (a README) on top of a release
 		// under watch: the same replicas run, so the window goes on.
@@ -218,15 +238,66 @@ func (u *statusUpdate) setLastGood(sha string) {
 	u.addPersist(func(pa *store.App) { pa.LastGood = sha })
 }
 
+// startCanary opens the window of a canary step: the canary replicas are
+// watched for update.canaryWatch before the rest are replaced.
+func (u *statusUpdate) startCanary(in statusInput, rev string, changed []string, open *drift.ReleaseWatch) {
+	o := in.out
+	rules := watchRules(in.cfg, &drift.ReleaseWatch{Canary: true})
+	rules.Watch = 0
+	for _, c := range o.canary {
+		if svc := o.accepted.app.Service(c.Service); svc != nil {
+			rules.Watch = max(rules.Watch, svc.Spec.Update.CanaryWatch)
+		}
+	}
+	back := u.mem.lastGood
+	if open != nil && open.Revision != rev && back == "" {
+		back = open.RollbackTo
+	}
+	if back == rev {
+		back = ""
+	}
+	applyStart := in.now
+	if o.apply != nil {
+		applyStart = in.now.Add(-o.apply.elapsed)
+	}
+	w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), applyStart, in.now)
+	w.Canary = true
+	u.setWatch(&w)
+}
+
 // passWatch: the window closed without a regression.
 func (u *statusUpdate) passWatch(in statusInput) {
 	w := u.mem.watch
 	u.setWatch(nil)
+	if w.Canary {
+		u.passCanary(in, w)
+		return
+	}
 	u.setLastGood(w.Revision)
 	rev := in.out.accepted.rev
 	u.record(in, status.HistoryEntry{Kind: status.KindRelease, Revision: &rev, Result: "passed", Duration: in.now.Sub(w.Started),
 		Summary: fmt.Sprintf("release %s passed its %s watch window (%s); it is what a regression rolls back to", rev.Short(),
 			in.cfg.Release.Watch, strings.Join(w.Services, ", "))})
+}
+
+// passCanary: the canary replicas passed their window; the next pass,
+// at once, replaces the rest.
+func (u *statusUpdate) passCanary(in statusInput, w *drift.ReleaseWatch) {
+	passed := maps.Clone(u.mem.canaryPassed)
+	if passed == nil {
+		passed = map[string]string{}
+	}
+	for _, name := range w.Services {
+		if svc := in.out.accepted.app.Service(name); svc != nil && svc.Spec.Update.Canary > 0 {
+			passed[name] = svc.Hash
+		}
+	}
+	u.mem.canaryPassed = passed
+	u.addPersist(func(pa *store.App) { pa.CanaryPassed = passed })
+	u.requeue = true
+	rev := in.out.accepted.rev
+	u.record(in, status.HistoryEntry{Kind: status.KindRelease, Revision: &rev, Result: "canary passed", Duration: in.now.Sub(w.Started),
+		Summary: fmt.Sprintf("canary of %s passed its %s watch (%s); rolling out the rest", rev.Short(), w.Until.Sub(w.Started).Round(time.Second), strings.Join(w.Services, ", "))})
 }
 
 // quarantine records a regression: the commit is quarantined and the next
@@ -242,7 +313,11 @@ func (u *statusUpdate) quarantine(in statusInput, reg drift.Regression) {
 	u.mem.quarantined = list
 	u.setWatch(nil)
 	u.addPersist(func(pa *store.App) { pa.Quarantined = list })
-	summary := "regression in " + rev.Short() + ": " + reg.Reason + "; quarantined it"
+	what := "regression in "
+	if w.Canary {
+		what = "canary regression in "
+	}
+	summary := what + rev.Short() + ": " + reg.Reason + "; quarantined it"
 	if w.RollbackTo != "" {
 		summary += ", rolling back to " + drift.ShortRevision(w.RollbackTo)
 	} else {
@@ -301,7 +376,12 @@ func releaseMessage(s *status.AppStatus, m memory, now time.Time, base string) s
 		}
 	}
 	if w := m.watch; w != nil && s.Applied != nil && s.Applied.SHA == w.Revision {
-		return base + "; watching (" + w.Remaining(now).Round(time.Second).String() + " left)"
+		left := w.Remaining(now).Round(time.Second).String()
+		if w.Canary {
+			return "canary of " + s.Applied.Short() + " (" + strings.Join(w.Services, ", ") + "): watching the first replica(s), " + left +
+				" left before the rest are replaced"
+		}
+		return base + "; watching (" + left + " left)"
 	}
 	return base
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,4 +209,79 @@ func mustPass(t *testing.T, h *harness, trigger string) status.AppStatus {
 		t.Fatalf("pass (%s): %v", trigger, err)
 	}
 	return st
+}
+
+func canaryService(image string) string {
+	return service("web", image, 3) + "  update: {canary: 1, canaryWatch: 1m}\n"
+}
+
+// TestCanaryStep: a new spec reaches one replica first; the rest wait
+// until it passes its canaryWatch, then roll at once. A regression of the
+// canary rolls back just that replica and quarantines the commit.
+func TestCanaryStep(t *testing.T) {
+	cfg := appConfig("shop")
+	cfg.Release = drift.ReleaseRules{Watch: 5 * time.Minute}
+	h := newHarness(t, cfg)
+	src := h.sources["shop"]
+	v1 := src.commit("v1", map[string]string{"web.yaml": canaryService("demo:v1")})
+	mustPass(t, h, "startup")
+	if got := h.engine.running("shop"); len(got) != 3 {
+		t.Fatalf("first deploy ran %v: a canary holds replacements, not creations", got)
+	}
+	h.clock.Advance(6 * time.Minute)
+	mustPass(t, h, TriggerWatch)
+
+	v2 := src.commit("v2", map[string]string{"web.yaml": canaryService("demo:v2")})
+	st := mustPass(t, h, "poll")
+	want := []string{"shop-web-1@" + v2[:7], "shop-web-2@" + v1[:7], "shop-web-3@" + v1[:7]}
+	if got := h.engine.running("shop"); !slices.Equal(got, want) {
+		t.Fatalf("running %v, want only the canary on v2: %v", got, want)
+	}
+	if st.Release.Watching == nil || !strings.HasPrefix(st.Message, "canary of "+v2[:7]) {
+		t.Fatalf("release %+v, message %q: want the canary watched", st.Release, st.Message)
+	}
+	h.clock.Advance(30 * time.Second)
+	mustPass(t, h, "poll")
+	if got := h.engine.running("shop"); !slices.Equal(got, want) {
+		t.Fatalf("running %v inside the canary window, want the rest held", got)
+	}
+	h.clock.Advance(31 * time.Second)
+	mustPass(t, h, TriggerWatch)
+	if !h.lastResult.Requeue {
+		t.Fatal("a passed canary did not ask for the rest at once")
+	}
+	st = mustPass(t, h, TriggerRepair)
+	for _, r := range h.engine.running("shop") {
+		if !strings.HasSuffix(r, "@"+v2[:7]) {
+			t.Fatalf("running %v after the canary passed, want every replica on v2", h.engine.running("shop"))
+		}
+	}
+	if st.Release.Watching == nil || st.Release.Watching.Revision != v2 || strings.HasPrefix(st.Message, "canary") {
+		t.Fatalf("release %+v, message %q: want the release's own window after the canary", st.Release, st.Message)
+	}
+	h.clock.Advance(6 * time.Minute)
+	mustPass(t, h, TriggerWatch)
+
+	// v3's canary crashes: only that replica goes back to v2.
+	v3 := src.commit("v3", map[string]string{"web.yaml": canaryService("demo:v3")})
+	mustPass(t, h, "poll")
+	h.engine.crash("shop-web-1", 1)
+	st = mustPass(t, h, TriggerDockerEvent)
+	if !strings.Contains(st.Message, "quarantined "+v3[:7]) {
+		t.Fatalf("message %q, want v3 quarantined", st.Message)
+	}
+	applies := h.engine.applyCount()
+	mustPass(t, h, TriggerRepair)
+	for _, r := range h.engine.running("shop") {
+		if !strings.HasSuffix(r, "@"+v2[:7]) {
+			t.Fatalf("running %v after the canary regression, want v2 everywhere", h.engine.running("shop"))
+		}
+	}
+	if h.engine.applyCount() != applies+1 {
+		t.Fatalf("%d applies for the rollback, want 1", h.engine.applyCount()-applies)
+	}
+	rb := h.history("shop", status.KindRollback)
+	if len(rb) == 0 || !strings.Contains(rb[0].Summary, "0 to create, 1 to replace") {
+		t.Fatalf("rollback history %q: want one replica replaced back", summaries(rb))
+	}
 }

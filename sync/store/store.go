@@ -68,6 +68,8 @@ type App struct {
 	Watch       *drift.ReleaseWatch `json:"watch,omitempty"`
 	LastGood    string              `json:"lastGood,omitempty"`
 	Quarantined []status.Quarantine `json:"quarantined,omitempty"`
+	// CanaryPassed is, per service, the spec hash whose canary passed.
+	CanaryPassed map[string]string `json:"canaryPassed,omitempty"`
 }
 
 func Open(dataDir string, retention int) (*Store, error) {
