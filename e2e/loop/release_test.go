@@ -228,3 +228,51 @@ func firstEvent(t *testing.T, app, event string, from, to time.Time) (time.Time,
 	}
 	return time.Time{}, false
 }
+
+// TestReleaseCanaryRegression: with update.canary 1, a new spec reaches one
+// replica; the other two keep running untouched while it is watched. It
+// crashes: the commit is quarantined and that one replica goes back.
+func TestReleaseCanaryRegression(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	canary := func(env map[string]string) string {
+		return strings.Replace(testenv.ServiceManifest(image, 3, env), "  replicas: 3\n", "  replicas: 3\n  update: {canary: 1, canaryWatch: 30s}\n", 1)
+	}
+	r := testenv.StartRigWith(t, func(string) string { return canary(map[string]string{"MESSAGE": "v1"}) },
+		"--interval", "1s", "--release-watch", "10s")
+	good := r.Repo.Head()
+	r.WaitConverged("v1", good, 3, image)
+	r.Wait(2*time.Minute, "v1 passes its watch window", func(st status.AppStatus) bool {
+		return st.Release != nil && st.Release.LastGood == good && st.Release.Watching == nil
+	})
+	before := testenv.IDsByName(testenv.DockerContainers(t, r.App))
+
+	bad := r.Commit("v2 crashes", canary(map[string]string{"MESSAGE": "v2", "WORKLOAD_EXIT_AFTER": crashAfter, "WORKLOAD_EXIT_CODE": "1"}))
+	st := r.Wait(time.Minute, "the canary watched", func(st status.AppStatus) bool {
+		return st.Applied != nil && st.Applied.SHA == bad && strings.HasPrefix(st.Message, "canary of "+bad[:7])
+	})
+	t.Logf("during the canary: %s", st.Message)
+	during := testenv.IDsByName(testenv.DockerContainers(t, r.App))
+	changed := 0
+	for name, id := range during {
+		if before[name] != id {
+			changed++
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d replicas replaced for the canary, want 1: before %v, during %v", changed, before, during)
+	}
+	r.Wait(2*time.Minute, "the canary rolled back and v2 quarantined", func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && rolledBackTo(good, 3, image)(st)
+	})
+	after := testenv.IDsByName(testenv.DockerContainers(t, r.App))
+	for name, id := range before {
+		if during[name] == id && after[name] != id {
+			t.Errorf("%s was replaced by the rollback, but it never left v1", name)
+		}
+	}
+	rb := historyOf(t, r, "rollback")
+	if len(rb) == 0 || !status.AutomaticRollback(rb[0]) || !strings.Contains(rb[0].Summary, "1 to replace") {
+		t.Fatalf("rollback history %+v: want one replica replaced back", rb)
+	}
+}
