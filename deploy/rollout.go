@@ -152,9 +152,10 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 	if old.State != nil && old.State.Restarting {
 		// Docker refuses to rename a container between two restarts
 		// ("sandbox not found"), and a crash-looping replica serves
-		// nothing: stop it first (a rollback away from a crashing release
-		// replaces exactly these).
-		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: stopTimeout(old, &svc.Spec)}); err == nil {
+		// nothing: stop it first, without a grace period (a rollback away
+		// from a crashing release replaces exactly these, and waits on it).
+		now := 0
+		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: &now}); err == nil {
 			stopped = true
 		}
 	}
