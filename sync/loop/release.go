@@ -162,7 +162,7 @@ func runCheck(ctx context.Context, c *drift.HTTPCheck) drift.CheckResult {
 // regression (quarantine), a window that closed without one (the release
 // passed), and a new window after a sync that changed services.
 func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
-	o, rules := in.out, in.cfg.Release
+	o := in.out
 	if o.unquarantine != "" {
 		u.liftQuarantine(in, o.unquarantine)
 	}
@@ -171,24 +171,39 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 		return
 	}
 	open := u.mem.watch
+	u.judgeWindow(in)
+	if changed != nil {
+		u.openWindow(in, changed, open)
+	}
+}
+
+// judgeWindow moves the open window on from this pass's look: a
+// regression, the window's end, or a window that no longer applies.
+func (u *statusUpdate) judgeWindow(in statusInput) {
+	o, w := in.out, u.mem.watch
 	switch {
-	case o.regression != nil && u.mem.watch != nil:
+	case w == nil:
+	case o.regression != nil:
 		u.quarantine(in, *o.regression)
-	case o.watch != nil && u.mem.watch != nil && o.watch.Revision == u.mem.watch.Revision:
-		w := *o.watch
-		if !in.now.Before(w.Until) {
+	case o.watch != nil && o.watch.Revision == w.Revision:
+		next := *o.watch
+		if !in.now.Before(next.Until) {
 			u.passWatch(in)
 		} else {
-			u.mem.watch = &w
+			u.mem.watch = &next
 		}
-	case u.mem.watch != nil && ((rules.Watch == 0 && !u.mem.watch.Canary) || (u.mem.appliedRev != nil && u.mem.appliedRev.SHA != u.mem.watch.Revision && o.rollback == nil)):
+	case (in.cfg.Release.Watch == 0 && !w.Canary) || (u.mem.appliedRev != nil && u.mem.appliedRev.SHA != w.Revision && o.rollback == nil):
 		// Watching was turned off, or a newer revision was applied (its
-		// own window, if any, opens below).
+		// own window, if any, opens next).
 		u.setWatch(nil)
 	}
-	if changed == nil {
-		return
-	}
+}
+
+// openWindow starts what follows a sync that changed the services named
+// (none: a commit that changed no service): a canary's window, the
+// release's window, or, without one, the release is good at once.
+func (u *statusUpdate) openWindow(in statusInput, changed []string, open *drift.ReleaseWatch) {
+	o, rules := in.out, in.cfg.Release
 	rev := u.mem.appliedRev.SHA
 	switch {
 	case o.rollback != nil:
@@ -209,13 +224,17 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 		if back == rev {
 			back = ""
 		}
-		applyStart := in.now
-		if o.apply != nil {
-			applyStart = in.now.Add(-o.apply.elapsed)
-		}
-		w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), applyStart, in.now)
+		w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), applyStartOf(in), in.now)
 		u.setWatch(&w)
 	}
+}
+
+// applyStartOf is when the pass's apply began (now when it made none).
+func applyStartOf(in statusInput) time.Time {
+	if in.out.apply != nil {
+		return in.now.Add(-in.out.apply.elapsed)
+	}
+	return in.now
 }
 
 func actualOrEmpty(a *drift.Actual) drift.Actual {
@@ -256,11 +275,7 @@ func (u *statusUpdate) startCanary(in statusInput, rev string, changed []string,
 	if back == rev {
 		back = ""
 	}
-	applyStart := in.now
-	if o.apply != nil {
-		applyStart = in.now.Add(-o.apply.elapsed)
-	}
-	w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), applyStart, in.now)
+	w := drift.StartWatch(rev, back, changed, rules, o.accepted.app, actualOrEmpty(o.actual), applyStartOf(in), in.now)
 	w.Canary = true
 	u.setWatch(&w)
 }
