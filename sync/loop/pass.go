@@ -81,6 +81,9 @@ type passOutcome struct {
 	// before is each service's ready/desired count seen before an apply,
 	// so the replica series shows the dip a repair closes.
 	before []store.ServiceCount
+	// postSyncFailure is the first post-sync job run of this pass that
+	// failed (see postSync), for the release watch to count.
+	postSyncFailure *status.JobRun
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -113,6 +116,7 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		p.followTags(ctx, o.accepted.app, *o.actual, &o)
 	}
 	desired, plan, dec := p.decide(ctx, cand, &o)
+	desired, plan, dec = p.preSync(ctx, cand, desired, plan, dec, &o)
 	if desired == nil {
 		return o
 	}
@@ -137,6 +141,7 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		plan = drift.Plan{} // recomputed from what runs now
 	}
 	p.assess(desired, plan, &o)
+	p.postSync(ctx, desired, &o)
 	return o
 }
 

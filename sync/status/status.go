@@ -65,6 +65,8 @@ type AppStatus struct {
 	// ForcePush is set from a head that did not descend from the applied
 	// revision until a later fast-forward.
 	ForcePush *ForcePush `json:"forcePush,omitempty"`
+	// Jobs are the enforced revision's jobs (see JobStatus).
+	Jobs []JobStatus `json:"jobs,omitempty"`
 
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
@@ -282,6 +284,8 @@ type HistoryEntry struct {
 	// Digests are, for a sync, the image digest each replica runs after
 	// it, by container name.
 	Digests map[string]string `json:"digests,omitempty"`
+	// Job is, for a job entry, the run.
+	Job *JobRun `json:"job,omitempty"`
 }
 
 // HistoryQuery selects history entries, newest first.
