@@ -177,6 +177,7 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 		}
 	}
 	tw.Flush()
+	printJobs(w, a.Jobs, now)
 	printAppData(w, a)
 	if a.Refused != nil {
 		fmt.Fprintf(w, "\nRefused revision %s: %s\n", revText(&a.Refused.Revision), a.Refused.Reason)

@@ -71,22 +71,14 @@ func TestJobPreSyncFailureKeepsTheOldRevision(t *testing.T) {
 	if st.Applied == nil || st.Applied.SHA != first {
 		t.Fatalf("applied %s, want %s", testenv.RevShort(st.Applied), first[:7])
 	}
-	after := testenv.IDsByName(testenv.DockerContainers(t, r.App))
-	for name, id := range before {
-		if after[name] != id {
-			t.Fatalf("replica %s changed: before %v after %v", name, before, after)
-		}
-		if env := testenv.Docker(t, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", id); !strings.Contains(env, "MESSAGE=one") {
-			t.Fatalf("replica %s env %q", name, env)
-		}
-	}
-	es := testenv.History(t, r.Agent.Client(), r.App, string(status.KindJob))
-	if len(es) != 1 || es[0].Job == nil || es[0].Job.ExitCode != 3 || es[0].Result != "failed" ||
-		!slices.ContainsFunc(es[0].Job.LastLines, func(l string) bool { return strings.Contains(l, "exiting as configured") }) {
-		t.Fatalf("job history %+v", es)
-	}
+	checkUntouched(t, r.App, before)
+	checkFailedRun(t, r)
 	if runs := jobContainers(t, r.App, "migrate"); len(runs) != 1 {
 		t.Fatalf("job containers %v", runs)
+	}
+	if out, code := testenv.Run(t, t.Context(), t.TempDir(), "status", r.App, "--server="+r.Agent.URL); code != 0 ||
+		!strings.Contains(out, "FAILED: exit 3") || !strings.Contains(out, "last lines of migrate") {
+		t.Fatalf("driftless status (exit %d):\n%s", code, out)
 	}
 
 	fixed := r.Commit("migrate fixed", testenv.WebManifest(v1, 2, "two")+jobManifest("migrate", "  type: pre-sync\n", v1, "300ms", 0))
@@ -175,5 +167,31 @@ func TestJobScheduledRunsWithoutOverlap(t *testing.T) {
 	st := testenv.AppStatus(t, r.Agent, r.App)
 	if len(st.Jobs) != 1 || st.Jobs[0].Schedule != "@every 5s" || st.Jobs[0].NextRun.IsZero() || st.Sync != drift.SyncSynced {
 		t.Fatalf("status %s jobs %+v", st.Sync, st.Jobs)
+	}
+}
+
+// checkUntouched fails unless the app's replicas are those of before,
+// still with the first revision's environment.
+func checkUntouched(t *testing.T, app string, before map[string]string) {
+	t.Helper()
+	after := testenv.IDsByName(testenv.DockerContainers(t, app))
+	for name, id := range before {
+		if after[name] != id {
+			t.Fatalf("replica %s changed: before %v after %v", name, before, after)
+		}
+		if env := testenv.Docker(t, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", id); !strings.Contains(env, "MESSAGE=one") {
+			t.Fatalf("replica %s env %q", name, env)
+		}
+	}
+}
+
+// checkFailedRun fails unless history has the one failed run of migrate
+// with its exit code and last lines.
+func checkFailedRun(t *testing.T, r *testenv.AgentRig) {
+	t.Helper()
+	es := testenv.History(t, r.Agent.Client(), r.App, string(status.KindJob))
+	if len(es) != 1 || es[0].Job == nil || es[0].Job.ExitCode != 3 || es[0].Result != "failed" ||
+		!slices.ContainsFunc(es[0].Job.LastLines, func(l string) bool { return strings.Contains(l, "exiting as configured") }) {
+		t.Fatalf("job history %+v", es)
 	}
 }
