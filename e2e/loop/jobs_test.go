@@ -2,6 +2,8 @@ package loop
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -95,10 +97,18 @@ func TestJobPreSyncFailureKeepsTheOldRevision(t *testing.T) {
 	if runs := jobContainers(t, r.App, "migrate"); len(runs) != 2 {
 		t.Fatalf("job containers %v (both runs kept for docker logs)", runs)
 	}
-	// A few more polls with the runs around: nothing is healed or pruned.
+	// A few more polls with the runs around: nothing is healed or pruned,
+	// and the one-shot CLI sees nothing to do either.
 	time.Sleep(3 * time.Second)
 	if rep := r.Repairs(); len(rep) != 0 {
 		t.Fatalf("repairs %q", rep)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(testenv.WebManifest(v1, 2, "two")+jobManifest("migrate", "  type: pre-sync\n", v1, "300ms", 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := testenv.Run(t, t.Context(), dir, "diff", ".", "--app", r.App, "--data", r.Data); code != 0 {
+		t.Fatalf("driftless diff with the job runs around: exit %d\n%s", code, out)
 	}
 }
 

@@ -702,7 +702,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	// changed is asked only when Debug lines are written, since the
 	// comparison costs more than the rest of an idle pass's bookkeeping.
 	a.setJobs(name, u.mem.accepted)
-	u.status.Jobs = a.jobStatuses(name)
+	u.status.Jobs = a.jobStatuses(name, u.status.Refused)
 	level := slog.LevelDebug
 	a.mu.Lock()
 	if st.status.Sync != u.status.Sync || st.status.Health != u.status.Health || len(u.history) > 0 {

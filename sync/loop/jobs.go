@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -146,6 +147,11 @@ func (p *pass) preSync(ctx context.Context, cand, desired *revisionState, plan d
 	}
 	name := p.in.cfg.Name
 	js := p.a.jobState(name)
+	js.mu.Lock()
+	// Only the candidate's failures matter now: an earlier bad commit's
+	// are forgotten.
+	maps.DeleteFunc(js.failed, func(_ string, r drift.JobRun) bool { return r.Revision != cand.rev.SHA })
+	js.mu.Unlock()
 	for _, j := range jobs {
 		key := jobKey(j, cand.rev.SHA)
 		js.mu.Lock()
@@ -237,15 +243,13 @@ func (p *pass) postSync(ctx context.Context, desired *revisionState, o *passOutc
 	}
 }
 
-// jobStatuses is the status of the enforced revision's jobs.
-func (a *Agent) jobStatuses(app string) []status.JobStatus {
+// jobStatuses is the status of the enforced revision's jobs, and of the
+// pre-sync jobs that refused the revision refused now (nil: none).
+func (a *Agent) jobStatuses(app string, refused *status.Refusal) []status.JobStatus {
 	js := a.jobState(app)
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	if len(js.declared) == 0 {
-		return nil
-	}
-	out := make([]status.JobStatus, 0, len(js.declared))
+	var out []status.JobStatus
 	for _, j := range js.declared {
 		s := status.JobStatus{Name: j.Name, Type: j.Type, Schedule: j.Schedule, TimeZone: j.TimeZone, Running: js.running[j.Name] > 0}
 		if run, ok := js.last[j.Name]; ok {
@@ -256,6 +260,13 @@ func (a *Agent) jobStatuses(app string) []status.JobStatus {
 			s.NextRun = sj.next
 		}
 		out = append(out, s)
+	}
+	for _, key := range slices.Sorted(maps.Keys(js.failed)) {
+		run := js.failed[key]
+		if refused == nil || run.Revision != refused.Revision.SHA || slices.ContainsFunc(out, func(s status.JobStatus) bool { return s.Name == run.Job }) {
+			continue
+		}
+		out = append(out, status.JobStatus{Name: run.Job, Type: run.Type, LastRun: &run})
 	}
 	return out
 }
@@ -290,16 +301,22 @@ func (a *Agent) setJobs(app string, accepted *revisionState) {
 // publishJobs writes the app's job status. Status exception: a job's run
 // changes it outside a pass.
 func (a *Agent) publishJobs(app string) {
-	jobs := a.jobStatuses(app)
 	a.mu.Lock()
 	st, ok := a.apps[app]
-	if ok {
-		st.status.Jobs = jobs
+	var refused *status.Refusal
+	if ok && st.status.Refused != nil {
+		r := *st.status.Refused
+		refused = &r
 	}
 	a.mu.Unlock()
-	if ok {
-		a.notify(app, "status")
+	if !ok {
+		return
 	}
+	jobs := a.jobStatuses(app, refused)
+	a.mu.Lock()
+	st.status.Jobs = jobs
+	a.mu.Unlock()
+	a.notify(app, "status")
 }
 
 // runSchedules launches scheduled jobs when they are due until ctx ends,

@@ -122,6 +122,9 @@ func TestPreSyncFailureRefusesTheRevision(t *testing.T) {
 	if len(es) != 1 || es[0].Result != "failed" || es[0].Job.ExitCode != 3 || !strings.Contains(strings.Join(es[0].Errors, "\n"), "error: column exists") {
 		t.Fatalf("job history %+v", es)
 	}
+	if len(st.Jobs) != 1 || st.Jobs[0].Name != "migrate" || !st.Jobs[0].Failed() {
+		t.Fatalf("status jobs %+v", st.Jobs)
+	}
 	if r := h.history("shop", status.KindRefused); len(r) != 1 {
 		t.Fatalf("refused history %+v", r)
 	}
