@@ -30,11 +30,12 @@ const (
 	KindEngineUnreachable Kind = "engine-unreachable" // the Docker engine could not be reached
 	KindPinned            Kind = "pinned"             // rolled back to an earlier revision
 	KindUnpinned          Kind = "unpinned"           // following the branch again
+	KindJobFailed         Kind = "job-failed"         // a job's run failed (history entry job, result failed)
 )
 
 // Kinds are all event kinds, in the order the docs list them.
 var Kinds = []Kind{KindSynced, KindRolloutFailed, KindRecovered, KindRefused, KindDriftRepaired, KindFlapping,
-	KindSourceUnreachable, KindEngineUnreachable, KindPinned, KindUnpinned}
+	KindSourceUnreachable, KindEngineUnreachable, KindPinned, KindUnpinned, KindJobFailed}
 
 // ParseKinds checks a destination's event filter; empty means every kind.
 func ParseKinds(names []string) ([]Kind, error) {
@@ -147,6 +148,11 @@ func (d *detector) events(r loop.Report, now time.Time) []Event {
 			m.repairs++
 		case status.KindFlapping:
 			add(KindFlapping, e.Revision, e.Summary, e.ID)
+		case status.KindJob:
+			if e.Result == "failed" {
+				ev := Event{Kind: KindJobFailed, App: r.App, Time: now, Revision: e.Revision, What: e.Summary, Errors: e.Errors, EntryID: e.ID}
+				out = append(out, ev)
+			}
 		case status.KindRollback:
 			k := KindPinned
 			if strings.HasPrefix(e.Summary, "unpinned") {

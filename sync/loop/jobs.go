@@ -94,7 +94,8 @@ func (a *Agent) runJob(ctx context.Context, app string, m *manifest.App, j *mani
 	entry := status.JobEntry(app, run)
 	r := rev
 	entry.Revision = &r
-	if _, err := a.recordStored(entry); err != nil {
+	stored, err := a.recordStored(entry)
+	if err != nil {
 		a.log.Error("job run not recorded in history", "app", app, "job", j.Name, "err", err)
 	}
 	level := a.log.Info
@@ -103,6 +104,12 @@ func (a *Agent) runJob(ctx context.Context, app string, m *manifest.App, j *mani
 	}
 	level("job", "app", app, "job", j.Name, "type", j.Type, "result", status.JobResult(run), "summary", run.Summary())
 	a.publishJobs(app)
+	if len(stored) > 0 {
+		// Notifications (job-failed) are derived from the entry.
+		if snap, ok := a.App(app); ok {
+			a.observe(Report{App: app, Prev: snap, Next: snap, Entries: stored})
+		}
+	}
 	return run
 }
 
