@@ -138,6 +138,28 @@ func TestJobPreSyncRunsBeforeTheNewReplicas(t *testing.T) {
 	}
 }
 
+// On an app's first revision the pre-sync job runs before anything else
+// of the app exists: its network is created first, then the job joins it,
+// then the replicas come up.
+func TestJobPreSyncOnTheFirstRevision(t *testing.T) {
+	t.Parallel()
+	v1 := testenv.WorkloadImage(t, "v1")
+	r := testenv.StartRig(t, func(app string) string {
+		return testenv.WebManifest(v1, 1, "one") + jobManifest("migrate", "  type: pre-sync\n", v1, "200ms", 0)
+	})
+	st := r.WaitConverged("first deploy", r.Repo.Head(), 1, v1)
+	if len(st.Jobs) != 1 || st.Jobs[0].LastRun == nil || st.Jobs[0].LastRun.Failed() {
+		t.Fatalf("status jobs %+v", st.Jobs)
+	}
+	runs := jobContainers(t, r.App, "migrate")
+	if len(runs) != 1 {
+		t.Fatalf("job containers %v", runs)
+	}
+	if nets := testenv.Docker(t, "inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", runs[0]); !strings.Contains(nets, r.App+"-default") {
+		t.Fatalf("the job ran on %q, not the app's network", nets)
+	}
+}
+
 // A scheduled job every 5s runs, is recorded each time, and with
 // concurrency forbid never overlaps itself although each run takes longer
 // than the interval.

@@ -19,6 +19,9 @@ import (
 // as failed with that reason.
 type JobRunner interface {
 	RunJob(ctx context.Context, app *manifest.App, job *manifest.Job, revision string) drift.JobRun
+	// RemoveJobRuns removes the kept runs of the app's jobs that keep
+	// says are no longer declared.
+	RemoveJobRuns(ctx context.Context, app string, keep func(job string) bool)
 }
 
 // jobRegistry holds the job state of every app.
@@ -297,6 +300,12 @@ func (a *Agent) setJobs(app string, accepted *revisionState) {
 	js.declared = declared
 	js.sched.set(m, rev, a.now())
 	js.mu.Unlock()
+	if changed && m != nil && a.opts.Jobs != nil {
+		// The runs kept for docker logs of jobs the revision dropped.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		a.opts.Jobs.RemoveJobRuns(ctx, app, func(job string) bool { return m.Job(job) != nil })
+		cancel()
+	}
 	if changed {
 		select {
 		case a.jobs.wake <- struct{}{}:

@@ -32,6 +32,8 @@ func (f *fakeJobs) RunJob(ctx context.Context, app *manifest.App, j *manifest.Jo
 		ExitCode: code, LastLines: []string{"migrating", "error: column exists"}}
 }
 
+func (f *fakeJobs) RemoveJobRuns(ctx context.Context, app string, keep func(string) bool) {}
+
 func (f *fakeJobs) ran() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
