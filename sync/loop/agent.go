@@ -703,6 +703,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	// comparison costs more than the rest of an idle pass's bookkeeping.
 	a.setJobs(name, u.mem.accepted)
 	u.status.Jobs = a.jobStatuses(name, u.status.Refused)
+	u.status.Errors = withJobErrors(u.status.Errors, u.status.Jobs)
 	level := slog.LevelDebug
 	a.mu.Lock()
 	if st.status.Sync != u.status.Sync || st.status.Health != u.status.Health || len(u.history) > 0 {

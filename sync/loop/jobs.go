@@ -281,6 +281,34 @@ func (a *Agent) jobStatuses(app string, refused *status.Refusal) []status.JobSta
 	return out
 }
 
+// withJobErrors is errs with one "job" condition per declared job whose
+// last run failed (a failed pre-sync job is the revision's refusal
+// instead), in place of the previous ones.
+func withJobErrors(errs []status.Condition, jobs []status.JobStatus) []status.Condition {
+	prev := map[string]status.Condition{}
+	out := slices.DeleteFunc(slices.Clone(errs), func(c status.Condition) bool {
+		if c.Kind == conditionJob {
+			prev[c.Message] = c
+		}
+		return c.Kind == conditionJob
+	})
+	for _, j := range jobs {
+		r := j.LastRun
+		if !j.Failed() || r.Type == manifest.JobPreSync || j.Running {
+			continue
+		}
+		c := status.Condition{Kind: conditionJob, Message: status.JobSummary(*r), Since: r.Started.Add(r.Duration)}
+		if old, ok := prev[c.Message]; ok {
+			c.Since = old.Since
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// conditionJob is the kind of the condition a failed job run shows as.
+const conditionJob = "job"
+
 // setJobs makes the enforced revision's jobs the app's: its status lists
 // them and its scheduled jobs run on their schedules. finishPass calls it
 // with the pass's accepted revision.
@@ -331,6 +359,7 @@ func (a *Agent) publishJobs(app string) {
 	jobs := a.jobStatuses(app, refused)
 	a.mu.Lock()
 	st.status.Jobs = jobs
+	st.status.Errors = withJobErrors(st.status.Errors, jobs)
 	a.mu.Unlock()
 	a.notify(app, "status")
 }

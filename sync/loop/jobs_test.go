@@ -187,6 +187,9 @@ func TestPostSyncRunsAfterTheRollout(t *testing.T) {
 	if len(st.Jobs) != 1 || !st.Jobs[0].Failed() {
 		t.Fatalf("status jobs %+v", st.Jobs)
 	}
+	if len(st.Errors) != 1 || st.Errors[0].Kind != "job" || st.Errors[0].Message != "post-sync job smoke failed: exit 2 after 1.2s" {
+		t.Fatalf("status errors %+v", st.Errors)
+	}
 	h.engine.rm("shop-web-1")
 	h.pass("shop", TriggerDockerEvent)
 	if got := f.ran(); len(got) != 1 {
