@@ -133,10 +133,11 @@ func (a *Agent) markJobDone(app, key string) {
 }
 
 // changesServices reports whether a plan creates, replaces, updates or
-// removes a replica: a pre-sync job runs only before such a plan.
+// removes a replica because of Git: a pre-sync job runs only before such a
+// plan, never before a drift repair alone.
 func changesServices(plan drift.Plan) bool {
 	return slices.ContainsFunc(plan.Changes, func(c drift.Change) bool {
-		return c.Service != "" && (c.Kind == drift.KindContainer || c.Kind == drift.KindService)
+		return c.Cause == drift.CauseGit && c.Service != "" && (c.Kind == drift.KindContainer || c.Kind == drift.KindService)
 	})
 }
 

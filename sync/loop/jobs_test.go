@@ -216,3 +216,17 @@ func TestPostSyncFailureInOutcome(t *testing.T) {
 		t.Fatalf("postSyncFailure %+v", o.postSyncFailure)
 	}
 }
+
+// A new revision whose only change on the engine is a drift repair runs
+// no pre-sync job: it changes no service.
+func TestPreSyncNotBeforeARepairAlone(t *testing.T) {
+	h, f := jobHarness(t)
+	h.sources["shop"].commit("v1", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	h.pass("shop", TriggerStartup)
+	h.engine.rm("shop-web-1")
+	h.sources["shop"].commit("add a job", map[string]string{"web.yaml": service("web", "demo:v1", 1), "migrate.yaml": job("migrate", "pre-sync", "demo:v1")})
+	st, err := h.pass("shop", TriggerPoll)
+	if got := f.ran(); len(got) != 0 || err != nil || len(h.engine.running("shop")) != 1 {
+		t.Fatalf("runs %v, err %v, running %v (%s)", got, err, h.engine.running("shop"), st.Message)
+	}
+}
