@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
 	"github.com/driftless-dev/driftless/deploy/jobrun"
@@ -15,8 +16,9 @@ import (
 // disk, then the container to completion. The run's containers carry the
 // app's label and drift.LabelJob, which keeps them out of observation.
 func (e *Engine) RunJob(ctx context.Context, app *manifest.App, job *manifest.Job, revision string) drift.JobRun {
+	started := time.Now()
 	fail := func(err error) drift.JobRun {
-		return drift.JobRun{Job: job.Name, Type: job.Type, Revision: revision, JobHash: job.Hash, ExitCode: -1, Error: err.Error(), Attempts: 1}
+		return drift.JobRun{Job: job.Name, Type: job.Type, Revision: revision, JobHash: job.Hash, Started: started, ExitCode: -1, Error: err.Error(), Attempts: 1}
 	}
 	svc := job.Service
 	if err := e.jobImage(ctx, app.Name, &svc); err != nil {
