@@ -120,16 +120,7 @@ func TestPreSyncFailureRefusesTheRevision(t *testing.T) {
 	if st.Applied == nil || st.Applied.SHA == bad {
 		t.Fatalf("applied %+v", st.Applied)
 	}
-	es := h.history("shop", status.KindJob)
-	if len(es) != 1 || es[0].Result != "failed" || es[0].Job.ExitCode != 3 || !strings.Contains(strings.Join(es[0].Errors, "\n"), "error: column exists") {
-		t.Fatalf("job history %+v", es)
-	}
-	if len(st.Jobs) != 1 || st.Jobs[0].Name != "migrate" || !st.Jobs[0].Failed() {
-		t.Fatalf("status jobs %+v", st.Jobs)
-	}
-	if r := h.history("shop", status.KindRefused); len(r) != 1 {
-		t.Fatalf("refused history %+v", r)
-	}
+	checkFailedPreSync(t, h, st)
 	h.pass("shop", TriggerPoll)
 	if got := f.ran(); len(got) != 1 {
 		t.Fatalf("a poll retried the failed job: %v", got)
@@ -228,5 +219,21 @@ func TestPreSyncNotBeforeARepairAlone(t *testing.T) {
 	st, err := h.pass("shop", TriggerPoll)
 	if got := f.ran(); len(got) != 0 || err != nil || len(h.engine.running("shop")) != 1 {
 		t.Fatalf("runs %v, err %v, running %v (%s)", got, err, h.engine.running("shop"), st.Message)
+	}
+}
+
+// checkFailedPreSync fails unless history and status show migrate's one
+// failed run, and the revision's refusal.
+func checkFailedPreSync(t *testing.T, h *harness, st status.AppStatus) {
+	t.Helper()
+	es := h.history("shop", status.KindJob)
+	if len(es) != 1 || es[0].Result != "failed" || es[0].Job.ExitCode != 3 || !strings.Contains(strings.Join(es[0].Errors, "\n"), "error: column exists") {
+		t.Fatalf("job history %+v", es)
+	}
+	if len(st.Jobs) != 1 || st.Jobs[0].Name != "migrate" || !st.Jobs[0].Failed() {
+		t.Fatalf("status jobs %+v", st.Jobs)
+	}
+	if r := h.history("shop", status.KindRefused); len(r) != 1 {
+		t.Fatalf("refused history %+v", r)
 	}
 }
