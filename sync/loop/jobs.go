@@ -399,8 +399,19 @@ func (a *Agent) launchDue(ctx context.Context) time.Duration {
 	}
 	a.jobs.mu.Unlock()
 	for app, js := range apps {
+		a.mu.Lock()
+		suspended := a.apps[app] != nil && a.apps[app].cfg.Suspend
+		a.mu.Unlock()
 		js.mu.Lock()
-		launch, skipped := js.sched.due(now)
+		var launch []*scheduledJob
+		var skipped []string
+		if suspended {
+			for _, name := range js.sched.skip(now) {
+				a.log.Info("app suspended; scheduled job not run", "app", app, "job", name)
+			}
+		} else {
+			launch, skipped = js.sched.due(now)
+		}
 		next := js.sched.nextDue()
 		last := map[string]time.Time{}
 		for k, v := range js.sched.lastRun {

@@ -89,6 +89,18 @@ func (s *jobScheduler) due(now time.Time) (launch []*scheduledJob, skipped []str
 	return launch, skipped
 }
 
+// skip moves every due job's next time past now without a run: the app
+// is suspended.
+func (s *jobScheduler) skip(now time.Time) (skipped []string) {
+	for _, name := range slices.Sorted(maps.Keys(s.jobs)) {
+		if sj := s.jobs[name]; !sj.next.IsZero() && !sj.next.After(now) {
+			sj.next = sj.sched.Next(now)
+			skipped = append(skipped, name)
+		}
+	}
+	return skipped
+}
+
 // finished records the end of one run of name.
 func (s *jobScheduler) finished(name string) {
 	if s.running[name] > 0 {

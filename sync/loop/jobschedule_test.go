@@ -45,6 +45,21 @@ func TestSchedulerForbidSkipsARunWhileOneRuns(t *testing.T) {
 	}
 }
 
+func TestSchedulerSkipWhileSuspended(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := newJobScheduler(nil)
+	s.set(scheduledApp(manifest.ConcurrencyForbid, false, "@every 5s"), gitsource.Revision{SHA: "a"}, t0)
+	if skipped := s.skip(t0.Add(6 * time.Second)); len(skipped) != 1 || s.running["backup"] != 0 {
+		t.Fatalf("skipped %v running %d", skipped, s.running["backup"])
+	}
+	if l, _ := s.due(t0.Add(7 * time.Second)); launched(l) != 0 {
+		t.Fatal("a run skipped while suspended was made up for")
+	}
+	if l, _ := s.due(t0.Add(11 * time.Second)); launched(l) != 1 {
+		t.Fatal("no run after resuming")
+	}
+}
+
 func TestSchedulerAllowOverlaps(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := newJobScheduler(nil)
