@@ -162,6 +162,11 @@ func watchedEvent(m events.Message) (drift.EngineEvent, bool) {
 		return drift.EngineEvent{Action: action, ID: attrs["container"], Network: attrs["name"]}, true
 	case events.ContainerEventType, "":
 		ev := drift.EngineEvent{App: attrs[drift.LabelApp], Container: attrs["name"], ID: m.Actor.ID, Action: action}
+		if attrs[drift.LabelJob] != "" {
+			// A job's container starting and exiting is no drift: it
+			// concerns the job's runner, not the app's pass.
+			return drift.EngineEvent{}, false
+		}
 		if ev.App != "" && ownedActions[action] || ev.App == "" && foreignActions[action] {
 			return ev, true
 		}

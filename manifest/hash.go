@@ -86,4 +86,9 @@ func (a *App) Rehash(key SecretKey) {
 		s := &a.Services[i]
 		s.Hash = HashService(key, s.Labels, s.Spec)
 	}
+	for i := range a.Jobs {
+		j := &a.Jobs[i]
+		j.Service.Hash = HashService(key, j.Service.Labels, j.Service.Spec)
+		j.Hash = HashJob(key, *j)
+	}
 }

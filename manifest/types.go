@@ -78,6 +78,9 @@ type App struct {
 	Services []Service `json:"services"`
 	Networks []Network `json:"networks"`
 	Volumes  []Volume  `json:"volumes"`
+	// Jobs run one container to completion each (see Job); they are not
+	// services: the differ never sees them.
+	Jobs []Job `json:"jobs,omitempty"`
 	// Warnings are problems that do not refuse the revision, such as a
 	// compose variable that is not set and interpolates to "".
 	Warnings ErrorList `json:"warnings,omitempty"`

@@ -72,6 +72,12 @@ func TestDetectorAnnouncesTransitionsOnce(t *testing.T) {
 				{Kind: status.KindRollback, Summary: "unpinned from 1111111; following main again"},
 			}}, want: "refused flapping pinned unpinned"},
 		},
+		"a failed job run is announced, a successful one is not": {
+			{r: loop.Report{App: "web", Next: appStatus(drift.HealthHealthy, good), Entries: []status.HistoryEntry{
+				{Kind: status.KindJob, Result: "succeeded", Summary: "scheduled job backup succeeded in 2s"},
+				{Kind: status.KindJob, Result: "failed", Summary: "scheduled job backup failed: exit 1 after 2s", Errors: []string{"last lines: disk full"}},
+			}}, want: "job-failed"},
+		},
 		"a source is announced only after the threshold, and its return": {
 			{at: time.Minute, r: loop.Report{App: "web", Next: srcDown}},
 			{at: 5 * time.Minute, r: loop.Report{App: "web", Next: srcDown}, want: "source-unreachable"},

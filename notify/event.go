@@ -31,11 +31,12 @@ const (
 	KindPinned            Kind = "pinned"             // rolled back to an earlier revision
 	KindUnpinned          Kind = "unpinned"           // following the branch again
 	KindRollback          Kind = "rollback"           // a release regressed in its watch window: quarantined, rolled back
+	KindJobFailed         Kind = "job-failed"         // a job's run failed (history entry job, result failed)
 )
 
 // Kinds are all event kinds, in the order the docs list them.
 var Kinds = []Kind{KindSynced, KindRolloutFailed, KindRecovered, KindRefused, KindDriftRepaired, KindFlapping,
-	KindSourceUnreachable, KindEngineUnreachable, KindPinned, KindUnpinned, KindRollback}
+	KindSourceUnreachable, KindEngineUnreachable, KindPinned, KindUnpinned, KindRollback, KindJobFailed}
 
 // ParseKinds checks a destination's event filter; empty means every kind.
 func ParseKinds(names []string) ([]Kind, error) {
@@ -148,6 +149,11 @@ func (d *detector) events(r loop.Report, now time.Time) []Event {
 			m.repairs++
 		case status.KindFlapping:
 			add(KindFlapping, e.Revision, e.Summary, e.ID)
+		case status.KindJob:
+			if e.Result == "failed" {
+				ev := Event{Kind: KindJobFailed, App: r.App, Time: now, Revision: e.Revision, What: e.Summary, Errors: e.Errors, EntryID: e.ID}
+				out = append(out, ev)
+			}
 		case status.KindRollback:
 			k := KindPinned
 			switch {

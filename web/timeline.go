@@ -81,11 +81,12 @@ var markLabels = map[string]string{
 }
 
 // timelineKinds are the history kinds that can become marks.
-var timelineKinds = []status.HistoryKind{status.KindSync, status.KindRollback, status.KindRefused, status.KindForcePush, status.KindRepair, status.KindSource, status.KindRelease}
+var timelineKinds = []status.HistoryKind{status.KindSync, status.KindRollback, status.KindRefused, status.KindForcePush, status.KindRepair, status.KindSource, status.KindRelease, status.KindJob}
 
 // markKind is the mark an entry makes; false for entries the timeline
 // leaves out (a followed force-push is shown by the sync after it, a
-// source that recovered by the marks that follow).
+// source that recovered by the marks that follow, a job run that
+// succeeded by nothing: only a failed one is news).
 func markKind(e status.HistoryEntry) (string, bool) {
 	switch e.Kind {
 	case status.KindSync:
@@ -109,7 +110,7 @@ func markKind(e status.HistoryEntry) (string, bool) {
 		return markRefused, e.Result == "refused"
 	case status.KindRepair:
 		return markRepair, true
-	case status.KindSource:
+	case status.KindSource, status.KindJob:
 		return markFailed, e.Result == "failed"
 	}
 	return "", false

@@ -306,8 +306,12 @@ func validateCmd() *cobra.Command {
 			if app.Format == manifest.FormatCompose {
 				what = "compose app"
 			}
-			fmt.Fprintf(stdout, "%s: valid: %s %s with %d service(s), %d network(s), %d volume(s).\n",
-				dir, what, name, len(app.Services), len(app.Networks), len(app.Volumes))
+			jobs := ""
+			if n := len(app.Jobs); n > 0 {
+				jobs = fmt.Sprintf(", %d job(s)", n)
+			}
+			fmt.Fprintf(stdout, "%s: valid: %s %s with %d service(s)%s, %d network(s), %d volume(s).\n",
+				dir, what, name, len(app.Services), jobs, len(app.Networks), len(app.Volumes))
 		}
 		if err != nil {
 			return 1
@@ -323,6 +327,10 @@ func redactedApp(app *manifest.App) *manifest.App {
 	out.Services = slices.Clone(app.Services)
 	for i := range out.Services {
 		out.Services[i].Spec = out.Services[i].Spec.Redacted(app.SecretKey)
+	}
+	out.Jobs = slices.Clone(app.Jobs)
+	for i := range out.Jobs {
+		out.Jobs[i].Service.Spec = out.Jobs[i].Service.Spec.Redacted(app.SecretKey)
 	}
 	return &out
 }

@@ -178,6 +178,7 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 		}
 	}
 	tw.Flush()
+	printJobs(w, a.Jobs, now)
 	printAppData(w, a)
 	if a.Refused != nil {
 		fmt.Fprintf(w, "\nRefused revision %s: %s\n", revText(&a.Refused.Revision), a.Refused.Reason)
@@ -241,7 +242,7 @@ func historyCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var r remoteFlags
 	r.register(fs)
-	kinds := fs.String("kind", "", "comma-separated kinds: sync, repair, refused, rollback, release, flapping, source, action")
+	kinds := fs.String("kind", "", "comma-separated kinds: sync, repair, refused, rollback, release, flapping, source, action, force-push, image, job")
 	limit := fs.Int("limit", 20, "entries per page")
 	before := fs.Uint64("before", 0, "show entries older than this ID (the 'next' cursor)")
 	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {

@@ -64,7 +64,9 @@ func ContainerFromSummary(s container.Summary) drift.Container {
 // applyContainerLabels fills the identity fields from driftless's labels.
 func applyContainerLabels(c *drift.Container, labels map[string]string) {
 	c.App = labels[drift.LabelApp]
-	if c.App == "" {
+	if c.App == "" || labels[drift.LabelJob] != "" {
+		// A job's run is no replica of any service (see drift.LabelJob).
+		c.App = ""
 		return
 	}
 	c.Service = labels[drift.LabelService]

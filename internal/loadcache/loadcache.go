@@ -160,7 +160,11 @@ func holdsSecrets(a *manifest.App) bool {
 	if len(a.SecretData) > 0 {
 		return true
 	}
-	for _, s := range a.Services {
+	services := slices.Clone(a.Services)
+	for _, j := range a.Jobs {
+		services = append(services, j.Service) // a job's container may hold them too
+	}
+	for _, s := range services {
 		if len(s.Spec.Secrets) > 0 || len(s.Spec.SecretEnv) > 0 || len(s.Spec.EnvFrom) > 0 {
 			return true
 		}

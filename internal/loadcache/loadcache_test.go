@@ -399,3 +399,14 @@ func TestHitJudgesHostPathsAgain(t *testing.T) {
 		t.Fatalf("outcome %s, error %v; want the symlink refused", name(got), err)
 	}
 }
+
+// A job's secrets keep the app out of the cache as a service's do.
+func TestJobSecretsAreNotCached(t *testing.T) {
+	a := &manifest.App{Jobs: []manifest.Job{{Name: "migrate", Service: manifest.Service{Spec: manifest.ServiceSpec{SecretEnv: []string{"TOKEN"}}}}}}
+	if !holdsSecrets(a) {
+		t.Error("a job's secretEnv is cached")
+	}
+	if holdsSecrets(&manifest.App{Jobs: []manifest.Job{{Name: "migrate"}}}) {
+		t.Error("a job without secrets is not cached")
+	}
+}

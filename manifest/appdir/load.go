@@ -103,6 +103,10 @@ func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(st
 		return nil, err
 	}
 	if opts.Target == manifest.TargetSwarm {
+		if len(a.Jobs) > 0 {
+			j := a.Jobs[0]
+			return nil, manifest.ErrorList{{Pos: j.Source, Field: j.Name, Msg: "jobs run on one engine, not on a Swarm target: remove the job or set target: engine"}}
+		}
 		policy.RepoFilesAsConfigs(a)
 		if errs := policy.CheckSwarm(a); len(errs) > 0 {
 			return nil, (&yamlpos.Collector{Errs: errs}).Sorted()

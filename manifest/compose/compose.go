@@ -160,7 +160,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		l.composeGoError(err)
 		return nil, l.errs.Sorted()
 	}
-	a := l.mapProject(project)
+	a, jobs := l.mapProject(project)
 	// Contexts are read only from a mapping without errors: a refused
 	// build: would only be reported twice.
 	if err := resolveBuildsIfValid(fsys, root, a, l.errs); err != nil {
@@ -183,6 +183,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
+	a.TakeJobs(jobs)
 	a.Warnings = l.warnings.Sorted()
 	if len(a.Warnings) == 0 {
 		a.Warnings = nil

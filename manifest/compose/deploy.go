@@ -426,6 +426,8 @@ type rawXDriftless struct {
 	SecretEnv []string             `json:"secretEnv"`
 	// ImageUpdate follows the image's tag (see Service.ImageUpdate).
 	ImageUpdate *native.RawImageUpdate `json:"imageUpdate"`
+	// Job makes the service a job (see manifest.Job).
+	Job *native.RawJob `json:"job"`
 }
 
 type rawXUpdate struct {
@@ -525,6 +527,9 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 	}
 	if x.ImageUpdate != nil {
 		sm.applyImageUpdate(x.ImageUpdate)
+	}
+	if x.Job != nil {
+		sm.applyJob(x.Job)
 	}
 	seen := map[string]bool{}
 	for i, k := range x.SecretEnv {

@@ -45,6 +45,8 @@ func FuzzLoadCompose(f *testing.F) {
 		"\xff\xfe",
 		loadtest.BillionLaughs("services: {web: {image: x}}\n"),
 		"services: {web: {image: x}}\nx-deep: " + strings.Repeat("[", 30) + strings.Repeat("]", 30) + "\n",
+		"services:\n  web: {image: x, depends_on: [m]}\n  m: {image: x, restart: 'no', x-driftless: {job: {type: pre-sync, timeout: '${A}', backoffLimit: 11}}}\n",
+		"services:\n  b: {image: x, restart: always, ports: ['1:1'], x-driftless: {job: {schedule: '@every 0s', timeZone: ../etc, concurrency: x, catchUp: true}}}\n",
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
@@ -62,6 +64,7 @@ func FuzzLoadComposeSwarm(f *testing.F) {
 		"services:\n  web: {image: x, deploy: {replicas: 2, update_config: {parallelism: 0, failure_action: rollback, monitor: 5s, max_failure_ratio: 2}, rollback_config: {failure_action: rollback}}}\n",
 		"services:\n  web: {image: x, ports: ['80:80'], deploy: {replicas: 3}, configs: [c], secrets: [{source: s, target: k}]}\nconfigs: {c: {file: a}}\nsecrets: {s: {file: conf}}\n",
 		"services:\n  web: {image: x, build: ., privileged: true, network_mode: host, networks: [n]}\nnetworks: {n: {driver: macvlan}}\n",
+		"services:\n  m: {image: x, restart: 'no', x-driftless: {job: {type: post-sync}}}\n",
 	} {
 		f.Add([]byte(seed), []byte("A=1\n"))
 	}

@@ -24,7 +24,7 @@ type composeMapper struct {
 	reported map[string]bool // top-level files whose problems are reported
 }
 
-func (l *composeLoad) mapProject(p *types.Project) *manifest.App {
+func (l *composeLoad) mapProject(p *types.Project) (*manifest.App, []manifest.Job) {
 	m := &composeMapper{
 		composeLoad: l, p: p,
 		content: map[string]*manifest.RepoTree{},
@@ -45,6 +45,7 @@ func (l *composeLoad) mapProject(p *types.Project) *manifest.App {
 		m.services = append(m.services, sm)
 	}
 	m.checkAcross()
+	m.checkJobs()
 	usesDefault := false
 	for _, sm := range m.services {
 		a.Services = append(a.Services, sm.service())
@@ -62,7 +63,19 @@ func (l *composeLoad) mapProject(p *types.Project) *manifest.App {
 	if len(m.content) > 0 {
 		a.Content = m.content
 	}
-	return a
+	return a, m.jobs()
+}
+
+// jobs are the services x-driftless.job makes jobs, to be taken out of the
+// services once they are checked and resolved (see manifest.TakeJobs).
+func (m *composeMapper) jobs() []manifest.Job {
+	var out []manifest.Job
+	for _, sm := range m.services {
+		if sm.job != nil {
+			out = append(out, *sm.job)
+		}
+	}
+	return out
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -93,7 +106,7 @@ func (m *composeMapper) checkProjectName() {
 // refuseTopLevel refuses top-level sections that have no counterpart.
 func (m *composeMapper) refuseTopLevel() {
 	if len(m.p.Jobs) > 0 || len(m.p.DisabledJobs) > 0 {
-		m.errs.Add(m.ix.keyAt("jobs"), "jobs", "are not supported yet: run them as services, or outside driftless")
+		m.errs.Add(m.ix.keyAt("jobs"), "jobs", "are not supported: make a service a job with x-driftless.job (see docs/releases.md)")
 	}
 	if len(m.p.Models) > 0 {
 		m.errs.Add(m.ix.keyAt("models"), "models", "AI models are not supported")

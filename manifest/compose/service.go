@@ -41,6 +41,8 @@ type serviceMap struct {
 	// pullPolicy and imageUpdate are the Service's (outside the spec).
 	pullPolicy  string
 	imageUpdate *manifest.ImageUpdate
+	// job: x-driftless.job makes the service a job.
+	job *manifest.Job
 }
 
 func newServiceMap(m *composeMapper, cname string, s *types.ServiceConfig) *serviceMap {

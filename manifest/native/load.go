@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"reflect"
+	"slices"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -53,26 +54,39 @@ func Load(fsys fs.FS, root, app string, ign *load.IgnoreList, opts load.Options,
 	if len(c.Errs) > 0 {
 		return nil, c.Sorted()
 	}
+	// Jobs' containers are judged and resolved as services are.
+	var fatal error
+	result.WithJobServices(func(a *manifest.App) { fatal = resolve(c, fsys, root, a, opts, display) })
+	if fatal != nil {
+		return nil, fatal
+	}
+	if len(c.Errs) > 0 {
+		return nil, c.Sorted()
+	}
+	return result, nil
+}
+
+// resolve applies the policy and limits and reads what the manifests name
+// beside themselves, adding the errors to c; an error that is not the
+// manifests' fault comes back.
+func resolve(c *yamlpos.Collector, fsys fs.FS, root string, result *manifest.App, opts load.Options, display func(string) string) error {
 	c.Errs = append(policy.CheckPolicy(result, opts.Policy, opts.Host), policy.CheckLimits(result, opts.Limits)...)
 	c.Errs = append(c.Errs, load.ResolveSecrets(fsys, root, result, opts, display)...)
 	if err := load.ResolveRepoBinds(fsys, root, result); err != nil {
 		var list manifest.ErrorList
 		if !errors.As(err, &list) {
-			return nil, err
+			return err
 		}
 		c.Errs = append(c.Errs, list...)
 	}
 	if err := load.ResolveBuilds(fsys, root, result); err != nil {
 		var list manifest.ErrorList
 		if !errors.As(err, &list) {
-			return nil, err
+			return err
 		}
 		c.Errs = append(c.Errs, list...)
 	}
-	if len(c.Errs) > 0 {
-		return nil, c.Sorted()
-	}
-	return result, nil
+	return nil
 }
 
 // parsedFile is what one manifest file gave.
@@ -87,10 +101,14 @@ func referencedSecretFiles(root string, parsed map[string]parsedFile) map[string
 	out := map[string]bool{}
 	for _, p := range parsed {
 		for _, o := range p.objs {
-			if o.serviceRaw == nil {
+			raw := o.serviceRaw
+			if o.jobRaw != nil {
+				raw = &o.jobRaw.rawServiceSpec
+			}
+			if raw == nil {
 				continue
 			}
-			for _, s := range o.serviceRaw.Secrets {
+			for _, s := range raw.Secrets {
 				if rel, err := load.SecretFilePath(s.File); err == nil {
 					out[path.Join(root, rel)] = true
 				}
@@ -153,6 +171,8 @@ func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *obj
 		target = &rawNetworkDoc{}
 	case manifest.KindVolume:
 		target = &rawVolumeDoc{}
+	case manifest.KindJob:
+		target = &rawJobDoc{}
 	default:
 		target = &rawHeader{}
 	}
@@ -180,11 +200,14 @@ func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *obj
 	case *rawVolumeDoc:
 		apiVersion, meta = t.APIVersion, t.Metadata
 		o.volumeRaw = t.Spec
+	case *rawJobDoc:
+		apiVersion, meta = t.APIVersion, t.Metadata
+		o.jobRaw = t.Spec
 	case *rawHeader:
 		apiVersion, meta = t.APIVersion, t.Metadata
 	}
 	validateHeader(c, doc, apiVersion, kind, meta, o)
-	known := kind == manifest.KindService || kind == manifest.KindNetwork || kind == manifest.KindVolume
+	known := knownKind(kind)
 	if known {
 		validateObject(c, app, o, w)
 	}
@@ -207,6 +230,8 @@ func validateObject(c *yamlpos.Collector, app string, o *object, w *yamlpos.Walk
 		validateNetwork(vc, o)
 	case manifest.KindVolume:
 		validateVolume(vc, o)
+	case manifest.KindJob:
+		validateJob(vc, app, o)
 	}
 	for _, e := range vc.Errs {
 		if !w.Bad || !o.doc.RelatedToFailure(e.Field) {
@@ -214,6 +239,11 @@ func validateObject(c *yamlpos.Collector, app string, o *object, w *yamlpos.Walk
 		}
 	}
 }
+
+// knownKinds are the kinds of native documents.
+var knownKinds = []string{manifest.KindService, manifest.KindNetwork, manifest.KindVolume, manifest.KindJob}
+
+func knownKind(kind string) bool { return slices.Contains(knownKinds, kind) }
 
 // peekKind reads the kind before the document is checked, to choose the
 // schema to check it against.

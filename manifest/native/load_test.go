@@ -148,12 +148,12 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown kind",
 			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "Service", "Deployment", 1) + "  image: x\n"},
-			want:  []string{`a.yaml:2:7: kind: unknown kind "Deployment": must be Service, Network or Volume`},
+			want:  []string{`a.yaml:2:7: kind: unknown kind "Deployment": must be Service, Network, Volume or Job`},
 		},
 		{
 			name:  "kind with wrong case",
 			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "Service", "service", 1) + "  image: x\n"},
-			want:  []string{`a.yaml:2:7: kind: unknown kind "service": must be Service, Network or Volume (did you mean "Service"?)`},
+			want:  []string{`a.yaml:2:7: kind: unknown kind "service": must be Service, Network, Volume or Job (did you mean "Service"?)`},
 		},
 		{
 			name:  "kind not a string",

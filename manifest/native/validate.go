@@ -29,10 +29,12 @@ type object struct {
 	serviceRaw *rawServiceSpec
 	networkRaw *rawNetworkSpec
 	volumeRaw  *rawVolumeSpec
+	jobRaw     *rawJobSpec
 
 	service manifest.Service
 	network manifest.Network
 	volume  manifest.Volume
+	job     manifest.Job
 }
 
 // source is where the object is named: its metadata.name, or the start of
@@ -56,15 +58,15 @@ func validateHeader(c *yamlpos.Collector, doc *yamlpos.DocCtx, apiVersion, kind 
 		r.Errorf("apiVersion", "must be %q, got %q", manifest.APIVersion, apiVersion)
 	}
 	switch kind {
-	case manifest.KindService, manifest.KindNetwork, manifest.KindVolume:
+	case manifest.KindService, manifest.KindNetwork, manifest.KindVolume, manifest.KindJob:
 	case "":
 		r.Required("kind")
 	default:
 		hint := ""
-		if s := yamlpos.Suggest(kind, []string{manifest.KindService, manifest.KindNetwork, manifest.KindVolume}); s != "" {
+		if s := yamlpos.Suggest(kind, knownKinds); s != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		r.Errorf("kind", "unknown kind %q: must be Service, Network or Volume%s", kind, hint)
+		r.Errorf("kind", "unknown kind %q: must be Service, Network, Volume or Job%s", kind, hint)
 	}
 	if meta == nil {
 		meta = &rawMeta{}
@@ -489,6 +491,13 @@ func assemble(c *yamlpos.Collector, app string, objs []*object) *manifest.App {
 		checkNetworkUse(yamlpos.Reporter{Errs: c, Doc: o.doc}, o, services, first, addresses)
 	}
 	reportCycles(c, services)
+	for _, o := range objs {
+		if o.kind == manifest.KindJob && !o.broken && !o.dup && o.jobRaw != nil {
+			o.serviceRaw = &o.jobRaw.rawServiceSpec
+			checkServiceReferences(yamlpos.Reporter{Errs: c, Doc: o.doc}, o, declared)
+			o.serviceRaw = nil
+		}
+	}
 
 	if len(c.Errs) > 0 {
 		return nil
@@ -501,10 +510,15 @@ func assemble(c *yamlpos.Collector, app string, objs []*object) *manifest.App {
 func firstDeclarations(c *yamlpos.Collector, objs []*object) map[string]*object {
 	first := map[string]*object{}
 	for _, o := range objs {
-		if o.name == "" || (o.kind != manifest.KindService && o.kind != manifest.KindNetwork && o.kind != manifest.KindVolume) {
+		if o.name == "" || !knownKind(o.kind) {
 			continue
 		}
+		// A job's container is named apart from replicas, but its name is
+		// a service's in messages and in the checks both share.
 		key := o.kind + "/" + o.name
+		if o.kind == manifest.KindJob {
+			key = manifest.KindService + "/" + o.name
+		}
 		if f := first[key]; f != nil {
 			o.dup = true
 			c.Add(o.source(), "metadata.name", "duplicate %s name %q: first declared at %s", o.kind, o.name, f.source())
@@ -581,6 +595,9 @@ func assembleApp(app string, objs []*object, defaultDeclared bool) *manifest.App
 			result.Networks = append(result.Networks, o.network)
 		case manifest.KindVolume:
 			result.Volumes = append(result.Volumes, o.volume)
+		case manifest.KindJob:
+			result.Jobs = append(result.Jobs, o.job)
+			usesDefault = usesDefault || slices.Contains(o.job.Service.Spec.Networks, manifest.DefaultNetwork)
 		}
 	}
 	if usesDefault && !defaultDeclared {
@@ -595,6 +612,7 @@ func assembleApp(app string, objs []*object, defaultDeclared bool) *manifest.App
 	slices.SortFunc(result.Services, func(a, b manifest.Service) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(result.Networks, func(a, b manifest.Network) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(result.Volumes, func(a, b manifest.Volume) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(result.Jobs, func(a, b manifest.Job) int { return strings.Compare(a.Name, b.Name) })
 	return result
 }
 

@@ -210,8 +210,13 @@ func CheckHostPaths(app *manifest.App, p Policy, host Host) manifest.ErrorList {
 	add := func(ref manifest.FieldRef, format string, args ...any) {
 		errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...)})
 	}
-	for i := range app.Services {
-		svc := &app.Services[i]
+	// Jobs' containers mount host paths as services' do.
+	services := slices.Clone(app.Services)
+	for _, job := range app.Jobs {
+		services = append(services, job.Service)
+	}
+	for i := range services {
+		svc := &services[i]
 		for j, b := range svc.Spec.Binds {
 			if b.StatePath != "" {
 				if msg := stateDirCheck(host, app.Name, b.StatePath); msg != "" {

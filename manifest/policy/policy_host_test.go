@@ -319,3 +319,15 @@ func refusedNames(errs manifest.ErrorList) []string {
 	}
 	return names
 }
+
+// A job's container is judged where its host paths land, as a service's,
+// on every pass.
+func TestJobHostPathsJudgedWhereTheyLand(t *testing.T) {
+	host := fakeHost(map[string]string{"/run/docker.sock": "/srv/engine/docker.sock"})
+	svc := appBinding("/srv/engine").Services[0]
+	app := &manifest.App{Jobs: []manifest.Job{{Name: "backup", Service: svc}}}
+	errs := policy.CheckHostPaths(app, policy.Policy{HostPaths: []string{"/srv"}}, host)
+	if got := refusedNames(errs); !slices.Equal(got, []string{policy.AllowDockerSocket}) {
+		t.Errorf("refused for %q (%v), want docker-socket", got, errs)
+	}
+}

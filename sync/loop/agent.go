@@ -124,7 +124,10 @@ type Options struct {
 	Engine  Engine
 	// Swarm is the engine of apps with target swarm: a Swarm manager
 	// (deploy/swarm). Required when an app has that target.
-	Swarm     Target
+	Swarm Target
+	// Jobs runs the apps' jobs (deploy.Engine); nil: every job run
+	// fails, saying so.
+	Jobs      JobRunner
 	NewSource func(config.AppConfig) (Source, error)
 	Workers   int // default 2
 	// ResyncInterval enqueues every app in case events were missed;
@@ -162,6 +165,7 @@ type Options struct {
 
 // Agent keeps every configured app converged to its Git revision.
 type Agent struct {
+	jobs    *jobRegistry
 	opts    Options
 	log     *slog.Logger
 	now     func() time.Time
@@ -197,6 +201,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	opts = opts.withDefaults()
 	a := &Agent{
+		jobs:   newJobRegistry(),
 		opts:   opts,
 		log:    opts.Logger,
 		now:    opts.Now,
@@ -382,6 +387,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Go(func() { a.watchEngine(ctx, a.swarm) })
 	}
 	wg.Go(func() { a.recordSeries(ctx) })
+	wg.Go(func() { a.runSchedules(ctx) })
 	wg.Go(func() {
 		t := time.NewTicker(a.opts.ResyncInterval)
 		defer t.Stop()
@@ -703,6 +709,9 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 	// stays Degraded (restart counts, backoff) is Debug; whether it
 	// changed is asked only when Debug lines are written, since the
 	// comparison costs more than the rest of an idle pass's bookkeeping.
+	a.setJobs(name, u.mem.accepted)
+	u.status.Jobs = a.jobStatuses(name, u.status.Refused)
+	u.status.Errors = withJobErrors(u.status.Errors, u.status.Jobs)
 	level := slog.LevelDebug
 	a.mu.Lock()
 	if st.status.Sync != u.status.Sync || st.status.Health != u.status.Health || len(u.history) > 0 {

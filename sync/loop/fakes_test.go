@@ -396,6 +396,8 @@ type harness struct {
 	// host, when set before open, is the machine the agent judges host
 	// paths on; zero: the real one.
 	host policy.Host
+	// jobs, when set before open, runs the apps' jobs.
+	jobs JobRunner
 }
 
 // lockedLog is the agent's Info log, for tests of what it says.
@@ -442,6 +444,7 @@ func (h *harness) open() {
 		Logger:    slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil },
 		Host:      h.host,
+		Jobs:      h.jobs,
 	})
 	if err != nil {
 		h.t.Fatal(err)

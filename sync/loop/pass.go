@@ -92,6 +92,9 @@ type passOutcome struct {
 	// canary are the services whose rollout this pass held to their
 	// canary replicas (update.canary).
 	canary []drift.CanaryStep
+	// postSyncFailure is the first post-sync job run of this pass that
+	// failed (see postSync), for the release watch to count.
+	postSyncFailure *status.JobRun
 }
 
 // applyReport is one apply: the plan carried out and its result.
@@ -127,6 +130,7 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		p.followTags(ctx, o.accepted.app, *o.actual, &o)
 	}
 	desired, plan, dec := p.decide(ctx, cand, &o)
+	desired, plan, dec = p.preSync(ctx, cand, desired, plan, dec, &o)
 	if desired == nil {
 		return o
 	}
@@ -156,6 +160,7 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		plan = drift.Plan{} // recomputed from what runs now
 	}
 	p.assess(desired, plan, &o)
+	p.postSync(ctx, desired, &o)
 	return o
 }
 

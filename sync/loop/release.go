@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -175,6 +176,27 @@ func (u *statusUpdate) noteRelease(in statusInput, changed []string) {
 	if changed != nil {
 		u.openWindow(in, changed, open)
 	}
+	if f := o.postSyncFailure; f != nil && u.mem.watch != nil && o.rollback == nil {
+		// A failed smoke test is a regression of the release it tested.
+		u.quarantine(in, drift.Regression{Reason: postSyncReason(f)})
+		u.requeue = true
+	}
+}
+
+// postSyncReason is a failed post-sync run as a regression's reason.
+func postSyncReason(f *status.JobRun) string {
+	what := "exit " + strconv.Itoa(f.ExitCode)
+	switch {
+	case f.Error != "":
+		what = f.Error
+	case f.TimedOut:
+		what = "timed out after " + f.Duration.Round(time.Second).String()
+	}
+	s := "post-sync job " + f.Job + " failed (" + what + ")"
+	if n := len(f.LastLines); n > 0 {
+		s += "; last line: " + f.LastLines[n-1]
+	}
+	return s
 }
 
 // judgeWindow moves the open window on from this pass's look: a

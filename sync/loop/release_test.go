@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -283,5 +284,32 @@ func TestCanaryStep(t *testing.T) {
 	rb := h.history("shop", status.KindRollback)
 	if len(rb) == 0 || !strings.Contains(rb[0].Summary, "0 to create, 1 to replace") {
 		t.Fatalf("rollback history %q: want one replica replaced back", summaries(rb))
+	}
+}
+
+// TestReleasePostSyncFailureRollsBack: a failed smoke test (post-sync job)
+// is a regression of the release it tested.
+func TestReleasePostSyncFailureRollsBack(t *testing.T) {
+	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource()},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
+	cfg := appConfig("shop")
+	cfg.Release = drift.ReleaseRules{Watch: time.Minute}
+	h.apps = []config.AppConfig{cfg}
+	f := &fakeJobs{engine: h.engine, exits: map[string]int{}}
+	h.jobs = f
+	h.open()
+	src := h.sources["shop"]
+	v1 := src.commit("v1", map[string]string{"web.yaml": service("web", "demo:v1", 1), "smoke.yaml": job("smoke", "post-sync", "demo:v1")})
+	mustPass(t, h, "startup")
+	h.clock.Advance(2 * time.Minute)
+	mustPass(t, h, TriggerWatch)
+	f.exits["smoke"] = 1
+	v2 := src.commit("v2", map[string]string{"web.yaml": service("web", "demo:v2", 1), "smoke.yaml": job("smoke", "post-sync", "demo:v2")})
+	st := mustPass(t, h, "poll")
+	if !h.lastResult.Requeue || !strings.Contains(st.Message, "quarantined "+v2[:7]+": post-sync job smoke failed (exit 1); last line: error: column exists") {
+		t.Fatalf("requeue %v, message %q: want v2 quarantined for its smoke test", h.lastResult.Requeue, st.Message)
+	}
+	if st = mustPass(t, h, TriggerRepair); st.Applied.SHA != v1 {
+		t.Fatalf("applied %s, want the rollback to v1", st.Applied.Short())
 	}
 }

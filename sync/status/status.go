@@ -68,6 +68,8 @@ type AppStatus struct {
 	ForcePush *ForcePush `json:"forcePush,omitempty"`
 	// Release is set for apps with a watch window (release:).
 	Release *ReleaseStatus `json:"release,omitempty"`
+	// Jobs are the enforced revision's jobs (see JobStatus).
+	Jobs []JobStatus `json:"jobs,omitempty"`
 
 	Reconciling bool      `json:"reconciling"`
 	LastPass    time.Time `json:"lastPass,omitzero"`
@@ -287,6 +289,8 @@ type HistoryEntry struct {
 	// Digests are, for a sync, the image digest each replica runs after
 	// it, by container name.
 	Digests map[string]string `json:"digests,omitempty"`
+	// Job is, for a job entry, the run.
+	Job *JobRun `json:"job,omitempty"`
 }
 
 // HistoryQuery selects history entries, newest first.

@@ -266,12 +266,7 @@ func (w *Walker) record(path string, k, v *yaml.Node) {
 func (w *Walker) walkStruct(n *yaml.Node, t reflect.Type, path string) (any, bool) {
 	fields := map[string]reflect.Type{}
 	var names []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		fields[name] = f.Type
-		names = append(names, name)
-	}
+	structFields(t, fields, &names)
 	out := map[string]any{}
 	ok := w.pairs(n, path, "a mapping", func(key string, k, v *yaml.Node) {
 		cp := ChildPath(path, key)
@@ -290,6 +285,22 @@ func (w *Walker) walkStruct(n *yaml.Node, t reflect.Type, path string) (any, boo
 		}
 	})
 	return out, ok
+}
+
+// structFields indexes t's fields by their json name; an embedded struct
+// without a json name contributes its own fields, as encoding/json reads
+// it (a Job's spec is a service's spec and a few fields more).
+func structFields(t reflect.Type, fields map[string]reflect.Type, names *[]string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			structFields(f.Type, fields, names)
+			continue
+		}
+		fields[name] = f.Type
+		*names = append(*names, name)
+	}
 }
 
 func (w *Walker) walkMap(n *yaml.Node, t reflect.Type, path string) (any, bool) {
