@@ -84,6 +84,9 @@ type App struct {
 	// Warnings are problems that do not refuse the revision, such as a
 	// compose variable that is not set and interpolates to "".
 	Warnings ErrorList `json:"warnings,omitempty"`
+	// Release is what the repository says about its releases' watch
+	// window; nil when it says nothing.
+	Release *ReleaseSettings `json:"release,omitempty"`
 	// Content holds, by content hash, the repository files that bind
 	// mounts with a RepoPath materialize. It is not part of any hash
 	// itself: each mount's ContentHash is.

@@ -57,6 +57,7 @@ func (l *composeLoad) mapProject(p *types.Project) (*manifest.App, []manifest.Jo
 	}
 	m.checkNetworkUse(a)
 	m.checkDockerNames(a)
+	a.Release = m.mapRelease()
 	slices.SortFunc(a.Services, func(x, y manifest.Service) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(a.Networks, func(x, y manifest.Network) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(a.Volumes, func(x, y manifest.Volume) int { return strings.Compare(x.Name, y.Name) })

@@ -317,3 +317,24 @@ func TestComposeRemoteBuildContext(t *testing.T) {
 		t.Errorf("errors %q, want one refusal of the remote context", got)
 	}
 }
+
+func TestComposeReleaseSettings(t *testing.T) {
+	files := loadtest.Web()
+	files["compose.yaml"] += "x-driftless:\n  release: {watch: 2m, unreadyFor: 20s, maxRestarts: 1}\n"
+	app := loadtest.MustLoadCompose(t, files, load.Options{})
+	r := app.Release
+	if r == nil || r.Watch != 2*time.Minute || r.UnreadyFor != 20*time.Second || r.MaxRestarts == nil || *r.MaxRestarts != 1 || r.Source.Line == 0 {
+		t.Fatalf("release %+v, want watch 2m, unreadyFor 20s, maxRestarts 1 with its position", r)
+	}
+	files = loadtest.Web()
+	files["compose.yaml"] += "x-driftless:\n  release: {watch: 0.5s, maxRestarts: -1, check: {url: 'http://169.254.169.254/'}}\n"
+	got := strings.Join(loadtest.ComposeErrors(t, files, load.Options{}), "\n")
+	files = loadtest.Web()
+	files["compose.yaml"] += "x-driftless:\n  canary: 1\n"
+	got += "\n" + strings.Join(loadtest.ComposeErrors(t, files, load.Options{}), "\n")
+	for _, want := range []string{"compose.yaml:5:20: x-driftless.release.watch: must be 0 or at least 1s", "x-driftless.release.maxRestarts:", "x-driftless.release.check: stays in the agent's driftless.yaml", "compose.yaml:5:3: x-driftless.canary: unknown field"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors:\n%s\nwant one with %q", got, want)
+		}
+	}
+}

@@ -173,6 +173,8 @@ func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *obj
 		target = &rawVolumeDoc{}
 	case manifest.KindJob:
 		target = &rawJobDoc{}
+	case manifest.KindApp:
+		target = &rawAppDoc{}
 	default:
 		target = &rawHeader{}
 	}
@@ -203,6 +205,9 @@ func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *obj
 	case *rawJobDoc:
 		apiVersion, meta = t.APIVersion, t.Metadata
 		o.jobRaw = t.Spec
+	case *rawAppDoc:
+		apiVersion, meta = t.APIVersion, t.Metadata
+		o.appRaw = t.Spec
 	case *rawHeader:
 		apiVersion, meta = t.APIVersion, t.Metadata
 	}
@@ -232,6 +237,8 @@ func validateObject(c *yamlpos.Collector, app string, o *object, w *yamlpos.Walk
 		validateVolume(vc, o)
 	case manifest.KindJob:
 		validateJob(vc, app, o)
+	case manifest.KindApp:
+		validateAppDoc(vc, o)
 	}
 	for _, e := range vc.Errs {
 		if !w.Bad || !o.doc.RelatedToFailure(e.Field) {
@@ -241,7 +248,7 @@ func validateObject(c *yamlpos.Collector, app string, o *object, w *yamlpos.Walk
 }
 
 // knownKinds are the kinds of native documents.
-var knownKinds = []string{manifest.KindService, manifest.KindNetwork, manifest.KindVolume, manifest.KindJob}
+var knownKinds = []string{manifest.KindService, manifest.KindNetwork, manifest.KindVolume, manifest.KindJob, manifest.KindApp}
 
 func knownKind(kind string) bool { return slices.Contains(knownKinds, kind) }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"testing/fstest"
 
 	"github.com/driftless-dev/driftless/manifest"
@@ -148,12 +149,12 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown kind",
 			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "Service", "Deployment", 1) + "  image: x\n"},
-			want:  []string{`a.yaml:2:7: kind: unknown kind "Deployment": must be Service, Network, Volume or Job`},
+			want:  []string{`a.yaml:2:7: kind: unknown kind "Deployment": must be Service, Network, Volume, Job or App`},
 		},
 		{
 			name:  "kind with wrong case",
 			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "Service", "service", 1) + "  image: x\n"},
-			want:  []string{`a.yaml:2:7: kind: unknown kind "service": must be Service, Network, Volume or Job (did you mean "Service"?)`},
+			want:  []string{`a.yaml:2:7: kind: unknown kind "service": must be Service, Network, Volume, Job or App (did you mean "Service"?)`},
 		},
 		{
 			name:  "kind not a string",
@@ -548,5 +549,29 @@ func TestLoadStructuralAndSemanticErrorsInOneDocument(t *testing.T) {
 	}
 	if got := loadtest.ErrorLines(t, err); !reflect.DeepEqual(got, want) {
 		t.Errorf("errors:\n got: %q\nwant: %q", got, want)
+	}
+}
+
+func TestLoadAppDocument(t *testing.T) {
+	app, err := loadtest.LoadFiles(t, map[string]string{
+		"web.yaml": loadtest.Svc + "  image: x\n",
+		"app.yaml": "apiVersion: driftless.dev/v1\nkind: App\nmetadata:\n  name: shop\nspec:\n  release: {watch: 3m, maxRestarts: 2}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := app.Release; r == nil || r.Watch != 3*time.Minute || r.MaxRestarts == nil || *r.MaxRestarts != 2 || r.Source.File != "app.yaml" {
+		t.Fatalf("release %+v, want watch 3m and maxRestarts 2 from app.yaml", r)
+	}
+	_, err = loadtest.LoadFiles(t, map[string]string{
+		"web.yaml": loadtest.Svc + "  image: x\n",
+		"app.yaml": "apiVersion: driftless.dev/v1\nkind: App\nmetadata:\n  name: shop\nspec:\n  release: {watch: 3m, check: {url: 'http://10.0.0.1/'}}\n" +
+			"---\napiVersion: driftless.dev/v1\nkind: App\nmetadata:\n  name: other\nspec: {}\n",
+	})
+	got := strings.Join(loadtest.ErrorLines(t, err), "\n")
+	for _, want := range []string{"app.yaml:6:24: spec.release.check: stays in the agent's driftless.yaml", "app.yaml:11:9: kind: only one App document per app: the first is at app.yaml:4:9"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors:\n%s\nwant %q", got, want)
+		}
 	}
 }

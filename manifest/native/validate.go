@@ -30,11 +30,13 @@ type object struct {
 	networkRaw *rawNetworkSpec
 	volumeRaw  *rawVolumeSpec
 	jobRaw     *rawJobSpec
+	appRaw     *rawAppSpec
 
 	service manifest.Service
 	network manifest.Network
 	volume  manifest.Volume
 	job     manifest.Job
+	release *manifest.ReleaseSettings
 }
 
 // source is where the object is named: its metadata.name, or the start of
@@ -58,7 +60,7 @@ func validateHeader(c *yamlpos.Collector, doc *yamlpos.DocCtx, apiVersion, kind 
 		r.Errorf("apiVersion", "must be %q, got %q", manifest.APIVersion, apiVersion)
 	}
 	switch kind {
-	case manifest.KindService, manifest.KindNetwork, manifest.KindVolume, manifest.KindJob:
+	case manifest.KindService, manifest.KindNetwork, manifest.KindVolume, manifest.KindJob, manifest.KindApp:
 	case "":
 		r.Required("kind")
 	default:
@@ -66,7 +68,7 @@ func validateHeader(c *yamlpos.Collector, doc *yamlpos.DocCtx, apiVersion, kind 
 		if s := yamlpos.Suggest(kind, knownKinds); s != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		r.Errorf("kind", "unknown kind %q: must be Service, Network, Volume or Job%s", kind, hint)
+		r.Errorf("kind", "unknown kind %q: must be Service, Network, Volume, Job or App%s", kind, hint)
 	}
 	if meta == nil {
 		meta = &rawMeta{}
@@ -516,8 +518,16 @@ func firstDeclarations(c *yamlpos.Collector, objs []*object) map[string]*object 
 		// A job's container is named apart from replicas, but its name is
 		// a service's in messages and in the checks both share.
 		key := o.kind + "/" + o.name
-		if o.kind == manifest.KindJob {
+		switch o.kind {
+		case manifest.KindJob:
 			key = manifest.KindService + "/" + o.name
+		case manifest.KindApp:
+			key = manifest.KindApp // one per app, whatever its name
+		}
+		if f := first[key]; f != nil && o.kind == manifest.KindApp {
+			o.dup = true
+			c.Add(o.source(), "kind", "only one App document per app: the first is at %s", f.source())
+			continue
 		}
 		if f := first[key]; f != nil {
 			o.dup = true
@@ -598,6 +608,8 @@ func assembleApp(app string, objs []*object, defaultDeclared bool) *manifest.App
 		case manifest.KindJob:
 			result.Jobs = append(result.Jobs, o.job)
 			usesDefault = usesDefault || slices.Contains(o.job.Service.Spec.Networks, manifest.DefaultNetwork)
+		case manifest.KindApp:
+			result.Release = o.release
 		}
 	}
 	if usesDefault && !defaultDeclared {

@@ -52,6 +52,9 @@ type statusUpdate struct {
 func nextStatus(in statusInput) statusUpdate {
 	u := &statusUpdate{mem: in.mem.clone()}
 	o := in.out
+	if o.accepted != nil && o.accepted.app != nil {
+		in.cfg.Release = effectiveRelease(in.cfg.Release, o.accepted.app.Release)
+	}
 	if o.accepted != nil && (u.mem.accepted == nil || u.mem.accepted.rev.SHA != o.accepted.rev.SHA) {
 		u.mem.accepted = o.accepted
 		rev := o.accepted.rev

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
@@ -113,7 +114,9 @@ func (p *pass) watchRelease(ctx context.Context, cand *revisionState, o *passOut
 	if w == nil || cand != nil || o.accepted == nil || o.accepted.rev.SHA != w.Revision || o.actual == nil {
 		return false
 	}
-	rules := watchRules(p.in.cfg, w)
+	cfg := p.in.cfg
+	cfg.Release = effectiveRelease(cfg.Release, o.accepted.app.Release)
+	rules := watchRules(cfg, w)
 	if rules.Watch == 0 {
 		return false
 	}
@@ -126,6 +129,30 @@ func (p *pass) watchRelease(ctx context.Context, cand *revisionState, o *passOut
 	next, reg := drift.WatchRelease(*w, rules, obs)
 	o.watch, o.regression = &next, reg
 	return reg != nil
+}
+
+// effectiveRelease is the app's release rules: the local release:
+// settings, overridden field by field by what the enforced revision says
+// (compose x-driftless.release, a native App document). The HTTP check
+// stays local.
+func effectiveRelease(local drift.ReleaseRules, repo *manifest.ReleaseSettings) drift.ReleaseRules {
+	r := local
+	if repo == nil {
+		return r
+	}
+	if repo.Watch > 0 {
+		r.Watch = repo.Watch
+	}
+	if repo.UnreadyFor > 0 {
+		r.UnreadyFor = repo.UnreadyFor
+	}
+	if repo.MaxRestarts != nil {
+		r.MaxRestarts = *repo.MaxRestarts
+	}
+	if r.Watch > 0 && r.UnreadyFor == 0 {
+		r.UnreadyFor = drift.DefaultUnreadyFor
+	}
+	return r
 }
 
 // watchRules are the rules a window is judged by: the app's release

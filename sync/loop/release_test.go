@@ -313,3 +313,18 @@ func TestReleasePostSyncFailureRollsBack(t *testing.T) {
 		t.Fatalf("applied %s, want the rollback to v1", st.Applied.Short())
 	}
 }
+
+// TestReleaseSettingsFromTheRepository: a compose file's top-level
+// x-driftless.release turns the window on, and sets its length, without
+// any release: in the local config.
+func TestReleaseSettingsFromTheRepository(t *testing.T) {
+	h := newHarness(t, appConfig("shop"))
+	compose := func(image string) map[string]string {
+		return map[string]string{"compose.yaml": "services:\n  web:\n    image: " + image + "\nx-driftless:\n  release: {watch: 2m}\n"}
+	}
+	h.sources["shop"].commit("v1", compose("demo:v1"))
+	st := mustPass(t, h, "startup")
+	if st.Release == nil || st.Release.Watching == nil || st.Release.Watching.Until.Sub(st.Release.Watching.Since) != 2*time.Minute {
+		t.Fatalf("release %+v: want a 2m window from the repository", st.Release)
+	}
+}
