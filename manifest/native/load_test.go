@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 	"testing/fstest"
+	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
