@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moby/moby/api/types/container"
 	"slices"
 	"strings"
 	"sync"
@@ -148,17 +149,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		return err
 	}
 	oldName := strings.TrimPrefix(old.Name, "/")
-	renamed, stopped := false, false
-	if old.State != nil && old.State.Restarting {
-		// Docker refuses to rename a container between two restarts
-		// ("sandbox not found"), and a crash-looping replica serves
-		// nothing: stop it first, without a grace period (a rollback away
-		// from a crashing release replaces exactly these, and waits on it).
-		now := 0
-		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: &now}); err == nil {
-			stopped = true
-		}
-	}
+	renamed, stopped := false, r.stopRestarting(ctx, old)
 	if oldName == stable {
 		park := stable + "-old-" + shortID(old.ID)
 		if _, err := r.e.api.ContainerRename(ctx, old.ID, client.ContainerRenameOptions{NewName: park}); err != nil {
@@ -256,4 +247,18 @@ func (r *run) recreate(ctx context.Context, svc *manifest.Service, replaces []in
 		r.finish(steps[j], errs[j])
 	}
 	return ok
+}
+
+// stopRestarting stops a replica Docker is restarting, without a grace
+// period, and reports whether it did. Docker refuses to rename a container
+// between two restarts ("sandbox not found"), and a crash-looping replica
+// serves nothing (a rollback away from a crashing release replaces exactly
+// these, and waits on it).
+func (r *run) stopRestarting(ctx context.Context, old container.InspectResponse) bool {
+	if old.State == nil || !old.State.Restarting {
+		return false
+	}
+	now := 0
+	_, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: &now})
+	return err == nil
 }

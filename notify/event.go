@@ -155,20 +155,9 @@ func (d *detector) events(r loop.Report, now time.Time) []Event {
 				out = append(out, ev)
 			}
 		case status.KindRollback:
-			k := KindPinned
-			switch {
-			case e.Result == "quarantined":
-				// A regression in the watch window: one event says the
-				// commit is quarantined and what it rolls back to.
-				k = KindRollback
-			case status.AutomaticRollback(e) && (e.Result == "failed" || e.Result == "partial"):
-				k = KindRolloutFailed // the automatic rollback failed
-			case status.AutomaticRollback(e):
-				continue // the rollback the quarantine event announced
-			case strings.HasPrefix(e.Summary, "unpinned"):
-				k = KindUnpinned
+			if k, ok := rollbackKind(e); ok {
+				add(k, e.Revision, e.Summary, e.ID)
 			}
-			add(k, e.Revision, e.Summary, e.ID)
 		}
 	}
 	if r.Applying == nil {
@@ -274,4 +263,22 @@ func sortedApps(m map[string]*appMemory) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// rollbackKind is the event a rollback entry makes: a person's pin or
+// unpin, a quarantine after a regression (one event says the commit is
+// quarantined and what it rolls back to), or an automatic rollback that
+// failed; false for the automatic rollback the quarantine announced.
+func rollbackKind(e status.HistoryEntry) (Kind, bool) {
+	switch {
+	case e.Result == "quarantined":
+		return KindRollback, true
+	case status.AutomaticRollback(e) && (e.Result == "failed" || e.Result == "partial"):
+		return KindRolloutFailed, true
+	case status.AutomaticRollback(e):
+		return "", false
+	case strings.HasPrefix(e.Summary, "unpinned"):
+		return KindUnpinned, true
+	}
+	return KindPinned, true
 }

@@ -339,27 +339,18 @@ func (u *statusUpdate) conditions(in statusInput) map[string]status.Condition {
 		active["apply"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
 	}
 	if o.gap != nil && len(o.gap.Conflicts) > 0 {
-		var msgs []string
-		for _, c := range o.gap.Conflicts {
-			msgs = append(msgs, c.Name+": "+c.Reason)
-		}
-		active["conflict"] = strings.Join(msgs, "; ")
+		active["conflict"] = conflictCondition(o.gap.Conflicts)
 	}
 	if len(u.mem.flapping) > 0 {
-		var msgs []string
-		for _, f := range sortedFlaps(u.mem.flapping) {
-			msgs = append(msgs, fmt.Sprintf("%s %s repaired %d times", f.Container, f.Field, f.Count))
+		active["flapping"] = flappingCondition(u.mem.flapping)
+	}
+	// Set outside the pass, they last until the next success: "history"
+	// by the caller when the store fails (until a write succeeds),
+	// "notification" by RecordNotification (until a delivery succeeds).
+	for _, kind := range []string{"history", "notification"} {
+		if c, ok := u.mem.conditions[kind]; ok {
+			active[kind] = c.Message
 		}
-		active["flapping"] = "something outside Git keeps changing the app: " + strings.Join(msgs, "; ")
-	}
-	if c, ok := u.mem.conditions["history"]; ok {
-		// Set by the caller when the store fails; it lasts until a write
-		// succeeds.
-		active["history"] = c.Message
-	}
-	if c, ok := u.mem.conditions["notification"]; ok {
-		// Set by RecordNotification; it lasts until a delivery succeeds.
-		active["notification"] = c.Message
 	}
 	if o.cancelled {
 		// A cancelled pass says nothing new about the world.
@@ -379,6 +370,22 @@ func (u *statusUpdate) conditions(in statusInput) map[string]status.Condition {
 	}
 	u.mem.conditions = conds
 	return conds
+}
+
+func conflictCondition(conflicts []drift.Conflict) string {
+	var msgs []string
+	for _, c := range conflicts {
+		msgs = append(msgs, c.Name+": "+c.Reason)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func flappingCondition(flapping map[flapKey]status.Flap) string {
+	var msgs []string
+	for _, f := range sortedFlaps(flapping) {
+		msgs = append(msgs, fmt.Sprintf("%s %s repaired %d times", f.Container, f.Field, f.Count))
+	}
+	return "something outside Git keeps changing the app: " + strings.Join(msgs, "; ")
 }
 
 // buildStatus writes the status every field at once from the pass.
