@@ -99,10 +99,7 @@ func applyCmd() *cobra.Command {
 	fs.StringVar(&lfl.app, "app", "", "app name (default: the directory name)")
 	prune := fs.Bool("prune", false, "remove containers and networks no longer declared (volumes are always kept)")
 	dryRun := fs.Bool("dry-run", false, "show the plan and change nothing")
-	// 16, not the agent's 4: a person waits for this converge, and on an
-	// engine other work shares, more requests in flight get it a larger
-	// share (docs/benchmarks.md §1); the engine queues the rest.
-	parallel := fs.Int("parallel", 16, "how many independent changes run at once")
+	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
 	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
 	buildTimeout := fs.Duration("build-timeout", deploy.DefaultBuildTimeout, "how long one image build from build: may take")
 	lfl.data = dataFlag(fs)

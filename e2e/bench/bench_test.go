@@ -165,12 +165,12 @@ type convergeRun struct {
 }
 
 // benchParallels are the --parallel values to time (DRIFTLESS_BENCH_PARALLEL,
-// default 16,4: apply's default first); the first is the one the target
+// default 4,16: apply's default first); the first is the one the target
 // judges.
 func benchParallels() []int {
 	v := os.Getenv("DRIFTLESS_BENCH_PARALLEL")
 	if v == "" {
-		return []int{16, 4}
+		return []int{4, 16}
 	}
 	var out []int
 	for _, f := range strings.Split(v, ",") {
