@@ -196,17 +196,17 @@ func (r *run) startReplica(ctx context.Context, s *step, svc *manifest.Service) 
 // waitReady looks at a new or started replica until the prober says it is
 // ready, it fails on its own, someone else removes or stops it, or
 // ReadyTimeout passes: on its events, and on a poll where nothing but a
-// poll can tell (nextLook). stoppable: the wait may end early when the apply is asked to stop
-// (a new replica that exists is safe to leave to the next pass; a replace
-// is not, so it waits on).
+// poll can tell (nextLook). stoppable: the wait may end early when the
+// apply is asked to stop (a new replica that exists is safe to leave to the
+// next pass; a replace is not, so it waits on).
 func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.ServiceSpec, baseRestarts int, stoppable bool) error {
 	name := s.change.Name
 	r.emit(s, drift.PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", r.e.opts.ReadyTimeout), nil)
 	started := time.Now()
 	deadline := started.Add(r.e.opts.ReadyTimeout)
 	r.followEvents(ctx)
-	// With the event stream running (the agent), a removal or exit is
-	// noticed at once; the poll is the fallback (the CLI).
+	// With an event stream running (the agent's Watch, or followEvents), a
+	// removal or exit is noticed at once; the poll is the fallback.
 	woken, stopWaking := r.e.waker(id)
 	defer stopWaking()
 	lastReason := "not checked yet"
