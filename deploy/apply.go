@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
@@ -55,6 +56,7 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 	// the view before the events of these changes arrive.
 	defer e.view.Touch(r.app)
 	r.execute(ctx, plan.Changes)
+	r.closeEvents()
 	// A rotated secret's old file goes with its last replica.
 	if removed, err := e.files.RemoveUnusedSecrets(ctx, r.app, 0); err != nil {
 		e.log.Warn("removing unused secret files", "app", r.app, "err", err)
@@ -82,6 +84,11 @@ type run struct {
 
 	imagesMu sync.Mutex
 	images   map[string]*imageCheck
+
+	// eventsOnce opens followEvents' stream; eventsLive says it runs.
+	eventsOnce sync.Once
+	eventsLive atomic.Bool
+	stopEvents context.CancelFunc
 }
 
 // step is one change being carried out.
@@ -210,6 +217,25 @@ type serviceGroup struct {
 	changes []indexed
 	done    chan struct{}
 	ok      bool // set before done closes: every change done and ready
+	// started closes once the service's replicas run, which is all a
+	// dependent with condition "started" waits for: when its changes are
+	// only creates and starts, as soon as each was started (before the
+	// readiness waits); otherwise with done.
+	started     chan struct{}
+	startedOnce sync.Once
+}
+
+func (g *serviceGroup) markStarted() { g.startedOnce.Do(func() { close(g.started) }) }
+
+// onlyBrings reports whether every change of the group creates or starts
+// a replica.
+func (g *serviceGroup) onlyBrings() bool {
+	for _, ic := range g.changes {
+		if ic.change.Action != drift.ActionCreate && ic.change.Action != drift.ActionStart {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *run) execute(ctx context.Context, changes []drift.Change) {
@@ -221,7 +247,7 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 		case c.Kind == drift.KindContainer:
 			g, ok := groups[c.Service]
 			if !ok {
-				g = &serviceGroup{name: c.Service, svc: r.desired.Service(c.Service), done: make(chan struct{})}
+				g = &serviceGroup{name: c.Service, svc: r.desired.Service(c.Service), done: make(chan struct{}), started: make(chan struct{})}
 				groups[c.Service] = g
 				order = append(order, g)
 			}
@@ -248,39 +274,23 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 		if g.svc == nil {
 			pruned = append(pruned, g.changes...)
 			close(g.done)
+			g.markStarted()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(g.done)
+			defer g.markStarted()
 			// A replica created without its network or volume would only
 			// fail to start (or start without its data).
 			if why := missing.blocks(g.svc); why != nil {
 				r.skipAll(g.changes, why)
 				return
 			}
-			for _, dep := range g.svc.Spec.DependsOn {
-				dg, ok := groups[dep]
-				if !ok || dg.svc == nil {
-					continue // nothing changes in the dependency: it is as ready as it was
-				}
-				select {
-				case <-dg.done:
-				case <-ctx.Done():
-				}
-				if ctx.Err() != nil {
-					r.skipAll(g.changes, cancelled(ctx))
-					return
-				}
-				// "started" (compose's service_started) only needs the
-				// dependency's changes carried out; "healthy" and
-				// "completed" need its replicas ready or exited 0.
-				if !dg.ok && g.svc.Spec.DependsCondition(dep) != manifest.DependsStarted {
-					r.skipAll(g.changes, &drift.Failure{Cause: drift.FailureDependency,
-						Summary: fmt.Sprintf("waits for service %s, which did not become ready", dep)})
-					return
-				}
+			if why := r.awaitDependencies(ctx, g, groups); why != nil {
+				r.skipAll(g.changes, why)
+				return
 			}
 			g.ok = r.applyService(ctx, g)
 		}()
@@ -295,6 +305,37 @@ func (r *run) execute(ctx context.Context, changes []drift.Change) {
 
 	// 4. Networks and volumes no longer declared, once nothing uses them.
 	r.parallel(ctx, resourceRemoves, r.applyResource)
+}
+
+// awaitDependencies waits until each dependency of g that changes in this
+// apply has met g's condition on it, each for itself: "started" (compose's
+// service_started) until the dependency's replicas run, "healthy" and
+// "completed" until its changes are done with its replicas ready or exited
+// 0. It returns why g cannot go on, or nil.
+func (r *run) awaitDependencies(ctx context.Context, g *serviceGroup, groups map[string]*serviceGroup) *drift.Failure {
+	for _, dep := range g.svc.Spec.DependsOn {
+		dg, ok := groups[dep]
+		if !ok || dg.svc == nil {
+			continue // nothing changes in the dependency: it is as ready as it was
+		}
+		started := g.svc.Spec.DependsCondition(dep) == manifest.DependsStarted
+		wait := dg.done
+		if started {
+			wait = dg.started
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			return cancelled(ctx)
+		}
+		if !started && !dg.ok {
+			return &drift.Failure{Cause: drift.FailureDependency,
+				Summary: fmt.Sprintf("waits for service %s, which did not become ready", dep)}
+		}
+	}
+	return nil
 }
 
 // cancelled is the failure of changes skipped because ctx ended.
@@ -401,23 +442,25 @@ func (r *run) applyService(ctx context.Context, g *serviceGroup) bool {
 	ok := true
 	fail := func() { mu.Lock(); ok = false; mu.Unlock() }
 
-	var wg sync.WaitGroup
+	// Dependents on condition "started" go on once every replica is
+	// started, while these wait for readiness.
+	var wg, starting sync.WaitGroup
+	starting.Add(len(bring))
+	if g.onlyBrings() {
+		go func() { starting.Wait(); g.markStarted() }()
+	}
 	for _, ic := range bring {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if r.stopped() {
+				starting.Done()
 				r.skip(ic.index, ic.change, errStopped)
 				fail()
 				return
 			}
 			s := r.begin(ic.index, ic.change)
-			var err error
-			if ic.change.Action == drift.ActionCreate {
-				_, err = r.createAndWait(ctx, s, g.svc, ic.change.Slot)
-			} else {
-				err = r.startAndWait(ctx, s, g.svc)
-			}
+			err := r.bringUp(ctx, s, g.svc, starting.Done)
 			if err != nil {
 				fail()
 				r.noteNotReady(g.name, err)

@@ -77,6 +77,7 @@ func (r *run) named() *manifest.App {
 // createReplica creates, connects and starts one replica under its stable
 // name and returns its ID.
 func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service, slot int) (string, error) {
+	r.followEvents(ctx)
 	if err := r.ensureImage(ctx, s, svc); err != nil {
 		return "", err
 	}
@@ -154,38 +155,58 @@ func (r *run) createAndWait(ctx context.Context, s *step, svc *manifest.Service,
 	return id, r.waitReady(ctx, s, id, &svc.Spec, 0, true)
 }
 
-func (r *run) startAndWait(ctx context.Context, s *step, svc *manifest.Service) error {
-	c, err := r.ownedContainer(ctx, s.change.ID)
+// bringUp carries out a create or a start and waits for the replica to be
+// ready; started is called once the replica was started (or could not be).
+func (r *run) bringUp(ctx context.Context, s *step, svc *manifest.Service, started func()) error {
+	var id string
+	var restarts int
+	var err error
+	if s.change.Action == drift.ActionCreate {
+		id, err = r.createReplica(ctx, s, svc, s.change.Slot)
+	} else {
+		id, restarts, err = r.startReplica(ctx, s, svc)
+	}
+	started()
 	if err != nil {
 		return err
+	}
+	return r.waitReady(ctx, s, id, &svc.Spec, restarts, true)
+}
+
+// startReplica starts an existing stopped replica; it returns its ID and
+// restart count before the start.
+func (r *run) startReplica(ctx context.Context, s *step, svc *manifest.Service) (string, int, error) {
+	c, err := r.ownedContainer(ctx, s.change.ID)
+	if err != nil {
+		return "", 0, err
 	}
 	// After a reboot the tmpfs is empty: the secrets the replica mounts
 	// are written again before it starts.
 	if err := r.e.files.WriteSecrets(r.named(), svc); err != nil {
-		return err
+		return "", 0, err
 	}
+	r.followEvents(ctx)
 	if _, err := r.e.api.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-		return fmt.Errorf("start %s: %w", s.change.Name, err)
+		return "", 0, fmt.Errorf("start %s: %w", s.change.Name, err)
 	}
 	r.emit(s, drift.PhaseStarted, "", nil)
-	return r.waitReady(ctx, s, c.ID, &svc.Spec, c.RestartCount, true)
+	return c.ID, c.RestartCount, nil
 }
 
-// waitReady polls a new or started replica until the prober says it is
+// waitReady looks at a new or started replica until the prober says it is
 // ready, it fails on its own, someone else removes or stops it, or
-// ReadyTimeout passes. Polling inspect here is fine: it is not the steady
-// state. stoppable: the wait may end early when the apply is asked to stop
-// (a new replica that exists is safe to leave to the next pass; a replace
-// is not, so it waits on).
+// ReadyTimeout passes: on its events, and on a poll where nothing but a
+// poll can tell (nextLook). stoppable: the wait may end early when the
+// apply is asked to stop (a new replica that exists is safe to leave to the
+// next pass; a replace is not, so it waits on).
 func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.ServiceSpec, baseRestarts int, stoppable bool) error {
 	name := s.change.Name
 	r.emit(s, drift.PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", r.e.opts.ReadyTimeout), nil)
 	started := time.Now()
 	deadline := started.Add(r.e.opts.ReadyTimeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	// With the event stream running (the agent), a removal or exit is
-	// noticed at once; the poll is the fallback (the CLI).
+	r.followEvents(ctx)
+	// With an event stream running (the agent's Watch, or followEvents), a
+	// removal or exit is noticed at once; the poll is the fallback.
 	woken, stopWaking := r.e.waker(id)
 	defer stopWaking()
 	lastReason := "not checked yet"
@@ -214,14 +235,18 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 		if time.Now().After(deadline) {
 			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, r.e.opts.ReadyTimeout, lastReason), info, info.RestartCount-baseRestarts)
 		}
+		look := time.NewTimer(min(r.nextLook(id), max(time.Until(deadline), minSettleWait)))
 		select {
 		case <-ctx.Done():
+			look.Stop()
 			return cancelled(ctx)
 		case <-r.stopIf(stoppable):
+			look.Stop()
 			return errStopped
 		case <-woken:
-		case <-tick.C:
+		case <-look.C:
 		}
+		look.Stop()
 	}
 }
 

@@ -399,6 +399,47 @@ spec: {driver: local}
 	}
 }
 
+// A dependency on condition "started" (compose's short depends_on) is met
+// once the dependency's replicas run: its dependent is not held for its
+// readiness wait, as it is on "healthy".
+func TestDependsOnStartedDoesNotWaitForReadiness(t *testing.T) {
+	f := newFixture(t, deploy.Options{SettleTime: 3 * time.Second})
+	svc := func(name, extra string) string {
+		return fmt.Sprintf(`apiVersion: driftless.dev/v1
+kind: Service
+metadata: {name: %s}
+spec:
+  image: {{image}}
+  replicas: 1
+  stopGracePeriodSeconds: 1
+%s`, name, extra)
+	}
+	desired := f.load(svc("db", ""), svc("web", "  dependsOn: [db]\n  dependsOnCondition: {db: started}\n"),
+		svc("worker", "  dependsOn: [db]\n"))
+	res, rec := f.apply(desired, f.plan(desired, drift.Options{}))
+	if res.Err != nil {
+		t.Fatalf("apply: %v", res.Err)
+	}
+	at := map[string]time.Time{}
+	for _, e := range rec.all() {
+		key := e.Change.Service + " " + string(e.Phase)
+		if _, seen := at[key]; !seen {
+			at[key] = e.Time
+		}
+	}
+	dbStarted, dbReady := at["db "+string(drift.PhaseStarted)], at["db "+string(drift.PhaseReady)]
+	web, worker := at["web "+string(drift.PhaseStart)], at["worker "+string(drift.PhaseStart)]
+	if dbStarted.IsZero() || dbReady.IsZero() || web.IsZero() || worker.IsZero() {
+		t.Fatalf("missing events: %v", at)
+	}
+	if web.Before(dbStarted) || !web.Before(dbReady) {
+		t.Errorf("web (started) began at %v; want after db started (%v) and before db was ready (%v)", web, dbStarted, dbReady)
+	}
+	if worker.Before(dbReady) {
+		t.Errorf("worker (healthy) began at %v, before db was ready (%v)", worker, dbReady)
+	}
+}
+
 func TestScaleUpAndDown(t *testing.T) {
 	f := newFixture(t, deploy.Options{})
 	f.converge(f.load(webYAML(2, "")), drift.Options{})

@@ -44,3 +44,41 @@ func TestReadinessFromDockerHealth(t *testing.T) {
 		})
 	}
 }
+
+// Only a running replica judged by the settle time has a known moment at
+// which it becomes ready; for the others a readiness wait keeps looking.
+func TestSettleLeft(t *testing.T) {
+	started := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		info      Info
+		uptime    time.Duration
+		left      time.Duration
+		ok        bool
+		unknownID bool
+	}{
+		{"settling", Info{State: drift.StateRunning, Inspected: true}, 500 * time.Millisecond, 1500 * time.Millisecond, true, false},
+		{"settled", Info{State: drift.StateRunning, Inspected: true}, 3 * time.Second, 0, true, false},
+		{"start time not known", Info{State: drift.StateRunning}, time.Second, 0, false, false},
+		{"healthcheck", Info{State: drift.StateRunning, Inspected: true, Health: "starting"}, time.Second, 0, false, false},
+		{"httpGet", Info{State: drift.StateRunning, Inspected: true, Readiness: &manifest.Readiness{HTTPGet: &manifest.HTTPGetProbe{Port: 8080}}}, time.Second, 0, false, false},
+		{"exited", Info{State: drift.StateExited, Inspected: true}, time.Second, 0, false, false},
+		{"unknown", Info{}, time.Second, 0, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New(nil, 2*time.Second, slog.New(slog.DiscardHandler))
+			defer p.Stop()
+			p.Now = func() time.Time { return started.Add(tt.uptime) }
+			if !tt.unknownID {
+				info := tt.info
+				info.ID, info.App, info.StartedAt = "c1", "shop", started
+				p.Update(info)
+			}
+			left, ok := p.SettleLeft("c1")
+			if left != tt.left || ok != tt.ok {
+				t.Errorf("SettleLeft = %s, %v; want %s, %v", left, ok, tt.left, tt.ok)
+			}
+		})
+	}
+}

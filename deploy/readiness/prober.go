@@ -362,6 +362,26 @@ func (p *Prober) Result(id string) (ready bool, reason string, restarts int, kno
 	return e.ready, secrets.Scrub(secrets.Scrub(e.reason, e.info.Secrets...), p.Scrub...), e.info.RestartCount, true
 }
 
+// SettleLeft is how long a running container whose readiness is the
+// settle time (no readiness section, no healthcheck) has still to run
+// before it is ready; ok is false for any other container, whose verdict
+// may change at any moment. Until then only an event (it exits, restarts,
+// is removed) can change the verdict, so a readiness wait that is woken by
+// events need not inspect it before.
+func (p *Prober) SettleLeft(id string) (left time.Duration, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, found := p.entries[id]
+	if !found {
+		return 0, false
+	}
+	info := e.info
+	if info.State != drift.StateRunning || info.Readiness != nil || info.Health != "" || !info.Inspected {
+		return 0, false
+	}
+	return max(p.settle-p.Now().Sub(info.StartedAt), 0), true
+}
+
 // Times is when the container last started and last stopped, as its last
 // inspect said; zero when not known.
 func (p *Prober) Times(id string) (startedAt, finishedAt time.Time) {
