@@ -174,8 +174,10 @@ func ignoreConflict(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	for _, s := range []string{"already exists", "is not connected", "No such container", "not found", "not running", "stopped container", "already started", "marked for removal", "in progress"} {
+	// Lower case: the engine words the same race "No such container" or
+	// "no such container" depending on the call.
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"already exists", "is not connected", "no such container", "not found", "not running", "stopped container", "already started", "marked for removal", "in progress"} {
 		if strings.Contains(msg, s) {
 			return nil
 		}
