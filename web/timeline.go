@@ -142,6 +142,7 @@ const (
 	tlCompactMark = 20
 	tlCompactLine = 30
 	tlCompactAxis = 14
+	tlJobRow      = 16 // the row of job runs, when there are any
 	// tlGap: two points further apart than this have a gap between them
 	// (the agent was not running); the series has one point a minute.
 	tlGap = 2*time.Minute + 30*time.Second
@@ -179,6 +180,7 @@ func timelineSVG(in timelineInput) template.HTML {
 	for i, l := range lanes {
 		t.drawLane(&b, l, t.top+i*t.laneH)
 	}
+	t.drawJobRuns(&b)
 	t.drawMarks(&b, marks, height-t.axisH-t.legendH())
 	if !in.Compact {
 		drawLegend(&b, t.x0, height-tlLegend+4)
@@ -235,6 +237,8 @@ type timelineCanvas struct {
 	top, laneH int
 	axisH      int
 	markY      float64
+	// jobY is the row of job runs, 0 when the range has none.
+	jobY float64
 }
 
 func newTimelineCanvas(in timelineInput) *timelineCanvas {
@@ -248,6 +252,12 @@ func newTimelineCanvas(in timelineInput) *timelineCanvas {
 		t.x0, t.top, t.laneH, t.axisH = 0, tlCompactMark, tlCompactLine, tlCompactAxis
 	}
 	t.markY = float64(t.top) / 2
+	if !in.Compact && slices.ContainsFunc(in.Entries, func(e status.HistoryEntry) bool {
+		return e.Kind == status.KindJob && !e.Time.Before(t.start) && !e.Time.After(t.end)
+	}) {
+		t.jobY = float64(t.top) + tlJobRow/2
+		t.top += tlJobRow
+	}
 	return t
 }
 
@@ -706,4 +716,26 @@ func (t *timelineCanvas) drawWindows(b *strings.Builder, axisY int) {
 		fmt.Fprintf(b, `<rect class="watch w-%s" data-outcome="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity=".10"><title>%s</title></rect>`,
 			w.outcome, w.outcome, x0, t.markY+7, max(x1-x0, 1), float64(axisY)-t.markY-7, colors[w.outcome], esc(w.title))
 	}
+}
+
+// drawJobRuns draws every job run in range as a small dot on a row of its
+// own under the marks: green when it succeeded, red when it failed (a
+// failed run is also a failed mark above).
+func (t *timelineCanvas) drawJobRuns(b *strings.Builder) {
+	if t.jobY == 0 {
+		return
+	}
+	fmt.Fprintf(b, `<g class="jobs"><text class="lane-label" x="4" y="%.1f" font-size="11" fill="#636c76">jobs</text>`, t.jobY+4)
+	for _, e := range t.in.Entries {
+		if e.Kind != status.KindJob || e.Time.Before(t.start) || e.Time.After(t.end) {
+			continue
+		}
+		color := "#1a7f37"
+		if e.Result == "failed" {
+			color = "#c62828"
+		}
+		fmt.Fprintf(b, `<a class="job-run" href="/history/%d" data-id="%d" data-result="%s"><title>%s</title><circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/></a>`,
+			e.ID, e.ID, esc(e.Result), esc(markTitle(e)), t.x(e.Time), t.jobY, color)
+	}
+	b.WriteString(`</g>`)
 }

@@ -475,3 +475,23 @@ func TestTimelineWatchWindows(t *testing.T) {
 		t.Error("a passed window is a band, not a mark")
 	}
 }
+
+// TestTimelineJobRuns: job runs are small dots on a row of their own; the
+// row is there only when the range has runs.
+func TestTimelineJobRuns(t *testing.T) {
+	entries := append(timelineEntries(),
+		status.HistoryEntry{ID: 20, Time: minutesAgo(3), Kind: status.KindJob, Result: "succeeded", Summary: "job backup succeeded"},
+		status.HistoryEntry{ID: 21, Time: minutesAgo(1), Kind: status.KindJob, Result: "failed", Summary: "job backup failed: exit 1"})
+	svg := parseSVG(t, string(timelineSVG(timelineInput{App: "shop", Series: timelineSeries(), Entries: entries, Span: time.Hour, Now: tlNow})))
+	runs := svg.all(func(n svgNode) bool { return hasClass(n, "job-run") })
+	if len(runs) != 2 || runs[0].attr("data-result") != "succeeded" || runs[1].attr("data-result") != "failed" {
+		t.Fatalf("job runs %d, want a succeeded and a failed one", len(runs))
+	}
+	plain := parseSVG(t, string(timelineSVG(timelineInput{App: "shop", Series: timelineSeries(), Entries: timelineEntries(), Span: time.Hour, Now: tlNow})))
+	if len(plain.all(func(n svgNode) bool { return hasClass(n, "jobs") })) != 0 {
+		t.Fatal("a jobs row without job runs")
+	}
+	if h1, h2 := svg.attr("viewBox"), plain.attr("viewBox"); h1 == h2 {
+		t.Fatalf("viewBox %s with job runs and without: the row takes no room", h1)
+	}
+}
