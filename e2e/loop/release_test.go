@@ -23,10 +23,10 @@ const crashAfter = "10s"
 
 // startReleaseRig deploys v1 with a watch window and waits until v1 has
 // passed it, so that a regression has somewhere to roll back to.
-func startReleaseRig(t *testing.T, image string) (*testenv.AgentRig, string) {
+func startReleaseRig(t *testing.T, image string, flags ...string) (*testenv.AgentRig, string) {
 	t.Helper()
 	r := testenv.StartRigWith(t, func(string) string { return testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v1"}) },
-		"--interval", "1s", "--release-watch", releaseWatch)
+		append([]string{"--interval", "1s", "--release-watch", releaseWatch}, flags...)...)
 	good := r.Repo.Head()
 	r.WaitConverged("v1", good, 2, image)
 	r.Wait(2*time.Minute, "v1 passes its watch window", func(st status.AppStatus) bool {
@@ -274,5 +274,21 @@ func TestReleaseCanaryRegression(t *testing.T) {
 	rb := historyOf(t, r, "rollback")
 	if len(rb) == 0 || !status.AutomaticRollback(rb[0]) || !strings.Contains(rb[0].Summary, "1 to replace") {
 		t.Fatalf("rollback history %+v: want one replica replaced back", rb)
+	}
+}
+
+// TestReleaseUnreadyRollsBack: a release whose replicas stop answering
+// their readiness probe (503) inside the window, for longer than
+// release.unreadyFor, is rolled back like a crash.
+func TestReleaseUnreadyRollsBack(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	r, good := startReleaseRig(t, image, "--release-unready-for", "3s")
+	bad := r.Commit("v2 stops being ready", testenv.ServiceManifest(image, 2, map[string]string{"MESSAGE": "v2", "WORKLOAD_UNREADY_AFTER": "8s"}))
+	st := r.Wait(2*time.Minute, "v2 quarantined for readiness and v1 running again", func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && rolledBackTo(good, 2, image)(st)
+	})
+	if q := quarantinedAt(st, bad); !strings.Contains(q.Reason, "was not ready for 3s") || !strings.Contains(q.Reason, "503") {
+		t.Fatalf("quarantine reason %q: want the replica unready for 3s, with the probe's answer", q.Reason)
 	}
 }
