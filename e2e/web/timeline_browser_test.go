@@ -92,8 +92,9 @@ func TestTimelineInBrowser(t *testing.T) {
 	if !strings.Contains(compact, "all services: 1/1 ready now") || strings.HasPrefix(compact, "0 ") || compact == "none" {
 		t.Errorf("overview timeline: %s", compact)
 	}
-	if n := b.Text(`String(document.querySelectorAll(".legendrow .legend-item").length)`); n != "5" {
-		t.Errorf("overview legend has %s items, want 5", n)
+	if n := b.Text(`String(document.querySelectorAll(".legendrow .legend-item").length)`); n != "6" {
+		// applied, revert, refused, repair, failed, quarantined
+		t.Errorf("overview legend has %s items, want 6", n)
 	}
 	b.Screenshot(filepath.Join(artifacts, "timeline-overview.png"))
 	b.RequireNoPageErrors()
