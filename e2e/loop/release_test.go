@@ -2,15 +2,23 @@ package loop
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/web"
 )
 
 // releaseWatch is the window of these tests: long enough for a release
@@ -290,5 +298,62 @@ func TestReleaseUnreadyRollsBack(t *testing.T) {
 	})
 	if q := quarantinedAt(st, bad); !strings.Contains(q.Reason, "was not ready for 3s") || !strings.Contains(q.Reason, "503") {
 		t.Fatalf("quarantine reason %q: want the replica unready for 3s, with the probe's answer", q.Reason)
+	}
+}
+
+// TestReleaseHTTPCheckRollsBack: release.check (from driftless.yaml) GETs a
+// URL every second; once it answers 503 twice in a row inside v2's window,
+// v2 is quarantined and v1 runs again.
+func TestReleaseHTTPCheckRollsBack(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	var broken atomic.Bool
+	check := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			http.Error(w, "broken", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	t.Cleanup(check.Close)
+	app := testenv.UniqueApp(t)
+	base := t.TempDir()
+	server := gitserver.StartDaemon(t, base)
+	repo := gitserver.Init(t, base, "infra")
+	repo.WriteFile("apps/"+app+"/web.yaml", testenv.ServiceManifest(image, 1, map[string]string{"MESSAGE": "v1"}))
+	repo.Commit("v1")
+	good := repo.Head()
+	cfg := filepath.Join(t.TempDir(), "driftless.yaml")
+	body := fmt.Sprintf(`apps:
+  - name: %s
+    repo: %s
+    branch: main
+    path: apps/%s
+    interval: 1s
+    allowInsecureTransport: true
+    release:
+      watch: 15s
+      check: {url: %q, interval: 1s, failureThreshold: 2}
+`, app, repo.URL(server), app, check.URL+"/healthz")
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := testenv.StartAgent(t, t.TempDir(), "run", "--config", cfg)
+	get := func(ctx context.Context, c *web.Client) (status.AppStatus, error) { return c.App(ctx, app) }
+	testenv.WaitApp(t, agent, 2*time.Minute, "v1 passes its watch window", get, func(st status.AppStatus) bool {
+		return st.Release != nil && st.Release.LastGood == good && st.Release.Watching == nil
+	})
+	repo.WriteFile("apps/"+app+"/web.yaml", testenv.ServiceManifest(image, 1, map[string]string{"MESSAGE": "v2"}))
+	repo.Commit("v2")
+	bad := repo.Head()
+	testenv.WaitApp(t, agent, time.Minute, "v2 watched", get, func(st status.AppStatus) bool {
+		return st.Release != nil && st.Release.Watching != nil && st.Release.Watching.Revision == bad
+	})
+	broken.Store(true)
+	st := testenv.WaitApp(t, agent, time.Minute, "v2 quarantined by the check and v1 running again", get, func(st status.AppStatus) bool {
+		return quarantinedAt(st, bad) != nil && rolledBackTo(good, 1, image)(st)
+	})
+	if q := quarantinedAt(st, bad); !strings.Contains(q.Reason, "failed 2 times in a row (503 Service Unavailable)") {
+		t.Fatalf("quarantine reason %q: want the check's two 503s", q.Reason)
 	}
 }
