@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -695,16 +696,9 @@ func (t *timelineCanvas) windows() []watchBand {
 	if w := t.in.Watching; w != nil && w.Since.Before(t.end) {
 		left := max(w.Until.Sub(t.end), 0).Round(time.Second)
 		out = append(out, watchBand{start: w.Since, end: t.end, outcome: "open",
-			title: fmt.Sprintf("watching %s (%s left)", shortRev(w.Revision), left)})
+			title: fmt.Sprintf("watching %s (%s left)", drift.ShortRevision(w.Revision), left)})
 	}
 	return out
-}
-
-func shortRev(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 // drawWindows shades each watch window across the lanes, under the marks:

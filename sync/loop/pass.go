@@ -82,11 +82,10 @@ type passOutcome struct {
 	// so the replica series shows the dip a repair closes.
 	before []store.ServiceCount
 	// The release lifecycle (release.go): the watch after this pass's
-	// look, a regression it found, the quarantine of the target, the
-	// rollback this pass applies, and a quarantine a person lifted.
+	// look, a regression it found, the rollback this pass applies, and a
+	// quarantine a person lifted.
 	watch        *drift.ReleaseWatch
 	regression   *drift.Regression
-	quarantined  *status.Quarantine
 	rollback     *status.Quarantine
 	unquarantine string
 	// canary are the services whose rollout this pass held to their

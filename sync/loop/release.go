@@ -84,7 +84,6 @@ func (p *pass) divert(ctx context.Context, target *gitsource.Revision, o *passOu
 		}
 		return target
 	}
-	o.quarantined = q
 	if q.RolledBackTo == "" {
 		// Nothing passed a window before: what runs keeps running.
 		return target
