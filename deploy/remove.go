@@ -19,6 +19,17 @@ import (
 // (plans never remove volumes). removed, if set, is told each object gone,
 // one call at a time.
 func (e *Engine) RemoveApp(ctx context.Context, app string, removed func(kind drift.Kind, name string)) error {
+	return e.removeApp(ctx, app, false, removed)
+}
+
+// RemoveAppObjects removes an app that left Git (loop.AppRemover): its
+// containers and networks, and its volumes unless keepVolumes — a normal
+// app's data outlives the app, a preview's does not.
+func (e *Engine) RemoveAppObjects(ctx context.Context, app string, keepVolumes bool) error {
+	return e.removeApp(ctx, app, keepVolumes, nil)
+}
+
+func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, removed func(kind drift.Kind, name string)) error {
 	if removed == nil {
 		removed = func(drift.Kind, string) {}
 	}
@@ -39,7 +50,7 @@ func (e *Engine) RemoveApp(ctx context.Context, app string, removed func(kind dr
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			_, err := e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			_, err := e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: !keepVolumes})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && !isNotFound(err) {
@@ -74,6 +85,9 @@ func (e *Engine) RemoveApp(ctx context.Context, app string, removed func(kind dr
 		removed(drift.KindNetwork, n.Name)
 	}
 
+	if keepVolumes {
+		return nil
+	}
 	vs, err := e.api.VolumeList(ctx, client.VolumeListOptions{Filters: filters})
 	if err != nil {
 		return fmt.Errorf("list volumes of %s: %w", app, err)

@@ -89,6 +89,17 @@ func (s *Server) apiApps(c *gin.Context) {
 	c.JSON(http.StatusOK, apps)
 }
 
+// apiSources serves GET /api/v1/sources: each sources: entry, its
+// accepted revision and apps, a refused revision, and the apps no longer
+// in Git.
+func (s *Server) apiSources(c *gin.Context) {
+	out := s.sources()
+	if out == nil {
+		out = []status.SourceSet{}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
 func (s *Server) apiApp(c *gin.Context) {
 	if st, ok := s.appOr404(c); ok {
 		c.JSON(http.StatusOK, s.appWithLinks(st))

@@ -107,7 +107,10 @@ func (s *Server) errorPage(c *gin.Context, code int, title, msg string) {
 
 type overviewData struct {
 	pageHeader
-	Apps          []status.AppStatus
+	Apps []status.AppStatus
+	// Groups are the apps by where they are declared: apps: first, then
+	// each source's.
+	Groups        []appGroup
 	Notifications []string // destinations, each with a test button
 	Timelines     map[string]template.HTML
 	Range         string
@@ -128,7 +131,50 @@ func (s *Server) overviewPage(c *gin.Context) {
 	for _, a := range d.Apps {
 		d.Timelines[a.Name] = s.timelineFor(a.Name, span, true)
 	}
+	d.Groups = groupApps(d.Apps, s.sources())
 	s.render(c, http.StatusOK, "overview", d)
+}
+
+// appGroup is the apps of one sources: entry (Source set), or those listed
+// under apps: (Source nil).
+type appGroup struct {
+	Source *status.SourceSet
+	Apps   []status.AppStatus
+}
+
+// sourceLister is implemented by *loop.Agent.
+type sourceLister interface {
+	Sources() []status.SourceSet
+}
+
+// sources are the agent's sources: entries; none when it has no such method.
+func (s *Server) sources() []status.SourceSet {
+	if l, ok := s.opts.Agent.(sourceLister); ok {
+		return l.Sources()
+	}
+	return nil
+}
+
+// groupApps groups apps by the source that declares them, keeping each
+// group's order; a source with no app still shows (its set may be refused).
+func groupApps(apps []status.AppStatus, srcs []status.SourceSet) []appGroup {
+	groups := []appGroup{{}}
+	at := map[string]int{}
+	for i := range srcs {
+		at[srcs[i].Name] = len(groups)
+		groups = append(groups, appGroup{Source: &srcs[i]})
+	}
+	for _, a := range apps {
+		i, ok := at[a.FromSource]
+		if !ok {
+			i = 0
+		}
+		groups[i].Apps = append(groups[i].Apps, a)
+	}
+	if len(groups[0].Apps) == 0 {
+		groups = groups[1:]
+	}
+	return groups
 }
 
 type appData struct {

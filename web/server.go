@@ -479,6 +479,7 @@ func (s *Server) routes() *gin.Engine {
 	apiRead.GET("/apps/:app/history", s.apiHistory)
 	apiRead.GET("/history", s.apiHistory)
 	apiRead.GET("/history/:id", s.apiEntry)
+	apiRead.GET("/sources", s.apiSources)
 
 	apiWrite := api.Group("/", s.requireWrite(), s.apiOriginGuard())
 	for _, a := range actions() {

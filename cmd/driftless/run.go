@@ -27,6 +27,7 @@ import (
 	"github.com/driftless-dev/driftless/notify"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/loop"
+	"github.com/driftless-dev/driftless/sync/sources"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -38,6 +39,7 @@ type runFlags struct {
 	commit        string
 	path          string
 	app           string
+	discover      string
 	interval      string
 	prune         bool
 	selfHeal      bool
@@ -100,6 +102,8 @@ func runUsage() string {
 
 One app from flags:
   driftless run --repo URL [--branch B | --tag T | --commit SHA] [--path P] [--app NAME] [--interval 30s]
+An app for every directory of a repository that holds a compose file or manifests:
+  driftless run --repo URL --discover 'apps/*' [--prune]
 Several apps from a file:
   driftless run --config driftless.yaml
 
@@ -125,6 +129,7 @@ func (f *runFlags) register(fs interface {
 		fs.StringVar(&f.commit, "commit", "", "fixed commit to hold instead of a branch")
 		fs.StringVar(&f.path, "path", ".", "directory in the repository that holds the manifests")
 		fs.StringVar(&f.app, "app", "", "app name (default: derived from --path or the repository name)")
+		fs.StringVar(&f.discover, "discover", "", "globs of app directories (comma-separated, like 'apps/*'): every one that holds a compose file or manifests is an app named after it, added and removed with the repository (driftless.yaml: sources)")
 		fs.StringVar(&f.interval, "interval", "30s", "poll schedule: a Go duration (30s) or a cron spec (*/5 * * * *, @every 30s)")
 		fs.BoolVar(&f.prune, "prune", false, "remove containers and networks no longer declared (volumes are always kept)")
 		fs.BoolVar(&f.selfHeal, "self-heal", true, "repair drift; when false, drift is shown but not repaired")
@@ -278,6 +283,22 @@ func (f *runFlags) appFromFlags() (config.AppConfig, error) {
 	return app, nil
 }
 
+// discoverSource is the source --discover describes: the repository of
+// --repo, an app per matching directory, each with the settings of the
+// app the flags describe.
+func (f *runFlags) discoverSource(app config.AppConfig) ([]config.AppConfig, []config.SourceConfig, error) {
+	if f.path != "." || f.app != "" || f.commit != "" {
+		return nil, nil, errors.New("--discover names the app directories itself: leave out --path, --app and --commit")
+	}
+	name := app.Name
+	gen := sources.Generator{Directories: strings.Split(f.discover, ",")}
+	if err := gen.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("--discover %q: %w", f.discover, err)
+	}
+	app.Path, app.Source = "", name
+	return nil, []config.SourceConfig{{Name: name, Generator: gen, Prune: f.prune, MaxApps: config.DefaultMaxApps, App: app}}, nil
+}
+
 // verifier reads the keys named by --verify-*, or nil when none is set.
 func (f *runFlags) verifier() (*gitsource.Verifier, error) {
 	if f.verifyPGP == "" && f.verifySSH == "" {
@@ -333,6 +354,12 @@ func (f *runFlags) toConfig() (config.Config, error) {
 			return cfg, err
 		}
 		cfg.Apps = []config.AppConfig{app}
+		if f.discover != "" {
+			cfg.Apps, cfg.Sources, err = f.discoverSource(app)
+			if err != nil {
+				return cfg, err
+			}
+		}
 	}
 	// Flags win over the file for the process-level settings.
 	f.directoriesOver(&cfg)
@@ -478,7 +505,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		return fmt.Errorf("data directory: %w", err)
 	}
 	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
-		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps), AddressPool: cfg.AddressPool})
+		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps, cfg.Sources), AddressPool: cfg.AddressPool})
 	if err != nil {
 		return err
 	}
@@ -516,6 +543,8 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		DataDir:        cfg.DataDir,
 		StateDir:       hostfiles.StateRoot(cfg.DataDir),
 		Apps:           cfg.Apps,
+		Sources:        cfg.Sources,
+		Remover:        eng,
 		Engine:         eng,
 		Tags:           eng,
 		Files:          eng,
@@ -534,7 +563,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 
 	wopts.Agent = agent
 	wopts.Notifier = notifier
-	wopts.Sources = func() []web.AppSource { return webSources(agent.AppConfigs()) }
+	wopts.Sources = func() []web.AppSource { return webSources(agent.AppConfigs(), cfg.Sources) }
 	wopts.Registry = reg
 	wopts.Logger = log
 	wopts.Repos = repos.get
@@ -577,10 +606,16 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	return nil
 }
 
-func webSources(apps []config.AppConfig) []web.AppSource {
-	out := make([]web.AppSource, len(apps))
-	for i, a := range apps {
-		out[i] = web.AppSource{Name: a.Name, Repo: a.Repo, Branch: a.Branch, Tag: a.Tag, WebhookSecret: a.WebhookSecret}
+// webSources are what webhooks match a push against: every app, and every
+// source (queued as "source:NAME", so a push that adds a directory adds
+// its app at once).
+func webSources(apps []config.AppConfig, srcs []config.SourceConfig) []web.AppSource {
+	out := make([]web.AppSource, 0, len(apps)+len(srcs))
+	for _, a := range apps {
+		out = append(out, web.AppSource{Name: a.Name, Repo: a.Repo, Branch: a.Branch, Tag: a.Tag, WebhookSecret: a.WebhookSecret})
+	}
+	for _, s := range srcs {
+		out = append(out, web.AppSource{Name: "source:" + s.Name, Repo: s.App.Repo, Branch: s.App.Branch, Tag: s.App.Tag, WebhookSecret: s.App.WebhookSecret})
 	}
 	return out
 }
@@ -600,10 +635,13 @@ func sourceFactory(dataDir string, log *slog.Logger) func(config.AppConfig) (loo
 
 // gitCredentials are the Git secrets the agent holds, to be kept out of
 // container log lines and probe output it stores.
-func gitCredentials(apps []config.AppConfig) []string {
+func gitCredentials(apps []config.AppConfig, srcs []config.SourceConfig) []string {
 	var out []string
 	for _, a := range apps {
 		out = append(out, a.Auth.Password, a.Auth.SSHKeyPassphrase)
+	}
+	for _, s := range srcs {
+		out = append(out, s.App.Auth.Password, s.App.Auth.SSHKeyPassphrase)
 	}
 	return out
 }

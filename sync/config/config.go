@@ -128,6 +128,9 @@ type AppConfig struct {
 	// CommitStatus, when set, reports each revision's result to the Git
 	// host that holds it.
 	CommitStatus *CommitStatus
+	// Source is the sources: entry that generated the app; "" for an app
+	// listed under apps:.
+	Source string
 }
 
 // Notification is one destination for notifications. The notify package
@@ -207,6 +210,8 @@ type Config struct {
 	APIToken       string
 	ReadOnlyPublic bool // the UI and read-only API need no token
 	Apps           []AppConfig
+	// Sources are repositories whose trees say which further apps exist.
+	Sources []SourceConfig
 	// DistrustLoopback (trustLoopback: false) makes loopback clients show
 	// the API token too, for a reverse proxy on the same host.
 	DistrustLoopback bool
@@ -235,6 +240,7 @@ type fileConfig struct {
 	APITokenFile      string          `json:"apiTokenFile"`
 	ReadOnlyPublic    bool            `json:"readOnlyPublic"`
 	Apps              []fileAppConfig `json:"apps"`
+	Sources           []fileSource    `json:"sources"`
 	TrustLoopback     *bool           `json:"trustLoopback"`
 	TLSCertFile       string          `json:"tlsCertFile"`
 	TLSKeyFile        string          `json:"tlsKeyFile"`
@@ -446,8 +452,8 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	var poolErrs []error
 	cfg.AddressPool, poolErrs = fc.AddressPool.parse()
 	errs = append(errs, poolErrs...)
-	if len(fc.Apps) == 0 {
-		errs = append(errs, errors.New("apps: no apps configured"))
+	if len(fc.Apps) == 0 && len(fc.Sources) == 0 {
+		errs = append(errs, errors.New("apps: no apps configured (list apps: or give sources: that discover them)"))
 	}
 	seen := map[string]bool{}
 	for i, fa := range fc.Apps {
@@ -468,6 +474,9 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 		}
 		cfg.Apps = append(cfg.Apps, app)
 	}
+	var srcErrs []error
+	cfg.Sources, srcErrs = parseSources(fc.Sources, cfg.WebhookSecret, rel, secret, getenv)
+	errs = append(errs, srcErrs...)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}

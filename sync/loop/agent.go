@@ -125,6 +125,13 @@ type Options struct {
 	// Swarm is the engine of apps with target swarm: a Swarm manager
 	// (deploy/swarm). Required when an app has that target.
 	Swarm Target
+	// Sources are repositories whose trees say which further apps exist
+	// (sources.go).
+	Sources []config.SourceConfig
+	// Remover removes what an app runs once its source no longer declares
+	// it and prunes (deploy.Engine); nil: such apps are kept, as with
+	// prune off.
+	Remover AppRemover
 	// Jobs runs the apps' jobs (deploy.Engine); nil: every job run
 	// fails, saying so.
 	Jobs      JobRunner
@@ -175,10 +182,17 @@ type Agent struct {
 	series  *store.Series
 	queue   *queue
 	metrics *metrics
-	names   []string // sorted
+	// cron polls every app and source on its schedule; entries come and
+	// go with the apps sources generate.
+	cron *cron.Cron
 
-	mu   sync.Mutex // guards the public part of every appState
-	apps map[string]*appState
+	mu      sync.Mutex // guards names, apps, sources, runCtx and the public part of every appState
+	names   []string   // sorted
+	apps    map[string]*appState
+	sources map[string]*sourceState
+	// runCtx is Run's context, for passes that triggers started by the
+	// schedule start; nil before Run.
+	runCtx context.Context
 
 	subsMu  sync.Mutex
 	subs    map[int]chan status.Event
@@ -201,15 +215,17 @@ func New(opts Options) (*Agent, error) {
 	}
 	opts = opts.withDefaults()
 	a := &Agent{
-		jobs:   newJobRegistry(),
-		opts:   opts,
-		log:    opts.Logger,
-		now:    opts.Now,
-		engine: opts.Engine,
-		swarm:  opts.Swarm,
-		queue:  newQueue(opts.RetryBase, opts.RetryMax),
-		apps:   map[string]*appState{},
-		subs:   map[int]chan status.Event{},
+		jobs:    newJobRegistry(),
+		opts:    opts,
+		log:     opts.Logger,
+		now:     opts.Now,
+		engine:  opts.Engine,
+		swarm:   opts.Swarm,
+		queue:   newQueue(opts.RetryBase, opts.RetryMax),
+		apps:    map[string]*appState{},
+		sources: map[string]*sourceState{},
+		cron:    cron.New(),
+		subs:    map[int]chan status.Event{},
 	}
 	if err := a.loadSecretKey(); err != nil {
 		return nil, err
@@ -223,11 +239,19 @@ func New(opts Options) (*Agent, error) {
 		}
 	}
 	sort.Strings(a.names)
+	for _, sc := range opts.Sources {
+		if err := a.addSource(sc); err != nil {
+			return nil, err
+		}
+	}
 
 	st, err := a.openState()
 	if err != nil {
 		return nil, err
 	}
+	// The apps each source gave before the restart run again at once,
+	// even if its repository cannot be reached now.
+	a.restoreSourceApps()
 	m, err := newMetrics(opts.Registerer, a.queue.Len)
 	if err != nil {
 		st.Close()
@@ -324,27 +348,69 @@ func (o Options) withDefaults() Options {
 
 // addApp checks one app's config and prepares its state and source.
 func (a *Agent) addApp(cfg config.AppConfig) error {
-	if !manifest.ValidName(cfg.Name) {
-		return fmt.Errorf("app %q: invalid name", cfg.Name)
-	}
 	if _, dup := a.apps[cfg.Name]; dup {
 		return fmt.Errorf("app %q is configured twice", cfg.Name)
+	}
+	st, err := a.newApp(cfg)
+	if err != nil {
+		return err
+	}
+	a.insertApp(st)
+	return nil
+}
+
+// newApp checks an app's config and prepares its state and source.
+func (a *Agent) newApp(cfg config.AppConfig) (*appState, error) {
+	if !manifest.ValidName(cfg.Name) {
+		return nil, fmt.Errorf("app %q: invalid name", cfg.Name)
 	}
 	if cfg.Interval == "" {
 		cfg.Interval = config.DefaultInterval
 	}
 	sched, err := config.ParseSchedule(cfg.Interval)
 	if err != nil {
-		return fmt.Errorf("app %s: interval: %w", cfg.Name, err)
+		return nil, fmt.Errorf("app %s: interval: %w", cfg.Name, err)
 	}
 	cfg.SecretKey = a.secretKey
 	src, err := a.opts.NewSource(cfg)
 	if err != nil {
-		return fmt.Errorf("app %s: source: %w", cfg.Name, err)
+		return nil, fmt.Errorf("app %s: source: %w", cfg.Name, err)
 	}
-	a.apps[cfg.Name] = newAppState(cfg, sched, src)
-	a.names = append(a.names, cfg.Name)
-	return nil
+	return newAppState(cfg, sched, src), nil
+}
+
+// insertApp makes st known and polled; the caller holds a.mu (or is New).
+func (a *Agent) insertApp(st *appState) {
+	name := st.cfg.Name
+	st.cronID = a.cron.Schedule(st.sched, cron.FuncJob(func() { a.trigger(a.baseCtx(), name, TriggerPoll) }))
+	a.apps[name] = st
+	i, _ := slices.BinarySearch(a.names, name)
+	a.names = slices.Insert(a.names, i, name)
+}
+
+// appNames is a copy of the app names, sorted.
+func (a *Agent) appNames() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.names)
+}
+
+// app is the state of a known app.
+func (a *Agent) app(name string) (*appState, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.apps[name]
+	return st, ok
+}
+
+// baseCtx is Run's context once it runs.
+func (a *Agent) baseCtx() context.Context {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runCtx == nil {
+		return context.Background()
+	}
+	return a.runCtx
 }
 
 // Close closes the history store. Run calls it on return.
@@ -368,18 +434,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	for range a.opts.Workers {
 		workers.Go(func() { a.worker(passCtx) })
 	}
-	for _, name := range a.names {
+	a.mu.Lock()
+	a.runCtx = ctx
+	a.mu.Unlock()
+	for _, name := range a.appNames() {
 		a.queue.Add(name, TriggerStartup)
 	}
-	var wg sync.WaitGroup
-
-	sched := cron.New()
-	for _, name := range a.names {
-		a.mu.Lock()
-		s := a.apps[name].sched
-		a.mu.Unlock()
-		sched.Schedule(s, cron.FuncJob(func() { a.trigger(ctx, name, TriggerPoll) }))
+	for _, name := range a.sourceNames() {
+		a.queue.Add(sourceKey(name), TriggerStartup)
 	}
+	var wg sync.WaitGroup
+	sched := a.cron
 	sched.Start()
 
 	wg.Go(func() { a.watchEngine(ctx, a.engine) })
@@ -396,7 +461,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				for _, name := range a.names {
+				for _, name := range a.appNames() {
 					a.queue.Add(name, TriggerResync)
 				}
 				a.collectFiles(ctx)
@@ -520,11 +585,11 @@ func (a *Agent) onEngineEvent(ev drift.EngineEvent) {
 		// The engine may be going away or back from a restart, and events
 		// may have been missed: look at every app again, so status says
 		// so at once rather than at the next poll.
-		for _, name := range a.names {
+		for _, name := range a.appNames() {
 			a.queue.Add(name, TriggerEngine)
 		}
 	case ev.App != "":
-		if _, known := a.apps[ev.App]; known {
+		if _, known := a.app(ev.App); known {
 			a.queue.AddAfter(ev.App, TriggerDockerEvent, eventDelay(ev.Action))
 		}
 	default:
@@ -593,8 +658,15 @@ func (a *Agent) collectFiles(ctx context.Context) {
 // asked to stop at its next safe point, so a new commit never waits behind
 // a long rollout.
 func (a *Agent) trigger(ctx context.Context, name, trigger string) {
+	if isSourceKey(name) {
+		a.queue.Add(name, trigger)
+		return
+	}
+	st, ok := a.app(name)
+	if !ok {
+		return // removed meanwhile
+	}
 	a.queue.Add(name, trigger)
-	st := a.apps[name]
 	a.mu.Lock()
 	r := st.running
 	if r == nil || r.stopped || r.checking || r.target == "" || st.pinned != nil {
@@ -630,8 +702,8 @@ func (a *Agent) trigger(ctx context.Context, name, trigger string) {
 func (a *Agent) preempt(name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r := a.apps[name].running; r != nil {
-		r.stopNow()
+	if st, ok := a.apps[name]; ok && st.running != nil {
+		st.running.stopNow()
 	}
 }
 
@@ -650,8 +722,8 @@ func (a *Agent) stopAll() {
 func (a *Agent) setTarget(name, sha string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r := a.apps[name].running; r != nil {
-		r.target = sha
+	if st, ok := a.apps[name]; ok && st.running != nil {
+		st.running.target = sha
 	}
 }
 
@@ -659,7 +731,23 @@ func shortSHA(sha string) string { return drift.ShortRevision(sha) }
 
 // reconcile runs one pass of the app and writes its status once.
 func (a *Agent) reconcile(ctx context.Context, name string, triggers []string) (Result, error) {
-	st := a.apps[name]
+	if isSourceKey(name) {
+		return Result{}, a.discover(ctx, strings.TrimPrefix(name, sourceKeyPrefix))
+	}
+	st, ok := a.app(name)
+	if !ok {
+		return Result{}, nil // removed while queued
+	}
+	a.mu.Lock()
+	removing, left := st.removing, st.leftGit
+	a.mu.Unlock()
+	switch {
+	case removing != nil:
+		return Result{}, a.decommission(ctx, name, *removing)
+	case left != nil:
+		return Result{}, nil // no longer in Git: shown, never touched
+	}
+	a.takeNextConfig(st)
 	stop := make(chan struct{})
 	a.mu.Lock()
 	in := passInput{cfg: st.cfg, pinned: cloneRev(st.pinned), triggers: triggers, start: a.now(), mem: st.mem, stop: stop}
@@ -749,7 +837,12 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 func (a *Agent) announceApply(name string, desired *revisionState, plan drift.Plan) {
 	planCopy := clonePlan(plan)
 	a.mu.Lock()
-	s := &a.apps[name].status // status exception: progress during a pass, replaced by its write
+	st, ok := a.apps[name]
+	if !ok {
+		a.mu.Unlock()
+		return
+	}
+	s := &st.status // status exception: progress during a pass, replaced by its write
 	prev := cloneStatus(*s)
 	s.Sync = drift.SyncOutOfSync
 	if s.Health != drift.HealthDegraded {
@@ -823,7 +916,7 @@ func (a *Agent) recordSeries(ctx context.Context) {
 			return
 		case <-t.C:
 			now := a.now()
-			a.series.Tick(now, a.names)
+			a.series.Tick(now, a.appNames())
 			if now.Sub(lastFlush) >= time.Minute {
 				lastFlush = now
 				if err := a.series.Flush(a.store, now); err != nil {
@@ -846,7 +939,7 @@ func (a *Agent) Entry(id uint64) (status.HistoryEntry, bool) { return a.store.En
 // person's pass ("Sync now"), which lifts the quarantine of the commit it
 // targets. An error when the head is not quarantined.
 func (a *Agent) Unquarantine(app string) error {
-	st, ok := a.apps[app]
+	st, ok := a.app(app)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
@@ -864,7 +957,8 @@ func (a *Agent) Unquarantine(app string) error {
 // Enqueue asks for a pass of app. A webhook or manual trigger also lets
 // a rollout under way notice a newer revision.
 func (a *Agent) Enqueue(app, trigger string) error {
-	if _, ok := a.apps[app]; !ok {
+	_, isApp := a.app(app)
+	if !isApp && !a.isSource(app) {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
 	a.trigger(context.Background(), app, trigger)
@@ -903,7 +997,7 @@ func (a *Agent) SetSelfHeal(app string, on bool) error {
 }
 
 func (a *Agent) setToggle(app, summary string, change func(*store.App, *appState)) error {
-	st, ok := a.apps[app]
+	st, ok := a.app(app)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
@@ -926,7 +1020,7 @@ func (a *Agent) setToggle(app, summary string, change func(*store.App, *appState
 // instead of the branch head until Unpin. The revision goes through the
 // same validation as any other.
 func (a *Agent) Pin(ctx context.Context, app, sha string) error {
-	st, ok := a.apps[app]
+	st, ok := a.app(app)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
@@ -961,7 +1055,7 @@ func (a *Agent) Pin(ctx context.Context, app, sha string) error {
 
 // Unpin makes app follow its ref again.
 func (a *Agent) Unpin(app string) error {
-	st, ok := a.apps[app]
+	st, ok := a.app(app)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}
@@ -1077,6 +1171,9 @@ func (a *Agent) Ready() error {
 	var errs []error
 	for _, name := range a.names {
 		st := a.apps[name]
+		if st.leftGit != nil || st.removing != nil {
+			continue // not run any more; shown as such
+		}
 		window := max(3*config.ScheduleInterval(st.sched, now), 2*time.Minute)
 		last := st.status.LastSuccess
 		switch {

@@ -148,7 +148,9 @@ func tagHistory(app string, moves []tagMove, now time.Time) []status.HistoryEntr
 // which the UI shows as it changes. The pass's status write replaces it.
 func (a *Agent) showPull(name, rev, line string) {
 	a.mu.Lock()
-	a.apps[name].status.Message = "applying " + rev + ": " + line // status exception: pull progress, see above
+	if st, ok := a.apps[name]; ok {
+		st.status.Message = "applying " + rev + ": " + line // status exception: pull progress, see above
+	}
 	a.mu.Unlock()
 	a.notify(name, "status")
 }

@@ -37,6 +37,13 @@ func newJobRegistry() *jobRegistry {
 	return &jobRegistry{apps: map[string]*jobState{}, wake: make(chan struct{}, 1)}
 }
 
+// forget drops the jobs of an app that is gone.
+func (r *jobRegistry) forget(app string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.apps, app)
+}
+
 // jobState is what the loop knows of one app's jobs. It outlives passes;
 // done is persisted in the store so a restart never reruns a migration.
 type jobState struct {

@@ -31,6 +31,17 @@ type appState struct {
 	// tags are the image tags followed by services with imageUpdate, by
 	// service; owned by the worker like revisions.
 	tags map[string]*followedTag
+
+	// For apps a source generated (sources.go), guarded by Agent.mu:
+	// cronID is the app's poll in Agent.cron; removing is set once its
+	// source dropped it with prune on, leftGit once it dropped it with
+	// prune off.
+	cronID   cron.EntryID
+	removing *removal
+	leftGit  *status.LeftGit
+	// nextCfg is a configuration its source changed, taken at the start
+	// of the app's next pass.
+	nextCfg *config.AppConfig
 }
 
 // memory is what the loop remembers about an app between passes. A pass
@@ -110,14 +121,15 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 		source: src,
 		// Status exception: what shows until the first pass writes.
 		status: status.AppStatus{
-			Name:      cfg.Name,
-			Source:    status.SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
-			Sync:      status.SyncUnknown,
-			Health:    status.HealthUnknown,
-			Message:   "waiting for the first pass",
-			Suspended: cfg.Suspend,
-			SelfHeal:  cfg.SelfHeal,
-			Prune:     cfg.Prune,
+			Name:       cfg.Name,
+			Source:     status.SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
+			FromSource: cfg.Source,
+			Sync:       status.SyncUnknown,
+			Health:     status.HealthUnknown,
+			Message:    "waiting for the first pass",
+			Suspended:  cfg.Suspend,
+			SelfHeal:   cfg.SelfHeal,
+			Prune:      cfg.Prune,
 		},
 		revisions: newRevisionCache(),
 		mem:       newMemory(),

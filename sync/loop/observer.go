@@ -36,7 +36,7 @@ type Report struct {
 // status, so it shows where people look. It does not call the Observer:
 // a report about a failed report would feed itself.
 func (a *Agent) RecordNotification(app, summary, result string) error {
-	st, ok := a.apps[app]
+	st, ok := a.app(app)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownApp, app)
 	}

@@ -31,11 +31,15 @@ const (
 // AppStatus is everything a person needs to know about one app. It is
 // written once at the end of every pass.
 type AppStatus struct {
-	Name    string           `json:"name"`
-	Source  SourceStatus     `json:"source"`
-	Sync    drift.SyncStatus `json:"sync"`
-	Health  drift.Health     `json:"health"`
-	Message string           `json:"message"` // one line a user can act on
+	Name   string       `json:"name"`
+	Source SourceStatus `json:"source"`
+	// FromSource is the sources: entry that generated the app ("" for an
+	// app listed under apps:); LeftGit is set once it no longer declares it.
+	FromSource string           `json:"fromSource,omitempty"`
+	LeftGit    *LeftGit         `json:"leftGit,omitempty"`
+	Sync       drift.SyncStatus `json:"sync"`
+	Health     drift.Health     `json:"health"`
+	Message    string           `json:"message"` // one line a user can act on
 
 	Suspended bool `json:"suspended"`
 	SelfHeal  bool `json:"selfHeal"`

@@ -1,0 +1,490 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/sources"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+// Sources: repositories whose trees say which apps exist (sources: in
+// driftless.yaml). A source's discovery is a pass of its own, queued
+// under sourceKey(name) beside the apps' passes, so webhooks, polls and
+// backoff work the same way:
+//
+//	fetch → verify (if the source verifies) → read the tree → Discover
+//	→ expand each app from the source's template → apply the set
+//
+// Applying the set adds the new apps (their first pass is queued at
+// once), updates the changed ones through their own next pass, and for
+// apps no longer declared either queues their removal (prune: true;
+// containers and networks go, volumes stay) or marks them "no longer in
+// Git" and leaves them untouched. A revision whose set cannot be read is
+// refused as a whole: the last accepted set keeps running. The accepted
+// set is kept in the store, so a restart brings every generated app back
+// even while the source's repository is unreachable.
+
+// sourceKeyPrefix marks a source's discovery in the queue; it cannot
+// start an app name.
+const sourceKeyPrefix = "source:"
+
+func sourceKey(name string) string { return sourceKeyPrefix + name }
+
+func isSourceKey(key string) bool { return strings.HasPrefix(key, sourceKeyPrefix) }
+
+// TriggerSource: a source added, changed or dropped the app.
+const TriggerSource = "source"
+
+// AppRemover removes what an app runs. *deploy.Engine satisfies it.
+type AppRemover interface {
+	// RemoveAppObjects removes the app's containers and networks, and
+	// its volumes unless keepVolumes.
+	RemoveAppObjects(ctx context.Context, app string, keepVolumes bool) error
+}
+
+// sourceState is one source. cfg and repo are fixed; accepted is owned
+// by the worker running the source's discovery; status by Agent.mu.
+type sourceState struct {
+	cfg      config.SourceConfig
+	repo     Source
+	accepted keptSource
+	status   status.SourceSet
+}
+
+// keptSource is what the store keeps of a source: its last accepted
+// revision and the apps it declared.
+type keptSource struct {
+	Revision gitsource.Revision `json:"revision"`
+	Apps     []sources.App      `json:"apps"`
+}
+
+// removal is why a generated app is being removed.
+type removal struct {
+	source, revision string
+}
+
+// addSource prepares a source at New: its clone and its poll.
+func (a *Agent) addSource(sc config.SourceConfig) error {
+	if _, dup := a.sources[sc.Name]; dup {
+		return fmt.Errorf("source %q is configured twice", sc.Name)
+	}
+	repoCfg := sc.App
+	repoCfg.Name, repoCfg.Path = "source-"+sc.Name, ""
+	repo, err := a.opts.NewSource(repoCfg)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", sc.Name, err)
+	}
+	interval := sc.App.Interval
+	if interval == "" {
+		interval = config.DefaultInterval
+	}
+	sched, err := config.ParseSchedule(interval)
+	if err != nil {
+		return fmt.Errorf("source %s: interval: %w", sc.Name, err)
+	}
+	ss := &sourceState{cfg: sc, repo: repo, status: status.SourceSet{
+		Name: sc.Name, Generator: generatorWords(sc.Generator), Prune: sc.Prune,
+		Source: status.SourceStatus{URL: config.RedactURL(sc.App.Repo), Ref: sc.App.RefName()},
+	}}
+	a.sources[sc.Name] = ss
+	key := sourceKey(sc.Name)
+	a.cron.Schedule(sched, cron.FuncJob(func() { a.queue.Add(key, TriggerPoll) }))
+	return nil
+}
+
+func generatorWords(g sources.Generator) string {
+	if g.File != "" {
+		return "file " + g.File
+	}
+	return "directories " + strings.Join(g.Directories, ", ")
+}
+
+func (a *Agent) sourceNames() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.sources))
+	for name := range a.sources {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// isSource reports whether key is a source's queue key.
+func (a *Agent) isSource(key string) bool {
+	if !isSourceKey(key) {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.sources[strings.TrimPrefix(key, sourceKeyPrefix)]
+	return ok
+}
+
+// Sources returns every source as last read, sorted by name.
+func (a *Agent) Sources() []status.SourceSet {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]status.SourceSet, 0, len(a.sources))
+	for _, ss := range a.sources {
+		s := ss.status
+		s.Apps, s.LeftGit = slices.Clone(s.Apps), slices.Clone(s.LeftGit)
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// restoreSourceApps brings back, at New, the apps each source declared
+// at its last accepted revision.
+func (a *Agent) restoreSourceApps() {
+	for _, name := range a.sourceNames() {
+		ss := a.sources[name]
+		data, err := a.store.LoadSource(name)
+		if err != nil || data == nil {
+			if err != nil {
+				a.log.Warn("the apps of a source were not restored; they return with its first discovery", "source", name, "err", err)
+			}
+			continue
+		}
+		var kept keptSource
+		if err := json.Unmarshal(data, &kept); err != nil {
+			a.log.Warn("the apps of a source were not restored; they return with its first discovery", "source", name, "err", err)
+			continue
+		}
+		cfgs, err := expandApps(ss.cfg, kept.Apps)
+		if err != nil {
+			a.log.Warn("the apps of a source were not restored; they return with its first discovery", "source", name, "err", err)
+			continue
+		}
+		ss.accepted = kept
+		a.applyAppSet(ss, kept.Revision, cfgs, false)
+	}
+}
+
+// expandApps turns what a source declares into app configurations.
+func expandApps(sc config.SourceConfig, apps []sources.App) ([]config.AppConfig, error) {
+	var errs []error
+	out := make([]config.AppConfig, 0, len(apps))
+	for _, g := range apps {
+		cfg, err := sc.AppFor(g)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, cfg)
+	}
+	return out, errors.Join(errs...)
+}
+
+// discover is one pass of a source.
+func (a *Agent) discover(ctx context.Context, name string) error {
+	a.mu.Lock()
+	ss, ok := a.sources[name]
+	a.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	res, err := ss.repo.Fetch(ctx)
+	now := a.now()
+	if err != nil {
+		a.mu.Lock()
+		if ss.status.Source.Error == "" {
+			ss.status.Source.ErrorSince = now
+		}
+		ss.status.Source.Error = err.Error()
+		a.mu.Unlock()
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	rev := res.Revision
+	a.mu.Lock()
+	ss.status.Source.LastFetch, ss.status.Source.Error, ss.status.Source.ErrorSince = now, "", time.Time{}
+	refusedSame := ss.status.Refused != nil && ss.status.Refused.Revision.SHA == rev.SHA
+	a.mu.Unlock()
+	if rev.SHA == ss.accepted.Revision.SHA || refusedSame {
+		return nil // nothing new
+	}
+	apps, cfgs, refusal, err := a.readAppSet(ctx, ss, rev)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	if refusal == nil {
+		refusal = a.conflicts(ss, cfgs, rev)
+	}
+	if refusal != nil {
+		a.mu.Lock()
+		ss.status.Refused = refusal
+		a.mu.Unlock()
+		a.recordLogged(status.HistoryEntry{App: sourceKey(name), Kind: status.KindRefused, Trigger: TriggerSource,
+			Revision: &rev, Result: "refused", Summary: "set of apps refused: " + refusal.Reason, Errors: refusal.Errors})
+		a.log.Warn("source revision refused; the last accepted set of apps keeps running", "source", name, "revision", rev.Short(), "reason", refusal.Reason)
+		return nil
+	}
+	ss.accepted = keptSource{Revision: rev, Apps: apps}
+	if data, err := json.Marshal(ss.accepted); err == nil {
+		if err := a.store.SaveSource(name, data); err != nil {
+			a.log.Warn("the apps of a source were not saved; a restart waits for its first discovery", "source", name, "err", err)
+		}
+	}
+	a.mu.Lock()
+	ss.status.Refused = nil
+	a.mu.Unlock()
+	a.applyAppSet(ss, rev, cfgs, true)
+	return nil
+}
+
+// readAppSet reads the apps rev declares; a refusal when the commit or its
+// set is not acceptable, an error when the repository could not be read.
+func (a *Agent) readAppSet(ctx context.Context, ss *sourceState, rev gitsource.Revision) ([]sources.App, []config.AppConfig, *status.Refusal, error) {
+	if _, refusal, err := verifyRevision(ctx, ss.repo, ss.cfg.App, rev); err != nil || refusal != nil {
+		return nil, nil, refusal, err
+	}
+	fsys, err := ss.repo.Files(ctx, rev.SHA)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	apps, err := sources.Discover(fsys, ss.cfg.Generator, ss.cfg.MaxApps)
+	if err == nil {
+		var cfgs []config.AppConfig
+		if cfgs, err = expandApps(ss.cfg, apps); err == nil {
+			return apps, cfgs, nil, nil
+		}
+	}
+	r := &status.Refusal{Revision: rev, Reason: "the set of apps cannot be read; fix it in a new commit (the last accepted set keeps running)"}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line != "" {
+			r.Errors = append(r.Errors, line)
+		}
+	}
+	return nil, nil, r, nil
+}
+
+// conflicts refuses a set that names an app configured elsewhere.
+func (a *Agent) conflicts(ss *sourceState, cfgs []config.AppConfig, rev gitsource.Revision) *status.Refusal {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var errs []string
+	for _, c := range cfgs {
+		st, ok := a.apps[c.Name]
+		if !ok || st.cfg.Source == ss.cfg.Name {
+			continue
+		}
+		where := "under apps: in driftless.yaml"
+		if st.cfg.Source != "" {
+			where = "by source " + st.cfg.Source
+		}
+		errs = append(errs, fmt.Sprintf("app %s (%s) is already declared %s: rename its directory or entry", c.Name, c.Path, where))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &status.Refusal{Revision: rev, Reason: "app names collide; fix them in a new commit (the last accepted set keeps running)", Errors: errs}
+}
+
+// applyAppSet makes the source's apps those of cfgs. record: write the
+// changes to history (not at a restart's restore).
+func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []config.AppConfig, record bool) {
+	name := ss.cfg.Name
+	want := map[string]config.AppConfig{}
+	for _, c := range cfgs {
+		want[c.Name] = c
+	}
+	var entries []status.HistoryEntry
+	note := func(app, summary string) {
+		if record {
+			entries = append(entries, status.HistoryEntry{App: app, Kind: status.KindApps, Trigger: TriggerSource, Revision: &rev, Result: "ok", Summary: summary})
+		}
+	}
+	var queue []string
+	for _, c := range cfgs {
+		st, ok := a.app(c.Name)
+		if !ok {
+			if err := a.addRuntimeApp(c); err != nil {
+				a.log.Warn("a generated app was not added", "source", name, "app", c.Name, "err", err)
+				continue
+			}
+			note(c.Name, fmt.Sprintf("added: source %s declares it at %s (%s)", name, rev.Short(), c.Path))
+			queue = append(queue, c.Name)
+			continue
+		}
+		a.mu.Lock()
+		back := st.leftGit != nil || st.removing != nil
+		changed := !sameGenerated(st.cfg, c)
+		st.leftGit, st.removing, st.status.LeftGit = nil, nil, nil
+		if changed {
+			next := c
+			next.Suspend, next.SecretKey = st.cfg.Suspend, a.secretKey
+			st.nextCfg = &next
+		}
+		a.mu.Unlock()
+		switch {
+		case back:
+			note(c.Name, fmt.Sprintf("back in Git: source %s declares it again at %s", name, rev.Short()))
+		case changed:
+			note(c.Name, fmt.Sprintf("changed: source %s at %s", name, rev.Short()))
+		}
+		if back || changed {
+			queue = append(queue, c.Name)
+		}
+	}
+	var left []string
+	for _, app := range a.appNames() {
+		st, _ := a.app(app)
+		if st == nil {
+			continue
+		}
+		a.mu.Lock()
+		mine := st.cfg.Source == name
+		_, kept := want[app]
+		a.mu.Unlock()
+		if !mine || kept {
+			continue
+		}
+		if ss.cfg.Prune && a.opts.Remover != nil {
+			a.mu.Lock()
+			fresh := st.removing == nil
+			st.removing = &removal{source: name, revision: rev.SHA}
+			a.mu.Unlock()
+			if fresh {
+				a.preempt(app)
+				queue = append(queue, app)
+			}
+			continue
+		}
+		left = append(left, app)
+		a.mu.Lock()
+		fresh := st.leftGit == nil
+		if fresh {
+			st.leftGit = &status.LeftGit{Source: name, Revision: rev.SHA, Since: a.now()}
+			st.status.LeftGit = st.leftGit
+			st.status.Message = fmt.Sprintf("no longer in Git: source %s does not declare it since %s; what it runs is left untouched (prune: true on the source removes it)", name, rev.Short())
+		}
+		a.mu.Unlock()
+		if fresh {
+			a.preempt(app)
+			note(app, fmt.Sprintf("no longer in Git: source %s does not declare it at %s; left running, untouched (the source does not prune)", name, rev.Short()))
+			a.notify(app, "status")
+		}
+	}
+	a.mu.Lock()
+	ss.status.Revision = &rev
+	ss.status.Apps = slices.Sorted(func(yield func(string) bool) {
+		for n := range want {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	ss.status.LeftGit = left
+	a.mu.Unlock()
+	a.recordLogged(entries...)
+	for _, app := range queue {
+		a.queue.Add(app, TriggerSource)
+	}
+	a.notify(sourceKey(name), "status")
+}
+
+// sameGenerated reports whether a generated app's configuration is
+// unchanged (the fields a source or its file can change).
+func sameGenerated(a, b config.AppConfig) bool {
+	return a.Path == b.Path && a.Branch == b.Branch && a.Tag == b.Tag && a.Interval == b.Interval &&
+		a.Prune == b.Prune && a.SelfHeal == b.SelfHeal && slices.Equal(a.Profiles, b.Profiles) && a.Release == b.Release
+}
+
+// addRuntimeApp adds an app while the agent runs.
+func (a *Agent) addRuntimeApp(cfg config.AppConfig) error {
+	st, err := a.newApp(cfg)
+	if err != nil {
+		return err
+	}
+	if a.store != nil {
+		if p, err := a.store.LoadApp(cfg.Name); err == nil {
+			st.restore(p)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.apps[cfg.Name]; dup {
+		return fmt.Errorf("app %q exists", cfg.Name)
+	}
+	a.insertApp(st)
+	return nil
+}
+
+// decommission removes what a generated app runs and then the app.
+func (a *Agent) decommission(ctx context.Context, name string, r removal) error {
+	err := a.opts.Remover.RemoveAppObjects(ctx, name, true)
+	if err != nil {
+		a.mu.Lock()
+		if st, ok := a.apps[name]; ok {
+			st.status.Message = "removing (no longer in Git): " + err.Error()
+		}
+		a.mu.Unlock()
+		a.notify(name, "status")
+		return fmt.Errorf("remove app %s: %w", name, err)
+	}
+	a.mu.Lock()
+	st, ok := a.apps[name]
+	if ok && st.removing != nil {
+		delete(a.apps, name)
+		a.names = slices.DeleteFunc(a.names, func(n string) bool { return n == name })
+		a.cron.Remove(st.cronID)
+	}
+	a.mu.Unlock()
+	if !ok || st.removing == nil {
+		return nil // declared again meanwhile
+	}
+	a.queue.Forget(name)
+	a.jobs.forget(name)
+	a.recordLogged(status.HistoryEntry{App: name, Kind: status.KindApps, Trigger: TriggerSource, Result: "ok",
+		Summary: fmt.Sprintf("removed: source %s no longer declares it at %s; its containers and networks are removed, its volumes kept", r.source, shortSHA(r.revision))})
+	a.log.Info("removed an app its source no longer declares", "app", name, "source", r.source)
+	a.notify(name, "removed")
+	return nil
+}
+
+// takeNextConfig applies a configuration its source changed, at the start
+// of the app's own pass (the worker owns the source and the schedule then).
+func (a *Agent) takeNextConfig(st *appState) {
+	a.mu.Lock()
+	next := st.nextCfg
+	st.nextCfg = nil
+	a.mu.Unlock()
+	if next == nil {
+		return
+	}
+	var src Source
+	if next.Repo != st.cfg.Repo || next.RefName() != st.cfg.RefName() || next.Path != st.cfg.Path {
+		s, err := a.opts.NewSource(*next)
+		if err != nil {
+			a.log.Warn("a changed generated app keeps its previous source", "app", next.Name, "err", err)
+			return
+		}
+		src = s
+	}
+	sched, err := config.ParseSchedule(next.Interval)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if src != nil {
+		st.source, st.revisions = src, newRevisionCache()
+	}
+	if err == nil && next.Interval != st.cfg.Interval {
+		a.cron.Remove(st.cronID)
+		name := next.Name
+		st.sched = sched
+		st.cronID = a.cron.Schedule(sched, cron.FuncJob(func() { a.trigger(a.baseCtx(), name, TriggerPoll) }))
+	}
+	st.cfg = *next
+	st.status.Source = status.SourceStatus{URL: config.RedactURL(next.Repo), Ref: next.RefName(), Path: next.Path}
+}
