@@ -45,6 +45,12 @@ func (c *Client) Apps(ctx context.Context) ([]status.AppStatus, error) {
 	return out, c.do(ctx, http.MethodGet, "/api/v1/apps", nil, &out)
 }
 
+// Sources lists the agent's sources: entries and the apps each declares.
+func (c *Client) Sources(ctx context.Context) ([]status.SourceSet, error) {
+	var out []status.SourceSet
+	return out, c.do(ctx, http.MethodGet, "/api/v1/sources", nil, &out)
+}
+
 // App returns one app's status.
 func (c *Client) App(ctx context.Context, name string) (status.AppStatus, error) {
 	var out status.AppStatus
