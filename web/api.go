@@ -148,7 +148,7 @@ type historyPage struct {
 var allKinds = []status.HistoryKind{
 	status.KindSync, status.KindRepair, status.KindRefused, status.KindRollback,
 	status.KindFlapping, status.KindSource, status.KindAction,
-	status.KindForcePush, status.KindImage, status.KindRelease, status.KindJob,
+	status.KindForcePush, status.KindImage, status.KindRelease, status.KindJob, status.KindApps,
 }
 
 const (
