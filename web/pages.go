@@ -587,6 +587,28 @@ func (a scrubbingAgent) Apps() []status.AppStatus {
 	return out
 }
 
+// Sources passes on the agent's sources: entries, their errors scrubbed.
+func (a scrubbingAgent) Sources() []status.SourceSet {
+	l, ok := a.Agent.(sourceLister)
+	if !ok {
+		return nil
+	}
+	out := l.Sources()
+	for i := range out {
+		out[i].Source.Error = scrubCredentials(out[i].Source.Error)
+		if r := out[i].Refused; r != nil {
+			c := *r
+			c.Reason = scrubCredentials(c.Reason)
+			c.Errors = slices.Clone(c.Errors)
+			for j := range c.Errors {
+				c.Errors[j] = scrubCredentials(c.Errors[j])
+			}
+			out[i].Refused = &c
+		}
+	}
+	return out
+}
+
 func (a scrubbingAgent) App(name string) (status.AppStatus, bool) {
 	st, ok := a.Agent.App(name)
 	return scrubStatus(st), ok
