@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/deploy/view"
@@ -201,10 +202,9 @@ type Engine struct {
 	digestMu sync.Mutex
 	digests  map[string][]string
 
-	// desired is the images each app's desired state named when last
-	// recorded for prune-images, so an unchanged state is not rewritten.
-	desiredMu sync.Mutex
-	desired   map[string][]string
+	// pulls records the images pulled for each app and the images each
+	// app's desired state names, for prune-images.
+	pulls *pullrecord.Store
 
 	// reg asks registries for tag digests directly (one HEAD); the
 	// engine's insecure registries are read once for it.
@@ -313,6 +313,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
+	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub
 	return e
 }
