@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -128,7 +129,7 @@ func (e *Engine) createOnce(ctx context.Context, app, name string, opts client.N
 		return false, nil
 	}
 	e.log.Warn("another network with this name was created at the same time; removing this one", "network", name, "kept", shortID(same[0].ID), "removed", shortID(res.ID))
-	if _, err := e.api.NetworkRemove(ctx, res.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+	if _, err := e.api.NetworkRemove(ctx, res.ID, client.NetworkRemoveOptions{}); err != nil && !engineerr.IsNotFound(err) {
 		return false, fmt.Errorf("remove network %s (%s), made twice: %w", name, shortID(res.ID), err)
 	}
 	return true, nil
