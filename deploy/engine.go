@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/internal/requestcount"
 	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
@@ -291,8 +292,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// anyway. A new connection is refused, and the loop sees the engine
 	// as down.
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
-	requests := newRequestCounter()
-	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(countRequest(requests))}
+	requests := requestcount.NewCounter()
+	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
 	if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
 		// Cloning a transport gives it a TLS config (for HTTP/2), which
 		// the client would take for TLS: say plainly there is none.

@@ -1,4 +1,4 @@
-package deploy
+package requestcount
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func TestRequestOp(t *testing.T) {
 		"GET /_ping":                                        "GET /_ping",
 	} {
 		method, p, _ := strings.Cut(path, " ")
-		if got := requestOp(method, p); got != want {
+		if got := Op(method, p); got != want {
 			t.Errorf("%s = %q, want %q", path, got, want)
 		}
 	}
