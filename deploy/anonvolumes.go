@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/client"
@@ -25,7 +26,7 @@ func (r *run) createAnonymousVolume(ctx context.Context, s *step) error {
 		}
 		r.emit(s, drift.PhaseCreated, "already exists", nil)
 		return nil
-	} else if !isNotFound(err) {
+	} else if !engineerr.IsNotFound(err) {
 		return fmt.Errorf("inspect volume %s: %w", c.Name, err)
 	}
 	_, err := r.e.api.VolumeCreate(ctx, client.VolumeCreateOptions{

@@ -46,7 +46,7 @@ func (e *Engine) Apply(ctx context.Context, desired *manifest.App, plan drift.Pl
 		for _, svc := range desired.Services {
 			images = append(images, svc.Spec.Image)
 		}
-		e.recordDesired(r.app, images)
+		e.pulls.Desired(r.app, images)
 	}
 	for i, c := range plan.Changes {
 		r.outcomes[i] = drift.Outcome{Change: c, Result: drift.ResultSkipped, Error: "not attempted",

@@ -52,7 +52,7 @@ type imageLister interface {
 }
 
 // PruneImages removes the images driftless built for app (they carry its
-// build labels) and those it pulled for app (see pullrecord.go) that no
+// build labels) and those it pulled for app (see deploy/pullrecord) that no
 // container on the engine uses, running or not, the app's or anyone's. A
 // pulled image is also kept while the app's desired state names it, while
 // another app pulled or wants it, and while it has names driftless did not
@@ -65,7 +65,7 @@ func (e *Engine) PruneImages(ctx context.Context, app string, dryRun bool) (Prun
 		return rep, fmt.Errorf("this engine connection cannot list images")
 	}
 	// Records first: an unreadable one stops pruning before anything goes.
-	pulled, desired, err := e.pullRecords()
+	pulled, desired, err := e.pulls.All()
 	if err != nil {
 		return rep, err
 	}

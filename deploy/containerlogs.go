@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -36,7 +37,7 @@ func (e *Engine) LogTargets(ctx context.Context, app, name string) ([]string, er
 func (e *Engine) StreamLogs(ctx context.Context, app, container string, opts logstream.Options, emit func(logstream.Line) error) error {
 	res, err := e.api.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
 	if err != nil {
-		if isNotFound(err) {
+		if engineerr.IsNotFound(err) {
 			return fmt.Errorf("container %q of app %s: %w", container, app, logstream.ErrNotOwned)
 		}
 		return fmt.Errorf("inspect %s: %w", container, err)

@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
@@ -387,17 +388,17 @@ func classify(err error) *drift.Failure {
 	case errors.As(err, &f):
 		return f
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return &drift.Failure{Cause: drift.FailureStopped, Summary: "apply cancelled: " + firstLine(err.Error())}
+		return &drift.Failure{Cause: drift.FailureStopped, Summary: "apply cancelled: " + engineerr.FirstLine(err.Error())}
 	case isEngineDown(err):
-		return &drift.Failure{Cause: drift.FailureEngine, Summary: firstLine(err.Error())}
-	case isNotFound(err):
+		return &drift.Failure{Cause: drift.FailureEngine, Summary: engineerr.FirstLine(err.Error())}
+	case engineerr.IsNotFound(err):
 		// A container or network that was there when the plan was made is
 		// gone: someone removed it meanwhile.
-		return &drift.Failure{Cause: drift.FailureInterference, Summary: firstLine(err.Error())}
-	case anyIs(err, cerrdefs.IsConflict):
-		return &drift.Failure{Cause: drift.FailureConflict, Summary: firstLine(err.Error())}
+		return &drift.Failure{Cause: drift.FailureInterference, Summary: engineerr.FirstLine(err.Error())}
+	case engineerr.AnyIs(err, cerrdefs.IsConflict):
+		return &drift.Failure{Cause: drift.FailureConflict, Summary: engineerr.FirstLine(err.Error())}
 	}
-	return &drift.Failure{Cause: drift.FailureOther, Summary: firstLine(err.Error())}
+	return &drift.Failure{Cause: drift.FailureOther, Summary: engineerr.FirstLine(err.Error())}
 }
 
 // isEngineDown reports an engine that cannot be reached or says it cannot
@@ -408,31 +409,7 @@ func isEngineDown(err error) bool {
 	if client.IsErrConnectionFailed(err) {
 		return true
 	}
-	return anyIs(err, func(e error) bool {
+	return engineerr.AnyIs(err, func(e error) bool {
 		return cerrdefs.IsUnavailable(e) || cerrdefs.IsUnknown(e) && strings.Contains(e.Error(), "connection")
 	})
-}
-
-func anyIs(err error, pred func(error) bool) bool {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if pred(e) {
-			return true
-		}
-	}
-	return false
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// isNotFound reports a Docker 404 anywhere in err's chain.
-func isNotFound(err error) bool {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if cerrdefs.IsNotFound(e) {
-			return true
-		}
-	}
-	return false
 }

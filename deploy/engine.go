@@ -30,6 +30,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/internal/requestcount"
+	"github.com/driftless-dev/driftless/deploy/jobrun"
+	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/deploy/view"
@@ -38,25 +41,20 @@ import (
 
 // dockerAPI is the part of the Docker client deploy uses. It is kept narrow
 // so the pure parts can be tested without an engine; *client.Client
-// satisfies it.
+// satisfies it. It embeds what a job run needs (jobrun.API: container
+// list, inspect, create, start, stop, remove and logs, network connect).
 type dockerAPI interface {
+	jobrun.API
+
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 	DaemonHost() string
 	Close() error
 
-	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
-	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
-	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
-	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
-	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
-	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerRename(ctx context.Context, id string, options client.ContainerRenameOptions) (client.ContainerRenameResult, error)
 	ContainerUpdate(ctx context.Context, id string, options client.ContainerUpdateOptions) (client.ContainerUpdateResult, error)
-	ContainerLogs(ctx context.Context, id string, options client.ContainerLogsOptions) (client.ContainerLogsResult, error)
 
 	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
 	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
-	NetworkConnect(ctx context.Context, networkID string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
 	NetworkDisconnect(ctx context.Context, networkID string, options client.NetworkDisconnectOptions) (client.NetworkDisconnectResult, error)
 	NetworkInspect(ctx context.Context, networkID string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	NetworkRemove(ctx context.Context, networkID string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
@@ -201,10 +199,9 @@ type Engine struct {
 	digestMu sync.Mutex
 	digests  map[string][]string
 
-	// desired is the images each app's desired state named when last
-	// recorded for prune-images, so an unchanged state is not rewritten.
-	desiredMu sync.Mutex
-	desired   map[string][]string
+	// pulls records the images pulled for each app and the images each
+	// app's desired state names, for prune-images.
+	pulls *pullrecord.Store
 
 	// reg asks registries for tag digests directly (one HEAD); the
 	// engine's insecure registries are read once for it.
@@ -291,8 +288,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// anyway. A new connection is refused, and the loop sees the engine
 	// as down.
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
-	requests := newRequestCounter()
-	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(countRequest(requests))}
+	requests := requestcount.NewCounter()
+	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
 	if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
 		// Cloning a transport gives it a TLS config (for HTTP/2), which
 		// the client would take for TLS: say plainly there is none.
@@ -313,6 +310,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
+	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub
 	return e
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/atomicfile"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -136,7 +137,7 @@ func (e *Engine) SaveInspectMemo(app, path string) {
 		os.Remove(path)
 		return
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		e.log.Debug("inspect memo not written", "path", path, "err", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -22,7 +23,7 @@ import (
 func (r *run) mergeNetwork(ctx context.Context, s *step) error {
 	name, dupID, keptID := s.change.Name, s.change.ID, s.change.MergeInto
 	dup, err := r.e.api.NetworkInspect(ctx, dupID, client.NetworkInspectOptions{})
-	if isNotFound(err) {
+	if engineerr.IsNotFound(err) {
 		r.emit(s, drift.PhaseRemoved, "was already gone", nil)
 		return nil
 	} else if err != nil {
@@ -41,7 +42,7 @@ func (r *run) mergeNetwork(ctx context.Context, s *step) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.e.api.NetworkRemove(ctx, dupID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+	if _, err := r.e.api.NetworkRemove(ctx, dupID, client.NetworkRemoveOptions{}); err != nil && !engineerr.IsNotFound(err) {
 		return fmt.Errorf("remove network %s (%s), a duplicate of %s: %w", name, shortID(dupID), shortID(keptID), err)
 	}
 	msg := "duplicate " + shortID(dupID) + " removed, " + shortID(keptID) + " kept"
@@ -87,7 +88,7 @@ func (r *run) moveEndpoints(ctx context.Context, dup network.Inspect, keptID str
 // keptID with the aliases it had on dup; "" if the container is gone.
 func (r *run) moveEndpoint(ctx context.Context, id string, dup network.Inspect, keptID string) (string, error) {
 	res, err := r.e.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if isNotFound(err) {
+	if engineerr.IsNotFound(err) {
 		return "", nil
 	} else if err != nil {
 		return "", fmt.Errorf("inspect container %s on network %s: %w", shortID(id), dup.Name, err)
@@ -103,7 +104,7 @@ func (r *run) moveEndpoint(ctx context.Context, id string, dup network.Inspect, 
 			}
 		}
 	}
-	if _, err := r.e.api.NetworkDisconnect(ctx, dup.ID, client.NetworkDisconnectOptions{Container: c.ID, Force: true}); err != nil && !isNotFound(err) {
+	if _, err := r.e.api.NetworkDisconnect(ctx, dup.ID, client.NetworkDisconnectOptions{Container: c.ID, Force: true}); err != nil && !engineerr.IsNotFound(err) {
 		return "", fmt.Errorf("disconnect %s from network %s (%s), a duplicate: %w", name, dup.Name, shortID(dup.ID), err)
 	}
 	ep := &network.EndpointSettings{Aliases: aliases}

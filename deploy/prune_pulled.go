@@ -9,6 +9,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
 
+	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -19,7 +20,7 @@ type pruneInput struct {
 	dryRun  bool
 	images  []image.Summary
 	users   map[string][]string
-	pulled  map[string][]PullRecord
+	pulled  map[string][]pullrecord.Record
 	desired map[string][]string
 }
 
@@ -64,7 +65,7 @@ func (e *Engine) prunePulled(ctx context.Context, in pruneInput) []PrunedImage {
 			// and the old image pruned): the record has nothing to offer.
 			if !in.dryRun {
 				for _, r := range recs {
-					e.forgetPull(r)
+					e.pulls.Forget(r)
 				}
 			}
 			continue
@@ -81,7 +82,7 @@ func (e *Engine) prunePulled(ctx context.Context, in pruneInput) []PrunedImage {
 			e.removeImage(ctx, &p)
 			if p.Removed {
 				for _, r := range recs {
-					e.forgetPull(r)
+					e.pulls.Forget(r)
 				}
 			}
 		}
@@ -91,7 +92,7 @@ func (e *Engine) prunePulled(ctx context.Context, in pruneInput) []PrunedImage {
 }
 
 // keepReason says why a pulled image no container uses must stay, or "".
-func keepReason(img image.Summary, recs []PullRecord, wanted bool, claims []string) string {
+func keepReason(img image.Summary, recs []pullrecord.Record, wanted bool, claims []string) string {
 	if wanted {
 		return "the app's desired state names it"
 	}
@@ -126,8 +127,8 @@ func keepReason(img image.Summary, recs []PullRecord, wanted bool, claims []stri
 // holds is what each image means to the apps: claims by other apps
 // ("pulled by B", "wanted by B"), what in.app still wants, and in.app's
 // own records by image ID.
-func (in pruneInput) holds(idOf map[string]string) (claims map[string][]string, wanted map[string]bool, mine map[string][]PullRecord) {
-	claims, wanted, mine = map[string][]string{}, map[string]bool{}, map[string][]PullRecord{}
+func (in pruneInput) holds(idOf map[string]string) (claims map[string][]string, wanted map[string]bool, mine map[string][]pullrecord.Record) {
+	claims, wanted, mine = map[string][]string{}, map[string]bool{}, map[string][]pullrecord.Record{}
 	for app, refs := range in.desired {
 		for _, ref := range refs {
 			id, ok := idOf[refKey(ref)]

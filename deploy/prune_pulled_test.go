@@ -37,11 +37,11 @@ func TestPrunePulled(t *testing.T) {
 	defer e.prober.Stop()
 	for _, r := range [][2]string{{reg + ":v1", "sha256:v1"}, {reg + ":v2", "sha256:v2"}, {reg + ":v3", "sha256:v3"},
 		{reg + ":shared", "sha256:shared"}, {reg + ":v4", "sha256:retagged"}, {reg + ":stable" + d6, "sha256:pinned"}, {reg + ":gone", "sha256:gone"}} {
-		e.recordPull("shop", r[0], r[1], false)
+		e.pulls.Pull("shop", r[0], r[1], false)
 	}
-	e.recordPull("blog", reg+":shared", "sha256:shared", false)
-	e.recordDesired("shop", []string{reg + ":v3"})
-	e.recordDesired("blog", []string{"nginx:latest"})
+	e.pulls.Pull("blog", reg+":shared", "sha256:shared", false)
+	e.pulls.Desired("shop", []string{reg + ":v3"})
+	e.pulls.Desired("blog", []string{"nginx:latest"})
 
 	rep, err := e.PruneImages(context.Background(), "shop", true)
 	if err != nil {
@@ -81,7 +81,7 @@ func TestPrunePulled(t *testing.T) {
 	if w := []string{reg + ":v1", reg + d6}; !slices.Equal(f.removed, w) {
 		t.Errorf("removed %v, want v1 by its tag and the pinned image by its digest", f.removed)
 	}
-	pulled, _, err := e.pullRecords()
+	pulled, _, err := e.pulls.All()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (e *Engine) pullFor(ctx context.Context, app, image string, platform *ocisp
 		return &registry.PullError{Image: image, Registry: host, Kind: registry.ClassifyPull(err, image, host), Err: err}
 	}
 	if res, err := e.api.ImageInspect(ctx, image); err == nil {
-		e.recordPull(app, image, res.ID, auth == "")
+		e.pulls.Pull(app, image, res.ID, auth == "")
 	} else {
 		e.log.Warn("could not inspect a pulled image to record it; prune-images will not offer it", "app", app, "image", image, "err", err)
 	}

@@ -70,7 +70,7 @@ func (e *Engine) checkPullAccess(ctx context.Context, app, ref string, img image
 // id with credentials, and app did not pull it itself. A record that
 // cannot be read is an error: without it the answer could be wrong.
 func (e *Engine) pulledByAnother(app, id string) (bool, error) {
-	pulled, _, err := e.pullRecords()
+	pulled, _, err := e.pulls.All()
 	if err != nil {
 		return false, err
 	}

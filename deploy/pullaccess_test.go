@@ -118,7 +118,7 @@ func TestPullAccess(t *testing.T) {
 			e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files"), Credentials: appCreds{"shop": {host: tc.creds}}})
 			defer e.prober.Stop()
 			for app, anon := range tc.pulled {
-				e.recordPull(app, tc.ref, "sha256:img", anon)
+				e.pulls.Pull(app, tc.ref, "sha256:img", anon)
 			}
 			before := reg.count()
 			for range 2 { // a second apply asks again only after a refusal
@@ -155,7 +155,7 @@ func TestPullAccessUnreachable(t *testing.T) {
 	f.distErr = errors.New(`Get "http://` + host + `/v2/": dial tcp ` + host + `: connect: connection refused`)
 	e := newEngine(f, Options{FilesDir: filepath.Join(t.TempDir(), "files")})
 	defer e.prober.Stop()
-	e.recordPull("blog", ref, "sha256:img", false)
+	e.pulls.Pull("blog", ref, "sha256:img", false)
 	r := &run{e: e, app: "shop", images: map[string]*imageCheck{}, progress: func(drift.Event) {}}
 	err := r.ensureImage(context.Background(), &step{}, &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Image: ref}})
 	var fail *drift.Failure

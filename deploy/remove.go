@@ -10,6 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -53,7 +54,7 @@ func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, re
 			_, err := e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: !keepVolumes})
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil && !isNotFound(err) {
+			if err != nil && !engineerr.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID[:12], err))
 				return
 			}
@@ -74,12 +75,12 @@ func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, re
 		// detaching their endpoints: retry briefly.
 		for attempt := 0; ; attempt++ {
 			_, err = e.api.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-			if err == nil || isNotFound(err) || attempt == 10 || ctx.Err() != nil {
+			if err == nil || engineerr.IsNotFound(err) || attempt == 10 || ctx.Err() != nil {
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		if err != nil && !isNotFound(err) {
+		if err != nil && !engineerr.IsNotFound(err) {
 			return fmt.Errorf("remove network %s: %w", n.Name, err)
 		}
 		removed(drift.KindNetwork, n.Name)
@@ -93,7 +94,7 @@ func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, re
 		return fmt.Errorf("list volumes of %s: %w", app, err)
 	}
 	for _, v := range vs.Items {
-		if _, err := e.api.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{}); err != nil && !isNotFound(err) {
+		if _, err := e.api.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{}); err != nil && !engineerr.IsNotFound(err) {
 			return fmt.Errorf("remove volume %s: %w", v.Name, err)
 		}
 		removed(drift.KindVolume, v.Name)
@@ -112,7 +113,7 @@ func firstName(names []string) string {
 // It reports false, nil when there was no such image.
 func (e *Engine) RemoveImage(ctx context.Context, ref string) (bool, error) {
 	if _, err := e.api.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err != nil {
-		if isNotFound(err) {
+		if engineerr.IsNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("remove image %s: %w", ref, err)

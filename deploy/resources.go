@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/client"
@@ -136,7 +137,7 @@ func (r *run) removeNetwork(ctx context.Context, s *step) (string, error) {
 	}
 	res, err := r.e.api.NetworkInspect(ctx, ref, client.NetworkInspectOptions{})
 	if err != nil {
-		if isNotFound(err) {
+		if engineerr.IsNotFound(err) {
 			r.emit(s, drift.PhaseRemoved, "was already gone", nil)
 			return "", nil
 		}
@@ -184,7 +185,7 @@ func (r *run) createVolume(ctx context.Context, s *step) error {
 		}
 		r.emit(s, drift.PhaseCreated, "already exists", nil)
 		return nil
-	} else if !isNotFound(err) {
+	} else if !engineerr.IsNotFound(err) {
 		return fmt.Errorf("inspect volume %s: %w", dockerName, err)
 	}
 	driver := decl.Spec.Driver
@@ -210,7 +211,7 @@ func (r *run) removeVolume(ctx context.Context, s *step) error {
 	name := s.change.Name
 	res, err := r.e.api.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
 	if err != nil {
-		if isNotFound(err) {
+		if engineerr.IsNotFound(err) {
 			r.emit(s, drift.PhaseRemoved, "was already gone", nil)
 			return nil
 		}

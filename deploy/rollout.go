@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/moby/moby/client"
@@ -141,7 +142,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 	stable := manifest.ContainerName(r.app, svc.Name, s.change.Slot)
 	old, err := r.changeableContainer(ctx, s.change)
 	if err != nil {
-		if !isNotFound(err) {
+		if !engineerr.IsNotFound(err) {
 			return err
 		}
 		// The old replica is already gone: only the new one is left to do.

@@ -1,13 +1,8 @@
 package deploy
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -20,6 +15,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/hostroutes"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -128,7 +125,7 @@ func (e *Engine) createOnce(ctx context.Context, app, name string, opts client.N
 		return false, nil
 	}
 	e.log.Warn("another network with this name was created at the same time; removing this one", "network", name, "kept", shortID(same[0].ID), "removed", shortID(res.ID))
-	if _, err := e.api.NetworkRemove(ctx, res.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+	if _, err := e.api.NetworkRemove(ctx, res.ID, client.NetworkRemoveOptions{}); err != nil && !engineerr.IsNotFound(err) {
 		return false, fmt.Errorf("remove network %s (%s), made twice: %w", name, shortID(res.ID), err)
 	}
 	return true, nil
@@ -189,7 +186,7 @@ func (e *Engine) usedSubnets(ctx context.Context) ([]drift.SubnetUse, error) {
 		}
 	}
 	if f, err := os.Open(e.opts.RoutesFile); err == nil {
-		routes, rerr := parseRoutes(f)
+		routes, rerr := hostroutes.Parse(f)
 		f.Close()
 		if rerr != nil {
 			e.log.Warn("cannot read host routes; subnets may overlap them", "file", e.opts.RoutesFile, "err", rerr)
@@ -199,70 +196,7 @@ func (e *Engine) usedSubnets(ctx context.Context) ([]drift.SubnetUse, error) {
 		e.log.Warn("cannot read host routes; subnets may overlap them", "err", err)
 	}
 	if addrs, err := net.InterfaceAddrs(); err == nil {
-		used = append(used, addressUses(addrs)...)
+		used = append(used, hostroutes.AddressUses(addrs)...)
 	}
 	return used, nil
-}
-
-// parseRoutes reads /proc/net/route: destination and mask in hex, in host
-// (little-endian on every platform Docker runs on) byte order. The default
-// route covers everything and is skipped: traffic to a bridge's subnet
-// goes to the bridge, not the gateway.
-func parseRoutes(r io.Reader) ([]drift.SubnetUse, error) {
-	var out []drift.SubnetUse
-	sc := bufio.NewScanner(r)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			continue
-		}
-		f := strings.Fields(sc.Text())
-		if len(f) < 8 {
-			continue
-		}
-		dst, err1 := hexAddr(f[1])
-		mask, err2 := hexAddr(f[7])
-		if err1 != nil || err2 != nil {
-			return out, fmt.Errorf("route %q: bad destination or mask", sc.Text())
-		}
-		bits, _ := net.IPMask(mask.AsSlice()).Size()
-		if bits == 0 {
-			continue
-		}
-		out = append(out, drift.SubnetUse{Prefix: netip.PrefixFrom(dst, bits).Masked(), By: "host route via " + f[0]})
-	}
-	return out, sc.Err()
-}
-
-func hexAddr(s string) (netip.Addr, error) {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 4 {
-		return netip.Addr{}, errors.New("not a hex IPv4 address")
-	}
-	var a [4]byte
-	binary.BigEndian.PutUint32(a[:], binary.LittleEndian.Uint32(b))
-	return netip.AddrFrom4(a), nil
-}
-
-// addressUses turns the host's interface addresses into the ranges they sit
-// in (an address without a route still answers on its interface).
-func addressUses(addrs []net.Addr) []drift.SubnetUse {
-	var out []drift.SubnetUse
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		ip, ok := netip.AddrFromSlice(ipn.IP)
-		if !ok || !ip.Unmap().Is4() || ip.Unmap().IsLoopback() {
-			continue
-		}
-		bits, _ := ipn.Mask.Size()
-		if len(ipn.Mask) == net.IPv6len {
-			bits -= 96
-		}
-		out = append(out, drift.SubnetUse{Prefix: netip.PrefixFrom(ip.Unmap(), bits).Masked(), By: "host address " + ipn.String()})
-	}
-	return out
 }

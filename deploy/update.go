@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -86,7 +87,7 @@ func (r *run) reconnect(ctx context.Context, s *step, c container.InspectRespons
 			continue
 		}
 		if ep != nil {
-			if _, err := r.e.api.NetworkDisconnect(ctx, docker, client.NetworkDisconnectOptions{Container: c.ID, Force: true}); err != nil && !isNotFound(err) {
+			if _, err := r.e.api.NetworkDisconnect(ctx, docker, client.NetworkDisconnectOptions{Container: c.ID, Force: true}); err != nil && !engineerr.IsNotFound(err) {
 				return fmt.Errorf("disconnect %s from %s to restore its aliases: %w", s.change.Name, docker, err)
 			}
 		}

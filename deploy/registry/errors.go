@@ -1,12 +1,13 @@
 package registry
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 )
 
 // PullErrorKind says why a registry did not give an image, which decides
@@ -32,7 +33,7 @@ type PullError struct {
 }
 
 func (e *PullError) Error() string {
-	msg := firstLine(e.Err.Error())
+	msg := engineerr.FirstLine(e.Err.Error())
 	var hint string
 	switch e.Kind {
 	case PullAuth:
@@ -82,9 +83,9 @@ func ClassifyPull(err error, names ...string) PullErrorKind {
 		return PullNotFound
 	case has("connection refused", "i/o timeout", "no such host", "timeout", "network is unreachable", "connection reset", "tls handshake", "dial tcp", "eof"):
 		return PullUnreachable
-	case anyIs(err, cerrdefs.IsUnauthorized), anyIs(err, cerrdefs.IsPermissionDenied):
+	case engineerr.AnyIs(err, cerrdefs.IsUnauthorized), engineerr.AnyIs(err, cerrdefs.IsPermissionDenied):
 		return PullAuth
-	case anyIs(err, cerrdefs.IsNotFound):
+	case engineerr.AnyIs(err, cerrdefs.IsNotFound):
 		return PullNotFound
 	}
 	return PullOther
@@ -115,21 +116,7 @@ func (e *PushError) Error() string {
 	default:
 		hint = "push failed"
 	}
-	return fmt.Sprintf("image %s could not be pushed to registry %s: %s: %s", e.Image, e.Registry, hint, firstLine(e.Err.Error()))
+	return fmt.Sprintf("image %s could not be pushed to registry %s: %s: %s", e.Image, e.Registry, hint, engineerr.FirstLine(e.Err.Error()))
 }
 
 func (e *PushError) Unwrap() error { return e.Err }
-
-func anyIs(err error, pred func(error) bool) bool {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if pred(e) {
-			return true
-		}
-	}
-	return false
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}

@@ -2,6 +2,8 @@ package compose
 
 import (
 	"reflect"
+
+	"github.com/driftless-dev/driftless/manifest/internal/composeschema"
 )
 
 // Every attribute of a compose service is either mapped onto the model,
@@ -137,19 +139,19 @@ var composeServiceRules = map[string]any{
 // effect.
 func (sm *serviceMap) refuseUnmapped() {
 	v := reflect.ValueOf(sm.s).Elem()
-	for _, f := range composeServiceFields() {
-		fv := v.FieldByIndex(f.index)
+	for _, f := range composeschema.ServiceFields() {
+		fv := v.FieldByIndex(f.Index)
 		if fv.IsZero() {
 			continue
 		}
-		switch r := composeServiceRules[f.name].(type) {
+		switch r := composeServiceRules[f.Name].(type) {
 		case composeMapped:
 		case composeNoEffect:
-			sm.warn(f.name, "has no effect in driftless: %s", string(r))
+			sm.warn(f.Name, "has no effect in driftless: %s", string(r))
 		case composeRefused:
-			sm.refuse(f.name, "%s", string(r))
+			sm.refuse(f.Name, "%s", string(r))
 		default:
-			sm.refuse(f.name, "is not supported by driftless yet")
+			sm.refuse(f.Name, "is not supported by driftless yet")
 		}
 	}
 }

@@ -2,6 +2,8 @@ package compose
 
 import (
 	"testing"
+
+	"github.com/driftless-dev/driftless/manifest/internal/composeschema"
 )
 
 // Every build attribute compose-go knows is mapped or refused on purpose.
@@ -17,15 +19,15 @@ func TestComposeBuildRulesComplete(t *testing.T) {
 // without effect, or refused. When compose-go grows an attribute, this
 // fails until the table says what driftless does with it.
 func TestComposeEveryServiceFieldIsHandled(t *testing.T) {
-	fields := composeServiceFields()
+	fields := composeschema.ServiceFields()
 	if len(fields) < 90 {
 		t.Fatalf("only %d fields found: the reflection walk is broken", len(fields))
 	}
 	seen := map[string]bool{}
 	for _, f := range fields {
-		seen[f.name] = true
-		if _, ok := composeServiceRules[f.name]; !ok {
-			t.Errorf("compose attribute %q (types.ServiceConfig, Go type %s) is neither mapped nor refused: add it to composeServiceRules", f.name, f.typ)
+		seen[f.Name] = true
+		if _, ok := composeServiceRules[f.Name]; !ok {
+			t.Errorf("compose attribute %q (types.ServiceConfig, Go type %s) is neither mapped nor refused: add it to composeServiceRules", f.Name, f.Type)
 		}
 	}
 	for name := range composeServiceRules {

@@ -128,16 +128,7 @@ func TestReleaseRegressionQuarantinesAndRollsBack(t *testing.T) {
 // TestReleaseQuarantineLiftedByAPerson: "Sync now" retries the
 // quarantined head on purpose, and it is watched again.
 func TestReleaseQuarantineLiftedByAPerson(t *testing.T) {
-	cfg := appConfig("shop")
-	cfg.Release = drift.ReleaseRules{Watch: time.Minute}
-	h := newHarness(t, cfg)
-	src := h.sources["shop"]
-	src.commit("v1", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
-	mustPass(t, h, "startup")
-	h.clock.Advance(2 * time.Minute)
-	mustPass(t, h, TriggerWatch)
-	v2 := src.commit("v2", map[string]string{"web.yaml": service("web", "demo:v2", 1)})
-	mustPass(t, h, "poll")
+	h, v2 := releaseUnderWatch(t, 1)
 	h.engine.crash("shop-web-1", 1)
 	mustPass(t, h, TriggerDockerEvent)
 	st := mustPass(t, h, TriggerRepair)
@@ -162,16 +153,7 @@ func TestReleaseQuarantineLiftedByAPerson(t *testing.T) {
 // TestReleaseDriftIsNotARegression: a replica stopped or removed by a
 // person inside the window is repaired, not rolled back.
 func TestReleaseDriftIsNotARegression(t *testing.T) {
-	cfg := appConfig("shop")
-	cfg.Release = drift.ReleaseRules{Watch: time.Minute}
-	h := newHarness(t, cfg)
-	src := h.sources["shop"]
-	src.commit("v1", map[string]string{"web.yaml": service("web", "demo:v1", 2)})
-	mustPass(t, h, "startup")
-	h.clock.Advance(2 * time.Minute)
-	mustPass(t, h, TriggerWatch)
-	v2 := src.commit("v2", map[string]string{"web.yaml": service("web", "demo:v2", 2)})
-	mustPass(t, h, "poll")
+	h, v2 := releaseUnderWatch(t, 2)
 	h.engine.stop("shop-web-1")
 	h.engine.rm("shop-web-2")
 	st := mustPass(t, h, TriggerDockerEvent)
@@ -201,6 +183,24 @@ func TestReleaseWithoutEarlierGoodRevision(t *testing.T) {
 	if st.Applied.SHA != v1 {
 		t.Fatalf("applied %s, want v1 kept (nothing to roll back to)", st.Applied.Short())
 	}
+}
+
+// releaseUnderWatch is app shop (a one-minute watch window) whose v1 of
+// service web, with replicas, passed its window, and whose v2 is applied
+// and under watch; it returns the harness and v2's SHA.
+func releaseUnderWatch(t *testing.T, replicas int) (*harness, string) {
+	t.Helper()
+	cfg := appConfig("shop")
+	cfg.Release = drift.ReleaseRules{Watch: time.Minute}
+	h := newHarness(t, cfg)
+	src := h.sources["shop"]
+	src.commit("v1", map[string]string{"web.yaml": service("web", "demo:v1", replicas)})
+	mustPass(t, h, "startup")
+	h.clock.Advance(2 * time.Minute)
+	mustPass(t, h, TriggerWatch)
+	v2 := src.commit("v2", map[string]string{"web.yaml": service("web", "demo:v2", replicas)})
+	mustPass(t, h, "poll")
+	return h, v2
 }
 
 func mustPass(t *testing.T, h *harness, trigger string) status.AppStatus {

@@ -1,4 +1,7 @@
-package deploy
+// Package pullrecord is the on-disk record of the images driftless pulled
+// for each app and of the images each app's desired state names, which
+// prune-images reads to offer only what no app needs.
+package pullrecord
 
 import (
 	"crypto/sha256"
@@ -6,11 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/driftless-dev/driftless/deploy/internal/atomicfile"
 )
 
 // Pulled images carry no label of ours, and the same tag may be used by
@@ -24,14 +31,14 @@ import (
 // One file per pull means no read-modify-write: the agent and a
 // `driftless apply` may both record without a lock.
 
-// PullRecord is one image pulled for an app.
-type PullRecord struct {
+// Record is one image pulled for an app.
+type Record struct {
 	App    string    `json:"app"`
 	Image  string    `json:"image"` // the reference pulled
 	ID     string    `json:"id"`    // the image ID it gave
 	Pulled time.Time `json:"pulled"`
 	// Anonymous: pulled without credentials, so the image is public and
-	// another app may run it unasked (see pullaccess.go). Records from
+	// another app may run it unasked (see deploy/pullaccess.go). Records from
 	// before this field count as pulled with credentials.
 	Anonymous bool `json:"anonymous,omitempty"`
 }
@@ -44,53 +51,68 @@ type desiredRecord struct {
 
 const desiredFile = "desired.json"
 
-// pulledDir is where the records live: pulled/ next to files/ in the data
+// Store reads and writes the records under one directory.
+type Store struct {
+	dir string
+	log *slog.Logger
+
+	// desired is the images each app's desired state named when last
+	// recorded, so an unchanged state is not rewritten.
+	desiredMu sync.Mutex
+	desired   map[string][]string
+}
+
+// New is the store of the records under dir; log takes the failures to
+// record, which are not returned.
+func New(dir string, log *slog.Logger) *Store { return &Store{dir: dir, log: log} }
+
+// Dir is where the records live: pulled/ next to files/ in the data
 // directory, so the agent (<data>/files) and the CLI (DefaultFilesDir)
 // agree without another option.
-func (e *Engine) pulledDir() string { return filepath.Join(filepath.Dir(e.opts.FilesDir), "pulled") }
+func Dir(filesDir string) string { return filepath.Join(filepath.Dir(filesDir), "pulled") }
 
 func recordKey(image, id string) string {
 	h := sha256.Sum256([]byte(image + "\x00" + id))
 	return hex.EncodeToString(h[:8])
 }
 
-// recordPull remembers that image (now ID id) was pulled for app. A
+// Pull remembers that image (now ID id) was pulled for app. A
 // failure is logged, not returned: the pull succeeded, and the worst case
 // is an image prune-images will not offer.
-func (e *Engine) recordPull(app, image, id string, anonymous bool) {
-	rec := PullRecord{App: app, Image: image, ID: id, Pulled: time.Now().UTC(), Anonymous: anonymous}
-	path := filepath.Join(e.pulledDir(), app, recordKey(image, id)+".json")
-	if err := writeJSONAtomic(path, rec); err != nil {
-		e.log.Warn("could not record a pulled image; prune-images will not offer it", "app", app, "image", image, "err", err)
+func (s *Store) Pull(app, image, id string, anonymous bool) {
+	rec := Record{App: app, Image: image, ID: id, Pulled: time.Now().UTC(), Anonymous: anonymous}
+	path := filepath.Join(s.dir, app, recordKey(image, id)+".json")
+	if err := atomicfile.WriteJSON(path, rec); err != nil {
+		s.log.Warn("could not record a pulled image; prune-images will not offer it", "app", app, "image", image, "err", err)
 	}
 }
 
-// recordDesired remembers the images app's desired state names, when they
+// Desired remembers the images app's desired state names, when they
 // changed since the last record: prune-images keeps them.
-func (e *Engine) recordDesired(app string, images []string) {
+func (s *Store) Desired(app string, images []string) {
 	images = slices.Compact(slices.Sorted(slices.Values(images)))
-	e.desiredMu.Lock()
-	defer e.desiredMu.Unlock()
-	if prev, ok := e.desired[app]; ok && slices.Equal(prev, images) {
+	s.desiredMu.Lock()
+	defer s.desiredMu.Unlock()
+	if prev, ok := s.desired[app]; ok && slices.Equal(prev, images) {
 		return
 	}
-	path := filepath.Join(e.pulledDir(), app, desiredFile)
-	if err := writeJSONAtomic(path, desiredRecord{App: app, Images: images}); err != nil {
-		e.log.Warn("could not record the app's desired images; prune-images may offer one of them", "app", app, "err", err)
+	path := filepath.Join(s.dir, app, desiredFile)
+	if err := atomicfile.WriteJSON(path, desiredRecord{App: app, Images: images}); err != nil {
+		s.log.Warn("could not record the app's desired images; prune-images may offer one of them", "app", app, "err", err)
 		return
 	}
-	if e.desired == nil {
-		e.desired = map[string][]string{}
+	if s.desired == nil {
+		s.desired = map[string][]string{}
 	}
-	e.desired[app] = images
+	s.desired[app] = images
 }
 
-// pullRecords are every app's records: what each pulled and what each
+// All are every app's records: what each pulled and what each
 // desires. A record that cannot be read is an error: pruning without it
 // could remove an image another app needs.
-func (e *Engine) pullRecords() (pulled map[string][]PullRecord, desired map[string][]string, err error) {
-	pulled, desired = map[string][]PullRecord{}, map[string][]string{}
-	apps, err := os.ReadDir(e.pulledDir())
+func (s *Store) All() (pulled map[string][]Record, desired map[string][]string, err error) {
+	pulled, desired = map[string][]Record{}, map[string][]string{}
+	apps, err := os.ReadDir(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return pulled, desired, nil
 	}
@@ -101,7 +123,7 @@ func (e *Engine) pullRecords() (pulled map[string][]PullRecord, desired map[stri
 		if !a.IsDir() {
 			continue
 		}
-		dir := filepath.Join(e.pulledDir(), a.Name())
+		dir := filepath.Join(s.dir, a.Name())
 		files, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the record of pulled images: %w", err)
@@ -123,7 +145,7 @@ func (e *Engine) pullRecords() (pulled map[string][]PullRecord, desired map[stri
 				desired[a.Name()] = d.Images
 				continue
 			}
-			var r PullRecord
+			var r Record
 			if err := json.Unmarshal(data, &r); err != nil {
 				return nil, nil, fmt.Errorf("read the record of pulled images: %s: %w (remove the file to drop it)", path, err)
 			}
@@ -134,38 +156,7 @@ func (e *Engine) pullRecords() (pulled map[string][]PullRecord, desired map[stri
 	return pulled, desired, nil
 }
 
-// forgetPull drops a record once its image is gone.
-func (e *Engine) forgetPull(r PullRecord) {
-	_ = os.Remove(filepath.Join(e.pulledDir(), r.App, recordKey(r.Image, r.ID)+".json"))
-}
-
-// writeJSONAtomic writes v to path through a temporary file and a rename,
-// so a reader never sees half a record.
-func writeJSONAtomic(path string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, data)
-}
-
-// writeFileAtomic writes data to path (0600) through a temporary file and
-// a rename.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+// Forget drops a record once its image is gone.
+func (s *Store) Forget(r Record) {
+	_ = os.Remove(filepath.Join(s.dir, r.App, recordKey(r.Image, r.ID)+".json"))
 }
