@@ -281,8 +281,8 @@ func TestSourceFileRefusedAndPruneOff(t *testing.T) {
 		return len(s) == 1 && s[0].Refused != nil && s[0].Refused.Revision.SHA == refused
 	})
 	r := srcs[0].Refused
-	if len(r.Errors) == 0 || !strings.Contains(r.Errors[0], "driftless-apps.yaml:5:") || !strings.Contains(r.Errors[0], "allow") {
-		t.Fatalf("refusal %+v: want driftless-apps.yaml:5 naming allow", r)
+	if len(r.Errors) == 0 || !strings.Contains(r.Errors[0], "driftless-apps.yaml:6:5: apps[1].allow: host power is a local setting") {
+		t.Fatalf("refusal %+v: want driftless-apps.yaml:6:5 naming allow as a local setting", r)
 	}
 	if s := srcs[0]; s.Revision == nil || s.Revision.SHA != dropped {
 		t.Fatalf("accepted revision %+v, want %s kept", s.Revision, dropped)

@@ -201,3 +201,25 @@ func (s SourceConfig) AppFor(g sources.App) (AppConfig, error) {
 	}
 	return app, nil
 }
+
+// AppsFor is the configuration of every app the source declares.
+func (s SourceConfig) AppsFor(apps []sources.App) ([]AppConfig, error) {
+	var errs []error
+	out := make([]AppConfig, 0, len(apps))
+	for _, g := range apps {
+		cfg, err := s.AppFor(g)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, cfg)
+	}
+	return out, errors.Join(errs...)
+}
+
+// SameGenerated reports whether a generated app's configuration is
+// unchanged in what a source or its file can change.
+func (c AppConfig) SameGenerated(o AppConfig) bool {
+	return c.Path == o.Path && c.Branch == o.Branch && c.Tag == o.Tag && c.Interval == o.Interval &&
+		c.Prune == o.Prune && c.SelfHeal == o.SelfHeal && slices.Equal(c.Profiles, o.Profiles) && c.Release == o.Release
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
+	"github.com/driftless-dev/driftless/sync/workqueue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 )
@@ -180,7 +181,7 @@ type Agent struct {
 	swarm   Target // nil: no app has target swarm
 	store   *store.Store
 	series  *store.Series
-	queue   *queue
+	queue   *workqueue.Queue
 	metrics *metrics
 	// cron polls every app and source on its schedule; entries come and
 	// go with the apps sources generate.
@@ -221,7 +222,7 @@ func New(opts Options) (*Agent, error) {
 		now:     opts.Now,
 		engine:  opts.Engine,
 		swarm:   opts.Swarm,
-		queue:   newQueue(opts.RetryBase, opts.RetryMax),
+		queue:   workqueue.New(opts.RetryBase, opts.RetryMax),
 		apps:    map[string]*appState{},
 		sources: map[string]*sourceState{},
 		cron:    cron.New(),

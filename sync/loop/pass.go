@@ -16,6 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
+	"github.com/driftless-dev/driftless/sync/workqueue"
 )
 
 // A pass is one reconcile of one app, a short sequence of steps that reads
@@ -38,7 +39,7 @@ type passInput struct {
 	stop     <-chan struct{} // closed: stop at the next safe point
 }
 
-func (in passInput) trigger() string { return joinTriggers(in.triggers) }
+func (in passInput) trigger() string { return workqueue.JoinTriggers(in.triggers) }
 
 // engineOnly reports whether only the engine asked for this pass: Docker
 // events, or the repair of an interference in the previous pass.

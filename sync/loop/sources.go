@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -94,20 +93,13 @@ func (a *Agent) addSource(sc config.SourceConfig) error {
 		return fmt.Errorf("source %s: interval: %w", sc.Name, err)
 	}
 	ss := &sourceState{cfg: sc, repo: repo, status: status.SourceSet{
-		Name: sc.Name, Generator: generatorWords(sc.Generator), Prune: sc.Prune,
+		Name: sc.Name, Generator: sc.Generator.String(), Prune: sc.Prune,
 		Source: status.SourceStatus{URL: config.RedactURL(sc.App.Repo), Ref: sc.App.RefName()},
 	}}
 	a.sources[sc.Name] = ss
 	key := sourceKey(sc.Name)
 	a.cron.Schedule(sched, cron.FuncJob(func() { a.queue.Add(key, TriggerPoll) }))
 	return nil
-}
-
-func generatorWords(g sources.Generator) string {
-	if g.File != "" {
-		return "file " + g.File
-	}
-	return "directories " + strings.Join(g.Directories, ", ")
 }
 
 func (a *Agent) sourceNames() []string {
@@ -163,7 +155,7 @@ func (a *Agent) restoreSourceApps() {
 			a.log.Warn("the apps of a source were not restored; they return with its first discovery", "source", name, "err", err)
 			continue
 		}
-		cfgs, err := expandApps(ss.cfg, kept.Apps)
+		cfgs, err := ss.cfg.AppsFor(kept.Apps)
 		if err != nil {
 			a.log.Warn("the apps of a source were not restored; they return with its first discovery", "source", name, "err", err)
 			continue
@@ -171,21 +163,6 @@ func (a *Agent) restoreSourceApps() {
 		ss.accepted = kept
 		a.applyAppSet(ss, kept.Revision, cfgs, false)
 	}
-}
-
-// expandApps turns what a source declares into app configurations.
-func expandApps(sc config.SourceConfig, apps []sources.App) ([]config.AppConfig, error) {
-	var errs []error
-	out := make([]config.AppConfig, 0, len(apps))
-	for _, g := range apps {
-		cfg, err := sc.AppFor(g)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, cfg)
-	}
-	return out, errors.Join(errs...)
 }
 
 // discover is one pass of a source.
@@ -257,7 +234,7 @@ func (a *Agent) readAppSet(ctx context.Context, ss *sourceState, rev gitsource.R
 	apps, err := sources.Discover(fsys, ss.cfg.Generator, ss.cfg.MaxApps)
 	if err == nil {
 		var cfgs []config.AppConfig
-		if cfgs, err = expandApps(ss.cfg, apps); err == nil {
+		if cfgs, err = ss.cfg.AppsFor(apps); err == nil {
 			return apps, cfgs, nil, nil
 		}
 	}
@@ -320,7 +297,7 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 		}
 		a.mu.Lock()
 		back := st.leftGit != nil || st.removing != nil
-		changed := !sameGenerated(st.cfg, c)
+		changed := !st.cfg.SameGenerated(c)
 		st.leftGit, st.removing, st.status.LeftGit = nil, nil, nil
 		if changed {
 			next := c
@@ -393,13 +370,6 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 		a.queue.Add(app, TriggerSource)
 	}
 	a.notify(sourceKey(name), "status")
-}
-
-// sameGenerated reports whether a generated app's configuration is
-// unchanged (the fields a source or its file can change).
-func sameGenerated(a, b config.AppConfig) bool {
-	return a.Path == b.Path && a.Branch == b.Branch && a.Tag == b.Tag && a.Interval == b.Interval &&
-		a.Prune == b.Prune && a.SelfHeal == b.SelfHeal && slices.Equal(a.Profiles, b.Profiles) && a.Release == b.Release
 }
 
 // addRuntimeApp adds an app while the agent runs.

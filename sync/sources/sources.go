@@ -179,3 +179,12 @@ func validName(s string) bool {
 	}
 	return true
 }
+
+// String says how the generator finds apps, for status: "directories
+// apps/*" or "file driftless-apps.yaml".
+func (g Generator) String() string {
+	if g.File != "" {
+		return "file " + g.File
+	}
+	return "directories " + strings.Join(g.Directories, ", ")
+}

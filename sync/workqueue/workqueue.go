@@ -1,4 +1,6 @@
-package loop
+// Package workqueue is the agent's work queue: deduplicating, keyed by
+// app, one worker per key at a time, with per-key exponential backoff.
+package workqueue
 
 import (
 	"math/rand/v2"
@@ -7,12 +9,12 @@ import (
 	"time"
 )
 
-// queue is a deduplicating work queue keyed by app name, shaped like
+// Queue is a deduplicating work queue keyed by app name, shaped like
 // client-go's workqueue: adding a key that is already waiting does nothing
 // (its trigger is remembered for history), a key is never handed to two
 // workers at once, and a key added while it is being processed is handed out
 // once more after Done. Failures back off exponentially per key.
-type queue struct {
+type Queue struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 
@@ -25,8 +27,8 @@ type queue struct {
 	baseDelay, maxDelay time.Duration
 }
 
-func newQueue(baseDelay, maxDelay time.Duration) *queue {
-	q := &queue{
+func New(baseDelay, maxDelay time.Duration) *Queue {
+	q := &Queue{
 		dirty:      map[string][]string{},
 		processing: map[string]bool{},
 		failures:   map[string]int{},
@@ -38,7 +40,7 @@ func newQueue(baseDelay, maxDelay time.Duration) *queue {
 }
 
 // Add marks key as needing a pass because of trigger.
-func (q *queue) Add(key, trigger string) {
+func (q *Queue) Add(key, trigger string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shutdown {
@@ -59,7 +61,7 @@ func (q *queue) Add(key, trigger string) {
 }
 
 // AddAfter adds key once d has passed.
-func (q *queue) AddAfter(key, trigger string, d time.Duration) {
+func (q *Queue) AddAfter(key, trigger string, d time.Duration) {
 	if d <= 0 {
 		q.Add(key, trigger)
 		return
@@ -69,7 +71,7 @@ func (q *queue) AddAfter(key, trigger string, d time.Duration) {
 
 // AddRateLimited adds key after its backoff, which doubles with every
 // failure since the last Forget. It returns the delay chosen.
-func (q *queue) AddRateLimited(key, trigger string) time.Duration {
+func (q *Queue) AddRateLimited(key, trigger string) time.Duration {
 	q.mu.Lock()
 	q.failures[key]++
 	d := backoffDelay(q.failures[key], q.baseDelay, q.maxDelay, rand.Float64())
@@ -80,7 +82,7 @@ func (q *queue) AddRateLimited(key, trigger string) time.Duration {
 
 // AddRateLimitedMax is AddRateLimited with the delay capped at max, for
 // failures that should be retried soon whatever their count.
-func (q *queue) AddRateLimitedMax(key, trigger string, max time.Duration) time.Duration {
+func (q *Queue) AddRateLimitedMax(key, trigger string, max time.Duration) time.Duration {
 	q.mu.Lock()
 	q.failures[key]++
 	d := backoffDelay(q.failures[key], q.baseDelay, min(max, q.maxDelay), rand.Float64())
@@ -91,14 +93,14 @@ func (q *queue) AddRateLimitedMax(key, trigger string, max time.Duration) time.D
 
 // Forget resets key's failure count after a success (or a failure that
 // retrying cannot fix).
-func (q *queue) Forget(key string) {
+func (q *Queue) Forget(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.failures, key)
 }
 
 // Failures is how often key failed since it was last forgotten.
-func (q *queue) Failures(key string) int {
+func (q *Queue) Failures(key string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.failures[key]
@@ -106,7 +108,7 @@ func (q *queue) Failures(key string) int {
 
 // Get blocks until a key is ready or the queue shuts down. The caller must
 // call Done(key) when the pass ends.
-func (q *queue) Get() (key string, triggers []string, shutdown bool) {
+func (q *Queue) Get() (key string, triggers []string, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.order) == 0 && !q.shutdown {
@@ -125,7 +127,7 @@ func (q *queue) Get() (key string, triggers []string, shutdown bool) {
 
 // Done ends the processing of key; if it was added meanwhile it becomes
 // ready again.
-func (q *queue) Done(key string) {
+func (q *Queue) Done(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.processing, key)
@@ -136,7 +138,7 @@ func (q *queue) Done(key string) {
 }
 
 // Len is the number of keys waiting to be handed out.
-func (q *queue) Len() int {
+func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.order)
@@ -144,7 +146,7 @@ func (q *queue) Len() int {
 
 // ShutDown makes Get return shutdown=true once nothing is left to hand out;
 // keys still waiting are dropped (every app is enqueued at startup anyway).
-func (q *queue) ShutDown() {
+func (q *Queue) ShutDown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.shutdown = true
@@ -175,6 +177,6 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-// joinTriggers names the triggers of one pass for history: "poll", or
+// JoinTriggers names the triggers of one pass for history: "poll", or
 // "commit+docker-event" when several arrived while the app waited.
-func joinTriggers(triggers []string) string { return strings.Join(triggers, "+") }
+func JoinTriggers(triggers []string) string { return strings.Join(triggers, "+") }

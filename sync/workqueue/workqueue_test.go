@@ -1,4 +1,4 @@
-package loop
+package workqueue
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestQueueDedupesWaitingKeysAndKeepsTriggers(t *testing.T) {
-	q := newQueue(time.Millisecond, time.Second)
+	q := New(time.Millisecond, time.Second)
 	q.Add("shop", "poll")
 	q.Add("shop", "webhook")
 	q.Add("shop", "poll")
@@ -29,7 +29,7 @@ func TestQueueDedupesWaitingKeysAndKeepsTriggers(t *testing.T) {
 }
 
 func TestQueueRerunsKeyAddedWhileProcessing(t *testing.T) {
-	q := newQueue(time.Millisecond, time.Second)
+	q := New(time.Millisecond, time.Second)
 	q.Add("shop", "poll")
 	key, _, _ := q.Get()
 	q.Add(key, "docker-event")
@@ -53,7 +53,7 @@ func TestQueueRerunsKeyAddedWhileProcessing(t *testing.T) {
 // TestQueueNeverProcessesOneKeyConcurrently hammers the queue from many
 // goroutines; run with -race.
 func TestQueueNeverProcessesOneKeyConcurrently(t *testing.T) {
-	q := newQueue(time.Millisecond, time.Second)
+	q := New(time.Millisecond, time.Second)
 	keys := []string{"a", "b", "c"}
 	var inFlight [3]atomic.Int32
 	var violations, processed atomic.Int32
@@ -100,7 +100,7 @@ func TestQueueNeverProcessesOneKeyConcurrently(t *testing.T) {
 	}
 }
 
-func (q *queue) busy() bool {
+func (q *Queue) busy() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.processing) > 0 || len(q.dirty) > 0
@@ -123,7 +123,7 @@ func TestQueueBackoffDoublesAndCaps(t *testing.T) {
 }
 
 func TestQueueFailuresBackOffAndSuccessForgets(t *testing.T) {
-	q := newQueue(time.Millisecond, 4*time.Millisecond)
+	q := New(time.Millisecond, 4*time.Millisecond)
 	d1 := q.AddRateLimited("shop", "retry")
 	key, _, _ := q.Get() // arrives after the delay
 	q.Done(key)
@@ -149,7 +149,7 @@ func TestQueueFailuresBackOffAndSuccessForgets(t *testing.T) {
 }
 
 func TestQueueShutDownReleasesWorkers(t *testing.T) {
-	q := newQueue(time.Millisecond, time.Second)
+	q := New(time.Millisecond, time.Second)
 	done := make(chan bool)
 	go func() {
 		_, _, shutdown := q.Get()

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/sync/sources"
+)
+
+const sourceBase = "sources:\n  - name: platform\n    repo: https://git.example.com/platform.git\n    branch: main\n"
+
+func TestConfigSources(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, err string
+	}{
+		{name: "directories", yaml: sourceBase + "    directories: ['apps/*']\n    exclude: ['apps/old']\n    prune: true\n    maxApps: 5\n    template: {allow: [privileged], prune: true, interval: 1m, release: {watch: 2m}}\n"},
+		{name: "file", yaml: sourceBase + "    file: driftless-apps.yaml\n"},
+		{name: "no generator", yaml: sourceBase, err: "no generator: set directories:"},
+		{name: "per-app key on the source", yaml: sourceBase + "    directories: ['apps/*']\n    allow: [privileged]\n", err: "allow: a setting of the generated apps: put it under template:"},
+		{name: "repository key in the template", yaml: sourceBase + "    directories: ['apps/*']\n    template: {path: apps/x}\n", err: "template.path: set on the source itself"},
+		{name: "notifications in the template", yaml: sourceBase + "    directories: ['apps/*']\n    template: {notifications: [{url: 'generic://x'}]}\n", err: "notifications and commitStatus are not supported for generated apps"},
+		{name: "bad maxApps", yaml: sourceBase + "    directories: ['apps/*']\n    maxApps: 0\n", err: "maxApps: 0 must be 1 or more"},
+		{name: "duplicate source", yaml: sourceBase + "    directories: ['a/*']\n  - name: platform\n    repo: https://git.example.com/x.git\n    directories: ['b/*']\n", err: `name: "platform" is used by another source`},
+		{name: "insecure repo", yaml: "sources:\n  - name: p\n    repo: git://127.0.0.1/p.git\n    directories: ['apps/*']\n", err: "allowInsecureTransport"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig([]byte(tc.yaml), t.TempDir(), func(string) string { return "" })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Apps) != 0 || len(cfg.Sources) != 1 || cfg.Sources[0].App.Repo != "https://git.example.com/platform.git" || cfg.Sources[0].App.Source != "platform" {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
+// TestSourceAppFor: a generated app is the template with its name and
+// path; a driftless-apps.yaml entry may change its ref, interval, prune,
+// self-heal, profiles and watch, but never the template's host power or
+// HTTP check.
+func TestSourceAppFor(t *testing.T) {
+	cfg, err := parseConfig([]byte(sourceBase+"    directories: ['apps/*']\n    prune: true\n    template: {allow: [privileged], interval: 1m, release: {watch: 2m, check: {url: 'http://127.0.0.1:9/'}}}\n"), t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := cfg.Sources[0]
+	if !sc.Prune || sc.App.Prune {
+		t.Fatalf("the source's prune is about apps, the template's about resources: source %v, app %v", sc.Prune, sc.App.Prune)
+	}
+	off, restarts := false, 3
+	app, err := sc.AppFor(sources.App{Name: "shop", Path: "apps/shop", Tag: "v2", Interval: "5m", SelfHeal: &off, Profiles: []string{"debug"},
+		Release: &sources.Release{UnreadyFor: "10s", MaxRestarts: &restarts}, At: "driftless-apps.yaml:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.Name != "shop" || app.Path != "apps/shop" || app.Source != "platform" || app.Tag != "v2" || app.Branch != "" || app.Interval != "5m" || app.SelfHeal {
+		t.Fatalf("app %+v", app)
+	}
+	if len(app.Policy.Allow) != 1 || app.Policy.Allow[0] != "privileged" {
+		t.Fatalf("the template's host power is lost: %+v", app.Policy)
+	}
+	want := drift.ReleaseRules{Watch: 2 * time.Minute, UnreadyFor: 10 * time.Second, MaxRestarts: 3, Check: sc.App.Release.Check}
+	if app.Release != want || app.Release.Check == nil {
+		t.Fatalf("release %+v, want %+v", app.Release, want)
+	}
+	if _, err := sc.AppFor(sources.App{Name: "shop", Path: "apps/shop", Interval: "often", At: "driftless-apps.yaml:4"}); err == nil || !strings.Contains(err.Error(), "driftless-apps.yaml:4: interval") {
+		t.Fatalf("bad interval: %v", err)
+	}
+	if app.SameGenerated(sc.App) {
+		t.Fatal("a changed app reads as unchanged")
+	}
+}
