@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 
@@ -169,6 +170,8 @@ func firstOr(xs []string, def string) string {
 
 func trackedRef(src AppSource) string {
 	switch {
+	case src.BranchMatch != "":
+		return "branches " + src.BranchMatch
 	case src.Tag != "":
 		return "refs/tags/" + src.Tag
 	case src.Branch != "":
@@ -203,6 +206,14 @@ func matchRef(src AppSource, refs []string) bool {
 	}
 	for _, ref := range refs {
 		switch {
+		case src.BranchMatch != "":
+			// A source of previews: a push to (or the deletion of) any
+			// matching branch changes its set of apps.
+			if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+				if m, _ := path.Match(src.BranchMatch, b); m {
+					return true
+				}
+			}
 		case src.Tag != "":
 			if ref == "refs/tags/"+src.Tag {
 				return true

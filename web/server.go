@@ -60,6 +60,9 @@ type AppSource struct {
 	Branch        string
 	Tag           string
 	WebhookSecret string // per-app secret; empty means Options.WebhookSecret
+	// BranchMatch is a source of previews' branch pattern (path.Match
+	// syntax): a push to any matching branch concerns it.
+	BranchMatch string
 }
 
 // appConfigLister is implemented by *loop.Agent; when the agent has it,

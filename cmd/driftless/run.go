@@ -615,7 +615,11 @@ func webSources(apps []config.AppConfig, srcs []config.SourceConfig) []web.AppSo
 		out = append(out, web.AppSource{Name: a.Name, Repo: a.Repo, Branch: a.Branch, Tag: a.Tag, WebhookSecret: a.WebhookSecret})
 	}
 	for _, s := range srcs {
-		out = append(out, web.AppSource{Name: "source:" + s.Name, Repo: s.App.Repo, Branch: s.App.Branch, Tag: s.App.Tag, WebhookSecret: s.App.WebhookSecret})
+		src := web.AppSource{Name: "source:" + s.Name, Repo: s.App.Repo, Branch: s.App.Branch, Tag: s.App.Tag, WebhookSecret: s.App.WebhookSecret}
+		if s.Branches != nil {
+			src.Branch, src.Tag, src.BranchMatch = "", "", s.Branches.Match
+		}
+		out = append(out, src)
 	}
 	return out
 }

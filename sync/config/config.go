@@ -131,6 +131,9 @@ type AppConfig struct {
 	// Source is the sources: entry that generated the app; "" for an app
 	// listed under apps:.
 	Source string
+	// Preview is set for the preview of a branch: its host ports are
+	// moved into its block, and it leaves with its volumes.
+	Preview *Preview
 }
 
 // Notification is one destination for notifications. The notify package

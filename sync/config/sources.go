@@ -3,9 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"text/template"
+	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/sources"
@@ -29,10 +33,112 @@ type SourceConfig struct {
 	// "no longer in Git", and nothing of it is touched.
 	Prune   bool
 	MaxApps int
+	// Branches, when set, makes the source a source of previews: an app
+	// for each matching branch (instead of Generator).
+	Branches *sources.Branches
+	Preview  PreviewSettings
+	// MaxPreviews bounds the previews a source keeps at once.
+	MaxPreviews int
 	// App is the template of every generated app: repo, branch or tag,
 	// credentials, verify, webhook secret, and the template: settings.
 	// Its Name is the source's and its Path "": the generator sets both.
 	App AppConfig
+}
+
+// PreviewSettings say how a source of previews runs them.
+type PreviewSettings struct {
+	// PortsFrom..PortsTo is where previews' fixed host ports are
+	// allocated, PerPreview to a preview; PerPreview 0: previews publish
+	// no host port.
+	PortsFrom, PortsTo, PerPreview int
+	// URL is shown for each preview, from a text/template with .Branch,
+	// .Slug and .App; "" shows none.
+	URL *template.Template
+	// TTL removes a preview whose branch has not moved for this long;
+	// 0: never.
+	TTL time.Duration
+}
+
+// Preview is what makes an app a preview of a branch.
+type Preview struct {
+	Branch string
+	URL    string
+	Ports  manifest.PortBlock
+}
+
+type fileBranches struct {
+	Match string `json:"match"`
+	Path  string `json:"path"`
+}
+
+type filePreview struct {
+	Ports *struct {
+		Range      string `json:"range"`
+		PerPreview int    `json:"perPreview"`
+	} `json:"ports"`
+	URL string `json:"url"`
+	TTL string `json:"ttl"`
+}
+
+// parse reads preview:.
+func (fp *filePreview) parse() (PreviewSettings, []error) {
+	var ps PreviewSettings
+	if fp == nil {
+		return ps, nil
+	}
+	var errs []error
+	if p := fp.Ports; p != nil {
+		lo, hi, ok := strings.Cut(p.Range, "-")
+		from, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		to, err2 := strconv.Atoi(strings.TrimSpace(hi))
+		switch {
+		case !ok || err1 != nil || err2 != nil || from < 1 || to > 65535 || from > to:
+			errs = append(errs, fmt.Errorf("preview.ports.range: %q is not a port range like 20000-20999", p.Range))
+		default:
+			ps.PortsFrom, ps.PortsTo = from, to
+			ps.PerPreview = p.PerPreview
+			if ps.PerPreview == 0 {
+				ps.PerPreview = 10
+			}
+			if ps.PerPreview < 1 || ps.PerPreview > to-from+1 {
+				errs = append(errs, fmt.Errorf("preview.ports.perPreview: %d must be between 1 and the range's %d ports", p.PerPreview, to-from+1))
+			}
+		}
+	}
+	if fp.URL != "" {
+		t, err := template.New("url").Option("missingkey=error").Parse(fp.URL)
+		if err == nil {
+			err = t.Execute(io.Discard, previewURLData{Branch: "b", Slug: "b", App: "a"})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("preview.url: %v (use {{.Branch}}, {{.Slug}} or {{.App}})", err))
+		} else {
+			ps.URL = t
+		}
+	}
+	if fp.TTL != "" {
+		d, err := time.ParseDuration(fp.TTL)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("preview.ttl: %q is not a positive duration (like 72h)", fp.TTL))
+		}
+		ps.TTL = d
+	}
+	return ps, errs
+}
+
+type previewURLData struct{ Branch, Slug, App string }
+
+// PreviewURL renders the preview URL of app (branch's preview); "" without
+// a template.
+func (ps PreviewSettings) PreviewURL(app, slug, branch string) string {
+	if ps.URL == nil {
+		return ""
+	}
+	var b strings.Builder
+	if err := ps.URL.Execute(&b, previewURLData{Branch: branch, Slug: slug, App: app}); err != nil {
+		return ""
+	}
+	return b.String()
 }
 
 // fileSource is a `sources:` entry. The repository keys are an app's
@@ -43,7 +149,10 @@ type fileSource struct {
 	Directories []string       `json:"directories"`
 	Exclude     []string       `json:"exclude"`
 	File        string         `json:"file"`
+	Branches    *fileBranches  `json:"branches"`
+	Preview     *filePreview   `json:"preview"`
 	MaxApps     *int           `json:"maxApps"`
+	MaxPreviews *int           `json:"maxPreviews"`
 	Template    *fileAppConfig `json:"template"`
 }
 
@@ -122,10 +231,36 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 			errs = append(errs, fmt.Errorf("maxApps: %d must be 1 or more", sc.MaxApps))
 		}
 	}
-	if len(fs.Directories) == 0 && fs.File == "" {
-		errs = append(errs, errors.New("no generator: set directories: (globs of app directories, like ['apps/*']) or file: (a driftless-apps.yaml in the repository)"))
-	} else if err := sc.Generator.Validate(); err != nil {
-		errs = append(errs, err)
+	sc.MaxPreviews = DefaultMaxPreviews
+	if fs.MaxPreviews != nil {
+		sc.MaxPreviews = *fs.MaxPreviews
+		if sc.MaxPreviews < 1 {
+			errs = append(errs, fmt.Errorf("maxPreviews: %d must be 1 or more", sc.MaxPreviews))
+		}
+	}
+	var prevErrs []error
+	sc.Preview, prevErrs = fs.Preview.parse()
+	errs = append(errs, prevErrs...)
+	switch {
+	case fs.Branches != nil && (len(fs.Directories) > 0 || fs.File != ""):
+		errs = append(errs, errors.New("branches: a source generates apps from directories:, file: or branches:, one of them"))
+	case fs.Branches != nil:
+		sc.Branches = &sources.Branches{Match: fs.Branches.Match, Path: fs.Branches.Path}
+		if sc.Branches.Path == "" {
+			sc.Branches.Path = "."
+		}
+		if err := sc.Branches.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	case len(fs.Directories) == 0 && fs.File == "":
+		errs = append(errs, errors.New("no generator: set directories: (globs of app directories, like ['apps/*']), file: (a driftless-apps.yaml in the repository) or branches: (a preview per branch)"))
+	default:
+		if err := sc.Generator.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if fs.Preview != nil {
+			errs = append(errs, errors.New("preview: only a source with branches: makes previews"))
+		}
 	}
 	return sc, errs
 }
@@ -151,6 +286,30 @@ func parseSources(list []fileSource, globalSecret string, rel func(string) strin
 		out = append(out, sc)
 	}
 	return out, errs
+}
+
+// PreviewFor is the app of the preview of branch, its fixed host ports
+// in the slot-th block of the port range (slot < 0: none).
+func (s SourceConfig) PreviewFor(branch string, slot int) (AppConfig, error) {
+	name := sources.PreviewName(s.Name, branch)
+	app, err := s.AppFor(sources.App{Name: name, Path: s.Branches.Path, Branch: branch, At: "branch " + branch})
+	if err != nil {
+		return AppConfig{}, err
+	}
+	p := &Preview{Branch: branch, URL: s.Preview.PreviewURL(name, strings.TrimPrefix(name, s.Name+"-"), branch)}
+	if s.Preview.PerPreview > 0 && slot >= 0 {
+		p.Ports = manifest.PortBlock{Base: s.Preview.PortsFrom + slot*s.Preview.PerPreview, Size: s.Preview.PerPreview}
+	}
+	app.Preview = p
+	return app, nil
+}
+
+// PortSlots is how many previews the port range holds; 0 without ports.
+func (s SourceConfig) PortSlots() int {
+	if s.Preview.PerPreview == 0 {
+		return 0
+	}
+	return (s.Preview.PortsTo - s.Preview.PortsFrom + 1) / s.Preview.PerPreview
 }
 
 // AppFor is the configuration of one app the source declares: the
@@ -221,5 +380,6 @@ func (s SourceConfig) AppsFor(apps []sources.App) ([]AppConfig, error) {
 // unchanged in what a source or its file can change.
 func (c AppConfig) SameGenerated(o AppConfig) bool {
 	return c.Path == o.Path && c.Branch == o.Branch && c.Tag == o.Tag && c.Interval == o.Interval &&
-		c.Prune == o.Prune && c.SelfHeal == o.SelfHeal && slices.Equal(c.Profiles, o.Profiles) && c.Release == o.Release
+		c.Prune == o.Prune && c.SelfHeal == o.SelfHeal && slices.Equal(c.Profiles, o.Profiles) && c.Release == o.Release &&
+		(c.Preview == nil) == (o.Preview == nil) && (c.Preview == nil || *c.Preview == *o.Preview)
 }

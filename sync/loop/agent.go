@@ -27,6 +27,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loopmetrics"
 	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
@@ -182,7 +183,7 @@ type Agent struct {
 	store   *store.Store
 	series  *store.Series
 	queue   *workqueue.Queue
-	metrics *metrics
+	metrics *loopmetrics.Metrics
 	// cron polls every app and source on its schedule; entries come and
 	// go with the apps sources generate.
 	cron *cron.Cron
@@ -253,7 +254,7 @@ func New(opts Options) (*Agent, error) {
 	// The apps each source gave before the restart run again at once,
 	// even if its repository cannot be reached now.
 	a.restoreSourceApps()
-	m, err := newMetrics(opts.Registerer, a.queue.Len)
+	m, err := loopmetrics.New(opts.Registerer, a.queue.Len)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -788,10 +789,10 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 		u.status = withStorageError(u.status, &u.mem, storeErr, now)
 	}
 	for _, kind := range u.errors {
-		a.metrics.errors.WithLabelValues(name, kind).Inc()
+		a.metrics.Errors.WithLabelValues(name, kind).Inc()
 	}
-	a.metrics.repairs.WithLabelValues(name).Add(float64(u.repairs))
-	a.metrics.observePhase(phaseStatus, t0)
+	a.metrics.Repairs.WithLabelValues(name).Add(float64(u.repairs))
+	a.metrics.ObservePhase(loopmetrics.PhaseStatus, t0)
 
 	// Info is for what a person would want to read later: transitions and
 	// history entries. A status that changes on every poll while an app
@@ -817,7 +818,7 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 		a.series.Observe(name, now, counts)
 		a.series.Forget(name, counts)
 	}
-	a.metrics.observe(snapshot, name, now, in.start)
+	a.metrics.Observe(snapshot, name, now, in.start)
 	a.observe(Report{App: name, Prev: sin.prev, Next: snapshot, Entries: stored}) // snapshot is this pass's own copy
 	if logPass {
 		a.log.Log(context.Background(), level, "pass", "app", name, "trigger", sin.trigger, "sync", snapshot.Sync, "health", snapshot.Health, "message", snapshot.Message)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/sync/loopmetrics"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -66,7 +67,7 @@ func (p *pass) buildAccepted(ctx context.Context, desired *revisionState, o *pas
 // ensureImages builds rs's missing images, showing progress in the app's
 // live status.
 func (p *pass) ensureImages(ctx context.Context, rs *revisionState) error {
-	defer p.a.metrics.observePhase(phaseBuild, time.Now())
+	defer p.a.metrics.ObservePhase(loopmetrics.PhaseBuild, time.Now())
 	err := p.a.engineFor(p.in.cfg).EnsureImages(ctx, rs.app, func(ev drift.BuildEvent) { p.a.announceBuild(p.in.cfg.Name, rs, ev) })
 	if err == nil {
 		rs.built = true

@@ -13,6 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/policy"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loopmetrics"
 	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
@@ -180,11 +181,11 @@ func (p *pass) target(ctx context.Context, o *passOutcome) *gitsource.Revision {
 	}
 	t0 := time.Now()
 	res, err := p.st.source.Fetch(ctx)
-	p.a.metrics.fetchDuration.WithLabelValues(p.in.cfg.Name).Observe(time.Since(t0).Seconds())
-	p.a.metrics.observePhase(phaseFetch, t0)
+	p.a.metrics.FetchDuration.WithLabelValues(p.in.cfg.Name).Observe(time.Since(t0).Seconds())
+	p.a.metrics.ObservePhase(loopmetrics.PhaseFetch, t0)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.a.metrics.fetchErrors.WithLabelValues(p.in.cfg.Name).Inc()
+			p.a.metrics.FetchErrors.WithLabelValues(p.in.cfg.Name).Inc()
 		}
 		o.sourceErr = err
 		return nil
@@ -255,7 +256,7 @@ func (p *pass) candidate(ctx context.Context, target *gitsource.Revision, o *pas
 	p.a.setTarget(p.in.cfg.Name, target.SHA)
 	t0 := time.Now()
 	cand, err := p.st.revisions.load(ctx, p.st.source, p.in.cfg, *target)
-	p.a.metrics.observePhase(phaseLoad, t0)
+	p.a.metrics.ObservePhase(loopmetrics.PhaseLoad, t0)
 	switch {
 	case err != nil:
 		o.sourceErr = err
@@ -285,7 +286,7 @@ func (p *pass) hostPathRefusal(rs *revisionState) *status.Refusal {
 
 // observe lists what runs; false when the engine cannot be reached.
 func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
-	defer p.a.metrics.observePhase(phaseObserve, time.Now())
+	defer p.a.metrics.ObservePhase(loopmetrics.PhaseObserve, time.Now())
 	actual, err := p.a.engineFor(p.in.cfg).Observe(ctx, p.in.cfg.Name, true)
 	if err != nil {
 		o.engineErr = err
@@ -300,7 +301,7 @@ func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
 // the guard a new revision must pass; refused, the accepted revision's
 // plan is judged instead.
 func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) (*revisionState, drift.Plan, drift.Decision) {
-	defer p.a.metrics.observePhase(phaseCompute, time.Now())
+	defer p.a.metrics.ObservePhase(loopmetrics.PhaseCompute, time.Now())
 	if cand != nil {
 		in := p.computeInput(cand, *o.actual)
 		plan := drift.Compute(in)
@@ -347,7 +348,7 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 		}
 	}
 	res := p.a.engineFor(p.in.cfg).Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
-	p.a.metrics.observePhase(phaseApply, t0)
+	p.a.metrics.ObservePhase(loopmetrics.PhaseApply, t0)
 	return &applyReport{plan: plan, result: res, elapsed: time.Since(t0)}
 }
 
@@ -355,7 +356,7 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 // what the policy holds of it, and health. plan is the gap already
 // computed from the same observation, or empty to compute it.
 func (p *pass) assess(desired *revisionState, plan drift.Plan, o *passOutcome) {
-	defer p.a.metrics.observePhase(phaseCompute, time.Now())
+	defer p.a.metrics.ObservePhase(loopmetrics.PhaseCompute, time.Now())
 	in := p.computeInput(desired, *o.actual)
 	if o.apply != nil || plan.App == "" {
 		plan = drift.Compute(in)

@@ -71,6 +71,13 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg config.AppConf
 		if rs.refusal, err = refusalOf(rev, cfg, err); err != nil {
 			return nil, err
 		}
+		if p := cfg.Preview; p != nil && rs.refusal == nil {
+			// A preview runs the branch's files beside the app and other
+			// previews: its host ports move to its own block.
+			if err := manifest.RemapHostPorts(app, p.Ports); err != nil {
+				rs.refusal = &status.Refusal{Revision: rev, Reason: err.Error()}
+			}
+		}
 		rs.app = app
 		c.shareBuildContexts(app)
 	}

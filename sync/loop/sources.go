@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/previews"
 	"github.com/driftless-dev/driftless/sync/sources"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -66,11 +67,21 @@ type sourceState struct {
 type keptSource struct {
 	Revision gitsource.Revision `json:"revision"`
 	Apps     []sources.App      `json:"apps"`
+	// Previews are a source of previews' branches, by branch.
+	Previews map[string]previews.Preview `json:"previews,omitempty"`
 }
 
-// removal is why a generated app is being removed.
+// branchLister is a Source that lists the remote's branches
+// (*gitsource.Source).
+type branchLister interface {
+	Branches(ctx context.Context) ([]gitsource.Branch, error)
+}
+
+// removal is why a generated app is being removed, and whether its
+// volumes go too (a preview's do).
 type removal struct {
-	source, revision string
+	source, at  string
+	keepVolumes bool
 }
 
 // addSource prepares a source at New: its clone and its poll.
@@ -93,7 +104,7 @@ func (a *Agent) addSource(sc config.SourceConfig) error {
 		return fmt.Errorf("source %s: interval: %w", sc.Name, err)
 	}
 	ss := &sourceState{cfg: sc, repo: repo, status: status.SourceSet{
-		Name: sc.Name, Generator: sc.Generator.String(), Prune: sc.Prune,
+		Name: sc.Name, Generator: generatorWords(sc), Prune: sc.Prune,
 		Source: status.SourceStatus{URL: config.RedactURL(sc.App.Repo), Ref: sc.App.RefName()},
 	}}
 	a.sources[sc.Name] = ss
@@ -156,6 +167,9 @@ func (a *Agent) restoreSourceApps() {
 			continue
 		}
 		cfgs, err := ss.cfg.AppsFor(kept.Apps)
+		if ss.cfg.Branches != nil {
+			cfgs, err = previews.Apps(ss.cfg, kept.Previews)
+		}
 		if err != nil {
 			a.log.Warn("the apps of a source were not restored; they return with its first discovery", "source", name, "err", err)
 			continue
@@ -172,6 +186,9 @@ func (a *Agent) discover(ctx context.Context, name string) error {
 	a.mu.Unlock()
 	if !ok {
 		return nil
+	}
+	if ss.cfg.Branches != nil {
+		return a.discoverPreviews(ctx, ss)
 	}
 	res, err := ss.repo.Fetch(ctx)
 	now := a.now()
@@ -273,6 +290,12 @@ func (a *Agent) conflicts(ss *sourceState, cfgs []config.AppConfig, rev gitsourc
 // changes to history (not at a restart's restore).
 func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []config.AppConfig, record bool) {
 	name := ss.cfg.Name
+	// at says where the set was read: a commit, or a source of previews'
+	// branches (rev has no SHA then).
+	at, revp := "in its branches", (*gitsource.Revision)(nil)
+	if rev.SHA != "" {
+		at, revp = "at "+rev.Short(), &rev
+	}
 	want := map[string]config.AppConfig{}
 	for _, c := range cfgs {
 		want[c.Name] = c
@@ -280,7 +303,7 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 	var entries []status.HistoryEntry
 	note := func(app, summary string) {
 		if record {
-			entries = append(entries, status.HistoryEntry{App: app, Kind: status.KindApps, Trigger: TriggerSource, Revision: &rev, Result: "ok", Summary: summary})
+			entries = append(entries, status.HistoryEntry{App: app, Kind: status.KindApps, Trigger: TriggerSource, Revision: revp, Result: "ok", Summary: summary})
 		}
 	}
 	var queue []string
@@ -291,7 +314,7 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 				a.log.Warn("a generated app was not added", "source", name, "app", c.Name, "err", err)
 				continue
 			}
-			note(c.Name, fmt.Sprintf("added: source %s declares it at %s (%s)", name, rev.Short(), c.Path))
+			note(c.Name, fmt.Sprintf("added: source %s declares it %s (%s)", name, at, describeGenerated(c)))
 			queue = append(queue, c.Name)
 			continue
 		}
@@ -307,9 +330,9 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 		a.mu.Unlock()
 		switch {
 		case back:
-			note(c.Name, fmt.Sprintf("back in Git: source %s declares it again at %s", name, rev.Short()))
+			note(c.Name, fmt.Sprintf("back in Git: source %s declares it again %s", name, at))
 		case changed:
-			note(c.Name, fmt.Sprintf("changed: source %s at %s", name, rev.Short()))
+			note(c.Name, fmt.Sprintf("changed: source %s %s", name, at))
 		}
 		if back || changed {
 			queue = append(queue, c.Name)
@@ -328,10 +351,10 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 		if !mine || kept {
 			continue
 		}
-		if ss.cfg.Prune && a.opts.Remover != nil {
+		if (ss.cfg.Prune || st.cfg.Preview != nil) && a.opts.Remover != nil {
 			a.mu.Lock()
 			fresh := st.removing == nil
-			st.removing = &removal{source: name, revision: rev.SHA}
+			st.removing = &removal{source: name, at: at, keepVolumes: st.cfg.Preview == nil}
 			a.mu.Unlock()
 			if fresh {
 				a.preempt(app)
@@ -345,17 +368,17 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 		if fresh {
 			st.leftGit = &status.LeftGit{Source: name, Revision: rev.SHA, Since: a.now()}
 			st.status.LeftGit = st.leftGit
-			st.status.Message = fmt.Sprintf("no longer in Git: source %s does not declare it since %s; what it runs is left untouched (prune: true on the source removes it)", name, rev.Short())
+			st.status.Message = fmt.Sprintf("no longer in Git: source %s does not declare it %s; what it runs is left untouched (prune: true on the source removes it)", name, at)
 		}
 		a.mu.Unlock()
 		if fresh {
 			a.preempt(app)
-			note(app, fmt.Sprintf("no longer in Git: source %s does not declare it at %s; left running, untouched (the source does not prune)", name, rev.Short()))
+			note(app, fmt.Sprintf("no longer in Git: source %s does not declare it %s; left running, untouched (the source does not prune)", name, at))
 			a.notify(app, "status")
 		}
 	}
 	a.mu.Lock()
-	ss.status.Revision = &rev
+	ss.status.Revision = revp
 	ss.status.Apps = slices.Sorted(func(yield func(string) bool) {
 		for n := range want {
 			if !yield(n) {
@@ -394,7 +417,7 @@ func (a *Agent) addRuntimeApp(cfg config.AppConfig) error {
 
 // decommission removes what a generated app runs and then the app.
 func (a *Agent) decommission(ctx context.Context, name string, r removal) error {
-	err := a.opts.Remover.RemoveAppObjects(ctx, name, true)
+	err := a.opts.Remover.RemoveAppObjects(ctx, name, r.keepVolumes)
 	if err != nil {
 		a.mu.Lock()
 		if st, ok := a.apps[name]; ok {
@@ -417,11 +440,48 @@ func (a *Agent) decommission(ctx context.Context, name string, r removal) error 
 	}
 	a.queue.Forget(name)
 	a.jobs.forget(name)
+	a.metrics.Forget(name)
 	a.recordLogged(status.HistoryEntry{App: name, Kind: status.KindApps, Trigger: TriggerSource, Result: "ok",
-		Summary: fmt.Sprintf("removed: source %s no longer declares it at %s; its containers and networks are removed, its volumes kept", r.source, shortSHA(r.revision))})
+		Summary: fmt.Sprintf("removed: source %s no longer declares it %s; %s", r.source, r.at, removedWhat(r.keepVolumes))})
 	a.log.Info("removed an app its source no longer declares", "app", name, "source", r.source)
 	a.notify(name, "removed")
 	return nil
+}
+
+// generatorWords says how the source finds apps, for status.
+func generatorWords(sc config.SourceConfig) string {
+	if b := sc.Branches; b != nil {
+		return "branches " + b.Match + " (path " + b.Path + ")"
+	}
+	return sc.Generator.String()
+}
+
+// previewStatus shows what makes an app a preview; nil for other apps.
+func previewStatus(cfg config.AppConfig) *status.Preview {
+	p := cfg.Preview
+	if p == nil {
+		return nil
+	}
+	s := &status.Preview{Branch: p.Branch, URL: p.URL}
+	if p.Ports.Size > 0 {
+		s.Ports = fmt.Sprintf("%d-%d", p.Ports.Base, p.Ports.Base+p.Ports.Size-1)
+	}
+	return s
+}
+
+func removedWhat(keepVolumes bool) string {
+	if keepVolumes {
+		return "its containers and networks are removed, its volumes kept"
+	}
+	return "its containers, networks and volumes are removed"
+}
+
+// describeGenerated says where a generated app comes from, for history.
+func describeGenerated(c config.AppConfig) string {
+	if c.Preview != nil {
+		return "preview of branch " + c.Preview.Branch
+	}
+	return c.Path
 }
 
 // takeNextConfig applies a configuration its source changed, at the start
@@ -447,8 +507,10 @@ func (a *Agent) takeNextConfig(st *appState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if src != nil {
-		st.source, st.revisions = src, newRevisionCache()
+		st.source = src
 	}
+	// Parsed revisions depend on the configuration (a preview's ports).
+	st.revisions = newRevisionCache()
 	if err == nil && next.Interval != st.cfg.Interval {
 		a.cron.Remove(st.cronID)
 		name := next.Name
@@ -457,4 +519,57 @@ func (a *Agent) takeNextConfig(st *appState) {
 	}
 	st.cfg = *next
 	st.status.Source = status.SourceStatus{URL: config.RedactURL(next.Repo), Ref: next.RefName(), Path: next.Path}
+}
+
+// discoverPreviews is one pass of a source of previews: list the remote's
+// branches (one round trip), keep a preview per matching branch — the
+// same block of host ports as before, the oldest first within
+// maxPreviews, none whose branch has not moved for preview.ttl — and
+// apply that set.
+func (a *Agent) discoverPreviews(ctx context.Context, ss *sourceState) error {
+	name := ss.cfg.Name
+	lister, ok := ss.repo.(branchLister)
+	if !ok {
+		return fmt.Errorf("source %s: its repository cannot list branches", name)
+	}
+	branches, err := lister.Branches(ctx)
+	now := a.now()
+	a.mu.Lock()
+	if err != nil {
+		if ss.status.Source.Error == "" {
+			ss.status.Source.ErrorSince = now
+		}
+		ss.status.Source.Error = err.Error()
+	} else {
+		ss.status.Source.LastFetch, ss.status.Source.Error, ss.status.Source.ErrorSince = now, "", time.Time{}
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	next, dropped := previews.Next(ss.cfg, ss.accepted.Previews, branches, now)
+	for _, d := range dropped {
+		a.log.Info("preview not kept", "source", name, "branch", d)
+	}
+	cfgs, err := previews.Apps(ss.cfg, next)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	if refusal := a.conflicts(ss, cfgs, gitsource.Revision{}); refusal != nil {
+		a.mu.Lock()
+		ss.status.Refused = refusal
+		a.mu.Unlock()
+		return nil
+	}
+	ss.accepted = keptSource{Previews: next}
+	if data, err := json.Marshal(ss.accepted); err == nil {
+		if err := a.store.SaveSource(name, data); err != nil {
+			a.log.Warn("the previews of a source were not saved; a restart waits for its first discovery", "source", name, "err", err)
+		}
+	}
+	a.mu.Lock()
+	ss.status.Refused = nil
+	a.mu.Unlock()
+	a.applyAppSet(ss, gitsource.Revision{}, cfgs, true)
+	return nil
 }

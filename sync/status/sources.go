@@ -37,6 +37,15 @@ type LeftGit struct {
 	Since    time.Time `json:"since"`
 }
 
+// Preview marks an app that previews a branch: the branch, the URL the
+// source's preview.url gives, and its host ports ("20010-20019"; "" when
+// it publishes none).
+type Preview struct {
+	Branch string `json:"branch"`
+	URL    string `json:"url,omitempty"`
+	Ports  string `json:"ports,omitempty"`
+}
+
 // KindApps is a history entry about the set of apps: an app a source
 // added, removed, or no longer declares.
 const KindApps HistoryKind = "apps"

@@ -37,6 +37,7 @@ type AppStatus struct {
 	// app listed under apps:); LeftGit is set once it no longer declares it.
 	FromSource string           `json:"fromSource,omitempty"`
 	LeftGit    *LeftGit         `json:"leftGit,omitempty"`
+	Preview    *Preview         `json:"preview,omitempty"`
 	Sync       drift.SyncStatus `json:"sync"`
 	Health     drift.Health     `json:"health"`
 	Message    string           `json:"message"` // one line a user can act on
