@@ -42,9 +42,13 @@ func prefix() string {
 }
 
 // hook sends a signed generic push webhook for the repository.
-func hook(t *testing.T, agent *testenv.Agent, repoURL string) string {
+func hook(t *testing.T, agent *testenv.Agent, repoURL string, ref ...string) string {
 	t.Helper()
-	body := []byte(fmt.Sprintf(`{"repository": %q, "ref": "refs/heads/main"}`, repoURL))
+	r := "refs/heads/main"
+	if len(ref) > 0 {
+		r = ref[0]
+	}
+	body := []byte(fmt.Sprintf(`{"repository": %q, "ref": %q}`, repoURL, r))
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
 	req, err := http.NewRequest(http.MethodPost, agent.URL+"/hooks/generic", bytes.NewReader(body))
