@@ -29,10 +29,11 @@ func get(url string) string {
 }
 
 // TestPreviewPerBranch: a source of previews gives each preview/* branch
-// its own app as soon as the push's webhook arrives — its own network and
+// its own app as soon as the webhook arrives (a Gitea create event, a
+// generic push) — its own network and
 // volume, reachable on a host port of its own block — two previews of the
-// same compose file do not collide, and deleting a branch removes its
-// preview with every object, volumes included.
+// same compose file do not collide, and deleting a branch (a GitHub
+// delete event) removes its preview with every object, volumes included.
 func TestPreviewPerBranch(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
@@ -72,7 +73,7 @@ func TestPreviewPerBranch(t *testing.T) {
 	repo.Branch("preview/login")
 	repo.WriteFile("deploy/compose.yaml", compose("login"))
 	repo.Commit("login page")
-	hook(t, agent, url, "refs/heads/preview/login")
+	forgeHook(t, agent, "gitea", "create", url, "preview/login")
 	repo.Branch("preview/search")
 	repo.WriteFile("deploy/compose.yaml", compose("search"))
 	repo.Commit("search page")
@@ -102,7 +103,7 @@ func TestPreviewPerBranch(t *testing.T) {
 	}
 
 	repo.Git("push", "--quiet", "origin", "--delete", "preview/login")
-	hook(t, agent, url, "refs/heads/preview/login")
+	forgeHook(t, agent, "github", "delete", url, "preview/login")
 	testenv.WaitApp(t, agent, time.Minute, "the deleted branch's preview removed", apps, synced(search))
 	if c, n, v := objects(t, cli, login); c != 0 || n != 0 || v != 0 {
 		t.Fatalf("after its branch was deleted, %s still has %d containers, %d networks, %d volumes", login, c, n, v)

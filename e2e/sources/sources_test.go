@@ -70,6 +70,40 @@ func hook(t *testing.T, agent *testenv.Agent, repoURL string, ref ...string) str
 	return b.String()
 }
 
+// forgeHook sends a branch create or delete event for the repository
+// signed as GitHub (X-Hub-Signature-256) or Gitea (X-Gitea-Signature)
+// sign it.
+func forgeHook(t *testing.T, agent *testenv.Agent, forge, event, repoURL, branch string) {
+	t.Helper()
+	body := []byte(fmt.Sprintf(`{"ref": %q, "ref_type": "branch", "pusher_type": "user", "repository": {"name": "shop", "clone_url": %q, "default_branch": "main"}, "sender": {"login": "octocat"}}`, branch, repoURL))
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	sig := hex.EncodeToString(mac.Sum(nil))
+	req, err := http.NewRequest(http.MethodPost, agent.URL+"/hooks/"+forge, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	switch forge {
+	case "github":
+		req.Header.Set("X-GitHub-Event", event)
+		req.Header.Set("X-Hub-Signature-256", "sha256="+sig)
+	case "gitea":
+		req.Header.Set("X-Gitea-Event", event)
+		req.Header.Set("X-Gitea-Signature", sig)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(b.String(), "source:") {
+		t.Fatalf("%s %s event: HTTP %d %s", forge, event, resp.StatusCode, b.String())
+	}
+}
+
 func apps(ctx context.Context, c *web.Client) ([]status.AppStatus, error) { return c.Apps(ctx) }
 
 func sourcesOf(ctx context.Context, c *web.Client) ([]status.SourceSet, error) { return c.Sources(ctx) }

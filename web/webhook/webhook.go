@@ -196,6 +196,7 @@ func (r forgeRepo) urls() []string {
 func parseGitHub(h http.Header, body []byte) (Push, error) {
 	var p struct {
 		Ref        string     `json:"ref"`
+		RefType    string     `json:"ref_type"`
 		Zen        string     `json:"zen"`
 		Repository *forgeRepo `json:"repository"`
 	}
@@ -206,10 +207,30 @@ func parseGitHub(h http.Header, body []byte) (Push, error) {
 	case "ping":
 		return Push{Ping: true}, nil
 	case "push", "":
+	case "create", "delete":
+		return refEvent(ev, p.Ref, p.RefType, p.Repository)
 	default:
 		return Push{Event: ev}, nil
 	}
 	return forgePush(p.Ref, p.Repository)
+}
+
+// refEvent is a GitHub- or Gitea-shaped create or delete event: the ref
+// is a short name with its type. It changes what a source of previews
+// runs, so it counts as a push of that ref.
+func refEvent(ev, ref, refType string, repo *forgeRepo) (Push, error) {
+	if ref == "" || repo == nil {
+		return Push{}, fmt.Errorf("%s payload has no ref or repository", ev)
+	}
+	switch refType {
+	case "branch":
+		ref = "refs/heads/" + ref
+	case "tag":
+		ref = "refs/tags/" + ref
+	default:
+		return Push{Event: ev + " " + refType}, nil
+	}
+	return Push{Repos: repo.urls(), Refs: []string{ref}}, nil
 }
 
 // forgePush is a GitHub-shaped push (GitHub, Gitea, Forgejo): no ref means
@@ -227,6 +248,7 @@ func forgePush(ref string, repo *forgeRepo) (Push, error) {
 func parseGitea(h http.Header, body []byte) (Push, error) {
 	var p struct {
 		Ref        string     `json:"ref"`
+		RefType    string     `json:"ref_type"`
 		Repository *forgeRepo `json:"repository"`
 	}
 	if err := decode(body, &p); err != nil {
@@ -238,6 +260,8 @@ func parseGitea(h http.Header, body []byte) (Push, error) {
 	}
 	switch ev {
 	case "push", "":
+	case "create", "delete":
+		return refEvent(ev, p.Ref, p.RefType, p.Repository)
 	default:
 		return Push{Event: ev}, nil
 	}

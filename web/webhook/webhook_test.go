@@ -95,6 +95,9 @@ func TestParseForgePayloads(t *testing.T) {
 		{"github", "github_ping.json", http.Header{"X-Github-Event": {"ping"}}, "", "", true},
 		{"gitlab", "gitlab_push.json", http.Header{"X-Gitlab-Event": {"Push Hook"}}, "gitlab.com/acme/blog", "refs/heads/release", false},
 		{"gitea", "gitea_push.json", http.Header{"X-Forgejo-Event": {"push"}}, "gitea.example.com/acme/wiki", "refs/heads/main", false},
+		// A branch created or deleted changes a source of previews.
+		{"github", "github_delete.json", http.Header{"X-Github-Event": {"delete"}}, "github.com/acme/shop", "refs/heads/preview/login", false},
+		{"gitea", "gitea_create.json", http.Header{"X-Gitea-Event": {"create"}}, "gitea.example.com/acme/wiki", "refs/heads/preview/login", false},
 		{"bitbucket", "bitbucket_push.json", http.Header{"X-Event-Key": {"repo:push"}}, "bitbucket.org/acme/docs", "refs/heads/main", false},
 		{"generic", "generic_push.json", http.Header{}, "github.com/acme/shop", "refs/heads/main", false},
 	}
