@@ -402,6 +402,14 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
+// somethingToRun refuses a configuration with neither apps nor sources.
+func (fc fileConfig) somethingToRun() []error {
+	if len(fc.Apps) == 0 && len(fc.Sources) == 0 {
+		return []error{errors.New("apps: no apps configured (list apps: or give sources: that discover them)")}
+	}
+	return nil
+}
+
 func parseConfig(data []byte, dir string, getenv func(string) string) (Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
@@ -455,9 +463,7 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	var poolErrs []error
 	cfg.AddressPool, poolErrs = fc.AddressPool.parse()
 	errs = append(errs, poolErrs...)
-	if len(fc.Apps) == 0 && len(fc.Sources) == 0 {
-		errs = append(errs, errors.New("apps: no apps configured (list apps: or give sources: that discover them)"))
-	}
+	errs = append(errs, fc.somethingToRun()...)
 	seen := map[string]bool{}
 	for i, fa := range fc.Apps {
 		where := fmt.Sprintf("apps[%d]", i)

@@ -188,7 +188,7 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 	var errs []error
 	for _, k := range setKeys(fs.fileAppConfig) {
 		if !slices.Contains(sourceKeys, k) {
-			errs = append(errs, fmt.Errorf("%s: a setting of the generated apps: put it under template:", k))
+			errs = append(errs, fmt.Errorf("%s: a setting of the generated apps belongs under template", k))
 		}
 	}
 	tmpl := fileAppConfig{}
@@ -231,6 +231,14 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 			errs = append(errs, fmt.Errorf("maxApps: %d must be 1 or more", sc.MaxApps))
 		}
 	}
+	errs = append(errs, parseGenerator(fs, &sc)...)
+	return sc, errs
+}
+
+// parseGenerator reads how a source finds apps: directories:, file: or
+// branches: with preview: and maxPreviews.
+func parseGenerator(fs fileSource, sc *SourceConfig) []error {
+	var errs []error
 	sc.MaxPreviews = DefaultMaxPreviews
 	if fs.MaxPreviews != nil {
 		sc.MaxPreviews = *fs.MaxPreviews
@@ -262,7 +270,7 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 			errs = append(errs, errors.New("preview: only a source with branches: makes previews"))
 		}
 	}
-	return sc, errs
+	return errs
 }
 
 // parseSources reads sources:.

@@ -23,7 +23,7 @@ func TestConfigSources(t *testing.T) {
 		{name: "preview without branches", yaml: sourceBase + "    directories: ['apps/*']\n    preview: {ttl: 1h}\n", err: "only a source with branches: makes previews"},
 		{name: "bad port range", yaml: sourceBase + "    branches: {match: 'p/*'}\n    preview: {ports: {range: 30000-20000}}\n", err: "preview.ports.range"},
 		{name: "bad url template", yaml: sourceBase + "    branches: {match: 'p/*'}\n    preview: {url: 'https://{{.Nope}}/'}\n", err: "preview.url"},
-		{name: "per-app key on the source", yaml: sourceBase + "    directories: ['apps/*']\n    allow: [privileged]\n", err: "allow: a setting of the generated apps: put it under template:"},
+		{name: "per-app key on the source", yaml: sourceBase + "    directories: ['apps/*']\n    allow: [privileged]\n", err: "allow: a setting of the generated apps belongs under template"},
 		{name: "repository key in the template", yaml: sourceBase + "    directories: ['apps/*']\n    template: {path: apps/x}\n", err: "template.path: set on the source itself"},
 		{name: "notifications in the template", yaml: sourceBase + "    directories: ['apps/*']\n    template: {notifications: [{url: 'generic://x'}]}\n", err: "notifications and commitStatus are not supported for generated apps"},
 		{name: "bad maxApps", yaml: sourceBase + "    directories: ['apps/*']\n    maxApps: 0\n", err: "maxApps: 0 must be 1 or more"},

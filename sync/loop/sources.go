@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -292,107 +293,130 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 	name := ss.cfg.Name
 	// at says where the set was read: a commit, or a source of previews'
 	// branches (rev has no SHA then).
-	at, revp := "in its branches", (*gitsource.Revision)(nil)
+	ch := &appSetChange{a: a, source: name, at: "in its branches", record: record}
 	if rev.SHA != "" {
-		at, revp = "at "+rev.Short(), &rev
+		ch.at, ch.rev = "at "+rev.Short(), &rev
 	}
-	want := map[string]config.AppConfig{}
+	want := map[string]bool{}
 	for _, c := range cfgs {
-		want[c.Name] = c
-	}
-	var entries []status.HistoryEntry
-	note := func(app, summary string) {
-		if record {
-			entries = append(entries, status.HistoryEntry{App: app, Kind: status.KindApps, Trigger: TriggerSource, Revision: revp, Result: "ok", Summary: summary})
-		}
-	}
-	var queue []string
-	for _, c := range cfgs {
-		st, ok := a.app(c.Name)
-		if !ok {
-			if err := a.addRuntimeApp(c); err != nil {
-				a.log.Warn("a generated app was not added", "source", name, "app", c.Name, "err", err)
-				continue
-			}
-			note(c.Name, fmt.Sprintf("added: source %s declares it %s (%s)", name, at, describeGenerated(c)))
-			queue = append(queue, c.Name)
-			continue
-		}
-		a.mu.Lock()
-		back := st.leftGit != nil || st.removing != nil
-		changed := !st.cfg.SameGenerated(c)
-		st.leftGit, st.removing, st.status.LeftGit = nil, nil, nil
-		if changed {
-			next := c
-			next.Suspend, next.SecretKey = st.cfg.Suspend, a.secretKey
-			st.nextCfg = &next
-		}
-		a.mu.Unlock()
-		switch {
-		case back:
-			note(c.Name, fmt.Sprintf("back in Git: source %s declares it again %s", name, at))
-		case changed:
-			note(c.Name, fmt.Sprintf("changed: source %s %s", name, at))
-		}
-		if back || changed {
-			queue = append(queue, c.Name)
-		}
+		want[c.Name] = true
+		ch.declared(c)
 	}
 	var left []string
 	for _, app := range a.appNames() {
 		st, _ := a.app(app)
-		if st == nil {
+		if st == nil || want[app] {
 			continue
 		}
 		a.mu.Lock()
-		mine := st.cfg.Source == name
-		_, kept := want[app]
+		mine, preview := st.cfg.Source == name, st.cfg.Preview != nil
 		a.mu.Unlock()
-		if !mine || kept {
+		if !mine {
 			continue
 		}
-		if (ss.cfg.Prune || st.cfg.Preview != nil) && a.opts.Remover != nil {
-			a.mu.Lock()
-			fresh := st.removing == nil
-			st.removing = &removal{source: name, at: at, keepVolumes: st.cfg.Preview == nil}
-			a.mu.Unlock()
-			if fresh {
-				a.preempt(app)
-				queue = append(queue, app)
-			}
+		if (ss.cfg.Prune || preview) && a.opts.Remover != nil {
+			ch.remove(app, st, preview)
 			continue
 		}
 		left = append(left, app)
-		a.mu.Lock()
-		fresh := st.leftGit == nil
-		if fresh {
-			st.leftGit = &status.LeftGit{Source: name, Revision: rev.SHA, Since: a.now()}
-			st.status.LeftGit = st.leftGit
-			st.status.Message = fmt.Sprintf("no longer in Git: source %s does not declare it %s; what it runs is left untouched (prune: true on the source removes it)", name, at)
-		}
-		a.mu.Unlock()
-		if fresh {
-			a.preempt(app)
-			note(app, fmt.Sprintf("no longer in Git: source %s does not declare it %s; left running, untouched (the source does not prune)", name, at))
-			a.notify(app, "status")
-		}
+		ch.leave(app, st, rev.SHA)
 	}
 	a.mu.Lock()
-	ss.status.Revision = revp
-	ss.status.Apps = slices.Sorted(func(yield func(string) bool) {
-		for n := range want {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	ss.status.Revision = ch.rev
+	ss.status.Apps = slices.Sorted(maps.Keys(want))
 	ss.status.LeftGit = left
 	a.mu.Unlock()
-	a.recordLogged(entries...)
-	for _, app := range queue {
+	a.recordLogged(ch.entries...)
+	for _, app := range ch.queue {
 		a.queue.Add(app, TriggerSource)
 	}
 	a.notify(sourceKey(name), "status")
+}
+
+// appSetChange is one application of a source's set of apps: the history
+// it writes and the apps it queues.
+type appSetChange struct {
+	a       *Agent
+	source  string
+	at      string              // "at 1a2b3c4" or "in its branches"
+	rev     *gitsource.Revision // nil for a source of previews
+	record  bool
+	entries []status.HistoryEntry
+	queue   []string
+}
+
+func (c *appSetChange) note(app, summary string) {
+	if c.record {
+		c.entries = append(c.entries, status.HistoryEntry{App: app, Kind: status.KindApps, Trigger: TriggerSource, Revision: c.rev, Result: "ok", Summary: summary})
+	}
+}
+
+// declared adds an app the set declares, or hands its changed
+// configuration to its next pass, or brings it back into Git.
+func (c *appSetChange) declared(cfg config.AppConfig) {
+	a := c.a
+	st, ok := a.app(cfg.Name)
+	if !ok {
+		if err := a.addRuntimeApp(cfg); err != nil {
+			a.log.Warn("a generated app was not added", "source", c.source, "app", cfg.Name, "err", err)
+			return
+		}
+		c.note(cfg.Name, fmt.Sprintf("added: source %s declares it %s (%s)", c.source, c.at, describeGenerated(cfg)))
+		c.queue = append(c.queue, cfg.Name)
+		return
+	}
+	a.mu.Lock()
+	back := st.leftGit != nil || st.removing != nil
+	changed := !st.cfg.SameGenerated(cfg)
+	st.leftGit, st.removing, st.status.LeftGit = nil, nil, nil
+	if changed {
+		next := cfg
+		next.Suspend, next.SecretKey = st.cfg.Suspend, a.secretKey
+		st.nextCfg = &next
+	}
+	a.mu.Unlock()
+	switch {
+	case back:
+		c.note(cfg.Name, fmt.Sprintf("back in Git: source %s declares it again %s", c.source, c.at))
+	case changed:
+		c.note(cfg.Name, fmt.Sprintf("changed: source %s %s", c.source, c.at))
+	}
+	if back || changed {
+		c.queue = append(c.queue, cfg.Name)
+	}
+}
+
+// remove queues the removal of an app the set no longer declares (a
+// preview's volumes go with it).
+func (c *appSetChange) remove(app string, st *appState, preview bool) {
+	a := c.a
+	a.mu.Lock()
+	fresh := st.removing == nil
+	st.removing = &removal{source: c.source, at: c.at, keepVolumes: !preview}
+	a.mu.Unlock()
+	if fresh {
+		a.preempt(app)
+		c.queue = append(c.queue, app)
+	}
+}
+
+// leave marks an app the set no longer declares, with prune off: shown,
+// never touched.
+func (c *appSetChange) leave(app string, st *appState, sha string) {
+	a := c.a
+	a.mu.Lock()
+	fresh := st.leftGit == nil
+	if fresh {
+		st.leftGit = &status.LeftGit{Source: c.source, Revision: sha, Since: a.now()}
+		st.status.LeftGit = st.leftGit
+		st.status.Message = fmt.Sprintf("no longer in Git: source %s does not declare it %s; what it runs is left untouched (prune: true on the source removes it)", c.source, c.at)
+	}
+	a.mu.Unlock()
+	if fresh {
+		a.preempt(app)
+		c.note(app, fmt.Sprintf("no longer in Git: source %s does not declare it %s; left running, untouched (the source does not prune)", c.source, c.at))
+		a.notify(app, "status")
+	}
 }
 
 // addRuntimeApp adds an app while the agent runs.
