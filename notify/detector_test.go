@@ -166,4 +166,19 @@ func TestMessageSaysAppRevisionWhatAndLink(t *testing.T) {
 	if got := body(Event{App: "web", What: "Healthy again"}, ""); got != "web: Healthy again" {
 		t.Errorf("without an external URL there is no link: %q", got)
 	}
+	if got := body(Event{App: "shop-preview-login", What: "synced", PreviewURL: "https://preview-login.example.com"}, ""); got != "shop-preview-login: synced\nPreview: https://preview-login.example.com" {
+		t.Errorf("a preview's message gives its URL: %q", got)
+	}
+}
+
+// TestDetectorGivesPreviewURL: every event of a preview carries its URL.
+func TestDetectorGivesPreviewURL(t *testing.T) {
+	d := newDetector(5*time.Minute, time.Minute)
+	r := loop.Report{App: "shop-preview-login", Next: status.AppStatus{Name: "shop-preview-login", Health: drift.HealthHealthy,
+		Preview: &status.Preview{Branch: "preview/login", URL: "https://preview-login.example.com"}},
+		Entries: []status.HistoryEntry{{ID: 7, App: "shop-preview-login", Kind: status.KindSync, Result: "succeeded", Summary: "synced"}}}
+	es := d.events(r, t0)
+	if len(es) == 0 || es[0].PreviewURL != "https://preview-login.example.com" {
+		t.Fatalf("events %+v: want the preview URL", es)
+	}
 }

@@ -77,6 +77,8 @@ type Event struct {
 	Errors   []string // refused: file:line: field: message
 	EntryID  uint64   // the history entry it comes from; 0 = none
 	Count    int      // drift-repaired: repairs in the batch
+	// PreviewURL is the app's preview URL when it previews a branch.
+	PreviewURL string
 }
 
 // detector turns reports into events. It keeps, per app, what has
@@ -164,6 +166,11 @@ func (d *detector) events(r loop.Report, now time.Time) []Event {
 		out = append(out, d.health(r, m, now)...)
 	}
 	out = append(out, d.reachability(r, m, now)...)
+	if p := r.Next.Preview; p != nil && p.URL != "" {
+		for i := range out {
+			out[i].PreviewURL = p.URL
+		}
+	}
 	return out
 }
 

@@ -36,6 +36,9 @@ func body(e Event, externalURL string) string {
 		}
 		fmt.Fprintf(&b, "  %s\n", err)
 	}
+	if e.PreviewURL != "" {
+		fmt.Fprintf(&b, "Preview: %s\n", e.PreviewURL)
+	}
 	if link := entryLink(externalURL, e); link != "" {
 		fmt.Fprintf(&b, "Details: %s\n", link)
 	}
