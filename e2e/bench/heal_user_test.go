@@ -58,17 +58,7 @@ func TestBenchHealUserTimed(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out)), returned
 	}
-	startedAt := func(id string) time.Time {
-		res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		at, err := time.Parse(time.RFC3339Nano, res.Container.State.StartedAt)
-		if err != nil {
-			t.Fatalf("StartedAt of %s: %v", id, err)
-		}
-		return at
-	}
+	startedAt := func(id string) time.Time { return testenv.StartedAt(t, cli, id) }
 	var healAgent, healEngine, runCLI, runEngine, healWindow, rmLag, apiCreate []time.Duration
 	engine := func(args ...string) (toStarted, toReturned time.Duration) {
 		t0 := time.Now()

@@ -28,7 +28,7 @@ func TestBenchIdleFiftyApps(t *testing.T) {
 	apps := benchInt("DRIFTLESS_BENCH_APPS", 50)
 	replicas := benchInt("DRIFTLESS_BENCH_REPLICAS", 20)
 	window := time.Duration(benchInt("DRIFTLESS_BENCH_IDLE_SECONDS", 60)) * time.Second
-	f := newFleet(t, apps, replicas, "", "") // the default poll interval, 30s
+	f := newFleet(t, apps, replicas, "", "", nil) // the default poll interval, 30s
 	data := t.TempDir()
 	start := time.Now()
 	agent := testenv.StartAgent(t, data, "run", "--config", f.config)

@@ -34,13 +34,16 @@ type fleet struct {
 	apps   []string
 	config string
 	repo   *gitserver.Repo
+	url    string // the repository's URL on its git server
+	image  string
 }
 
 // newFleet commits n apps of one service each (replicas replicas of the
 // test image, no probe) and writes a driftless.yaml for them, polling at
-// interval ("": the default); extra is added at the top of the file. Every
-// app is removed when the test ends.
-func newFleet(t *testing.T, n, replicas int, interval, extra string) *fleet {
+// interval ("": the default); extra is added at the top of the file and
+// perApp (if not nil) gives keys added to an app's entry (", key: value").
+// Every app is removed when the test ends.
+func newFleet(t *testing.T, n, replicas int, interval, extra string, perApp func(app string) string) *fleet {
 	t.Helper()
 	image := testenv.WorkloadImage(t, "v1")
 	b := make([]byte, 3)
@@ -48,18 +51,22 @@ func newFleet(t *testing.T, n, replicas int, interval, extra string) *fleet {
 	prefix := "m" + hex.EncodeToString(b)
 	base := t.TempDir()
 	server := gitserver.StartDaemon(t, base)
-	f := &fleet{repo: gitserver.Init(t, base, "fleet")}
+	f := &fleet{repo: gitserver.Init(t, base, "fleet"), image: image}
+	f.url = f.repo.URL(server)
 	var cfg strings.Builder
 	cfg.WriteString(extra + "\napps:\n")
 	for i := range n {
 		app := fmt.Sprintf("%s-%02d", prefix, i)
 		f.apps = append(f.apps, app)
-		f.repo.WriteFile("apps/"+app+"/web.yaml", fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec:\n  image: %s\n  replicas: %d\n  stopGracePeriodSeconds: 1\n", image, replicas))
-		poll := ""
+		f.repo.WriteFile("apps/"+app+"/web.yaml", testenv.PlainService("web", image, replicas))
+		keys := ""
 		if interval != "" {
-			poll = ", interval: " + interval
+			keys = ", interval: " + interval
 		}
-		fmt.Fprintf(&cfg, "  - {name: %s, repo: %s, branch: main, path: apps/%s%s, allowInsecureTransport: true}\n", app, f.repo.URL(server), app, poll)
+		if perApp != nil {
+			keys += perApp(app)
+		}
+		fmt.Fprintf(&cfg, "  - {name: %s, repo: %s, branch: main, path: apps/%s%s, allowInsecureTransport: true}\n", app, f.url, app, keys)
 	}
 	f.repo.Commit(fmt.Sprintf("%d apps", n))
 	f.config = filepath.Join(t.TempDir(), "driftless.yaml")
@@ -192,7 +199,7 @@ func containerIDs(t *testing.T, cli *client.Client, apps []string) map[string]bo
 func TestFiftyAppsGetDistinctSubnets(t *testing.T) {
 	const n = 50
 	start := time.Now()
-	f := newFleet(t, n, 1, "10m", "")
+	f := newFleet(t, n, 1, "10m", "", nil)
 	cli := dockerClient(t)
 	data := t.TempDir()
 	agent := testenv.StartAgent(t, data, "run", "--config", f.config, "--workers", "4")
@@ -247,7 +254,7 @@ func TestFiftyAppsGetDistinctSubnets(t *testing.T) {
 func TestAddressPoolExhausted(t *testing.T) {
 	// A range of its own, so the 50-app test's pool is not touched.
 	const tiny = "10.214.255.240/28"
-	f := newFleet(t, 3, 1, "10m", "addressPool: {base: "+tiny+", size: 29}")
+	f := newFleet(t, 3, 1, "10m", "addressPool: {base: "+tiny+", size: 29}", nil)
 	cli := dockerClient(t)
 	agent := testenv.StartAgent(t, t.TempDir(), "run", "--config", f.config)
 	as := testenv.WaitApp(t, agent, 2*time.Minute, "two apps converged and one refused", allApps, func(as []status.AppStatus) bool {

@@ -121,6 +121,20 @@ func WaitRunning(ctx context.Context, cli *client.Client, name, notID string) (t
 	}
 }
 
+// StartedAt is the engine's State.StartedAt of a container.
+func StartedAt(t testing.TB, cli *client.Client, id string) time.Time {
+	t.Helper()
+	res, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, res.Container.State.StartedAt)
+	if err != nil {
+		t.Fatalf("StartedAt of %s: %v", id, err)
+	}
+	return at
+}
+
 // WaitAllRunning waits until n containers of the app are running.
 func WaitAllRunning(t *testing.T, cli *client.Client, app string, n int, timeout time.Duration) {
 	t.Helper()
