@@ -229,6 +229,9 @@ func New(opts Options) (*Agent, error) {
 		cron:    cron.New(),
 		subs:    map[int]chan status.Event{},
 	}
+	// A poll or resync usually finds nothing new: it must not delay a
+	// webhook, a Docker event or a repair of another app.
+	a.queue.SetBackground(TriggerPoll, TriggerResync, TriggerImageUpdate)
 	if err := a.loadSecretKey(); err != nil {
 		return nil, err
 	}

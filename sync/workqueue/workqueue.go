@@ -4,6 +4,7 @@ package workqueue
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,12 @@ type Queue struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 
-	order      []string            // keys ready to be handed out, FIFO
+	order []string // keys ready to be handed out, FIFO
+	// urgent are ready keys with a trigger that is not background: they
+	// are handed out before order, so a webhook or a repair never waits
+	// behind a burst of polls and resyncs of other apps.
+	urgent     []string
+	background map[string]bool
 	dirty      map[string][]string // keys that must run (again), with their triggers
 	processing map[string]bool
 	failures   map[string]int
@@ -48,16 +54,44 @@ func (q *Queue) Add(key, trigger string) {
 	}
 	triggers, waiting := q.dirty[key]
 	q.dirty[key] = appendUnique(triggers, trigger)
-	if waiting {
-		return
-	}
 	if q.processing[key] {
 		// Done re-queues it, so the pass that is running now cannot miss
 		// what this trigger saw.
 		return
 	}
-	q.order = append(q.order, key)
+	if waiting {
+		if !q.background[trigger] {
+			if i := slices.Index(q.order, key); i >= 0 {
+				q.order = slices.Delete(q.order, i, i+1)
+				q.urgent = append(q.urgent, key)
+			}
+		}
+		return
+	}
+	q.ready(key)
+}
+
+// ready queues key, ahead of the background-only keys unless every one
+// of its triggers is background.
+func (q *Queue) ready(key string) {
+	if slices.ContainsFunc(q.dirty[key], func(t string) bool { return !q.background[t] }) {
+		q.urgent = append(q.urgent, key)
+	} else {
+		q.order = append(q.order, key)
+	}
 	q.cond.Signal()
+}
+
+// SetBackground names the triggers (a schedule's polls, a periodic
+// resync) whose passes wait behind every other: they find nothing new
+// most of the time, and a burst of them must not delay a repair.
+func (q *Queue) SetBackground(triggers ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.background = map[string]bool{}
+	for _, t := range triggers {
+		q.background[t] = true
+	}
 }
 
 // AddAfter adds key once d has passed.
@@ -111,14 +145,17 @@ func (q *Queue) Failures(key string) int {
 func (q *Queue) Get() (key string, triggers []string, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.order) == 0 && !q.shutdown {
+	for len(q.order)+len(q.urgent) == 0 && !q.shutdown {
 		q.cond.Wait()
 	}
-	if len(q.order) == 0 {
+	switch {
+	case len(q.urgent) > 0:
+		key, q.urgent = q.urgent[0], q.urgent[1:]
+	case len(q.order) > 0:
+		key, q.order = q.order[0], q.order[1:]
+	default:
 		return "", nil, true
 	}
-	key = q.order[0]
-	q.order = q.order[1:]
 	triggers = q.dirty[key]
 	delete(q.dirty, key)
 	q.processing[key] = true
@@ -132,8 +169,7 @@ func (q *Queue) Done(key string) {
 	defer q.mu.Unlock()
 	delete(q.processing, key)
 	if _, again := q.dirty[key]; again && !q.shutdown {
-		q.order = append(q.order, key)
-		q.cond.Signal()
+		q.ready(key)
 	}
 }
 
@@ -141,7 +177,7 @@ func (q *Queue) Done(key string) {
 func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.order)
+	return len(q.order) + len(q.urgent)
 }
 
 // ShutDown makes Get return shutdown=true once nothing is left to hand out;
@@ -150,7 +186,7 @@ func (q *Queue) ShutDown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.shutdown = true
-	q.order = nil
+	q.order, q.urgent = nil, nil
 	q.cond.Broadcast()
 }
 

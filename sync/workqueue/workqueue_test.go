@@ -164,3 +164,25 @@ func TestQueueShutDownReleasesWorkers(t *testing.T) {
 		t.Fatal("Add after ShutDown queued work")
 	}
 }
+
+// TestUrgentKeysGoFirst: with polls and resyncs as background, a webhook
+// or a Docker event is handed out before keys that only wait for a poll,
+// also when its key was already waiting for a poll.
+func TestUrgentKeysGoFirst(t *testing.T) {
+	q := New(time.Millisecond, time.Second)
+	q.SetBackground("poll", "resync")
+	for _, k := range []string{"a", "b", "c", "d"} {
+		q.Add(k, "poll")
+	}
+	q.Add("e", "webhook")
+	q.Add("c", "docker-event")
+	var got []string
+	for range 5 {
+		k, _, _ := q.Get()
+		got = append(got, k)
+		q.Done(k)
+	}
+	if want := []string{"e", "c", "a", "b", "d"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}
