@@ -42,33 +42,14 @@ func TestPreviewPerBranch(t *testing.T) {
 	removeApps(t, login, search)
 	_, portText, _ := net.SplitHostPort(testenv.FreeAddr(t))
 	from, _ := strconv.Atoi(portText)
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "shop")
 	compose := func(msg string) string {
 		return fmt.Sprintf("services:\n  web:\n    image: %s\n    ports: ['8080:8080']\n    environment: {MESSAGE: %s}\n    volumes: [data:/data]\nvolumes:\n  data: {}\n", image, msg)
 	}
-	repo.WriteFile("deploy/compose.yaml", compose("main"))
-	repo.Commit("the shop")
-	url := repo.URL(server.URL)
-	cfg := writeConfig(t, fmt.Sprintf(`sources:
-  - name: %s
-    repo: %s
-    interval: 10m
-    allowInsecureTransport: true
-    branches: {match: 'preview/*', path: deploy}
+	repo, url, agent := startPreviews(t, p, compose("main"), fmt.Sprintf(`
     preview:
       ports: {range: %d-%d, perPreview: 1}
       url: 'https://{{.Slug}}.preview.example.com'
-`, p, url, from, from+1))
-	env := append(os.Environ(), "DRIFTLESS_WEBHOOK_SECRET="+secret)
-	agent := testenv.StartAgentEnv(t, env, t.TempDir(), "run", "--config", cfg)
-	srcs := testenv.WaitApp(t, agent, time.Minute, "the source listed its branches", sourcesOf, func(s []status.SourceSet) bool {
-		return len(s) == 1 && !s[0].Source.LastFetch.IsZero()
-	})
-	if len(srcs[0].Apps) != 0 {
-		t.Fatalf("main got a preview: %+v", srcs[0])
-	}
+`, from, from+1))
 
 	repo.Branch("preview/login")
 	repo.WriteFile("deploy/compose.yaml", compose("login"))
@@ -102,10 +83,48 @@ func TestPreviewPerBranch(t *testing.T) {
 		}
 	}
 
-	repo.Git("push", "--quiet", "origin", "--delete", "preview/login")
-	forgeHook(t, agent, "github", "delete", url, "preview/login")
+	deleteBranch(t, repo, agent, url, "preview/login")
 	testenv.WaitApp(t, agent, time.Minute, "the deleted branch's preview removed", apps, synced(search))
 	if c, n, v := objects(t, cli, login); c != 0 || n != 0 || v != 0 {
 		t.Fatalf("after its branch was deleted, %s still has %d containers, %d networks, %d volumes", login, c, n, v)
 	}
+}
+
+// startPreviews runs an agent whose source p makes a preview of each
+// preview/* branch of a new repository (served by git daemon, its main
+// branch holding deploy/compose.yaml), polled every 10 minutes so that
+// only webhooks move it; preview is more YAML of the source entry. It
+// returns once the source has listed the branches.
+func startPreviews(t *testing.T, p, compose, preview string) (*gitserver.Repo, string, *testenv.Agent) {
+	t.Helper()
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo := gitserver.Init(t, base, "shop")
+	repo.WriteFile("deploy/compose.yaml", compose)
+	repo.Commit("the shop")
+	url := repo.URL(server.URL)
+	cfg := writeConfig(t, fmt.Sprintf(`sources:
+  - name: %s
+    repo: %s
+    interval: 10m
+    allowInsecureTransport: true
+    branches: {match: 'preview/*', path: deploy}
+`, p, url)+strings.TrimPrefix(preview, "\n"))
+	env := append(os.Environ(), "DRIFTLESS_WEBHOOK_SECRET="+secret)
+	agent := testenv.StartAgentEnv(t, env, t.TempDir(), "run", "--config", cfg)
+	srcs := testenv.WaitApp(t, agent, time.Minute, "the source listed its branches", sourcesOf, func(s []status.SourceSet) bool {
+		return len(s) == 1 && !s[0].Source.LastFetch.IsZero()
+	})
+	if len(srcs[0].Apps) != 0 {
+		t.Fatalf("main got a preview: %+v", srcs[0])
+	}
+	return repo, url, agent
+}
+
+// deleteBranch deletes branch on the remote and sends its webhook: a
+// delete event signed as GitHub signs it.
+func deleteBranch(t *testing.T, repo *gitserver.Repo, agent *testenv.Agent, url, branch string) {
+	t.Helper()
+	repo.Git("push", "--quiet", "origin", "--delete", branch)
+	forgeHook(t, agent, "github", "delete", url, branch)
 }

@@ -811,6 +811,11 @@ func (a *Agent) finishPass(name string, st *appState, in passInput, o passOutcom
 		level = slog.LevelInfo
 	}
 	logPass := level == slog.LevelInfo || (a.log.Enabled(context.Background(), level) && statusChanged(st.status, u.status))
+	if st.leftGit != nil {
+		// Its source stopped declaring it while this pass ran: keep the
+		// "no longer in Git" that applyAppSet showed meanwhile.
+		u.status.LeftGit, u.status.Message = st.leftGit, st.status.Message
+	}
 	st.status, st.mem, st.running = u.status, u.mem, nil // the pass's one status write
 	snapshot := cloneStatus(st.status)
 	a.mu.Unlock()
