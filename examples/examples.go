@@ -16,3 +16,9 @@ var Shop embed.FS
 //
 //go:embed all:compose-shop
 var ComposeShop embed.FS
+
+// Apps is the example repository of apps in examples/apps: a directory per
+// app (apps/hello), the layout a source's `directories: ['apps/*']` reads.
+//
+//go:embed apps
+var Apps embed.FS

@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/examples"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/sources"
 )
 
 // The demo's app and images. --clean removes objects labelled with this app
@@ -28,6 +31,11 @@ const (
 	demoApp = "demo"
 	// demoComposeApp is the demo's compose app: examples/compose-shop.
 	demoComposeApp = "demo-shop"
+	// demoSource makes an app of each directory demoAppsGlob matches in
+	// the demo's repository of apps (examples/apps: apps/hello is the app
+	// "hello"). --clean removes every app any commit of it declared.
+	demoSource   = "demo-apps"
+	demoAppsGlob = "apps/*"
 )
 
 var demoImages = []string{"driftless-demo:v1", "driftless-demo:v2"}
@@ -39,7 +47,9 @@ func demoCmd() *cobra.Command {
 		Long: `Try driftless on this machine, with no registry and no remote Git host:
 it packs this binary into the demo images driftless-demo:v1 and :v2, seeds a Git
 repository in DATA/repo with the example app (web x3 with a readiness probe, cache
-with a volume, one network), and runs the agent on it with the dashboard.
+with a volume, one network), one in DATA/compose-repo with a compose app, and one in
+DATA/apps-repo whose directories apps/* are apps (the source demo-apps), and runs the
+agent on them with the dashboard.
 A second run reuses what exists. --clean removes everything the demo created.`,
 	}
 	fs := cmd.Flags()
@@ -105,17 +115,20 @@ func runDemo(ctx context.Context, f runFlags, clean bool, pos []string, stdout, 
 
 	repo := filepath.Join(data, "repo")
 	composeRepo := filepath.Join(data, "compose-repo")
+	appsRepo := filepath.Join(data, "apps-repo")
 	for _, r := range []struct {
-		dir   string
-		files embed.FS
-		root  string
-		msg   string
+		dir    string
+		files  embed.FS
+		root   string
+		readme string
+		msg    string
 	}{
-		{repo, examples.Shop, "shop", "Add the demo app: web x3, cache, backend network, data volume"},
-		{composeRepo, examples.ComposeShop, "compose-shop", "Add a compose app: web x2 with a config file, cache with a volume"},
+		{repo, examples.Shop, "shop", demoReadme, "Add the demo app: web x3, cache, backend network, data volume"},
+		{composeRepo, examples.ComposeShop, "compose-shop", demoReadme, "Add a compose app: web x2 with a config file, cache with a volume"},
+		{appsRepo, examples.Apps, ".", demoAppsReadme, "Add the app hello: a directory under apps/ is an app"},
 	} {
 		step("preparing the Git repository " + r.dir)
-		created, err := demoRepo(ctx, r.dir, r.files, r.root, r.msg)
+		created, err := demoRepo(ctx, r.dir, r.files, r.root, r.readme, r.msg)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless demo:", err)
 			return 1
@@ -141,10 +154,24 @@ func runDemo(ctx context.Context, f runFlags, clean bool, pos []string, stdout, 
 			Interval: "@every 2s", SelfHeal: true,
 			MaxRemovalPercent: config.DefaultMaxRemovalPercent,
 		}},
+		// A directory added under apps/ and committed is a new app; one
+		// removed is removed with its app (tour step 8).
+		Sources: []config.SourceConfig{{
+			Name: demoSource, Generator: sources.Generator{Directories: []string{demoAppsGlob}},
+			Prune: true, MaxApps: config.DefaultMaxApps,
+			App: config.AppConfig{
+				Name: demoSource, Source: demoSource, Repo: appsRepo, Branch: "main",
+				Interval: "@every 2s", SelfHeal: true,
+				MaxRemovalPercent: config.DefaultMaxRemovalPercent,
+			},
+		}},
 	}
+	// The demo's repositories are local paths on this host.
 	for i := range cfg.Apps {
-		// The demo's repositories are local paths on this host.
 		cfg.Apps[i].AllowInsecureTransport = true
+	}
+	for i := range cfg.Sources {
+		cfg.Sources[i].App.AllowInsecureTransport = true
 	}
 	if s, err := readSecret(f.apiTokenFile, "DRIFTLESS_API_TOKEN"); err == nil {
 		cfg.APIToken = s
@@ -166,7 +193,7 @@ func runDemo(ctx context.Context, f runFlags, clean bool, pos []string, stdout, 
 		if forget, recErr = recordDemo(data, url); recErr != nil {
 			log.Warn("could not record the demo's agent; a second demo will not find it", "err", recErr)
 		}
-		printTour(stdout, url, repo, composeRepo, self, cleanCmd)
+		printTour(stdout, url, repo, composeRepo, appsRepo, self, cleanCmd)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "driftless demo:", err)
@@ -232,13 +259,14 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return os.Rename(tmp, dst)
 }
 
-func printTour(w io.Writer, url, repo, composeRepo, self, clean string) {
+func printTour(w io.Writer, url, repo, composeRepo, appsRepo, self, clean string) {
 	fmt.Fprintf(w, `
 driftless demo is running.
 
   Dashboard:     %[1]s
   Repository:    %[2]s   (app "demo": web x3 with a readiness probe, cache x1 with a volume, network backend)
   Compose app:   %[5]s   (app "demo-shop": a plain compose.yaml, web x2, cache)
+  Apps by dir:   %[6]s   (source "demo-apps": each apps/* directory is an app, "hello" so far)
 
 Try it, in another terminal:
 
@@ -273,9 +301,16 @@ Try it, in another terminal:
        echo "Prices are down." > greeting.txt
        git commit -qam "New greeting" && sleep 10 && %[3]s status demo-shop
 
+  8. Add an app by adding a directory (the source "demo-apps" makes an app of each apps/* directory):
+       cd %[6]s
+       cp -r apps/hello apps/hello2 && git add apps && git commit -qm "Add hello2" && sleep 10 && %[3]s status hello2
+     Remove it the same way (the source prunes: the app and its containers go):
+       git rm -rq apps/hello2 && git commit -qm "Remove hello2" && sleep 5 && curl -s %[1]s/api/v1/sources
+     The dashboard groups the apps by source.
+
 Stop with Ctrl-C. Remove everything the demo created with: %[4]s
 
-`, url, repo, self, clean, composeRepo)
+`, url, repo, self, clean, composeRepo, appsRepo)
 }
 
 // isStatic reports whether the ELF binary has no dynamic loader, so it runs
@@ -325,9 +360,15 @@ func demoImagesEnsure(ctx context.Context, eng *deploy.Engine) error {
 	return nil
 }
 
-// demoRepo creates a demo Git repository with an example app, unless it
-// exists. It reports whether it created it.
-func demoRepo(ctx context.Context, dir string, files fs.FS, root, message string) (bool, error) {
+// The README.md of the demo's repositories.
+const (
+	demoReadme     = "# driftless demo\n\nEdit the manifests here and commit: the agent deploys what main declares.\nSee docs/manifests.md in the driftless repository for every field.\n"
+	demoAppsReadme = "# driftless demo: apps by directory\n\nEach directory under apps/ is an app named after it. Add one and commit, and the\nagent deploys it; remove it and commit, and the app is removed.\nSee docs/sources.md in the driftless repository.\n"
+)
+
+// demoRepo creates a demo Git repository with the files under root and a
+// README, unless it exists. It reports whether it created it.
+func demoRepo(ctx context.Context, dir string, files fs.FS, root, readme, message string) (bool, error) {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return false, nil
 	}
@@ -342,12 +383,19 @@ func demoRepo(ctx context.Context, dir string, files fs.FS, root, message string
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
 	})
 	if err != nil {
 		return false, err
 	}
-	readme := "# driftless demo\n\nEdit the manifests here and commit: the agent deploys what main declares.\nSee docs/manifests.md in the driftless repository for every field.\n"
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(readme), 0o644); err != nil {
 		return false, err
 	}
@@ -375,7 +423,8 @@ func demoRepo(ctx context.Context, dir string, files fs.FS, root, message string
 }
 
 // demoClean removes what the demo created: objects labelled with the demo
-// app, the demo images, and the data directory.
+// apps (the configured ones and every app of its source), the demo
+// images, and the data directory.
 func demoClean(ctx context.Context, data string, stdout io.Writer) error {
 	// A running demo agent would recreate what is removed.
 	if a, ok := runningDemo(data); ok {
@@ -389,7 +438,11 @@ func demoClean(ctx context.Context, data string, stdout io.Writer) error {
 		return err
 	}
 	defer eng.Close()
-	for _, app := range []string{demoApp, demoComposeApp} {
+	generated, err := demoSourceApps(ctx, filepath.Join(data, "apps-repo"))
+	if err != nil {
+		return err
+	}
+	for _, app := range append([]string{demoApp, demoComposeApp}, generated...) {
 		err = eng.RemoveApp(ctx, app, func(kind drift.Kind, name string) {
 			fmt.Fprintf(stdout, "removed %s %s\n", kind, name)
 		})
@@ -414,4 +467,35 @@ func demoClean(ctx context.Context, data string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "demo cleaned up")
 	return nil
+}
+
+// demoSourceApps are the apps the demo's source declared at any commit of
+// its repository: every directory matching demoAppsGlob that a commit
+// touched, named as the source names it. An app added and removed again
+// is among them; none without the repository.
+func demoSourceApps(ctx context.Context, repo string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
+		return nil, nil
+	}
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the apps of the demo's source in %s: git log: %w", repo, err)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range strings.Split(string(out), "\n") {
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			if ok, _ := path.Match(demoAppsGlob, d); !ok || strings.HasPrefix(path.Base(d), ".") {
+				continue
+			}
+			if name := sources.AppName(d); name != "" && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
