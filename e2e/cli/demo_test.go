@@ -25,7 +25,9 @@ func TestDemoSecondRunAndCleanWhileRunning(t *testing.T) {
 	eng := testenv.RequireDocker(t)
 	defer eng.Close()
 	data := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// A bound on the whole test, tour steps 5 (a one-minute watch window)
+	// and 8 included, on a loaded machine: not a speed target.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	t.Cleanup(func() {
 		// Whatever happened, leave no demo behind.
