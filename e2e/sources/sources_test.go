@@ -49,25 +49,7 @@ func hook(t *testing.T, agent *testenv.Agent, repoURL string, ref ...string) str
 		r = ref[0]
 	}
 	body := []byte(fmt.Sprintf(`{"repository": %q, "ref": %q}`, repoURL, r))
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	req, err := http.NewRequest(http.MethodPost, agent.URL+"/hooks/generic", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	if resp.StatusCode != http.StatusAccepted || !strings.Contains(b.String(), "source:") {
-		t.Fatalf("webhook: HTTP %d %s", resp.StatusCode, b.String())
-	}
-	return b.String()
+	return sendHook(t, agent, "generic", body, func(h http.Header, sig string) { h.Set("X-Signature", "sha256="+sig) })
 }
 
 // forgeHook sends a branch create or delete event for the repository
@@ -76,22 +58,30 @@ func hook(t *testing.T, agent *testenv.Agent, repoURL string, ref ...string) str
 func forgeHook(t *testing.T, agent *testenv.Agent, forge, event, repoURL, branch string) {
 	t.Helper()
 	body := []byte(fmt.Sprintf(`{"ref": %q, "ref_type": "branch", "pusher_type": "user", "repository": {"name": "shop", "clone_url": %q, "default_branch": "main"}, "sender": {"login": "octocat"}}`, branch, repoURL))
+	sendHook(t, agent, forge, body, func(h http.Header, sig string) {
+		switch forge {
+		case "github":
+			h.Set("X-GitHub-Event", event)
+			h.Set("X-Hub-Signature-256", "sha256="+sig)
+		case "gitea":
+			h.Set("X-Gitea-Event", event)
+			h.Set("X-Gitea-Signature", sig)
+		}
+	})
+}
+
+// sendHook posts body to /hooks/PROVIDER with the headers sign sets from
+// the body's hex HMAC-SHA256, and wants it accepted with a source queued.
+func sendHook(t *testing.T, agent *testenv.Agent, provider string, body []byte, sign func(h http.Header, sig string)) string {
+	t.Helper()
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
-	sig := hex.EncodeToString(mac.Sum(nil))
-	req, err := http.NewRequest(http.MethodPost, agent.URL+"/hooks/"+forge, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, agent.URL+"/hooks/"+provider, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	switch forge {
-	case "github":
-		req.Header.Set("X-GitHub-Event", event)
-		req.Header.Set("X-Hub-Signature-256", "sha256="+sig)
-	case "gitea":
-		req.Header.Set("X-Gitea-Event", event)
-		req.Header.Set("X-Gitea-Signature", sig)
-	}
+	sign(req.Header, hex.EncodeToString(mac.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +90,9 @@ func forgeHook(t *testing.T, agent *testenv.Agent, forge, event, repoURL, branch
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	if resp.StatusCode != http.StatusAccepted || !strings.Contains(b.String(), "source:") {
-		t.Fatalf("%s %s event: HTTP %d %s", forge, event, resp.StatusCode, b.String())
+		t.Fatalf("%s webhook: HTTP %d %s", provider, resp.StatusCode, b.String())
 	}
+	return b.String()
 }
 
 func apps(ctx context.Context, c *web.Client) ([]status.AppStatus, error) { return c.Apps(ctx) }

@@ -312,6 +312,15 @@ func (s SourceConfig) PreviewFor(branch string, slot int) (AppConfig, error) {
 	return app, nil
 }
 
+// Describe says how the source finds apps, for status: "directories
+// apps/*", "file driftless-apps.yaml" or "branches preview/* (path deploy)".
+func (s SourceConfig) Describe() string {
+	if b := s.Branches; b != nil {
+		return "branches " + b.Match + " (path " + b.Path + ")"
+	}
+	return s.Generator.String()
+}
+
 // PortSlots is how many previews the port range holds; 0 without ports.
 func (s SourceConfig) PortSlots() int {
 	if s.Preview.PerPreview == 0 {

@@ -105,7 +105,7 @@ func (a *Agent) addSource(sc config.SourceConfig) error {
 		return fmt.Errorf("source %s: interval: %w", sc.Name, err)
 	}
 	ss := &sourceState{cfg: sc, repo: repo, status: status.SourceSet{
-		Name: sc.Name, Generator: generatorWords(sc), Prune: sc.Prune,
+		Name: sc.Name, Generator: sc.Describe(), Prune: sc.Prune,
 		Source: status.SourceStatus{URL: config.RedactURL(sc.App.Repo), Ref: sc.App.RefName()},
 	}}
 	a.sources[sc.Name] = ss
@@ -470,14 +470,6 @@ func (a *Agent) decommission(ctx context.Context, name string, r removal) error 
 	a.log.Info("removed an app its source no longer declares", "app", name, "source", r.source)
 	a.notify(name, "removed")
 	return nil
-}
-
-// generatorWords says how the source finds apps, for status.
-func generatorWords(sc config.SourceConfig) string {
-	if b := sc.Branches; b != nil {
-		return "branches " + b.Match + " (path " + b.Path + ")"
-	}
-	return sc.Generator.String()
 }
 
 // previewStatus shows what makes an app a preview; nil for other apps.
