@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/events"
@@ -264,7 +266,7 @@ func TestViewCountsAndRepairsWhatNoEventAnnounced(t *testing.T) {
 	m.setContainer("c1", "shop-web-1", "shop", "running", "shop-default")
 	m.setContainer("c2", "shop-web-2", "shop", "running")
 	e := newEngine(m, Options{})
-	e.view.Grace = 0
+	e.view.Grace, e.view.DestroyWait = 0, 0
 	watching(t, m, e)
 	ctx := context.Background()
 
@@ -307,6 +309,52 @@ func TestViewCountsAndRepairsWhatNoEventAnnounced(t *testing.T) {
 	}
 }
 
+// The engine hides a network from its lists as soon as its removal
+// starts and announces "destroy" only when the driver is done, seconds
+// later on a busy host. A check in that window repairs the view at once
+// and counts nothing once the event comes.
+func TestViewWaitsForTheDestroyEventOfAnUnlistedNetwork(t *testing.T) {
+	m := newMemEngine()
+	m.networks["n1"] = network.Summary{Network: network.Network{ID: "n1", Name: "other-default", Labels: map[string]string{drift.LabelApp: "other"}}}
+	e := newEngine(m, Options{})
+	e.view.Grace, e.view.DestroyWait = 0, time.Minute
+	watching(t, m, e)
+	ctx := context.Background()
+
+	m.mu.Lock()
+	delete(m.networks, "n1") // removal under way, not yet announced
+	m.mu.Unlock()
+	type result struct {
+		r   view.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := e.CheckView(ctx)
+		done <- result{r, err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for slices.ContainsFunc(e.view.Snapshot().Networks, func(n drift.Network) bool { return n.ID == "n1" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the check did not repair the view within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case res := <-done:
+		t.Fatalf("the check gave its verdict (%+v, %v) before the destroy event or DestroyWait", res.r.Divergences, res.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	m.send(events.NetworkEventType, "destroy", "n1", nil)
+	res := <-done
+	if res.err != nil || len(res.r.Divergences) != 0 {
+		t.Errorf("check: %v, %v; a removal announced late is not a divergence", res.r.Divergences, res.err)
+	}
+	if n := divergences(t, e, "network"); n != 0 {
+		t.Errorf("driftless_observation_divergence_total{kind=network} = %v, want 0", n)
+	}
+}
+
 func TestViewRelistsAnAppAfterItsApply(t *testing.T) {
 	m := newMemEngine()
 	e := newEngine(m, Options{})
@@ -332,7 +380,7 @@ func TestViewRelistsContainersWhoseNetworksChangeSilently(t *testing.T) {
 	m.setContainer("c1", "shop-web-1", "shop", "created")
 	e := newEngine(m, Options{})
 	e.view.Grace = 0
-	watching(t, m, e)
+	caughtUp := watching(t, m, e)
 	ctx := context.Background()
 	m.setContainer("c1", "shop-web-1", "shop", "created", "shop-default") // no event
 	a, err := e.Observe(ctx, "shop", false)
@@ -344,6 +392,7 @@ func TestViewRelistsContainersWhoseNetworksChangeSilently(t *testing.T) {
 	}
 	m.setContainer("f1", "other", "", "exited")
 	m.send(events.ContainerEventType, "create", "f1", nil)
+	caughtUp() // with no grace, a check would judge before the create arrives
 	m.setContainer("f1", "other", "", "exited", "corp") // no event
 	r, err := e.CheckView(ctx)
 	if err != nil || len(r.Divergences) != 0 {

@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type Check struct {
 	listed, lastEvent, lastArrival time.Time
 	since                          time.Time // when the check started
 	suspects                       []suspect
+	gone                           []suspect // waiting for their destroy event
 	compared                       int
 	rounds                         int
 	divs                           []Divergence
@@ -112,7 +114,7 @@ func (v *View) StartCheck(ctx context.Context, chk *Check, reply chan Report) er
 	}
 	chk.suspects = v.compare(t, l)
 	chk.compared = len(l.Containers) + len(l.Networks) + len(l.Volumes)
-	chk.rounds, chk.divs = 0, nil
+	chk.rounds, chk.divs, chk.gone = 0, nil, nil
 	chk.listed, chk.since = time.Now(), time.Now()
 	chk.timer = time.After(v.Grace)
 	return nil
@@ -138,24 +140,31 @@ func (v *View) JudgeCheck(ctx context.Context, chk *Check) error {
 		chk.timer = time.After(max(v.Grace/4, time.Millisecond))
 		return nil
 	}
-	divs, retry, err := v.judge(ctx, chk.suspects)
+	divs, retry, gone, err := v.judge(ctx, chk.suspects)
 	chk.divs = append(chk.divs, divs...)
 	if err != nil {
 		chk.reply(Report{Err: err})
 		return fmt.Errorf("check engine view: %w", err)
 	}
+	waiting, missed := v.awaitDestroy(append(chk.gone, gone...))
+	chk.gone, chk.divs = waiting, append(chk.divs, missed...)
 	chk.rounds++
-	if len(retry) > 0 && chk.rounds < maxCheckRounds {
+	if chk.rounds >= maxCheckRounds {
+		for _, s := range retry {
+			// Repaired by judge's fetch already; not counted: the object
+			// kept changing, so whether the view missed an event cannot
+			// be told.
+			v.log.Debug("engine view: object kept changing during the check", "kind", s.kind, "key", shortID(s.key))
+		}
+		retry = nil
+	}
+	if len(retry) > 0 || len(chk.gone) > 0 {
 		chk.suspects = retry
 		chk.listed = time.Now()
-		chk.timer = time.After(v.Grace)
+		chk.timer = time.After(max(v.Grace, 50*time.Millisecond))
 		return nil
 	}
-	for _, s := range retry {
-		// Repaired by judge's fetch already; not counted: the object kept
-		// changing, so whether the view missed an event cannot be told.
-		v.log.Debug("engine view: object kept changing during the check", "kind", s.kind, "key", shortID(s.key))
-	}
+	slices.SortFunc(chk.divs, func(a, b Divergence) int { return strings.Compare(a.Kind+a.Key, b.Kind+b.Key) })
 	v.recordDivergences("on the periodic check", chk.divs)
 	chk.reply(Report{Compared: chk.compared, Divergences: chk.divs})
 	return nil

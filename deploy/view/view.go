@@ -56,6 +56,12 @@ type View struct {
 	// Grace is how long a check waits for events on the way before it
 	// judges a difference (tests set 0 before Watch runs).
 	Grace time.Duration
+	// DestroyWait is how long an object the engine no longer lists may
+	// wait for its destroy event before the view counts it as missed:
+	// the engine hides a network from its lists as soon as its removal
+	// starts, and announces the removal only when the driver is done,
+	// which on a busy host takes seconds.
+	DestroyWait time.Duration
 	// checks asks the watch goroutine for a check now.
 	checks     chan chan Report
 	divergence *prometheus.CounterVec
@@ -96,7 +102,7 @@ func (t table[T]) put(ticket uint64, key string, val T, present bool) bool {
 // New makes an empty view, not live until Rebuild fills it.
 func New(api Lister, log *slog.Logger) *View {
 	v := &View{containers: table[*containerObs]{}, networks: table[drift.Network]{}, volumes: table[drift.Volume]{}, touched: map[string]bool{},
-		api: api, log: log, Grace: time.Second, checks: make(chan chan Report),
+		api: api, log: log, Grace: time.Second, DestroyWait: 30 * time.Second, checks: make(chan chan Report),
 		divergence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftless_observation_divergence_total",
 			Help: "Differences between the event-fed view of the engine and a fresh list, by object kind (container, network, volume); each was repaired at once."}, []string{"kind"})}
 	for _, kind := range []string{"container", "network", "volume"} {
@@ -293,6 +299,7 @@ type suspect struct {
 	ticket  uint64 // the full list's
 	listed  any    // what the list said; nil when absent
 	present bool
+	since   time.Time // when it began to wait for its destroy event
 }
 
 // compare finds the objects whose view entry differs from a full list
@@ -569,8 +576,10 @@ func objName(val any, key string) string {
 // held still, and no event came) and the view disagrees, the view missed
 // something: a divergence, repaired by that fetch. An object that changed
 // again without its event yet is judged at the next round; retry is
-// what is left for that round.
-func (v *View) judge(ctx context.Context, suspects []suspect) (divs []Divergence, retry []suspect, err error) {
+// what is left for that round. An object the engine stopped listing
+// without its destroy event yet is repaired at once and waits for that
+// event (gone; see DestroyWait) before it counts.
+func (v *View) judge(ctx context.Context, suspects []suspect) (divs []Divergence, retry, gone []suspect, err error) {
 	for _, s := range suspects {
 		before, had, ticket := v.viewSlot(s.kind, s.key)
 		if ticket > s.ticket {
@@ -578,7 +587,7 @@ func (v *View) judge(ctx context.Context, suspects []suspect) (divs []Divergence
 		}
 		fresh, found, ferr := v.fetch(ctx, s.kind, s.key)
 		if ferr != nil {
-			return divs, retry, ferr
+			return divs, retry, gone, ferr
 		}
 		stable := found == s.present && (!found || same(s.kind, fresh, s.listed))
 		switch {
@@ -587,6 +596,10 @@ func (v *View) judge(ctx context.Context, suspects []suspect) (divs []Divergence
 		case stable && had && found && unannounced(s.kind, before, fresh):
 			v.log.Debug("engine view: repaired a change the engine announces with no event", "kind", s.kind, "object", objName(fresh, s.key),
 				"what", describe(before, had, fresh, found))
+		case stable && had && !found:
+			s.listed = before // for the name, should it count
+			s.ticket, s.since = v.ticket(), time.Now()
+			gone = append(gone, s)
 		case stable:
 			divs = append(divs, Divergence{Kind: s.kind, Key: s.key, Name: objName(firstNonNil(fresh, before, found), s.key), What: describe(before, had, fresh, found)})
 		default:
@@ -595,7 +608,25 @@ func (v *View) judge(ctx context.Context, suspects []suspect) (divs []Divergence
 			retry = append(retry, s)
 		}
 	}
-	return divs, retry, nil
+	return divs, retry, gone, nil
+}
+
+// awaitDestroy drops the gone suspects whose destroy event has arrived
+// (their entry was written since) and counts those that waited longer
+// than DestroyWait without it.
+func (v *View) awaitDestroy(gone []suspect) (waiting []suspect, divs []Divergence) {
+	for _, s := range gone {
+		_, _, ticket := v.viewSlot(s.kind, s.key)
+		switch {
+		case ticket > s.ticket:
+			// The destroy event came.
+		case time.Since(s.since) >= v.DestroyWait:
+			divs = append(divs, Divergence{Kind: s.kind, Key: s.key, Name: objName(s.listed, s.key), What: describe(s.listed, true, nil, false)})
+		default:
+			waiting = append(waiting, s)
+		}
+	}
+	return waiting, divs
 }
 
 func firstNonNil(fresh, before any, found bool) any {
