@@ -392,7 +392,7 @@ func TestViewRelistsContainersWhoseNetworksChangeSilently(t *testing.T) {
 	}
 	m.setContainer("f1", "other", "", "exited")
 	m.send(events.ContainerEventType, "create", "f1", nil)
-	caughtUp() // with no grace, a check would judge before the create arrives
+	caughtUp()                                          // with no grace, a check would judge before the create arrives
 	m.setContainer("f1", "other", "", "exited", "corp") // no event
 	r, err := e.CheckView(ctx)
 	if err != nil || len(r.Divergences) != 0 {
