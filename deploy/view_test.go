@@ -392,7 +392,8 @@ func TestViewRelistsContainersWhoseNetworksChangeSilently(t *testing.T) {
 	}
 	m.setContainer("f1", "other", "", "exited")
 	m.send(events.ContainerEventType, "create", "f1", nil)
-	caughtUp()                                          // with no grace, a check would judge before the create arrives
+	// With no grace, a check could judge before the create arrives.
+	caughtUp()
 	m.setContainer("f1", "other", "", "exited", "corp") // no event
 	r, err := e.CheckView(ctx)
 	if err != nil || len(r.Divergences) != 0 {
