@@ -8,7 +8,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/compose"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 	"github.com/driftless-dev/driftless/manifest/policy"

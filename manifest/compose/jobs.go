@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/native"
 )
 

@@ -4,7 +4,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // compose-go keeps no positions. The compose front end parses the same

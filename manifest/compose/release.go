@@ -4,7 +4,7 @@ import (
 	"reflect"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/native"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/composeschema"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // Each document is validated against the compose schema (see

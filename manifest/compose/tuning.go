@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // mapTuning maps the attributes compose passes to Docker as they are

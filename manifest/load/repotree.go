@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
 

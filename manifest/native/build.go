@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // validateBuild checks a native spec.build on its own; ResolveBuilds

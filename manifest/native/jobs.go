@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // rawJobDoc is a Job: a service's spec (its container) and when it runs.

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // The native spellings of compose's fixed addresses (spec.addresses) and

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 func orDefault[T comparable](v *T, def T) T {

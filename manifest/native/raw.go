@@ -2,7 +2,7 @@ package native
 
 import (
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // The raw types mirror the YAML documents field for field. They are the

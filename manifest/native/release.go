@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // RawRelease is release settings as a repository writes them.

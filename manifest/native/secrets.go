@@ -2,7 +2,7 @@ package native
 
 import (
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 )
 

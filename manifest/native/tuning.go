@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // normalizeTuning maps the scheduler and OOM settings of resources.

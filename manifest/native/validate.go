@@ -12,7 +12,7 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // object is one parsed document on its way into the App.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // Host powers a manifest may only use when the app's configuration allows

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"gopkg.in/yaml.v3"
 )
 
@@ -174,7 +175,7 @@ func isManifest(data []byte) bool {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
-		if err := decode(dec, &doc); err != nil {
+		if err := yamlpos.DecodeNode(dec, &doc); err != nil {
 			return false // io.EOF or a syntax error
 		}
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {

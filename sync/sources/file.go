@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"gopkg.in/yaml.v3"
 )
 
@@ -79,44 +76,11 @@ func discoverFile(fsys fs.FS, file string) ([]App, error) {
 	return apps, nil
 }
 
-// yamlLine and unknownAnchor find the place in yaml.v3's syntax errors,
-// which are plain strings ("yaml: line 3: ...").
-var (
-	yamlLine      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	unknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
-)
-
-// parserProblems are the yaml.v3 parser (not scanner) errors, for which the
-// library prints a 0-based line. The same list is in
-// manifest/internal/yamlpos, which this package cannot import.
-var parserProblems = []string{
-	"did not find expected ',' or ']'",
-	"did not find expected ',' or '}'",
-	"did not find expected '-' indicator",
-	"did not find expected <document start>",
-	"did not find expected <stream-start>",
-	"did not find expected key",
-	"did not find expected node content",
-	"found duplicate %TAG directive",
-	"found undefined tag handle",
-}
-
-// decode guards against panics inside the YAML library: a repository's
-// file must never crash the agent.
-func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: %v", r)
-		}
-	}()
-	return dec.Decode(n)
-}
-
 // parse reads the one document of data.
 func (p *fileParser) parse(data []byte) []App {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := decode(dec, &doc); err != nil {
+	if err := yamlpos.DecodeNode(dec, &doc); err != nil {
 		if err == io.EOF {
 			p.errs = append(p.errs, fmt.Errorf("%s: the file is empty: write apps: and a list of apps (apps: [] for none)", p.file))
 		} else {
@@ -125,7 +89,7 @@ func (p *fileParser) parse(data []byte) []App {
 		return nil
 	}
 	var extra yaml.Node
-	switch err := decode(dec, &extra); {
+	switch err := yamlpos.DecodeNode(dec, &extra); {
 	case err == io.EOF:
 	case err != nil:
 		p.syntaxError(data, err)
@@ -142,25 +106,9 @@ func (p *fileParser) parse(data []byte) []App {
 }
 
 // syntaxError reports yaml.v3's error in the file:line form of the others.
-// yaml.v3 leaves the line out of its message when it is the first.
 func (p *fileParser) syntaxError(data []byte, err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		if slices.Contains(parserProblems, m[2]) {
-			line++
-		}
-		msg = m[2]
-	} else if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
-		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
-			line = 1 + bytes.Count(data[:i], []byte("\n"))
-			col := i - bytes.LastIndexByte(data[:i], '\n')
-			p.errs = append(p.errs, fmt.Errorf("%s:%d:%d: %s", p.file, line, col, msg))
-			return
-		}
-	}
-	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.file, max(line, 1), msg))
+	pos, msg := yamlpos.SyntaxError(p.file, data, err)
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", pos, msg))
 }
 
 // errorf records an error at n's position.

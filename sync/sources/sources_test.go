@@ -389,7 +389,7 @@ func TestDiscoverFileErrors(t *testing.T) {
 		{"empty file", "", f + ": the file is empty: write apps: and a list of apps (apps: [] for none)"},
 		{"only a comment", "# nothing\n", f + ": the file is empty: write apps: and a list of apps (apps: [] for none)"},
 		{"syntax error", "apps:\n  - name: [shop\n", f + ":2: did not find expected ',' or ']'"},
-		{"scanner error", "apps:\n\t- name: shop\n", f + ":2: found character that cannot start any token"},
+		{"scanner error", "apps:\n\t- name: shop\n", f + ":2:1: a tab indents this line; YAML indentation must be spaces"},
 		{"syntax error on the first line", "a: b: c\n", f + ":1: mapping values are not allowed in this context"},
 		{"unknown anchor", "apps:\n  - name: shop\n    path: a\n    profiles: *x\n", f + ":4:15: unknown anchor 'x' referenced"},
 		{"two documents", "apps: []\n---\napps: []\n", f + ":2:1: a second document: the file holds one document, with apps:"},

@@ -26,7 +26,7 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/schemaerr"
-	"github.com/driftless-dev/driftless/manifest/internal/yamlpos"
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // compose-go validates against the compose specification's JSON schema and
