@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ type HostMessage struct {
 // HostStatus is one commit status the fake host received.
 type HostStatus struct {
 	Repo, SHA, State, Context, Description, TargetURL string
-	Authorization                                     string
+	Authorization, Accept                             string // the request's headers
 }
 
 var statusPath = regexp.MustCompile(`/repos/([^/]+/[^/]+)/statuses/([^/]+)$`)
@@ -75,12 +76,32 @@ func (h *FakeHost) serve(w http.ResponseWriter, r *http.Request) {
 		h.messages = append(h.messages, HostMessage{At: time.Now(), Title: body["title"], Message: body["message"]})
 	case m != nil:
 		h.statuses = append(h.statuses, HostStatus{Repo: m[1], SHA: m[2], State: body["state"], Context: body["context"],
-			Description: body["description"], TargetURL: body["target_url"], Authorization: r.Header.Get("Authorization")})
+			Description: body["description"], TargetURL: body["target_url"],
+			Authorization: r.Header.Get("Authorization"), Accept: r.Header.Get("Accept")})
 		w.WriteHeader(http.StatusCreated)
 	default:
 		h.t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
 	}
+}
+
+// Messages are the messages received, in arrival order.
+func (h *FakeHost) Messages() []HostMessage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.messages)
+}
+
+// Titles are the titles of the messages that contain want, in arrival
+// order.
+func (h *FakeHost) Titles(want string) []string {
+	var out []string
+	for _, m := range h.Messages() {
+		if strings.Contains(m.Title, want) {
+			out = append(out, m.Title)
+		}
+	}
+	return out
 }
 
 // Message is the first message whose title contains titlePart.
