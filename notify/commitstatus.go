@@ -184,6 +184,16 @@ type applied struct {
 	entry uint64
 }
 
+// targetURL is where a commit status links to: a preview's own URL, where
+// the commit can be seen running, or else the history entry (or app) on
+// the dashboard; "" with neither.
+func targetURL(r loop.Report, externalURL string, entry uint64) string {
+	if p := r.Next.Preview; p != nil && p.URL != "" {
+		return p.URL
+	}
+	return entryLink(externalURL, Event{App: r.App, EntryID: entry})
+}
+
 func (t *statusTracker) statuses(r loop.Report, externalURL string) []commitStatus {
 	var out []commitStatus
 	add := func(sha, state, desc string, entry uint64) {
@@ -194,7 +204,7 @@ func (t *statusTracker) statuses(r loop.Report, externalURL string) []commitStat
 		}
 		t.last[r.App] = [2]string{sha, state}
 		out = append(out, commitStatus{SHA: sha, State: state, Description: desc, Context: "driftless/" + r.App,
-			TargetURL: entryLink(externalURL, Event{App: r.App, EntryID: entry})})
+			TargetURL: targetURL(r, externalURL, entry)})
 	}
 	if r.Applying != nil {
 		add(r.Applying.SHA, statePending, "rolling out", 0)

@@ -71,6 +71,7 @@ func kindList() string {
 type Event struct {
 	Kind     Kind
 	App      string
+	Source   string // the source that generated App; "" for an app under apps:
 	Time     time.Time
 	Revision *gitsource.Revision
 	What     string   // one line: what happened
@@ -92,6 +93,7 @@ type detector struct {
 }
 
 type appMemory struct {
+	source        string // the source that generated the app, for its repair batches
 	brokenSHA     string // revision whose failure was announced; "" = not broken
 	broken        bool
 	sourceDown    bool // announced as unreachable
@@ -166,8 +168,10 @@ func (d *detector) events(r loop.Report, now time.Time) []Event {
 		out = append(out, d.health(r, m, now)...)
 	}
 	out = append(out, d.reachability(r, m, now)...)
-	if p := r.Next.Preview; p != nil && p.URL != "" {
-		for i := range out {
+	m.source = r.Next.FromSource
+	for i := range out {
+		out[i].Source = r.Next.FromSource
+		if p := r.Next.Preview; p != nil {
 			out[i].PreviewURL = p.URL
 		}
 	}
@@ -257,7 +261,7 @@ func (d *detector) due(now time.Time) []Event {
 		if m.repairs > 1 {
 			what = fmt.Sprintf("%d changes made outside Git were repaired", m.repairs)
 		}
-		out = append(out, Event{Kind: KindDriftRepaired, App: name, Time: now, What: what, Count: m.repairs, EntryID: m.repairEntry})
+		out = append(out, Event{Kind: KindDriftRepaired, App: name, Source: m.source, Time: now, What: what, Count: m.repairs, EntryID: m.repairEntry})
 		m.repairs, m.repairEntry, m.batchDeadline = 0, 0, time.Time{}
 	}
 	return out

@@ -37,7 +37,7 @@ type Recorder interface {
 
 // Options configure a Notifier.
 type Options struct {
-	Config     config.Config // Notifications, Notify, ExternalURL and each app's own
+	Config     config.Config // Notifications, Notify, ExternalURL, each app's own and each source's template's
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	HTTPClient *http.Client     // commit statuses; default a client with a 30s timeout
@@ -60,9 +60,14 @@ type Notifier struct {
 	tracker  *statusTracker
 	recorder Recorder
 
-	global []*destination
-	perApp map[string][]*destination
-	hosts  map[string]*host
+	// An app listed under apps: has its own destinations and host; the
+	// apps a source generates share the source's, whose names are only
+	// known at run time (each report's status says its source).
+	global      []*destination
+	perApp      map[string][]*destination
+	perSource   map[string][]*destination
+	hosts       map[string]*host // by app
+	sourceHosts map[string]*host // by source
 }
 
 // destination is one shoutrrr URL and the kinds it wants.
@@ -73,7 +78,8 @@ type destination struct {
 	w      *worker
 }
 
-// host is one app's commit-status client and its delivery goroutine.
+// host is one app's or source's commit-status client and its delivery
+// goroutine.
 type host struct {
 	client *hostClient
 	w      *worker
@@ -128,7 +134,7 @@ func New(o Options) (*Notifier, error) {
 	}
 	n := &Notifier{log: o.Logger, now: o.Now, externalURL: strings.TrimRight(o.Config.ExternalURL, "/"), window: set.RepairBatch,
 		counter: counter, det: newDetector(set.SourceUnreachableAfter, set.RepairBatch), tracker: newStatusTracker(),
-		perApp: map[string][]*destination{}, hosts: map[string]*host{}}
+		perApp: map[string][]*destination{}, perSource: map[string][]*destination{}, hosts: map[string]*host{}, sourceHosts: map[string]*host{}}
 	var errs []error
 	names := map[string]bool{}
 	mk := func(where string, cfgs []config.Notification) []*destination {
@@ -148,18 +154,31 @@ func New(o Options) (*Notifier, error) {
 		return out
 	}
 	n.global = mk("notifications", o.Config.Notifications)
-	for _, app := range o.Config.Apps {
-		n.perApp[app.Name] = mk("apps ("+app.Name+"): notifications", app.Notifications)
+	mkHost := func(where, name string, app config.AppConfig) *host {
 		if app.CommitStatus == nil {
-			continue
+			return nil
 		}
 		c, err := newHostClient(*app.CommitStatus, app.Repo, o.HTTPClient)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("apps (%s): %w", app.Name, err))
-			continue
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			return nil
 		}
-		name := "commit-status/" + app.Name
-		n.hosts[app.Name] = &host{client: c, w: newWorker(name, o.retry, counter, o.Logger, n.problem)}
+		return &host{client: c, w: newWorker(name, o.retry, counter, o.Logger, n.problem)}
+	}
+	for _, app := range o.Config.Apps {
+		n.perApp[app.Name] = mk("apps ("+app.Name+"): notifications", app.Notifications)
+		if h := mkHost("apps ("+app.Name+")", "commit-status/"+app.Name, app); h != nil {
+			n.hosts[app.Name] = h
+		}
+	}
+	for _, src := range o.Config.Sources {
+		// The template's commitStatus goes to the source's repository,
+		// also for an app that a driftless-apps.yaml puts on another
+		// branch: it is the same repository.
+		n.perSource[src.Name] = mk("sources ("+src.Name+"): template.notifications", src.App.Notifications)
+		if h := mkHost("sources ("+src.Name+"): template", "commit-status/source:"+src.Name, src.App); h != nil {
+			n.sourceHosts[src.Name] = h
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -212,16 +231,32 @@ func (n *Notifier) workers() []*worker {
 	for _, h := range n.hosts {
 		out = append(out, h.w)
 	}
+	for _, h := range n.sourceHosts {
+		out = append(out, h.w)
+	}
 	return out
 }
 
-// all are the global destinations, then each app's.
+// all are the global destinations, then each app's and each source's.
 func (n *Notifier) all() []*destination {
 	out := slices.Clone(n.global)
 	for _, ds := range n.perApp {
 		out = append(out, ds...)
 	}
+	for _, ds := range n.perSource {
+		out = append(out, ds...)
+	}
 	return out
+}
+
+// destinationsOf are the destinations of e: the global ones, and its
+// app's own or, for a generated app, its source's.
+func (n *Notifier) destinationsOf(e Event) []*destination {
+	own := n.perApp[e.App]
+	if e.Source != "" {
+		own = n.perSource[e.Source]
+	}
+	return append(slices.Clone(n.global), own...)
 }
 
 // Destinations are the destinations' names, for the dashboard.
@@ -271,7 +306,7 @@ func (n *Notifier) Observe(r loop.Report) {
 	now := n.now()
 	events := n.det.events(r, now)
 	for _, s := range n.tracker.statuses(r, n.externalURL) {
-		n.postStatus(r.App, s)
+		n.postStatus(r.App, r.Next.FromSource, s)
 	}
 	n.dispatch(events)
 	if slices.ContainsFunc(r.Entries, func(e status.HistoryEntry) bool { return e.Kind == status.KindRepair }) {
@@ -296,7 +331,7 @@ func (n *Notifier) flush() {
 
 func (n *Notifier) dispatch(events []Event) {
 	for _, e := range events {
-		for _, d := range append(slices.Clone(n.global), n.perApp[e.App]...) {
+		for _, d := range n.destinationsOf(e) {
 			if !slices.Contains(d.kinds, e.Kind) {
 				continue
 			}
@@ -312,8 +347,13 @@ func (n *Notifier) dispatch(events []Event) {
 	}
 }
 
-func (n *Notifier) postStatus(app string, s commitStatus) {
+// postStatus queues s on the host of app, or of the source that
+// generated it.
+func (n *Notifier) postStatus(app, source string, s commitStatus) {
 	h, ok := n.hosts[app]
+	if source != "" {
+		h, ok = n.sourceHosts[source]
+	}
 	if !ok {
 		return
 	}

@@ -1,15 +1,11 @@
 package loop
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,123 +15,24 @@ import (
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
-// fakeHost stands in for both a notification destination (shoutrrr's
-// generic webhook, POST /hook) and GitHub's commit status API, on
-// loopback, and keeps what arrived.
-type fakeHost struct {
-	t        *testing.T
-	addr     string
-	mu       sync.Mutex
-	messages []hostMessage
-	statuses []hostStatus
-}
-
-type hostMessage struct {
-	At             time.Time
-	Title, Message string
-}
-
-type hostStatus struct {
-	SHA, State, Context, Description, TargetURL string
-}
-
-func startFakeHost(t *testing.T) *fakeHost {
+// states lists the commit statuses posted for sha, in order, and checks
+// each went to acme/infra as GitHub wants it: the configured token, the
+// documented media type.
+func states(t *testing.T, host *testenv.FakeHost, sha string) []string {
 	t.Helper()
-	h := &fakeHost{t: t}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.addr = ln.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return h
-}
-
-func (h *fakeHost) serve(w http.ResponseWriter, r *http.Request) {
-	data, _ := io.ReadAll(r.Body)
-	var body map[string]string
-	if err := json.Unmarshal(data, &body); err != nil {
-		h.t.Errorf("%s %s: body is not a JSON object of strings: %s", r.Method, r.URL.Path, data)
-	}
-	if r.Method != http.MethodPost {
-		h.t.Errorf("%s %s: want POST", r.Method, r.URL.Path)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case r.URL.Path == "/hook":
-		h.messages = append(h.messages, hostMessage{At: time.Now(), Title: body["title"], Message: body["message"]})
-	case strings.HasPrefix(r.URL.Path, "/repos/acme/infra/statuses/"):
-		if got := r.Header.Get("Authorization"); got != "Bearer gh-token-1" {
-			h.t.Errorf("commit status Authorization = %q, want the configured token", got)
-		}
-		if got := r.Header.Get("Accept"); got != "application/vnd.github+json" {
-			h.t.Errorf("commit status Accept = %q", got)
-		}
-		h.statuses = append(h.statuses, hostStatus{SHA: strings.TrimPrefix(r.URL.Path, "/repos/acme/infra/statuses/"), State: body["state"],
-			Context: body["context"], Description: body["description"], TargetURL: body["target_url"]})
-		w.WriteHeader(http.StatusCreated)
-	default:
-		h.t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
-		http.NotFound(w, r)
-	}
-}
-
-// titles are the messages' titles that contain want, in arrival order.
-func (h *fakeHost) titles(want string) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []string
-	for _, m := range h.messages {
-		if strings.Contains(m.Title, want) {
-			out = append(out, m.Title)
+	for _, s := range host.Statuses(sha) {
+		if s.Repo != "acme/infra" || s.Authorization != "Bearer gh-token-1" || s.Accept != "application/vnd.github+json" {
+			t.Errorf("commit status to %s with Authorization %q, Accept %q; want acme/infra, the configured token, GitHub's media type", s.Repo, s.Authorization, s.Accept)
 		}
+		out = append(out, s.State)
 	}
 	return out
-}
-
-func (h *fakeHost) message(titlePart string) (hostMessage, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, m := range h.messages {
-		if strings.Contains(m.Title, titlePart) {
-			return m, true
-		}
-	}
-	return hostMessage{}, false
-}
-
-// states lists the commit statuses posted for sha, in order.
-func (h *fakeHost) states(sha string) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, s := range h.statuses {
-		if s.SHA == sha {
-			out = append(out, s.State)
-		}
-	}
-	return out
-}
-
-func (h *fakeHost) waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			t.Fatalf("%s: not within %s; messages %+v, statuses %+v", what, timeout, h.messages, h.statuses)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // startNotifyAgent runs an agent from a driftless.yaml whose one app
 // notifies the fake host's webhook and posts GitHub commit statuses to it.
-func startNotifyAgent(t *testing.T, host *fakeHost, replicas int, extra string) (app string, repo *gitserver.Repo, agent *testenv.Agent, path string) {
+func startNotifyAgent(t *testing.T, host *testenv.FakeHost, replicas int, extra string) (app string, repo *gitserver.Repo, agent *testenv.Agent, path string) {
 	t.Helper()
 	v1 := testenv.WorkloadImage(t, "v1")
 	app = testenv.UniqueApp(t)
@@ -146,7 +43,7 @@ func startNotifyAgent(t *testing.T, host *fakeHost, replicas int, extra string) 
 	repo.WriteFile(path+"/web.yaml", testenv.ServiceManifest(v1, replicas, map[string]string{"MESSAGE": "one"}))
 	repo.Commit("first deploy")
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "hook-url"), []byte("generic://"+host.addr+"/hook?template=json&disabletls=yes\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "hook-url"), []byte(host.HookURL()+"\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "gh-token"), []byte("gh-token-1\n"), 0o600)
 	cfg := filepath.Join(dir, "driftless.yaml")
 	body := fmt.Sprintf(`externalURL: https://driftless.example.com
@@ -166,7 +63,7 @@ apps:
       baseURL: http://%s
       repo: acme/infra
       tokenFile: gh-token
-`, extra, app, repo.URL(server), path, host.addr)
+`, extra, app, repo.URL(server), path, host.Addr)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -180,22 +77,22 @@ apps:
 // more messages while the agent backs off and polls every second.
 func TestNotifyGoodCommitThenCrashingImage(t *testing.T) {
 	t.Parallel()
-	host := startFakeHost(t)
+	host := testenv.StartFakeHost(t)
 	app, repo, agent, path := startNotifyAgent(t, host, 2, "")
 	first := repo.Head()
 	short := first[:7]
 
-	host.waitFor(t, 90*time.Second, "success status for the first commit", func() bool {
-		s := host.states(first)
+	host.WaitFor(t, 90*time.Second, "success status for the first commit", func() bool {
+		s := states(t, host, first)
 		return len(s) > 0 && s[len(s)-1] == "success"
 	})
-	if got := host.states(first); strings.Join(got, ",") != "pending,success" {
+	if got := states(t, host, first); strings.Join(got, ",") != "pending,success" {
 		t.Errorf("statuses for %s = %v, want pending then success", short, got)
 	}
-	m, ok := host.message("synced " + short)
+	m, ok := host.Message("synced " + short)
 	if !ok {
-		host.waitFor(t, 10*time.Second, "synced message", func() bool { _, ok := host.message("synced " + short); return ok })
-		m, _ = host.message("synced " + short)
+		host.WaitFor(t, 10*time.Second, "synced message", func() bool { _, ok := host.Message("synced " + short); return ok })
+		m, _ = host.Message("synced " + short)
 	}
 	if m.Title != "driftless: "+app+" synced "+short {
 		t.Errorf("title %q", m.Title)
@@ -205,9 +102,8 @@ func TestNotifyGoodCommitThenCrashingImage(t *testing.T) {
 			t.Errorf("synced message lacks %q:\n%s", want, m.Message)
 		}
 	}
-	host.mu.Lock()
-	st := host.statuses[len(host.statuses)-1]
-	host.mu.Unlock()
+	all := host.Statuses(first)
+	st := all[len(all)-1]
 	if st.Context != "driftless/"+app || !strings.HasPrefix(st.TargetURL, "https://driftless.example.com/history/") {
 		t.Errorf("status context %q target %q", st.Context, st.TargetURL)
 	}
@@ -215,31 +111,29 @@ func TestNotifyGoodCommitThenCrashingImage(t *testing.T) {
 	v1 := testenv.WorkloadImage(t, "v1")
 	repo.WriteFile(path+"/web.yaml", testenv.ServiceManifest(v1, 2, map[string]string{"MESSAGE": "two", "WORKLOAD_CRASH": "true"}))
 	bad := repo.Commit("crash at start")
-	host.waitFor(t, 90*time.Second, "failure status for the crashing commit", func() bool {
-		s := host.states(bad)
+	host.WaitFor(t, 90*time.Second, "failure status for the crashing commit", func() bool {
+		s := states(t, host, bad)
 		return len(s) > 0 && s[len(s)-1] == "failure"
 	})
-	host.waitFor(t, 10*time.Second, "failure message", func() bool { return len(host.titles("rollout-failed")) > 0 })
+	host.WaitFor(t, 10*time.Second, "failure message", func() bool { return len(host.Titles("rollout-failed")) > 0 })
 	failedAt := time.Now()
 
 	// Polls come every second and the failed rollout is retried after a
 	// backoff: none of that is news.
 	time.Sleep(20 * time.Second)
-	if got := host.titles("rollout-failed"); len(got) != 1 || got[0] != "driftless: "+app+" rollout-failed "+bad[:7] {
+	if got := host.Titles("rollout-failed"); len(got) != 1 || got[0] != "driftless: "+app+" rollout-failed "+bad[:7] {
 		t.Errorf("failure messages = %q, want exactly one for %s", got, bad[:7])
 	}
-	if got := host.titles("synced"); len(got) != 1 {
+	if got := host.Titles("synced"); len(got) != 1 {
 		t.Errorf("synced messages = %q, want only the first commit's", got)
 	}
-	host.mu.Lock()
 	var after []string
-	for _, m := range host.messages {
+	for _, m := range host.Messages() {
 		if m.At.After(failedAt) {
 			after = append(after, m.Title)
 		}
 	}
-	host.mu.Unlock()
-	t.Logf("messages in the 20 s after the failure: %q; statuses for %s: %v", after, bad[:7], host.states(bad))
+	t.Logf("messages in the 20 s after the failure: %q; statuses for %s: %v", after, bad[:7], states(t, host, bad))
 	if len(after) > 2 {
 		t.Errorf("a storm: %d messages in 20 s while the app backs off: %q", len(after), after)
 	}
@@ -252,11 +146,11 @@ func TestNotifyGoodCommitThenCrashingImage(t *testing.T) {
 // one batch window give one message that counts the repairs.
 func TestNotifyBatchesDriftRepairs(t *testing.T) {
 	t.Parallel()
-	host := startFakeHost(t)
+	host := testenv.StartFakeHost(t)
 	app, repo, agent, _ := startNotifyAgent(t, host, 3, "notify: {repairBatch: 40s}")
 	first := repo.Head()
-	host.waitFor(t, 90*time.Second, "success status for the first commit", func() bool {
-		s := host.states(first)
+	host.WaitFor(t, 90*time.Second, "success status for the first commit", func() bool {
+		s := states(t, host, first)
 		return len(s) > 0 && s[len(s)-1] == "success"
 	})
 	client := agent.Client()
@@ -271,15 +165,15 @@ func TestNotifyBatchesDriftRepairs(t *testing.T) {
 	for i := range 5 {
 		name := fmt.Sprintf("%s-web-%d", app, i%3+1)
 		testenv.Docker(t, "rm", "-f", name)
-		host.waitFor(t, 30*time.Second, "repair of "+name, func() bool { return repairs() > i })
+		host.WaitFor(t, 30*time.Second, "repair of "+name, func() bool { return repairs() > i })
 	}
 	n := repairs()
 	if time.Since(start) > 40*time.Second {
 		t.Skipf("the repairs took %s, longer than the batch window; the engine is too slow for this check", time.Since(start))
 	}
-	host.waitFor(t, 60*time.Second, "the batched repair message", func() bool { return len(host.titles("drift-repaired")) > 0 })
-	got := host.titles("drift-repaired")
-	m, _ := host.message("drift-repaired")
+	host.WaitFor(t, 60*time.Second, "the batched repair message", func() bool { return len(host.Titles("drift-repaired")) > 0 })
+	got := host.Titles("drift-repaired")
+	m, _ := host.Message("drift-repaired")
 	want := fmt.Sprintf("%s: %d changes made outside Git were repaired", app, n)
 	if len(got) != 1 || !strings.HasPrefix(m.Message, want) {
 		t.Fatalf("repair messages %q, first %q; want one saying %q", got, m.Message, want)
@@ -291,22 +185,22 @@ func TestNotifyBatchesDriftRepairs(t *testing.T) {
 // SHA; the API's test action reaches the destination at once.
 func TestNotifyRefusedRevisionAndTestButton(t *testing.T) {
 	t.Parallel()
-	host := startFakeHost(t)
+	host := testenv.StartFakeHost(t)
 	app, repo, agent, path := startNotifyAgent(t, host, 1, "")
 	first := repo.Head()
-	host.waitFor(t, 90*time.Second, "success status for the first commit", func() bool {
-		s := host.states(first)
+	host.WaitFor(t, 90*time.Second, "success status for the first commit", func() bool {
+		s := states(t, host, first)
 		return len(s) > 0 && s[len(s)-1] == "success"
 	})
 
 	v1 := testenv.WorkloadImage(t, "v1")
 	repo.WriteFile(path+"/web.yaml", strings.Replace(testenv.ServiceManifest(v1, 1, nil), "replicas: 1", "replicas: many", 1))
 	bad := repo.Commit("typo in replicas")
-	host.waitFor(t, 60*time.Second, "failure status for the refused commit", func() bool {
-		return strings.Join(host.states(bad), ",") == "failure"
+	host.WaitFor(t, 60*time.Second, "failure status for the refused commit", func() bool {
+		return strings.Join(states(t, host, bad), ",") == "failure"
 	})
-	host.waitFor(t, 10*time.Second, "refused message", func() bool { _, ok := host.message("refused " + bad[:7]); return ok })
-	m, _ := host.message("refused " + bad[:7])
+	host.WaitFor(t, 10*time.Second, "refused message", func() bool { _, ok := host.Message("refused " + bad[:7]); return ok })
+	m, _ := host.Message("refused " + bad[:7])
 	for _, want := range []string{app + ": refused " + bad[:7] + " “typo in replicas”", path + "/web.yaml:", "Details: https://driftless.example.com/history/"} {
 		if !strings.Contains(m.Message, want) {
 			t.Errorf("refused message lacks %q:\n%s", want, m.Message)
@@ -321,7 +215,7 @@ func TestNotifyRefusedRevisionAndTestButton(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("test notification: %s", resp.Status)
 	}
-	if got := host.titles("test notification"); len(got) != 1 {
+	if got := host.Titles("test notification"); len(got) != 1 {
 		t.Fatalf("test messages %q, want one, there when the API answered", got)
 	}
 }

@@ -123,10 +123,11 @@ type AppConfig struct {
 	// (a self-hosted GitLab or Gitea): {sha} and {path} are replaced.
 	CommitURLTemplate, TreeURLTemplate string
 	// Notifications are this app's own destinations, on top of the
-	// global ones.
+	// global ones. A generated app carries its source's template's, which
+	// notify delivers once per source, not once per app.
 	Notifications []Notification
 	// CommitStatus, when set, reports each revision's result to the Git
-	// host that holds it.
+	// host that holds it (for a generated app: its source's repository).
 	CommitStatus *CommitStatus
 	// Source is the sources: entry that generated the app; "" for an app
 	// listed under apps:.
@@ -139,7 +140,7 @@ type AppConfig struct {
 // Notification is one destination for notifications. The notify package
 // checks the URL and the event names.
 type Notification struct {
-	Name   string   // in metrics and the UI; default notify-N (global) or APP-N
+	Name   string   // in metrics and the UI; default notify-N (global), APP-N or SOURCE-N
 	URL    string   // a shoutrrr URL; it holds secrets, so it is never shown
 	Events []string // event kinds sent; empty = all
 }

@@ -200,9 +200,6 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 			}
 		}
 	}
-	if tmpl.Notifications != nil || tmpl.CommitStatus != nil {
-		errs = append(errs, errors.New("template: notifications and commitStatus are not supported for generated apps yet; the global notifications: cover every app"))
-	}
 	// The app template: the source's repository keys over the template's
 	// settings. The source's prune is about whole apps; the template's is
 	// the apps' own.

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +28,13 @@ func TestConfigSources(t *testing.T) {
 		{name: "bad url template", yaml: sourceBase + "    branches: {match: 'p/*'}\n    preview: {url: 'https://{{.Nope}}/'}\n", err: "preview.url"},
 		{name: "per-app key on the source", yaml: sourceBase + "    directories: ['apps/*']\n    allow: [privileged]\n", err: "allow: a setting of the generated apps belongs under template"},
 		{name: "repository key in the template", yaml: sourceBase + "    directories: ['apps/*']\n    template: {path: apps/x}\n", err: "template.path: set on the source itself"},
-		{name: "notifications in the template", yaml: sourceBase + "    directories: ['apps/*']\n    template: {notifications: [{url: 'generic://x'}]}\n", err: "notifications and commitStatus are not supported for generated apps"},
+		{name: "commit status without a token", yaml: sourceBase + "    directories: ['apps/*']\n    template: {notifications: [{url: 'generic://x'}], commitStatus: {provider: gitea}}\n",
+			err: "sources[0] (platform): commitStatus: set tokenEnv or tokenFile"},
+		{name: "bad commit status provider", yaml: sourceBase + "    directories: ['apps/*']\n    template: {commitStatus: {provider: sourcehut, tokenEnv: T}}\n",
+			err: `sources[0] (platform): commitStatus.provider: "sourcehut" is not supported`},
+		{name: "notification without url", yaml: sourceBase + "    directories: ['apps/*']\n    template: {notifications: [{name: team}]}\n",
+			err: "sources[0] (platform): notifications[0]: set exactly one of url"},
+		{name: "notifications on the source itself", yaml: sourceBase + "    directories: ['apps/*']\n    notifications: [{url: 'generic://x'}]\n", err: "notifications: a setting of the generated apps belongs under template"},
 		{name: "bad maxApps", yaml: sourceBase + "    directories: ['apps/*']\n    maxApps: 0\n", err: "maxApps: 0 must be 1 or more"},
 		{name: "duplicate source", yaml: sourceBase + "    directories: ['a/*']\n  - name: platform\n    repo: https://git.example.com/x.git\n    directories: ['b/*']\n", err: `name: "platform" is used by another source`},
 		{name: "insecure repo", yaml: "sources:\n  - name: p\n    repo: git://127.0.0.1/p.git\n    directories: ['apps/*']\n", err: "allowInsecureTransport"},
@@ -52,6 +61,37 @@ func TestConfigSources(t *testing.T) {
 // path; a driftless-apps.yaml entry may change its ref, interval, prune,
 // self-heal, profiles and watch, but never the template's host power or
 // HTTP check.
+// TestSourceTemplateNotifications: a template's notifications and commit
+// status are read as an app's, and every app the source generates (a
+// preview too) carries them.
+func TestSourceTemplateNotifications(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := sourceBase + "    branches: {match: 'preview/*'}\n    template:\n      notifications: [{url: 'generic://hooks.example.com/x', events: [synced]}]\n" +
+		"      commitStatus: {provider: gitea, baseURL: 'https://git.example.com/api/v1', tokenFile: token}\n"
+	cfg, err := parseConfig([]byte(yaml), dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := cfg.Sources[0]
+	want := []Notification{{Name: "platform-1", URL: "generic://hooks.example.com/x", Events: []string{"synced"}}}
+	if !reflect.DeepEqual(sc.App.Notifications, want) {
+		t.Fatalf("notifications %+v, want %+v", sc.App.Notifications, want)
+	}
+	if cs := sc.App.CommitStatus; cs == nil || *cs != (CommitStatus{Provider: "gitea", BaseURL: "https://git.example.com/api/v1", Token: "s3cret"}) {
+		t.Fatalf("commit status %+v", cs)
+	}
+	app, err := sc.PreviewFor("preview/login", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.Source != "platform" || app.CommitStatus == nil || len(app.Notifications) != 1 {
+		t.Fatalf("the preview lost its source's template: %+v", app)
+	}
+}
+
 func TestSourceAppFor(t *testing.T) {
 	cfg, err := parseConfig([]byte(sourceBase+"    directories: ['apps/*']\n    prune: true\n    template: {allow: [privileged], interval: 1m, release: {watch: 2m, check: {url: 'http://127.0.0.1:9/'}}}\n"), t.TempDir(), func(string) string { return "" })
 	if err != nil {
