@@ -19,7 +19,7 @@ import (
 type namedEngines map[string]*deploy.Engine
 
 // connectNamedEngines connects to each engine of engines: with the local
-// engine's options (local), its own host and TLS files, and its own
+// engine's options (local), its own host, TLS or SSH files, and its own
 // repository files, secret files and pulled-image records
 // (DATA/engines/NAME/files, SECRETS/engines/NAME): each engine collects
 // what its own containers no longer mount. State directories are shared,
@@ -37,6 +37,7 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 		if ec.TLS != nil {
 			opts.TLS = &deploy.TLSFiles{CAFile: ec.TLS.CAFile, CertFile: ec.TLS.CertFile, KeyFile: ec.TLS.KeyFile}
 		}
+		opts.SSHKeyFile, opts.SSHKnownHostsFile = ec.SSHKeyFile, ec.KnownHostsFile
 		opts.FilesDir = filepath.Join(cfg.DataDir, "engines", ec.Name, "files")
 		opts.SecretsDir = filepath.Join(secrets, "engines", ec.Name)
 		opts.Logger = log.With("engine", ec.Name)

@@ -20,7 +20,7 @@ const LocalEngine = "local"
 // on with `engine: NAME`.
 type EngineConfig struct {
 	Name string
-	// Host is unix:///path or tcp://host:port.
+	// Host is unix:///path, tcp://host:port or ssh://[user@]host[:port].
 	Host string
 	// TLS, for tcp://, verifies the engine with CAFile and authenticates
 	// the agent with CertFile and KeyFile (as DOCKER_CERT_PATH's ca.pem,
@@ -30,6 +30,10 @@ type EngineConfig struct {
 	// AllowInsecureTransport accepts tcp:// without TLS: anyone who can
 	// reach the port owns the engine and the host.
 	AllowInsecureTransport bool
+	// SSHKeyFile and KnownHostsFile, for ssh://, are the key the agent
+	// logs in with ("": ssh's defaults) and the far side's host key
+	// ("": ~/.ssh/known_hosts).
+	SSHKeyFile, KnownHostsFile string
 }
 
 // EngineTLS are the files of an engine's TLS connection.
@@ -40,11 +44,15 @@ type EngineTLS struct {
 // Remote reports whether the engine may be on another host: it then
 // cannot see the agent's files (repository files, secrets, state
 // directories) nor be reached by its readiness probes. A unix socket and
-// TCP to a loopback address are on this host.
+// TCP to a loopback address are on this host; an ssh:// engine is taken
+// for another host, wherever it is.
 func (e EngineConfig) Remote() bool {
 	u, err := url.Parse(e.Host)
 	if err != nil || u.Scheme == "unix" {
 		return false
+	}
+	if u.Scheme == "ssh" {
+		return true
 	}
 	host := u.Hostname()
 	if host == "localhost" {
@@ -59,6 +67,8 @@ type fileEngine struct {
 	Host                   string         `json:"host"`
 	TLS                    *fileEngineTLS `json:"tls"`
 	AllowInsecureTransport bool           `json:"allowInsecureTransport"`
+	SSHKeyFile             string         `json:"sshKeyFile"`
+	KnownHostsFile         string         `json:"knownHostsFile"`
 }
 
 type fileEngineTLS struct {
@@ -92,7 +102,7 @@ func parseEngines(fes []fileEngine, rel func(string) string) ([]EngineConfig, []
 }
 
 func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
-	e := EngineConfig{Name: fe.Name, Host: fe.Host, AllowInsecureTransport: fe.AllowInsecureTransport}
+	e := EngineConfig{Name: fe.Name, Host: fe.Host, AllowInsecureTransport: fe.AllowInsecureTransport, SSHKeyFile: rel(fe.SSHKeyFile), KnownHostsFile: rel(fe.KnownHostsFile)}
 	switch {
 	case fe.Name == LocalEngine:
 		return e, fmt.Errorf("name: %q is the agent's own engine (DOCKER_HOST or the default socket) and cannot be redefined: choose another name", LocalEngine)
@@ -104,7 +114,10 @@ func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
 	}
 	u, err := url.Parse(fe.Host)
 	if err != nil || fe.Host == "" {
-		return e, fmt.Errorf("host: %q is not an engine address: use unix:///path/to/docker.sock or tcp://host:2376", fe.Host)
+		return e, fmt.Errorf("host: %q is not an engine address: use unix:///path/to/docker.sock, tcp://host:2376 or ssh://user@host", fe.Host)
+	}
+	if (e.SSHKeyFile != "" || e.KnownHostsFile != "") && u.Scheme != "ssh" {
+		return e, errors.New("sshKeyFile and knownHostsFile are for ssh:// engines")
 	}
 	switch u.Scheme {
 	case "unix":
@@ -127,9 +140,33 @@ func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
 		}
 		return e, e.TLS.check()
 	case "ssh":
-		return e, fmt.Errorf("host: %s: engines over ssh:// are not supported yet; use tcp:// with tls", fe.Host)
+		return e, checkSSH(e, u)
 	}
-	return e, fmt.Errorf("host: %q: the scheme %q is not supported: use unix:// or tcp://", fe.Host, u.Scheme)
+	return e, fmt.Errorf("host: %q: the scheme %q is not supported: use unix://, tcp:// or ssh://", fe.Host, u.Scheme)
+}
+
+// checkSSH checks an ssh:// engine: a host, no path, no TLS, and the
+// files it names readable.
+func checkSSH(e EngineConfig, u *url.URL) error {
+	switch {
+	case u.Hostname() == "" || (u.Path != "" && u.Path != "/"):
+		return fmt.Errorf("host: %q: write ssh://[user@]host[:port]", e.Host)
+	case e.TLS != nil:
+		return errors.New("tls: an ssh:// engine is reached through ssh, which authenticates it by its host key: use knownHostsFile")
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return errors.New("host: the URL contains a password; log in with sshKeyFile")
+	}
+	var errs []error
+	for _, f := range [][2]string{{"sshKeyFile", e.SSHKeyFile}, {"knownHostsFile", e.KnownHostsFile}} {
+		if f[1] == "" {
+			continue
+		}
+		if _, err := os.Stat(f[1]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f[0], err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // check requires the three files to be given and readable.
