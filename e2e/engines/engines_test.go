@@ -1,7 +1,7 @@
 // Package engines tests, end to end, one agent driving apps on several
-// Docker engines (engines: in driftless.yaml): two private engines, one
-// over its unix socket and one over TCP with TLS, beside the machine's
-// engine as local. It is a package of its own so `go test ./...` runs it
+// Docker engines (engines: in driftless.yaml): private engines reached
+// over their unix socket, over TCP with TLS and over SSH (a real sshd on
+// loopback), beside the machine's engine as local. It is a package of its own so `go test ./...` runs it
 // beside the other e2e packages.
 package engines
 
