@@ -467,6 +467,21 @@ func TestDiscoverFileLocalKeys(t *testing.T) {
 	}
 }
 
+// TestDiscoverConfigLocalKeys: in the agent's configuration from Git,
+// every local key but repo (an app's own repository) is refused too.
+func TestDiscoverConfigLocalKeys(t *testing.T) {
+	for key := range localKeys {
+		data := "apps:\n  - name: shop\n    path: a\n    " + key + ": x\n"
+		_, err := Discover(fstest.MapFS{"d.yaml": file(data)}, Generator{Config: "d.yaml"}, 0)
+		switch {
+		case key == "repo" && err != nil:
+			t.Errorf("repo: %v, want it accepted", err)
+		case key != "repo" && (err == nil || !strings.HasPrefix(err.Error(), "d.yaml:4:5: apps[0]."+key+": ") || !strings.Contains(err.Error(), "is a local setting")):
+			t.Errorf("%s: error %v, want a local setting error at d.yaml:4:5", key, err)
+		}
+	}
+}
+
 func TestDiscoverFileAnchors(t *testing.T) {
 	data := "apps:\n  - name: shop\n    path: a\n    profiles: &p [debug]\n    release: &r {watch: 1m}\n  - name: blog\n    path: b\n    profiles: *p\n    release: *r\n"
 	apps, err := Discover(fstest.MapFS{"a.yaml": file(data)}, Generator{File: "a.yaml"}, 0)
