@@ -324,7 +324,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 // transport takes no proxy from the environment.
 func dialedClientOpts(fresh *http.Client, dial func(context.Context, string, string) (net.Conn, error), requests *prometheus.CounterVec) []client.Opt {
 	return []client.Opt{
-		client.WithHost("http://docker.example.com"), client.WithHTTPClient(fresh), client.WithDialContext(dial),
+		client.WithHost("http://docker"), client.WithHTTPClient(fresh), client.WithDialContext(dial),
 		client.WithAPIVersionFromEnv(), client.WithScheme("http"), client.WithHTTPRequestHook(requestcount.Hook(requests)),
 	}
 }

@@ -167,6 +167,17 @@ func deployObserveWatch(t *testing.T, priv *privengine.Engine, srv *Server, imag
 	if err := eng.Ping(ctx); err != nil {
 		t.Fatalf("ping over SSH: %v", err)
 	}
+	// What one request costs: a session over the shared connection, the
+	// remote user's shell starting (and its rc files: bash reads ~/.bashrc
+	// under sshd) and `docker system dial-stdio`.
+	const pings = 10
+	t0 := time.Now()
+	for range pings {
+		if err := eng.Ping(ctx); err != nil {
+			t.Fatalf("ping over SSH: %v", err)
+		}
+	}
+	t.Logf("a ping over SSH takes %s", (time.Since(t0) / pings).Round(time.Millisecond))
 
 	events := make(chan drift.EngineEvent, 256)
 	stopWatch := watch(t, ctx, eng, events)
