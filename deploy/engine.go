@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -132,6 +133,13 @@ type Options struct {
 	// RoutesFile is the host's IPv4 routing table, whose destinations a
 	// new subnet must not overlap; default /proc/net/route.
 	RoutesFile string
+
+	// Dial, when set, is how the Docker client reaches the engine (e.g. a
+	// dockerssh.Dialer's DialContext, over SSH): every connection comes
+	// from it, HTTP requests name a placeholder host, and Host only names
+	// the engine in messages. DOCKER_HOST and the TLS variables are not
+	// read then.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // TLSFiles are the PEM files of a TLS connection to an engine: the CA
@@ -324,13 +332,44 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// the client would take for TLS: say plainly there is none.
 		clientOpts = append(clientOpts, client.WithScheme("http"))
 	}
+	if opts.Dial != nil {
+		clientOpts = dialedClientOpts(fresh, opts.Dial, requests)
+	}
 	cli, err := client.New(clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("configure Docker client: %w", err)
 	}
-	e := newEngine(cli, opts)
+	var api dockerAPI = cli
+	if opts.Dial != nil {
+		api = dialedClient{Client: cli, name: opts.Host}
+	}
+	e := newEngine(api, opts)
 	e.requests = requests
 	return e, nil
+}
+
+// dialedClientOpts configure a client whose connections all come from
+// dial. The placeholder host is set before the HTTP client, so the
+// transport takes no proxy from the environment.
+func dialedClientOpts(fresh *http.Client, dial func(context.Context, string, string) (net.Conn, error), requests *prometheus.CounterVec) []client.Opt {
+	return []client.Opt{
+		client.WithHost("http://docker"), client.WithHTTPClient(fresh), client.WithDialContext(dial),
+		client.WithAPIVersionFromEnv(), client.WithScheme("http"), client.WithHTTPRequestHook(requestcount.Hook(requests)),
+	}
+}
+
+// dialedClient names its engine by Options.Host, not by the placeholder
+// host its requests carry.
+type dialedClient struct {
+	*client.Client
+	name string
+}
+
+func (c dialedClient) DaemonHost() string {
+	if c.name == "" {
+		return "the engine reached through Options.Dial"
+	}
+	return c.name
 }
 
 func newEngine(api dockerAPI, opts Options) *Engine {

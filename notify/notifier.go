@@ -83,6 +83,7 @@ type destination struct {
 type host struct {
 	client *hostClient
 	w      *worker
+	repo   string // the repository's URL as status shows it (credentials removed)
 }
 
 // sender sends one message; *router.ServiceRouter behind shoutrrrSender.
@@ -163,7 +164,7 @@ func New(o Options) (*Notifier, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			return nil
 		}
-		return &host{client: c, w: newWorker(name, o.retry, counter, o.Logger, n.problem)}
+		return &host{client: c, w: newWorker(name, o.retry, counter, o.Logger, n.problem), repo: config.RedactURL(app.Repo)}
 	}
 	for _, app := range o.Config.Apps {
 		n.perApp[app.Name] = mk("apps ("+app.Name+"): notifications", app.Notifications)
@@ -306,7 +307,7 @@ func (n *Notifier) Observe(r loop.Report) {
 	now := n.now()
 	events := n.det.events(r, now)
 	for _, s := range n.tracker.statuses(r, n.externalURL) {
-		n.postStatus(r.App, r.Next.FromSource, s)
+		n.postStatus(r, s)
 	}
 	n.dispatch(events)
 	if slices.ContainsFunc(r.Entries, func(e status.HistoryEntry) bool { return e.Kind == status.KindRepair }) {
@@ -347,12 +348,17 @@ func (n *Notifier) dispatch(events []Event) {
 	}
 }
 
-// postStatus queues s on the host of app, or of the source that
-// generated it.
-func (n *Notifier) postStatus(app, source string, s commitStatus) {
+// postStatus queues s on the host of r's app, or of the source that
+// generated it. An app that a config: source places in another
+// repository has no host: its commits are not in the source's.
+func (n *Notifier) postStatus(r loop.Report, s commitStatus) {
+	app := r.App
 	h, ok := n.hosts[app]
-	if source != "" {
+	if source := r.Next.FromSource; source != "" {
 		h, ok = n.sourceHosts[source]
+		if ok && r.Next.Source.URL != "" && r.Next.Source.URL != h.repo {
+			return
+		}
 	}
 	if !ok {
 		return

@@ -114,6 +114,11 @@ func TestGeneratedAppsPostCommitStatusesToTheirSourcesRepo(t *testing.T) {
 	preview := generated(app, "shop", drift.HealthProgressing, nil)
 	preview.Preview = &status.Preview{Branch: "preview/login", URL: url}
 	n.Observe(loop.Report{App: "blog-posts", Next: generated("blog-posts", "blog", drift.HealthHealthy, nil), Applying: rev("2222222bbbb", "posts")})
+	// A config: source may place an app in another repository: its
+	// commits are not in the source's, so no status goes there.
+	elsewhere := generated("shop-api", "shop", drift.HealthHealthy, nil)
+	elsewhere.Source.URL = "https://git.example.com/acme/api.git"
+	n.Observe(loop.Report{App: "shop-api", Next: elsewhere, Applying: rev("3333333cccc", "api")})
 	n.Observe(loop.Report{App: app, Next: preview, Applying: r})
 	done := preview
 	done.Health, done.Applied = drift.HealthHealthy, r
@@ -134,7 +139,7 @@ func TestGeneratedAppsPostCommitStatusesToTheirSourcesRepo(t *testing.T) {
 	}
 	select {
 	case req := <-got:
-		t.Errorf("unexpected status %s %v (blog has no commitStatus)", req.Path, req.Body)
+		t.Errorf("unexpected status %s %v (blog has no commitStatus; shop-api is in another repository)", req.Path, req.Body)
 	case <-time.After(200 * time.Millisecond):
 	}
 }

@@ -34,6 +34,7 @@ import (
 // runFlags are the flags shared by `run` and `demo`.
 type runFlags struct {
 	config        string
+	configFrom    string // URL#PATH of a driftless.yaml in Git
 	repo          string
 	branch, tag   string
 	commit        string
@@ -106,6 +107,8 @@ An app for every directory of a repository that holds a compose file or manifest
   driftless run --repo URL --discover 'apps/*' [--prune]
 Several apps from a file:
   driftless run --config driftless.yaml
+The apps: of a driftless.yaml in Git (#PATH defaults to driftless.yaml; --config adds the local settings):
+  driftless run --config-from URL#PATH [--config local.yaml] [--prune]
 
 Secrets never come from the command line except --webhook-secret (prefer the env or file forms):
   DRIFTLESS_API_TOKEN        bearer token for write actions (or --api-token-file)
@@ -121,6 +124,7 @@ func (f *runFlags) register(fs interface {
 }, withSource bool) {
 	if withSource {
 		fs.StringVar(&f.config, "config", "", "driftless.yaml listing several apps (instead of --repo)")
+		fs.StringVar(&f.configFrom, "config-from", "", "URL#PATH of a driftless.yaml in Git (PATH default driftless.yaml) whose apps: the agent runs, following its changes; the other flags apply to that repository and its apps, --config gives the local settings")
 		fs.StringVar(&f.repo, "repo", "", "Git repository URL: https:// or ssh:// (git://, http://, file:// and local paths need --allow-insecure-transport)")
 		fs.BoolVar(&f.allowInsecure, "allow-insecure-transport", false, "accept a git://, http://, file:// or local repository, which anyone on the network path (or with write access here) could change")
 		fs.StringVar(&f.onForcePush, "on-force-push", "", "a head that does not descend from the applied revision: follow (apply and record it) or refuse (keep the applied one); default refuse with --verify-*, else follow")
@@ -225,7 +229,7 @@ func connectSwarm(ctx context.Context, apps []config.AppConfig, engine *deploy.E
 // appFromFlags is the one app that --repo and its flags describe.
 func (f *runFlags) appFromFlags() (config.AppConfig, error) {
 	if f.repo == "" {
-		return config.AppConfig{}, errors.New("nothing to watch: pass --repo URL (one app) or --config driftless.yaml (several apps)")
+		return config.AppConfig{}, errors.New("nothing to watch: pass --repo URL (one app), --config driftless.yaml (several apps) or --config-from URL#PATH (the apps of a driftless.yaml in Git)")
 	}
 	name := f.app
 	if name == "" {
@@ -332,34 +336,9 @@ func (f *runFlags) gitSafety(app string) error {
 
 // config turns flags (or the config file) into the agent's configuration.
 func (f *runFlags) toConfig() (config.Config, error) {
-	var cfg config.Config
-	if f.config != "" {
-		if f.repo != "" {
-			return cfg, errors.New("use either --config or --repo, not both")
-		}
-		if f.verifyPGP != "" || f.verifySSH != "" {
-			return cfg, errors.New("--verify-* flags apply to --repo only; with --config, set verify: per app in the file")
-		}
-		if f.allowInsecure || f.onForcePush != "" {
-			return cfg, errors.New("--allow-insecure-transport and --on-force-push are for --repo; in a config file set allowInsecureTransport and onForcePush on each app")
-		}
-		c, err := config.LoadConfig(f.config)
-		if err != nil {
-			return cfg, err
-		}
-		cfg = c
-	} else {
-		app, err := f.appFromFlags()
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Apps = []config.AppConfig{app}
-		if f.discover != "" {
-			cfg.Apps, cfg.Sources, err = f.discoverSource(app)
-			if err != nil {
-				return cfg, err
-			}
-		}
+	cfg, err := f.appsConfig()
+	if err != nil {
+		return cfg, err
 	}
 	// Flags win over the file for the process-level settings.
 	f.directoriesOver(&cfg)
@@ -380,9 +359,85 @@ func (f *runFlags) toConfig() (config.Config, error) {
 		cfg.APIToken = s
 	}
 	cfg.ExternalURL = f.externalURLOr(cfg.ExternalURL)
-	var err error
 	cfg.AddressPool, err = f.addressPoolOr(cfg.AddressPool)
 	return cfg, err
+}
+
+// appsConfig is what runs: the config file's apps and sources, the source
+// of --config-from, or the app (or --discover source) of --repo.
+func (f *runFlags) appsConfig() (config.Config, error) {
+	var cfg config.Config
+	switch {
+	case f.configFrom != "":
+		return f.configFromSource()
+	case f.config != "":
+		if f.repo != "" {
+			return cfg, errors.New("use either --config or --repo, not both")
+		}
+		if f.verifyPGP != "" || f.verifySSH != "" {
+			return cfg, errors.New("--verify-* flags apply to --repo only; with --config, set verify: per app in the file")
+		}
+		if f.allowInsecure || f.onForcePush != "" {
+			return cfg, errors.New("--allow-insecure-transport and --on-force-push are for --repo; in a config file set allowInsecureTransport and onForcePush on each app")
+		}
+		return config.LoadConfig(f.config)
+	}
+	app, err := f.appFromFlags()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Apps = []config.AppConfig{app}
+	if f.discover != "" {
+		cfg.Apps, cfg.Sources, err = f.discoverSource(app)
+	}
+	return cfg, err
+}
+
+// configFromSource is the configuration of --config-from: a source named
+// config whose generator reads the apps: of a driftless.yaml in Git. The
+// repository flags (credentials, --verify-*, --branch, ...) are its, and
+// the app flags (--allow, --interval, ...) its template. The file of
+// --config, when given, adds its own apps, sources and settings.
+func (f *runFlags) configFromSource() (config.Config, error) {
+	var cfg config.Config
+	if f.repo != "" || f.discover != "" {
+		return cfg, errors.New("--config-from names the repository itself: leave out --repo and --discover")
+	}
+	if f.path != "." || f.app != "" || f.commit != "" {
+		return cfg, errors.New("--config-from: leave out --path, --app and --commit (the file in Git gives each app its name and path)")
+	}
+	repo, file, err := config.ParseConfigFrom(f.configFrom)
+	if err != nil {
+		return cfg, err
+	}
+	if !f.allowInsecure {
+		if err := gitsource.CheckTransport(repo); err != nil {
+			return cfg, fmt.Errorf("--config-from: %w; use an https:// or ssh:// URL, or pass --allow-insecure-transport to accept it", err)
+		}
+	}
+	if f.config != "" {
+		if cfg, err = config.LoadLocalConfig(f.config); err != nil {
+			return cfg, err
+		}
+	}
+	for _, sc := range cfg.Sources {
+		if sc.Name == config.ConfigFromSource {
+			return cfg, fmt.Errorf("%s: a source is named %q, the name of --config-from's source: rename it", f.config, sc.Name)
+		}
+	}
+	flags := *f
+	flags.repo, flags.app = repo, config.ConfigFromSource
+	app, err := flags.appFromFlags()
+	if err != nil {
+		return cfg, err
+	}
+	app.Path, app.Source = "", config.ConfigFromSource
+	if app.WebhookSecret == "" {
+		app.WebhookSecret = cfg.WebhookSecret
+	}
+	cfg.Sources = append(cfg.Sources, config.SourceConfig{Name: config.ConfigFromSource, Generator: sources.Generator{Config: file},
+		Prune: f.prune, MaxApps: config.DefaultMaxApps, App: app})
+	return cfg, nil
 }
 
 // addressPoolOr is the file's addressPool with --address-pool and
@@ -435,7 +490,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 
 func runCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "run (--repo URL | --config FILE) [flags]",
+		Use:   "run (--repo URL | --config FILE | --config-from URL#PATH) [flags]",
 		Short: "run the agent: follow Git, heal drift, serve the dashboard",
 		Long:  runUsage(),
 	}

@@ -411,11 +411,21 @@ type fileDecryption struct {
 // it are relative to the file's directory. Secrets are read from the
 // environment variables and files it names.
 func LoadConfig(path string) (Config, error) {
+	return loadConfig(path, true)
+}
+
+// LoadLocalConfig reads the local driftless.yaml given beside
+// --config-from, which may list no apps: the source from Git brings them.
+func LoadLocalConfig(path string) (Config, error) {
+	return loadConfig(path, false)
+}
+
+func loadConfig(path string, needApps bool) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	cfg, err := parseConfig(data, filepath.Dir(path), os.Getenv)
+	cfg, err := parseConfigApps(data, filepath.Dir(path), os.Getenv, needApps)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -431,6 +441,12 @@ func (fc fileConfig) somethingToRun() []error {
 }
 
 func parseConfig(data []byte, dir string, getenv func(string) string) (Config, error) {
+	return parseConfigApps(data, dir, getenv, true)
+}
+
+// parseConfigApps parses a driftless.yaml; needApps refuses one with
+// neither apps nor sources.
+func parseConfigApps(data []byte, dir string, getenv func(string) string, needApps bool) (Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
 		return Config{}, fmt.Errorf("invalid YAML: %w", err)
@@ -483,7 +499,9 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 	var poolErrs []error
 	cfg.AddressPool, poolErrs = fc.AddressPool.parse()
 	errs = append(errs, poolErrs...)
-	errs = append(errs, fc.somethingToRun()...)
+	if needApps {
+		errs = append(errs, fc.somethingToRun()...)
+	}
 	seen := map[string]bool{}
 	for i, fa := range fc.Apps {
 		where := fmt.Sprintf("apps[%d]", i)

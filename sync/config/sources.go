@@ -149,6 +149,7 @@ type fileSource struct {
 	Directories []string       `json:"directories"`
 	Exclude     []string       `json:"exclude"`
 	File        string         `json:"file"`
+	Config      string         `json:"config"`
 	Branches    *fileBranches  `json:"branches"`
 	Preview     *filePreview   `json:"preview"`
 	MaxApps     *int           `json:"maxApps"`
@@ -221,7 +222,7 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 	}
 	app.Source = src.Name
 	sc := SourceConfig{Name: src.Name, Prune: src.Prune, MaxApps: DefaultMaxApps, App: app,
-		Generator: sources.Generator{Directories: fs.Directories, Exclude: fs.Exclude, File: fs.File}}
+		Generator: sources.Generator{Directories: fs.Directories, Exclude: fs.Exclude, File: fs.File, Config: fs.Config}}
 	if fs.MaxApps != nil {
 		sc.MaxApps = *fs.MaxApps
 		if sc.MaxApps < 1 {
@@ -232,8 +233,8 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 	return sc, errs
 }
 
-// parseGenerator reads how a source finds apps: directories:, file: or
-// branches: with preview: and maxPreviews.
+// parseGenerator reads how a source finds apps: directories:, file:,
+// config: or branches: with preview: and maxPreviews.
 func parseGenerator(fs fileSource, sc *SourceConfig) []error {
 	var errs []error
 	sc.MaxPreviews = DefaultMaxPreviews
@@ -247,8 +248,8 @@ func parseGenerator(fs fileSource, sc *SourceConfig) []error {
 	sc.Preview, prevErrs = fs.Preview.parse()
 	errs = append(errs, prevErrs...)
 	switch {
-	case fs.Branches != nil && (len(fs.Directories) > 0 || fs.File != ""):
-		errs = append(errs, errors.New("branches: a source generates apps from directories:, file: or branches:, one of them"))
+	case fs.Branches != nil && (len(fs.Directories) > 0 || fs.File != "" || fs.Config != ""):
+		errs = append(errs, errors.New("branches: a source generates apps from directories:, file:, config: or branches:, one of them"))
 	case fs.Branches != nil:
 		sc.Branches = &sources.Branches{Match: fs.Branches.Match, Path: fs.Branches.Path}
 		if sc.Branches.Path == "" {
@@ -257,8 +258,8 @@ func parseGenerator(fs fileSource, sc *SourceConfig) []error {
 		if err := sc.Branches.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-	case len(fs.Directories) == 0 && fs.File == "":
-		errs = append(errs, errors.New("no generator: set directories: (globs of app directories, like ['apps/*']), file: (a driftless-apps.yaml in the repository) or branches: (a preview per branch)"))
+	case len(fs.Directories) == 0 && fs.File == "" && fs.Config == "":
+		errs = append(errs, errors.New("no generator: set directories: (globs of app directories, like ['apps/*']), file: (a driftless-apps.yaml in the repository), config: (a driftless.yaml in the repository) or branches: (a preview per branch)"))
 	default:
 		if err := sc.Generator.Validate(); err != nil {
 			errs = append(errs, err)
@@ -339,6 +340,11 @@ func (s SourceConfig) AppFor(g sources.App) (AppConfig, error) {
 	if g.Branch != "" || g.Tag != "" {
 		app.Branch, app.Tag, app.Commit = g.Branch, g.Tag, ""
 	}
+	if g.Repo != "" && g.Repo != s.App.Repo {
+		if err := s.inOtherRepo(&app, g); err != nil {
+			return AppConfig{}, err
+		}
+	}
 	if g.Interval != "" {
 		if _, err := ParseSchedule(g.Interval); err != nil {
 			return AppConfig{}, fmt.Errorf("%s: interval: %w", g.At, err)
@@ -393,7 +399,7 @@ func (s SourceConfig) AppsFor(apps []sources.App) ([]AppConfig, error) {
 // SameGenerated reports whether a generated app's configuration is
 // unchanged in what a source or its file can change.
 func (c AppConfig) SameGenerated(o AppConfig) bool {
-	return c.Path == o.Path && c.Branch == o.Branch && c.Tag == o.Tag && c.Interval == o.Interval &&
+	return c.Repo == o.Repo && c.Path == o.Path && c.Branch == o.Branch && c.Tag == o.Tag && c.Interval == o.Interval &&
 		c.Prune == o.Prune && c.SelfHeal == o.SelfHeal && slices.Equal(c.Profiles, o.Profiles) && c.Release == o.Release &&
 		(c.Preview == nil) == (o.Preview == nil) && (c.Preview == nil || *c.Preview == *o.Preview)
 }

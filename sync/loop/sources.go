@@ -527,8 +527,10 @@ func (a *Agent) takeNextConfig(st *appState) {
 	if src != nil {
 		st.source = src
 	}
-	// Parsed revisions depend on the configuration (a preview's ports).
+	// Parsed revisions depend on the configuration (a preview's ports, the
+	// path): the head is parsed again with it, even at the same commit.
 	st.revisions = newRevisionCache()
+	st.mem.accepted, st.mem.restoreSHA = nil, ""
 	if err == nil && next.Interval != st.cfg.Interval {
 		a.cron.Remove(st.cronID)
 		name := next.Name

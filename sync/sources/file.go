@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"gopkg.in/yaml.v3"
@@ -53,15 +54,21 @@ var localReleaseKeys = map[string]string{
 	"check": "the release check",
 }
 
-// fileParser reads one driftless-apps.yaml and collects every error with
-// its position, so one push can fix them all.
+// fileParser reads one driftless-apps.yaml, or the apps: of a
+// driftless.yaml (config), and collects every error with its position, so
+// one push can fix them all.
 type fileParser struct {
 	file string // as given in the generator, printed in messages
-	errs []error
+	// config: the file is the agent's driftless.yaml from Git. Its other
+	// top-level keys are refused (they stay local), and an entry may name
+	// its repository (repo:).
+	config bool
+	errs   []error
 }
 
-// discoverFile lists the apps the file declares, in file order.
-func discoverFile(fsys fs.FS, file string) ([]App, error) {
+// discoverFile lists the apps the file declares, in file order; config:
+// the file is a driftless.yaml (the config: generator).
+func discoverFile(fsys fs.FS, file string, config bool) ([]App, error) {
 	data, err := fs.ReadFile(fsys, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s is missing at this revision: add it to the repository or change the file the source names in driftless.yaml (%w)", file, fs.ErrNotExist)
@@ -69,7 +76,7 @@ func discoverFile(fsys fs.FS, file string) ([]App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	p := &fileParser{file: file}
+	p := &fileParser{file: file, config: config}
 	apps := p.parse(data)
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
@@ -162,7 +169,12 @@ func (p *fileParser) root(n *yaml.Node) []App {
 	}
 	var list *yaml.Node
 	for _, kv := range p.pairs(n, "top level") {
-		if kv.key != "apps" {
+		switch {
+		case kv.key == "apps":
+		case p.config:
+			p.errorf(kv.keyN, "%s: only apps: is read from Git; %s belongs in the agent's local configuration (--config)", kv.key, kv.key)
+			continue
+		default:
 			p.errorf(kv.keyN, "unknown key %s: the file holds only apps:", kv.key)
 			continue
 		}
@@ -241,8 +253,16 @@ func (p *fileParser) entry(i int, n *yaml.Node) (App, *yaml.Node, bool) {
 }
 
 // option reads the entry's keys other than its identity (name, path,
-// branch, tag).
+// branch, tag). A config: entry may also name its repository.
 func (p *fileParser) option(app *App, kv pair, field string) {
+	known := "name, path, branch, tag, interval, prune, selfHeal, profiles, release"
+	if p.config {
+		known = "name, repo, path, branch, tag, interval, prune, selfHeal, profiles, release"
+		if kv.key == "repo" {
+			app.Repo = p.repo(kv, field)
+			return
+		}
+	}
 	switch kv.key {
 	case "interval":
 		app.Interval = p.str(kv, field)
@@ -255,7 +275,7 @@ func (p *fileParser) option(app *App, kv pair, field string) {
 	case "release":
 		app.Release = p.release(kv, field)
 	default:
-		p.unknown(kv, field, localKeys, "name, path, branch, tag, interval, prune, selfHeal, profiles, release")
+		p.unknown(kv, field, localKeys, known)
 	}
 }
 
@@ -293,6 +313,19 @@ func (p *fileParser) path(kv pair, field string) string {
 	if err := checkRelPath(s); err != nil {
 		p.errorf(kv.keyN, "%s: %v", field, err)
 		return ""
+	}
+	return s
+}
+
+// repo reads a repository URL, which must not hold a password: the
+// file is in Git, and credentials are local settings.
+func (p *fileParser) repo(kv pair, field string) string {
+	s := p.str(kv, field)
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, hasPassword := u.User.Password(); hasPassword {
+			p.errorf(kv.keyN, "%s: the URL contains a password: credentials are local settings, given by the source's template in the agent's driftless.yaml", field)
+			return ""
+		}
 	}
 	return s
 }

@@ -13,17 +13,24 @@ import (
 )
 
 // Generator says which apps a source repository holds: exactly one of
-// Directories or File.
+// Directories, File or Config.
 type Generator struct {
 	Directories []string // globs over slash paths from the repository root, e.g. "apps/*", "stacks/*/prod"; path.Match syntax per segment
 	Exclude     []string // globs; a directory matching one (or below one that does) is not an app
 	File        string   // path of a driftless-apps.yaml in the repository
+	// Config is the path of a driftless.yaml in the repository: the
+	// agent's configuration from Git. Only its apps: is read; its entries
+	// are a File's plus repo:.
+	Config string
 }
 
 // App is one app a source declares.
 type App struct {
 	Name string // DNS-safe app name
 	Path string // its directory in the repository ("." = root)
+	// Repo is the repository the app lives in, set only by a Config
+	// entry; "" means the source's own.
+	Repo string `json:",omitempty"`
 	// Set only by a driftless-apps.yaml entry; zero means "the source's own".
 	Branch, Tag string
 	Interval    string // Go duration or cron spec, as written (the caller validates it with config.ParseSchedule)
@@ -47,14 +54,21 @@ type Release struct {
 const maxNameLen = 63
 
 // Validate checks the generator as written in driftless.yaml (exactly one of
-// Directories and File; globs valid; File a clean relative path, no "..").
+// Directories, File and Config; globs valid; File and Config clean
+// relative paths, no "..").
 func (g Generator) Validate() error {
+	set := 0
+	for _, given := range []bool{len(g.Directories) > 0, g.File != "", g.Config != ""} {
+		if given {
+			set++
+		}
+	}
 	switch {
-	case len(g.Directories) == 0 && g.File == "":
-		return errors.New("give directories or file: the source must say where its apps are")
-	case len(g.Directories) > 0 && g.File != "":
-		return errors.New("give directories or file, not both")
-	case g.File != "" && len(g.Exclude) > 0:
+	case set == 0:
+		return errors.New("give directories, file or config: the source must say where its apps are")
+	case set > 1:
+		return errors.New("give one of directories, file and config")
+	case len(g.Directories) == 0 && len(g.Exclude) > 0:
 		return errors.New("exclude: only applies to directories; list the apps you want in the file instead")
 	}
 	var errs []error
@@ -71,6 +85,11 @@ func (g Generator) Validate() error {
 	if g.File != "" {
 		if err := checkRelPath(g.File); err != nil {
 			errs = append(errs, fmt.Errorf("file: %w", err))
+		}
+	}
+	if g.Config != "" {
+		if err := checkRelPath(g.Config); err != nil {
+			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -115,9 +134,12 @@ func Discover(fsys fs.FS, g Generator, maxApps int) ([]App, error) {
 	}
 	var apps []App
 	var err error
-	if g.File != "" {
-		apps, err = discoverFile(fsys, g.File)
-	} else {
+	switch {
+	case g.File != "":
+		apps, err = discoverFile(fsys, g.File, false)
+	case g.Config != "":
+		apps, err = discoverFile(fsys, g.Config, true)
+	default:
 		apps, err = discoverDirs(fsys, g.Directories, g.Exclude)
 	}
 	if err != nil {
@@ -181,10 +203,13 @@ func validName(s string) bool {
 }
 
 // String says how the generator finds apps, for status: "directories
-// apps/*" or "file driftless-apps.yaml".
+// apps/*", "file driftless-apps.yaml" or "config driftless.yaml".
 func (g Generator) String() string {
-	if g.File != "" {
+	switch {
+	case g.File != "":
 		return "file " + g.File
+	case g.Config != "":
+		return "config " + g.Config
 	}
 	return "directories " + strings.Join(g.Directories, ", ")
 }

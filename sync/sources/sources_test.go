@@ -2,6 +2,7 @@ package sources
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"reflect"
@@ -62,8 +63,12 @@ func TestValidate(t *testing.T) {
 		{"directories", Generator{Directories: []string{"apps/*", "stacks/*/prod"}, Exclude: []string{"apps/old-*"}}, ""},
 		{"file", Generator{File: "driftless-apps.yaml"}, ""},
 		{"file in a directory", Generator{File: "deploy/apps.yaml"}, ""},
-		{"neither", Generator{}, "give directories or file: the source must say where its apps are"},
-		{"both", Generator{Directories: []string{"apps/*"}, File: "x.yaml"}, "give directories or file, not both"},
+		{"config", Generator{Config: "driftless.yaml"}, ""},
+		{"neither", Generator{}, "give directories, file or config: the source must say where its apps are"},
+		{"both", Generator{Directories: []string{"apps/*"}, File: "x.yaml"}, "give one of directories, file and config"},
+		{"file and config", Generator{File: "x.yaml", Config: "driftless.yaml"}, "give one of directories, file and config"},
+		{"exclude with config", Generator{Config: "x.yaml", Exclude: []string{"a"}}, "exclude: only applies to directories; list the apps you want in the file instead"},
+		{"dotdot config", Generator{Config: "../driftless.yaml"}, `config: "../driftless.yaml" leaves the repository`},
 		{"exclude with file", Generator{File: "x.yaml", Exclude: []string{"a"}}, "exclude: only applies to directories; list the apps you want in the file instead"},
 		{"bad glob", Generator{Directories: []string{"apps/["}}, `directories[0]: "apps/[" is not a valid glob: syntax error in pattern`},
 		{"bad exclude", Generator{Directories: []string{"apps/*"}, Exclude: []string{"apps/\\"}}, `exclude[0]: "apps/\\" is not a valid glob: syntax error in pattern`},
@@ -462,6 +467,21 @@ func TestDiscoverFileLocalKeys(t *testing.T) {
 	}
 }
 
+// TestDiscoverConfigLocalKeys: in the agent's configuration from Git,
+// every local key but repo (an app's own repository) is refused too.
+func TestDiscoverConfigLocalKeys(t *testing.T) {
+	for key := range localKeys {
+		data := "apps:\n  - name: shop\n    path: a\n    " + key + ": x\n"
+		_, err := Discover(fstest.MapFS{"d.yaml": file(data)}, Generator{Config: "d.yaml"}, 0)
+		switch {
+		case key == "repo" && err != nil:
+			t.Errorf("repo: %v, want it accepted", err)
+		case key != "repo" && (err == nil || !strings.HasPrefix(err.Error(), "d.yaml:4:5: apps[0]."+key+": ") || !strings.Contains(err.Error(), "is a local setting")):
+			t.Errorf("%s: error %v, want a local setting error at d.yaml:4:5", key, err)
+		}
+	}
+}
+
 func TestDiscoverFileAnchors(t *testing.T) {
 	data := "apps:\n  - name: shop\n    path: a\n    profiles: &p [debug]\n    release: &r {watch: 1m}\n  - name: blog\n    path: b\n    profiles: *p\n    release: *r\n"
 	apps, err := Discover(fstest.MapFS{"a.yaml": file(data)}, Generator{File: "a.yaml"}, 0)
@@ -476,13 +496,19 @@ func TestDiscoverFileAnchors(t *testing.T) {
 }
 
 func FuzzDiscoverFile(f *testing.F) {
-	f.Add([]byte("apps:\n  - name: shop\n    path: apps/shop\n    branch: main\n    release: {watch: 5m, maxRestarts: 2}\n"))
-	f.Add([]byte("apps: []\n"))
-	f.Add([]byte("apps:\n  - &a {name: a, path: .}\n  - *a\n"))
-	f.Add([]byte("apps:\n  - name: shop\n    path: ../x\n    allow: [x]\n    profiles: [a, b]\n    prune: true\n"))
-	f.Add([]byte("a: &x [*x]\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		apps, err := Discover(fstest.MapFS{"d.yaml": {Data: data}}, Generator{File: "d.yaml"}, 0)
+	f.Add([]byte("apps:\n  - name: shop\n    path: apps/shop\n    branch: main\n    release: {watch: 5m, maxRestarts: 2}\n"), false)
+	f.Add([]byte("apps: []\n"), false)
+	f.Add([]byte("apps:\n  - &a {name: a, path: .}\n  - *a\n"), false)
+	f.Add([]byte("apps:\n  - name: shop\n    path: ../x\n    allow: [x]\n    profiles: [a, b]\n    prune: true\n"), false)
+	f.Add([]byte("a: &x [*x]\n"), false)
+	f.Add([]byte("listen: :8080\napps:\n  - name: shop\n    repo: https://git.example.com/shop.git\n    path: deploy\n"), true)
+	f.Add([]byte("apps:\n  - {name: a, repo: \"https://u:p@h/r\", path: .}\n"), true)
+	f.Fuzz(func(t *testing.T, data []byte, config bool) {
+		g := Generator{File: "d.yaml"}
+		if config {
+			g = Generator{Config: "d.yaml"}
+		}
+		apps, err := Discover(fstest.MapFS{"d.yaml": {Data: data}}, g, 0)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "d.yaml") {
 				t.Errorf("error does not name the file: %v", err)
@@ -504,6 +530,101 @@ func FuzzDiscoverFile(f *testing.F) {
 			if a.Branch != "" && a.Tag != "" {
 				t.Errorf("app %s: both branch and tag", a.Name)
 			}
+			if a.Repo != "" && !config {
+				t.Errorf("app %s: a repo from a driftless-apps.yaml", a.Name)
+			}
 		}
 	})
+}
+
+func TestDiscoverConfig(t *testing.T) {
+	const f = "driftless.yaml"
+	localMsg := func(line, col int, field, what string) string {
+		return fmt.Sprintf("%s:%d:%d: apps[0].%s: %s is a local setting: it is given by the source's template in the agent's driftless.yaml, never by the repository", f, line, col, field, what)
+	}
+	tests := []struct {
+		name    string
+		data    string
+		want    []App
+		wantErr string
+	}{
+		{
+			name: "valid",
+			data: "# the agent's apps\napps:\n  - name: shop\n    path: apps/shop\n    interval: 1m\n  - name: blog\n    path: .\n    tag: v1\n",
+			want: []App{{Name: "blog", Path: ".", Tag: "v1", At: f + ":6"}, {Name: "shop", Path: "apps/shop", Interval: "1m", At: f + ":3"}},
+		},
+		{
+			name: "repo key",
+			data: "apps:\n  - name: shop\n    repo: https://git.example.com/acme/shop.git\n    path: deploy\n    branch: prod\n",
+			want: []App{{Name: "shop", Repo: "https://git.example.com/acme/shop.git", Path: "deploy", Branch: "prod", At: f + ":2"}},
+		},
+		{
+			name:    "repo with a password",
+			data:    "apps:\n  - name: shop\n    repo: https://me:secret@git.example.com/acme/shop.git\n    path: deploy\n",
+			wantErr: f + ":3:5: apps[0].repo: the URL contains a password: credentials are local settings, given by the source's template in the agent's driftless.yaml",
+		},
+		{
+			name:    "repo empty",
+			data:    "apps:\n  - name: shop\n    repo: \"\"\n    path: deploy\n",
+			wantErr: f + ":3:5: apps[0].repo: has no value: give one or remove the key",
+		},
+		{
+			name:    "refused local key",
+			data:    "apps:\n  - name: shop\n    path: a\n    hostPaths: [/srv]\n",
+			wantErr: localMsg(4, 5, "hostPaths", "host power"),
+		},
+		{
+			name:    "refused credentials",
+			data:    "apps:\n  - name: shop\n    repo: https://git.example.com/x.git\n    path: a\n    tokenFile: /etc/token\n",
+			wantErr: localMsg(5, 5, "tokenFile", "git credentials"),
+		},
+		{
+			name:    "unknown key lists repo",
+			data:    "apps:\n  - name: shop\n    path: a\n    image: nginx\n",
+			wantErr: f + ":4:5: apps[0].image: unknown key: the keys are name, repo, path, branch, tag, interval, prune, selfHeal, profiles, release",
+		},
+		{
+			name: "refused top-level keys",
+			data: "listen: 0.0.0.0:8080\napps: []\nsources:\n  - name: x\nnotifications: []\n",
+			wantErr: f + ":1:1: listen: only apps: is read from Git; listen belongs in the agent's local configuration (--config)\n" +
+				f + ":3:1: sources: only apps: is read from Git; sources belongs in the agent's local configuration (--config)\n" +
+				f + ":5:1: notifications: only apps: is read from Git; notifications belongs in the agent's local configuration (--config)",
+		},
+		{
+			name:    "syntax error",
+			data:    "apps:\n  - name: shop\n    path: [a\n",
+			wantErr: f + ":3: did not find expected ',' or ']'",
+		},
+		{
+			name:    "apps missing",
+			data:    "dataDir: /var/lib/driftless\n",
+			wantErr: f + ":1:1: dataDir: only apps: is read from Git; dataDir belongs in the agent's local configuration (--config)\n" + f + ":1:1: apps: is missing: write apps: and a list of apps (apps: [] for none)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			apps, err := Discover(fstest.MapFS{f: file(tt.data)}, Generator{Config: f}, 0)
+			if tt.wantErr != "" {
+				checkResult(t, apps, err, nil, tt.wantErr)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(apps, tt.want) {
+				t.Errorf("apps =\n%+v\nwant\n%+v", apps, tt.want)
+			}
+		})
+	}
+}
+
+// TestDiscoverFileRefusesRepo: a driftless-apps.yaml entry names no
+// repository; only the agent's configuration from Git does.
+func TestDiscoverFileRefusesRepo(t *testing.T) {
+	data := "apps:\n  - name: shop\n    repo: https://git.example.com/x.git\n    path: a\n"
+	_, err := Discover(fstest.MapFS{"a.yaml": file(data)}, Generator{File: "a.yaml"}, 0)
+	want := "a.yaml:3:5: apps[0].repo: the repository is a local setting: it is given by the source's template in the agent's driftless.yaml, never by the repository"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
 }
