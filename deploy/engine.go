@@ -36,7 +36,6 @@ import (
 	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
-	"github.com/driftless-dev/driftless/deploy/sshconn"
 	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -81,14 +80,10 @@ type Options struct {
 	// TLS, for a named engine (engines: in driftless.yaml), verifies the
 	// engine and authenticates the agent with these files instead of
 	// DOCKER_CERT_PATH; nil: the environment's settings, if any.
-	TLS *TLSFiles
-	// SSHKeyFile and SSHKnownHostsFile, for an ssh:// Host, are the key
-	// the agent logs in with and the file that holds the far side's host
-	// key (see deploy/sshconn).
-	SSHKeyFile, SSHKnownHostsFile string
-	Parallelism                   int           // bounded concurrency for independent creates/removes; default 4
-	ReadyTimeout                  time.Duration // how long a new replica may take to become ready before the rollout stops; default 60s
-	SettleTime                    time.Duration // no readiness section and no Docker healthcheck: running this long without restarting = ready; default 2s
+	TLS          *TLSFiles
+	Parallelism  int           // bounded concurrency for independent creates/removes; default 4
+	ReadyTimeout time.Duration // how long a new replica may take to become ready before the rollout stops; default 60s
+	SettleTime   time.Duration // no readiness section and no Docker healthcheck: running this long without restarting = ready; default 2s
 	// FilesDir is where repository files of bind mounts are materialized,
 	// one read-only directory per content hash (the agent passes
 	// <data>/files); default hostfiles.DefaultFilesDir(). It must be a path the
@@ -314,16 +309,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
 	requests := requestcount.NewCounter()
 	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
-	if strings.HasPrefix(host, "ssh://") {
-		// Each request is an ssh connection running docker system
-		// dial-stdio; the host in the client is a placeholder.
-		ssh := sshconn.Target{URL: host, KeyFile: opts.SSHKeyFile, KnownHostsFile: opts.SSHKnownHostsFile}
-		if _, err := ssh.Args(); err != nil {
-			return nil, err
-		}
-		clientOpts = []client.Opt{client.WithHTTPClient(fresh), client.WithAPIVersionFromEnv(), client.WithHost("http://docker.example.com"), client.WithDialContext(ssh.Dial),
-			client.WithHTTPRequestHook(requestcount.Hook(requests)), client.WithScheme("http")}
-	} else if t := opts.TLS; t != nil {
+	if t := opts.TLS; t != nil {
 		// A named engine's own files, not the environment's.
 		clientOpts = []client.Opt{client.WithHTTPClient(fresh), client.WithAPIVersionFromEnv(), client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests)),
 			client.WithTLSClientConfig(t.CAFile, t.CertFile, t.KeyFile)}
@@ -407,11 +393,7 @@ func (e *Engine) pingRecent(ctx context.Context) error {
 // Ping checks that the engine answers.
 func (e *Engine) Ping(ctx context.Context) error {
 	if _, err := e.api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		host := e.api.DaemonHost()
-		if strings.HasPrefix(e.opts.Host, "ssh://") {
-			host = e.opts.Host
-		}
-		return fmt.Errorf("%w at %s: %w", drift.ErrEngineUnreachable, host, err)
+		return fmt.Errorf("%w at %s: %w", drift.ErrEngineUnreachable, e.api.DaemonHost(), err)
 	}
 	return nil
 }

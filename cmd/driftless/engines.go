@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/dockerssh"
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/loop"
@@ -24,9 +25,19 @@ type namedEngines map[string]*deploy.Engine
 // (DATA/engines/NAME/files, SECRETS/engines/NAME): each engine collects
 // what its own containers no longer mount. State directories are shared,
 // kept by app name. An engine that does not answer is not fatal: its apps
-// show it unreachable until it does.
-func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Options, log *slog.Logger) (namedEngines, error) {
+// show it unreachable until it does. An ssh:// engine is dialed through
+// the system ssh client (deploy/dockerssh); closeDialers stops their
+// shared SSH connections, after the engines are closed.
+func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Options, log *slog.Logger) (_ namedEngines, closeDialers func(), _ error) {
 	out := namedEngines{}
+	var dialers []*dockerssh.Dialer
+	closeDialers = func() {
+		for _, d := range dialers {
+			if err := d.Close(); err != nil {
+				log.Warn("closing an engine's SSH connection", "err", err)
+			}
+		}
+	}
 	secrets := cfg.SecretsDir
 	if secrets == "" {
 		secrets = hostfiles.DefaultSecretsDir()
@@ -37,14 +48,24 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 		if ec.TLS != nil {
 			opts.TLS = &deploy.TLSFiles{CAFile: ec.TLS.CAFile, CertFile: ec.TLS.CertFile, KeyFile: ec.TLS.KeyFile}
 		}
-		opts.SSHKeyFile, opts.SSHKnownHostsFile = ec.SSHKeyFile, ec.KnownHostsFile
+		if ec.SSH() {
+			d, err := dockerssh.New(ec.Host, dockerssh.Options{KeyFile: ec.SSHKeyFile, KnownHostsFile: ec.KnownHostsFile})
+			if err != nil {
+				out.Close()
+				closeDialers()
+				return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
+			}
+			dialers = append(dialers, d)
+			opts.Dial = d.DialContext
+		}
 		opts.FilesDir = filepath.Join(cfg.DataDir, "engines", ec.Name, "files")
 		opts.SecretsDir = filepath.Join(secrets, "engines", ec.Name)
 		opts.Logger = log.With("engine", ec.Name)
 		eng, err := deploy.New(ctx, opts)
 		if err != nil {
 			out.Close()
-			return nil, fmt.Errorf("engine %s: %w", ec.Name, err)
+			closeDialers()
+			return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
 		}
 		out[ec.Name] = eng
 		pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -53,7 +74,7 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 		}
 		cancel()
 	}
-	return out, nil
+	return out, closeDialers, nil
 }
 
 // Close closes every engine.

@@ -573,10 +573,11 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		log.Warn("Docker engine unreachable at start; will keep trying", "err", err)
 	}
 	cancel()
-	named, err := connectNamedEngines(ctx, cfg, engOpts, log)
+	named, closeDialers, err := connectNamedEngines(ctx, cfg, engOpts, log)
 	if err != nil {
 		return err
 	}
+	defer closeDialers()
 	defer named.Close()
 
 	// Images of Swarm apps are built on the manager's engine, the one

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/driftless-dev/driftless/deploy/dockerssh"
+
 	"github.com/driftless-dev/driftless/manifest"
 )
 
@@ -61,6 +63,9 @@ func (e EngineConfig) Remote() bool {
 	ip := net.ParseIP(host)
 	return ip == nil || !ip.IsLoopback()
 }
+
+// SSH reports whether the engine is reached over ssh://.
+func (e EngineConfig) SSH() bool { return strings.HasPrefix(e.Host, "ssh://") }
 
 type fileEngine struct {
 	Name                   string         `json:"name"`
@@ -145,17 +150,15 @@ func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
 	return e, fmt.Errorf("host: %q: the scheme %q is not supported: use unix://, tcp:// or ssh://", fe.Host, u.Scheme)
 }
 
-// checkSSH checks an ssh:// engine: a host, no path, no TLS, and the
-// files it names readable.
-func checkSSH(e EngineConfig, u *url.URL) error {
-	switch {
-	case u.Hostname() == "" || (u.Path != "" && u.Path != "/"):
-		return fmt.Errorf("host: %q: write ssh://[user@]host[:port]", e.Host)
-	case e.TLS != nil:
+// checkSSH checks an ssh:// engine: an address deploy/dockerssh can
+// dial (ssh://[user@]host[:port][/path/to/docker.sock], no password), no
+// TLS, and the files it names readable.
+func checkSSH(e EngineConfig, _ *url.URL) error {
+	if e.TLS != nil {
 		return errors.New("tls: an ssh:// engine is reached through ssh, which authenticates it by its host key: use knownHostsFile")
 	}
-	if _, hasPassword := u.User.Password(); hasPassword {
-		return errors.New("host: the URL contains a password; log in with sshKeyFile")
+	if _, err := dockerssh.ParseURL(e.Host); err != nil {
+		return fmt.Errorf("host: %w", err)
 	}
 	var errs []error
 	for _, f := range [][2]string{{"sshKeyFile", e.SSHKeyFile}, {"knownHostsFile", e.KnownHostsFile}} {
