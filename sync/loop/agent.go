@@ -1202,8 +1202,8 @@ func (a *Agent) recordStored(entries ...status.HistoryEntry) ([]status.HistoryEn
 	return stored, nil
 }
 
-// Ready is nil when the Docker engine answers and every app completed a
-// pass recently: within three intervals, or two minutes if that is longer.
+// Ready is nil when the agent's own Docker engine answers and every app
+// completed a pass recently: within three intervals, or two minutes if that is longer.
 func (a *Agent) Ready() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -1215,11 +1215,9 @@ func (a *Agent) Ready() error {
 			return engineError(err)
 		}
 	}
-	for name, e := range a.opts.Engines {
-		if err := e.Ping(ctx); err != nil {
-			return fmt.Errorf("engine %s: %w", name, engineError(err))
-		}
-	}
+	// A named engine that does not answer is its apps' problem, shown in
+	// their status: the agent still does its work for the others, and a
+	// supervisor restarting it would not bring that engine back.
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
