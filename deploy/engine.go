@@ -76,7 +76,11 @@ type dockerAPI interface {
 
 // Options configure an Engine.
 type Options struct {
-	Host         string        // "" = DOCKER_HOST / default socket
+	Host string // "" = DOCKER_HOST / default socket
+	// TLS, for a named engine (engines: in driftless.yaml), verifies the
+	// engine and authenticates the agent with these files instead of
+	// DOCKER_CERT_PATH; nil: the environment's settings, if any.
+	TLS          *TLSFiles
 	Parallelism  int           // bounded concurrency for independent creates/removes; default 4
 	ReadyTimeout time.Duration // how long a new replica may take to become ready before the rollout stops; default 60s
 	SettleTime   time.Duration // no readiness section and no Docker healthcheck: running this long without restarting = ready; default 2s
@@ -131,6 +135,13 @@ type Options struct {
 	// the engine in messages. DOCKER_HOST and the TLS variables are not
 	// read then.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// TLSFiles are the PEM files of a TLS connection to an engine: the CA
+// that signed the engine's certificate, and the agent's certificate and
+// key.
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
 }
 
 func (o Options) withDefaults() Options {
@@ -298,7 +309,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
 	requests := requestcount.NewCounter()
 	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
-	if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
+	if t := opts.TLS; t != nil {
+		// A named engine's own files, not the environment's.
+		clientOpts = []client.Opt{client.WithHTTPClient(fresh), client.WithAPIVersionFromEnv(), client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests)),
+			client.WithTLSClientConfig(t.CAFile, t.CertFile, t.KeyFile)}
+	} else if os.Getenv("DOCKER_CERT_PATH") == "" && os.Getenv("DOCKER_TLS_VERIFY") == "" {
 		// Cloning a transport gives it a TLS config (for HTTP/2), which
 		// the client would take for TLS: say plainly there is none.
 		clientOpts = append(clientOpts, client.WithScheme("http"))

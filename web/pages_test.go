@@ -201,3 +201,23 @@ func TestPanicBecomes500(t *testing.T) {
 		t.Errorf("panic: status %d, body %s", w.Code, w.Body)
 	}
 }
+
+// An app on a named engine shows it on the overview and in the API; an
+// app on the agent's own engine shows no badge.
+func TestOverviewShowsNamedEngine(t *testing.T) {
+	env := newTestEnv(t, nil)
+	for i := range env.agent.apps {
+		if env.agent.apps[i].Name == "wiki" {
+			env.agent.apps[i].Engine = "edge"
+		}
+	}
+	body := env.page("/")
+	assertContains(t, "overview", body, `title="Runs on engine edge">engine edge</span>`)
+	if n := strings.Count(body, `title="Runs on engine`); n != 1 {
+		t.Errorf("%d engine badges, want 1 (only wiki is on a named engine)", n)
+	}
+	w := env.do(http.MethodGet, "/api/v1/apps", "")
+	if !strings.Contains(w.Body.String(), `"engine":"edge"`) || strings.Count(w.Body.String(), `"engine"`) != 1 {
+		t.Errorf("GET /api/v1/apps: %s\nwant wiki's engine, and no engine key on the others", w.Body.String())
+	}
+}

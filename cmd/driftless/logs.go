@@ -159,11 +159,18 @@ type appLogs struct {
 	swarm  *swarm.Engine // nil without Swarm apps
 	// isSwarm reports whether an app has target swarm.
 	isSwarm func(app string) bool
+	// named are the engines of engines:, and engineOf the one an app is
+	// placed on ("" for the local engine).
+	named    namedEngines
+	engineOf func(app string) string
 }
 
 func (l appLogs) source(app string) web.LogSource {
 	if l.swarm != nil && l.isSwarm(app) {
 		return l.swarm
+	}
+	if l.engineOf != nil && l.named[l.engineOf(app)] != nil {
+		return l.named[l.engineOf(app)]
 	}
 	return l.engine
 }

@@ -116,7 +116,11 @@ func statusCmd() *cobra.Command {
 					desired += s.Desired
 					ready += s.Ready
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", a.Name, a.Sync, a.Health, ready, desired,
+				name := a.Name
+				if a.Engine != "" {
+					name += " (engine " + a.Engine + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", name, a.Sync, a.Health, ready, desired,
 					revText(a.Applied), ago(a.LastSuccess, now), a.Message)
 			}
 			tw.Flush()
@@ -144,6 +148,9 @@ func printAppStatus(w io.Writer, a status.AppStatus, now time.Time) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  source:   %s %s path %s (fetched %s)\n", a.Source.URL, a.Source.Ref, a.Source.Path, ago(a.Source.LastFetch, now))
+	if a.Engine != "" {
+		fmt.Fprintf(w, "  engine:   %s\n", a.Engine)
+	}
 	if a.Source.Error != "" {
 		fmt.Fprintf(w, "  source error (since %s): %s\n", ago(a.Source.ErrorSince, now), a.Source.Error)
 	}

@@ -559,8 +559,9 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	eng, err := deploy.New(ctx, deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
-		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps, cfg.Sources), AddressPool: cfg.AddressPool})
+	engOpts := deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
+		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps, cfg.Sources), AddressPool: cfg.AddressPool}
+	eng, err := deploy.New(ctx, engOpts)
 	if err != nil {
 		return err
 	}
@@ -572,6 +573,12 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		log.Warn("Docker engine unreachable at start; will keep trying", "err", err)
 	}
 	cancel()
+	named, closeDialers, err := connectNamedEngines(ctx, cfg, engOpts, log)
+	if err != nil {
+		return err
+	}
+	defer closeDialers()
+	defer named.Close()
 
 	// Images of Swarm apps are built on the manager's engine, the one
 	// eng talks to.
@@ -587,6 +594,9 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := registerEngineMetrics(reg, eng, named); err != nil {
+		return err
+	}
 	var repos repoRegistry
 
 	notifier, err := notify.New(notify.Options{Config: cfg, Registerer: reg, Logger: log})
@@ -605,6 +615,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 		Files:          eng,
 		Jobs:           eng,
 		Swarm:          swarmTarget,
+		Engines:        named.loop(),
 		NewSource:      repos.track(sourceFactory(cfg.DataDir, log)),
 		Workers:        f.workers,
 		ResyncInterval: f.resync,
@@ -624,6 +635,12 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	wopts.Repos = repos.get
 	wopts.Logs = appLogs{engine: eng, swarm: swarmEng, isSwarm: func(app string) bool {
 		return slices.ContainsFunc(agent.AppConfigs(), func(c config.AppConfig) bool { return c.Name == app && c.Target == manifest.TargetSwarm })
+	}, named: named, engineOf: func(app string) string {
+		apps := agent.AppConfigs()
+		if i := slices.IndexFunc(apps, func(c config.AppConfig) bool { return c.Name == app }); i >= 0 {
+			return apps[i].Engine
+		}
+		return ""
 	}}
 	srv, err := web.New(wopts)
 	if err != nil {

@@ -77,6 +77,8 @@ type Engine struct {
 	// netns is the engine's network namespace ("" = the host's), and
 	// hostname its name there (a Swarm node's hostname).
 	netns, hostname string
+	// extra are dockerd flags added to the defaults (StartWithArgs).
+	extra []string
 }
 
 // StopTimeout is how long Stop waits after SIGTERM before SIGKILL. dockerd
@@ -101,7 +103,15 @@ func StartIsolated(t testing.TB, hostname string) *Engine {
 	return start(t, hostname)
 }
 
-func start(t testing.TB, hostname string) *Engine {
+// StartWithArgs is Start with dockerd flags added to the defaults at
+// every start, e.g. a second --host on TCP with --tlsverify and its
+// certificates. The unix socket stays, for Ping, Docker and clean-up.
+func StartWithArgs(t testing.TB, extra ...string) *Engine {
+	t.Helper()
+	return start(t, "", extra...)
+}
+
+func start(t testing.TB, hostname string, extra ...string) *Engine {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		unavailable(t, "a private Docker engine needs root")
@@ -135,6 +145,7 @@ func start(t testing.TB, hostname string) *Engine {
 		sock:         filepath.Join(dir, "docker.sock"),
 		cgroupParent: "/driftless-privengine-" + hex.EncodeToString(id),
 		hostname:     hostname,
+		extra:        extra,
 	}
 	if hostname != "" {
 		e.netns = e.bridge // a random name, never one of another engine
@@ -264,7 +275,7 @@ func freeBridgeNet() (string, error) {
 func (e *Engine) DefaultBridgeNet() string { return e.bridgeNet }
 
 func (e *Engine) args() []string {
-	return []string{
+	return append([]string{
 		"--config-file", filepath.Join(e.Dir, "daemon.json"),
 		"--host", e.Host,
 		"--data-root", filepath.Join(e.Dir, "data"),
@@ -279,7 +290,7 @@ func (e *Engine) args() []string {
 		"--storage-driver", "vfs",
 		"--cgroup-parent", e.cgroupParent,
 		"--live-restore=false",
-	}
+	}, e.extra...)
 }
 
 // Start starts the engine, on the same data root as before after a Stop

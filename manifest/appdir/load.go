@@ -6,9 +6,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/compose"
-	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 	"github.com/driftless-dev/driftless/manifest/policy"
@@ -109,6 +109,11 @@ func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(st
 		}
 		policy.RepoFilesAsConfigs(a)
 		if errs := policy.CheckSwarm(a); len(errs) > 0 {
+			return nil, (&yamlpos.Collector{Errs: errs}).Sorted()
+		}
+	}
+	if opts.RemoteEngine != "" {
+		if errs := policy.CheckRemoteEngine(a, opts.RemoteEngine); len(errs) > 0 {
 			return nil, (&yamlpos.Collector{Errs: errs}).Sorted()
 		}
 	}

@@ -38,6 +38,10 @@ type Options struct {
 	// compose front end then maps the deploy: keys only Swarm carries
 	// out, and CheckSwarm refuses what Swarm cannot do. "" is one engine.
 	Target string
+	// RemoteEngine names the engine the app is placed on when that engine
+	// may be on another host: CheckRemoteEngine then refuses what needs
+	// the agent's host. "" is an engine on this host.
+	RemoteEngine string
 	// EnvRead, when set, is called with the name of every variable of
 	// Environment the load reads, whether it is set or not (a name may
 	// come more than once). With the files it read, these are all the

@@ -135,6 +135,12 @@ type AppConfig struct {
 	// Preview is set for the preview of a branch: its host ports are
 	// moved into its block, and it leaves with its volumes.
 	Preview *Preview
+	// Engine is the engines: entry the app runs on; "" for the agent's
+	// own (LocalEngine). RemoteEngine is set when that engine may be on
+	// another host (EngineConfig.Remote): the load then refuses what
+	// needs the agent's host.
+	Engine       string
+	RemoteEngine bool
 }
 
 // Notification is one destination for notifications. The notify package
@@ -176,7 +182,15 @@ const AdoptCompose = "compose"
 func (c AppConfig) LoadOptions() load.Options {
 	return load.Options{Policy: c.Policy, Profiles: c.Profiles, Environment: c.Environment, Limits: c.Limits, SecretKey: c.SecretKey,
 		Decrypt: secrets.DecryptWith(secrets.KeyFiles{AgeKeyFile: c.AgeKeyFile, GnuPGHome: c.GnuPGHome}), AllowPlaintext: c.AllowPlaintext,
-		Target: c.SwarmTarget()}
+		Target: c.SwarmTarget(), RemoteEngine: c.remoteEngine()}
+}
+
+// remoteEngine names the app's engine when it may be on another host.
+func (c AppConfig) remoteEngine() string {
+	if c.RemoteEngine {
+		return c.Engine
+	}
+	return ""
 }
 
 // SwarmTarget is manifest.TargetSwarm for a Swarm app, else "".
@@ -230,6 +244,9 @@ type Config struct {
 	// AddressPool is where new app networks get their subnets; nil: the
 	// default pool (drift.DefaultAddressPool).
 	AddressPool *drift.AddressPool
+	// Engines are the Docker engines apps may be placed on besides the
+	// agent's own (LocalEngine).
+	Engines []EngineConfig
 }
 
 // fileConfig is the YAML form. Pointers tell "left out" from "false/0".
@@ -253,6 +270,7 @@ type fileConfig struct {
 	Notify        *fileNotify        `json:"notify"`
 	ExternalURL   string             `json:"externalURL"`
 	AddressPool   *fileAddressPool   `json:"addressPool"`
+	Engines       []fileEngine       `json:"engines"`
 }
 
 // fileAddressPool is `addressPool:`, shaped like a Docker
@@ -331,6 +349,7 @@ type fileAppConfig struct {
 	Adopt          string            `json:"adopt"`
 	ComposeProject string            `json:"composeProject"`
 	Target         string            `json:"target"`
+	Engine         string            `json:"engine"`
 
 	Verify *fileVerify `json:"verify"`
 
@@ -505,6 +524,10 @@ func parseConfigApps(data []byte, dir string, getenv func(string) string, needAp
 	var srcErrs []error
 	cfg.Sources, srcErrs = parseSources(fc.Sources, cfg.WebhookSecret, rel, secret, getenv)
 	errs = append(errs, srcErrs...)
+	var engErrs []error
+	cfg.Engines, engErrs = parseEngines(fc.Engines, rel)
+	errs = append(errs, engErrs...)
+	errs = append(errs, placeApps(&cfg)...)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}
@@ -562,7 +585,7 @@ func parseAppConfig(fa fileAppConfig, rel func(string) string, secret func(what,
 	}
 	errs = append(errs, parseReach(fa, &app)...)
 	app.Profiles, app.Environment = fa.Profiles, fa.Environment
-	app.Adopt, app.ComposeProject, app.Target = fa.Adopt, fa.ComposeProject, fa.Target
+	app.Adopt, app.ComposeProject, app.Target, app.Engine = fa.Adopt, fa.ComposeProject, fa.Target, fa.Engine
 	if err := ValidateTarget(app.Target, app.Adopt); err != nil {
 		errs = append(errs, err)
 	}

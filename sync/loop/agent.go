@@ -63,6 +63,15 @@ type Target interface {
 
 var _ pipeline.Backend = Target(nil)
 
+// NamedEngine is an engine apps are placed on by name, with what the
+// agent asks of it besides passes. *deploy.Engine satisfies it.
+type NamedEngine interface {
+	Engine
+	JobRunner
+	AppRemover
+	FileCollector
+}
+
 // oneEngine is the agent's engine as a Target: containers are compared by
 // their spec hash, there is no Swarm spec to render.
 type oneEngine struct {
@@ -127,6 +136,10 @@ type Options struct {
 	// Swarm is the engine of apps with target swarm: a Swarm manager
 	// (deploy/swarm). Required when an app has that target.
 	Swarm Target
+	// Engines are the engines of engines: by name, for the apps placed on
+	// them (AppConfig.Engine); Engine is config.LocalEngine's. Each also
+	// runs its apps' jobs, removes them and collects its files.
+	Engines map[string]NamedEngine
 	// Sources are repositories whose trees say which further apps exist
 	// (sources.go).
 	Sources []config.SourceConfig
@@ -239,6 +252,9 @@ func New(opts Options) (*Agent, error) {
 		if cfg.Target == manifest.TargetSwarm && opts.Swarm == nil {
 			return nil, fmt.Errorf("app %s: target: swarm needs a Swarm engine (loop.Options.Swarm)", cfg.Name)
 		}
+		if _, ok := opts.Engines[cfg.Engine]; !ok && cfg.Engine != "" {
+			return nil, fmt.Errorf("app %s: engine %q is not in loop.Options.Engines", cfg.Name, cfg.Engine)
+		}
 		if err := a.addApp(cfg); err != nil {
 			return nil, err
 		}
@@ -263,14 +279,6 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.metrics = m
-	// The engine's own series (the view's divergence count) are exported
-	// with the loop's.
-	if c, ok := opts.Engine.(interface{ Collector() prometheus.Collector }); ok && opts.Registerer != nil {
-		if err := opts.Registerer.Register(c.Collector()); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("register engine metrics: %w", err)
-		}
-	}
 	return a, nil
 }
 
@@ -452,9 +460,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	sched := a.cron
 	sched.Start()
 
-	wg.Go(func() { a.watchEngine(ctx, a.engine) })
+	wg.Go(func() { a.watchEngine(ctx, config.LocalEngine, a.engine) })
 	if a.swarm != nil {
-		wg.Go(func() { a.watchEngine(ctx, a.swarm) })
+		wg.Go(func() { a.watchEngine(ctx, config.LocalEngine, a.swarm) })
+	}
+	for name, e := range a.opts.Engines {
+		wg.Go(func() { a.watchEngine(ctx, name, e) })
 	}
 	wg.Go(func() { a.recordSeries(ctx) })
 	wg.Go(func() { a.runSchedules(ctx) })
@@ -560,23 +571,26 @@ func eventDelay(action string) time.Duration {
 }
 
 // engineFor is the engine an app runs on: the Swarm manager for target
-// swarm, else the agent's engine.
+// swarm, its named engine, else the agent's engine.
 func (a *Agent) engineFor(cfg config.AppConfig) Target {
 	if cfg.Target == manifest.TargetSwarm && a.swarm != nil {
 		return a.swarm
 	}
+	if e, ok := a.opts.Engines[cfg.Engine]; ok {
+		return oneEngine{Engine: e}
+	}
 	return oneEngine{Engine: a.engine}
 }
 
-// watchEngine turns Docker events into passes of the apps they concern;
-// the queue dedupes bursts.
-func (a *Agent) watchEngine(ctx context.Context, engine Engine) {
+// watchEngine turns the Docker events of the engine called name into
+// passes of the apps placed on it; the queue dedupes bursts.
+func (a *Agent) watchEngine(ctx context.Context, name string, engine Engine) {
 	for ctx.Err() == nil {
-		err := engine.Watch(ctx, a.onEngineEvent)
+		err := engine.Watch(ctx, func(ev drift.EngineEvent) { a.onEngineEvent(name, ev) })
 		if ctx.Err() != nil {
 			return
 		}
-		a.log.Warn("Docker event stream ended; resubscribing in 5s (the resync timer covers missed events)", "err", err)
+		a.log.Warn("Docker event stream ended; resubscribing in 5s (the resync timer covers missed events)", "engine", name, "err", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):
@@ -584,38 +598,44 @@ func (a *Agent) watchEngine(ctx context.Context, engine Engine) {
 	}
 }
 
-func (a *Agent) onEngineEvent(ev drift.EngineEvent) {
+// onEngineEvent queues the apps placed on the engine called engine that
+// the event concerns: an app on another engine never hears of it.
+func (a *Agent) onEngineEvent(engine string, ev drift.EngineEvent) {
 	switch {
 	case ev.Action == drift.EventConnected || ev.Action == drift.EventDisconnected:
 		// The engine may be going away or back from a restart, and events
-		// may have been missed: look at every app again, so status says
+		// may have been missed: look at its apps again, so status says
 		// so at once rather than at the next poll.
-		for _, name := range a.appNames() {
+		for _, name := range a.appsConcernedBy(engine, nil) {
 			a.queue.Add(name, TriggerEngine)
 		}
 	case ev.App != "":
-		if _, known := a.app(ev.App); known {
+		if st, known := a.app(ev.App); known && st.cfg.EngineName() == engine {
 			a.queue.AddAfter(ev.App, TriggerDockerEvent, eventDelay(ev.Action))
 		}
 	default:
 		// An event without our label: a network change of one of our
 		// containers, or a foreign object going away that may have held a
 		// name or port an app waits for.
-		for _, name := range a.appsConcernedBy(ev) {
+		for _, name := range a.appsConcernedBy(engine, &ev) {
 			a.queue.AddAfter(name, TriggerDockerEvent, eventDelay(ev.Action))
 		}
 	}
 }
 
-// appsConcernedBy finds the apps an unlabelled event matters to: the app
-// whose container it names, or apps with a conflict on that name.
-func (a *Agent) appsConcernedBy(ev drift.EngineEvent) []string {
+// appsConcernedBy finds the apps on the engine an unlabelled event matters
+// to: the app whose container it names, or apps with a conflict on that
+// name; every app on the engine when ev is nil.
+func (a *Agent) appsConcernedBy(engine string, ev *drift.EngineEvent) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []string
 	for _, name := range a.names {
 		st := a.apps[name].status
-		concerned := false
+		if a.apps[name].cfg.EngineName() != engine {
+			continue
+		}
+		concerned := ev == nil // then ev is never read below
 		for _, svc := range st.Services {
 			for _, c := range svc.Containers {
 				concerned = concerned || (ev.ID != "" && c.ID == ev.ID) || (ev.Container != "" && c.Name == ev.Container)
@@ -633,6 +653,19 @@ func (a *Agent) appsConcernedBy(ev drift.EngineEvent) []string {
 	return out
 }
 
+// placed is the job runner and remover of the app's engine: its named
+// engine, else Options.Jobs and Options.Remover (either may be nil).
+func (a *Agent) placed(app string) (JobRunner, AppRemover) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.apps[app]; ok {
+		if e, ok := a.opts.Engines[st.cfg.Engine]; ok {
+			return e, e
+		}
+	}
+	return a.opts.Jobs, a.opts.Remover
+}
+
 // FileCollector is an engine that keeps repository files for bind mounts
 // and can drop those no container uses any more.
 type FileCollector interface {
@@ -643,12 +676,19 @@ type FileCollector interface {
 // went: a rollout under way may be about to mount it again.
 const unusedFilesAge = 10 * time.Minute
 
-// collectFiles removes repository files that no container mounts.
+// collectFiles removes repository files that no container mounts, on
+// each engine.
 func (a *Agent) collectFiles(ctx context.Context) {
-	if a.opts.Files == nil {
-		return
+	for _, e := range a.opts.Engines {
+		a.collectFilesOf(ctx, e)
 	}
-	removed, err := a.opts.Files.RemoveUnusedFiles(ctx, unusedFilesAge)
+	if a.opts.Files != nil {
+		a.collectFilesOf(ctx, a.opts.Files)
+	}
+}
+
+func (a *Agent) collectFilesOf(ctx context.Context, files FileCollector) {
+	removed, err := files.RemoveUnusedFiles(ctx, unusedFilesAge)
 	if err != nil {
 		a.log.Warn("removing unused repository files", "err", err)
 		return
@@ -1162,8 +1202,8 @@ func (a *Agent) recordStored(entries ...status.HistoryEntry) ([]status.HistoryEn
 	return stored, nil
 }
 
-// Ready is nil when the Docker engine answers and every app completed a
-// pass recently: within three intervals, or two minutes if that is longer.
+// Ready is nil when the agent's own Docker engine answers and every app
+// completed a pass recently: within three intervals, or two minutes if that is longer.
 func (a *Agent) Ready() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -1175,6 +1215,9 @@ func (a *Agent) Ready() error {
 			return engineError(err)
 		}
 	}
+	// A named engine that does not answer is its apps' problem, shown in
+	// their status: the agent still does its work for the others, and a
+	// supervisor restarting it would not bring that engine back.
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()

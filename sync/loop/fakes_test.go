@@ -398,6 +398,8 @@ type harness struct {
 	host policy.Host
 	// jobs, when set before open, runs the apps' jobs.
 	jobs JobRunner
+	// engines, when set before open, are the named engines.
+	engines map[string]NamedEngine
 }
 
 // lockedLog is the agent's Info log, for tests of what it says.
@@ -445,6 +447,7 @@ func (h *harness) open() {
 		NewSource: func(c config.AppConfig) (Source, error) { return h.sources[c.Name], nil },
 		Host:      h.host,
 		Jobs:      h.jobs,
+		Engines:   h.engines,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -92,10 +92,10 @@ func (a *Agent) runJob(ctx context.Context, app string, m *manifest.App, j *mani
 	js.mu.Unlock()
 	a.publishJobs(app)
 	var run drift.JobRun
-	if a.opts.Jobs == nil {
+	if jobs, _ := a.placed(app); jobs == nil {
 		run = drift.JobRun{Job: j.Name, Type: j.Type, Revision: rev.SHA, JobHash: j.Hash, Started: a.now(), ExitCode: -1, Error: "this agent has no job runner"}
 	} else {
-		run = a.opts.Jobs.RunJob(ctx, m, j, rev.SHA)
+		run = jobs.RunJob(ctx, m, j, rev.SHA)
 	}
 	js.mu.Lock()
 	js.running[j.Name]--
@@ -338,10 +338,10 @@ func (a *Agent) setJobs(app string, accepted *revisionState) {
 	js.declared = declared
 	js.sched.set(m, rev, a.now())
 	js.mu.Unlock()
-	if changed && m != nil && a.opts.Jobs != nil {
+	if jobs, _ := a.placed(app); changed && m != nil && jobs != nil {
 		// The runs kept for docker logs of jobs the revision dropped.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		a.opts.Jobs.RemoveJobRuns(ctx, app, func(job string) bool { return m.Job(job) != nil })
+		jobs.RemoveJobRuns(ctx, app, func(job string) bool { return m.Job(job) != nil })
 		cancel()
 	}
 	if changed {

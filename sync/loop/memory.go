@@ -124,6 +124,7 @@ func newAppState(cfg config.AppConfig, sched cron.Schedule, src Source) *appStat
 			Name:       cfg.Name,
 			Source:     status.SourceStatus{URL: config.RedactURL(cfg.Repo), Ref: cfg.RefName(), Path: cfg.Path},
 			FromSource: cfg.Source,
+			Engine:     cfg.Engine,
 			Preview:    previewStatus(cfg),
 			Sync:       status.SyncUnknown,
 			Health:     status.HealthUnknown,

@@ -399,7 +399,7 @@ func buildStatus(in statusInput, mem memory, conds map[string]status.Condition) 
 	}
 	s.Suspended, s.SelfHeal, s.Prune = in.cfg.Suspend, in.cfg.SelfHeal, in.cfg.Prune
 	// A pass runs only while the app's source declares it.
-	s.FromSource, s.LeftGit, s.Preview = in.cfg.Source, nil, previewStatus(in.cfg)
+	s.FromSource, s.LeftGit, s.Preview, s.Engine = in.cfg.Source, nil, previewStatus(in.cfg), in.cfg.Engine
 	s.Pinned = cloneRev(in.pinned)
 	sourceStatus(&s, in, conds)
 	s.Applied = cloneRev(mem.appliedRev)

@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/loopmetrics"
 	"github.com/driftless-dev/driftless/sync/pipeline"
+	"github.com/driftless-dev/driftless/sync/refusal"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
 	"github.com/driftless-dev/driftless/sync/workqueue"
@@ -279,7 +280,7 @@ func (p *pass) hostPathRefusal(rs *revisionState) *status.Refusal {
 	if len(errs) == 0 {
 		return nil
 	}
-	r, _ := refusalOf(rs.rev, p.in.cfg, errs)
+	r, _ := refusal.Of(rs.rev, p.in.cfg, errs)
 	r.Reason = fmt.Sprintf("%d host path(s) lead where this app may not mount; fix the manifests in a new commit, or the host", len(errs))
 	return r
 }

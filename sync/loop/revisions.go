@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/appdir"
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/refusal"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -51,24 +50,24 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg config.AppConf
 	rs := &revisionState{rev: rev}
 	// The signature is checked before anything in the commit is read: an
 	// unsigned commit's files are never parsed.
-	signer, refusal, err := verifyRevision(ctx, src, cfg, rev)
+	signer, refused, err := refusal.Verify(ctx, src, cfg, rev)
 	if err != nil {
 		return nil, err
 	}
-	rs.rev.SignedBy, rs.refusal = signer, refusal
-	if refusal != nil {
+	rs.rev.SignedBy, rs.refusal = signer, refused
+	if refused != nil {
 		c.add(rs)
 		return rs, nil
 	}
 	fsys, err := src.Files(ctx, rev.SHA)
 	switch {
 	case errors.Is(err, gitsource.ErrPathMissing):
-		rs.refusal = &status.Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit; fix the path in the config or add it to the repository", displayPath(cfg.Path))}
+		rs.refusal = &status.Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit; fix the path in the config or add it to the repository", refusal.DisplayPath(cfg.Path))}
 	case err != nil:
 		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
 	default:
 		app, err := appdir.LoadWith(fsys, ".", cfg.Name, cfg.LoadOptions())
-		if rs.refusal, err = refusalOf(rev, cfg, err); err != nil {
+		if rs.refusal, err = refusal.Of(rev, cfg, err); err != nil {
 			return nil, err
 		}
 		if p := cfg.Preview; p != nil && rs.refusal == nil {
@@ -94,54 +93,6 @@ func (c *revisionCache) add(rs *revisionState) {
 	}
 }
 
-// commitVerifier is a Source that can check commit signatures.
-type commitVerifier interface {
-	VerifyCommit(ctx context.Context, sha string, v *gitsource.Verifier) (gitsource.Signer, error)
-}
-
-// verifyRevision checks rev's signature when the app has verify on. A
-// commit that is unsigned or not signed by a trusted key is refused (wait
-// for a new commit); a clone that cannot be read is an error (retry).
-func verifyRevision(ctx context.Context, src Source, cfg config.AppConfig, rev gitsource.Revision) (gitsource.Signer, *status.Refusal, error) {
-	if cfg.Verify == nil {
-		return gitsource.Signer{}, nil, nil
-	}
-	cv, ok := src.(commitVerifier)
-	if !ok {
-		return gitsource.Signer{}, nil, fmt.Errorf("verify is on for app %s, but its source cannot check signatures", cfg.Name)
-	}
-	signer, err := cv.VerifyCommit(ctx, rev.SHA, cfg.Verify)
-	switch {
-	case errors.Is(err, gitsource.ErrUnverified):
-		return gitsource.Signer{}, &status.Refusal{Revision: rev, Reason: err.Error() + "; push a commit signed by a trusted key"}, nil
-	case err != nil:
-		return gitsource.Signer{}, nil, fmt.Errorf("verify signature of %s: %w", rev.Short(), err)
-	}
-	return signer, nil, nil
-}
-
-// refusalOf turns a load error into a refusal of the revision (the
-// manifests are wrong: wait for a new commit), or returns it as an error
-// (the files could not be read: retry).
-func refusalOf(rev gitsource.Revision, cfg config.AppConfig, err error) (*status.Refusal, error) {
-	var list manifest.ErrorList
-	switch {
-	case err == nil:
-		return nil, nil
-	case errors.As(err, &list):
-		r := &status.Refusal{Revision: rev, Reason: fmt.Sprintf("%d manifest error(s); fix them in a new commit", len(list))}
-		for _, e := range list {
-			located := *e
-			located.Pos.File = path.Join(cfg.Path, e.Pos.File)
-			r.Errors = append(r.Errors, located.Error())
-		}
-		return r, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return &status.Refusal{Revision: rev, Reason: fmt.Sprintf("the manifests path %q does not exist in this commit: %v", displayPath(cfg.Path), err)}, nil
-	}
-	return nil, fmt.Errorf("read manifests of %s: %w", rev.Short(), err)
-}
-
 // loadSHA parses the revision with the given SHA.
 func (c *revisionCache) loadSHA(ctx context.Context, src Source, cfg config.AppConfig, sha string) (*revisionState, error) {
 	rev, err := src.Revision(ctx, sha)
@@ -149,11 +100,4 @@ func (c *revisionCache) loadSHA(ctx context.Context, src Source, cfg config.AppC
 		return nil, err
 	}
 	return c.load(ctx, src, cfg, rev)
-}
-
-func displayPath(p string) string {
-	if p == "" {
-		return "/"
-	}
-	return p
 }

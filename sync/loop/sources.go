@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/previews"
+	"github.com/driftless-dev/driftless/sync/refusal"
 	"github.com/driftless-dev/driftless/sync/sources"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -242,7 +243,7 @@ func (a *Agent) discover(ctx context.Context, name string) error {
 // readAppSet reads the apps rev declares; a refusal when the commit or its
 // set is not acceptable, an error when the repository could not be read.
 func (a *Agent) readAppSet(ctx context.Context, ss *sourceState, rev gitsource.Revision) ([]sources.App, []config.AppConfig, *status.Refusal, error) {
-	if _, refusal, err := verifyRevision(ctx, ss.repo, ss.cfg.App, rev); err != nil || refusal != nil {
+	if _, refusal, err := refusal.Verify(ctx, ss.repo, ss.cfg.App, rev); err != nil || refusal != nil {
 		return nil, nil, refusal, err
 	}
 	fsys, err := ss.repo.Files(ctx, rev.SHA)
@@ -441,7 +442,8 @@ func (a *Agent) addRuntimeApp(cfg config.AppConfig) error {
 
 // decommission removes what a generated app runs and then the app.
 func (a *Agent) decommission(ctx context.Context, name string, r removal) error {
-	err := a.opts.Remover.RemoveAppObjects(ctx, name, r.keepVolumes)
+	_, remover := a.placed(name)
+	err := remover.RemoveAppObjects(ctx, name, r.keepVolumes)
 	if err != nil {
 		a.mu.Lock()
 		if st, ok := a.apps[name]; ok {

@@ -44,6 +44,7 @@ var localKeys = map[string]string{
 	"notifications":          "notifications",
 	"commitStatus":           "commit status reporting",
 	"target":                 "the deploy target",
+	"engine":                 "the engine the app runs on",
 	"adopt":                  "adopting containers",
 }
 

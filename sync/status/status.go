@@ -35,12 +35,15 @@ type AppStatus struct {
 	Source SourceStatus `json:"source"`
 	// FromSource is the sources: entry that generated the app ("" for an
 	// app listed under apps:); LeftGit is set once it no longer declares it.
-	FromSource string           `json:"fromSource,omitempty"`
-	LeftGit    *LeftGit         `json:"leftGit,omitempty"`
-	Preview    *Preview         `json:"preview,omitempty"`
-	Sync       drift.SyncStatus `json:"sync"`
-	Health     drift.Health     `json:"health"`
-	Message    string           `json:"message"` // one line a user can act on
+	FromSource string   `json:"fromSource,omitempty"`
+	LeftGit    *LeftGit `json:"leftGit,omitempty"`
+	Preview    *Preview `json:"preview,omitempty"`
+	// Engine is the engines: entry the app runs on; "" for the agent's
+	// own engine.
+	Engine  string           `json:"engine,omitempty"`
+	Sync    drift.SyncStatus `json:"sync"`
+	Health  drift.Health     `json:"health"`
+	Message string           `json:"message"` // one line a user can act on
 
 	Suspended bool `json:"suspended"`
 	SelfHeal  bool `json:"selfHeal"`

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/dockerssh"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
+)
+
+// namedEngines are the agent's engines of engines:, by name.
+type namedEngines map[string]*deploy.Engine
+
+// connectNamedEngines connects to each engine of engines: with the local
+// engine's options (local), its own host, TLS or SSH files, and its own
+// repository files, secret files and pulled-image records
+// (DATA/engines/NAME/files, SECRETS/engines/NAME): each engine collects
+// what its own containers no longer mount. State directories are shared,
+// kept by app name. An engine that does not answer is not fatal: its apps
+// show it unreachable until it does. An ssh:// engine is dialed through
+// the system ssh client (deploy/dockerssh); closeDialers stops their
+// shared SSH connections, after the engines are closed.
+func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Options, log *slog.Logger) (_ namedEngines, closeDialers func(), _ error) {
+	out := namedEngines{}
+	var dialers []*dockerssh.Dialer
+	closeDialers = func() {
+		for _, d := range dialers {
+			if err := d.Close(); err != nil {
+				log.Warn("closing an engine's SSH connection", "err", err)
+			}
+		}
+	}
+	secrets := cfg.SecretsDir
+	if secrets == "" {
+		secrets = hostfiles.DefaultSecretsDir()
+	}
+	for _, ec := range cfg.Engines {
+		opts := local
+		opts.Host = ec.Host
+		if ec.TLS != nil {
+			opts.TLS = &deploy.TLSFiles{CAFile: ec.TLS.CAFile, CertFile: ec.TLS.CertFile, KeyFile: ec.TLS.KeyFile}
+		}
+		if ec.SSH() {
+			d, err := dockerssh.New(ec.Host, dockerssh.Options{KeyFile: ec.SSHKeyFile, KnownHostsFile: ec.KnownHostsFile})
+			if err != nil {
+				out.Close()
+				closeDialers()
+				return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
+			}
+			dialers = append(dialers, d)
+			opts.Dial = d.DialContext
+		}
+		opts.FilesDir = filepath.Join(cfg.DataDir, "engines", ec.Name, "files")
+		opts.SecretsDir = filepath.Join(secrets, "engines", ec.Name)
+		opts.Logger = log.With("engine", ec.Name)
+		eng, err := deploy.New(ctx, opts)
+		if err != nil {
+			out.Close()
+			closeDialers()
+			return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
+		}
+		out[ec.Name] = eng
+		pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := eng.Ping(pingCtx); err != nil {
+			log.Warn("engine unreachable at start; its apps show it until it answers", "engine", ec.Name, "err", err)
+		}
+		cancel()
+	}
+	return out, closeDialers, nil
+}
+
+// Close closes every engine.
+func (n namedEngines) Close() {
+	for _, e := range n {
+		e.Close()
+	}
+}
+
+// loop is the engines as the loop takes them.
+func (n namedEngines) loop() map[string]loop.NamedEngine {
+	out := make(map[string]loop.NamedEngine, len(n))
+	for name, e := range n {
+		out[name] = e
+	}
+	return out
+}
+
+// registerEngineMetrics exports each engine's own series (the view's
+// divergence count, Docker requests): with an engine label once there are
+// named engines, so that their series do not collide.
+func registerEngineMetrics(reg prometheus.Registerer, local *deploy.Engine, named namedEngines) error {
+	if len(named) == 0 {
+		return reg.Register(local.Collector())
+	}
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"engine": config.LocalEngine}, reg).Register(local.Collector()); err != nil {
+		return fmt.Errorf("register engine metrics: %w", err)
+	}
+	for name, e := range named {
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{"engine": name}, reg).Register(e.Collector()); err != nil {
+			return fmt.Errorf("register metrics of engine %s: %w", name, err)
+		}
+	}
+	return nil
+}

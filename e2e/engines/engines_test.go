@@ -1,0 +1,229 @@
+// Package engines tests, end to end, one agent driving apps on several
+// Docker engines (engines: in driftless.yaml): private engines reached
+// over their unix socket, over TCP with TLS and over SSH (a real sshd on
+// loopback), beside the machine's engine as local. It is a package of its own so `go test ./...` runs it
+// beside the other e2e packages.
+package engines
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/privengine"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, 2)) }
+
+// TestAppsOnSeveralEngines: apps one on engine a (unix socket), two on
+// engine b (TCP with TLS, certificates made here) and three on the local
+// engine, from one repository, each run on its engine and nowhere else; a
+// container removed by hand on b is healed on b; with b stopped, two shows
+// the engine unreachable while one still heals on a; b started again,
+// two converges.
+func TestAppsOnSeveralEngines(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	certs := makeCerts(t)
+	tcp := testenv.FreeAddr(t)
+	a := privengine.Start(t)
+	b := privengine.StartWithArgs(t, "--host", "tcp://"+tcp, "--tlsverify",
+		"--tlscacert", certs.ca, "--tlscert", certs.serverCert, "--tlskey", certs.serverKey)
+	a.LoadImages(image)
+	b.LoadImages(image)
+
+	p := prefix()
+	one, two, three := p+"-one", p+"-two", p+"-three"
+	t.Cleanup(func() { testenv.RemoveApp(t, three) })
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo := gitserver.Init(t, base, "platform")
+	for _, app := range []string{one, two, three} {
+		repo.WriteFile("apps/"+app+"/web.yaml", testenv.WebManifest(image, 1, app))
+	}
+	sha := repo.Commit("three apps")
+	url := repo.URL(server.URL)
+	app := func(name, engine string) string {
+		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
+	}
+	cfg := fmt.Sprintf(`engines:
+  - name: a
+    host: %s
+  - name: b
+    host: tcp://%s
+    tls: {caFile: %s, certFile: %s, keyFile: %s}
+apps:
+`, a.Host, tcp, certs.ca, certs.clientCert, certs.clientKey) + app(one, "a") + app(two, "b") + app(three, "local")
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+
+	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
+	for app, engine := range map[string]string{one: "a", two: "b", three: ""} {
+		st := testenv.WaitAppStatus(t, agent, app, 90*time.Second, "converged", converged)
+		if st.Engine != engine {
+			t.Errorf("%s: status engine %q, want %q", app, st.Engine, engine)
+		}
+	}
+	// Each app runs on its engine and nowhere else.
+	local := engineCLI{}
+	for _, c := range []struct {
+		eng    engineCLI
+		name   string
+		counts [3]int // containers of one, two, three
+	}{{engineCLI{a}, "a", [3]int{1, 0, 0}}, {engineCLI{b}, "b", [3]int{0, 1, 0}}, {local, "local", [3]int{0, 0, 1}}} {
+		for i, app := range []string{one, two, three} {
+			if n := len(c.eng.containers(t, app)); n != c.counts[i] {
+				t.Errorf("engine %s holds %d containers of %s, want %d", c.name, n, app, c.counts[i])
+			}
+		}
+	}
+
+	// Each engine's own series, labelled with its name.
+	metrics := get(t, agent.URL+"/metrics")
+	for _, e := range []string{"local", "a", "b"} {
+		if !strings.Contains(metrics, `driftless_docker_requests_total{engine="`+e+`"`) {
+			t.Errorf("/metrics has no Docker requests of engine %s", e)
+		}
+	}
+
+	// A container removed by hand on b is healed on b.
+	before := testenv.ContainerIDs(testenv.AppStatus(t, agent, two))
+	b.Docker("rm", "-f", two+"-web-1")
+	healed := testenv.WaitAppStatus(t, agent, two, 60*time.Second, "healed on b", func(st status.AppStatus) bool {
+		ids := testenv.ContainerIDs(st)
+		return converged(st) && len(ids) == 1 && ids[0] != before[0]
+	})
+	if ids := (engineCLI{b}).containers(t, two); len(ids) != 1 || !strings.HasPrefix(testenv.ContainerIDs(healed)[0], ids[0]) {
+		t.Errorf("after the heal b runs %v of %s, want the status's %v", ids, two, testenv.ContainerIDs(healed))
+	}
+
+	// b stopped: only two is unreachable; one still heals on a.
+	b.Stop()
+	down := testenv.WaitAppStatus(t, agent, two, 60*time.Second, "engine unreachable", func(st status.AppStatus) bool {
+		return st.Sync == status.SyncUnknown && testenv.HasCondition(st, "engine")
+	})
+	t.Logf("with b stopped, %s: %q", two, down.Message)
+	beforeOne := testenv.ContainerIDs(testenv.AppStatus(t, agent, one))
+	a.Docker("rm", "-f", one+"-web-1")
+	testenv.WaitAppStatus(t, agent, one, 60*time.Second, "healed on a while b is down", func(st status.AppStatus) bool {
+		ids := testenv.ContainerIDs(st)
+		return converged(st) && len(ids) == 1 && ids[0] != beforeOne[0]
+	})
+	if st := testenv.AppStatus(t, agent, three); !converged(st) {
+		t.Errorf("%s with b down: %s/%s %q, want it untouched", three, st.Sync, st.Health, st.Message)
+	}
+
+	// b back: two converges again.
+	b.Start()
+	testenv.WaitAppStatus(t, agent, two, 90*time.Second, "converged once b is back", converged)
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: HTTP %d %v", url, resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// prefix makes this run's app names unique on the shared engine.
+func prefix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "e" + hex.EncodeToString(b)
+}
+
+// engineCLI runs docker against a private engine, or the shared one.
+type engineCLI struct{ eng *privengine.Engine }
+
+// containers are the IDs of the app's containers on the engine.
+func (c engineCLI) containers(t *testing.T, app string) []string {
+	t.Helper()
+	args := []string{"ps", "-aq", "--filter", "label=" + drift.LabelApp + "=" + app}
+	if c.eng != nil {
+		return strings.Fields(c.eng.Docker(args...))
+	}
+	return strings.Fields(testenv.Docker(t, args...))
+}
+
+// certFiles are a CA and the engine's and agent's certificates it signed.
+type certFiles struct {
+	ca, serverCert, serverKey, clientCert, clientKey string
+}
+
+// makeCerts writes a CA, a server certificate for 127.0.0.1 and a client
+// certificate, as dockerd --tlsverify and the agent take them.
+func makeCerts(t *testing.T) certFiles {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := key()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "driftless e2e CA"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(serial int64, name string, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
+		k := key()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(name+"-cert.pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kder)
+	}
+	c := certFiles{ca: write("ca.pem", "CERTIFICATE", caDER)}
+	c.serverCert, c.serverKey = leaf(2, "server", x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
+	c.clientCert, c.clientKey = leaf(3, "client", x509.ExtKeyUsageClientAuth, nil)
+	return c
+}

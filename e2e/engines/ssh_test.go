@@ -1,0 +1,70 @@
+package engines
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/privengine"
+	"github.com/driftless-dev/driftless/e2e/sshengine"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+// TestAppOverSSH: an engine reached over ssh:// (a real sshd on loopback
+// whose docker CLI talks to a private engine) runs an app, which is healed
+// there after a removal by hand; an app on it that asks for an HTTP
+// readiness probe is refused, saying the probe is not supported on a
+// remote engine yet.
+func TestAppOverSSH(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	eng := privengine.Start(t)
+	eng.LoadImages(image)
+	ssh := sshengine.Start(t, eng.Host)
+
+	p := prefix()
+	four, five := p+"-four", p+"-five"
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo := gitserver.Init(t, base, "platform")
+	repo.WriteFile("apps/"+four+"/web.yaml", fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  env: {MESSAGE: four}\n  stopGracePeriodSeconds: 1\n", image))
+	repo.WriteFile("apps/"+five+"/web.yaml", testenv.WebManifest(image, 1, "five"))
+	sha := repo.Commit("two apps on the ssh engine")
+	url := repo.URL(server.URL)
+	cfg := fmt.Sprintf(`engines:
+  - {name: far, host: %[1]s, sshKeyFile: %[2]s, knownHostsFile: %[3]s}
+apps:
+  - {name: %[4]s, repo: %[6]s, branch: main, path: apps/%[4]s, interval: 10m, allowInsecureTransport: true, engine: far}
+  - {name: %[5]s, repo: %[6]s, branch: main, path: apps/%[5]s, interval: 10m, allowInsecureTransport: true, engine: far}
+`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, four, five, url)
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+
+	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
+	st := testenv.WaitAppStatus(t, agent, four, 90*time.Second, "converged over ssh", converged)
+	if n := len((engineCLI{eng}).containers(t, four)); n != 1 || st.Engine != "far" {
+		t.Fatalf("the ssh engine holds %d containers of %s (engine %q), want 1 on far", n, four, st.Engine)
+	}
+	refused := testenv.WaitAppStatus(t, agent, five, 60*time.Second, "refused", func(st status.AppStatus) bool { return st.Refused != nil })
+	if msg := strings.Join(refused.Refused.Errors, "\n"); !strings.Contains(msg, "readiness probe (run from the agent's host, which cannot reach the engine's container addresses) is not supported on a remote engine yet (engine far is not on the agent's host)") {
+		t.Errorf("%s refused with %q, want the readiness probe named as not supported on a remote engine", five, msg)
+	}
+	if n := len((engineCLI{eng}).containers(t, five)); n != 0 {
+		t.Errorf("the ssh engine holds %d containers of the refused %s", n, five)
+	}
+
+	before := testenv.ContainerIDs(st)
+	eng.Docker("rm", "-f", four+"-web-1")
+	testenv.WaitAppStatus(t, agent, four, 60*time.Second, "healed over ssh", func(st status.AppStatus) bool {
+		ids := testenv.ContainerIDs(st)
+		return converged(st) && len(ids) == 1 && ids[0] != before[0]
+	})
+}

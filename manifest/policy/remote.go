@@ -1,0 +1,44 @@
+package policy
+
+import (
+	"fmt"
+
+	"github.com/driftless-dev/driftless/manifest"
+)
+
+// CheckRemoteEngine returns one error, located where the manifest
+// declares it, for everything a service or job asks for that needs the
+// agent's host while the app is placed on an engine that may be on
+// another host: repository files, secret files and state directories are
+// bind mounts of directories the agent writes on its own disk, and
+// httpGet/tcpSocket readiness probes are run by the agent, which cannot
+// reach a remote engine's bridge addresses. Docker healthchecks (exec
+// readiness) and named volumes work on any engine.
+func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
+	var errs manifest.ErrorList
+	app.WithJobServices(func(app *manifest.App) {
+		for i := range app.Services {
+			svc := &app.Services[i]
+			refuse := func(field, feature, hint string) {
+				ref := svc.Field(field)
+				errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field,
+					Msg: fmt.Sprintf("%s is not supported on a remote engine yet (engine %s is not on the agent's host): %s", feature, engine, hint)})
+			}
+			for i, b := range svc.Spec.Binds {
+				switch {
+				case b.RepoPath != "":
+					refuse(fmt.Sprintf("binds[%d]", i), fmt.Sprintf("repository file %s (written on the agent's host)", b.RepoPath), "COPY it into an image with build:, or put it in a volume")
+				case b.StatePath != "":
+					refuse(fmt.Sprintf("binds[%d]", i), fmt.Sprintf("state directory ./%s (kept on the agent's host)", b.StatePath), "keep the data in a named volume")
+				}
+			}
+			if len(svc.Spec.Secrets) > 0 {
+				refuse("secrets", fmt.Sprintf("secret file %s (written on the agent's host)", svc.Spec.Secrets[0].File), "place the app on an engine on this host")
+			}
+			if r := svc.Spec.Readiness; r != nil && (r.HTTPGet != nil || r.TCPSocket != nil) {
+				refuse("readiness", "an httpGet or tcpSocket readiness probe (run from the agent's host, which cannot reach the engine's container addresses)", "use an exec probe or a healthcheck")
+			}
+		}
+	})
+	return errs
+}

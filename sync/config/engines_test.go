@@ -1,0 +1,83 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEngines(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
+	}
+	const app = "  - name: shop\n    repo: https://git.example.com/shop.git\n"
+	const tlsKeys = "    tls: {caFile: ca.pem, certFile: cert.pem, keyFile: key.pem}\n"
+	tests := []struct {
+		name, yaml string
+		want       string // an error that must be in the message; "" = valid
+		check      func(t *testing.T, cfg Config)
+	}{
+		{name: "unix and tls", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\n  - name: edge\n    host: tcp://10.0.0.5:2376\n" + tlsKeys + "apps:\n" + app + "    engine: edge\n",
+			check: func(t *testing.T, cfg Config) {
+				a, edge := cfg.Engines[0], cfg.Engines[1]
+				if a.Remote() || !edge.Remote() || edge.TLS.CAFile != filepath.Join(dir, "ca.pem") {
+					t.Errorf("engines = %+v %+v, want a on this host, edge remote with its TLS files", a, edge)
+				}
+				if shop := cfg.Apps[0]; shop.Engine != "edge" || !shop.RemoteEngine || shop.LoadOptions().RemoteEngine != "edge" {
+					t.Errorf("shop = engine %q remote %v, want edge, remote", shop.Engine, shop.RemoteEngine)
+				}
+			}},
+		{name: "local by name", yaml: "apps:\n" + app + "    engine: local\n",
+			check: func(t *testing.T, cfg Config) {
+				if cfg.Apps[0].Engine != "" || cfg.Apps[0].EngineName() != LocalEngine {
+					t.Errorf("engine %q, want the local engine", cfg.Apps[0].Engine)
+				}
+			}},
+		{name: "ssh", yaml: "engines:\n  - {name: a, host: 'ssh://deploy@edge:2222', sshKeyFile: key.pem, knownHostsFile: ca.pem}\napps:\n" + app + "    engine: a\n",
+			check: func(t *testing.T, cfg Config) {
+				if e := cfg.Engines[0]; !e.Remote() || e.SSHKeyFile != filepath.Join(dir, "key.pem") || !cfg.Apps[0].RemoteEngine {
+					t.Errorf("ssh engine = %+v, app remote %v; want a remote engine with its key file", e, cfg.Apps[0].RemoteEngine)
+				}
+			}},
+		{name: "unknown engine", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\napps:\n" + app + "    engine: edge\n",
+			want: `apps[0] (shop): engine: "edge" is not a known engine (known: local, a); declare it under engines: in driftless.yaml first`},
+		{name: "unknown engine in a source's template", yaml: "sources:\n  - name: infra\n    repo: https://git.example.com/infra.git\n    directories: ['apps/*']\n    template: {engine: edge}\n",
+			want: `sources[0] (infra): template: engine: "edge" is not a known engine (known: local)`},
+		{name: "tcp without tls", yaml: "engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375'}\napps:\n" + app,
+			want: "engines[0] (edge): host: tcp://10.0.0.5:2375 without tls: anyone who can reach the port controls the engine and its host; give tls: {caFile, certFile, keyFile}, or set allowInsecureTransport: true"},
+		{name: "tcp without tls, allowed", yaml: "engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375', allowInsecureTransport: true}\napps:\n" + app},
+		{name: "tls file missing", yaml: "engines:\n  - name: edge\n    host: tcp://10.0.0.5:2376\n    tls: {caFile: ca.pem, certFile: nope.pem, keyFile: key.pem}\napps:\n" + app, want: "tls.certFile: stat "},
+		{name: "local redefined", yaml: "engines:\n  - {name: local, host: unix:///run/a.sock}\napps:\n" + app, want: `engines[0] (local): name: "local" is the agent's own engine`},
+		{name: "duplicate", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\n  - {name: a, host: unix:///run/b.sock}\napps:\n" + app, want: `engines[1] (a): name: "a" is used by another engine`},
+		{name: "ssh key missing", yaml: "engines:\n  - {name: a, host: 'ssh://deploy@edge', sshKeyFile: id_nope}\napps:\n" + app, want: "engines[0] (a): sshKeyFile: stat "},
+		{name: "ssh with tls", yaml: "engines:\n  - name: a\n    host: ssh://deploy@edge\n" + tlsKeys + "apps:\n" + app, want: "an ssh:// engine is reached through ssh"},
+		{name: "ssh key on tcp", yaml: "engines:\n  - {name: a, host: 'tcp://127.0.0.1:2375', allowInsecureTransport: true, sshKeyFile: key.pem}\napps:\n" + app, want: "sshKeyFile and knownHostsFile are for ssh:// engines"},
+		{name: "swarm app on an engine", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\napps:\n" + app + "    target: swarm\n    engine: a\n", want: "target: swarm runs on the Swarm manager"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseConfig([]byte(tt.yaml), dir, func(string) string { return "" })
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want one with %q", err, tt.want)
+			case tt.check != nil:
+				tt.check(t, cfg)
+			}
+		})
+	}
+}
+
+func TestEngineRemote(t *testing.T) {
+	for host, remote := range map[string]bool{
+		"unix:///run/docker.sock": false, "tcp://127.0.0.1:2376": false, "tcp://localhost:2376": false, "tcp://[::1]:2376": false,
+		"tcp://10.0.0.5:2376": true, "tcp://docker.example.com:2376": true, "ssh://deploy@127.0.0.1": true,
+	} {
+		if got := (EngineConfig{Host: host}).Remote(); got != remote {
+			t.Errorf("%s: remote %v, want %v", host, got, remote)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+// namedFake is a fakeEngine placed by name: no jobs, removal or files.
+type namedFake struct{ *fakeEngine }
+
+func (namedFake) RunJob(context.Context, *manifest.App, *manifest.Job, string) drift.JobRun {
+	return drift.JobRun{ExitCode: -1, Error: "no jobs on the fake"}
+}
+func (namedFake) RemoveJobRuns(context.Context, string, func(string) bool)           {}
+func (namedFake) RemoveAppObjects(context.Context, string, bool) error               { return nil }
+func (namedFake) RemoveUnusedFiles(context.Context, time.Duration) ([]string, error) { return nil, nil }
+
+// TestAppsOnNamedEngines: an app placed on a named engine runs there and
+// nowhere else, shows its engine, hears only that engine's events, and
+// that engine being down makes only its apps Unknown while the local
+// engine's apps keep healing.
+func TestAppsOnNamedEngines(t *testing.T) {
+	edge := &fakeEngine{}
+	blog := appConfig("blog")
+	blog.Engine = "edge"
+	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop": newFakeSource(), "blog": newFakeSource()},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{appConfig("shop"), blog}, engines: map[string]NamedEngine{"edge": namedFake{edge}}}
+	h.open()
+	t.Cleanup(func() { h.agent.queue.ShutDown() })
+	h.sources["shop"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	h.sources["blog"].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	shop, _ := h.pass("shop", "startup")
+	st, _ := h.pass("blog", "startup")
+	if st.Health != drift.HealthHealthy || st.Engine != "edge" || shop.Engine != "" {
+		t.Fatalf("blog %s engine %q (%s), shop engine %q; want blog healthy on edge, shop on the local engine", st.Health, st.Engine, st.Message, shop.Engine)
+	}
+	if len(h.engine.running("blog")) != 0 || len(edge.running("blog")) != 1 || len(edge.running("shop")) != 0 || len(h.engine.running("shop")) != 1 {
+		t.Fatalf("local runs shop %v blog %v, edge runs shop %v blog %v; want each app on its own engine only",
+			h.engine.running("shop"), h.engine.running("blog"), edge.running("shop"), edge.running("blog"))
+	}
+
+	// Events: an engine's events reach only the apps placed on it.
+	q := h.agent.queue
+	h.agent.onEngineEvent("edge", drift.EngineEvent{Action: drift.EventConnected})
+	h.agent.onEngineEvent("edge", drift.EngineEvent{Action: "destroy", App: "shop"})
+	h.agent.onEngineEvent(config.LocalEngine, drift.EngineEvent{Action: "destroy", App: "blog"})
+	if n := q.Len(); n != 1 {
+		t.Fatalf("queued %d apps, want only blog (edge reconnected; shop's name on edge and blog's on the local engine are not theirs)", n)
+	}
+	if key, _, _ := q.Get(); key != "blog" {
+		t.Fatalf("queued %s, want blog", key)
+	}
+	q.Done("blog")
+	h.agent.onEngineEvent(config.LocalEngine, drift.EngineEvent{Action: "destroy", App: "shop"})
+	if key, _, _ := q.Get(); key != "shop" {
+		t.Fatalf("queued %s, want shop", key)
+	}
+	q.Done("shop")
+
+	// edge down: blog is Unknown, shop still heals on the local engine.
+	edge.setDown(errors.New("dial tcp 10.0.0.5:2376: connect: connection refused"))
+	st, _ = h.pass("blog", "poll")
+	if st.Sync != status.SyncUnknown || !strings.HasPrefix(st.Message, "Docker engine unreachable") {
+		t.Fatalf("blog with edge down: %s %q", st.Sync, st.Message)
+	}
+	h.engine.rm(h.engine.running("shop")[0])
+	shop, _ = h.pass("shop", "docker-event")
+	if len(h.engine.running("shop")) != 1 || shop.Health != drift.HealthHealthy {
+		t.Fatalf("shop with edge down: running %v, %s %q; want healed", h.engine.running("shop"), shop.Health, shop.Message)
+	}
+	if err := h.agent.Ready(); err != nil && strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("Ready with edge down = %v; a named engine down is its apps' problem, not the agent's", err)
+	}
+	edge.setDown(nil)
+	if st, _ = h.pass("blog", "engine-reconnected"); st.Health != drift.HealthHealthy {
+		t.Fatalf("blog after edge came back: %s %q", st.Health, st.Message)
+	}
+}
