@@ -15,8 +15,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/tree"
 	"gopkg.in/yaml.v3"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // This file maps what compose says about how services reach each other

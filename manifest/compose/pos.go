@@ -3,8 +3,8 @@ package compose
 import (
 	"gopkg.in/yaml.v3"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // compose-go keeps no positions. The compose front end parses the same

@@ -3,8 +3,8 @@ package compose
 import (
 	"reflect"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/native"
 )
 

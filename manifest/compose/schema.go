@@ -11,9 +11,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/tree"
 	"gopkg.in/yaml.v3"
 
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/composeschema"
-	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // Each document is validated against the compose schema (see

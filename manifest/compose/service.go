@@ -12,8 +12,8 @@ import (
 	"github.com/distribution/reference"
 	"gopkg.in/yaml.v3"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // serviceMap maps one compose service onto a Service.

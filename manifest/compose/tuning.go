@@ -4,8 +4,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // mapTuning maps the attributes compose passes to Docker as they are

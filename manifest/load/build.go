@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
 

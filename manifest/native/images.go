@@ -3,8 +3,8 @@ package native
 import (
 	"strings"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // pullPolicyOf normalizes a native pullPolicy; ok is false when it is not

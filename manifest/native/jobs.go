@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // rawJobDoc is a Job: a service's spec (its container) and when it runs.

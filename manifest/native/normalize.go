@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 func orDefault[T comparable](v *T, def T) T {

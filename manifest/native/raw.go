@@ -1,8 +1,8 @@
 package native
 
 import (
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // The raw types mirror the YAML documents field for field. They are the

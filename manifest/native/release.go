@@ -3,8 +3,8 @@ package native
 import (
 	"time"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // RawRelease is release settings as a repository writes them.

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // normalizeTuning maps the scheduler and OOM settings of resources.

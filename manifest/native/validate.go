@@ -11,8 +11,8 @@ import (
 
 	"github.com/distribution/reference"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // object is one parsed document on its way into the App.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Host powers a manifest may only use when the app's configuration allows

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/internal/yamlpos"
+	"github.com/driftless-dev/driftless/manifest"
 )
 
 // Host is how the policy sees the machine the containers run on. The zero

@@ -24,9 +24,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
 
+	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/schemaerr"
-	"github.com/driftless-dev/driftless/internal/yamlpos"
 )
 
 // compose-go validates against the compose specification's JSON schema and
