@@ -27,11 +27,11 @@ type EngineConfig struct {
 	// TLS, for tcp://, verifies the engine with CAFile and authenticates
 	// the agent with CertFile and KeyFile (as DOCKER_CERT_PATH's ca.pem,
 	// cert.pem and key.pem). nil: plain TCP, which needs
-	// AllowInsecureTransport.
+	// AllowInsecureEngine.
 	TLS *EngineTLS
-	// AllowInsecureTransport accepts tcp:// without TLS: anyone who can
+	// AllowInsecureEngine accepts tcp:// without TLS: anyone who can
 	// reach the port owns the engine and the host.
-	AllowInsecureTransport bool
+	AllowInsecureEngine bool
 	// SSHKeyFile and KnownHostsFile, for ssh://, are the key the agent
 	// logs in with ("": ssh's defaults) and the far side's host key
 	// ("": ~/.ssh/known_hosts).
@@ -68,12 +68,12 @@ func (e EngineConfig) Remote() bool {
 func (e EngineConfig) SSH() bool { return strings.HasPrefix(e.Host, "ssh://") }
 
 type fileEngine struct {
-	Name                   string         `json:"name"`
-	Host                   string         `json:"host"`
-	TLS                    *fileEngineTLS `json:"tls"`
-	AllowInsecureTransport bool           `json:"allowInsecureTransport"`
-	SSHKeyFile             string         `json:"sshKeyFile"`
-	KnownHostsFile         string         `json:"knownHostsFile"`
+	Name                string         `json:"name"`
+	Host                string         `json:"host"`
+	TLS                 *fileEngineTLS `json:"tls"`
+	AllowInsecureEngine bool           `json:"allowInsecureEngine"`
+	SSHKeyFile          string         `json:"sshKeyFile"`
+	KnownHostsFile      string         `json:"knownHostsFile"`
 }
 
 type fileEngineTLS struct {
@@ -107,7 +107,7 @@ func parseEngines(fes []fileEngine, rel func(string) string) ([]EngineConfig, []
 }
 
 func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
-	e := EngineConfig{Name: fe.Name, Host: fe.Host, AllowInsecureTransport: fe.AllowInsecureTransport, SSHKeyFile: rel(fe.SSHKeyFile), KnownHostsFile: rel(fe.KnownHostsFile)}
+	e := EngineConfig{Name: fe.Name, Host: fe.Host, AllowInsecureEngine: fe.AllowInsecureEngine, SSHKeyFile: rel(fe.SSHKeyFile), KnownHostsFile: rel(fe.KnownHostsFile)}
 	switch {
 	case fe.Name == LocalEngine:
 		return e, fmt.Errorf("name: %q is the agent's own engine (DOCKER_HOST or the default socket) and cannot be redefined: choose another name", LocalEngine)
@@ -138,8 +138,8 @@ func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
 			return e, fmt.Errorf("host: %q has no port: write tcp://host:2376", fe.Host)
 		}
 		if e.TLS == nil {
-			if !e.AllowInsecureTransport {
-				return e, fmt.Errorf("host: %s without tls: anyone who can reach the port controls the engine and its host; give tls: {caFile, certFile, keyFile}, or set allowInsecureTransport: true on this engine to accept it", fe.Host)
+			if !e.AllowInsecureEngine {
+				return e, fmt.Errorf("host: %s without tls: anyone who can reach the port controls the engine and its host; give tls: {caFile, certFile, keyFile}, or set allowInsecureEngine: true on this engine to accept it", fe.Host)
 			}
 			return e, nil
 		}

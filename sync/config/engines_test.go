@@ -46,14 +46,14 @@ func TestEngines(t *testing.T) {
 		{name: "unknown engine in a source's template", yaml: "sources:\n  - name: infra\n    repo: https://git.example.com/infra.git\n    directories: ['apps/*']\n    template: {engine: edge}\n",
 			want: `sources[0] (infra): template: engine: "edge" is not a known engine (known: local)`},
 		{name: "tcp without tls", yaml: "engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375'}\napps:\n" + app,
-			want: "engines[0] (edge): host: tcp://10.0.0.5:2375 without tls: anyone who can reach the port controls the engine and its host; give tls: {caFile, certFile, keyFile}, or set allowInsecureTransport: true"},
-		{name: "tcp without tls, allowed", yaml: "engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375', allowInsecureTransport: true}\napps:\n" + app},
+			want: "engines[0] (edge): host: tcp://10.0.0.5:2375 without tls: anyone who can reach the port controls the engine and its host; give tls: {caFile, certFile, keyFile}, or set allowInsecureEngine: true"},
+		{name: "tcp without tls, allowed", yaml: "engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375', allowInsecureEngine: true}\napps:\n" + app},
 		{name: "tls file missing", yaml: "engines:\n  - name: edge\n    host: tcp://10.0.0.5:2376\n    tls: {caFile: ca.pem, certFile: nope.pem, keyFile: key.pem}\napps:\n" + app, want: "tls.certFile: stat "},
 		{name: "local redefined", yaml: "engines:\n  - {name: local, host: unix:///run/a.sock}\napps:\n" + app, want: `engines[0] (local): name: "local" is the agent's own engine`},
 		{name: "duplicate", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\n  - {name: a, host: unix:///run/b.sock}\napps:\n" + app, want: `engines[1] (a): name: "a" is used by another engine`},
 		{name: "ssh key missing", yaml: "engines:\n  - {name: a, host: 'ssh://deploy@edge', sshKeyFile: id_nope}\napps:\n" + app, want: "engines[0] (a): sshKeyFile: stat "},
 		{name: "ssh with tls", yaml: "engines:\n  - name: a\n    host: ssh://deploy@edge\n" + tlsKeys + "apps:\n" + app, want: "an ssh:// engine is reached through ssh"},
-		{name: "ssh key on tcp", yaml: "engines:\n  - {name: a, host: 'tcp://127.0.0.1:2375', allowInsecureTransport: true, sshKeyFile: key.pem}\napps:\n" + app, want: "sshKeyFile and knownHostsFile are for ssh:// engines"},
+		{name: "ssh key on tcp", yaml: "engines:\n  - {name: a, host: 'tcp://127.0.0.1:2375', allowInsecureEngine: true, sshKeyFile: key.pem}\napps:\n" + app, want: "sshKeyFile and knownHostsFile are for ssh:// engines"},
 		{name: "swarm app on an engine", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\napps:\n" + app + "    target: swarm\n    engine: a\n", want: "target: swarm runs on the Swarm manager"},
 	}
 	for _, tt := range tests {
