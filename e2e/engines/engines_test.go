@@ -105,6 +105,9 @@ apps:
 		if !strings.Contains(metrics, `driftless_docker_requests_total{engine="`+e+`"`) {
 			t.Errorf("/metrics has no Docker requests of engine %s", e)
 		}
+		if !strings.Contains(metrics, `driftless_engine_connected{engine="`+e+`"} 1`) {
+			t.Errorf("/metrics does not show engine %s connected", e)
+		}
 	}
 
 	// A container removed by hand on b is healed on b.
@@ -124,6 +127,7 @@ apps:
 		return st.Sync == status.SyncUnknown && testenv.HasCondition(st, "engine")
 	})
 	t.Logf("with b stopped, %s: %q", two, down.Message)
+	waitMetric(t, agent.URL, `driftless_engine_connected{engine="b"} 0`)
 	beforeOne := testenv.ContainerIDs(testenv.AppStatus(t, agent, one))
 	a.Docker("rm", "-f", one+"-web-1")
 	testenv.WaitAppStatus(t, agent, one, 60*time.Second, "healed on a while b is down", func(st status.AppStatus) bool {
@@ -137,6 +141,18 @@ apps:
 	// b back: two converges again.
 	b.Start()
 	testenv.WaitAppStatus(t, agent, two, 90*time.Second, "converged once b is back", converged)
+}
+
+// waitMetric waits until /metrics holds line.
+func waitMetric(t *testing.T, agentURL, line string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(get(t, agentURL+"/metrics"), line) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics did not show %s within 60s", line)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func get(t *testing.T, url string) string {
