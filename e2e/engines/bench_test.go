@@ -1,0 +1,107 @@
+package engines
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/privengine"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
+)
+
+// TestBenchRemoteHeal (issue 29, Speed): a heal on an engine reached over
+// TCP with TLS, against that engine's own create+start through the same
+// kind of connection (a TLS client of the test), alternating in one run.
+// Both are timed from the moment the removal (or the create call) is sent
+// by the test to the new container's StartedAt, the engine's own stamp.
+// Target: heal ≤ 1.3× create+start (medians). Run with DRIFTLESS_BENCH=1.
+func TestBenchRemoteHeal(t *testing.T) {
+	testenv.BenchOnly(t)
+	trials := testenv.BenchInt("DRIFTLESS_BENCH_REMOTE_HEAL_TRIALS", 10)
+	image := testenv.WorkloadImage(t, "v1")
+	certs := makeCerts(t)
+	tcp := testenv.FreeAddr(t)
+	b := privengine.StartWithArgs(t, "--host", "tcp://"+tcp, "--tlsverify",
+		"--tlscacert", certs.ca, "--tlscert", certs.serverCert, "--tlskey", certs.serverKey)
+	b.LoadImages(image)
+	cli, err := client.New(client.WithHost("tcp://"+tcp), client.WithTLSClientConfig(certs.ca, certs.clientCert, certs.clientKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+
+	app := prefix() + "-heal"
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo := gitserver.Init(t, base, "platform")
+	repo.WriteFile("apps/"+app+"/web.yaml", testenv.PlainService("web", image, trials))
+	repo.Commit("one app on b")
+	cfg := fmt.Sprintf(`engines:
+  - {name: b, host: 'tcp://%s', tls: {caFile: %s, certFile: %s, keyFile: %s}}
+apps:
+  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: b}
+`, tcp, certs.ca, certs.clientCert, certs.clientKey, app, repo.URL(server.URL), app)
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+	testenv.WaitAllRunning(t, cli, app, trials, 3*time.Minute)
+	time.Sleep(3 * time.Second) // the first pass's readiness wait
+
+	ctx := context.Background()
+	netName := manifest.ObjectName(app, manifest.DefaultNetwork)
+	var heal, engine []time.Duration
+	for i := 1; i <= trials; i++ {
+		// The engine's own create+start of the same work, on the app's network.
+		t0 := time.Now()
+		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:   fmt.Sprintf("%s-engine-%d", app, i),
+			Config: &container.Config{Image: image},
+			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(netName),
+				RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped}},
+			NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{netName: {Aliases: []string{"web"}}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		engine = append(engine, testenv.StartedAt(t, cli, created.ID).Sub(t0))
+		_, _ = cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+
+		// A heal: one replica removed by hand.
+		name := manifest.ContainerName(app, "web", i)
+		old, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 = time.Now()
+		if _, err := cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		_, err = testenv.WaitRunning(wctx, cli, name, old.Container.ID)
+		cancel()
+		if err != nil {
+			t.Fatalf("trial %d: %v\n%s", i, err, agent.Logs())
+		}
+		heal = append(heal, testenv.StartedAt(t, cli, name).Sub(t0))
+		time.Sleep(2500 * time.Millisecond) // the repair pass's readiness wait
+	}
+	h, e := testenv.Median(heal), testenv.Median(engine)
+	ratio := float64(h) / float64(e)
+	t.Logf("engine over TCP+TLS, %d trials: heal median %s (p90 %s), create+start median %s (p90 %s): %.2f× %s",
+		trials, testenv.Ms(h), testenv.Ms(testenv.Quantile(heal, 0.9)), testenv.Ms(e), testenv.Ms(testenv.Quantile(engine, 0.9)), ratio,
+		testenv.Verdict(t, "≤ 1.3×", ratio <= 1.3))
+}
