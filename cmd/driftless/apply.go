@@ -104,6 +104,8 @@ func applyCmd() *cobra.Command {
 	buildTimeout := fs.Duration("build-timeout", deploy.DefaultBuildTimeout, "how long one image build from build: may take")
 	lfl.data = dataFlag(fs)
 	lfl.lf.register(fs)
+	var ef engineFlag
+	ef.register(fs)
 	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
 		target, err := lfl.resolve(ctx, pos, stderr)
 		if err != nil {
@@ -113,7 +115,15 @@ func applyCmd() *cobra.Command {
 		// Like docker compose, apply pulls with the credentials of Docker's
 		// config.json ($DOCKER_CONFIG or ~/.docker).
 		creds := &registry.Logins{Docker: &registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}}
-		eng, err := connectTarget(ctx, target.opts.opts.Target, deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds})
+		dopts := deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds}
+		remote, done, err := ef.options(&dopts, target.opts.opts.Target)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless apply:", err)
+			return exitError
+		}
+		defer done()
+		target.opts.opts.RemoteEngine = remote
+		eng, err := connectTarget(ctx, target.opts.opts.Target, dopts)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless apply:", err)
 			return 1

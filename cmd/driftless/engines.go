@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/dockerssh"
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/loop"
 )
@@ -44,19 +46,14 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 	}
 	for _, ec := range cfg.Engines {
 		opts := local
-		opts.Host = ec.Host
-		if ec.TLS != nil {
-			opts.TLS = &deploy.TLSFiles{CAFile: ec.TLS.CAFile, CertFile: ec.TLS.CertFile, KeyFile: ec.TLS.KeyFile}
+		d, err := reach(ec, &opts)
+		if err != nil {
+			out.Close()
+			closeDialers()
+			return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
 		}
-		if ec.SSH() {
-			d, err := dockerssh.New(ec.Host, dockerssh.Options{KeyFile: ec.SSHKeyFile, KnownHostsFile: ec.KnownHostsFile})
-			if err != nil {
-				out.Close()
-				closeDialers()
-				return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
-			}
+		if d != nil {
 			dialers = append(dialers, d)
-			opts.Dial = d.DialContext
 		}
 		opts.FilesDir = filepath.Join(cfg.DataDir, "engines", ec.Name, "files")
 		opts.SecretsDir = filepath.Join(secrets, "engines", ec.Name)
@@ -75,6 +72,25 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 		cancel()
 	}
 	return out, closeDialers, nil
+}
+
+// reach points opts at the engine ec declares: its host, its TLS files,
+// or for ssh:// a dialer through the system ssh client, which the caller
+// closes after the engine.
+func reach(ec config.EngineConfig, opts *deploy.Options) (*dockerssh.Dialer, error) {
+	opts.Host = ec.Host
+	if ec.TLS != nil {
+		opts.TLS = &deploy.TLSFiles{CAFile: ec.TLS.CAFile, CertFile: ec.TLS.CertFile, KeyFile: ec.TLS.KeyFile}
+	}
+	if !ec.SSH() {
+		return nil, nil
+	}
+	d, err := dockerssh.New(ec.Host, dockerssh.Options{KeyFile: ec.SSHKeyFile, KnownHostsFile: ec.KnownHostsFile})
+	if err != nil {
+		return nil, err
+	}
+	opts.Dial = d.DialContext
+	return d, nil
 }
 
 // Close closes every engine.
@@ -109,4 +125,49 @@ func registerEngineMetrics(reg prometheus.Registerer, local *deploy.Engine, name
 		}
 	}
 	return nil
+}
+
+// engineFlag is --engine NAME with --config FILE: a one-shot command
+// (diff, apply, logs) on an engine of a driftless.yaml's engines:,
+// reached as the agent reaches it, instead of the one DOCKER_HOST names.
+type engineFlag struct{ name, config string }
+
+func (f *engineFlag) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&f.name, "engine", "", "work on this engine of --config's engines: (default: the engine DOCKER_HOST names)")
+	fs.StringVar(&f.config, "config", "", "the driftless.yaml whose engines: declares --engine")
+}
+
+// options points opts at the engine --engine names. remote is its name
+// when it may be on another host (for load.Options.RemoteEngine: what it
+// cannot see is refused as the agent refuses it); done closes its SSH
+// connection, after the engine.
+func (f *engineFlag) options(opts *deploy.Options, target string) (remote string, done func(), err error) {
+	done = func() {}
+	switch {
+	case f.name != "" && f.name != config.LocalEngine && target == manifest.TargetSwarm:
+		return "", done, errors.New("--engine: target swarm runs on the Swarm manager DOCKER_HOST names; leave --engine out")
+	case f.name == "" && f.config != "":
+		return "", done, errors.New("--config names the driftless.yaml of --engine: give --engine NAME too")
+	case f.name == "" || f.name == config.LocalEngine:
+		return "", done, nil
+	case f.config == "":
+		return "", done, fmt.Errorf("--engine %s: give --config driftless.yaml, whose engines: declares it", f.name)
+	}
+	ec, err := config.LoadEngine(f.config, f.name)
+	if err != nil {
+		return "", done, err
+	}
+	d, err := reach(ec, opts)
+	if err != nil {
+		return "", done, fmt.Errorf("engine %s: %w", ec.Name, err)
+	}
+	if d != nil {
+		done = func() { _ = d.Close() }
+	}
+	if ec.Remote() {
+		remote = ec.Name
+	}
+	return remote, done, nil
 }

@@ -473,6 +473,8 @@ func diffCmd() *cobra.Command {
 	data := dataFlag(fs)
 	var lf loadFlags
 	lf.register(fs)
+	var ef engineFlag
+	ef.register(fs)
 	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
 		name, dir, err := localApp(pos, *appFlag)
 		if err == nil && *appFlag == "" {
@@ -491,7 +493,15 @@ func diffCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
 		}
-		eng, err := connectTarget(ctx, ml.opts.Target, deploy.Options{})
+		var dopts deploy.Options
+		remote, done, err := ef.options(&dopts, ml.opts.Target)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless diff:", err)
+			return exitError
+		}
+		defer done()
+		ml.opts.RemoteEngine = remote
+		eng, err := connectTarget(ctx, ml.opts.Target, dopts)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError

@@ -39,6 +39,8 @@ func logsCmd() *cobra.Command {
 	follow := fs.BoolP("follow", "f", false, "keep printing new lines until interrupted (or the containers stop)")
 	tail := fs.IntP("tail", "n", logstream.DefaultTail, fmt.Sprintf("lines to show from the end of each container's log (at most %d)", logstream.MaxTail))
 	target := fs.String("target", "", "where the app runs: engine or swarm; default: the engine's containers, else the Swarm's services")
+	var ef engineFlag
+	ef.register(fs)
 	cmd.RunE = runs(func(ctx context.Context, pos []string, stdout, stderr io.Writer) int {
 		if len(pos) < 1 || len(pos) > 2 || !manifest.ValidName(pos[0]) || *tail < 1 || *tail > logstream.MaxTail ||
 			(*target != "" && *target != manifest.TargetEngine && *target != manifest.TargetSwarm) {
@@ -49,7 +51,14 @@ func logsCmd() *cobra.Command {
 		if len(pos) == 2 {
 			name = pos[1]
 		}
-		src, targets, err := openLogs(ctx, app, name, *target)
+		opts := deploy.Options{FilesDir: hostfiles.DefaultFilesDir()}
+		_, done, err := ef.options(&opts, *target)
+		if err != nil {
+			fmt.Fprintln(stderr, "driftless logs:", err)
+			return exitError
+		}
+		defer done()
+		src, targets, err := openLogs(ctx, app, name, *target, opts)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless logs:", err)
 			return 1
@@ -76,10 +85,10 @@ type logSource interface {
 // none of app's containers (or target says swarm), on the Swarm whose
 // manager the same DOCKER_HOST names. The engine's answer is the one
 // reported when neither has the app.
-func openLogs(ctx context.Context, app, name, target string) (logSource, []string, error) {
+func openLogs(ctx context.Context, app, name, target string, opts deploy.Options) (logSource, []string, error) {
 	var engineErr error
 	if target != manifest.TargetSwarm {
-		eng, err := connectEngine(ctx, deploy.Options{FilesDir: hostfiles.DefaultFilesDir()})
+		eng, err := connectEngine(ctx, opts)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -228,7 +228,7 @@ func (c *Cache) key(req Request) (string, error) {
 	field(fmt.Sprintf("%#v", o.Policy))
 	field(fmt.Sprintf("%#v", o.Profiles))
 	field(fmt.Sprintf("%#v", o.Limits))
-	field(fmt.Sprintf("%v/%v/%q", o.AllowPlaintext, o.Decrypt != nil, o.Target))
+	field(fmt.Sprintf("%v/%v/%q/%q", o.AllowPlaintext, o.Decrypt != nil, o.Target, o.RemoteEngine))
 	// The key itself never reaches the disk: a digest of it does.
 	field(digest(append([]byte("secret-key:"), o.SecretKey...)))
 	return hex.EncodeToString(h.Sum(nil))[:32], nil

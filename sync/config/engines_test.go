@@ -81,3 +81,27 @@ func TestEngineRemote(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadEngineReadsOnlyEngines(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "driftless.yaml")
+	// The apps need a secret from the agent's environment: a one-shot
+	// command that only wants the engine must not need it.
+	body := "engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375', allowInsecureEngine: true}\napps:\n  - {name: shop, repo: https://git.example.com/shop.git, passwordEnv: NOT_SET_HERE}\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := LoadEngine(path, "edge")
+	if err != nil || e.Host != "tcp://10.0.0.5:2375" || !e.Remote() {
+		t.Fatalf("LoadEngine(edge) = %+v, %v", e, err)
+	}
+	if _, err := LoadEngine(path, "nope"); err == nil || !strings.Contains(err.Error(), `no engine "nope" under engines: (known: local, edge)`) {
+		t.Errorf("LoadEngine(nope) = %v, want the known engines named", err)
+	}
+	if err := os.WriteFile(path, []byte("engines:\n  - {name: edge, host: 'tcp://10.0.0.5:2375'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEngine(path, "edge"); err == nil || !strings.Contains(err.Error(), "allowInsecureEngine") {
+		t.Errorf("LoadEngine of plain tcp without TLS = %v, want it refused as the agent refuses it", err)
+	}
+}
