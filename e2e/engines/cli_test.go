@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,8 @@ import (
 
 // TestOneShotCommandsOnANamedEngine: apply, diff and logs with --engine
 // NAME --config driftless.yaml work on that engine of the file's
-// engines: (here over TCP with TLS), not on the one DOCKER_HOST names;
+// engines: (here over TCP with TLS, written out or as a Docker context),
+// not on the one DOCKER_HOST names;
 // an engine the file does not declare is a usage error naming the known
 // ones.
 func TestOneShotCommandsOnANamedEngine(t *testing.T) {
@@ -64,6 +66,23 @@ func TestOneShotCommandsOnANamedEngine(t *testing.T) {
 	if out, code := testenv.Run(t, ctx, "", "logs", app, "--engine", "b", "--config", cfg); code != 0 {
 		t.Errorf("logs --engine b: exit %d\n%s", code, out)
 	}
+	// The same engine as a Docker context, made by the docker CLI.
+	dockerConfig := t.TempDir()
+	ctxCmd := exec.Command("docker", "context", "create", "bctx", "--docker",
+		fmt.Sprintf("host=tcp://%s,ca=%s,cert=%s,key=%s", tcp, certs.ca, certs.clientCert, certs.clientKey))
+	ctxCmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig)
+	if out, err := ctxCmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker context create: %v\n%s", err, out)
+	}
+	cfgCtx := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(cfgCtx, []byte("engines:\n  - {name: b, context: bctx}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "DOCKER_CONFIG="+dockerConfig)
+	if out, code := testenv.RunEnv(t, ctx, env, "", "diff", dir, "--engine", "b", "--config", cfgCtx, "--data", data); code != 0 {
+		t.Errorf("diff --engine b through the Docker context bctx: exit %d, want 0 (applied there)\n%s", code, out)
+	}
+
 	out, code := run("diff", dir, "--engine", "nope", "--config", cfg)
 	if code != 2 || !strings.Contains(out, `no engine "nope" under engines: (known: local, b)`) {
 		t.Errorf("diff --engine nope: exit %d, want 2 naming the known engines\n%s", code, out)

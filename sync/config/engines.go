@@ -22,7 +22,8 @@ const LocalEngine = "local"
 // on with `engine: NAME`.
 type EngineConfig struct {
 	Name string
-	// Host is unix:///path, tcp://host:port or ssh://[user@]host[:port].
+	// Host is unix:///path, tcp://host:port or ssh://[user@]host[:port],
+	// written out or read from a Docker context (with its TLS files).
 	Host string
 	// TLS, for tcp://, verifies the engine with CAFile and authenticates
 	// the agent with CertFile and KeyFile (as DOCKER_CERT_PATH's ca.pem,
@@ -70,6 +71,7 @@ func (e EngineConfig) SSH() bool { return strings.HasPrefix(e.Host, "ssh://") }
 type fileEngine struct {
 	Name                string         `json:"name"`
 	Host                string         `json:"host"`
+	Context             string         `json:"context"` // a Docker context's name, instead of host and tls
 	TLS                 *fileEngineTLS `json:"tls"`
 	AllowInsecureEngine bool           `json:"allowInsecureEngine"`
 	SSHKeyFile          string         `json:"sshKeyFile"`
@@ -107,6 +109,11 @@ func parseEngines(fes []fileEngine, rel func(string) string) ([]EngineConfig, []
 }
 
 func parseEngine(fe fileEngine, rel func(string) string) (EngineConfig, error) {
+	if fe.Context != "" {
+		if err := fromDockerContext(&fe); err != nil {
+			return EngineConfig{Name: fe.Name}, err
+		}
+	}
 	e := EngineConfig{Name: fe.Name, Host: fe.Host, AllowInsecureEngine: fe.AllowInsecureEngine, SSHKeyFile: rel(fe.SSHKeyFile), KnownHostsFile: rel(fe.KnownHostsFile)}
 	switch {
 	case fe.Name == LocalEngine:

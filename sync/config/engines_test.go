@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +105,57 @@ func TestLoadEngineReadsOnlyEngines(t *testing.T) {
 	}
 	if _, err := LoadEngine(path, "edge"); err == nil || !strings.Contains(err.Error(), "allowInsecureEngine") {
 		t.Errorf("LoadEngine of plain tcp without TLS = %v, want it refused as the agent refuses it", err)
+	}
+}
+
+// TestEngineFromDockerContext: context: NAME reads the host and TLS files
+// of a Docker context as `docker --context NAME` does; a missing context,
+// one that skips TLS verification, or context with host is refused.
+func TestEngineFromDockerContext(t *testing.T) {
+	dockerConfig := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dockerConfig)
+	writeContext := func(name, meta string, tls bool) {
+		sum := sha256.Sum256([]byte(name))
+		id := hex.EncodeToString(sum[:])
+		metaDir := filepath.Join(dockerConfig, "contexts", "meta", id)
+		if err := os.MkdirAll(metaDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(metaDir, "meta.json"), []byte(meta), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if tls {
+			tlsDir := filepath.Join(dockerConfig, "contexts", "tls", id, "docker")
+			if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+				if err := os.WriteFile(filepath.Join(tlsDir, f), []byte("pem"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	writeContext("edge", `{"Name":"edge","Metadata":{},"Endpoints":{"docker":{"Host":"tcp://10.0.0.5:2376","SkipTLSVerify":false}}}`, true)
+	writeContext("lax", `{"Name":"lax","Metadata":{},"Endpoints":{"docker":{"Host":"tcp://10.0.0.6:2376","SkipTLSVerify":true}}}`, false)
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	load := func(entry string) (EngineConfig, error) {
+		if err := os.WriteFile(path, []byte("engines:\n  - "+entry+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return LoadEngine(path, "e")
+	}
+	e, err := load("{name: e, context: edge}")
+	if err != nil || e.Host != "tcp://10.0.0.5:2376" || e.TLS == nil || !strings.HasSuffix(e.TLS.CAFile, filepath.Join("docker", "ca.pem")) {
+		t.Fatalf("context edge: %+v (TLS %+v), %v", e, e.TLS, err)
+	}
+	for entry, want := range map[string]string{
+		"{name: e, context: nope}":                         `no Docker context "nope" in ` + dockerConfig,
+		"{name: e, context: lax}":                          "skips TLS verification",
+		"{name: e, context: edge, host: 'unix:///x.sock'}": "give host (and tls) or context, not both",
+	} {
+		if _, err := load(entry); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", entry, err, want)
+		}
 	}
 }
