@@ -60,12 +60,14 @@ func (s SourceConfig) inOtherRepo(app *AppConfig, g sources.App) error {
 }
 
 // SameServer reports whether two repository URLs are on the same Git
-// server: the same scheme, host and port. Two local paths are the same
-// server; a URL that does not parse is on none.
+// server: the same scheme, host and port. A local repository (a path,
+// file://) is on no server: a repository's file must not be able to
+// point the agent at another repository of the agent's host. A URL
+// that does not parse is on none either.
 func SameServer(a, b string) bool {
 	ea, errA := transport.NewEndpoint(a)
 	eb, errB := transport.NewEndpoint(b)
-	if errA != nil || errB != nil {
+	if errA != nil || errB != nil || strings.EqualFold(ea.Protocol, "file") || strings.EqualFold(eb.Protocol, "file") {
 		return false
 	}
 	return strings.EqualFold(ea.Protocol, eb.Protocol) && strings.EqualFold(ea.Host, eb.Host) && port(ea) == port(eb)

@@ -78,6 +78,10 @@ func TestSameServer(t *testing.T) {
 		{"git@git.example.com:a.git", "ssh://git@git.example.com:22/b.git", true},
 		{"git://127.0.0.1:9418/a.git", "git://127.0.0.1/b.git", true},
 		{"git://127.0.0.1:9418/a.git", "git://127.0.0.1:9419/b.git", false},
+		// Local repositories are on no server: a file in Git must not
+		// reach the agent host's other repositories.
+		{"/srv/git/config.git", "/srv/git/other.git", false},
+		{"file:///srv/git/config.git", "file:///root/secret.git", false},
 	} {
 		if got := SameServer(tc.a, tc.b); got != tc.want {
 			t.Errorf("SameServer(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
