@@ -168,8 +168,8 @@ func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
 }
 
 // ignoreConflict drops the errors two actors racing on one container
-// cause (already connected, not connected, removed meanwhile): the change
-// simply did not happen.
+// cause (already connected, not connected, removed meanwhile, updated
+// while its process is being deleted): the change simply did not happen.
 func ignoreConflict(err error) error {
 	if err == nil {
 		return nil
@@ -177,7 +177,7 @@ func ignoreConflict(err error) error {
 	// Lower case: the engine words the same race "No such container" or
 	// "no such container" depending on the call.
 	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"already exists", "is not connected", "no such container", "not found", "not running", "stopped container", "already started", "marked for removal", "in progress"} {
+	for _, s := range []string{"already exists", "is not connected", "no such container", "not found", "not running", "stopped container", "already started", "marked for removal", "in progress", "deleted process"} {
 		if strings.Contains(msg, s) {
 			return nil
 		}
