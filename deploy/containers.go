@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/copyin"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/drift"
@@ -90,7 +91,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if err != nil {
 		return "", err
 	}
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir, ImageVolumes: imageVolumes})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir, ImageVolumes: imageVolumes, CopyRepoFiles: r.e.opts.Remote})
 	if err != nil {
 		return "", err
 	}
@@ -127,6 +128,11 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		})
 		if err != nil {
 			return "", undo(fmt.Errorf("connect %s to network %s: %w", name, n.Name, err))
+		}
+	}
+	if r.e.opts.Remote {
+		if err := copyin.Copy(ctx, r.e.api, created.ID, app, &svc.Spec); err != nil {
+			return "", undo(fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	if _, err := r.e.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {

@@ -135,6 +135,10 @@ type Options struct {
 	// the engine in messages. DOCKER_HOST and the TLS variables are not
 	// read then.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Remote: the engine may be on another host, where FilesDir is not.
+	// Repository files are then copied into each created container
+	// through the engine API (deploy/internal/copyin), not bind-mounted.
+	Remote bool
 }
 
 // TLSFiles are the PEM files of a TLS connection to an engine: the CA
@@ -362,7 +366,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
-	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts}
+	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts, NoRepoFiles: opts.Remote}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
 	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub

@@ -25,7 +25,9 @@ type namedEngines map[string]*deploy.Engine
 // engine's options (local), its own host, TLS or SSH files, and its own
 // repository files, secret files and pulled-image records
 // (DATA/engines/NAME/files, SECRETS/engines/NAME): each engine collects
-// what its own containers no longer mount. State directories are shared,
+// what its own containers no longer mount. An engine that may be on
+// another host (EngineConfig.Remote) gets repository files copied into
+// its containers instead (deploy.Options.Remote). State directories are shared,
 // kept by app name. An engine that does not answer is not fatal: its apps
 // show it unreachable until it does. An ssh:// engine is dialed through
 // the system ssh client (deploy/dockerssh); closeDialers stops their
@@ -79,6 +81,7 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 // closes after the engine.
 func reach(ec config.EngineConfig, opts *deploy.Options) (*dockerssh.Dialer, error) {
 	opts.Host = ec.Host
+	opts.Remote = ec.Remote()
 	if ec.TLS != nil {
 		opts.TLS = &deploy.TLSFiles{CAFile: ec.TLS.CAFile, CertFile: ec.TLS.CertFile, KeyFile: ec.TLS.KeyFile}
 	}

@@ -58,6 +58,10 @@ type ReplicaInput struct {
 	SecretsDir string
 	// StateDir holds the apps' state directories (hostfiles.StatePath).
 	StateDir string
+	// CopyRepoFiles leaves the repository binds out of the create call:
+	// on an engine that may be on another host, deploy/internal/copyin
+	// writes their content into the created container instead.
+	CopyRepoFiles bool
 	// ImageVolumes are the targets the image declares volumes at
 	// (Dockerfile VOLUME). Those the spec mounts nothing at get the
 	// slot's anonymous volume too (see anonymousMounts).
@@ -291,7 +295,8 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 // mounts adds volumes, binds and tmpfs mounts. A host bind that may create
 // its missing source goes through the legacy Binds form, as compose does:
 // the mounts API refuses a missing source and cannot relabel (z/Z) on API
-// 1.41. A repository bind mounts its materialized content, read-only.
+// 1.41. A repository bind mounts its materialized content, read-only
+// (unless CopyRepoFiles).
 func mounts(in ReplicaInput, host *container.HostConfig) error {
 	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
@@ -309,17 +314,9 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 	for _, b := range spec.Binds {
 		switch {
 		case b.RepoPath != "":
-			src, err := hostfiles.MaterializedPath(in.App, in.FilesDir, b)
-			if err != nil {
+			if err := repoBind(in, b, host); err != nil {
 				return err
 			}
-			if b.SELinux != "" {
-				// Relabelled as compose relabels the project's files; the
-				// copy is content-addressed and read-only.
-				host.Binds = append(host.Binds, src+":"+b.MountPath+":ro,"+b.SELinux)
-				continue
-			}
-			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: b.MountPath, ReadOnly: true})
 		case b.StatePath != "":
 			src, err := hostfiles.StatePath(in.StateDir, in.App.Name, b)
 			if err != nil {
@@ -360,6 +357,26 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 		}
 		host.Mounts = append(host.Mounts, m)
 	}
+	return nil
+}
+
+// repoBind mounts a repository bind's materialized content, read-only;
+// with CopyRepoFiles, nothing (the content is copied into the container).
+func repoBind(in ReplicaInput, b manifest.BindMount, host *container.HostConfig) error {
+	if in.CopyRepoFiles {
+		return nil
+	}
+	src, err := hostfiles.MaterializedPath(in.App, in.FilesDir, b)
+	if err != nil {
+		return err
+	}
+	if b.SELinux != "" {
+		// Relabelled as compose relabels the project's files; the
+		// copy is content-addressed and read-only.
+		host.Binds = append(host.Binds, src+":"+b.MountPath+":ro,"+b.SELinux)
+		return nil
+	}
+	host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: b.MountPath, ReadOnly: true})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package dockerspec
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,6 +278,38 @@ func TestReplicaConfigRepoBindWithoutContent(t *testing.T) {
 	_, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, FilesDir: "/x"})
 	if err == nil {
 		t.Fatal("a repository bind without loaded content must not be created")
+	}
+}
+
+// With CopyRepoFiles (an engine that may be on another host) the
+// repository binds are left out of the create call, with no path under
+// FilesDir, while host binds stay; the spec hash label is the same as on
+// a local engine, so the content still decides when a replica is replaced.
+func TestReplicaConfigCopyRepoFiles(t *testing.T) {
+	app := modelApp()
+	local, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files", CopyRepoFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, m := range rc.Create.HostConfig.Mounts {
+		targets = append(targets, m.Target)
+		if strings.HasPrefix(m.Source, "/var/lib/driftless/files") {
+			t.Errorf("mount %+v from the agent's files directory", m)
+		}
+	}
+	if want := []string{"/shared", "/b", "/tmp", "/run"}; !reflect.DeepEqual(targets, want) {
+		t.Errorf("mount targets %v, want %v", targets, want)
+	}
+	if !reflect.DeepEqual(rc.Create.HostConfig.Binds, []string{"/srv/a:/a:rw,z,rslave"}) {
+		t.Errorf("binds %v", rc.Create.HostConfig.Binds)
+	}
+	if got, want := rc.Create.Config.Labels[drift.LabelSpecHash], local.Create.Config.Labels[drift.LabelSpecHash]; got != want || got == "" {
+		t.Errorf("spec hash %q, want the local engine's %q", got, want)
 	}
 }
 

@@ -48,6 +48,10 @@ type Store struct {
 	// Mounts lists, in one call, the host sources of every mount of every
 	// container of driftless, running or not: what must not be removed.
 	Mounts func(ctx context.Context) ([]string, error)
+	// NoRepoFiles: repository files are not written under FilesDir (the
+	// engine may be on another host; they are copied into each container
+	// through the engine API instead).
+	NoRepoFiles bool
 
 	// mu serializes writing and removing materialized trees and secret
 	// files.
@@ -101,7 +105,7 @@ func MaterializedPath(app *manifest.App, filesDir string, b manifest.BindMount) 
 }
 
 // materializeService writes the content of the service's repository binds
-// and its secret files that are not yet on disk.
+// (unless NoRepoFiles) and its secret files that are not yet on disk.
 func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) error {
 	if err := s.WriteSecrets(app, svc); err != nil {
 		return err
@@ -110,7 +114,7 @@ func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) err
 		return err
 	}
 	for _, b := range svc.Spec.Binds {
-		if b.RepoPath == "" {
+		if b.RepoPath == "" || s.NoRepoFiles {
 			continue
 		}
 		tree := app.Content[b.ContentHash]

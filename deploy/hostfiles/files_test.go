@@ -165,3 +165,25 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestNoRepoFilesWritesNothing: for an engine that may be on another host
+// the repository files are not written on the agent's disk (they are
+// copied into the container), while the same service on a local engine's
+// store gets its tree.
+func TestNoRepoFilesWritesNothing(t *testing.T) {
+	tree := confTree()
+	app := &manifest.App{Name: "shop", Content: map[string]*manifest.RepoTree{tree.Hash(): tree}}
+	svc := &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Binds: []manifest.BindMount{{RepoPath: "conf", ContentHash: tree.Hash(), MountPath: "/etc/app", ReadOnly: true}}}}
+	remote := filepath.Join(t.TempDir(), "files")
+	must(t, (&Store{FilesDir: remote, Log: slog.New(slog.DiscardHandler), NoRepoFiles: true}).MaterializeService(app, svc))
+	if _, err := os.Stat(remote); !os.IsNotExist(err) {
+		ents, _ := os.ReadDir(remote)
+		t.Errorf("remote engine's files directory: %v (%v), want none", ents, err)
+	}
+	local := filepath.Join(t.TempDir(), "files")
+	t.Cleanup(func() { _ = RemoveTree(local) })
+	must(t, (&Store{FilesDir: local, Log: slog.New(slog.DiscardHandler)}).MaterializeService(app, svc))
+	if b, err := os.ReadFile(filepath.Join(local, tree.Hash(), "a.conf")); err != nil || string(b) != "a=1\n" {
+		t.Errorf("local engine's copy %q (%v)", b, err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/internal/copyin"
 	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
@@ -40,6 +41,7 @@ type API interface {
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerLogs(ctx context.Context, id string, options client.ContainerLogsOptions) (client.ContainerLogsResult, error)
 	NetworkConnect(ctx context.Context, networkID string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
+	copyin.API
 }
 
 // Input is one run to make.
@@ -50,6 +52,9 @@ type Input struct {
 	// FilesDir, SecretsDir and StateDir are the engine's (see
 	// dockerspec.ReplicaInput).
 	FilesDir, SecretsDir, StateDir string
+	// CopyRepoFiles: repository files are copied into the created
+	// container (deploy/internal/copyin), not bind-mounted.
+	CopyRepoFiles bool
 	// Poll is how often the container's state is read; 0 is 200 ms.
 	Poll time.Duration
 	// Now is the clock (tests); nil is time.Now.
@@ -101,6 +106,12 @@ func runOnce(ctx context.Context, api API, in Input) drift.JobRun {
 			return run
 		}
 	}
+	if in.CopyRepoFiles {
+		if err := copyin.Copy(ctx, api, created.ID, in.App, &in.Job.Service.Spec); err != nil {
+			run.Error = fmt.Sprintf("%s: %v", rc.Create.Name, err)
+			return run
+		}
+	}
 	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		run.Error = fmt.Sprintf("start %s: %v", rc.Create.Name, err)
 		return run
@@ -125,7 +136,7 @@ func runOnce(ctx context.Context, api API, in Input) drift.JobRun {
 func createConfig(in Input, start time.Time) (dockerspec.ReplicaConfig, error) {
 	svc := in.Job.Service
 	svc.Name = in.Job.Name
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: in.App, Service: &svc, Slot: 1, Revision: in.Revision, FilesDir: in.FilesDir, SecretsDir: in.SecretsDir, StateDir: in.StateDir})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: in.App, Service: &svc, Slot: 1, Revision: in.Revision, FilesDir: in.FilesDir, SecretsDir: in.SecretsDir, StateDir: in.StateDir, CopyRepoFiles: in.CopyRepoFiles})
 	if err != nil {
 		return rc, err
 	}

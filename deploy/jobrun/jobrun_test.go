@@ -1,9 +1,11 @@
 package jobrun
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +56,7 @@ type fakeAPI struct {
 	exit    int
 	removed []string
 	hang    bool
+	calls   []string // "copy PATHS", "start"
 }
 
 func (f *fakeAPI) ContainerCreate(ctx context.Context, o client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
@@ -63,7 +66,18 @@ func (f *fakeAPI) ContainerCreate(ctx context.Context, o client.ContainerCreateO
 }
 
 func (f *fakeAPI) ContainerStart(ctx context.Context, id string, o client.ContainerStartOptions) (client.ContainerStartResult, error) {
+	f.calls = append(f.calls, "start")
 	return client.ContainerStartResult{}, nil
+}
+
+func (f *fakeAPI) CopyToContainer(ctx context.Context, id string, o client.CopyToContainerOptions) (client.CopyToContainerResult, error) {
+	var names []string
+	tr := tar.NewReader(o.Content)
+	for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+		names = append(names, h.Name)
+	}
+	f.calls = append(f.calls, "copy "+o.DestinationPath+" "+strings.Join(names, ","))
+	return client.CopyToContainerResult{}, nil
 }
 
 func (f *fakeAPI) ContainerInspect(ctx context.Context, id string, o client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
@@ -131,5 +145,34 @@ func TestRunTimesOut(t *testing.T) {
 	run := Run(context.Background(), f, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond})
 	if !run.TimedOut || !run.Failed() || run.ExitCode != -1 || run.Summary()[:9] != "timed out" {
 		t.Fatalf("run %+v", run)
+	}
+}
+
+// On an engine that may be on another host, a job's repository file is
+// not bind-mounted: it is copied into the created container before it
+// starts. On a local engine it is mounted and nothing is copied.
+func TestRunCopiesRepositoryFiles(t *testing.T) {
+	app, j := testJob()
+	tree := &manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte("x=1\n")}}}
+	app.Content = map[string]*manifest.RepoTree{tree.Hash(): tree}
+	j.Service.Spec.Binds = []manifest.BindMount{{RepoPath: "conf/app.conf", ContentHash: tree.Hash(), MountPath: "/etc/app.conf", ReadOnly: true}}
+
+	rc, err := createConfig(Input{App: app, Job: j, Revision: "abc", FilesDir: "/data/files", CopyRepoFiles: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := rc.Create.HostConfig.Mounts; len(m) != 0 {
+		t.Errorf("mounts %+v, want none for a copied repository file", m)
+	}
+	f := &fakeAPI{}
+	run := Run(context.Background(), f, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files", CopyRepoFiles: true})
+	if run.Failed() || !slices.Equal(f.calls, []string{"copy / etc/app.conf", "start"}) {
+		t.Errorf("run %+v, calls %q: want the file copied, then the start", run, f.calls)
+	}
+
+	local := &fakeAPI{}
+	run = Run(context.Background(), local, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files"})
+	if run.Failed() || !slices.Equal(local.calls, []string{"start"}) {
+		t.Errorf("on a local engine: run %+v, calls %q: want only the start", run, local.calls)
 	}
 }

@@ -10,8 +10,10 @@ import (
 
 // TestRemoteEngineRefusesHostFeatures: an app placed on an engine that
 // may be on another host is refused, at the place each feature is
-// declared, for what the agent's own host carries out; the same app on a
-// local engine loads.
+// declared, for what the agent's own host carries out (readiness probes
+// over the network, state directories) and for a repository file copied
+// into a read-only root filesystem; repository files elsewhere, exec
+// readiness and named volumes load. The same app on a local engine loads.
 func TestRemoteEngineRefusesHostFeatures(t *testing.T) {
 	files := map[string]string{
 		"conf.txt": "x\n",
@@ -20,10 +22,14 @@ func TestRemoteEngineRefusesHostFeatures(t *testing.T) {
     image: shop/web:1
     volumes: [./conf.txt:/etc/conf.txt:ro]
     x-driftless: {readiness: {httpGet: {path: /healthz, port: 8080}}}
+  proxy:
+    image: shop/proxy:1
+    read_only: true
+    volumes: [./conf.txt:/etc/proxy.conf:ro]
   db:
     image: shop/db:1
     x-driftless: {readiness: {exec: {command: [/probe]}}}
-    volumes: [data:/var/lib/db]
+    volumes: [data:/var/lib/db, ./conf.txt:/etc/db.conf:ro]
 volumes:
   data: {}
 `}
@@ -33,14 +39,40 @@ volumes:
 	lines := loadtest.ComposeErrors(t, files, load.Options{RemoteEngine: "edge"})
 	got := strings.Join(lines, "\n")
 	for _, want := range []string{
-		"repository file conf.txt (written on the agent's host) is not supported on a remote engine yet (engine edge is not on the agent's host): COPY it into an image with build:, or put it in a volume",
+		"repository file conf.txt with a read-only root filesystem (the file is copied into the container's filesystem) is not supported on a remote engine yet (engine edge is not on the agent's host): drop read_only (readOnlyRootfs), or COPY the file into an image with build:",
 		"an httpGet or tcpSocket readiness probe (run from the agent's host, which cannot reach the engine's container addresses) is not supported on a remote engine yet (engine edge is not on the agent's host): use an exec probe or a healthcheck",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors:\n%s\nwant one with %q", got, want)
 		}
 	}
-	if len(lines) != 2 || strings.Contains(got, "db") {
-		t.Errorf("errors:\n%s\nwant exactly two, none for db (exec readiness and a named volume work anywhere)", got)
+	if len(lines) != 2 || strings.Contains(got, "db") || strings.Contains(got, "/etc/conf.txt") {
+		t.Errorf("errors:\n%s\nwant exactly two, none for db (a repository file, exec readiness and a named volume work anywhere)", got)
+	}
+}
+
+// TestRemoteEngineLoadsRepositoryFiles: repository files, a file and a
+// directory, load on a remote engine (they are copied into the
+// container), while a state directory is still refused.
+func TestRemoteEngineLoadsRepositoryFiles(t *testing.T) {
+	files := map[string]string{
+		"conf/app.conf":   "x\n",
+		"site/index.html": "<h1>hi</h1>\n",
+		"compose.yaml": `services:
+  web:
+    image: shop/web:1
+    volumes: [./conf/app.conf:/etc/app.conf:ro, ./site:/srv/site]
+`}
+	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{RemoteEngine: "edge"}); err != nil {
+		t.Fatalf("repository files on a remote engine: %v", err)
+	}
+	files["compose.yaml"] = `services:
+  web:
+    image: shop/web:1
+    volumes: [./conf/app.conf:/etc/app.conf:ro, ./data:/var/lib/web]
+`
+	got := strings.Join(loadtest.ComposeErrors(t, files, load.Options{RemoteEngine: "edge"}), "\n")
+	if want := "state directory ./data (kept on the agent's host) is not supported on a remote engine yet"; !strings.Contains(got, want) || strings.Contains(got, "app.conf") {
+		t.Errorf("errors:\n%s\nwant only the state directory, with %q", got, want)
 	}
 }

@@ -1,0 +1,140 @@
+package engines
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/privengine"
+	"github.com/driftless-dev/driftless/e2e/sshengine"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+// TestRepositoryFilesOnRemoteEngine: a compose app on an ssh:// engine
+// (always another host as far as the agent knows) binds a repository file
+// and a repository directory; they are in its container, read-only by
+// mode, with nothing written under the agent's files directory for that
+// engine. A commit that leaves the files alone keeps the container; one
+// that changes the file replaces it, and the new content is there.
+func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	eng := privengine.Start(t)
+	eng.LoadImages(image)
+	ssh := sshengine.Start(t, eng.Host)
+
+	app := prefix() + "-files"
+	dir := "apps/" + app + "/"
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo := gitserver.Init(t, base, "platform")
+	repo.WriteFile(dir+"compose.yaml", fmt.Sprintf(`services:
+  web:
+    image: %s
+    environment: {MESSAGE: files}
+    stop_grace_period: 1s
+    volumes:
+      - ./conf/app.conf:/etc/app.conf:ro
+      - ./site:/srv/www/site:ro
+`, image))
+	repo.WriteFile(dir+"conf/app.conf", "greeting = one\n")
+	repo.WriteFile(dir+"site/index.html", "<h1>hello</h1>\n")
+	repo.WriteFile(dir+"site/css/site.css", "h1 { color: red }\n")
+	first := repo.Commit("an app with repository files on the ssh engine")
+	cfg := fmt.Sprintf(`engines:
+  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}
+apps:
+  - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engine: far}
+`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := testenv.DataDir(t)
+	agent := testenv.StartAgent(t, data, "run", "--config", path)
+
+	st := testenv.WaitAppStatus(t, agent, app, 90*time.Second, "converged with repository files", testenv.ConvergedServices(first, map[string]int{"web": 1}))
+	name := app + "-web-1"
+	want := map[string]string{
+		"app.conf 444":          "greeting = one\n",
+		"site/ 555":             "",
+		"site/index.html 444":   "<h1>hello</h1>\n",
+		"site/css/ 555":         "",
+		"site/css/site.css 444": "h1 { color: red }\n",
+	}
+	got := containerFiles(t, eng, name, "/etc/app.conf")
+	for k, v := range containerFiles(t, eng, name, "/srv/www/site") {
+		got[k] = v
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("files in %s on the remote engine:\n%v\nwant\n%v", name, got, want)
+	}
+	files := filepath.Join(data, "engines", "far", "files")
+	if ents, err := os.ReadDir(files); err == nil {
+		for _, e := range ents {
+			t.Errorf("the agent's files directory for the remote engine holds %s", e.Name())
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+
+	// Another file of the app changes, not the ones it binds: same container.
+	repo.WriteFile(dir+"README.md", "notes\n")
+	second := repo.Commit("notes")
+	kept := testenv.WaitAppStatus(t, agent, app, 60*time.Second, "at the commit that changes no bound file", testenv.ConvergedServices(second, map[string]int{"web": 1}))
+	if a, b := testenv.ContainerIDs(st), testenv.ContainerIDs(kept); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("containers %v became %v at a commit that changes no bound file", a, b)
+	}
+
+	// The bound file changes: a new container with the new content.
+	repo.WriteFile(dir+"conf/app.conf", "greeting = two\n")
+	third := repo.Commit("a new greeting")
+	testenv.WaitAppStatus(t, agent, app, 60*time.Second, "replaced with the new file", func(st status.AppStatus) bool {
+		ids := testenv.ContainerIDs(st)
+		return testenv.ConvergedServices(third, map[string]int{"web": 1})(st) && len(ids) == 1 && ids[0] != testenv.ContainerIDs(kept)[0]
+	})
+	if got := containerFiles(t, eng, name, "/etc/app.conf"); got["app.conf 444"] != "greeting = two\n" || len(got) != 1 {
+		t.Errorf("after the change, /etc/app.conf in %s: %v, want the new content", name, got)
+	}
+}
+
+// containerFiles copies path out of a container on the private engine
+// (docker cp: the workload image has no shell) and returns each entry,
+// by its path relative to path's parent and its mode, with the content
+// of regular files.
+func containerFiles(t *testing.T, eng *privengine.Engine, container, path string) map[string]string {
+	t.Helper()
+	cmd := exec.Command("docker", "cp", container+":"+path, "-")
+	cmd.Env = eng.Env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("docker cp %s:%s: %v\n%s", container, path, err, stderr.String())
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(bytes.NewReader(out))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[fmt.Sprintf("%s %o", h.Name, h.Mode&0o7777)] = string(b)
+	}
+}
