@@ -309,8 +309,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// every container as it goes: a start sent over a kept-alive
 	// connection would "repair" containers the engine is about to stop
 	// anyway. A new connection is refused, and the loop sees the engine
-	// as down.
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
+	// as down. An engine reached over TLS or SSH keeps its connections
+	// (briefly idle): there a new connection is a handshake, or a whole
+	// SSH session, and a heal would pay several; such an engine is noticed
+	// going down by its event stream breaking.
+	transport := &http.Transport{DisableKeepAlives: true}
+	if opts.TLS != nil || opts.Dial != nil {
+		transport = &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 10 * time.Second}
+	}
+	fresh := &http.Client{Transport: transport, CheckRedirect: client.CheckRedirect}
 	requests := requestcount.NewCounter()
 	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
 	if t := opts.TLS; t != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +47,7 @@ func TestBenchHealUserTimed(t *testing.T) {
 	testenv.WaitAllRunning(t, cli, app, 2*trials, 3*time.Minute)
 	time.Sleep(3 * time.Second) // let the first pass finish waiting for readiness
 	netName := manifest.ObjectName(app, manifest.DefaultNetwork)
-	evs := recordEvents(t, cli)
+	evs := testenv.RecordEvents(t, cli)
 
 	run := func(args ...string) (string, time.Time) {
 		out, err := exec.CommandContext(ctx, docker, args...).CombinedOutput()
@@ -64,7 +63,7 @@ func TestBenchHealUserTimed(t *testing.T) {
 		t0 := time.Now()
 		id, returned := run(append([]string{"run", "-d"}, append(args, image)...)...)
 		at := startedAt(id)
-		created := evs.at(id, "create")
+		created := evs.At(id, "create")
 		runCLI, runEngine = append(runCLI, created.Sub(t0)), append(runEngine, at.Sub(created))
 		run("rm", "-f", id)
 		return at.Sub(t0), returned.Sub(t0)
@@ -90,7 +89,7 @@ func TestBenchHealUserTimed(t *testing.T) {
 		}
 		returned := time.Now()
 		at := startedAt(created.ID)
-		apiCreate = append(apiCreate, evs.at(created.ID, "create").Sub(t0))
+		apiCreate = append(apiCreate, evs.At(created.ID, "create").Sub(t0))
 		_, _ = cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
 		return at.Sub(t0), returned.Sub(t0)
 	}
@@ -124,9 +123,9 @@ func TestBenchHealUserTimed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			created := evs.at(res.Container.ID, "create")
+			created := evs.At(res.Container.ID, "create")
 			healAgent = append(healAgent, created.Sub(gone))
-			destroyed := evs.at(old.Container.ID, "destroy")
+			destroyed := evs.At(old.Container.ID, "destroy")
 			healWindow, rmLag = append(healWindow, created.Sub(destroyed)), append(rmLag, gone.Sub(destroyed))
 			healEngine = append(healEngine, startedAt(name).Sub(created))
 			heal = append(heal, startedAt(name).Sub(gone))
@@ -182,42 +181,4 @@ func TestBenchHealUserTimed(t *testing.T) {
 	t.Logf("| heal p50 / `docker run -d` (bridge) p50, both to StartedAt | %.2f× (target ≤ 1.1×: %s) | | |", h.Seconds()/b.Seconds(), testenv.Verdict(t, "user-timed heal p50 ≤ 1.1× docker run -d", h.Seconds() <= 1.1*b.Seconds()))
 	t.Logf("| heal p50 / `docker run -d` (app network) p50, both to StartedAt | %.2f× | | |", h.Seconds()/n.Seconds())
 	t.Logf("| heal (API rm) p50 / API create+start p50, both to StartedAt | %.2f× | | |", testenv.Median(healAPI).Seconds()/testenv.Median(api).Seconds())
-}
-
-// eventLog holds the time of each container event by container ID and
-// action, from the engine's own clock.
-type eventLog struct {
-	mu    sync.Mutex
-	times map[string]time.Time
-}
-
-// recordEvents follows the engine's container events until the test ends.
-func recordEvents(t *testing.T, cli *client.Client) *eventLog {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	l := &eventLog{times: map[string]time.Time{}}
-	res := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).Add("type", "container")})
-	go func() {
-		for m := range res.Messages {
-			l.mu.Lock()
-			l.times[m.Actor.ID+"/"+string(m.Action)] = time.Unix(0, m.TimeNano)
-			l.mu.Unlock()
-		}
-	}()
-	return l
-}
-
-// at is when container id had event action; it waits a moment for the
-// event to arrive.
-func (l *eventLog) at(id, action string) time.Time {
-	for range 200 {
-		l.mu.Lock()
-		ts, ok := l.times[id+"/"+action]
-		l.mu.Unlock()
-		if ok {
-			return ts
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	panic("no " + action + " event for container " + id)
 }

@@ -172,3 +172,41 @@ func StartRepoAgent(t *testing.T, app string, files map[string]string, extra ...
 	agent := StartAgent(t, t.TempDir(), args...)
 	return repo, url, agent
 }
+
+// EventLog holds the time of each container event by container ID and
+// action, from the engine's own clock.
+type EventLog struct {
+	mu    sync.Mutex
+	times map[string]time.Time
+}
+
+// RecordEvents follows the engine's container events until the test ends.
+func RecordEvents(t *testing.T, cli *client.Client) *EventLog {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	l := &EventLog{times: map[string]time.Time{}}
+	res := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).Add("type", "container")})
+	go func() {
+		for m := range res.Messages {
+			l.mu.Lock()
+			l.times[m.Actor.ID+"/"+string(m.Action)] = time.Unix(0, m.TimeNano)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// At is when container id had event action; it waits a moment for the
+// event to arrive.
+func (l *EventLog) At(id, action string) time.Time {
+	for range 200 {
+		l.mu.Lock()
+		ts, ok := l.times[id+"/"+action]
+		l.mu.Unlock()
+		if ok {
+			return ts
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	panic("no " + action + " event for container " + id)
+}
