@@ -395,8 +395,17 @@ func (e *Engine) Close() error {
 	return e.api.Close()
 }
 
-// Ping checks that the engine answers within Options.PingTimeout.
+// Ping checks that the engine answers within Options.PingTimeout, and
+// records the answer for the passes (see liveness.go): an engine found
+// down at the agent's start is known down to its apps' first passes.
 func (e *Engine) Ping(ctx context.Context) error {
+	err := e.ping(ctx)
+	e.notePing(ctx, err)
+	return err
+}
+
+// ping is Ping without recording the answer.
+func (e *Engine) ping(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, e.opts.PingTimeout)
 	defer cancel()
 	if _, err := e.api.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {

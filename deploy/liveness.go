@@ -41,8 +41,7 @@ func (e *Engine) pingRecent(ctx context.Context) error {
 		done := make(chan struct{})
 		e.pinging = done
 		e.livenessMu.Unlock()
-		err := e.Ping(ctx)
-		e.notePing(ctx, err)
+		err := e.Ping(ctx) // records its answer
 		e.livenessMu.Lock()
 		e.pinging = nil
 		close(done)
@@ -59,6 +58,9 @@ func (e *Engine) notePing(ctx context.Context, err error) {
 	defer e.livenessMu.Unlock()
 	switch {
 	case err == nil:
+		if e.down != nil {
+			e.log.Info("Docker engine answers again")
+		}
 		e.lastPing, e.down = time.Now(), nil
 	case ctx.Err() != nil:
 	default:
@@ -79,16 +81,14 @@ func (e *Engine) notePing(ctx context.Context, err error) {
 func (e *Engine) reping() {
 	defer e.background.Done()
 	for e.repingDue() {
-		err := e.Ping(e.stop)
+		if e.Ping(e.stop) != nil {
+			continue
+		}
 		e.livenessMu.Lock()
-		switch {
-		case err == nil:
-			e.lastPing, e.down, e.repinging = time.Now(), nil, false
+		if e.down == nil { // not down again since: a failure would need us
+			e.repinging = false
 			e.livenessMu.Unlock()
-			e.log.Info("Docker engine answers again")
 			return
-		case e.stop.Err() == nil:
-			e.down = err
 		}
 		e.livenessMu.Unlock()
 	}

@@ -83,9 +83,7 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	// stream first would let its request negotiate the API version with
 	// no deadline, under the client's lock that every later request
 	// (pings included) waits on whatever its own deadline.
-	err := e.Ping(ctx)
-	e.notePing(ctx, err)
-	if err != nil {
+	if err := e.Ping(ctx); err != nil {
 		return err
 	}
 	filters := make(client.Filters).

@@ -54,9 +54,9 @@ func TestStalledEngineDoesNotDelayAnotherEnginesHeal(t *testing.T) {
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
 	testenv.WaitAppStatus(t, agent, local, 90*time.Second, "converged beside a stalled engine", converged)
 
-	// Removed by hand, the local app's container is healed: first while
-	// the stuck engine's first pings may still be under way, then once
-	// its apps are known to wait on it.
+	// Removed by hand, the local app's container is healed: first right
+	// after the agent started, then once the stuck apps show they wait on
+	// their engine.
 	heal := func(when string) {
 		t.Helper()
 		before := testenv.ContainerIDs(testenv.AppStatus(t, agent, local))
@@ -68,7 +68,7 @@ func TestStalledEngineDoesNotDelayAnotherEnginesHeal(t *testing.T) {
 		})
 		t.Logf("local app healed %s after its container was removed %s (to the status poll that saw it)", time.Since(removed).Round(10*time.Millisecond), when)
 	}
-	heal("with a stalled engine present")
+	heal("right after the agent started beside a stalled engine")
 
 	for _, a := range stuckApps {
 		st := testenv.WaitAppStatus(t, agent, a, 60*time.Second, "engine unreachable", func(st status.AppStatus) bool {
