@@ -118,8 +118,12 @@ type Options struct {
 	ViewResync time.Duration
 	// LivenessInterval is how long a successful ping vouches for the
 	// engine: passes that read the view within it send none of their own,
-	// so pings grow with time, not with apps. Default 5s.
+	// so pings grow with time, not with apps. Default 5s. While the engine
+	// is known down, it is also how often a background ping looks again.
 	LivenessInterval time.Duration
+	// PingTimeout bounds every ping: an engine that accepts connections
+	// and never answers is down after this long. Default 5s.
+	PingTimeout time.Duration
 
 	// AddressPool is where the subnets of new app bridge networks come
 	// from; nil: drift.DefaultAddressPool(); a zero pool: Docker's own
@@ -166,6 +170,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LivenessInterval <= 0 {
 		o.LivenessInterval = 5 * time.Second
+	}
+	if o.PingTimeout <= 0 {
+		o.PingTimeout = 5 * time.Second
 	}
 	if o.FilesDir == "" {
 		o.FilesDir = hostfiles.DefaultFilesDir()
@@ -240,10 +247,19 @@ type Engine struct {
 	// real client.
 	requests *prometheus.CounterVec
 
-	// livenessMu guards lastPing, when the engine last answered a ping
-	// (see Options.LivenessInterval).
+	// livenessMu guards what the pings found (see liveness.go): lastPing,
+	// when the engine last answered; down, the last ping's error while the
+	// engine is known down; pinging, closed when the ping under way ends;
+	// repinging, whether the background re-ping runs.
 	livenessMu sync.Mutex
 	lastPing   time.Time
+	down       error
+	pinging    chan struct{}
+	repinging  bool
+	// stop ends the background re-ping on Close; background waits for it.
+	stop       context.Context
+	stopNow    context.CancelFunc
+	background sync.WaitGroup
 
 	// subnetMu makes choosing a subnet and creating its network one step
 	// for all of this engine's apps.
@@ -372,6 +388,7 @@ func (c dialedClient) DaemonHost() string {
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
+	e.stop, e.stopNow = context.WithCancel(context.Background())
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts, NoRepoFiles: opts.Remote}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
@@ -380,30 +397,32 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	return e
 }
 
-// Close stops the prober and closes the connection.
+// Close stops the prober and the background re-ping, and closes the
+// connection.
 func (e *Engine) Close() error {
 	e.prober.Stop()
+	e.stopNow()
+	e.background.Wait()
 	return e.api.Close()
 }
 
-// pingRecent is Ping, unless a ping succeeded within the liveness
-// interval. Concurrent passes share one ping.
-func (e *Engine) pingRecent(ctx context.Context) error {
-	e.livenessMu.Lock()
-	defer e.livenessMu.Unlock()
-	if !e.lastPing.IsZero() && time.Since(e.lastPing) < e.opts.LivenessInterval {
-		return nil
-	}
-	if err := e.Ping(ctx); err != nil {
-		return err
-	}
-	e.lastPing = time.Now()
-	return nil
+// Ping checks that the engine answers within Options.PingTimeout, and
+// records the answer for the passes (see liveness.go): an engine found
+// down at the agent's start is known down to its apps' first passes.
+func (e *Engine) Ping(ctx context.Context) error {
+	err := e.ping(ctx)
+	e.notePing(ctx, err)
+	return err
 }
 
-// Ping checks that the engine answers.
-func (e *Engine) Ping(ctx context.Context) error {
-	if _, err := e.api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+// ping is Ping without recording the answer.
+func (e *Engine) ping(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, e.opts.PingTimeout)
+	defer cancel()
+	if _, err := e.api.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return fmt.Errorf("%w at %s: no answer to a ping within %s", drift.ErrEngineUnreachable, e.api.DaemonHost(), e.opts.PingTimeout)
+		}
 		return fmt.Errorf("%w at %s: %w", drift.ErrEngineUnreachable, e.api.DaemonHost(), err)
 	}
 	return nil

@@ -28,7 +28,11 @@ func (e *Engine) driftlessMounts(ctx context.Context) ([]string, error) {
 
 // RemoveUnusedFiles deletes the materialized repository trees and secret
 // files no container of driftless mounts any more (see
-// hostfiles.Store.RemoveUnusedFiles).
+// hostfiles.Store.RemoveUnusedFiles). An engine known down is skipped at
+// once: the resync timer that calls this serves every engine.
 func (e *Engine) RemoveUnusedFiles(ctx context.Context, minAge time.Duration) ([]string, error) {
+	if err := e.pingRecent(ctx); err != nil {
+		return nil, err
+	}
 	return e.files.RemoveUnusedFiles(ctx, minAge)
 }

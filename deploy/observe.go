@@ -24,9 +24,17 @@ import (
 // While the event stream is followed (Watch), Observe reads the engine
 // view instead and makes no API call in the steady state. The one-shot
 // CLI, which does not watch, uses ObserveForPlan.
+//
+// Either way a recent ping vouches for the engine first (see liveness.go):
+// an engine known down is reported at once, and one that accepts
+// connections and never answers costs a pass at most Options.PingTimeout,
+// instead of a list that waits for ever.
 func (e *Engine) Observe(ctx context.Context, app string, withForeign bool) (drift.Actual, error) {
 	if e.view.IsLive() {
 		return e.observeFromView(ctx, app, withForeign)
+	}
+	if err := e.pingRecent(ctx); err != nil {
+		return drift.Actual{}, fmt.Errorf("observe app %s: %w", app, err)
 	}
 	return e.ObserveCold(ctx, app, withForeign)
 }

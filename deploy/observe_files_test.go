@@ -26,6 +26,12 @@ type listFake struct {
 	volumes    []volume.Volume
 }
 
+func (f *listFake) Ping(context.Context, client.PingOptions) (client.PingResult, error) {
+	return client.PingResult{}, nil
+}
+
+func (f *listFake) DaemonHost() string { return "unix:///fake.sock" }
+
 func (f *listFake) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
 	return client.ContainerListResult{Items: f.containers}, nil
 }

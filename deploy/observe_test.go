@@ -24,6 +24,15 @@ type fakeDocker struct {
 	filters    []client.Filters
 }
 
+func (f *fakeDocker) Ping(context.Context, client.PingOptions) (client.PingResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["Ping"]++
+	return client.PingResult{}, nil
+}
+
+func (f *fakeDocker) DaemonHost() string { return "unix:///fake.sock" }
+
 func (f *fakeDocker) ContainerList(_ context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

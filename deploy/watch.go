@@ -72,18 +72,23 @@ func FollowStream(ctx context.Context, log *slog.Logger, what string, first time
 }
 
 // watchOnce follows one event stream until it breaks. Once the engine
-// answers a ping on the new connection it (re)builds the view from a full
-// list, then reports EventConnected. The stream is opened before that list,
-// so no change between the two is lost.
+// answers a ping it opens the stream, (re)builds the view from a full list,
+// then reports EventConnected. The stream is opened before that list, so no
+// change between the two is lost.
 func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	filters := make(client.Filters).
-		Add("type", string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType))
-	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
+	// A bounded ping first, whose answer passes share: an engine that
+	// never answers is known down after Options.PingTimeout. Opening the
+	// stream first would let its request negotiate the API version with
+	// no deadline, under the client's lock that every later request
+	// (pings included) waits on whatever its own deadline.
 	if err := e.Ping(ctx); err != nil {
 		return err
 	}
+	filters := make(client.Filters).
+		Add("type", string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType))
+	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
 	// Events may have been missed while the stream was down: look at
 	// every container's settings again.
 	e.prober.MarkAllDirty()
