@@ -325,15 +325,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// every container as it goes: a start sent over a kept-alive
 	// connection would "repair" containers the engine is about to stop
 	// anyway. A new connection is refused, and the loop sees the engine
-	// as down. An engine reached over TLS or SSH keeps its connections
-	// (briefly idle): there a new connection is a handshake, or a whole
-	// SSH session, and a heal would pay several; such an engine is noticed
-	// going down by its event stream breaking.
-	transport := &http.Transport{DisableKeepAlives: true}
-	if opts.TLS != nil || opts.Dial != nil {
-		transport = &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 10 * time.Second}
-	}
-	fresh := &http.Client{Transport: transport, CheckRedirect: client.CheckRedirect}
+	// as down. This holds over TLS and SSH too, where a new connection
+	// costs a handshake or an SSH session: with kept-alive connections, a
+	// TLS engine restarted under the e2e tests was left with a replica it
+	// could not start.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
 	requests := requestcount.NewCounter()
 	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
 	if t := opts.TLS; t != nil {

@@ -40,7 +40,7 @@ func TestStalledEngineDoesNotDelayAnotherEnginesHeal(t *testing.T) {
 	app := func(name, engine string) string {
 		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
 	}
-	cfg := fmt.Sprintf("engines:\n  - {name: stuck, host: tcp://%s, allowInsecureTransport: true}\napps:\n", stuck)
+	cfg := fmt.Sprintf("engines:\n  - {name: stuck, host: tcp://%s, allowInsecureEngine: true}\napps:\n", stuck)
 	for _, a := range stuckApps {
 		cfg += app(a, "stuck")
 	}
