@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +121,56 @@ apps:
 	t.Logf("engine over TCP+TLS, %d trials: heal median %s (p90 %s), create+start median %s (p90 %s): %.2f× %s",
 		trials, testenv.Ms(h), testenv.Ms(testenv.Quantile(heal, 0.9)), testenv.Ms(e), testenv.Ms(testenv.Quantile(engine, 0.9)), ratio,
 		testenv.Verdict(t, "≤ 1.3×", ratio <= 1.3))
+	// Idle cost of the engine: requests over a quiet minute (the app polls
+	// every 10 minutes; nothing changes).
+	idle := testenv.BenchInt("DRIFTLESS_BENCH_IDLE_SECONDS", 60)
+	time.Sleep(5 * time.Second)
+	before := engineRequests(t, agent.URL, "b")
+	time.Sleep(time.Duration(idle) * time.Second)
+	after := engineRequests(t, agent.URL, "b")
+	t.Logf("idle engine b: %.0f Docker requests in %d s (by op: %s; %.0f since the agent started)", total(after)-total(before), idle, diffOps(before, after), total(after))
 	t.Logf("heal split (medians): removal sent → its destroy event %s, destroy → the agent's create %s, create → StartedAt %s",
 		testenv.Ms(testenv.Median(toDestroy)), testenv.Ms(testenv.Median(react)), testenv.Ms(testenv.Median(createStart)))
+}
+
+// engineRequests reads driftless_docker_requests_total of one engine by op.
+func engineRequests(t *testing.T, agentURL, engine string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	prefix := `driftless_docker_requests_total{engine="` + engine + `",op="`
+	for _, line := range strings.Split(get(t, agentURL+"/metrics"), "\n") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		op, value, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err == nil {
+			out[op] = v
+		}
+	}
+	return out
+}
+
+func total(m map[string]float64) float64 {
+	var n float64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// diffOps lists the ops whose count changed, as "op +n".
+func diffOps(before, after map[string]float64) string {
+	var parts []string
+	for op, v := range after {
+		if d := v - before[op]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s +%.0f", op, d))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
