@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/internal/liveness"
 	"github.com/driftless-dev/driftless/deploy/internal/requestcount"
 	"github.com/driftless-dev/driftless/deploy/jobrun"
 	"github.com/driftless-dev/driftless/deploy/pullrecord"
@@ -247,19 +248,10 @@ type Engine struct {
 	// real client.
 	requests *prometheus.CounterVec
 
-	// livenessMu guards what the pings found (see liveness.go): lastPing,
-	// when the engine last answered; down, the last ping's error while the
-	// engine is known down; pinging, closed when the ping under way ends;
-	// repinging, whether the background re-ping runs.
-	livenessMu sync.Mutex
-	lastPing   time.Time
-	down       error
-	pinging    chan struct{}
-	repinging  bool
-	// stop ends the background re-ping on Close; background waits for it.
-	stop       context.Context
-	stopNow    context.CancelFunc
-	background sync.WaitGroup
+	// live says whether the engine answers (deploy/internal/liveness):
+	// bounded pings, one per interval shared by every pass, and a known
+	// down engine answered at once.
+	live *liveness.Tracker
 
 	// subnetMu makes choosing a subnet and creating its network one step
 	// for all of this engine's apps.
@@ -384,7 +376,7 @@ func (c dialedClient) DaemonHost() string {
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
-	e.stop, e.stopNow = context.WithCancel(context.Background())
+	e.live = liveness.New(opts.LivenessInterval, opts.Logger, e.ping, engineErr)
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts, NoRepoFiles: opts.Remote}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
@@ -397,19 +389,19 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 // connection.
 func (e *Engine) Close() error {
 	e.prober.Stop()
-	e.stopNow()
-	e.background.Wait()
+	e.live.Close()
 	return e.api.Close()
 }
 
 // Ping checks that the engine answers within Options.PingTimeout, and
-// records the answer for the passes (see liveness.go): an engine found
-// down at the agent's start is known down to its apps' first passes.
-func (e *Engine) Ping(ctx context.Context) error {
-	err := e.ping(ctx)
-	e.notePing(ctx, err)
-	return err
-}
+// records the answer for the passes (deploy/internal/liveness): an engine
+// found down at the agent's start is known down to its apps' first passes.
+func (e *Engine) Ping(ctx context.Context) error { return e.live.Ping(ctx) }
+
+// pingRecent is nil when a ping succeeded within the liveness interval,
+// the last ping's error at once while the engine is known down, and
+// otherwise a ping shared with the other passes waiting for one.
+func (e *Engine) pingRecent(ctx context.Context) error { return e.live.Recent(ctx) }
 
 // ping is Ping without recording the answer.
 func (e *Engine) ping(ctx context.Context) error {

@@ -89,9 +89,7 @@ func TestPassesShareTheFirstPingOfAStalledEngine(t *testing.T) {
 	}
 
 	// A pass waiting for a ping stops waiting when its own ctx ends.
-	e.livenessMu.Lock()
-	e.down = nil
-	e.livenessMu.Unlock()
+	e.live.ClearDown()
 	go func() { _ = e.pingRecent(context.Background()) }()
 	<-fake.entered
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,9 +115,7 @@ func TestRecoveryOfAStalledEngineIsNoticedInTheBackground(t *testing.T) {
 		}
 		if fake.pings.Load() != pings {
 			// Only the background ping may run while the engine is down.
-			e.livenessMu.Lock()
-			bg := e.repinging
-			e.livenessMu.Unlock()
+			bg := e.live.Repinging()
 			if !bg {
 				t.Fatal("a pass pinged a known-down engine itself")
 			}
@@ -129,9 +125,7 @@ func TestRecoveryOfAStalledEngineIsNoticedInTheBackground(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	e.livenessMu.Lock()
-	bg := e.repinging
-	e.livenessMu.Unlock()
+	bg := e.live.Repinging()
 	if bg {
 		t.Error("the background ping still runs after the engine answered")
 	}
@@ -143,7 +137,7 @@ func TestCloseEndsTheBackgroundPing(t *testing.T) {
 	// The background ping starts at once and then waits on the engine
 	// for an hour, until Close.
 	e := newEngine(fake, Options{PingTimeout: time.Hour, LivenessInterval: time.Millisecond})
-	e.notePing(context.Background(), errors.New("no answer"))
+	e.live.Note(context.Background(), errors.New("no answer"))
 	<-fake.entered // the background ping waits on the engine
 	closed := make(chan struct{})
 	go func() { _ = e.Close(); close(closed) }()
@@ -152,9 +146,7 @@ func TestCloseEndsTheBackgroundPing(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not end the background ping")
 	}
-	e.livenessMu.Lock()
-	defer e.livenessMu.Unlock()
-	if e.repinging {
+	if e.live.Repinging() {
 		t.Error("the background ping is still marked running after Close")
 	}
 }

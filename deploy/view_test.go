@@ -245,9 +245,7 @@ func TestViewFollowsEventsWithoutListing(t *testing.T) {
 		t.Errorf("steady-state observation made %d API calls, want 0 (the previous pass's ping still vouches for the engine)", calls)
 	}
 	// Once the ping is older than the liveness interval, one ping again.
-	e.livenessMu.Lock()
-	e.lastPing = e.lastPing.Add(-time.Hour)
-	e.livenessMu.Unlock()
+	e.live.Expire()
 	before = m.apiCalls()
 	if _, err := e.Observe(ctx, "shop", true); err != nil {
 		t.Fatal(err)
