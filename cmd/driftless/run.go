@@ -540,6 +540,25 @@ func webOptions(cfg config.Config, f runFlags) web.Options {
 	return o
 }
 
+// connectLocalEngine connects the agent's own engine, and returns the
+// options the named engines start from. An engine that does not answer is
+// not fatal: the agent starts, reports it unreachable in status and
+// /readyz, and recovers when it comes back.
+func connectLocalEngine(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger) (*deploy.Engine, deploy.Options, error) {
+	opts := deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
+		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps, cfg.Sources), AddressPool: cfg.AddressPool}
+	eng, err := deploy.New(ctx, opts)
+	if err != nil {
+		return nil, opts, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		log.Warn("Docker engine unreachable at start; will keep trying", "err", err)
+	}
+	return eng, opts, nil
+}
+
 // serve runs the agent and its web front end until ctx ends. started, if
 // set, is called once the dashboard listens.
 func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger, started func(url string)) error {
@@ -559,20 +578,11 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	engOpts := deploy.Options{ReadyTimeout: f.readyTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
-		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps, cfg.Sources), AddressPool: cfg.AddressPool}
-	eng, err := deploy.New(ctx, engOpts)
+	eng, engOpts, err := connectLocalEngine(ctx, cfg, f, log)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	if err := eng.Ping(pingCtx); err != nil {
-		// Not fatal: the agent starts, reports the engine as unreachable in
-		// status and /readyz, and recovers when the engine comes back.
-		log.Warn("Docker engine unreachable at start; will keep trying", "err", err)
-	}
-	cancel()
 	named, closeDialers, err := connectNamedEngines(ctx, cfg, engOpts, log)
 	if err != nil {
 		return err
