@@ -91,7 +91,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	if err != nil {
 		return "", err
 	}
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir, ImageVolumes: imageVolumes, CopyRepoFiles: r.e.opts.Remote})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: app, Service: svc, Slot: slot, Revision: r.revision, FilesDir: r.e.opts.FilesDir, SecretsDir: r.e.opts.SecretsDir, StateDir: r.e.opts.StateDir, ImageVolumes: imageVolumes, Remote: r.e.opts.Remote})
 	if err != nil {
 		return "", err
 	}

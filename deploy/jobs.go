@@ -27,7 +27,7 @@ func (e *Engine) RunJob(ctx context.Context, app *manifest.App, job *manifest.Jo
 	if err := e.files.MaterializeService(app, &svc); err != nil {
 		return fail(err)
 	}
-	return jobrun.Run(ctx, e.api, jobrun.Input{App: app, Job: job, Revision: revision, FilesDir: e.opts.FilesDir, SecretsDir: e.opts.SecretsDir, StateDir: e.opts.StateDir, CopyRepoFiles: e.opts.Remote})
+	return jobrun.Run(ctx, e.api, jobrun.Input{App: app, Job: job, Revision: revision, FilesDir: e.opts.FilesDir, SecretsDir: e.opts.SecretsDir, StateDir: e.opts.StateDir, Remote: e.opts.Remote})
 }
 
 // RemoveJobRuns removes the kept runs of the app's jobs that keep says

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path"
 	"slices"
 	"strings"
@@ -36,6 +38,15 @@ func (e errNotStatePath) Error() string {
 // under root (<data>/state). It is pure: it names the path only.
 func StateHostPath(root, app, statePath string) string {
 	return path.Join(root, app, statePath)
+}
+
+// StateVolumeName is the Docker volume that holds a state directory of
+// app on an engine that may be on another host, where the agent's state
+// directory is not: readable ("shop-state-volumes.db.data") and, by a
+// digest of the path, distinct for paths that read alike.
+func StateVolumeName(app, statePath string) string {
+	sum := sha256.Sum256([]byte(statePath))
+	return app + "-state-" + strings.ReplaceAll(statePath, "/", ".") + "-" + hex.EncodeToString(sum[:4])
 }
 
 // StateDir is one state directory of an app and the mounts that use it.

@@ -58,10 +58,12 @@ type ReplicaInput struct {
 	SecretsDir string
 	// StateDir holds the apps' state directories (hostfiles.StatePath).
 	StateDir string
-	// CopyRepoFiles leaves the repository binds out of the create call:
-	// on an engine that may be on another host, deploy/internal/copyin
-	// writes their content into the created container instead.
-	CopyRepoFiles bool
+	// Remote: the engine may be on another host, where the agent's
+	// directories are not. Repository binds are left out of the create
+	// call (deploy/internal/copyin writes their content into the created
+	// container), and a state directory is a named volume on that host
+	// (manifest.StateVolumeName).
+	Remote bool
 	// ImageVolumes are the targets the image declares volumes at
 	// (Dockerfile VOLUME). Those the spec mounts nothing at get the
 	// slot's anonymous volume too (see anonymousMounts).
@@ -296,7 +298,7 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 // its missing source goes through the legacy Binds form, as compose does:
 // the mounts API refuses a missing source and cannot relabel (z/Z) on API
 // 1.41. A repository bind mounts its materialized content, read-only
-// (unless CopyRepoFiles).
+// (unless Remote).
 func mounts(in ReplicaInput, host *container.HostConfig) error {
 	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
@@ -317,6 +319,8 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 			if err := repoBind(in, b, host); err != nil {
 				return err
 			}
+		case b.StatePath != "" && in.Remote:
+			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: manifest.StateVolumeName(in.App.Name, b.StatePath), Target: b.MountPath, ReadOnly: b.ReadOnly})
 		case b.StatePath != "":
 			src, err := hostfiles.StatePath(in.StateDir, in.App.Name, b)
 			if err != nil {
@@ -361,9 +365,9 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 }
 
 // repoBind mounts a repository bind's materialized content, read-only;
-// with CopyRepoFiles, nothing (the content is copied into the container).
+// with Remote, nothing (the content is copied into the container).
 func repoBind(in ReplicaInput, b manifest.BindMount, host *container.HostConfig) error {
-	if in.CopyRepoFiles {
+	if in.Remote {
 		return nil
 	}
 	src, err := hostfiles.MaterializedPath(in.App, in.FilesDir, b)

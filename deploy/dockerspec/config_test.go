@@ -2,6 +2,7 @@ package dockerspec
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -281,7 +282,7 @@ func TestReplicaConfigRepoBindWithoutContent(t *testing.T) {
 	}
 }
 
-// With CopyRepoFiles (an engine that may be on another host) the
+// With Remote (an engine that may be on another host) the
 // repository binds are left out of the create call, with no path under
 // FilesDir, while host binds stay; the spec hash label is the same as on
 // a local engine, so the content still decides when a replica is replaced.
@@ -291,7 +292,7 @@ func TestReplicaConfigCopyRepoFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files", CopyRepoFiles: true})
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files", Remote: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,5 +332,35 @@ func TestReplicaConfigAnyHostPort(t *testing.T) {
 	}
 	if b := host.PortBindings[network.MustParsePort("81/udp")]; len(b) != 1 || b[0].HostPort != "" || b[0].HostIP.String() != "127.0.0.1" {
 		t.Errorf("81/udp binding = %v, want one on 127.0.0.1 with no host port", b)
+	}
+}
+
+// With Remote, a state directory is a named volume on that engine
+// (manifest.StateVolumeName), not a path under the agent's StateDir; on
+// a local engine it stays a bind of that path.
+func TestReplicaConfigRemoteStateDirectory(t *testing.T) {
+	app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "db", Spec: manifest.ServiceSpec{Image: "db:1",
+		Binds: []manifest.BindMount{{StatePath: "volumes/db", MountPath: "/var/lib/db"}}}}}}
+	remote, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", StateDir: "/var/lib/driftless/state", Remote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mount.Mount{Type: mount.TypeVolume, Source: manifest.StateVolumeName("shop", "volumes/db"), Target: "/var/lib/db"}
+	if ms := remote.Create.HostConfig.Mounts; len(ms) != 1 || !reflect.DeepEqual(ms[0], want) || len(remote.Create.HostConfig.Binds) != 0 {
+		t.Errorf("remote: mounts %+v binds %v, want only %+v", ms, remote.Create.HostConfig.Binds, want)
+	}
+	if !strings.HasPrefix(want.Source, "shop-state-volumes.db-") {
+		t.Errorf("volume name %q", want.Source)
+	}
+	if manifest.StateVolumeName("shop", "a/b") == manifest.StateVolumeName("shop", "a.b") {
+		t.Error("two state paths that read alike share a volume")
+	}
+	local, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", StateDir: "/var/lib/driftless/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := fmt.Sprint(local.Create.HostConfig.Mounts, local.Create.HostConfig.Binds)
+	if !strings.Contains(all, "/var/lib/driftless/state/shop/volumes/db") {
+		t.Errorf("local: %s, want the state directory bound", all)
 	}
 }

@@ -42,6 +42,9 @@ func StatePath(stateDir, app string, b manifest.BindMount) (string, error) {
 // ensureStateDirs creates the service's state directories that do not
 // exist yet.
 func (s *Store) ensureStateDirs(app *manifest.App, svc *manifest.Service) error {
+	if s.NoRepoFiles {
+		return nil // a remote engine: state directories are volumes there
+	}
 	for _, b := range svc.Spec.Binds {
 		if b.StatePath == "" {
 			continue

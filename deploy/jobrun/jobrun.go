@@ -52,9 +52,11 @@ type Input struct {
 	// FilesDir, SecretsDir and StateDir are the engine's (see
 	// dockerspec.ReplicaInput).
 	FilesDir, SecretsDir, StateDir string
-	// CopyRepoFiles: repository files are copied into the created
-	// container (deploy/internal/copyin), not bind-mounted.
-	CopyRepoFiles bool
+	// Remote: the engine may be on another host (dockerspec.ReplicaInput):
+	// repository files are copied into the created container
+	// (deploy/internal/copyin), not bind-mounted; state directories are
+	// volumes there.
+	Remote bool
 	// Poll is how often the container's state is read; 0 is 200 ms.
 	Poll time.Duration
 	// Now is the clock (tests); nil is time.Now.
@@ -106,7 +108,7 @@ func runOnce(ctx context.Context, api API, in Input) drift.JobRun {
 			return run
 		}
 	}
-	if in.CopyRepoFiles {
+	if in.Remote {
 		if err := copyin.Copy(ctx, api, created.ID, in.App, &in.Job.Service.Spec); err != nil {
 			run.Error = fmt.Sprintf("%s: %v", rc.Create.Name, err)
 			return run
@@ -136,7 +138,7 @@ func runOnce(ctx context.Context, api API, in Input) drift.JobRun {
 func createConfig(in Input, start time.Time) (dockerspec.ReplicaConfig, error) {
 	svc := in.Job.Service
 	svc.Name = in.Job.Name
-	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: in.App, Service: &svc, Slot: 1, Revision: in.Revision, FilesDir: in.FilesDir, SecretsDir: in.SecretsDir, StateDir: in.StateDir, CopyRepoFiles: in.CopyRepoFiles})
+	rc, err := dockerspec.BuildReplicaConfig(dockerspec.ReplicaInput{App: in.App, Service: &svc, Slot: 1, Revision: in.Revision, FilesDir: in.FilesDir, SecretsDir: in.SecretsDir, StateDir: in.StateDir, Remote: in.Remote})
 	if err != nil {
 		return rc, err
 	}

@@ -157,7 +157,7 @@ func TestRunCopiesRepositoryFiles(t *testing.T) {
 	app.Content = map[string]*manifest.RepoTree{tree.Hash(): tree}
 	j.Service.Spec.Binds = []manifest.BindMount{{RepoPath: "conf/app.conf", ContentHash: tree.Hash(), MountPath: "/etc/app.conf", ReadOnly: true}}
 
-	rc, err := createConfig(Input{App: app, Job: j, Revision: "abc", FilesDir: "/data/files", CopyRepoFiles: true}, time.Now())
+	rc, err := createConfig(Input{App: app, Job: j, Revision: "abc", FilesDir: "/data/files", Remote: true}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestRunCopiesRepositoryFiles(t *testing.T) {
 		t.Errorf("mounts %+v, want none for a copied repository file", m)
 	}
 	f := &fakeAPI{}
-	run := Run(context.Background(), f, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files", CopyRepoFiles: true})
+	run := Run(context.Background(), f, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files", Remote: true})
 	if run.Failed() || !slices.Equal(f.calls, []string{"copy / etc/app.conf", "start"}) {
 		t.Errorf("run %+v, calls %q: want the file copied, then the start", run, f.calls)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -24,7 +26,9 @@ import (
 // and a repository directory; they are in its container, read-only by
 // mode, with nothing written under the agent's files directory for that
 // engine. A commit that leaves the files alone keeps the container; one
-// that changes the file replaces it, and the new content is there.
+// that changes the file replaces it, and the new content is there. Its
+// state directory ./data is a volume on that engine, kept by the
+// replacement.
 func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
@@ -45,6 +49,7 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
     volumes:
       - ./conf/app.conf:/etc/app.conf:ro
       - ./site:/srv/www/site:ro
+      - ./data:/var/lib/web
 `, image))
 	repo.WriteFile(dir+"conf/app.conf", "greeting = one\n")
 	repo.WriteFile(dir+"site/index.html", "<h1>hello</h1>\n")
@@ -87,6 +92,12 @@ apps:
 		t.Fatal(err)
 	}
 
+	// The state directory ./data is a volume on the remote engine.
+	stateVolume := manifest.StateVolumeName(app, "data")
+	if got := eng.Docker("inspect", "--format", "{{range .Mounts}}{{if eq .Destination \"/var/lib/web\"}}{{.Type}} {{.Name}}{{end}}{{end}}", name); strings.TrimSpace(got) != "volume "+stateVolume {
+		t.Errorf("/var/lib/web in %s is mounted from %q, want the volume %s", name, strings.TrimSpace(got), stateVolume)
+	}
+
 	// Another file of the app changes, not the ones it binds: same container.
 	repo.WriteFile(dir+"README.md", "notes\n")
 	second := repo.Commit("notes")
@@ -104,6 +115,9 @@ apps:
 	})
 	if got := containerFiles(t, eng, name, "/etc/app.conf"); got["app.conf 444"] != "greeting = two\n" || len(got) != 1 {
 		t.Errorf("after the change, /etc/app.conf in %s: %v, want the new content", name, got)
+	}
+	if got := eng.Docker("inspect", "--format", "{{range .Mounts}}{{if eq .Destination \"/var/lib/web\"}}{{.Name}}{{end}}{{end}}", name); strings.TrimSpace(got) != stateVolume {
+		t.Errorf("the replacement mounts %q at /var/lib/web, want the same state volume %s", strings.TrimSpace(got), stateVolume)
 	}
 }
 

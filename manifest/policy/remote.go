@@ -9,14 +9,15 @@ import (
 // CheckRemoteEngine returns one error, located where the manifest
 // declares it, for everything a service or job asks for that needs the
 // agent's host while the app is placed on an engine that may be on
-// another host: secret files and state directories are bind mounts of
-// directories the agent writes on its own disk, and httpGet/tcpSocket
-// readiness probes are run by the agent, which cannot reach a remote
-// engine's bridge addresses. Repository files are allowed: they are copied
-// into each created container through the engine API (deploy's
-// Options.Remote) — except into a read-only root filesystem, where the
-// engine refuses the copy. Docker healthchecks (exec readiness) and named
-// volumes work on any engine.
+// another host: secret files are bind mounts of files the agent writes
+// on its own disk, and httpGet/tcpSocket readiness probes are run by the
+// agent, which cannot reach a remote engine's bridge addresses.
+// Repository files are allowed: they are copied into each created
+// container through the engine API (deploy's Options.Remote) — except
+// into a read-only root filesystem, where the engine refuses the copy.
+// State directories are named volumes on that engine
+// (manifest.StateVolumeName). Docker healthchecks (exec readiness) and
+// named volumes work on any engine.
 func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 	var errs manifest.ErrorList
 	app.WithJobServices(func(app *manifest.App) {
@@ -31,8 +32,6 @@ func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 				switch {
 				case b.RepoPath != "" && svc.Spec.ReadOnlyRootfs:
 					refuse(fmt.Sprintf("binds[%d]", i), fmt.Sprintf("repository file %s with a read-only root filesystem (the file is copied into the container's filesystem)", b.RepoPath), "drop read_only (readOnlyRootfs), or COPY the file into an image with build:")
-				case b.StatePath != "":
-					refuse(fmt.Sprintf("binds[%d]", i), fmt.Sprintf("state directory ./%s (kept on the agent's host)", b.StatePath), "keep the data in a named volume")
 				}
 			}
 			if len(svc.Spec.Secrets) > 0 {

@@ -11,7 +11,7 @@ import (
 // TestRemoteEngineRefusesHostFeatures: an app placed on an engine that
 // may be on another host is refused, at the place each feature is
 // declared, for what the agent's own host carries out (readiness probes
-// over the network, state directories) and for a repository file copied
+// over the network) and for a repository file copied
 // into a read-only root filesystem; repository files elsewhere, exec
 // readiness and named volumes load. The same app on a local engine loads.
 func TestRemoteEngineRefusesHostFeatures(t *testing.T) {
@@ -51,28 +51,20 @@ volumes:
 	}
 }
 
-// TestRemoteEngineLoadsRepositoryFiles: repository files, a file and a
-// directory, load on a remote engine (they are copied into the
-// container), while a state directory is still refused.
-func TestRemoteEngineLoadsRepositoryFiles(t *testing.T) {
+// TestRemoteEngineLoadsRepositoryFilesAndStateDirectories: repository
+// files, a file and a directory, load on a remote engine (they are copied
+// into the container), and so does a state directory (a volume on that
+// engine).
+func TestRemoteEngineLoadsRepositoryFilesAndStateDirectories(t *testing.T) {
 	files := map[string]string{
 		"conf/app.conf":   "x\n",
 		"site/index.html": "<h1>hi</h1>\n",
 		"compose.yaml": `services:
   web:
     image: shop/web:1
-    volumes: [./conf/app.conf:/etc/app.conf:ro, ./site:/srv/site]
+    volumes: [./conf/app.conf:/etc/app.conf:ro, ./site:/srv/site, ./data:/var/lib/web]
 `}
 	if _, err := loadtest.LoadComposeFiles(t, files, load.Options{RemoteEngine: "edge"}); err != nil {
-		t.Fatalf("repository files on a remote engine: %v", err)
-	}
-	files["compose.yaml"] = `services:
-  web:
-    image: shop/web:1
-    volumes: [./conf/app.conf:/etc/app.conf:ro, ./data:/var/lib/web]
-`
-	got := strings.Join(loadtest.ComposeErrors(t, files, load.Options{RemoteEngine: "edge"}), "\n")
-	if want := "state directory ./data (kept on the agent's host) is not supported on a remote engine yet"; !strings.Contains(got, want) || strings.Contains(got, "app.conf") {
-		t.Errorf("errors:\n%s\nwant only the state directory, with %q", got, want)
+		t.Fatalf("repository files and a state directory on a remote engine: %v", err)
 	}
 }
