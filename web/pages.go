@@ -17,6 +17,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/sync/status"
+	"github.com/driftless-dev/driftless/web/internal/overview"
 )
 
 var pageNames = []string{"overview", "app", "history", "entry", "logs", "login", "error"}
@@ -110,7 +111,9 @@ type overviewData struct {
 	Apps []status.AppStatus
 	// Groups are the apps by where they are declared: apps: first, then
 	// each source's.
-	Groups        []appGroup
+	Groups []overview.Group
+	// Engines are the engines the apps run on, with several.
+	Engines       []overview.Engine
 	Notifications []string // destinations, each with a test button
 	Timelines     map[string]template.HTML
 	Range         string
@@ -131,15 +134,9 @@ func (s *Server) overviewPage(c *gin.Context) {
 	for _, a := range d.Apps {
 		d.Timelines[a.Name] = s.timelineFor(a.Name, span, true)
 	}
-	d.Groups = groupApps(d.Apps, s.sources())
+	d.Groups = overview.Groups(d.Apps, s.sources())
+	d.Engines = overview.Engines(d.Apps)
 	s.render(c, http.StatusOK, "overview", d)
-}
-
-// appGroup is the apps of one sources: entry (Source set), or those listed
-// under apps: (Source nil).
-type appGroup struct {
-	Source *status.SourceSet
-	Apps   []status.AppStatus
 }
 
 // sourceLister is implemented by *loop.Agent.
@@ -153,28 +150,6 @@ func (s *Server) sources() []status.SourceSet {
 		return l.Sources()
 	}
 	return nil
-}
-
-// groupApps groups apps by the source that declares them, keeping each
-// group's order; a source with no app still shows (its set may be refused).
-func groupApps(apps []status.AppStatus, srcs []status.SourceSet) []appGroup {
-	groups := []appGroup{{}}
-	at := map[string]int{}
-	for i := range srcs {
-		at[srcs[i].Name] = len(groups)
-		groups = append(groups, appGroup{Source: &srcs[i]})
-	}
-	for _, a := range apps {
-		i, ok := at[a.FromSource]
-		if !ok {
-			i = 0
-		}
-		groups[i].Apps = append(groups[i].Apps, a)
-	}
-	if len(groups[0].Apps) == 0 {
-		groups = groups[1:]
-	}
-	return groups
 }
 
 type appData struct {

@@ -220,4 +220,16 @@ func TestOverviewShowsNamedEngine(t *testing.T) {
 	if !strings.Contains(w.Body.String(), `"engine":"edge"`) || strings.Count(w.Body.String(), `"engine"`) != 1 {
 		t.Errorf("GET /api/v1/apps: %s\nwant wiki's engine, and no engine key on the others", w.Body.String())
 	}
+	// The engines line: each engine with its apps; edge unreachable once
+	// wiki's last pass found it not answering.
+	assertContains(t, "overview", body, `<strong>edge</strong> 1 app</p>`)
+	if strings.Contains(body, ">unreachable</span>") {
+		t.Error("an engine shown unreachable while its apps found it answering")
+	}
+	for i := range env.agent.apps {
+		if env.agent.apps[i].Name == "wiki" {
+			env.agent.apps[i].Errors = append(env.agent.apps[i].Errors, status.Condition{Kind: "engine", Message: "Docker engine unreachable at tcp://edge:2376"})
+		}
+	}
+	assertContains(t, "overview", env.page("/"), `<strong>edge</strong> 1 app <span class="badge bad" title="1 of its apps found it not answering">unreachable</span>`)
 }

@@ -128,6 +128,9 @@ apps:
 	})
 	t.Logf("with b stopped, %s: %q", two, down.Message)
 	waitMetric(t, agent.URL, `driftless_engine_connected{engine="b"} 0`)
+	if page := get(t, agent.URL+"/"); !strings.Contains(page, `<strong>b</strong> 1 app <span class="badge bad"`) || !strings.Contains(page, `<strong>a</strong> 1 app ·`) {
+		t.Errorf("the dashboard's engines line does not show b unreachable and a answering:\n%s", page)
+	}
 	beforeOne := testenv.ContainerIDs(testenv.AppStatus(t, agent, one))
 	a.Docker("rm", "-f", one+"-web-1")
 	testenv.WaitAppStatus(t, agent, one, 60*time.Second, "healed on a while b is down", func(st status.AppStatus) bool {
