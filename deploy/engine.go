@@ -378,7 +378,7 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
 	e.live = liveness.New(opts.LivenessInterval, opts.Logger, e.ping, engineErr)
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
-	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts, NoRepoFiles: opts.Remote}
+	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts, Remote: opts.Remote}
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
 	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub

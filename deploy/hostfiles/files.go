@@ -48,10 +48,11 @@ type Store struct {
 	// Mounts lists, in one call, the host sources of every mount of every
 	// container of driftless, running or not: what must not be removed.
 	Mounts func(ctx context.Context) ([]string, error)
-	// NoRepoFiles: repository files are not written under FilesDir (the
-	// engine may be on another host; they are copied into each container
-	// through the engine API instead).
-	NoRepoFiles bool
+	// Remote: the engine may be on another host, where these directories
+	// are not. Repository files are not written under FilesDir (they are
+	// copied into each container through the engine API) and state
+	// directories are not made under StateDir (they are volumes there).
+	Remote bool
 
 	// mu serializes writing and removing materialized trees and secret
 	// files.
@@ -105,7 +106,7 @@ func MaterializedPath(app *manifest.App, filesDir string, b manifest.BindMount) 
 }
 
 // materializeService writes the content of the service's repository binds
-// (unless NoRepoFiles) and its secret files that are not yet on disk.
+// (unless Remote) and its secret files that are not yet on disk.
 func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) error {
 	if err := s.WriteSecrets(app, svc); err != nil {
 		return err
@@ -114,7 +115,7 @@ func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) err
 		return err
 	}
 	for _, b := range svc.Spec.Binds {
-		if b.RepoPath == "" || s.NoRepoFiles {
+		if b.RepoPath == "" || s.Remote {
 			continue
 		}
 		tree := app.Content[b.ContentHash]

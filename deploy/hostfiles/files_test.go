@@ -175,7 +175,7 @@ func TestNoRepoFilesWritesNothing(t *testing.T) {
 	app := &manifest.App{Name: "shop", Content: map[string]*manifest.RepoTree{tree.Hash(): tree}}
 	svc := &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Binds: []manifest.BindMount{{RepoPath: "conf", ContentHash: tree.Hash(), MountPath: "/etc/app", ReadOnly: true}}}}
 	remote := filepath.Join(t.TempDir(), "files")
-	must(t, (&Store{FilesDir: remote, Log: slog.New(slog.DiscardHandler), NoRepoFiles: true}).MaterializeService(app, svc))
+	must(t, (&Store{FilesDir: remote, Log: slog.New(slog.DiscardHandler), Remote: true}).MaterializeService(app, svc))
 	if _, err := os.Stat(remote); !os.IsNotExist(err) {
 		ents, _ := os.ReadDir(remote)
 		t.Errorf("remote engine's files directory: %v (%v), want none", ents, err)

@@ -42,7 +42,7 @@ func StatePath(stateDir, app string, b manifest.BindMount) (string, error) {
 // ensureStateDirs creates the service's state directories that do not
 // exist yet.
 func (s *Store) ensureStateDirs(app *manifest.App, svc *manifest.Service) error {
-	if s.NoRepoFiles {
+	if s.Remote {
 		return nil // a remote engine: state directories are volumes there
 	}
 	for _, b := range svc.Spec.Binds {

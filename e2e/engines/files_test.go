@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,14 +126,7 @@ apps:
 // of regular files.
 func containerFiles(t *testing.T, eng *privengine.Engine, container, path string) map[string]string {
 	t.Helper()
-	cmd := exec.Command("docker", "cp", container+":"+path, "-")
-	cmd.Env = eng.Env()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("docker cp %s:%s: %v\n%s", container, path, err, stderr.String())
-	}
+	out := testenv.CopyOut(t, eng.Env(), container, path)
 	files := map[string]string{}
 	tr := tar.NewReader(bytes.NewReader(out))
 	for {

@@ -1,20 +1,15 @@
 package registry
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/driftless-dev/driftless/e2e/testenv"
 )
 
 // CertsRoot is where the engine looks for a registry's CA:
@@ -30,48 +25,9 @@ type tlsFiles struct {
 // makeTLS writes a CA and a server certificate for ip into dir.
 func makeTLS(t testing.TB, dir, ip string) *tlsFiles {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "driftless e2e registry CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP(ip)},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &tlsFiles{ca: filepath.Join(dir, "ca.crt"), cert: filepath.Join(dir, "registry.crt"), key: filepath.Join(dir, "registry.key"), pool: x509.NewCertPool()}
-	write(t, f.ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	write(t, f.cert, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	write(t, f.key, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
-	f.pool.AddCert(caCert)
-	return f
+	ca := testenv.NewCA(t, dir, "driftless e2e registry CA", "ca.crt")
+	cert, key := ca.Leaf(t, ip, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP(ip)}, "registry.crt", "registry.key")
+	return &tlsFiles{ca: ca.File, cert: cert, key: key, pool: ca.Pool}
 }
 
 // InstallCA puts the registry's CA where the engine reads it,

@@ -306,13 +306,7 @@ func FieldString(v any, path string) string {
 // under it by its path relative to path's parent, with its mode.
 func ContainerFiles(t *testing.T, container, path string) map[string]string {
 	t.Helper()
-	cmd := exec.Command("docker", "cp", container+":"+path, "-")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("docker cp %s:%s: %v\n%s", container, path, err, stderr.String())
-	}
+	out := CopyOut(t, nil, container, path)
 	files := map[string]string{}
 	tr := tar.NewReader(bytes.NewReader(out))
 	for {
@@ -333,6 +327,21 @@ func ContainerFiles(t *testing.T, container, path string) map[string]string {
 		files[h.Name] = string(b)
 	}
 	return files
+}
+
+// CopyOut is `docker cp CONTAINER:PATH -`, a tar of path, with the docker
+// CLI's environment env (nil: this process's; a private engine's Env()).
+func CopyOut(t testing.TB, env []string, container, path string) []byte {
+	t.Helper()
+	cmd := exec.Command("docker", "cp", container+":"+path, "-")
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("docker cp %s:%s: %v\n%s", container, path, err, stderr.String())
+	}
+	return out
 }
 
 // ContainerFile is the content of one file in a container.

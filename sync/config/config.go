@@ -451,12 +451,7 @@ func parseConfigApps(data []byte, dir string, getenv func(string) string, needAp
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
 		return Config{}, fmt.Errorf("invalid YAML: %w", err)
 	}
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
+	rel := relativeTo(dir)
 	secret := func(what, env, file string) (string, error) {
 		switch {
 		case env != "" && file != "":
@@ -825,4 +820,15 @@ func linkTemplateErrors(fa fileAppConfig) []error {
 		}
 	}
 	return errs
+}
+
+// relativeTo resolves a path written in driftless.yaml: relative paths are
+// relative to the file's directory dir; "" stays "".
+func relativeTo(dir string) func(string) string {
+	return func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
 }

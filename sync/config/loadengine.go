@@ -25,13 +25,7 @@ func LoadEngine(path, name string) (EngineConfig, error) {
 	if err := yaml.Unmarshal(data, &fc); err != nil {
 		return EngineConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	engines, errs := parseEngines(fc.Engines, func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	})
+	engines, errs := parseEngines(fc.Engines, relativeTo(filepath.Dir(path)))
 	if len(errs) > 0 {
 		return EngineConfig{}, fmt.Errorf("%s: %w", path, errs[0])
 	}
