@@ -15,6 +15,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy/logstream"
 	"github.com/driftless-dev/driftless/deploy/swarm"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/web"
 )
 
@@ -166,28 +167,33 @@ func printLogs(ctx context.Context, eng logStreamer, app string, targets []strin
 type appLogs struct {
 	engine *deploy.Engine
 	swarm  *swarm.Engine // nil without Swarm apps
-	// isSwarm reports whether an app has target swarm.
-	isSwarm func(app string) bool
-	// named are the engines of engines:, and engineOf the one an app is
-	// placed on ("" for the local engine).
+	// named are the engines of engines:; configOf finds an app's config
+	// (its target, its engine, its name there).
 	named    namedEngines
-	engineOf func(app string) string
+	configOf func(app string) (config.AppConfig, bool)
 }
 
-func (l appLogs) source(app string) web.LogSource {
-	if l.swarm != nil && l.isSwarm(app) {
-		return l.swarm
+// source is the back end the app runs on and the app's name there.
+func (l appLogs) source(app string) (web.LogSource, string) {
+	cfg, ok := l.configOf(app)
+	if !ok {
+		return l.engine, app
 	}
-	if l.engineOf != nil && l.named[l.engineOf(app)] != nil {
-		return l.named[l.engineOf(app)]
+	if l.swarm != nil && cfg.Target == manifest.TargetSwarm {
+		return l.swarm, cfg.NameOnEngine()
 	}
-	return l.engine
+	if e := l.named[cfg.Engine]; e != nil {
+		return e, cfg.NameOnEngine()
+	}
+	return l.engine, cfg.NameOnEngine()
 }
 
 func (l appLogs) LogTargets(ctx context.Context, app, name string) ([]string, error) {
-	return l.source(app).LogTargets(ctx, app, name)
+	src, onEngine := l.source(app)
+	return src.LogTargets(ctx, onEngine, name)
 }
 
 func (l appLogs) StreamLogs(ctx context.Context, app, container string, opts logstream.Options, emit func(logstream.Line) error) error {
-	return l.source(app).StreamLogs(ctx, app, container, opts, emit)
+	src, onEngine := l.source(app)
+	return src.StreamLogs(ctx, onEngine, container, opts, emit)
 }

@@ -643,14 +643,12 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 	wopts.Registry = reg
 	wopts.Logger = log
 	wopts.Repos = repos.get
-	wopts.Logs = appLogs{engine: eng, swarm: swarmEng, isSwarm: func(app string) bool {
-		return slices.ContainsFunc(agent.AppConfigs(), func(c config.AppConfig) bool { return c.Name == app && c.Target == manifest.TargetSwarm })
-	}, named: named, engineOf: func(app string) string {
+	wopts.Logs = appLogs{engine: eng, swarm: swarmEng, named: named, configOf: func(app string) (config.AppConfig, bool) {
 		apps := agent.AppConfigs()
 		if i := slices.IndexFunc(apps, func(c config.AppConfig) bool { return c.Name == app }); i >= 0 {
-			return apps[i].Engine
+			return apps[i], true
 		}
-		return ""
+		return config.AppConfig{}, false
 	}}
 	srv, err := web.New(wopts)
 	if err != nil {

@@ -141,7 +141,26 @@ type AppConfig struct {
 	// needs the agent's host.
 	Engine       string
 	RemoteEngine bool
+	// InstanceOf is the app an `engines: [a, b]` entry declares, for each
+	// of its instances: Name is then APP@ENGINE, and NameOnEngine (APP)
+	// names its containers, networks and volumes on its engine. "" for an
+	// app on one engine.
+	InstanceOf string
 }
+
+// NameOnEngine is the app's name on its engine: its containers', networks'
+// and volumes' names and labels. It is Name, except for an instance of an
+// app declared on several engines (InstanceOf), which is called the same
+// on each of them.
+func (c AppConfig) NameOnEngine() string {
+	if c.InstanceOf != "" {
+		return c.InstanceOf
+	}
+	return c.Name
+}
+
+// InstanceName is the name of the instance of app on engine: APP@ENGINE.
+func InstanceName(app, engine string) string { return app + "@" + engine }
 
 // Notification is one destination for notifications. The notify package
 // checks the URL and the event names.
@@ -350,6 +369,7 @@ type fileAppConfig struct {
 	ComposeProject string            `json:"composeProject"`
 	Target         string            `json:"target"`
 	Engine         string            `json:"engine"`
+	Engines        []string          `json:"engines"`
 
 	Verify *fileVerify `json:"verify"`
 
@@ -514,7 +534,11 @@ func parseConfigApps(data []byte, dir string, getenv func(string) string, needAp
 		if app.WebhookSecret == "" {
 			app.WebhookSecret = cfg.WebhookSecret
 		}
-		cfg.Apps = append(cfg.Apps, app)
+		instances, instErrs := instancesOf(app, fa)
+		for _, e := range instErrs {
+			errs = append(errs, fmt.Errorf("%s: %w", where, e))
+		}
+		cfg.Apps = append(cfg.Apps, instances...)
 	}
 	var srcErrs []error
 	cfg.Sources, srcErrs = parseSources(fc.Sources, cfg.WebhookSecret, rel, secret, getenv)
@@ -523,6 +547,7 @@ func parseConfigApps(data []byte, dir string, getenv func(string) string, needAp
 	cfg.Engines, engErrs = parseEngines(fc.Engines, rel)
 	errs = append(errs, engErrs...)
 	errs = append(errs, placeApps(&cfg)...)
+	errs = append(errs, checkInstances(&cfg)...)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}

@@ -228,7 +228,11 @@ func placeApps(cfg *Config) []error {
 		app.RemoteEngine = e.Remote()
 	}
 	for i := range cfg.Apps {
-		place(fmt.Sprintf("apps[%d] (%s)", i, cfg.Apps[i].Name), &cfg.Apps[i])
+		where := fmt.Sprintf("apps[%d] (%s)", i, cfg.Apps[i].Name)
+		if cfg.Apps[i].InstanceOf != "" {
+			where = fmt.Sprintf("apps (%s)", cfg.Apps[i].Name) // i counts instances, not entries
+		}
+		place(where, &cfg.Apps[i])
 	}
 	for i := range cfg.Sources {
 		place(fmt.Sprintf("sources[%d] (%s): template", i, cfg.Sources[i].Name), &cfg.Sources[i].App)
@@ -243,4 +247,58 @@ func (c AppConfig) EngineName() string {
 		return LocalEngine
 	}
 	return c.Engine
+}
+
+// instancesOf expands an app declared with `engines: [a, b]` into one
+// instance per engine, named APP@ENGINE, each with its own sync, health
+// and history; an app without engines: is returned as is.
+func instancesOf(app AppConfig, fa fileAppConfig) ([]AppConfig, []error) {
+	if fa.Engines == nil {
+		return []AppConfig{app}, nil
+	}
+	var errs []error
+	if fa.Engine != "" {
+		errs = append(errs, errors.New("engine and engines: set one (engines: lists every engine the app runs on)"))
+	}
+	if len(fa.Engines) == 0 {
+		errs = append(errs, errors.New("engines: empty; list the engines the app runs on, or use engine: NAME"))
+	}
+	if app.Target == manifest.TargetSwarm {
+		errs = append(errs, errors.New("engines: target: swarm runs on the Swarm manager the agent's own engine belongs to; leave engines: out"))
+	}
+	seen := map[string]bool{}
+	var out []AppConfig
+	for i, e := range fa.Engines {
+		if seen[e] {
+			errs = append(errs, fmt.Errorf("engines[%d]: %q is listed twice", i, e))
+			continue
+		}
+		seen[e] = true
+		inst := app
+		inst.Name, inst.InstanceOf, inst.Engine = InstanceName(app.Name, e), app.Name, e
+		out = append(out, inst)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// checkInstances refuses an app whose instances would share what the
+// agent keeps on its own host by app name: two engines on this host
+// would mount the same state directories.
+func checkInstances(cfg *Config) []error {
+	onHost := map[string][]string{}
+	for _, a := range cfg.Apps {
+		if a.InstanceOf != "" && !a.RemoteEngine {
+			onHost[a.InstanceOf] = append(onHost[a.InstanceOf], a.EngineName())
+		}
+	}
+	var errs []error
+	for _, a := range cfg.Apps {
+		if engines := onHost[a.InstanceOf]; a.InstanceOf != "" && len(engines) > 1 && engines[0] == a.EngineName() {
+			errs = append(errs, fmt.Errorf("apps (%s): engines: %s are all on the agent's host, where the instances would share the app's state directories; list at most one engine on this host", a.InstanceOf, strings.Join(engines, ", ")))
+		}
+	}
+	return errs
 }

@@ -56,6 +56,25 @@ func TestEngines(t *testing.T) {
 		{name: "ssh key missing", yaml: "engines:\n  - {name: a, host: 'ssh://deploy@edge', sshKeyFile: id_nope}\napps:\n" + app, want: "engines[0] (a): sshKeyFile: stat "},
 		{name: "ssh with tls", yaml: "engines:\n  - name: a\n    host: ssh://deploy@edge\n" + tlsKeys + "apps:\n" + app, want: "an ssh:// engine is reached through ssh"},
 		{name: "ssh key on tcp", yaml: "engines:\n  - {name: a, host: 'tcp://127.0.0.1:2375', allowInsecureEngine: true, sshKeyFile: key.pem}\napps:\n" + app, want: "sshKeyFile and knownHostsFile are for ssh:// engines"},
+		{name: "one app on several engines", yaml: "engines:\n  - {name: far, host: 'ssh://deploy@edge'}\napps:\n" + app + "    engines: [local, far]\n  - name: blog\n    repo: https://git.example.com/blog.git\n",
+			check: func(t *testing.T, cfg Config) {
+				var got []string
+				for _, a := range cfg.Apps {
+					got = append(got, a.Name+" "+a.NameOnEngine()+" "+a.EngineName())
+				}
+				if want := []string{"shop@local shop local", "shop@far shop far", "blog blog local"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
+					t.Errorf("apps %q, want %q", got, want)
+				}
+				if far := cfg.Apps[1]; !far.RemoteEngine || far.LoadOptions().RemoteEngine != "far" || cfg.Apps[0].RemoteEngine {
+					t.Errorf("shop@far remote %v, shop@local remote %v; want only shop@far remote", far.RemoteEngine, cfg.Apps[0].RemoteEngine)
+				}
+			}},
+		{name: "engine and engines", yaml: "engines:\n  - {name: far, host: 'ssh://deploy@edge'}\napps:\n" + app + "    engine: far\n    engines: [far]\n", want: "apps[0] (shop): engine and engines: set one"},
+		{name: "engines empty", yaml: "apps:\n" + app + "    engines: []\n", want: "apps[0] (shop): engines: empty"},
+		{name: "engine listed twice", yaml: "apps:\n" + app + "    engines: [local, local]\n", want: `apps[0] (shop): engines[1]: "local" is listed twice`},
+		{name: "unknown engine in engines", yaml: "apps:\n" + app + "    engines: [local, edge]\n", want: `apps (shop@edge): engine: "edge" is not a known engine`},
+		{name: "two engines on this host", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\napps:\n" + app + "    engines: [local, a]\n", want: "engines: local, a are all on the agent's host"},
+		{name: "engines in a source's template", yaml: "sources:\n  - name: infra\n    repo: https://git.example.com/infra.git\n    directories: ['apps/*']\n    template: {engines: [local]}\n", want: "template.engines: a source's apps run on one engine each"},
 		{name: "swarm app on an engine", yaml: "engines:\n  - {name: a, host: unix:///run/a.sock}\napps:\n" + app + "    target: swarm\n    engine: a\n", want: "target: swarm runs on the Swarm manager"},
 	}
 	for _, tt := range tests {

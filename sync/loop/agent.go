@@ -364,6 +364,9 @@ func (a *Agent) addApp(cfg config.AppConfig) error {
 	if _, dup := a.apps[cfg.Name]; dup {
 		return fmt.Errorf("app %q is configured twice", cfg.Name)
 	}
+	if other, taken := a.nameTaken(cfg); taken {
+		return fmt.Errorf("app %q: engine %s already runs an app called %s (%s)", cfg.Name, cfg.EngineName(), cfg.NameOnEngine(), other)
+	}
 	st, err := a.newApp(cfg)
 	if err != nil {
 		return err
@@ -374,7 +377,7 @@ func (a *Agent) addApp(cfg config.AppConfig) error {
 
 // newApp checks an app's config and prepares its state and source.
 func (a *Agent) newApp(cfg config.AppConfig) (*appState, error) {
-	if !manifest.ValidName(cfg.Name) {
+	if !manifest.ValidName(cfg.NameOnEngine()) || (cfg.InstanceOf != "" && cfg.Name != config.InstanceName(cfg.InstanceOf, cfg.EngineName())) {
 		return nil, fmt.Errorf("app %q: invalid name", cfg.Name)
 	}
 	if cfg.Interval == "" {
@@ -610,8 +613,8 @@ func (a *Agent) onEngineEvent(engine string, ev drift.EngineEvent) {
 			a.queue.Add(name, TriggerEngine)
 		}
 	case ev.App != "":
-		if st, known := a.app(ev.App); known && st.cfg.EngineName() == engine {
-			a.queue.AddAfter(ev.App, TriggerDockerEvent, eventDelay(ev.Action))
+		if name, known := a.appOn(engine, ev.App); known {
+			a.queue.AddAfter(name, TriggerDockerEvent, eventDelay(ev.Action))
 		}
 	default:
 		// An event without our label: a network change of one of our
@@ -621,6 +624,29 @@ func (a *Agent) onEngineEvent(engine string, ev drift.EngineEvent) {
 			a.queue.AddAfter(name, TriggerDockerEvent, eventDelay(ev.Action))
 		}
 	}
+}
+
+// appOn is the app whose objects on engine carry the label app (its
+// NameOnEngine): the app of that name, or an instance APP@ENGINE.
+func (a *Agent) appOn(engine, app string) (string, bool) {
+	for _, name := range []string{app, config.InstanceName(app, engine)} {
+		if st, known := a.app(name); known && st.cfg.EngineName() == engine && st.cfg.NameOnEngine() == app {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// nameTaken reports the app, if any, that already runs under cfg's
+// NameOnEngine on cfg's engine: their containers would be one app's. The
+// caller holds a.mu (or is New).
+func (a *Agent) nameTaken(cfg config.AppConfig) (string, bool) {
+	for name, st := range a.apps {
+		if st.cfg.EngineName() == cfg.EngineName() && st.cfg.NameOnEngine() == cfg.NameOnEngine() {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // appsConcernedBy finds the apps on the engine an unlabelled event matters
@@ -664,6 +690,17 @@ func (a *Agent) placed(app string) (JobRunner, AppRemover) {
 		}
 	}
 	return a.opts.Jobs, a.opts.Remover
+}
+
+// nameOnEngine is the label of the app's objects on its engine
+// (config.AppConfig.NameOnEngine); app itself when it is not known.
+func (a *Agent) nameOnEngine(app string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.apps[app]; ok {
+		return st.cfg.NameOnEngine()
+	}
+	return app
 }
 
 // FileCollector is an engine that keeps repository files for bind mounts

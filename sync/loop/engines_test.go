@@ -84,3 +84,64 @@ func TestAppsOnNamedEngines(t *testing.T) {
 		t.Fatalf("blog after edge came back: %s %q", st.Health, st.Message)
 	}
 }
+
+// TestAppOnSeveralEngines: an app declared with engines: [local, edge]
+// is two instances, shop@local and shop@edge. Each runs its containers
+// under the app's own name on its engine only, has its own status, and
+// hears only its engine's events; another app may not take the name
+// shop on either engine.
+func TestAppOnSeveralEngines(t *testing.T) {
+	edge := &fakeEngine{}
+	onLocal, onEdge := appConfig("shop@local"), appConfig("shop@edge")
+	onLocal.InstanceOf, onEdge.InstanceOf, onEdge.Engine = "shop", "shop", "edge"
+	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"shop@local": newFakeSource(), "shop@edge": newFakeSource()},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{onLocal, onEdge}, engines: map[string]NamedEngine{"edge": namedFake{edge}}}
+	h.open()
+	t.Cleanup(func() { h.agent.queue.ShutDown() })
+	for _, name := range []string{"shop@local", "shop@edge"} {
+		h.sources[name].commit("web", map[string]string{"web.yaml": service("web", "demo:v1", 1)})
+	}
+	local, _ := h.pass("shop@local", "startup")
+	far, _ := h.pass("shop@edge", "startup")
+	if local.Health != drift.HealthHealthy || far.Health != drift.HealthHealthy || far.Engine != "edge" || local.Engine != "" {
+		t.Fatalf("shop@local %s on %q (%s), shop@edge %s on %q (%s); want both healthy, each on its engine", local.Health, local.Engine, local.Message, far.Health, far.Engine, far.Message)
+	}
+	if len(h.engine.running("shop")) != 1 || len(edge.running("shop")) != 1 {
+		t.Fatalf("containers of shop: local %v, edge %v; want one on each, named for the app", h.engine.running("shop"), edge.running("shop"))
+	}
+
+	q := h.agent.queue
+	h.agent.onEngineEvent("edge", drift.EngineEvent{Action: "destroy", App: "shop"})
+	if q.Len() != 1 {
+		t.Fatalf("an event of shop on edge queued %d apps, want shop@edge", q.Len())
+	}
+	if key, _, _ := q.Get(); key != "shop@edge" || q.Len() != 0 {
+		t.Fatalf("an event of shop on edge queued %s (and %d more), want shop@edge alone", key, q.Len())
+	}
+	q.Done("shop@edge")
+	h.agent.onEngineEvent(config.LocalEngine, drift.EngineEvent{Action: "destroy", App: "shop"})
+	if q.Len() != 1 {
+		t.Fatalf("an event of shop on the local engine queued %d apps, want shop@local", q.Len())
+	}
+	if key, _, _ := q.Get(); key != "shop@local" || q.Len() != 0 {
+		t.Fatalf("an event of shop on the local engine queued %s (and %d more), want shop@local alone", key, q.Len())
+	}
+	q.Done("shop@local")
+
+	// Healing one instance leaves the other alone.
+	kept := edge.running("shop")
+	h.engine.rm(h.engine.running("shop")[0])
+	if st, _ := h.pass("shop@local", "docker-event"); st.Health != drift.HealthHealthy || len(h.engine.running("shop")) != 1 {
+		t.Fatalf("shop@local after rm: %s, running %v; want healed", st.Health, h.engine.running("shop"))
+	}
+	if got := edge.running("shop"); len(got) != 1 || got[0] != kept[0] {
+		t.Fatalf("healing shop@local changed edge's containers %v → %v", kept, got)
+	}
+
+	h.agent.mu.Lock()
+	err := h.agent.addApp(appConfig("shop"))
+	h.agent.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "already runs an app called shop") {
+		t.Fatalf("adding an app called shop on the local engine: %v; want refused, shop@local runs there", err)
+	}
+}

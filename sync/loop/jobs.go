@@ -341,7 +341,7 @@ func (a *Agent) setJobs(app string, accepted *revisionState) {
 	if jobs, _ := a.placed(app); changed && m != nil && jobs != nil {
 		// The runs kept for docker logs of jobs the revision dropped.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		jobs.RemoveJobRuns(ctx, app, func(job string) bool { return m.Job(job) != nil })
+		jobs.RemoveJobRuns(ctx, a.nameOnEngine(app), func(job string) bool { return m.Job(job) != nil })
 		cancel()
 	}
 	if changed {

@@ -288,7 +288,7 @@ func (p *pass) hostPathRefusal(rs *revisionState) *status.Refusal {
 // observe lists what runs; false when the engine cannot be reached.
 func (p *pass) observe(ctx context.Context, o *passOutcome) bool {
 	defer p.a.metrics.ObservePhase(loopmetrics.PhaseObserve, time.Now())
-	actual, err := p.a.engineFor(p.in.cfg).Observe(ctx, p.in.cfg.Name, true)
+	actual, err := p.a.engineFor(p.in.cfg).Observe(ctx, p.in.cfg.NameOnEngine(), true)
 	if err != nil {
 		o.engineErr = err
 		return false

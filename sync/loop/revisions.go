@@ -66,7 +66,7 @@ func (c *revisionCache) load(ctx context.Context, src Source, cfg config.AppConf
 	case err != nil:
 		return nil, fmt.Errorf("read revision %s: %w", rev.Short(), err)
 	default:
-		app, err := appdir.LoadWith(fsys, ".", cfg.Name, cfg.LoadOptions())
+		app, err := appdir.LoadWith(fsys, ".", cfg.NameOnEngine(), cfg.LoadOptions())
 		if rs.refusal, err = refusal.Of(rev, cfg, err); err != nil {
 			return nil, err
 		}

@@ -436,6 +436,9 @@ func (a *Agent) addRuntimeApp(cfg config.AppConfig) error {
 	if _, dup := a.apps[cfg.Name]; dup {
 		return fmt.Errorf("app %q exists", cfg.Name)
 	}
+	if other, taken := a.nameTaken(cfg); taken {
+		return fmt.Errorf("app %q: engine %s already runs an app called %s (%s)", cfg.Name, cfg.EngineName(), cfg.NameOnEngine(), other)
+	}
 	a.insertApp(st)
 	return nil
 }
@@ -443,7 +446,7 @@ func (a *Agent) addRuntimeApp(cfg config.AppConfig) error {
 // decommission removes what a generated app runs and then the app.
 func (a *Agent) decommission(ctx context.Context, name string, r removal) error {
 	_, remover := a.placed(name)
-	err := remover.RemoveAppObjects(ctx, name, r.keepVolumes)
+	err := remover.RemoveAppObjects(ctx, a.nameOnEngine(name), r.keepVolumes)
 	if err != nil {
 		a.mu.Lock()
 		if st, ok := a.apps[name]; ok {

@@ -23,7 +23,7 @@ import (
 // an app in driftless.yaml (FromConfig) or the flags of a one-shot
 // command say the same things in the same words.
 type Settings struct {
-	// App is the app's name.
+	// App is the app's name on its engine: its objects' label.
 	App string
 	// Prune removes owned objects no longer declared.
 	Prune bool
@@ -47,7 +47,7 @@ type Settings struct {
 // FromConfig are the settings of an app in driftless.yaml.
 func FromConfig(cfg config.AppConfig) Settings {
 	return Settings{
-		App:            cfg.Name,
+		App:            cfg.NameOnEngine(),
 		Prune:          cfg.Prune,
 		SelfHeal:       cfg.SelfHeal,
 		Adopt:          cfg.Adopt == config.AdoptCompose,

@@ -45,6 +45,7 @@ var localKeys = map[string]string{
 	"commitStatus":           "commit status reporting",
 	"target":                 "the deploy target",
 	"engine":                 "the engine the app runs on",
+	"engines":                "the engines the app runs on",
 	"adopt":                  "adopting containers",
 }
 
