@@ -140,9 +140,9 @@ type Options struct {
 	// the engine in messages. DOCKER_HOST and the TLS variables are not
 	// read then.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Remote: the engine may be on another host, where FilesDir is not.
-	// Repository files are then copied into each created container
-	// through the engine API (deploy/internal/copyin), not bind-mounted.
+	// Remote: the engine may be on another host, where FilesDir and
+	// SecretsDir are not: repository and secret files are copied into each
+	// created container (deploy/internal/copyin), not bind-mounted.
 	Remote bool
 }
 

@@ -59,9 +59,9 @@ type ReplicaInput struct {
 	// StateDir holds the apps' state directories (hostfiles.StatePath).
 	StateDir string
 	// Remote: the engine may be on another host, where the agent's
-	// directories are not. Repository binds are left out of the create
-	// call (deploy/internal/copyin writes their content into the created
-	// container), and a state directory is a named volume on that host
+	// directories are not. Repository binds and secret files are left out
+	// of the create call (deploy/internal/copyin writes them into the
+	// created container), and a state directory is a named volume on that host
 	// (manifest.StateVolumeName).
 	Remote bool
 	// ImageVolumes are the targets the image declares volumes at
@@ -297,8 +297,9 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 // mounts adds volumes, binds and tmpfs mounts. A host bind that may create
 // its missing source goes through the legacy Binds form, as compose does:
 // the mounts API refuses a missing source and cannot relabel (z/Z) on API
-// 1.41. A repository bind mounts its materialized content, read-only
-// (unless Remote).
+// 1.41. A repository bind mounts its materialized content, read-only, and
+// a secret its file under SecretsDir (neither with Remote: both are
+// copied into the container).
 func mounts(in ReplicaInput, host *container.HostConfig) error {
 	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
@@ -337,12 +338,8 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 			host.Mounts = append(host.Mounts, m)
 		}
 	}
-	for _, ref := range spec.Secrets {
-		src, err := hostfiles.SecretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
-		if err != nil {
-			return err
-		}
-		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: ref.Target, ReadOnly: true})
+	if err := secretBinds(in, host); err != nil {
+		return err
 	}
 	anonymousMounts(in, host)
 	for _, t := range spec.Tmpfs {
@@ -360,6 +357,22 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 			m.TmpfsOptions = &mount.TmpfsOptions{SizeBytes: t.SizeBytes, Mode: os.FileMode(t.Mode)}
 		}
 		host.Mounts = append(host.Mounts, m)
+	}
+	return nil
+}
+
+// secretBinds mounts each secret's file under SecretsDir, read-only; with
+// Remote, nothing (the values are copied into the container).
+func secretBinds(in ReplicaInput, host *container.HostConfig) error {
+	if in.Remote {
+		return nil
+	}
+	for _, ref := range in.Service.Spec.Secrets {
+		src, err := hostfiles.SecretPath(in.SecretsDir, in.App.Name, in.Service.Name, ref)
+		if err != nil {
+			return err
+		}
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: ref.Target, ReadOnly: true})
 	}
 	return nil
 }

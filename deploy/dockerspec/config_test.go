@@ -364,3 +364,39 @@ func TestReplicaConfigRemoteStateDirectory(t *testing.T) {
 		t.Errorf("local: %s, want the state directory bound", all)
 	}
 }
+
+// With Remote, a secret file is not a bind of a file under SecretsDir
+// (the agent's host is not the engine's): it is copied into the container
+// (deploy/internal/copyin), so the create call mounts nothing at its
+// target. On a local engine it is that read-only bind. The spec hash is
+// the same on both and covers the secret's digest (manifest.HashService
+// hashes spec.Secrets, Digest included): a rotated value is a new hash,
+// which replaces the container, the only way a copied value changes.
+func TestReplicaConfigRemoteSecrets(t *testing.T) {
+	key := manifest.SecretKey("k")
+	spec := manifest.ServiceSpec{Image: "web:v1", Replicas: 1, Secrets: []manifest.SecretRef{{Name: "db", File: "db.txt", Target: "/run/secrets/db", Mode: 0o400, Digest: key.Digest("v1")}}}
+	app := &manifest.App{Name: "shop", SecretKey: key, Services: []manifest.Service{{Name: "web", Spec: spec, Hash: manifest.HashService(key, nil, spec)}}}
+	local, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", SecretsDir: "/run/driftless/secrets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := local.Create.HostConfig.Mounts; len(m) != 1 || m[0].Target != "/run/secrets/db" || !strings.HasPrefix(m[0].Source, "/run/driftless/secrets/") || !m[0].ReadOnly {
+		t.Errorf("local mounts %+v, want the secret's read-only bind", m)
+	}
+	remote, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r", SecretsDir: "/run/driftless/secrets", Remote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, b := remote.Create.HostConfig.Mounts, remote.Create.HostConfig.Binds; len(m) != 0 || len(b) != 0 {
+		t.Errorf("remote mounts %+v, binds %v, want none (the secret is copied in)", m, b)
+	}
+	if got, want := remote.Create.Config.Labels[drift.LabelSpecHash], local.Create.Config.Labels[drift.LabelSpecHash]; got != want || got == "" {
+		t.Errorf("spec hash %q, want the local engine's %q", got, want)
+	}
+	rotated := spec
+	rotated.Secrets = []manifest.SecretRef{spec.Secrets[0]}
+	rotated.Secrets[0].Digest = key.Digest("v2")
+	if manifest.HashService(key, nil, rotated) == app.Services[0].Hash {
+		t.Error("a rotated secret keeps the spec hash: the container would keep the old value")
+	}
+}

@@ -49,9 +49,10 @@ type Store struct {
 	// container of driftless, running or not: what must not be removed.
 	Mounts func(ctx context.Context) ([]string, error)
 	// Remote: the engine may be on another host, where these directories
-	// are not. Repository files are not written under FilesDir (they are
-	// copied into each container through the engine API) and state
-	// directories are not made under StateDir (they are volumes there).
+	// are not. Repository files are not written under FilesDir nor secret
+	// files under SecretsDir (they are copied into each container through
+	// the engine API), and state directories are not made under StateDir
+	// (they are volumes there).
 	Remote bool
 
 	// mu serializes writing and removing materialized trees and secret
@@ -106,7 +107,7 @@ func MaterializedPath(app *manifest.App, filesDir string, b manifest.BindMount) 
 }
 
 // materializeService writes the content of the service's repository binds
-// (unless Remote) and its secret files that are not yet on disk.
+// and its secret files that are not yet on disk (neither with Remote).
 func (s *Store) MaterializeService(app *manifest.App, svc *manifest.Service) error {
 	if err := s.WriteSecrets(app, svc); err != nil {
 		return err

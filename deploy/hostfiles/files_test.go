@@ -167,18 +167,23 @@ func must(t *testing.T, err error) {
 }
 
 // TestNoRepoFilesWritesNothing: for an engine that may be on another host
-// the repository files are not written on the agent's disk (they are
-// copied into the container), while the same service on a local engine's
-// store gets its tree.
+// neither the repository files nor the secret files are written on the
+// agent's disk (they are copied into the container), while the same
+// service on a local engine's store gets its tree.
 func TestNoRepoFilesWritesNothing(t *testing.T) {
 	tree := confTree()
-	app := &manifest.App{Name: "shop", Content: map[string]*manifest.RepoTree{tree.Hash(): tree}}
+	app := &manifest.App{Name: "shop", Content: map[string]*manifest.RepoTree{tree.Hash(): tree}, SecretData: map[string][]byte{"d1": []byte("hunter2")}}
 	svc := &manifest.Service{Name: "web", Spec: manifest.ServiceSpec{Binds: []manifest.BindMount{{RepoPath: "conf", ContentHash: tree.Hash(), MountPath: "/etc/app", ReadOnly: true}}}}
 	remote := filepath.Join(t.TempDir(), "files")
-	must(t, (&Store{FilesDir: remote, Log: slog.New(slog.DiscardHandler), Remote: true}).MaterializeService(app, svc))
-	if _, err := os.Stat(remote); !os.IsNotExist(err) {
-		ents, _ := os.ReadDir(remote)
-		t.Errorf("remote engine's files directory: %v (%v), want none", ents, err)
+	secrets := filepath.Join(t.TempDir(), "secrets")
+	withSecret := *svc
+	withSecret.Spec.Secrets = []manifest.SecretRef{{Name: "db", Target: "/run/secrets/db", Mode: 0o444, Digest: "d1"}}
+	must(t, (&Store{FilesDir: remote, SecretsDir: secrets, Log: slog.New(slog.DiscardHandler), Remote: true}).MaterializeService(app, &withSecret))
+	for _, dir := range []string{remote, secrets} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			ents, _ := os.ReadDir(dir)
+			t.Errorf("remote engine's %s: %v (%v), want none", dir, ents, err)
+		}
 	}
 	local := filepath.Join(t.TempDir(), "files")
 	t.Cleanup(func() { _ = RemoveTree(local) })

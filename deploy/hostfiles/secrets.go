@@ -99,8 +99,11 @@ func isTmpfs(dir string) bool {
 
 // writeSecrets writes the service's secret files that are not on the tmpfs
 // (any more: a reboot empties it), before a replica is created or started.
+// With Remote it writes nothing: the engine's host is not this one, and
+// the values are copied into each created container instead
+// (deploy/internal/copyin).
 func (s *Store) WriteSecrets(app *manifest.App, svc *manifest.Service) error {
-	if len(svc.Spec.Secrets) == 0 {
+	if len(svc.Spec.Secrets) == 0 || s.Remote {
 		return nil
 	}
 	s.mu.Lock()

@@ -53,7 +53,7 @@ type Input struct {
 	// dockerspec.ReplicaInput).
 	FilesDir, SecretsDir, StateDir string
 	// Remote: the engine may be on another host (dockerspec.ReplicaInput):
-	// repository files are copied into the created container
+	// repository and secret files are copied into the created container
 	// (deploy/internal/copyin), not bind-mounted; state directories are
 	// volumes there.
 	Remote bool

@@ -148,30 +148,33 @@ func TestRunTimesOut(t *testing.T) {
 	}
 }
 
-// On an engine that may be on another host, a job's repository file is
-// not bind-mounted: it is copied into the created container before it
-// starts. On a local engine it is mounted and nothing is copied.
+// On an engine that may be on another host, a job's repository file and
+// secret file are not bind-mounted: they are copied into the created
+// container before it starts, in one request. On a local engine they are
+// mounted and nothing is copied.
 func TestRunCopiesRepositoryFiles(t *testing.T) {
 	app, j := testJob()
 	tree := &manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte("x=1\n")}}}
 	app.Content = map[string]*manifest.RepoTree{tree.Hash(): tree}
+	app.SecretData = map[string][]byte{"d1": []byte("hunter2")}
 	j.Service.Spec.Binds = []manifest.BindMount{{RepoPath: "conf/app.conf", ContentHash: tree.Hash(), MountPath: "/etc/app.conf", ReadOnly: true}}
+	j.Service.Spec.Secrets = []manifest.SecretRef{{Name: "db", Target: "/run/secrets/db", Mode: 0o444, Digest: "d1"}}
 
-	rc, err := createConfig(Input{App: app, Job: j, Revision: "abc", FilesDir: "/data/files", Remote: true}, time.Now())
+	rc, err := createConfig(Input{App: app, Job: j, Revision: "abc", FilesDir: "/data/files", SecretsDir: "/run/secrets-dir", Remote: true}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m := rc.Create.HostConfig.Mounts; len(m) != 0 {
-		t.Errorf("mounts %+v, want none for a copied repository file", m)
+		t.Errorf("mounts %+v, want none for a copied repository file and secret", m)
 	}
 	f := &fakeAPI{}
-	run := Run(context.Background(), f, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files", Remote: true})
-	if run.Failed() || !slices.Equal(f.calls, []string{"copy / etc/app.conf", "start"}) {
-		t.Errorf("run %+v, calls %q: want the file copied, then the start", run, f.calls)
+	run := Run(context.Background(), f, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files", SecretsDir: "/run/secrets-dir", Remote: true})
+	if run.Failed() || !slices.Equal(f.calls, []string{"copy / etc/app.conf,run/secrets/db", "start"}) {
+		t.Errorf("run %+v, calls %q: want the file and the secret copied, then the start", run, f.calls)
 	}
 
 	local := &fakeAPI{}
-	run = Run(context.Background(), local, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files"})
+	run = Run(context.Background(), local, Input{App: app, Job: j, Revision: "abc", Poll: time.Millisecond, FilesDir: "/data/files", SecretsDir: "/run/secrets-dir"})
 	if run.Failed() || !slices.Equal(local.calls, []string{"start"}) {
 		t.Errorf("on a local engine: run %+v, calls %q: want only the start", run, local.calls)
 	}

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -9,13 +11,13 @@ import (
 // CheckRemoteEngine returns one error, located where the manifest
 // declares it, for everything a service or job asks for that needs the
 // agent's host while the app is placed on an engine that may be on
-// another host: secret files are bind mounts of files the agent writes
-// on its own disk, and httpGet/tcpSocket readiness probes are run by the
-// agent, which cannot reach a remote engine's bridge addresses.
-// Repository files are allowed: they are copied into each created
+// another host: httpGet/tcpSocket readiness probes are run by the agent,
+// which cannot reach a remote engine's bridge addresses. Repository files
+// and secret files are allowed: they are copied into each created
 // container through the engine API (deploy's Options.Remote) — except
-// into a read-only root filesystem, where the engine refuses the copy.
-// State directories are named volumes on that engine
+// into a read-only root filesystem, where the engine refuses the copy,
+// and a secret under a tmpfs mount, which would hide it once the
+// container starts. State directories are named volumes on that engine
 // (manifest.StateVolumeName). Docker healthchecks (exec readiness) and
 // named volumes work on any engine.
 func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
@@ -34,8 +36,8 @@ func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 					refuse(fmt.Sprintf("binds[%d]", i), fmt.Sprintf("repository file %s with a read-only root filesystem (the file is copied into the container's filesystem)", b.RepoPath), "drop read_only (readOnlyRootfs), or COPY the file into an image with build:")
 				}
 			}
-			if len(svc.Spec.Secrets) > 0 {
-				refuse("secrets", fmt.Sprintf("secret file %s (written on the agent's host)", svc.Spec.Secrets[0].File), "place the app on an engine on this host")
+			if feature, hint := remoteSecretProblem(&svc.Spec); feature != "" {
+				refuse("secrets", feature, hint)
 			}
 			if r := svc.Spec.Readiness; r != nil && (r.HTTPGet != nil || r.TCPSocket != nil) {
 				refuse("readiness", "an httpGet or tcpSocket readiness probe (run from the agent's host, which cannot reach the engine's container addresses)", "use an exec probe or a healthcheck")
@@ -43,4 +45,32 @@ func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 		}
 	})
 	return errs
+}
+
+// remoteSecretProblem is the first secret file of spec that cannot be
+// copied into the container where it would be read, and what to do.
+func remoteSecretProblem(spec *manifest.ServiceSpec) (feature, hint string) {
+	for _, ref := range spec.Secrets {
+		if spec.ReadOnlyRootfs {
+			return fmt.Sprintf("secret file %s with a read-only root filesystem (the secret is copied into the container's filesystem)", ref.File),
+				"drop read_only (readOnlyRootfs), or place the app on an engine on this host"
+		}
+		if t := underTmpfs(spec, ref.Target); t != "" {
+			return fmt.Sprintf("secret file %s at %s under the tmpfs %s (the secret is copied into the container's filesystem, which the tmpfs hides)", ref.File, ref.Target, t),
+				"give the secret a target outside the tmpfs, or place the app on an engine on this host"
+		}
+	}
+	return "", ""
+}
+
+// underTmpfs is the tmpfs mount of spec that target lies under, or "".
+func underTmpfs(spec *manifest.ServiceSpec, target string) string {
+	target = path.Clean(target)
+	for _, t := range spec.Tmpfs {
+		m := path.Clean(t.MountPath)
+		if target == m || strings.HasPrefix(target, strings.TrimSuffix(m, "/")+"/") {
+			return t.MountPath
+		}
+	}
+	return ""
 }

@@ -1,11 +1,15 @@
 // Package copyin delivers a service's repository files (bind mounts of
-// files or directories of the app's directory) into a created, not yet
+// files or directories of the app's directory) and its secret files
+// (decrypted SOPS values, manifest.SecretRef) into a created, not yet
 // started container through the engine API, for an engine that may be on
-// another host: the agent's FilesDir is not on that host, so nothing can
-// be bind-mounted from it. The files become part of the container's own
-// filesystem, written once before its first start; a changed file changes
-// the spec hash (each bind's ContentHash is in it), so the container is
-// replaced, never written again.
+// another host: the agent's FilesDir and SecretsDir are not on that host,
+// so nothing can be bind-mounted from them. The files become part of the
+// container's own filesystem (its writable layer on the engine's host:
+// readable by anyone with access to that engine, gone with the
+// container), written once before its first start; a changed file or a
+// rotated secret changes the spec hash (each bind's ContentHash and each
+// secret's Digest are in it), so the container is replaced, never written
+// again.
 package copyin
 
 import (
@@ -16,6 +20,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,26 +48,33 @@ const (
 // content alone.
 var modTime = time.Unix(0, 0).UTC()
 
-// Copy writes the repository binds of spec into the created container id,
-// in one request; a spec without any sends none.
+// Copy writes the repository binds and the secret files of spec into the
+// created container id, in one request; a spec without any sends none.
+// Its errors name files and secrets, never a secret's value.
 func Copy(ctx context.Context, api API, id string, app *manifest.App, spec *manifest.ServiceSpec) error {
 	archive, err := Archive(app, spec)
 	if err != nil || archive == nil {
 		return err
 	}
 	if _, err := api.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: bytes.NewReader(archive)}); err != nil {
-		return fmt.Errorf("copy repository files into the container: %w", err)
+		what := "repository files"
+		if len(spec.Secrets) > 0 {
+			what = "repository and secret files"
+		}
+		return fmt.Errorf("copy %s into the container: %w", what, err)
 	}
 	return nil
 }
 
 // Archive is the tar, to be extracted at the container's /, of every
 // repository bind of spec: a single file at its mount path, a directory
-// tree under it (the mount path's own entry included). Parent directories
-// the archive does not name are created by the engine (0755, root) where
-// the image has none, and left as they are where it has. Binds are written
+// tree under it (the mount path's own entry included); then every secret
+// file at its target, with its owner and mode. Parent directories the
+// archive does not name are created by the engine (0755, root) where the
+// image has none, and left as they are where it has. Binds are written
 // shallowest first, so one mounted inside another's directory overlays
-// it, as the mounts would. nil when spec has no repository bind.
+// it, as the mounts would; secrets last, so one inside a bound directory
+// overlays it too. nil when spec has neither.
 func Archive(app *manifest.App, spec *manifest.ServiceSpec) ([]byte, error) {
 	var binds []manifest.BindMount
 	for _, b := range spec.Binds {
@@ -70,7 +82,7 @@ func Archive(app *manifest.App, spec *manifest.ServiceSpec) ([]byte, error) {
 			binds = append(binds, b)
 		}
 	}
-	if len(binds) == 0 {
+	if len(binds) == 0 && len(spec.Secrets) == 0 {
 		return nil, nil
 	}
 	slices.SortStableFunc(binds, func(a, b manifest.BindMount) int {
@@ -85,6 +97,11 @@ func Archive(app *manifest.App, spec *manifest.ServiceSpec) ([]byte, error) {
 		}
 		if err := writeBind(tw, b, tree); err != nil {
 			return nil, fmt.Errorf("repoPath %s (mounted at %s): %w", b.RepoPath, b.MountPath, err)
+		}
+	}
+	for _, ref := range spec.Secrets {
+		if err := writeSecret(tw, app, ref); err != nil {
+			return nil, fmt.Errorf("secret %s (at %s): %w", ref.Name, ref.Target, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -154,4 +171,55 @@ func writeFile(tw *tar.Writer, name string, f manifest.RepoFile) error {
 	}
 	_, err := tw.Write(f.Data)
 	return err
+}
+
+// writeSecret adds one secret file at its target, owned by its UID and
+// GID (root where one is not declared: the agent's user, which owns it on
+// a local engine, means nothing on another host) with its mode (0444,
+// compose's, where none is declared). Errors never carry the value.
+func writeSecret(tw *tar.Writer, app *manifest.App, ref manifest.SecretRef) error {
+	if !path.IsAbs(ref.Target) {
+		return fmt.Errorf("target %q is not absolute", ref.Target)
+	}
+	name := strings.TrimPrefix(path.Clean(ref.Target), "/")
+	if name == "" {
+		return fmt.Errorf("a secret cannot be copied onto the container's /")
+	}
+	var data []byte
+	var ok bool
+	if app != nil && ref.Digest != "" {
+		data, ok = app.SecretData[ref.Digest]
+	}
+	if !ok {
+		return fmt.Errorf("its value was not decrypted with the app")
+	}
+	uid, err := owner("uid", ref.UID)
+	if err != nil {
+		return err
+	}
+	gid, err := owner("gid", ref.GID)
+	if err != nil {
+		return err
+	}
+	mode := int64(ref.Mode) & 0o7777
+	if mode == 0 {
+		mode = fileMode
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Uid: uid, Gid: gid, Size: int64(len(data)), ModTime: modTime}); err != nil {
+		return err
+	}
+	_, err = tw.Write(data)
+	return err
+}
+
+// owner is a secret's numeric uid or gid, 0 when not declared.
+func owner(field, v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q is not a number", field, v)
+	}
+	return n, nil
 }

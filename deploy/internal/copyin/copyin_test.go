@@ -195,3 +195,88 @@ func TestCopy(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestArchiveSecrets: each secret file lands at its target with its
+// declared owner and mode (root and 0444 where none is declared), after
+// the repository files, so one inside a bound directory overlays it; a
+// spec with secrets alone has an archive too.
+func TestArchiveSecrets(t *testing.T) {
+	site := &manifest.RepoTree{Dir: true, Files: []manifest.RepoFile{{Path: "index.html", Data: []byte("<h1>hi</h1>")}}}
+	a, spec := app([]manifest.BindMount{{RepoPath: "site", MountPath: "/srv/site"}}, site)
+	a.SecretData = map[string][]byte{"d1": []byte("hunter2"), "d2": []byte("tls-key")}
+	spec.Secrets = []manifest.SecretRef{
+		{Name: "db", Target: "/run/secrets/db", Mode: 0o400, UID: "999", GID: "998", Digest: "d1"},
+		{Name: "tls", Target: "/srv/site/key.pem", Digest: "d2"},
+	}
+	for _, s := range []*manifest.ServiceSpec{spec, {Secrets: spec.Secrets}} {
+		archive, err := Archive(a, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		tr := tar.NewReader(bytes.NewReader(archive))
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(tr)
+			got = append(got, fmt.Sprintf("%s %d:%d %o %q", h.Name, h.Uid, h.Gid, h.Mode, data))
+		}
+		want := []string{`run/secrets/db 999:998 400 "hunter2"`, `srv/site/key.pem 0:0 444 "tls-key"`}
+		if len(s.Binds) > 0 {
+			want = append([]string{`srv/site/ 0:0 555 ""`, `srv/site/index.html 0:0 444 "<h1>hi</h1>"`}, want...)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("archive:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestArchiveSecretErrors: a secret whose value was not decrypted, a
+// non-numeric owner and a target at / are refused, naming the secret and
+// never its value.
+func TestArchiveSecretErrors(t *testing.T) {
+	a := &manifest.App{Name: "shop", SecretData: map[string][]byte{"d1": []byte("hunter2")}}
+	for _, c := range []struct {
+		ref  manifest.SecretRef
+		want string
+	}{
+		{manifest.SecretRef{Name: "db", Target: "/run/secrets/db", Digest: "nope"}, "secret db (at /run/secrets/db): its value was not decrypted with the app"},
+		{manifest.SecretRef{Name: "db", Target: "/run/secrets/db", Digest: "d1", UID: "app"}, `secret db (at /run/secrets/db): uid "app" is not a number`},
+		{manifest.SecretRef{Name: "db", Target: "/", Digest: "d1"}, "secret db (at /): a secret cannot be copied onto the container's /"},
+	} {
+		_, err := Archive(a, &manifest.ServiceSpec{Secrets: []manifest.SecretRef{c.ref}})
+		if err == nil || err.Error() != c.want || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}
+
+// TestCopySecrets: secrets go in the same single request as the
+// repository files; the engine's refusal says secret files were part of
+// it, without a value.
+func TestCopySecrets(t *testing.T) {
+	file := &manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte("x")}}}
+	a, spec := app([]manifest.BindMount{{RepoPath: "a.conf", MountPath: "/etc/a.conf"}}, file)
+	a.SecretData = map[string][]byte{"d1": []byte("hunter2")}
+	spec.Secrets = []manifest.SecretRef{{Name: "db", Target: "/run/secrets/db", Mode: 0o444, Digest: "d1"}}
+	api := &fakeAPI{}
+	if err := Copy(context.Background(), api, "c1", a, spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.calls) != 1 {
+		t.Fatalf("%d requests, want one", len(api.calls))
+	}
+	data, _ := io.ReadAll(api.calls[0].Content)
+	if got := entries(t, data); len(got) != 2 || got[1] != `run/secrets/db 444 "hunter2"` {
+		t.Errorf("copied %v, want the file and the secret", got)
+	}
+	failing := &fakeAPI{err: errors.New("container rootfs is marked read-only")}
+	if err := Copy(context.Background(), failing, "c1", a, spec); err == nil || err.Error() != "copy repository and secret files into the container: container rootfs is marked read-only" {
+		t.Errorf("error %v", err)
+	}
+}
