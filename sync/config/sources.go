@@ -202,7 +202,7 @@ func parseSource(fs fileSource, globalSecret string, rel func(string) string, se
 		}
 	}
 	if tmpl.Engines != nil {
-		errs = append(errs, errors.New("template.engines: a source's apps run on one engine each (template.engine: NAME); list several engines on an entry of apps:"))
+		errs = append(errs, errors.New("template.engines: a source's apps run on one engine each (template.engine: NAME); several engines are for an app listed under apps"))
 	}
 	// The app template: the source's repository keys over the template's
 	// settings. The source's prune is about whole apps; the template's is
