@@ -1,0 +1,95 @@
+package engines
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/privengine"
+	"github.com/driftless-dev/driftless/e2e/sshengine"
+	"github.com/driftless-dev/driftless/e2e/testenv"
+	"github.com/driftless-dev/driftless/sync/status"
+)
+
+// TestOneAppOnTwoEngines: an app declared with engines: [local, far]
+// runs as two instances, APP@local on the machine's engine and APP@far on
+// an engine reached over ssh, each with its own status and its
+// containers named for the app on its engine. One commit rolls both; a
+// container removed by hand on far is healed there while the local
+// instance's container is left alone.
+func TestOneAppOnTwoEngines(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	eng := privengine.Start(t)
+	eng.LoadImages(image)
+	ssh := sshengine.Start(t, eng.Host)
+
+	app := prefix() + "-both"
+	t.Cleanup(func() { testenv.RemoveApp(t, app) })
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo := gitserver.Init(t, base, "platform")
+	manifest := func(message string) string {
+		return fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  env: {MESSAGE: %s}\n  stopGracePeriodSeconds: 1\n", image, message)
+	}
+	repo.WriteFile("apps/"+app+"/web.yaml", manifest("one"))
+	first := repo.Commit("an app on two engines")
+	cfg := fmt.Sprintf(`engines:
+  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}
+apps:
+  - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engines: [local, far]}
+`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+
+	onLocal, onFar := app+"@local", app+"@far"
+	local := testenv.WaitAppStatus(t, agent, onLocal, 90*time.Second, "converged on the local engine", testenv.ConvergedServices(first, map[string]int{"web": 1}))
+	far := testenv.WaitAppStatus(t, agent, onFar, 90*time.Second, "converged on far", testenv.ConvergedServices(first, map[string]int{"web": 1}))
+	if local.Engine != "" || far.Engine != "far" {
+		t.Errorf("%s on engine %q, %s on %q; want the local engine and far", onLocal, local.Engine, onFar, far.Engine)
+	}
+	if l, f := (engineCLI{}).containers(t, app), (engineCLI{eng}).containers(t, app); len(l) != 1 || len(f) != 1 {
+		t.Fatalf("containers labelled %s: local %v, far %v; want one on each", app, l, f)
+	}
+	for _, e := range []*privengine.Engine{nil, eng} {
+		name := app + "-web-1"
+		var env string
+		if e == nil {
+			env = testenv.Docker(t, "inspect", "--format", "{{range .Config.Env}}{{println .}}{{end}}", name)
+		} else {
+			env = e.Docker("inspect", "--format", "{{range .Config.Env}}{{println .}}{{end}}", name)
+		}
+		if !strings.Contains(env, "MESSAGE=one") {
+			t.Errorf("%s (private engine %v) env %q, want MESSAGE=one", name, e != nil, env)
+		}
+	}
+
+	// One commit rolls both instances.
+	repo.WriteFile("apps/"+app+"/web.yaml", manifest("two"))
+	second := repo.Commit("a new message")
+	rolled := func(old status.AppStatus) func(status.AppStatus) bool {
+		return func(st status.AppStatus) bool {
+			ids := testenv.ContainerIDs(st)
+			return testenv.ConvergedServices(second, map[string]int{"web": 1})(st) && len(ids) == 1 && ids[0] != testenv.ContainerIDs(old)[0]
+		}
+	}
+	local = testenv.WaitAppStatus(t, agent, onLocal, 90*time.Second, "rolled on the local engine", rolled(local))
+	far = testenv.WaitAppStatus(t, agent, onFar, 90*time.Second, "rolled on far", rolled(far))
+
+	// A container removed by hand on far heals there; the local one stays.
+	eng.Docker("rm", "-f", app+"-web-1")
+	testenv.WaitAppStatus(t, agent, onFar, 60*time.Second, "healed on far", func(st status.AppStatus) bool {
+		ids := testenv.ContainerIDs(st)
+		return testenv.ConvergedServices(second, map[string]int{"web": 1})(st) && len(ids) == 1 && ids[0] != testenv.ContainerIDs(far)[0]
+	})
+	if got := testenv.ContainerIDs(testenv.AppStatus(t, agent, onLocal)); len(got) != 1 || got[0] != testenv.ContainerIDs(local)[0] {
+		t.Errorf("%s's containers %v after far healed, want %v untouched", onLocal, got, testenv.ContainerIDs(local))
+	}
+}
