@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/sync/loop/internal/jobschedule"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/sync/store"
 )
@@ -57,7 +58,7 @@ type jobState struct {
 	last     map[string]drift.JobRun // latest run by job name
 	running  map[string]int          // runs under way by job name
 	declared []manifest.Job          // the enforced revision's jobs
-	sched    *jobScheduler
+	sched    *jobschedule.Scheduler
 }
 
 // jobKey identifies a job of a revision: "pre-sync:<sha>/<job hash>".
@@ -74,7 +75,7 @@ func (a *Agent) jobState(app string) *jobState {
 	if err != nil {
 		a.log.Error("job state not read; pre-sync jobs may run again", "app", app, "err", err)
 	}
-	js := &jobState{done: map[string]bool{}, failed: map[string]drift.JobRun{}, last: map[string]drift.JobRun{}, running: map[string]int{}, sched: newJobScheduler(kept.LastRun)}
+	js := &jobState{done: map[string]bool{}, failed: map[string]drift.JobRun{}, last: map[string]drift.JobRun{}, running: map[string]int{}, sched: jobschedule.New(kept.LastRun)}
 	for _, k := range kept.Done {
 		js.done[k] = true
 	}
@@ -276,8 +277,8 @@ func (a *Agent) jobStatuses(app string, refused *status.Refusal) []status.JobSta
 			r := run
 			s.LastRun = &r
 		}
-		if sj, ok := js.sched.jobs[j.Name]; ok {
-			s.NextRun = sj.next
+		if next, ok := js.sched.NextRun(j.Name); ok {
+			s.NextRun = next
 		}
 		out = append(out, s)
 	}
@@ -336,7 +337,7 @@ func (a *Agent) setJobs(app string, accepted *revisionState) {
 	}
 	changed := !slices.EqualFunc(js.declared, declared, func(x, y manifest.Job) bool { return x.Hash == y.Hash && x.Name == y.Name })
 	js.declared = declared
-	js.sched.set(m, rev, a.now())
+	js.sched.Set(m, rev, a.now())
 	js.mu.Unlock()
 	if jobs, _ := a.placed(app); changed && m != nil && jobs != nil {
 		// The runs kept for docker logs of jobs the revision dropped.
@@ -412,18 +413,18 @@ func (a *Agent) launchDue(ctx context.Context) time.Duration {
 		suspended := a.apps[app] != nil && a.apps[app].cfg.Suspend
 		a.mu.Unlock()
 		js.mu.Lock()
-		var launch []*scheduledJob
+		var launch []*jobschedule.Job
 		var skipped []string
 		if suspended {
-			for _, name := range js.sched.skip(now) {
+			for _, name := range js.sched.Skip(now) {
 				a.log.Info("app suspended; scheduled job not run", "app", app, "job", name)
 			}
 		} else {
-			launch, skipped = js.sched.due(now)
+			launch, skipped = js.sched.Due(now)
 		}
-		next := js.sched.nextDue()
+		next := js.sched.NextDue()
 		last := map[string]time.Time{}
-		for k, v := range js.sched.lastRun {
+		for k, v := range js.sched.LastRun() {
 			last[k] = v
 		}
 		js.mu.Unlock()
@@ -437,9 +438,9 @@ func (a *Agent) launchDue(ctx context.Context) time.Duration {
 		}
 		for _, sj := range launch {
 			a.jobs.runs.Go(func() {
-				a.runJob(ctx, app, sj.app, sj.job, sj.rev)
+				a.runJob(ctx, app, sj.App, sj.Job, sj.Rev)
 				js.mu.Lock()
-				js.sched.finished(sj.job.Name)
+				js.sched.Finished(sj.Job.Name)
 				js.mu.Unlock()
 			})
 		}
