@@ -262,6 +262,18 @@ func TestHealthAndReady(t *testing.T) {
 	if w := env.do(http.MethodGet, "/readyz", ""); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "permission denied") {
 		t.Errorf("readyz while not ready: %d %q", w.Code, w.Body)
 	}
+
+	// One engine at a time: its own answer, whatever the agent's.
+	env.agent.engines = map[string]error{"edge": nil, "cabin": errors.New("docker engine unreachable: dial tcp 10.0.0.7:2376: i/o timeout")}
+	if w := env.do(http.MethodGet, "/readyz?engine=edge", ""); w.Code != 200 || w.Body.String() != "ready" {
+		t.Errorf("readyz?engine=edge: %d %q, want ready while the agent is not", w.Code, w.Body)
+	}
+	if w := env.do(http.MethodGet, "/readyz?engine=cabin", ""); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "i/o timeout") {
+		t.Errorf("readyz?engine=cabin: %d %q, want 503 with the engine's error", w.Code, w.Body)
+	}
+	if w := env.do(http.MethodGet, "/readyz?engine=nope", ""); w.Code != http.StatusNotFound {
+		t.Errorf("readyz?engine=nope: %d %q, want 404", w.Code, w.Body)
+	}
 }
 
 func TestClient(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/gitsource"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
@@ -27,6 +28,7 @@ type fakeAgent struct {
 	enqueued []string              // "app/trigger"
 	calls    []string
 	notReady error
+	engines  map[string]error // EngineReady answers, by engine name
 	subs     []chan status.Event
 	pinErr   error
 	series   map[string][]status.ServiceSeries // by app
@@ -187,6 +189,13 @@ func (f *fakeAgent) subscribers() int {
 }
 
 func (f *fakeAgent) Ready() error { return f.notReady }
+
+func (f *fakeAgent) EngineReady(name string) error {
+	if err, ok := f.engines[name]; ok {
+		return err
+	}
+	return fmt.Errorf("%w %q", loop.ErrUnknownEngine, name)
+}
 
 func (f *fakeAgent) enqueuedCalls() []string {
 	f.mu.Lock()

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/driftless-dev/driftless/sync/config"
+	"github.com/driftless-dev/driftless/sync/loop"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web/webhook"
 )
@@ -50,6 +51,9 @@ type Agent interface {
 	Unquarantine(app string) error
 	Subscribe() (<-chan status.Event, func())
 	Ready() error
+	// EngineReady is whether one engine answers (/readyz?engine=NAME);
+	// an error wrapping loop.ErrUnknownEngine for a name it does not have.
+	EngineReady(name string) error
 }
 
 // AppSource is the part of an app's configuration webhooks need to decide
@@ -509,7 +513,15 @@ func (s *Server) routes() *gin.Engine {
 // readyz answers with the status code and one word; why the agent is not
 // ready (app names, errors) only to those who may read the dashboard.
 func (s *Server) readyz(c *gin.Context) {
-	if err := s.opts.Agent.Ready(); err != nil {
+	ready := s.opts.Agent.Ready
+	if name, one := c.GetQuery("engine"); one {
+		ready = func() error { return s.opts.Agent.EngineReady(name) }
+	}
+	if err := ready(); err != nil {
+		if errors.Is(err, loop.ErrUnknownEngine) {
+			c.String(http.StatusNotFound, "no such engine")
+			return
+		}
 		if s.mayRead(c) {
 			c.String(http.StatusServiceUnavailable, "not ready: %s", scrubCredentials(err.Error()))
 			return

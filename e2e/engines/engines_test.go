@@ -126,6 +126,11 @@ apps:
 	if page := get(t, agent.URL+"/"); !strings.Contains(page, `<strong>b</strong> 1 app <span class="badge bad"`) || !strings.Contains(page, `<strong>a</strong> 1 app ·`) {
 		t.Errorf("the dashboard's engines line does not show b unreachable and a answering:\n%s", page)
 	}
+	for q, want := range map[string]int{"": 200, "?engine=local": 200, "?engine=a": 200, "?engine=b": 503, "?engine=c": 404} {
+		if code := statusCode(t, agent.URL+"/readyz"+q); code != want {
+			t.Errorf("/readyz%s with b down: HTTP %d, want %d", q, code, want)
+		}
+	}
 	beforeOne := testenv.ContainerIDs(testenv.AppStatus(t, agent, one))
 	a.Docker("rm", "-f", one+"-web-1")
 	testenv.WaitAppStatus(t, agent, one, 60*time.Second, "healed on a while b is down", func(st status.AppStatus) bool {
@@ -139,6 +144,17 @@ apps:
 	// b back: two converges again.
 	b.Start()
 	testenv.WaitAppStatus(t, agent, two, 90*time.Second, "converged once b is back", converged)
+}
+
+// statusCode is the HTTP status of a GET of url.
+func statusCode(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // waitMetric waits until /metrics holds line.

@@ -1276,6 +1276,30 @@ func (a *Agent) Ready() error {
 	return errors.Join(errs...)
 }
 
+// ErrUnknownEngine: EngineReady was asked about an engine the agent does
+// not have.
+var ErrUnknownEngine = errors.New("no such engine")
+
+// EngineReady reports whether the engine called name (config.LocalEngine
+// for the agent's own) answers, for a per-engine health check; a named
+// engine known to be down answers at once.
+func (a *Agent) EngineReady(name string) error {
+	eng := Engine(a.engine)
+	if name != config.LocalEngine {
+		named, ok := a.opts.Engines[name]
+		if !ok {
+			return fmt.Errorf("%w %q", ErrUnknownEngine, name)
+		}
+		eng = named
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := eng.Ping(ctx); err != nil {
+		return engineError(err)
+	}
+	return nil
+}
+
 // statusChanged ignores the fields every pass touches, and Docker's status
 // words ("Up 3 minutes"), which change with the clock alone.
 func statusChanged(a, b status.AppStatus) bool {

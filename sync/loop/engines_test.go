@@ -79,6 +79,15 @@ func TestAppsOnNamedEngines(t *testing.T) {
 	if err := h.agent.Ready(); err != nil && strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("Ready with edge down = %v; a named engine down is its apps' problem, not the agent's", err)
 	}
+	if err := h.agent.EngineReady("edge"); !errors.Is(err, drift.ErrEngineUnreachable) {
+		t.Errorf("EngineReady(edge) with edge down = %v, want unreachable", err)
+	}
+	if err := h.agent.EngineReady(config.LocalEngine); err != nil {
+		t.Errorf("EngineReady(local) with edge down = %v, want nil", err)
+	}
+	if err := h.agent.EngineReady("cabin"); !errors.Is(err, ErrUnknownEngine) {
+		t.Errorf("EngineReady(cabin) = %v, want ErrUnknownEngine", err)
+	}
 	edge.setDown(nil)
 	if st, _ = h.pass("blog", "engine-reconnected"); st.Health != drift.HealthHealthy {
 		t.Fatalf("blog after edge came back: %s %q", st.Health, st.Message)
