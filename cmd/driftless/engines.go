@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,13 +68,26 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 			return nil, nil, fmt.Errorf("engine %s: %w", ec.Name, err)
 		}
 		out[ec.Name] = eng
-		pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := eng.Ping(pingCtx); err != nil {
-			log.Warn("engine unreachable at start; its apps show it until it answers", "engine", ec.Name, "err", err)
-		}
-		cancel()
 	}
+	pingAll(ctx, out, log)
 	return out, closeDialers, nil
+}
+
+// pingAll pings every engine at once, so that engines that do not answer
+// delay the start by one timeout, not one each; an engine down is not
+// fatal, only logged.
+func pingAll(ctx context.Context, engines namedEngines, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for name, eng := range engines {
+		wg.Go(func() {
+			if err := eng.Ping(ctx); err != nil {
+				log.Warn("engine unreachable at start; its apps show it until it answers", "engine", name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // reach points opts at the engine ec declares: its host, its TLS files,
