@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/deploy/dockerssh"
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/registry"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/loop"
@@ -58,6 +61,7 @@ func connectNamedEngines(ctx context.Context, cfg config.Config, local deploy.Op
 		if d != nil {
 			dialers = append(dialers, d)
 		}
+		opts.Credentials = cfg.LoginsFor(ec.Name, &registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)})
 		opts.FilesDir = filepath.Join(cfg.DataDir, "engines", ec.Name, "files")
 		opts.SecretsDir = filepath.Join(secrets, "engines", ec.Name)
 		opts.Logger = log.With("engine", ec.Name)
@@ -182,6 +186,10 @@ func (f *engineFlag) options(opts *deploy.Options, target string) (remote string
 	}
 	if d != nil {
 		done = func() { _ = d.Close() }
+	}
+	if l, ok := opts.Credentials.(*registry.Logins); ok && len(ec.Registries) > 0 {
+		// The engine's registries: before the others, as the agent has them.
+		l.Global = append(slices.Clone(ec.Registries), l.Global...)
 	}
 	if ec.Remote() {
 		remote = ec.Name

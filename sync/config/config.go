@@ -466,13 +466,10 @@ func parseConfig(data []byte, dir string, getenv func(string) string) (Config, e
 
 // parseConfigApps parses a driftless.yaml; needApps refuses one with
 // neither apps nor sources.
-func parseConfigApps(data []byte, dir string, getenv func(string) string, needApps bool) (Config, error) {
-	var fc fileConfig
-	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
-		return Config{}, fmt.Errorf("invalid YAML: %w", err)
-	}
-	rel := relativeTo(dir)
-	secret := func(what, env, file string) (string, error) {
+// secretReader reads a secret setting given as an environment variable
+// (fooEnv) or a file (fooFile), relative paths read with rel.
+func secretReader(rel func(string) string, getenv func(string) string) func(what, env, file string) (string, error) {
+	return func(what, env, file string) (string, error) {
 		switch {
 		case env != "" && file != "":
 			return "", fmt.Errorf("%s: set %sEnv or %sFile, not both", what, what, what)
@@ -491,6 +488,15 @@ func parseConfigApps(data []byte, dir string, getenv func(string) string, needAp
 		}
 		return "", nil
 	}
+}
+
+func parseConfigApps(data []byte, dir string, getenv func(string) string, needApps bool) (Config, error) {
+	var fc fileConfig
+	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
+		return Config{}, fmt.Errorf("invalid YAML: %w", err)
+	}
+	rel := relativeTo(dir)
+	secret := secretReader(rel, getenv)
 
 	cfg := Config{DataDir: rel(fc.DataDir), SecretsDir: rel(fc.SecretsDir), Listen: fc.Listen, ReadOnlyPublic: fc.ReadOnlyPublic}
 	fc.webExposure(&cfg, rel)
@@ -544,7 +550,7 @@ func parseConfigApps(data []byte, dir string, getenv func(string) string, needAp
 	cfg.Sources, srcErrs = parseSources(fc.Sources, cfg.WebhookSecret, rel, secret, getenv)
 	errs = append(errs, srcErrs...)
 	var engErrs []error
-	cfg.Engines, engErrs = parseEngines(fc.Engines, rel)
+	cfg.Engines, engErrs = parseEngines(fc.Engines, rel, secret, getenv)
 	errs = append(errs, engErrs...)
 	errs = append(errs, placeApps(&cfg)...)
 	errs = append(errs, checkInstances(&cfg)...)

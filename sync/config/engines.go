@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/driftless-dev/driftless/deploy/dockerssh"
+	"github.com/driftless-dev/driftless/deploy/registry"
 
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -37,6 +38,9 @@ type EngineConfig struct {
 	// logs in with ("": ssh's defaults) and the far side's host key
 	// ("": ~/.ssh/known_hosts).
 	SSHKeyFile, KnownHostsFile string
+	// Registries are pull credentials for the apps placed on this engine,
+	// before the global registries: (an app's own still come first).
+	Registries []registry.Login
 }
 
 // EngineTLS are the files of an engine's TLS connection.
@@ -76,6 +80,7 @@ type fileEngine struct {
 	AllowInsecureEngine bool           `json:"allowInsecureEngine"`
 	SSHKeyFile          string         `json:"sshKeyFile"`
 	KnownHostsFile      string         `json:"knownHostsFile"`
+	Registries          []fileRegistry `json:"registries"`
 }
 
 type fileEngineTLS struct {
@@ -85,7 +90,7 @@ type fileEngineTLS struct {
 }
 
 // parseEngines reads engines:.
-func parseEngines(fes []fileEngine, rel func(string) string) ([]EngineConfig, []error) {
+func parseEngines(fes []fileEngine, rel func(string) string, secret func(what, env, file string) (string, error), getenv func(string) string) ([]EngineConfig, []error) {
 	var out []EngineConfig
 	var errs []error
 	seen := map[string]bool{}
@@ -95,6 +100,11 @@ func parseEngines(fes []fileEngine, rel func(string) string) ([]EngineConfig, []
 			where = fmt.Sprintf("engines[%d] (%s)", i, fe.Name)
 		}
 		e, err := parseEngine(fe, rel)
+		if err == nil {
+			var regErrs []error
+			e.Registries, regErrs = parseRegistries("registries", fe.Registries, secret, getenv)
+			err = errors.Join(regErrs...)
+		}
 		if err == nil && seen[fe.Name] {
 			err = fmt.Errorf("name: %q is used by another engine; engine names must be unique", fe.Name)
 		}

@@ -25,7 +25,8 @@ func LoadEngine(path, name string) (EngineConfig, error) {
 	if err := yaml.Unmarshal(data, &fc); err != nil {
 		return EngineConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
-	engines, errs := parseEngines(fc.Engines, relativeTo(filepath.Dir(path)))
+	rel := relativeTo(filepath.Dir(path))
+	engines, errs := parseEngines(fc.Engines, rel, secretReader(rel, os.Getenv), os.Getenv)
 	if len(errs) > 0 {
 		return EngineConfig{}, fmt.Errorf("%s: %w", path, errs[0])
 	}

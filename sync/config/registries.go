@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/driftless-dev/driftless/deploy/registry"
@@ -85,12 +86,25 @@ func parseRegistry(fr fileRegistry, secret func(what, env, file string) (string,
 }
 
 // Logins are the registry credentials the config gives, per app and for
-// all, over Docker's own config.json.
+// all, over Docker's own config.json, for the agent's own engine.
 func (c Config) Logins(docker *registry.DockerConfig) *registry.Logins {
+	return c.LoginsFor(LocalEngine, docker)
+}
+
+// LoginsFor are the registry credentials of the engine called engine:
+// an app's own first (by its name on its engine, which its pulls give),
+// then the engine's registries:, then the global ones, then Docker's
+// config.json.
+func (c Config) LoginsFor(engine string, docker *registry.DockerConfig) *registry.Logins {
 	l := &registry.Logins{Global: c.Registries, PerApp: map[string][]registry.Login{}, Docker: docker}
+	for _, e := range c.Engines {
+		if e.Name == engine && len(e.Registries) > 0 {
+			l.Global = append(slices.Clone(e.Registries), c.Registries...)
+		}
+	}
 	for _, a := range c.Apps {
 		if len(a.Registries) > 0 {
-			l.PerApp[a.Name] = a.Registries
+			l.PerApp[a.NameOnEngine()] = a.Registries
 		}
 	}
 	return l

@@ -76,3 +76,62 @@ func TestConfigRegistryErrors(t *testing.T) {
 		})
 	}
 }
+
+// An engine's registries: serve the apps placed on it, after an app's own
+// and before the global ones; other engines do not see them. An instance
+// of an app on several engines is looked up by its name there.
+func TestEngineRegistries(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "far-pass"), []byte("farpass\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "global-pass"), []byte("globalpass\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "shop-pass"), []byte("shoppass\n"), 0o600)
+	path := filepath.Join(dir, "driftless.yaml")
+	os.WriteFile(path, []byte(`
+registries:
+  - {host: reg.example, username: global, passwordFile: global-pass}
+  - {host: other.example, username: global, passwordFile: global-pass}
+engines:
+  - name: far
+    host: ssh://deploy@far.example
+    registries:
+      - {host: reg.example, username: far, passwordFile: far-pass}
+apps:
+  - name: shop
+    repo: https://git.example.com/r.git
+    engines: [local, far]
+    registries:
+      - {host: shop.example, username: shop, passwordFile: shop-pass}
+  - name: blog
+    repo: https://git.example.com/r.git
+    engine: far
+`), 0o600)
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	user := func(l *registry.Logins, app, host string) string {
+		a, err := l.Lookup(ctx, app, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Username
+	}
+	far, local := cfg.LoginsFor("far", nil), cfg.Logins(nil)
+	for _, c := range []struct {
+		l                 *registry.Logins
+		engine, app, host string
+		want              string
+	}{
+		{far, "far", "blog", "reg.example", "far"},
+		{far, "far", "blog", "other.example", "global"},
+		{far, "far", "shop", "shop.example", "shop"},
+		{far, "far", "shop", "reg.example", "far"},
+		{local, "local", "shop", "reg.example", "global"},
+		{local, "local", "shop", "shop.example", "shop"},
+	} {
+		if got := user(c.l, c.app, c.host); got != c.want {
+			t.Errorf("engine %s, app %s, %s: user %q, want %q", c.engine, c.app, c.host, got, c.want)
+		}
+	}
+}

@@ -50,6 +50,9 @@ func (m tagMove) summary() string {
 // run keep running) and is tried again on the schedule.
 func (p *pass) followTags(ctx context.Context, app *manifest.App, actual drift.Actual, o *passOutcome) {
 	resolver := p.a.opts.Tags
+	if r, ok := p.a.opts.Engines[p.in.cfg.Engine].(TagResolver); ok {
+		resolver = r // with that engine's registry credentials
+	}
 	if app == nil || resolver == nil {
 		return
 	}
@@ -79,7 +82,7 @@ func (p *pass) followTags(ctx context.Context, app *manifest.App, actual drift.A
 }
 
 func (p *pass) resolveTag(ctx context.Context, resolver TagResolver, ft *followedTag, service string, o *passOutcome) {
-	digest, err := resolver.ResolveDigest(ctx, p.in.cfg.Name, ft.image)
+	digest, err := resolver.ResolveDigest(ctx, p.in.cfg.NameOnEngine(), ft.image)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.a.log.Warn("image update: resolving the tag failed; the service keeps its image", "app", p.in.cfg.Name, "service", service, "err", err)
