@@ -208,6 +208,9 @@ type Agent struct {
 	// runCtx is Run's context, for passes that triggers started by the
 	// schedule start; nil before Run.
 	runCtx context.Context
+	// enginePasses counts the passes under way on each named engine
+	// (takeEngineSlot).
+	enginePasses map[string]int
 
 	subsMu  sync.Mutex
 	subs    map[int]chan status.Event
@@ -230,17 +233,18 @@ func New(opts Options) (*Agent, error) {
 	}
 	opts = opts.withDefaults()
 	a := &Agent{
-		jobs:    newJobRegistry(),
-		opts:    opts,
-		log:     opts.Logger,
-		now:     opts.Now,
-		engine:  opts.Engine,
-		swarm:   opts.Swarm,
-		queue:   workqueue.New(opts.RetryBase, opts.RetryMax),
-		apps:    map[string]*appState{},
-		sources: map[string]*sourceState{},
-		cron:    cron.New(),
-		subs:    map[int]chan status.Event{},
+		jobs:         newJobRegistry(),
+		opts:         opts,
+		log:          opts.Logger,
+		now:          opts.Now,
+		engine:       opts.Engine,
+		swarm:        opts.Swarm,
+		queue:        workqueue.New(opts.RetryBase, opts.RetryMax),
+		apps:         map[string]*appState{},
+		sources:      map[string]*sourceState{},
+		cron:         cron.New(),
+		enginePasses: map[string]int{},
+		subs:         map[int]chan status.Event{},
 	}
 	// A poll or resync usually finds nothing new: it must not delay a
 	// webhook, a Docker event or a repair of another app.
@@ -512,13 +516,51 @@ func (a *Agent) worker(ctx context.Context) {
 		if shutdown {
 			return
 		}
+		release, ok := a.takeEngineSlot(name)
+		if !ok {
+			// Its engine holds every pass it may: try again shortly,
+			// leaving this worker to apps on other engines.
+			a.queue.Done(name)
+			for _, t := range triggers {
+				a.queue.AddAfter(name, t, engineBusyRetry)
+			}
+			continue
+		}
 		res, err := a.reconcile(ctx, name, triggers)
+		release()
 		a.queue.Done(name)
 		if ctx.Err() != nil {
 			continue
 		}
 		a.requeue(name, res, err)
 	}
+}
+
+// engineBusyRetry is how soon an app whose engine was busy is tried again.
+const engineBusyRetry = 200 * time.Millisecond
+
+// takeEngineSlot lets a pass of the app start unless its named engine
+// already holds all the workers but one: an engine that is slow, or
+// stalls in the middle of a pass, then delays only its own apps, and the
+// agent's own engine and the other engines keep a worker. The agent's
+// own engine and Swarm apps are not limited. release ends the pass.
+func (a *Agent) takeEngineSlot(app string) (release func(), ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, known := a.apps[app]
+	if !known || st.cfg.Engine == "" || st.cfg.Target == manifest.TargetSwarm {
+		return func() {}, true
+	}
+	engine := st.cfg.Engine
+	if a.enginePasses[engine] >= max(1, a.opts.Workers-1) {
+		return nil, false
+	}
+	a.enginePasses[engine]++
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.enginePasses[engine]--
+	}, true
 }
 
 // requeue schedules the app's next pass from how this one ended.

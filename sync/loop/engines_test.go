@@ -154,3 +154,36 @@ func TestAppOnSeveralEngines(t *testing.T) {
 		t.Fatalf("adding an app called shop on the local engine: %v; want refused, shop@local runs there", err)
 	}
 }
+
+// TestNamedEngineKeepsAWorkerFree: with two workers, a named engine may
+// run one pass at a time, so a pass that hangs on it leaves a worker to
+// the other engines; the local engine has no such limit.
+func TestNamedEngineKeepsAWorkerFree(t *testing.T) {
+	edge := &fakeEngine{}
+	a1, a2, cabin := appConfig("a1"), appConfig("a2"), appConfig("c1")
+	a1.Engine, a2.Engine, cabin.Engine = "edge", "edge", "cabin"
+	h := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"a1": newFakeSource(), "a2": newFakeSource(), "c1": newFakeSource(), "l1": newFakeSource(), "l2": newFakeSource()},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{a1, a2, cabin, appConfig("l1"), appConfig("l2")},
+		engines: map[string]NamedEngine{"edge": namedFake{edge}, "cabin": namedFake{&fakeEngine{}}}}
+	h.open()
+	t.Cleanup(func() { h.agent.queue.ShutDown() })
+	if h.agent.opts.Workers != 2 {
+		t.Fatalf("workers %d, want the default 2", h.agent.opts.Workers)
+	}
+	release, ok := h.agent.takeEngineSlot("a1")
+	if !ok {
+		t.Fatal("the first pass on edge was not let through")
+	}
+	if _, ok := h.agent.takeEngineSlot("a2"); ok {
+		t.Fatal("a second pass on edge was let through: two hung passes there would hold both workers")
+	}
+	for _, app := range []string{"c1", "l1", "l2"} {
+		if _, ok := h.agent.takeEngineSlot(app); !ok {
+			t.Errorf("%s waits while edge is busy", app)
+		}
+	}
+	release()
+	if _, ok := h.agent.takeEngineSlot("a2"); !ok {
+		t.Error("a2 still waits once a1's pass ended")
+	}
+}
