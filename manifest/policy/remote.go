@@ -10,9 +10,9 @@ import (
 // declares it, for everything a service or job asks for that needs the
 // agent's host while the app is placed on an engine that may be on
 // another host: secret files are bind mounts of files the agent writes
-// on its own disk, and httpGet/tcpSocket readiness probes are run by the
-// agent, which cannot reach a remote engine's bridge addresses.
-// Repository files are allowed: they are copied into each created
+// on its own disk. httpGet/tcpSocket readiness probes are allowed: the
+// agent runs them through its probe container on that engine
+// (deploy/remoteprobe). Repository files are allowed: they are copied into each created
 // container through the engine API (deploy's Options.Remote) — except
 // into a read-only root filesystem, where the engine refuses the copy.
 // State directories are named volumes on that engine
@@ -36,9 +36,6 @@ func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 			}
 			if len(svc.Spec.Secrets) > 0 {
 				refuse("secrets", fmt.Sprintf("secret file %s (written on the agent's host)", svc.Spec.Secrets[0].File), "place the app on an engine on this host")
-			}
-			if r := svc.Spec.Readiness; r != nil && (r.HTTPGet != nil || r.TCPSocket != nil) {
-				refuse("readiness", "an httpGet or tcpSocket readiness probe (run from the agent's host, which cannot reach the engine's container addresses)", "use an exec probe or a healthcheck")
 			}
 		}
 	})
