@@ -56,6 +56,7 @@ type API interface {
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
 	ImageImport(ctx context.Context, source client.ImageImportSource, ref string, options client.ImageImportOptions) (client.ImageImportResult, error)
+	ImageRemove(ctx context.Context, ref string, options client.ImageRemoveOptions) (client.ImageRemoveResult, error)
 	NetworkConnect(ctx context.Context, networkID string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
 	NetworkDisconnect(ctx context.Context, networkID string, options client.NetworkDisconnectOptions) (client.NetworkDisconnectResult, error)
 	ExecCreate(ctx context.Context, containerID string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
@@ -208,6 +209,7 @@ func (p *Runner) ensure(ctx context.Context) error {
 		if _, err := p.api.ContainerRemove(ctx, res.Container.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove the old %s: %w", ContainerName, err)
 		}
+		p.removeOldImage(ctx, res.Container.Config)
 		err = cerrdefs.ErrNotFound
 	}
 	if err != nil {
@@ -262,6 +264,18 @@ func (p *Runner) create(ctx context.Context) (client.ContainerInspectResult, err
 		return res, fmt.Errorf("inspect %s: %w", ContainerName, err)
 	}
 	return res, nil
+}
+
+// removeOldImage removes the image of a replaced probe container, when it
+// is an earlier agent binary's probe image: each upgrade would otherwise
+// leave one on the engine. A failure is only logged.
+func (p *Runner) removeOldImage(ctx context.Context, cfg *container.Config) {
+	if cfg == nil || !strings.HasPrefix(cfg.Image, imageRepo+":") || cfg.Image == p.img.ref {
+		return
+	}
+	if _, err := p.api.ImageRemove(ctx, cfg.Image, client.ImageRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		p.log.Warn("old probe image not removed", "image", cfg.Image, "err", err)
+	}
 }
 
 // importImage imports the probe image unless the engine has it.

@@ -96,7 +96,7 @@ func TestCommand(t *testing.T) {
 // unless-stopped, read-only, no capabilities, no app label) and connects
 // it to the target's network; the next probe on that network costs only
 // the exec. A failing check's output is the error; a container running
-// another image is replaced; Detach disconnects it from a network.
+// another image is replaced, and that image removed; Detach disconnects it from a network.
 func TestProbeMakesTheContainerOnceAndConnectsNetworks(t *testing.T) {
 	exe := staticBinary(t)
 	api := &fakeAPI{execCode: 0}
@@ -157,8 +157,8 @@ func TestProbeMakesTheContainerOnceAndConnectsNetworks(t *testing.T) {
 	}
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if got := strings.Join(api.calls, "\n"); !strings.HasPrefix(got, "inspect driftless-probe\nremove driftless-probe\nimage inspect\ncreate\n") {
-		t.Errorf("with another image, calls:\n%s\nwant the container removed and created again", got)
+	if got := strings.Join(api.calls, "\n"); !strings.HasPrefix(got, "inspect driftless-probe\nremove driftless-probe\nimage remove driftless-probe:000000000000\nimage inspect\ncreate\n") {
+		t.Errorf("with another image, calls:\n%s\nwant the container and its old image removed and the container created again", got)
 	}
 	var nilRunner *Runner
 	nilRunner.Detach(ctx, "x") // a local engine: nothing
@@ -270,6 +270,11 @@ func (f *fakeAPI) ImageImport(_ context.Context, src client.ImageImportSource, r
 	defer f.mu.Unlock()
 	f.image = true
 	return io.NopCloser(strings.NewReader(`{"status":"sha256:abc"}`)), nil
+}
+
+func (f *fakeAPI) ImageRemove(_ context.Context, ref string, _ client.ImageRemoveOptions) (client.ImageRemoveResult, error) {
+	f.call("image remove " + ref)
+	return client.ImageRemoveResult{}, nil
 }
 
 func (f *fakeAPI) NetworkConnect(_ context.Context, n string, _ client.NetworkConnectOptions) (client.NetworkConnectResult, error) {
