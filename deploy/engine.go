@@ -37,6 +37,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
+	"github.com/driftless-dev/driftless/deploy/remoteprobe"
 	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 )
@@ -213,6 +214,9 @@ type Engine struct {
 	opts   Options
 	log    *slog.Logger
 	prober *readiness.Prober
+	// probe runs the prober's httpGet/tcpSocket probes on a remote engine
+	// (Options.Remote); nil on a local one.
+	probe *remoteprobe.Runner
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
 	// files writes and removes the repository trees and secret files
@@ -351,8 +355,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 
 // dialedClientOpts configure a client whose connections all come from
 // dial. The placeholder host is set before the HTTP client, so the
-// transport takes no proxy from the environment.
+// transport takes no proxy from the environment. HTTP/1 only: the client
+// clones the transport, a clone of one that may speak HTTP/2 has a TLS
+// config, and with one the client hijacks (exec attach) over its own
+// dialer, not dial.
 func dialedClientOpts(fresh *http.Client, dial func(context.Context, string, string) (net.Conn, error), requests *prometheus.CounterVec) []client.Opt {
+	var h1 http.Protocols
+	h1.SetHTTP1(true)
+	fresh.Transport.(*http.Transport).Protocols = &h1
 	return []client.Opt{
 		client.WithHost("http://docker"), client.WithHTTPClient(fresh), client.WithDialContext(dial),
 		client.WithAPIVersionFromEnv(), client.WithScheme("http"), client.WithHTTPRequestHook(requestcount.Hook(requests)),
@@ -382,6 +392,10 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
 	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub
+	if ra, ok := api.(remoteprobe.API); ok && opts.Remote {
+		e.probe = remoteprobe.New(ra, opts.Logger)
+		e.prober.Remote = e.probe
+	}
 	return e
 }
 

@@ -42,6 +42,7 @@ func (r *run) mergeNetwork(ctx context.Context, s *step) error {
 	if err != nil {
 		return err
 	}
+	r.e.probe.Detach(ctx, dupID)
 	if _, err := r.e.api.NetworkRemove(ctx, dupID, client.NetworkRemoveOptions{}); err != nil && !engineerr.IsNotFound(err) {
 		return fmt.Errorf("remove network %s (%s), a duplicate of %s: %w", name, shortID(dupID), shortID(keptID), err)
 	}

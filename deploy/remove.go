@@ -30,6 +30,25 @@ func (e *Engine) RemoveAppObjects(ctx context.Context, app string, keepVolumes b
 	return e.removeApp(ctx, app, keepVolumes, nil)
 }
 
+// removeAppNetwork removes a network whose containers were just removed,
+// after the probe container (remote engines) leaves it.
+func (e *Engine) removeAppNetwork(ctx context.Context, id, name string) (err error) {
+	e.probe.Detach(ctx, id)
+	// Right after its containers are removed the engine may still be
+	// detaching their endpoints: retry briefly.
+	for attempt := 0; ; attempt++ {
+		_, err = e.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+		if err == nil || engineerr.IsNotFound(err) || attempt == 10 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil && !engineerr.IsNotFound(err) {
+		return fmt.Errorf("remove network %s: %w", name, err)
+	}
+	return nil
+}
+
 func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, removed func(kind drift.Kind, name string)) error {
 	if removed == nil {
 		removed = func(drift.Kind, string) {}
@@ -71,17 +90,8 @@ func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, re
 		return fmt.Errorf("list networks of %s: %w", app, err)
 	}
 	for _, n := range ns.Items {
-		// Right after its containers are removed the engine may still be
-		// detaching their endpoints: retry briefly.
-		for attempt := 0; ; attempt++ {
-			_, err = e.api.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-			if err == nil || engineerr.IsNotFound(err) || attempt == 10 || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil && !engineerr.IsNotFound(err) {
-			return fmt.Errorf("remove network %s: %w", n.Name, err)
+		if err := e.removeAppNetwork(ctx, n.ID, n.Name); err != nil {
+			return err
 		}
 		removed(drift.KindNetwork, n.Name)
 	}

@@ -135,6 +135,7 @@ func (r *run) removeNetwork(ctx context.Context, s *step) (string, error) {
 	if ref == "" {
 		ref = s.change.Name
 	}
+	r.e.probe.Detach(ctx, ref)
 	res, err := r.e.api.NetworkInspect(ctx, ref, client.NetworkInspectOptions{})
 	if err != nil {
 		if engineerr.IsNotFound(err) {

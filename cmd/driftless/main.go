@@ -35,6 +35,8 @@ func commands() []*cobra.Command {
 		demoCmd(),
 		versionCmd(),
 		workloadCmd(),
+		probeCmd(),
+		probeIdleCmd(),
 	}
 }
 

@@ -98,6 +98,13 @@ func SummaryIP(s container.Summary) string {
 }
 
 func FirstIP(networks map[string]*network.EndpointSettings) string {
+	_, ip := FirstNetwork(networks)
+	return ip
+}
+
+// FirstNetwork is the first network (by name) on which the container has
+// an address, and that address; "", "" when none has.
+func FirstNetwork(networks map[string]*network.EndpointSettings) (name, ip string) {
 	names := make([]string, 0, len(networks))
 	for name := range networks {
 		names = append(names, name)
@@ -105,10 +112,10 @@ func FirstIP(networks map[string]*network.EndpointSettings) string {
 	slices.Sort(names)
 	for _, name := range names {
 		if ep := networks[name]; ep != nil && ep.IPAddress.IsValid() {
-			return ep.IPAddress.String()
+			return name, ep.IPAddress.String()
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func NetworkFromSummary(s network.Summary) drift.Network {

@@ -8,20 +8,16 @@ package readiness
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/readiness/probecheck"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/secrets"
@@ -37,8 +33,10 @@ type Info struct {
 	App       string
 	Readiness *manifest.Readiness
 	IP        string
-	State     drift.ContainerState
-	Health    string
+	// Network is the name of the network IP is on (inspect only).
+	Network string
+	State   drift.ContainerState
+	Health  string
 	// HealthOutput is the last healthcheck's output (inspect only).
 	HealthOutput string
 	ExitCode     int
@@ -82,9 +80,12 @@ type Prober struct {
 	log    *slog.Logger
 	http   *http.Client
 	// Now is the prober's clock (tests fix it); Scrub are the agent's own
-	// secrets (deploy's Options.Scrub). Set both before the first use.
-	Now   func() time.Time
-	Scrub []string
+	// secrets (deploy's Options.Scrub); Remote, when set, runs the httpGet
+	// and tcpSocket probes instead of the agent's host (an engine that may
+	// be on another host). Set them before the first use.
+	Now    func() time.Time
+	Scrub  []string
+	Remote Runner
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,15 +107,10 @@ type Inspector interface {
 func New(api Inspector, settle time.Duration, log *slog.Logger) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Prober{
-		api:    api,
-		settle: settle,
-		log:    log,
-		// No keep-alive: each probe is a fresh connection, as a kubelet's is,
-		// so a replica that stops accepting connections is noticed.
-		http: &http.Client{
-			Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		api:     api,
+		settle:  settle,
+		log:     log,
+		http:    probecheck.NewClient(),
 		Now:     time.Now,
 		ctx:     ctx,
 		cancel:  cancel,
@@ -254,12 +250,7 @@ func (p *Prober) Update(info Info) {
 	if info.Inspected && !old.Inspected || info.Config != old.Config {
 		e.inspectedAt, e.dirty = p.Now(), false
 	}
-	if info.IP == "" {
-		info.IP = old.IP
-	}
-	if info.HealthOutput == "" && info.Health == old.Health {
-		info.HealthOutput = old.HealthOutput
-	}
+	keepFromBefore(&info, old)
 	restarted := !ok || info.State != old.State || !info.StartedAt.Equal(old.StartedAt)
 	e.info = info
 	needsLoop := info.State == drift.StateRunning && info.Readiness != nil &&
@@ -279,6 +270,22 @@ func (p *Prober) Update(info Info) {
 		go p.probeLoop(ctx, info.ID, e.loopGen, *info.Readiness, info.StartedAt)
 	}
 	p.evaluate(e)
+}
+
+// keepFromBefore fills in what an update does not tell from the one
+// before: the address a summary may lack and the network of an unchanged
+// address (an inspect tells it), and the output of an unchanged
+// healthcheck status (an inspect tells it).
+func keepFromBefore(info *Info, old Info) {
+	if info.IP == "" {
+		info.IP = old.IP
+	}
+	if info.Network == "" && info.IP == old.IP {
+		info.Network = old.Network
+	}
+	if info.HealthOutput == "" && info.Health == old.Health {
+		info.HealthOutput = old.HealthOutput
+	}
 }
 
 // evaluate derives ready and reason from the known facts; for httpGet and
@@ -435,15 +442,15 @@ func (p *Prober) probeLoop(ctx context.Context, id string, gen int, r manifest.R
 	for {
 		p.mu.Lock()
 		e, ok := p.entries[id]
-		var ip string
+		t := Target{ID: id}
 		if ok {
-			ip = e.info.IP
+			t.IP, t.Network = e.info.IP, e.info.Network
 		}
 		p.mu.Unlock()
 		if !ok {
 			return // forgotten
 		}
-		err := p.probeOnce(ctx, ip, r, timeout)
+		err := p.probeOnce(ctx, t, r, timeout)
 		if ctx.Err() != nil {
 			return
 		}
@@ -478,58 +485,38 @@ func (p *Prober) probeLoop(ctx context.Context, id string, gen int, r manifest.R
 	}
 }
 
-// probeOnce runs one probe against the container's IP.
-func (p *Prober) probeOnce(ctx context.Context, ip string, r manifest.Readiness, timeout time.Duration) error {
-	if ip == "" {
+// probeOnce runs one probe against the container's IP: from the agent's
+// host, or through Remote when it is set.
+func (p *Prober) probeOnce(ctx context.Context, t Target, r manifest.Readiness, timeout time.Duration) error {
+	if t.IP == "" {
 		return fmt.Errorf("container has no IP address on its networks")
+	}
+	if p.Remote != nil {
+		return p.Remote.Probe(ctx, t, r, timeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
 	case r.HTTPGet != nil:
-		path := r.HTTPGet.Path
-		if !strings.HasPrefix(path, "/") {
-			path = "/" + path
-		}
-		target := "http://" + net.JoinHostPort(ip, strconv.Itoa(r.HTTPGet.Port)) + path
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("User-Agent", "driftless-probe")
-		resp, err := p.http.Do(req)
-		if err != nil {
-			return fmt.Errorf("GET %s: %w", target, unwrapURLError(err))
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-			msg := fmt.Sprintf("GET %s: %s", target, resp.Status)
-			if b := strings.TrimSpace(string(body)); b != "" {
-				msg += ": " + b
-			}
-			return fmt.Errorf("%s", msg)
-		}
-		return nil
+		return probecheck.HTTP(ctx, p.http, probecheck.HTTPURL(t.IP, r.HTTPGet.Port, r.HTTPGet.Path))
 	case r.TCPSocket != nil:
-		addr := net.JoinHostPort(ip, strconv.Itoa(r.TCPSocket.Port))
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return fmt.Errorf("connect %s: %w", addr, unwrapURLError(err))
-		}
-		return conn.Close()
+		return probecheck.TCP(ctx, probecheck.TCPAddr(t.IP, r.TCPSocket.Port))
 	}
 	return nil
 }
 
-// unwrapURLError drops url.Error's repetition of method and URL.
-func unwrapURLError(err error) error {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return uerr.Err
-	}
-	return err
+// Target is the container one probe is for: its address and the network
+// that address is on ("" when only a list summary told the address).
+type Target struct {
+	ID, IP, Network string
+}
+
+// Runner runs httpGet and tcpSocket probes where the agent's host cannot:
+// deploy sets one (deploy/remoteprobe) on the prober of an engine that
+// may be on another host. Probe must answer within about timeout, with an
+// error whose text is the reason, as probecheck's are.
+type Runner interface {
+	Probe(ctx context.Context, t Target, r manifest.Readiness, timeout time.Duration) error
 }
 
 // FromInspect is what an inspect tells the prober.
@@ -558,7 +545,7 @@ func FromInspect(c container.InspectResponse) Info {
 		}
 	}
 	if c.NetworkSettings != nil {
-		info.IP = dockerspec.FirstIP(c.NetworkSettings.Networks)
+		info.Network, info.IP = dockerspec.FirstNetwork(c.NetworkSettings.Networks)
 	}
 	info.Config = runtimeConfig(c)
 	return info

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 // TestAppOverSSH: an engine reached over ssh:// (a real sshd on loopback
 // whose docker CLI talks to a private engine) runs an app, which is healed
 // there after a removal by hand; an app on it that asks for an HTTP
-// readiness probe is refused, saying the probe is not supported on a
-// remote engine yet.
+// readiness probe converges too (the probe runs in the engine's probe
+// container, see TestReadinessProbesOnRemoteEngine).
 func TestAppOverSSH(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
@@ -53,14 +52,11 @@ apps:
 	if n := len((engineCLI{eng}).containers(t, four)); n != 1 || st.Engine != "far" {
 		t.Fatalf("the ssh engine holds %d containers of %s (engine %q), want 1 on far", n, four, st.Engine)
 	}
-	refused := testenv.WaitAppStatus(t, agent, five, 60*time.Second, "refused", func(st status.AppStatus) bool { return st.Refused != nil })
-	if msg := strings.Join(refused.Refused.Errors, "\n"); !strings.Contains(msg, "readiness probe (run from the agent's host, which cannot reach the engine's container addresses) is not supported on a remote engine yet (engine far is not on the agent's host)") {
-		t.Errorf("%s refused with %q, want the readiness probe named as not supported on a remote engine", five, msg)
+	// five's HTTP readiness probe runs in the engine's probe container.
+	testenv.WaitAppStatus(t, agent, five, 60*time.Second, "ready through the remote probe", converged)
+	if n := len((engineCLI{eng}).containers(t, five)); n != 1 {
+		t.Errorf("the ssh engine holds %d containers of %s, want 1", n, five)
 	}
-	if n := len((engineCLI{eng}).containers(t, five)); n != 0 {
-		t.Errorf("the ssh engine holds %d containers of the refused %s", n, five)
-	}
-
 	before := testenv.ContainerIDs(st)
 	eng.Docker("rm", "-f", four+"-web-1")
 	testenv.WaitAppStatus(t, agent, four, 60*time.Second, "healed over ssh", func(st status.AppStatus) bool {

@@ -11,9 +11,10 @@ import (
 // CheckRemoteEngine returns one error, located where the manifest
 // declares it, for everything a service or job asks for that needs the
 // agent's host while the app is placed on an engine that may be on
-// another host: httpGet/tcpSocket readiness probes are run by the agent,
-// which cannot reach a remote engine's bridge addresses. Repository files
-// and secret files are allowed: they are copied into each created
+// another host. httpGet/tcpSocket readiness probes are allowed: the
+// agent runs them through its probe container on that engine
+// (deploy/remoteprobe). Repository files and secret files are allowed:
+// they are copied into each created
 // container through the engine API (deploy's Options.Remote) — except
 // into a read-only root filesystem, where the engine refuses the copy,
 // and a secret under a tmpfs mount, which would hide it once the
@@ -38,9 +39,6 @@ func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 			}
 			if feature, hint := remoteSecretProblem(&svc.Spec); feature != "" {
 				refuse("secrets", feature, hint)
-			}
-			if r := svc.Spec.Readiness; r != nil && (r.HTTPGet != nil || r.TCPSocket != nil) {
-				refuse("readiness", "an httpGet or tcpSocket readiness probe (run from the agent's host, which cannot reach the engine's container addresses)", "use an exec probe or a healthcheck")
 			}
 		}
 	})
