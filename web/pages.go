@@ -112,8 +112,10 @@ type overviewData struct {
 	// Groups are the apps by where they are declared: apps: first, then
 	// each source's.
 	Groups []overview.Group
-	// Engines are the engines the apps run on, with several.
+	// Engines are the engines the apps run on, with several; Engine is
+	// the one the page shows the apps of (?engine=NAME), "" for all.
 	Engines       []overview.Engine
+	Engine        string
 	Notifications []string // destinations, each with a test button
 	Timelines     map[string]template.HTML
 	Range         string
@@ -131,11 +133,21 @@ func (s *Server) overviewPage(c *gin.Context) {
 	h.Live = true
 	d := overviewData{pageHeader: h, Apps: s.opts.Agent.Apps(), Notifications: s.destinations(),
 		Timelines: map[string]template.HTML{}, Range: rng, Ranges: rangeLinks("/", rng), Legend: timelineLegend()}
+	d.Engines = overview.Engines(d.Apps)
+	if name := c.Query("engine"); name != "" {
+		if !slices.ContainsFunc(d.Engines, func(e overview.Engine) bool { return e.Name == name }) {
+			s.errorPage(c, http.StatusNotFound, "No such engine", "No app runs on an engine called "+name+".")
+			return
+		}
+		d.Engine, d.Apps = name, overview.OnEngine(d.Apps, name)
+		for i := range d.Ranges {
+			d.Ranges[i].URL += "&engine=" + url.QueryEscape(name)
+		}
+	}
 	for _, a := range d.Apps {
 		d.Timelines[a.Name] = s.timelineFor(a.Name, span, true)
 	}
 	d.Groups = overview.Groups(d.Apps, s.sources())
-	d.Engines = overview.Engines(d.Apps)
 	s.render(c, http.StatusOK, "overview", d)
 }
 

@@ -222,7 +222,7 @@ func TestOverviewShowsNamedEngine(t *testing.T) {
 	}
 	// The engines line: each engine with its apps; edge unreachable once
 	// wiki's last pass found it not answering.
-	assertContains(t, "overview", body, `<strong>edge</strong> 1 app</p>`)
+	assertContains(t, "overview", body, `<a href="/?engine=edge"><strong>edge</strong></a> 1 app</p>`)
 	if strings.Contains(body, ">unreachable</span>") {
 		t.Error("an engine shown unreachable while its apps found it answering")
 	}
@@ -231,5 +231,21 @@ func TestOverviewShowsNamedEngine(t *testing.T) {
 			env.agent.apps[i].Errors = append(env.agent.apps[i].Errors, status.Condition{Kind: "engine", Message: "Docker engine unreachable at tcp://edge:2376"})
 		}
 	}
-	assertContains(t, "overview", env.page("/"), `<strong>edge</strong> 1 app <span class="badge bad" title="1 of its apps found it not answering">unreachable</span>`)
+	assertContains(t, "overview", env.page("/"), `<strong>edge</strong></a> 1 app <span class="badge bad" title="1 of its apps found it not answering">unreachable</span>`)
+
+	// An engine's page: its apps only, the engines line still whole.
+	edge := env.page("/?engine=edge")
+	assertContains(t, "edge's page", edge, `href="/apps/wiki"`)
+	assertContains(t, "edge's page", edge, `showing the apps on <strong>edge</strong>`)
+	assertContains(t, "edge's page", edge, `<a href="/?engine=local"><strong>local</strong></a>`)
+	if strings.Contains(edge, `href="/apps/shop"`) {
+		t.Error("edge's page lists shop, which runs on the local engine")
+	}
+	local := env.page("/?engine=local")
+	if !strings.Contains(local, `href="/apps/shop"`) || strings.Contains(local, `href="/apps/wiki"`) {
+		t.Error("the local engine's page does not list exactly the apps on the local engine")
+	}
+	if w := env.do(http.MethodGet, "/?engine=nope", ""); w.Code != http.StatusNotFound {
+		t.Errorf("/?engine=nope: HTTP %d, want 404", w.Code)
+	}
 }

@@ -123,8 +123,11 @@ apps:
 	})
 	t.Logf("with b stopped, %s: %q", two, down.Message)
 	waitMetric(t, agent.URL, `driftless_engine_connected{engine="b"} 0`)
-	if page := get(t, agent.URL+"/"); !strings.Contains(page, `<strong>b</strong> 1 app <span class="badge bad"`) || !strings.Contains(page, `<strong>a</strong> 1 app ·`) {
+	if page := get(t, agent.URL+"/"); !strings.Contains(page, `<strong>b</strong></a> 1 app <span class="badge bad"`) || !strings.Contains(page, `<strong>a</strong></a> 1 app ·`) {
 		t.Errorf("the dashboard's engines line does not show b unreachable and a answering:\n%s", page)
+	}
+	if page := get(t, agent.URL+"/?engine=b"); !strings.Contains(page, `href="/apps/`+two+`"`) || strings.Contains(page, `href="/apps/`+one+`"`) {
+		t.Errorf("engine b's page does not list exactly its app %s:\n%s", two, page)
 	}
 	for q, want := range map[string]int{"": 200, "?engine=local": 200, "?engine=a": 200, "?engine=b": 503, "?engine=c": 404} {
 		if code := statusCode(t, agent.URL+"/readyz"+q); code != want {

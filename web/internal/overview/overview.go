@@ -50,6 +50,18 @@ type Engine struct {
 	Unreachable int
 }
 
+// OnEngine are the apps placed on the engine called name (LocalEngine for
+// the agent's own), in their order.
+func OnEngine(apps []status.AppStatus, name string) []status.AppStatus {
+	var out []status.AppStatus
+	for _, a := range apps {
+		if a.Engine == name || (a.Engine == "" && name == LocalEngine) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Engines are the engines the apps run on, the agent's own first, then by
 // name; none when every app runs on the agent's own engine.
 func Engines(apps []status.AppStatus) []Engine {

@@ -24,6 +24,22 @@ func TestEnginesListsEachEngineWithItsApps(t *testing.T) {
 	}
 }
 
+func TestOnEngine(t *testing.T) {
+	apps := []status.AppStatus{{Name: "shop", Engine: "edge"}, {Name: "blog"}, {Name: "api", Engine: "edge"}}
+	names := func(as []status.AppStatus) (out []string) {
+		for _, a := range as {
+			out = append(out, a.Name)
+		}
+		return out
+	}
+	if got := names(OnEngine(apps, "edge")); !reflect.DeepEqual(got, []string{"shop", "api"}) {
+		t.Errorf("on edge: %v", got)
+	}
+	if got := names(OnEngine(apps, LocalEngine)); !reflect.DeepEqual(got, []string{"blog"}) {
+		t.Errorf("on local: %v", got)
+	}
+}
+
 func TestGroupsKeepsSourcesInOrder(t *testing.T) {
 	srcs := []status.SourceSet{{Name: "platform"}, {Name: "empty"}}
 	apps := []status.AppStatus{{Name: "a", FromSource: "platform"}, {Name: "b"}, {Name: "c", FromSource: "platform"}}
