@@ -22,7 +22,11 @@ import (
 func TestAppOverSSH(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
-	eng := privengine.Start(t)
+	// In a network namespace of its own: there the probe container reaches
+	// the replica over the engine's bridge as on a real host, which the
+	// host's FORWARD rules (the shared engine's) would drop for a private
+	// engine's bridge started with --iptables=false.
+	eng := privengine.StartIsolated(t, "far")
 	eng.LoadImages(image)
 	ssh := sshengine.Start(t, eng.Host)
 
