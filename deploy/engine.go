@@ -10,9 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,11 +24,11 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/internal/liveness"
 	"github.com/driftless-dev/driftless/deploy/internal/requestcount"
 	"github.com/driftless-dev/driftless/deploy/jobrun"
@@ -463,7 +461,7 @@ func (e *Engine) ImportImage(ctx context.Context, binaryPath, ref string, entryp
 		return fmt.Errorf("import image %s: %w", ref, err)
 	}
 	defer rc.Close()
-	if err := readJSONStream(rc); err != nil {
+	if err := engineerr.FromJSONStream(rc); err != nil {
 		return fmt.Errorf("import image %s: %w", ref, err)
 	}
 	return nil
@@ -484,30 +482,6 @@ func importChanges(entrypoint, cmd []string) ([]string, error) {
 		changes = append(changes, "CMD "+string(c))
 	}
 	return changes, nil
-}
-
-// readJSONStream drains a Docker progress stream and returns the first error
-// message in it.
-func readJSONStream(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	for {
-		var m struct {
-			jsonstream.Message
-			ErrorMessage string `json:"error"`
-		}
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if m.Error != nil && m.Error.Message != "" {
-			return errors.New(m.Error.Message)
-		}
-		if m.ErrorMessage != "" {
-			return errors.New(m.ErrorMessage)
-		}
-	}
 }
 
 // ImageExists reports whether the image is present locally.

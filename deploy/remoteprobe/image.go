@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -81,30 +79,4 @@ func imageTar(bin []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// streamError drains an engine's JSON progress stream (an import's) and
-// returns the first error it reports.
-func streamError(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	for {
-		var m struct {
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-			ErrorMessage string `json:"error"`
-		}
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if m.Error != nil && m.Error.Message != "" {
-			return errors.New(m.Error.Message)
-		}
-		if m.ErrorMessage != "" {
-			return errors.New(m.ErrorMessage)
-		}
-	}
 }

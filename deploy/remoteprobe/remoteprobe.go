@@ -26,6 +26,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/readiness/probecheck"
 	"github.com/driftless-dev/driftless/manifest"
@@ -299,7 +300,7 @@ func (p *Runner) importImage(ctx context.Context) error {
 		return fmt.Errorf("import image %s: %w", p.img.ref, err)
 	}
 	defer rc.Close()
-	if err := streamError(rc); err != nil {
+	if err := engineerr.FromJSONStream(rc); err != nil {
 		return fmt.Errorf("import image %s: %w", p.img.ref, err)
 	}
 	p.log.Info("imported the probe image", "image", p.img.ref, "bytes", len(bin))

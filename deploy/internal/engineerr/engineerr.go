@@ -1,6 +1,6 @@
 // Package engineerr holds the error helpers deploy and its registry client
 // share: a predicate anywhere in an error's chain (a Docker 404 among
-// them) and an error's first line.
+// them), an error's first line, and the error in a JSON progress stream.
 package engineerr
 
 import (
