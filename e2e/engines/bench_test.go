@@ -3,8 +3,6 @@ package engines
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,10 +53,7 @@ func TestBenchRemoteHeal(t *testing.T) {
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: b}
 `, tcp, certs.ca, certs.clientCert, certs.clientKey, app, repo.URL(server.URL), app)
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 	testenv.WaitAllRunning(t, cli, app, trials, 3*time.Minute)
 	time.Sleep(3 * time.Second) // the first pass's readiness wait

@@ -67,10 +67,7 @@ func TestAppsOnSeveralEngines(t *testing.T) {
     tls: {caFile: %s, certFile: %s, keyFile: %s}
 apps:
 `, a.Host, tcp, certs.ca, certs.clientCert, certs.clientKey) + app(one, "a") + app(two, "b") + app(three, "local")
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
@@ -147,6 +144,17 @@ apps:
 	// b back: two converges again.
 	b.Start()
 	testenv.WaitAppStatus(t, agent, two, 90*time.Second, "converged once b is back", converged)
+}
+
+// writeConfig writes cfg as a driftless.yaml of its own and returns its
+// path.
+func writeConfig(t *testing.T, cfg string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // statusCode is the HTTP status of a GET of url.

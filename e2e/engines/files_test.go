@@ -59,10 +59,7 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engine: far}
 `, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	data := testenv.DataDir(t)
 	agent := testenv.StartAgent(t, data, "run", "--config", path)
 

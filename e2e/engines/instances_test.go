@@ -2,8 +2,6 @@ package engines
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,10 +41,7 @@ func TestOneAppOnTwoEngines(t *testing.T) {
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engines: [local, far]}
 `, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 
 	onLocal, onFar := app+"@local", app+"@far"

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,10 +55,7 @@ func TestEngineStallingMidPassDoesNotDelayLocalHeal(t *testing.T) {
 		cfg += app(a, "slow")
 	}
 	cfg += app(local, "local")
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--workers", "2")
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
 	for _, a := range append([]string{local}, slowApps...) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -72,10 +70,7 @@ networks:
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, prune: true, engine: far}
 `, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ready-timeout", "15s")
 
 	// Ready through the probe container.

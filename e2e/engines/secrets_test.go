@@ -83,10 +83,7 @@ secrets:
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engine: far, decryption: {ageKeyFile: %[6]s}}
 `, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL), keyFile)
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	data := testenv.DataDir(t)
 	agent := testenv.StartAgent(t, data, "run", "--config", path)
 

@@ -2,8 +2,6 @@ package engines
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,10 +43,7 @@ apps:
   - {name: %[4]s, repo: %[6]s, branch: main, path: apps/%[4]s, interval: 10m, allowInsecureTransport: true, engine: far}
   - {name: %[5]s, repo: %[6]s, branch: main, path: apps/%[5]s, interval: 10m, allowInsecureTransport: true, engine: far}
 `, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, four, five, url)
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})

@@ -3,8 +3,6 @@ package engines
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -45,10 +43,7 @@ func TestStalledEngineDoesNotDelayAnotherEnginesHeal(t *testing.T) {
 		cfg += app(a, "stuck")
 	}
 	cfg += app(local, "local")
-	path := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--workers", "2")
 
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
