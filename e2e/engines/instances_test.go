@@ -66,6 +66,16 @@ apps:
 		}
 	}
 
+	// The CLI lists both instances, each with its engine, and shows one.
+	out, code := testenv.Run(t, t.Context(), t.TempDir(), "status", "--server="+agent.URL)
+	if code != 0 || !strings.Contains(out, onLocal) || !strings.Contains(out, onFar) {
+		t.Errorf("driftless status: exit %d\n%s\nwant both %s and %s", code, out, onLocal, onFar)
+	}
+	out, code = testenv.Run(t, t.Context(), t.TempDir(), "status", onFar, "--server="+agent.URL)
+	if code != 0 || !strings.Contains(out, onFar) || !strings.Contains(out, "far") {
+		t.Errorf("driftless status %s: exit %d\n%s", onFar, code, out)
+	}
+
 	// One commit rolls both instances.
 	repo.WriteFile("apps/"+app+"/web.yaml", manifest("two"))
 	second := repo.Commit("a new message")
@@ -77,6 +87,22 @@ apps:
 	}
 	local = testenv.WaitAppStatus(t, agent, onLocal, 90*time.Second, "rolled on the local engine", rolled(local))
 	far = testenv.WaitAppStatus(t, agent, onFar, 90*time.Second, "rolled on far", rolled(far))
+
+	// Each instance has its own history: the rollout on far is far's.
+	page, err := agent.Client().History(t.Context(), onFar, []string{"sync"}, 0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolledOnFar := false
+	for _, e := range page.Entries {
+		if e.App != onFar {
+			t.Errorf("%s's history holds an entry of %s", onFar, e.App)
+		}
+		rolledOnFar = rolledOnFar || (e.Revision.SHA == second)
+	}
+	if !rolledOnFar {
+		t.Errorf("%s's history has no sync to %s: %+v", onFar, second, page.Entries)
+	}
 
 	// A container removed by hand on far heals there; the local one stays.
 	eng.Docker("rm", "-f", app+"-web-1")
