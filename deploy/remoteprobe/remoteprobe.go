@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,7 @@ type API interface {
 	ExecCreate(ctx context.Context, containerID string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
 	ExecAttach(ctx context.Context, execID string, options client.ExecAttachOptions) (client.ExecAttachResult, error)
 	ExecInspect(ctx context.Context, execID string, options client.ExecInspectOptions) (client.ExecInspectResult, error)
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
 }
 
 // Runner keeps the probe container of one engine and runs probes in it;
@@ -83,6 +85,9 @@ type Runner struct {
 	// image; networks are the networks it is on then.
 	id       string
 	networks map[string]bool
+	// platformOK and platformErr are checkPlatform's answer, once known.
+	platformOK  bool
+	platformErr error
 }
 
 // New is a Runner on the engine api reaches; nothing is made on the engine
@@ -233,9 +238,30 @@ func (p *Runner) ensure(ctx context.Context) error {
 	return nil
 }
 
+// checkPlatform refuses an engine that cannot run the agent's binary (its
+// OS or CPU architecture differ): the probe image is that binary. The
+// answer is kept, since an engine does not change platform under a name.
+func (p *Runner) checkPlatform(ctx context.Context) error {
+	if p.platformErr != nil || p.platformOK {
+		return p.platformErr
+	}
+	v, err := p.api.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return fmt.Errorf("ask the engine its platform: %w", err)
+	}
+	p.platformOK = true
+	if want := runtime.GOOS + "/" + runtime.GOARCH; v.Os+"/"+v.Arch != want {
+		p.platformErr = fmt.Errorf("the engine runs %s/%s and the probe image is the agent's own binary, built for %s: run the agent built for %s/%s, or use an exec probe or a healthcheck", v.Os, v.Arch, want, v.Os, v.Arch)
+	}
+	return p.platformErr
+}
+
 // create imports the image if the engine lacks it and creates the
 // container, returning its inspect.
 func (p *Runner) create(ctx context.Context) (client.ContainerInspectResult, error) {
+	if err := p.checkPlatform(ctx); err != nil {
+		return client.ContainerInspectResult{}, err
+	}
 	if err := p.importImage(ctx); err != nil {
 		return client.ContainerInspectResult{}, err
 	}

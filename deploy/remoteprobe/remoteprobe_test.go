@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -116,7 +117,7 @@ func TestProbeMakesTheContainerOnceAndConnectsNetworks(t *testing.T) {
 	created := api.created
 	api.mu.Unlock()
 	want := strings.Join([]string{
-		"inspect driftless-probe", "image inspect", "image import", "create", "inspect driftless-probe", "start",
+		"inspect driftless-probe", "version", "image inspect", "image import", "create", "inspect driftless-probe", "start",
 		"connect shop_default", "exec create", "exec attach", "exec inspect",
 		"exec create", "exec attach", "exec inspect",
 	}, "\n")
@@ -164,6 +165,30 @@ func TestProbeMakesTheContainerOnceAndConnectsNetworks(t *testing.T) {
 	nilRunner.Detach(ctx, "x") // a local engine: nothing
 }
 
+// An engine of another CPU architecture cannot run the agent's binary:
+// the probe says so and why, asks the engine once, and imports nothing.
+func TestProbeOnAnotherArchitecture(t *testing.T) {
+	api := &fakeAPI{platform: "linux/s390x"}
+	if runtime.GOARCH == "s390x" {
+		api.platform = "linux/riscv64"
+	}
+	r := New(api, nil)
+	r.Executable = func() (string, error) { return staticBinary(t), nil }
+	probe := manifest.Readiness{TCPSocket: &manifest.TCPSocketProbe{Port: 5432}}
+	target := readiness.Target{ID: "c1", IP: "10.1.0.2", Network: "shop_default"}
+	for range 2 {
+		err := r.Probe(context.Background(), target, probe, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "the engine runs "+api.platform+" and the probe image is the agent's own binary, built for "+runtime.GOOS+"/"+runtime.GOARCH) {
+			t.Fatalf("probe on %s: %v", api.platform, err)
+		}
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if got := strings.Join(api.calls, ","); strings.Count(got, "version") != 1 || strings.Contains(got, "import") || strings.Contains(got, "create") {
+		t.Errorf("calls %s: want the platform asked once, nothing imported or created", got)
+	}
+}
+
 var (
 	staticOnce sync.Once
 	staticPath string
@@ -206,6 +231,18 @@ type fakeAPI struct {
 	execCode int
 	execOut  string
 	lastExec []string
+	platform string // the engine's os/arch; "" is the agent's
+}
+
+func (f *fakeAPI) ServerVersion(context.Context, client.ServerVersionOptions) (client.ServerVersionResult, error) {
+	f.call("version")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	goos, arch, _ := strings.Cut(f.platform, "/")
+	if f.platform == "" {
+		goos, arch = runtime.GOOS, runtime.GOARCH
+	}
+	return client.ServerVersionResult{Os: goos, Arch: arch}, nil
 }
 
 func (f *fakeAPI) call(s string) {
