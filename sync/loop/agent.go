@@ -543,7 +543,8 @@ const engineBusyRetry = 200 * time.Millisecond
 // already holds all the workers but one: an engine that is slow, or
 // stalls in the middle of a pass, then delays only its own apps, and the
 // agent's own engine and the other engines keep a worker. The agent's
-// own engine and Swarm apps are not limited. release ends the pass.
+// own engine and Swarm apps are not limited, nor is an engine that every
+// app runs on. release ends the pass.
 func (a *Agent) takeEngineSlot(app string) (release func(), ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -552,7 +553,11 @@ func (a *Agent) takeEngineSlot(app string) (release func(), ok bool) {
 		return func() {}, true
 	}
 	engine := st.cfg.Engine
-	if a.enginePasses[engine] >= max(1, a.opts.Workers-1) {
+	limited := false
+	for _, other := range a.apps {
+		limited = limited || other.cfg.Engine != engine
+	}
+	if limited && a.enginePasses[engine] >= max(1, a.opts.Workers-1) {
 		return nil, false
 	}
 	a.enginePasses[engine]++

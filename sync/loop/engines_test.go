@@ -186,4 +186,17 @@ func TestNamedEngineKeepsAWorkerFree(t *testing.T) {
 	if _, ok := h.agent.takeEngineSlot("a2"); !ok {
 		t.Error("a2 still waits once a1's pass ended")
 	}
+
+	// Every app on one named engine: no one to keep a worker for.
+	h2 := &harness{t: t, dir: t.TempDir(), engine: &fakeEngine{}, sources: map[string]*fakeSource{"a1": newFakeSource(), "a2": newFakeSource()},
+		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, apps: []config.AppConfig{a1, a2},
+		engines: map[string]NamedEngine{"edge": namedFake{edge}}}
+	h2.open()
+	t.Cleanup(func() { h2.agent.queue.ShutDown() })
+	if _, ok := h2.agent.takeEngineSlot("a1"); !ok {
+		t.Fatal("a1 waits with every app on edge")
+	}
+	if _, ok := h2.agent.takeEngineSlot("a2"); !ok {
+		t.Error("a2 waits while a1's pass runs, with every app on edge: nothing else needs a worker")
+	}
 }
