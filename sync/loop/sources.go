@@ -177,7 +177,7 @@ func (a *Agent) restoreSourceApps() {
 			continue
 		}
 		ss.accepted = kept
-		a.applyAppSet(ss, kept.Revision, cfgs, false)
+		a.applyAppSet(ss, kept.Revision, cfgs, false, nil)
 	}
 }
 
@@ -236,7 +236,7 @@ func (a *Agent) discover(ctx context.Context, name string) error {
 	a.mu.Lock()
 	ss.status.Refused = nil
 	a.mu.Unlock()
-	a.applyAppSet(ss, rev, cfgs, true)
+	a.applyAppSet(ss, rev, cfgs, true, nil)
 	return nil
 }
 
@@ -289,8 +289,10 @@ func (a *Agent) conflicts(ss *sourceState, cfgs []config.AppConfig, rev gitsourc
 }
 
 // applyAppSet makes the source's apps those of cfgs. record: write the
-// changes to history (not at a restart's restore).
-func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []config.AppConfig, record bool) {
+// changes to history (not at a restart's restore). notKept says, by
+// branch, why a source of previews keeps no preview of a branch it still
+// has (its ttl ran out, no room): a removal says so.
+func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []config.AppConfig, record bool, notKept map[string]string) {
 	name := ss.cfg.Name
 	// at says where the set was read: a commit, or a source of previews'
 	// branches (rev has no SHA then).
@@ -310,13 +312,17 @@ func (a *Agent) applyAppSet(ss *sourceState, rev gitsource.Revision, cfgs []conf
 			continue
 		}
 		a.mu.Lock()
-		mine, preview := st.cfg.Source == name, st.cfg.Preview != nil
+		mine, preview := st.cfg.Source == name, st.cfg.Preview
 		a.mu.Unlock()
 		if !mine {
 			continue
 		}
-		if (ss.cfg.Prune || preview) && a.opts.Remover != nil {
-			ch.remove(app, st, preview)
+		if (ss.cfg.Prune || preview != nil) && a.opts.Remover != nil {
+			at := ch.at
+			if preview != nil && notKept[preview.Branch] != "" {
+				at += ": " + notKept[preview.Branch]
+			}
+			ch.remove(app, st, preview != nil, at)
 			continue
 		}
 		left = append(left, app)
@@ -389,11 +395,11 @@ func (c *appSetChange) declared(cfg config.AppConfig) {
 
 // remove queues the removal of an app the set no longer declares (a
 // preview's volumes go with it).
-func (c *appSetChange) remove(app string, st *appState, preview bool) {
+func (c *appSetChange) remove(app string, st *appState, preview bool, at string) {
 	a := c.a
 	a.mu.Lock()
 	fresh := st.removing == nil
-	st.removing = &removal{source: c.source, at: c.at, keepVolumes: !preview}
+	st.removing = &removal{source: c.source, at: at, keepVolumes: !preview}
 	a.mu.Unlock()
 	if fresh {
 		a.preempt(app)
@@ -571,8 +577,10 @@ func (a *Agent) discoverPreviews(ctx context.Context, ss *sourceState) error {
 		return fmt.Errorf("source %s: %w", name, err)
 	}
 	next, dropped := previews.Next(ss.cfg, ss.accepted.Previews, branches, now)
+	notKept := map[string]string{}
 	for _, d := range dropped {
-		a.log.Info("preview not kept", "source", name, "branch", d)
+		a.log.Info("preview not kept", "source", name, "branch", d.String())
+		notKept[d.Branch] = d.Reason
 	}
 	cfgs, err := previews.Apps(ss.cfg, next)
 	if err != nil {
@@ -593,6 +601,6 @@ func (a *Agent) discoverPreviews(ctx context.Context, ss *sourceState) error {
 	a.mu.Lock()
 	ss.status.Refused = nil
 	a.mu.Unlock()
-	a.applyAppSet(ss, gitsource.Revision{}, cfgs, true)
+	a.applyAppSet(ss, gitsource.Revision{}, cfgs, true, notKept)
 	return nil
 }

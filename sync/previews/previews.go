@@ -28,10 +28,10 @@ type Preview struct {
 // A branch keeps its port slot; a moved head restarts its ttl; beyond
 // maxPreviews or the port range's slots, the newest branches wait (named
 // in dropped).
-func Next(sc config.SourceConfig, prev map[string]Preview, branches []gitsource.Branch, now time.Time) (map[string]Preview, []string) {
+func Next(sc config.SourceConfig, prev map[string]Preview, branches []gitsource.Branch, now time.Time) (map[string]Preview, []Dropped) {
 	next := map[string]Preview{}
 	var fresh []gitsource.Branch
-	var dropped []string
+	var dropped []Dropped
 	used := map[int]bool{}
 	live := 0
 	for _, b := range branches {
@@ -53,7 +53,7 @@ func Next(sc config.SourceConfig, prev map[string]Preview, branches []gitsource.
 		}
 		if p.Expired || sc.Preview.TTL > 0 && now.Sub(p.Since) > sc.Preview.TTL {
 			if !p.Expired {
-				dropped = append(dropped, b.Name+" (no commit for "+sc.Preview.TTL.String()+")")
+				dropped = append(dropped, Dropped{b.Name, "no commit for " + sc.Preview.TTL.String()})
 			}
 			next[b.Name] = Preview{SHA: p.SHA, Since: p.Since, Slot: -1, Expired: true}
 			continue
@@ -65,7 +65,7 @@ func Next(sc config.SourceConfig, prev map[string]Preview, branches []gitsource.
 	slots := sc.PortSlots()
 	for _, b := range fresh {
 		if live >= sc.MaxPreviews {
-			dropped = append(dropped, b.Name+" (maxPreviews reached)")
+			dropped = append(dropped, Dropped{b.Name, "maxPreviews reached"})
 			continue
 		}
 		slot := -1
@@ -77,7 +77,7 @@ func Next(sc config.SourceConfig, prev map[string]Preview, branches []gitsource.
 				}
 			}
 			if slot < 0 {
-				dropped = append(dropped, b.Name+" (no free host ports in preview.ports.range)")
+				dropped = append(dropped, Dropped{b.Name, "no free host ports in preview.ports.range"})
 				continue
 			}
 			used[slot] = true
@@ -87,6 +87,13 @@ func Next(sc config.SourceConfig, prev map[string]Preview, branches []gitsource.
 	}
 	return next, dropped
 }
+
+// Dropped is a matching branch that gets no preview, and why.
+type Dropped struct {
+	Branch, Reason string
+}
+
+func (d Dropped) String() string { return d.Branch + " (" + d.Reason + ")" }
 
 // Apps are the apps of the previews.
 func Apps(sc config.SourceConfig, previews map[string]Preview) ([]config.AppConfig, error) {

@@ -29,7 +29,7 @@ func TestNextKeepsSlotsAndLimits(t *testing.T) {
 	if next["preview/b"].Slot != 1 || next["preview/c"].Slot != 0 || next["preview/d"].Slot != 2 || len(next) != 3 {
 		t.Fatalf("second: %+v", next)
 	}
-	if len(dropped) != 1 || dropped[0] != "preview/e (maxPreviews reached)" {
+	if len(dropped) != 1 || dropped[0].String() != "preview/e (maxPreviews reached)" {
 		t.Fatalf("dropped %v", dropped)
 	}
 	apps, err := Apps(sc, next)
