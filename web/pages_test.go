@@ -245,6 +245,10 @@ func TestOverviewShowsNamedEngine(t *testing.T) {
 	if !strings.Contains(local, `href="/apps/shop"`) || strings.Contains(local, `href="/apps/wiki"`) {
 		t.Error("the local engine's page does not list exactly the apps on the local engine")
 	}
+	assertContains(t, "wiki's page", env.page("/apps/wiki"), `<a class="badge info" href="/?engine=edge" title="Runs on engine edge">engine edge</a>`)
+	if strings.Contains(env.page("/apps/shop"), "Runs on engine") {
+		t.Error("shop's page names an engine; it runs on the local one")
+	}
 	if w := env.do(http.MethodGet, "/?engine=nope", ""); w.Code != http.StatusNotFound {
 		t.Errorf("/?engine=nope: HTTP %d, want 404", w.Code)
 	}

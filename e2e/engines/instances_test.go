@@ -76,6 +76,11 @@ apps:
 		t.Errorf("driftless status %s: exit %d\n%s", onFar, code, out)
 	}
 
+	// Each instance has its dashboard page.
+	if page := get(t, agent.URL+"/apps/"+onFar); !strings.Contains(page, onFar) || !strings.Contains(page, "engine far") {
+		t.Errorf("the dashboard page of %s does not name it and its engine:\n%s", onFar, page)
+	}
+
 	// One commit rolls both instances.
 	repo.WriteFile("apps/"+app+"/web.yaml", manifest("two"))
 	second := repo.Commit("a new message")
