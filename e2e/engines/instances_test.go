@@ -68,11 +68,11 @@ apps:
 
 	// The CLI lists both instances, each with its engine, and shows one.
 	out, code := testenv.Run(t, t.Context(), t.TempDir(), "status", "--server="+agent.URL)
-	if code != 0 || !strings.Contains(out, onLocal) || !strings.Contains(out, onFar) {
+	if code != 0 || !strings.Contains(out, onLocal) || !strings.Contains(out, onFar+" (engine far)") {
 		t.Errorf("driftless status: exit %d\n%s\nwant both %s and %s", code, out, onLocal, onFar)
 	}
 	out, code = testenv.Run(t, t.Context(), t.TempDir(), "status", onFar, "--server="+agent.URL)
-	if code != 0 || !strings.Contains(out, onFar) || !strings.Contains(out, "far") {
+	if code != 0 || !strings.Contains(out, onFar) || !strings.Contains(out, "engine:   far") {
 		t.Errorf("driftless status %s: exit %d\n%s", onFar, code, out)
 	}
 
