@@ -422,6 +422,7 @@ func TestDiscoverFileErrors(t *testing.T) {
 		{"repeated key", "apps:\n  - name: shop\n    path: a\n    name: blog\n", f + ":4:5: apps[0]: key name repeats the one on line 2"},
 		{"unknown key", "apps:\n  - name: shop\n    path: a\n    image: nginx\n", f + ":4:5: apps[0].image: unknown key: the keys are name, path, branch, tag, interval, prune, selfHeal, profiles, release"},
 		{"non-string key", "apps:\n  - name: shop\n    path: a\n    ? [x]\n    : 1\n", f + ":4:7: apps[0]: a key must be a plain string"},
+		{"engines are local", "apps:\n  - name: shop\n    path: a\n    engines: [local, far]\n", f + ":4:5: apps[0].engines: the engines the app runs on is a local setting: it is given by the source's template in the agent's driftless.yaml, never by the repository"},
 		{"allow is local", "apps:\n  - name: shop\n    path: a\n    allow: [docker-socket]\n", f + ":4:5: apps[0].allow: host power is a local setting: it is given by the source's template in the agent's driftless.yaml, never by the repository"},
 		{"credentials are local", "apps:\n  - name: shop\n    path: a\n    passwordFile: /etc/pw\n    repo: https://example.com/x.git\n",
 			f + ":4:5: apps[0].passwordFile: git credentials is a local setting: it is given by the source's template in the agent's driftless.yaml, never by the repository\n" +
