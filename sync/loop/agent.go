@@ -1289,14 +1289,12 @@ func (a *Agent) recordStored(entries ...status.HistoryEntry) ([]status.HistoryEn
 // Ready is nil when the agent's own Docker engine answers and every app
 // completed a pass recently: within three intervals, or two minutes if that is longer.
 func (a *Agent) Ready() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := a.engine.Ping(ctx); err != nil {
-		return engineError(err)
+	if err := pingBounded(a.engine); err != nil {
+		return err
 	}
 	if a.swarm != nil {
-		if err := a.swarm.Ping(ctx); err != nil {
-			return engineError(err)
+		if err := pingBounded(a.swarm); err != nil {
+			return err
 		}
 	}
 	// A named engine that does not answer is its apps' problem, shown in
@@ -1339,9 +1337,15 @@ func (a *Agent) EngineReady(name string) error {
 		}
 		eng = named
 	}
+	return pingBounded(eng)
+}
+
+// pingBounded pings an engine for a health check, which must answer
+// within seconds whatever the engine does.
+func pingBounded(e Engine) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := eng.Ping(ctx); err != nil {
+	if err := e.Ping(ctx); err != nil {
 		return engineError(err)
 	}
 	return nil
