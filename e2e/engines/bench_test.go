@@ -13,7 +13,6 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest"
@@ -43,16 +42,14 @@ func TestBenchRemoteHeal(t *testing.T) {
 	t.Cleanup(func() { _ = cli.Close() })
 
 	app := prefix() + "-heal"
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	repo.WriteFile("apps/"+app+"/web.yaml", testenv.PlainService("web", image, trials))
 	repo.Commit("one app on b")
 	cfg := fmt.Sprintf(`engines:
   - {name: b, host: 'tcp://%s', tls: {caFile: %s, certFile: %s, keyFile: %s}}
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: b}
-`, tcp, certs.ca, certs.clientCert, certs.clientKey, app, repo.URL(server.URL), app)
+`, tcp, certs.ca, certs.clientCert, certs.clientKey, app, url, app)
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 	testenv.WaitAllRunning(t, cli, app, trials, 3*time.Minute)

@@ -22,6 +22,7 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
+	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -48,14 +49,11 @@ func TestAppsOnSeveralEngines(t *testing.T) {
 	p := prefix()
 	one, two, three := p+"-one", p+"-two", p+"-three"
 	t.Cleanup(func() { testenv.RemoveApp(t, three) })
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	for _, app := range []string{one, two, three} {
 		repo.WriteFile("apps/"+app+"/web.yaml", testenv.WebManifest(image, 1, app))
 	}
 	sha := repo.Commit("three apps")
-	url := repo.URL(server.URL)
 	app := func(name, engine string) string {
 		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
 	}
@@ -144,6 +142,30 @@ apps:
 	// b back: two converges again.
 	b.Start()
 	testenv.WaitAppStatus(t, agent, two, 90*time.Second, "converged once b is back", converged)
+}
+
+// platformRepo serves a new repository, platform, over git daemon on
+// loopback; url is its address for the agent.
+func platformRepo(t *testing.T) (repo *gitserver.Repo, url string) {
+	t.Helper()
+	base := t.TempDir()
+	server := gitserver.RunDaemon(t, base)
+	repo = gitserver.Init(t, base, "platform")
+	return repo, repo.URL(server.URL)
+}
+
+// farEngine starts a private engine holding images, reached over ssh
+// through a real sshd on loopback; farEntry is its engines: entry, far.
+func farEngine(t *testing.T, images ...string) (*privengine.Engine, *sshengine.Server) {
+	t.Helper()
+	eng := privengine.Start(t)
+	eng.LoadImages(images...)
+	return eng, sshengine.Start(t, eng.Host)
+}
+
+// farEntry is the engines: entry of the engine ssh reaches, called far.
+func farEntry(ssh *sshengine.Server) string {
+	return fmt.Sprintf("  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}\n", ssh.URL, ssh.KeyFile, ssh.KnownHostsFile)
 }
 
 // writeConfig writes cfg as a driftless.yaml of its own and returns its

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
-	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/sync/status"
@@ -31,15 +29,11 @@ import (
 func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
-	eng := privengine.Start(t)
-	eng.LoadImages(image)
-	ssh := sshengine.Start(t, eng.Host)
+	eng, ssh := farEngine(t, image)
 
 	app := prefix() + "-files"
 	dir := "apps/" + app + "/"
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	repo.WriteFile(dir+"compose.yaml", fmt.Sprintf(`services:
   web:
     image: %s
@@ -55,10 +49,9 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 	repo.WriteFile(dir+"site/css/site.css", "h1 { color: red }\n")
 	first := repo.Commit("an app with repository files on the ssh engine")
 	cfg := fmt.Sprintf(`engines:
-  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}
-apps:
-  - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engine: far}
-`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
+%sapps:
+  - {name: %s, repo: %s, branch: main, path: apps/%[2]s, interval: 2s, allowInsecureTransport: true, engine: far}
+`, farEntry(ssh), app, url)
 	path := writeConfig(t, cfg)
 	data := testenv.DataDir(t)
 	agent := testenv.StartAgent(t, data, "run", "--config", path)

@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
-	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -22,25 +20,20 @@ import (
 func TestOneAppOnTwoEngines(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
-	eng := privengine.Start(t)
-	eng.LoadImages(image)
-	ssh := sshengine.Start(t, eng.Host)
+	eng, ssh := farEngine(t, image)
 
 	app := prefix() + "-both"
 	t.Cleanup(func() { testenv.RemoveApp(t, app) })
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	manifest := func(message string) string {
 		return fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  env: {MESSAGE: %s}\n  stopGracePeriodSeconds: 1\n", image, message)
 	}
 	repo.WriteFile("apps/"+app+"/web.yaml", manifest("one"))
 	first := repo.Commit("an app on two engines")
 	cfg := fmt.Sprintf(`engines:
-  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}
-apps:
-  - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engines: [local, far]}
-`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
+%sapps:
+  - {name: %s, repo: %s, branch: main, path: apps/%[2]s, interval: 2s, allowInsecureTransport: true, engines: [local, far]}
+`, farEntry(ssh), app, url)
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 

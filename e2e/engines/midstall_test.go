@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/sync/status"
@@ -36,9 +35,7 @@ func TestEngineStallingMidPassDoesNotDelayLocalHeal(t *testing.T) {
 	local := p + "-local"
 	slowApps := []string{p + "-m1", p + "-m2", p + "-m3"}
 	t.Cleanup(func() { testenv.RemoveApp(t, local) })
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	manifest := func(app string) string {
 		return fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  env: {MESSAGE: %s}\n  stopGracePeriodSeconds: 1\n", image, app)
 	}
@@ -46,7 +43,6 @@ func TestEngineStallingMidPassDoesNotDelayLocalHeal(t *testing.T) {
 		repo.WriteFile("apps/"+app+"/web.yaml", manifest(app))
 	}
 	sha := repo.Commit("one local app, three on an engine that will stall")
-	url := repo.URL(server.URL)
 	app := func(name, engine string) string {
 		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/remoteprobe"
 	"github.com/driftless-dev/driftless/drift"
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
@@ -46,9 +45,7 @@ func TestReadinessProbesOnRemoteEngine(t *testing.T) {
 
 	app := prefix() + "-probe"
 	dir := "apps/" + app + "/"
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	compose := func(network string, env ...string) string {
 		return fmt.Sprintf(`services:
   web:
@@ -66,10 +63,9 @@ networks:
 	repo.WriteFile(dir+"compose.yaml", compose("front"))
 	first := repo.Commit("an app with an httpGet readiness probe on the ssh engine")
 	cfg := fmt.Sprintf(`engines:
-  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}
-apps:
-  - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, prune: true, engine: far}
-`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL))
+%sapps:
+  - {name: %s, repo: %s, branch: main, path: apps/%[2]s, interval: 2s, allowInsecureTransport: true, prune: true, engine: far}
+`, farEntry(ssh), app, url)
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ready-timeout", "15s")
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/registry"
 	"github.com/driftless-dev/driftless/e2e/sshengine"
@@ -33,9 +32,7 @@ func TestEngineRegistryCredentials(t *testing.T) {
 	}
 
 	app := p + "-pull"
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	repo.WriteFile("apps/"+app+"/web.yaml", fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  stopGracePeriodSeconds: 1\n", ref))
 	sha := repo.Commit("an app whose image is in a private registry")
 	dir := t.TempDir()
@@ -51,7 +48,7 @@ func TestEngineRegistryCredentials(t *testing.T) {
       - {host: %s, username: %s, passwordFile: far-registry}
 apps:
   - {name: %s, repo: %s, branch: main, path: apps/%[6]s, interval: 10m, allowInsecureTransport: true, engine: far}
-`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, reg.Host, reg.User, app, repo.URL(server.URL))
+`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, reg.Host, reg.User, app, url)
 	path := filepath.Join(dir, "driftless.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

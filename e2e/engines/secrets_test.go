@@ -15,9 +15,7 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
-	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/secrets/sopstest"
 	"github.com/driftless-dev/driftless/sync/status"
@@ -36,9 +34,7 @@ import (
 func TestSecretFileOnRemoteEngine(t *testing.T) {
 	t.Parallel()
 	image := testenv.WorkloadImage(t, "v1")
-	eng := privengine.Start(t)
-	eng.LoadImages(image)
-	ssh := sshengine.Start(t, eng.Host)
+	eng, ssh := farEngine(t, image)
 
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -60,9 +56,7 @@ func TestSecretFileOnRemoteEngine(t *testing.T) {
 	dir := "apps/" + app + "/"
 	password := "remote-pw-" + app
 	token1, token2 := "remote-token-one-"+app, "remote-token-two-"+app
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	repo.WriteFile(dir+"compose.yaml", fmt.Sprintf(`services:
   web:
     image: %s
@@ -79,10 +73,9 @@ secrets:
 	repo.WriteFile(dir+"secrets/api-token.txt", enc("api-token.txt", token1))
 	first := repo.Commit("an app with two secret files on the ssh engine")
 	cfg := fmt.Sprintf(`engines:
-  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}
-apps:
-  - {name: %s, repo: %s, branch: main, path: apps/%[4]s, interval: 2s, allowInsecureTransport: true, engine: far, decryption: {ageKeyFile: %[6]s}}
-`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, app, repo.URL(server.URL), keyFile)
+%sapps:
+  - {name: %s, repo: %s, branch: main, path: apps/%[2]s, interval: 2s, allowInsecureTransport: true, engine: far, decryption: {ageKeyFile: %[4]s}}
+`, farEntry(ssh), app, url, keyFile)
 	path := writeConfig(t, cfg)
 	data := testenv.DataDir(t)
 	agent := testenv.StartAgent(t, data, "run", "--config", path)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/sshengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
@@ -30,19 +29,15 @@ func TestAppOverSSH(t *testing.T) {
 
 	p := prefix()
 	four, five := p+"-four", p+"-five"
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	repo.WriteFile("apps/"+four+"/web.yaml", fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  env: {MESSAGE: four}\n  stopGracePeriodSeconds: 1\n", image))
 	repo.WriteFile("apps/"+five+"/web.yaml", testenv.WebManifest(image, 1, "five"))
 	sha := repo.Commit("two apps on the ssh engine")
-	url := repo.URL(server.URL)
 	cfg := fmt.Sprintf(`engines:
-  - {name: far, host: %[1]s, sshKeyFile: %[2]s, knownHostsFile: %[3]s}
-apps:
-  - {name: %[4]s, repo: %[6]s, branch: main, path: apps/%[4]s, interval: 10m, allowInsecureTransport: true, engine: far}
-  - {name: %[5]s, repo: %[6]s, branch: main, path: apps/%[5]s, interval: 10m, allowInsecureTransport: true, engine: far}
-`, ssh.URL, ssh.KeyFile, ssh.KnownHostsFile, four, five, url)
+%[1]sapps:
+  - {name: %[2]s, repo: %[4]s, branch: main, path: apps/%[2]s, interval: 10m, allowInsecureTransport: true, engine: far}
+  - {name: %[3]s, repo: %[4]s, branch: main, path: apps/%[3]s, interval: 10m, allowInsecureTransport: true, engine: far}
+`, farEntry(ssh), four, five, url)
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 

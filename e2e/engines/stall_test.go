@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftless-dev/driftless/e2e/gitserver"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/sync/status"
 )
@@ -27,14 +26,11 @@ func TestStalledEngineDoesNotDelayAnotherEnginesHeal(t *testing.T) {
 	local := p + "-local"
 	stuckApps := []string{p + "-s1", p + "-s2", p + "-s3"}
 	t.Cleanup(func() { testenv.RemoveApp(t, local) })
-	base := t.TempDir()
-	server := gitserver.RunDaemon(t, base)
-	repo := gitserver.Init(t, base, "platform")
+	repo, url := platformRepo(t)
 	for _, app := range append([]string{local}, stuckApps...) {
 		repo.WriteFile("apps/"+app+"/web.yaml", testenv.WebManifest(image, 1, app))
 	}
 	sha := repo.Commit("one local app, three on a stalled engine")
-	url := repo.URL(server.URL)
 	app := func(name, engine string) string {
 		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
 	}
