@@ -54,9 +54,6 @@ func TestAppsOnSeveralEngines(t *testing.T) {
 		repo.WriteFile("apps/"+app+"/web.yaml", testenv.WebManifest(image, 1, app))
 	}
 	sha := repo.Commit("three apps")
-	app := func(name, engine string) string {
-		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
-	}
 	cfg := fmt.Sprintf(`engines:
   - name: a
     host: %s
@@ -64,7 +61,7 @@ func TestAppsOnSeveralEngines(t *testing.T) {
     host: tcp://%s
     tls: {caFile: %s, certFile: %s, keyFile: %s}
 apps:
-`, a.Host, tcp, certs.ca, certs.clientCert, certs.clientKey) + app(one, "a") + app(two, "b") + app(three, "local")
+`, a.Host, tcp, certs.ca, certs.clientCert, certs.clientKey) + appEntry(one, url, "a") + appEntry(two, url, "b") + appEntry(three, url, "local")
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
 
@@ -166,6 +163,12 @@ func farEngine(t *testing.T, images ...string) (*privengine.Engine, *sshengine.S
 // farEntry is the engines: entry of the engine ssh reaches, called far.
 func farEntry(ssh *sshengine.Server) string {
 	return fmt.Sprintf("  - {name: far, host: %s, sshKeyFile: %s, knownHostsFile: %s}\n", ssh.URL, ssh.KeyFile, ssh.KnownHostsFile)
+}
+
+// appEntry is the apps: entry of the app at apps/NAME of the repository
+// at url, placed on engine, polled every 10 minutes.
+func appEntry(name, url, engine string) string {
+	return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
 }
 
 // writeConfig writes cfg as a driftless.yaml of its own and returns its

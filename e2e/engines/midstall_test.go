@@ -43,14 +43,11 @@ func TestEngineStallingMidPassDoesNotDelayLocalHeal(t *testing.T) {
 		repo.WriteFile("apps/"+app+"/web.yaml", manifest(app))
 	}
 	sha := repo.Commit("one local app, three on an engine that will stall")
-	app := func(name, engine string) string {
-		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
-	}
 	cfg := fmt.Sprintf("engines:\n  - {name: slow, host: tcp://%s, allowInsecureEngine: true}\napps:\n", proxy)
 	for _, a := range slowApps {
-		cfg += app(a, "slow")
+		cfg += appEntry(a, url, "slow")
 	}
-	cfg += app(local, "local")
+	cfg += appEntry(local, url, "local")
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--workers", "2")
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})

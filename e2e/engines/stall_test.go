@@ -31,14 +31,11 @@ func TestStalledEngineDoesNotDelayAnotherEnginesHeal(t *testing.T) {
 		repo.WriteFile("apps/"+app+"/web.yaml", testenv.WebManifest(image, 1, app))
 	}
 	sha := repo.Commit("one local app, three on a stalled engine")
-	app := func(name, engine string) string {
-		return fmt.Sprintf("  - {name: %s, repo: %s, branch: main, path: apps/%s, interval: 10m, allowInsecureTransport: true, engine: %s}\n", name, url, name, engine)
-	}
 	cfg := fmt.Sprintf("engines:\n  - {name: stuck, host: tcp://%s, allowInsecureEngine: true}\napps:\n", stuck)
 	for _, a := range stuckApps {
-		cfg += app(a, "stuck")
+		cfg += appEntry(a, url, "stuck")
 	}
-	cfg += app(local, "local")
+	cfg += appEntry(local, url, "local")
 	path := writeConfig(t, cfg)
 	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--workers", "2")
 
