@@ -166,8 +166,18 @@ func New(o Options) (*Notifier, error) {
 		}
 		return &host{client: c, w: newWorker(name, o.retry, counter, o.Logger, n.problem), repo: config.RedactURL(app.Repo)}
 	}
+	// The instances of an app on several engines (APP@ENGINE) share the
+	// destinations their one entry declares.
+	byEntry := map[string][]*destination{}
 	for _, app := range o.Config.Apps {
-		n.perApp[app.Name] = mk("apps ("+app.Name+"): notifications", app.Notifications)
+		ds, shared := byEntry[app.InstanceOf]
+		if !shared {
+			ds = mk("apps ("+app.NameOnEngine()+"): notifications", app.Notifications)
+			if app.InstanceOf != "" {
+				byEntry[app.InstanceOf] = ds
+			}
+		}
+		n.perApp[app.Name] = ds
 		if h := mkHost("apps ("+app.Name+")", "commit-status/"+app.Name, app); h != nil {
 			n.hosts[app.Name] = h
 		}

@@ -217,3 +217,25 @@ func TestHungDestinationNeverHoldsTheLoopUp(t *testing.T) {
 		t.Fatalf("dropped %v, want at least 49 of %d messages to a hung destination with a queue of %d", d, queueSize+50, queueSize)
 	}
 }
+
+// The instances of an app declared on several engines share the
+// destinations of their one entry: the agent starts (no name is used
+// twice), and a message about either instance goes there.
+func TestInstancesShareTheirEntrysDestinations(t *testing.T) {
+	hook := newHook(t, 0)
+	shared := []config.Notification{{Name: "shop-1", URL: hook.url("/hooks/shop")}}
+	onLocal := config.AppConfig{Name: "shop@local", InstanceOf: "shop", Notifications: shared}
+	onFar := config.AppConfig{Name: "shop@far", InstanceOf: "shop", Engine: "far", Notifications: shared}
+	n, err := New(Options{Registerer: prometheus.NewRegistry(), Config: config.Config{Apps: []config.AppConfig{onLocal, onFar}}})
+	if err != nil {
+		t.Fatalf("two instances of one entry with notifications: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n.Start(ctx, nil)
+	good := rev("1111111aaaa", "good")
+	n.Observe(loop.Report{App: "shop@far", Next: appStatus(drift.HealthHealthy, good), Entries: []status.HistoryEntry{{ID: 3, Kind: status.KindSync, Result: "succeeded", Revision: good, Summary: "synced 1111111 “good”: 1 to add"}}})
+	if m := hook.next(t); m["title"] != "driftless: shop@far synced 1111111" {
+		t.Errorf("title %q, want shop@far's sync", m["title"])
+	}
+}
