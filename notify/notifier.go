@@ -166,18 +166,8 @@ func New(o Options) (*Notifier, error) {
 		}
 		return &host{client: c, w: newWorker(name, o.retry, counter, o.Logger, n.problem), repo: config.RedactURL(app.Repo)}
 	}
-	// The instances of an app on several engines (APP@ENGINE) share the
-	// destinations their one entry declares.
-	byEntry := map[string][]*destination{}
+	n.perApp = appDestinations(o.Config.Apps, mk)
 	for _, app := range o.Config.Apps {
-		ds, shared := byEntry[app.InstanceOf]
-		if !shared {
-			ds = mk("apps ("+app.NameOnEngine()+"): notifications", app.Notifications)
-			if app.InstanceOf != "" {
-				byEntry[app.InstanceOf] = ds
-			}
-		}
-		n.perApp[app.Name] = ds
 		if h := mkHost("apps ("+app.Name+")", "commit-status/"+app.Name, app); h != nil {
 			n.hosts[app.Name] = h
 		}
@@ -393,3 +383,22 @@ func (n *Notifier) problem(app, dest, summary, result string) {
 
 // The agent takes the Notifier as its observer.
 var _ loop.Observer = (*Notifier)(nil)
+
+// appDestinations are each app's own destinations, made by mk. The
+// instances of an app on several engines (APP@ENGINE) share the ones
+// their one entry declares.
+func appDestinations(apps []config.AppConfig, mk func(where string, cfgs []config.Notification) []*destination) map[string][]*destination {
+	out := map[string][]*destination{}
+	byEntry := map[string][]*destination{}
+	for _, app := range apps {
+		ds, shared := byEntry[app.InstanceOf]
+		if !shared {
+			ds = mk("apps ("+app.NameOnEngine()+"): notifications", app.Notifications)
+			if app.InstanceOf != "" {
+				byEntry[app.InstanceOf] = ds
+			}
+		}
+		out[app.Name] = ds
+	}
+	return out
+}
