@@ -208,9 +208,13 @@ func (r *run) startReplica(ctx context.Context, s *step, svc *manifest.Service) 
 // next pass; a replace is not, so it waits on).
 func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.ServiceSpec, baseRestarts int, stoppable bool) error {
 	name := s.change.Name
-	r.emit(s, drift.PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", r.e.opts.ReadyTimeout), nil)
+	timeout := r.e.opts.ReadyTimeout
+	if spec != nil && spec.MinReady != nil {
+		timeout += *spec.MinReady // the time to become ready, then the time to prove it
+	}
+	r.emit(s, drift.PhaseWaiting, fmt.Sprintf("waiting up to %s for readiness", timeout), nil)
 	started := time.Now()
-	deadline := started.Add(r.e.opts.ReadyTimeout)
+	deadline := started.Add(timeout)
 	r.followEvents(ctx)
 	// With an event stream running (the agent's Watch, or followEvents), a
 	// removal or exit is noticed at once; the poll is the fallback.
@@ -240,7 +244,7 @@ func (r *run) waitReady(ctx context.Context, s *step, id string, spec *manifest.
 			return err
 		}
 		if time.Now().After(deadline) {
-			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, r.e.opts.ReadyTimeout, lastReason), info, info.RestartCount-baseRestarts)
+			return r.notReady(ctx, id, fmt.Sprintf("%s not ready after %s: %s", name, timeout, lastReason), info, info.RestartCount-baseRestarts)
 		}
 		look := time.NewTimer(min(r.nextLook(id), max(time.Until(deadline), minSettleWait)))
 		select {

@@ -424,3 +424,31 @@ spec:
 		t.Errorf("observed %+v", cs)
 	}
 }
+
+// minReadySeconds replaces the engine's settle time. With a settle time no
+// replica could wait out (30s against a 5s ready timeout), a service with
+// minReadySeconds: 0 is ready once running and one with 2 once it has run
+// 2s; a service without it is held back by the settle time.
+func TestMinReadySecondsReplacesSettleTime(t *testing.T) {
+	f := newFixture(t, deploy.Options{SettleTime: 30 * time.Second, ReadyTimeout: 5 * time.Second})
+	svc := func(name, extra string) string {
+		return fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: %s}\nspec:\n  image: {{image}}\n  stopGracePeriodSeconds: 1\n%s", name, extra)
+	}
+	now, soon := svc("now", "  minReadySeconds: 0\n"), svc("soon", "  minReadySeconds: 2\n")
+	desired := f.load(now, soon)
+	if res, _ := f.apply(desired, f.plan(desired, drift.Options{})); res.Err != nil {
+		t.Fatalf("apply: %v", res.Err)
+	}
+	a := f.observe()
+	for _, name := range []string{"now", "soon"} {
+		if cs := service(a, name); len(cs) != 1 || !cs[0].Ready {
+			t.Errorf("%s: %+v; want one ready replica", name, cs)
+		}
+	}
+
+	desired = f.load(now, soon, svc("later", ""))
+	res, _ := f.apply(desired, f.plan(desired, drift.Options{}))
+	if got := degraded(res, "later"); res.Err == nil || !strings.Contains(got, "ready after 30s without restarting") {
+		t.Errorf("without minReadySeconds: err %v, degraded %q; want held back by the 30s settle time", res.Err, got)
+	}
+}

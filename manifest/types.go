@@ -225,6 +225,14 @@ type ServiceSpec struct {
 	// image's own. A replica with a Docker healthcheck and no Readiness is
 	// ready when Docker says healthy.
 	Healthcheck *Healthcheck `json:"healthcheck,omitempty"`
+	// MinReady is how long a replica must have run since its last start,
+	// without restarting, before it counts as ready (Kubernetes'
+	// minReadySeconds, compose's update_config.monitor). nil: the engine's
+	// settle time for a replica without readiness section or healthcheck
+	// (2s), nothing more for one with; 0: ready once running (or once its
+	// probe passes). Hashed: it is in the replicas' recorded spec, which
+	// is where readiness is judged from.
+	MinReady *time.Duration `json:"minReady,omitempty"`
 
 	User       string `json:"user,omitempty"`
 	WorkingDir string `json:"workingDir,omitempty"`

@@ -32,7 +32,10 @@ type Info struct {
 	Name      string
 	App       string
 	Readiness *manifest.Readiness
-	IP        string
+	// MinReady is the service's minReady (nil: the prober's settle time
+	// without a probe or healthcheck, nothing with one).
+	MinReady *time.Duration
+	IP       string
 	// Network is the name of the network IP is on (inspect only).
 	Network string
 	State   drift.ContainerState
@@ -305,17 +308,7 @@ func (p *Prober) evaluate(e *entry) {
 		// image's): Docker's verdict is the readiness.
 		e.ready, e.reason = healthVerdict(info)
 	case r == nil:
-		if !info.Inspected {
-			e.ready, e.reason = false, "start time not yet known"
-			return
-		}
-		up := p.Now().Sub(info.StartedAt)
-		e.ready = up >= p.settle
-		if !e.ready {
-			e.reason = fmt.Sprintf("running for %s; ready after %s without restarting", up.Round(100*time.Millisecond), p.settle)
-		} else {
-			e.reason = ""
-		}
+		e.ready, e.reason = p.settled(info)
 	case r.Exec != nil:
 		e.ready, e.reason = healthVerdict(info)
 	default:
@@ -324,6 +317,38 @@ func (p *Prober) evaluate(e *entry) {
 			e.ready, e.reason = false, "waiting for the first readiness probe"
 		}
 	}
+	if e.ready && info.MinReady != nil && *info.MinReady > 0 && (r != nil || info.Health != "") {
+		// A probe's or healthcheck's pass counts once the replica has also
+		// run minReady without restarting.
+		e.ready, e.reason = p.settled(info)
+	}
+}
+
+// settleOf is how long info's container must run without restarting to
+// count as ready: its service's minReady, or else the prober's settle time
+// (which only a replica without probe or healthcheck waits for).
+func (p *Prober) settleOf(info Info) time.Duration {
+	if info.MinReady != nil {
+		return *info.MinReady
+	}
+	return p.settle
+}
+
+// settled is the verdict of a running container judged by how long it has
+// run since its last start.
+func (p *Prober) settled(info Info) (bool, string) {
+	settle := p.settleOf(info)
+	if settle <= 0 {
+		return true, ""
+	}
+	if !info.Inspected {
+		return false, "start time not yet known"
+	}
+	up := p.Now().Sub(info.StartedAt)
+	if up >= settle {
+		return true, ""
+	}
+	return false, fmt.Sprintf("running for %s; ready after %s without restarting", up.Round(100*time.Millisecond), settle)
 }
 
 // healthVerdict reads Docker's healthcheck status: ready when healthy,
@@ -386,7 +411,7 @@ func (p *Prober) SettleLeft(id string) (left time.Duration, ok bool) {
 	if info.State != drift.StateRunning || info.Readiness != nil || info.Health != "" || !info.Inspected {
 		return 0, false
 	}
-	return max(p.settle-p.Now().Sub(info.StartedAt), 0), true
+	return max(p.settleOf(info)-p.Now().Sub(info.StartedAt), 0), true
 }
 
 // Times is when the container last started and last stopped, as its last
@@ -525,7 +550,7 @@ func FromInspect(c container.InspectResponse) Info {
 	if c.Config != nil {
 		info.App = c.Config.Labels[drift.LabelApp]
 		if spec := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); spec != nil {
-			info.Readiness = spec.Readiness
+			info.Readiness, info.MinReady = spec.Readiness, spec.MinReady
 			info.Secrets = secretEnvValues(c.Config.Env, spec)
 		}
 	}
@@ -591,7 +616,7 @@ func secretEnvValues(env []string, spec *manifest.ServiceSpec) []string {
 func FromContainer(c *drift.Container, ip string) Info {
 	info := Info{ID: c.ID, Name: c.Name, App: c.App, State: c.State, Health: c.Health, ExitCode: c.ExitCode, IP: ip}
 	if c.Spec != nil {
-		info.Readiness = c.Spec.Readiness
+		info.Readiness, info.MinReady = c.Spec.Readiness, c.Spec.MinReady
 	}
 	return info
 }

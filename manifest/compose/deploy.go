@@ -328,8 +328,13 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 	default:
 		sm.refuse(attr+".failure_action", "%q is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)", u.FailureAction)
 	}
-	if u.Monitor != 0 {
-		sm.refuse(attr+".monitor", "is not supported: a replica counts once it is ready (see x-driftless.readiness)")
+	if u.Monitor < 0 || time.Duration(u.Monitor) > manifest.MaxSeconds*time.Second {
+		sm.refuse(attr+".monitor", "must be between 0s and %ds", manifest.MaxSeconds)
+	} else if u.Monitor != 0 {
+		// Swarm watches an updated task this long for a failure; here a
+		// replica must run this long without restarting to count as ready.
+		d := time.Duration(u.Monitor)
+		sm.spec.MinReady = &d
 	}
 	if u.MaxFailureRatio != 0 {
 		sm.refuse(attr+".max_failure_ratio", "is not supported: any replica that does not become ready stops the rollout")

@@ -79,7 +79,6 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:10:5: services.web.ports: publish them from service \"db\", whose network namespace this service shares (Docker refuses ports here)",
 				"compose.yaml:11:20: services.web.deploy.mode: \"global\" is not supported: driftless runs replicated services on one engine: set target: swarm for the app to deploy it to a Swarm cluster",
 				"compose.yaml:11:108: services.web.deploy.update_config.failure_action: \"continue\" is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)",
-				"compose.yaml:11:127: services.web.deploy.update_config.monitor: is not supported: a replica counts once it is ready (see x-driftless.readiness)",
 				"compose.yaml:12:18: services.web.pull_policy: \"weekly\" is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag",
 				"compose.yaml:13:16: services.web.env_file[0]: env file \"missing.env\" does not exist in the repository: commit it, or mark it required: false",
 				"compose.yaml:14:33: services.web.labels[\"dev.driftless.app\"]: the label prefix \"dev.driftless.\" is reserved for driftless",

@@ -46,6 +46,7 @@ var jobOnlyServiceFields = []struct {
 	{"spec.replicas", func(r *rawServiceSpec) bool { return r.Replicas != nil }},
 	{"spec.ports", func(r *rawServiceSpec) bool { return len(r.Ports) > 0 }},
 	{"spec.readiness", func(r *rawServiceSpec) bool { return r.Readiness != nil }},
+	{"spec.minReadySeconds", func(r *rawServiceSpec) bool { return r.MinReadySeconds != nil }},
 	{"spec.update", func(r *rawServiceSpec) bool { return r.Update != nil }},
 	{"spec.dependsOn", func(r *rawServiceSpec) bool { return len(r.DependsOn) > 0 }},
 	{"spec.dependsOnCondition", func(r *rawServiceSpec) bool { return len(r.DependsOnCondition) > 0 }},

@@ -46,6 +46,10 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 		Update:                 normalizeUpdate(raw.Update),
 		Readiness:              NormalizeReadiness(raw.Readiness),
 	}
+	if v := raw.MinReadySeconds; v != nil {
+		d := time.Duration(*v) * time.Second
+		spec.MinReady = &d
+	}
 	if b := raw.Build; b != nil {
 		spec.Build = &manifest.Build{
 			Context:    orDefaultString(b.Context, "."),

@@ -67,6 +67,7 @@ type rawServiceSpec struct {
 	DependsOnCondition map[string]string           `json:"dependsOnCondition"`
 	RestartMaxRetries  *int                        `json:"restartMaxRetries"`
 	Healthcheck        *rawHealthcheck             `json:"healthcheck"`
+	MinReadySeconds    *int                        `json:"minReadySeconds"`
 	User               string                      `json:"user"`
 	WorkingDir         string                      `json:"workingDir"`
 	Hostname           string                      `json:"hostname"`

@@ -73,3 +73,28 @@ func TestLoadTuningFields(t *testing.T) {
 		}
 	}
 }
+
+// minReadySeconds: how long a replica must run without restarting to count
+// as ready; 0 is kept (ready once running), unset is left to the engine.
+func TestLoadMinReadySeconds(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want string
+	}{{"  minReadySeconds: 0\n", "0s"}, {"  minReadySeconds: 30\n", "30s"}, {"", "unset"}} {
+		app, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n" + tt.line})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "unset"
+		if d := app.Service("web").Spec.MinReady; d != nil {
+			got = d.String()
+		}
+		if got != tt.want {
+			t.Errorf("%q: minReady %s, want %s", tt.line, got, tt.want)
+		}
+	}
+	_, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  minReadySeconds: -1\n"})
+	if lines := strings.Join(loadtest.ErrorLines(t, err), "\n"); !strings.Contains(lines, "spec.minReadySeconds: must be >= 0") {
+		t.Errorf("errors: %s", lines)
+	}
+}

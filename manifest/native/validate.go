@@ -137,6 +137,7 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	}
 	validateDependsOn(r, raw, o.name)
 	r.IntRange("spec.stopGracePeriodSeconds", raw.StopGracePeriodSeconds, 0, manifest.MaxSeconds)
+	r.IntRange("spec.minReadySeconds", raw.MinReadySeconds, 0, manifest.MaxSeconds)
 	validateProcess(r, raw)
 	validateNetworking(r, raw)
 	validateMounts(r, raw, mounts)

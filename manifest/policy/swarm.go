@@ -55,6 +55,8 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 	switch {
 	case s.Readiness != nil:
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
+	case s.MinReady != nil:
+		refuse("minReadySeconds", "driftless's own readiness does not judge Swarm tasks: Swarm's update monitor does (deploy.update_config.monitor in a compose file)")
 	case s.NetworkMode != "":
 		refuse("networkMode", "network mode %q is not supported for Swarm services: use the app's overlay networks", s.NetworkMode)
 	case len(s.Addresses) > 0:

@@ -122,6 +122,11 @@ func TestSwarmRefusals(t *testing.T) {
 			[]string{
 				"web.yaml:6:3: spec.readiness: driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update (target: swarm)",
 			}},
+		{"native minReadySeconds",
+			map[string]string{"web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec:\n  image: shop/web:1\n  minReadySeconds: 5\n"},
+			[]string{
+				"web.yaml:6:20: spec.minReadySeconds: driftless's own readiness does not judge Swarm tasks: Swarm's update monitor does (deploy.update_config.monitor in a compose file) (target: swarm)",
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,28 @@
+package compose_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+)
+
+// deploy.update_config.monitor, Swarm's watch for a failure after each
+// update, is how long a replica must run without restarting to count as
+// ready; the same on a first deploy, so the meaning does not depend on
+// whether something is replaced.
+func TestComposeUpdateMonitorIsMinReady(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web("deploy: {update_config: {monitor: 15s}}"), load.Options{})
+	if got := a.Service("web").Spec.MinReady; got == nil || *got != 15*time.Second {
+		t.Errorf("minReady = %v; want 15s", got)
+	}
+	if got := loadtest.MustLoadCompose(t, loadtest.Web(), load.Options{}).Service("web").Spec.MinReady; got != nil {
+		t.Errorf("without monitor, minReady = %v; want unset (the engine's settle time)", *got)
+	}
+	errs := strings.Join(loadtest.ComposeErrors(t, loadtest.Web("deploy: {update_config: {monitor: 48h}}"), load.Options{}), "\n")
+	if !strings.Contains(errs, "services.web.deploy.update_config.monitor: must be between 0s and 86400s") {
+		t.Errorf("errors: %s", errs)
+	}
+}
