@@ -305,6 +305,14 @@ func reportError(c *yamlpos.Collector, display string, doc *yaml.Node, e *jsonsc
 			at = manifest.Position{File: display, Line: kn.Line, Column: kn.Column}
 		}
 		c.Add(at, field, "%s", unknownField(loc[:len(loc)-1], loc[len(loc)-1]))
+	case *kind.Type:
+		msg := schemaerr.Message(k)
+		if k.Got == "null" {
+			// environment: with only comments under it is null, which
+			// compose refuses too.
+			msg += ": the key has no value (only comments under it?): remove the key, or give it one"
+		}
+		c.Add(at, field, "%s", msg)
 	default:
 		c.Add(at, field, "%s", schemaerr.Message(e.ErrorKind))
 	}
