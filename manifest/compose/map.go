@@ -242,7 +242,7 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 		v4, v4cfg = c.Subnet, *c
 	}
 	if v6 != "" && v4 == "" {
-		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet beside it: IPv6-only networks are not supported yet")
+		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet declared beside it: docker compose lets Docker pick the IPv4 subnet, driftless does not yet; add a config entry with an IPv4 subnet")
 	}
 	return v4, v6, v4cfg
 }

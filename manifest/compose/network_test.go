@@ -141,3 +141,17 @@ func TestComposeNetworkGatewayV6(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Ghost's compose.ipv6.yml declares only an IPv6 subnet: Docker would pick
+// the IPv4 one, driftless does not yet, and the message says so (the
+// network is not IPv6-only).
+func TestComposeNetworkV6Only(t *testing.T) {
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "services:\n  ghost:\n    image: ghost:6\n    networks: [ghost_network]\n" +
+		"networks:\n  ghost_network:\n    enable_ipv6: true\n    ipam:\n      config:\n        - subnet: fdc1:f5e4:6668::/64\n"}, load.Options{})
+	want := []string{
+		"compose.yaml:9:7: networks.ghost_network.ipam.config: an IPv6 subnet needs an IPv4 subnet declared beside it: docker compose lets Docker pick the IPv4 subnet, driftless does not yet; add a config entry with an IPv4 subnet",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
