@@ -364,8 +364,14 @@ func (sm *serviceMap) mapResources() {
 	sm.refuseResourceExtras("deploy.resources.limits", lim)
 	sm.refuseResourceExtras("deploy.resources.reservations", res)
 	if res != nil {
-		if res.NanoCPUs != 0 {
-			sm.refuse("deploy.resources.reservations.cpus", "CPU reservations are not supported: set a limit")
+		switch {
+		case res.NanoCPUs == 0:
+		case sm.m.opts.Target == manifest.TargetSwarm:
+			sm.refuse("deploy.resources.reservations.cpus", "CPU reservations are not supported yet on Swarm: set a limit")
+		default:
+			// Compose passes only the memory reservation (and devices) to
+			// a container: a CPU reservation is Swarm's scheduling.
+			sm.warn("deploy.resources.reservations.cpus", "has no effect on one engine (as in compose): Docker reserves no CPU for a container; set a limit to bound it")
 		}
 		if res.Pids != 0 {
 			sm.refuse("deploy.resources.reservations.pids", "is not supported")

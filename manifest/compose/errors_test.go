@@ -118,6 +118,15 @@ func TestComposeErrors(t *testing.T) {
 			[]string{
 				"compose.yaml:3:1: YAML syntax error: a tab indents this line; YAML indentation must be spaces",
 			}},
+		{"null beside known fields",
+			// nginx-proxy's docker-compose-separate-containers.yml: an
+			// environment: holding only a comment is null, which compose
+			// refuses; the fields beside it are not unknown.
+			map[string]string{"compose.yaml": "services:\n  dockergen:\n    image: nginxproxy/nginx-proxy:dockergen\n    imgae: x\n    networks: [private]\n    environment:\n      # HTTP_PORT etc.\n    volumes: [conf:/etc/nginx/conf.d]\nnetworks: {private: {}}\nvolumes: {conf: {}}\n"},
+			[]string{
+				"compose.yaml:4:5: services.dockergen.imgae: unknown field: not part of the compose specification (did you mean \"image\"?)",
+				"compose.yaml:6:5: services.dockergen.environment: must be a mapping, got null: the key has no value (only comments under it?): remove the key, or give it one",
+			}},
 		{"unknown fields and types",
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    imgae: x\n    ports: {a: 1}\n    replicas: 2\n  db:\n    image: 3\n    restart: sometimes\n"},
 			[]string{

@@ -152,6 +152,31 @@ func TestComposeSwarmOnlyKeysWarn(t *testing.T) {
 	}
 }
 
+// A CPU reservation (Zabbix's compose files give one to every service) is
+// Swarm's scheduling: compose passes only the memory reservation to a
+// container, so on one engine it is accepted with a warning; on a Swarm
+// target, which driftless does not map it for yet, it is refused.
+func TestComposeCPUReservation(t *testing.T) {
+	files := loadtest.Web(
+		"deploy:",
+		"  resources:",
+		"    limits: {cpus: '0.70', memory: 1G}",
+		"    reservations: {cpus: '0.5', memory: 512M}",
+	)
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	want := "compose.yaml:7:30: services.web.deploy.resources.reservations.cpus: has no effect on one engine (as in compose)"
+	if got := a.Warnings.Error(); !strings.Contains(got, want) {
+		t.Errorf("warnings lack %q:\n%s", want, got)
+	}
+	if r := a.Service("web").Spec.Resources; r.NanoCPUs != 700_000_000 || r.MemoryBytes != 1<<30 || r.MemoryReservationBytes != 512<<20 {
+		t.Errorf("resources %+v, want the limits and the memory reservation", r)
+	}
+	got := loadtest.ComposeErrors(t, files, load.Options{Target: manifest.TargetSwarm})
+	if want := "compose.yaml:7:30: services.web.deploy.resources.reservations.cpus: CPU reservations are not supported yet on Swarm: set a limit"; strings.Join(got, "\n") != want {
+		t.Errorf("swarm: got %q, want %q", got, want)
+	}
+}
+
 // A repository file is one shared read-only copy: Z (a private label)
 // is applied as z, with a warning; cpus and a CFS quota together are
 // refused, as Docker refuses them.

@@ -242,7 +242,7 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 		v4, v4cfg = c.Subnet, *c
 	}
 	if v6 != "" && v4 == "" {
-		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet beside it: IPv6-only networks are not supported yet")
+		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet declared beside it: docker compose lets Docker pick the IPv4 subnet, driftless does not yet; add a config entry with an IPv4 subnet")
 	}
 	return v4, v6, v4cfg
 }
@@ -274,9 +274,17 @@ func (m *composeMapper) checkSubnetV6(cp string, c *types.IPAMPool, ipv6, second
 			m.errs.Add(m.ix.at(cp+".subnet"), cp+".subnet", "%v", err)
 		}
 	}
-	if c.Gateway != "" || c.IPRange != "" {
-		m.errs.Add(m.ix.keyAt(cp), cp, "gateway and ip_range of an IPv6 subnet are not supported yet: Docker picks the gateway and assigns from the whole subnet")
+	if (c.Gateway != "" && !firstAddress(c.Subnet, c.Gateway)) || c.IPRange != "" {
+		m.errs.Add(m.ix.keyAt(cp), cp, "gateway and ip_range of an IPv6 subnet are not supported yet: Docker picks the gateway (the subnet's first address) and assigns from the whole subnet")
 	}
+}
+
+// firstAddress says whether gw is the first address of subnet, the
+// gateway Docker picks when none is given: declaring it changes nothing.
+func firstAddress(subnet, gw string) bool {
+	p, err := netip.ParsePrefix(subnet)
+	a, err2 := netip.ParseAddr(gw)
+	return err == nil && err2 == nil && p.Masked().Addr().Next() == a
 }
 
 func (m *composeMapper) mapVolumes() []manifest.Volume {

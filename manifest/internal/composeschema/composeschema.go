@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -147,9 +148,101 @@ func Validate(c *yamlpos.Collector, display string, doc *yaml.Node, m map[string
 	if !errors.As(err, &verr) {
 		return
 	}
-	for _, e := range schemaerr.Leaves(verr) {
+	for _, e := range unmasked(sch, b, schemaerr.Leaves(verr)) {
 		reportError(c, display, doc, e)
 	}
+}
+
+// unmasked drops the unknown-field errors a sibling's failure causes. A
+// service is allOf container_spec and workload_spec with
+// unevaluatedProperties: false, and a subschema that fails evaluates none
+// of its properties: `environment:` left empty (null) made image, networks
+// and volumes beside it "unknown". Each such error is kept only if it
+// remains once the failing siblings are removed from the mapping (b is the
+// checked instance as JSON).
+func unmasked(sch *jsonschema.Schema, b []byte, leaves []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	failing := map[string][]string{} // parent location -> sibling keys failing otherwise
+	for _, e := range leaves {
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok {
+			continue
+		}
+		for n := 1; n <= len(e.InstanceLocation); n++ {
+			loc := e.InstanceLocation
+			parent := strings.Join(loc[:n-1], "\x00")
+			if !slices.Contains(failing[parent], loc[n-1]) {
+				failing[parent] = append(failing[parent], loc[n-1])
+			}
+		}
+	}
+	still := map[string]map[string]bool{} // parent location -> keys unknown without the failing siblings
+	var out []*jsonschema.ValidationError
+	for _, e := range leaves {
+		loc := e.InstanceLocation
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); !ok || len(loc) == 0 {
+			out = append(out, e)
+			continue
+		}
+		parent := strings.Join(loc[:len(loc)-1], "\x00")
+		if len(failing[parent]) == 0 {
+			out = append(out, e)
+			continue
+		}
+		if _, done := still[parent]; !done {
+			still[parent] = unknownWithout(sch, b, loc[:len(loc)-1], failing[parent])
+		}
+		if keys := still[parent]; keys == nil || keys[loc[len(loc)-1]] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unknownWithout validates the instance with the keys drop removed from
+// the mapping at parent, and returns the keys of that mapping still
+// refused as unknown; nil (keep every error) where that cannot be done.
+func unknownWithout(sch *jsonschema.Schema, b []byte, parent []string, drop []string) map[string]bool {
+	var inst any
+	if err := json.Unmarshal(b, &inst); err != nil {
+		return nil
+	}
+	m, ok := at(inst, parent).(map[string]any)
+	if !ok {
+		return nil
+	}
+	for _, k := range drop {
+		delete(m, k)
+	}
+	out := map[string]bool{}
+	var verr *jsonschema.ValidationError
+	if !errors.As(sch.Validate(inst), &verr) {
+		return out
+	}
+	for _, e := range schemaerr.Leaves(verr) {
+		loc := e.InstanceLocation
+		if _, ok := e.ErrorKind.(*kind.FalseSchema); ok && len(loc) == len(parent)+1 && slices.Equal(loc[:len(parent)], parent) {
+			out[loc[len(parent)]] = true
+		}
+	}
+	return out
+}
+
+// at is the value at a JSON instance location, or nil.
+func at(v any, loc []string) any {
+	for _, k := range loc {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }
 
 // Cast is one of compose-go's interpolation casts, split once.
@@ -212,6 +305,14 @@ func reportError(c *yamlpos.Collector, display string, doc *yaml.Node, e *jsonsc
 			at = manifest.Position{File: display, Line: kn.Line, Column: kn.Column}
 		}
 		c.Add(at, field, "%s", unknownField(loc[:len(loc)-1], loc[len(loc)-1]))
+	case *kind.Type:
+		msg := schemaerr.Message(k)
+		if k.Got == "null" {
+			// environment: with only comments under it is null, which
+			// compose refuses too.
+			msg += ": the key has no value (only comments under it?): remove the key, or give it one"
+		}
+		c.Add(at, field, "%s", msg)
 	default:
 		c.Add(at, field, "%s", schemaerr.Message(e.ErrorKind))
 	}
