@@ -31,7 +31,7 @@ var composeBuildRules = map[string]any{
 	"target":              composeMapped("build.target"),
 	"dockerfile_inline":   composeRefused("is not supported: commit the Dockerfile and name it with dockerfile:"),
 	"additional_contexts": composeRefused("is not supported: the context is one directory of the revision"),
-	"cache_from":          composeRefused("is not supported: the engine's own build cache is used"),
+	"cache_from":          composeNoEffect("only seeds the build cache, which changes no image built: the engine's own build cache is used"),
 	"cache_to":            composeRefused("is not supported: the engine's own build cache is used"),
 	"no_cache":            composeRefused("is not supported: an unchanged context is never rebuilt anyway"),
 	"no_cache_filter":     composeRefused("is not supported"),
@@ -68,6 +68,8 @@ func (sm *serviceMap) mapBuild() {
 		case composeMapped:
 		case composeRefused:
 			sm.refuse("build."+name, "%s", string(r))
+		case composeNoEffect:
+			sm.warn("build."+name, "%s", string(r))
 		default:
 			sm.refuse("build."+name, "is not supported by driftless yet")
 		}

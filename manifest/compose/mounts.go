@@ -45,7 +45,8 @@ func (sm *serviceMap) mapVolumes() {
 }
 
 // shortVolumeOptions are the options of the short syntax; compose-go
-// ignores others, driftless refuses them rather than drop them.
+// ignores others (so docker compose mounts read-write, unlabelled), and
+// driftless does the same, with a warning that names the option.
 var shortVolumeOptions = map[string]bool{
 	"ro": true, "rw": true, "nocopy": true, "z": true, "Z": true,
 	"rprivate": true, "private": true, "rshared": true, "shared": true, "rslave": true, "slave": true,
@@ -66,7 +67,7 @@ func (sm *serviceMap) checkShortVolume(attr string, fn fileNode) {
 	}
 	for _, o := range strings.Split(parts[len(parts)-1], ",") {
 		if !shortVolumeOptions[o] {
-			sm.refuseAt(fn.pos(), sm.path(attr), "unknown volume option %q: use ro, rw, z, Z, nocopy or a propagation", o)
+			sm.m.warnings.Add(fn.pos(), sm.path(attr), "unknown volume option %q is ignored, as compose ignores it (the mount is read-write, without an SELinux label): use ro, rw, z, Z, nocopy or a propagation, comma-separated (ro,z)", o)
 		}
 	}
 }

@@ -51,7 +51,7 @@ func DefaultLimits() Limits {
 		Objects:       200,
 		Files:         1000,
 		Documents:     1000,
-		ManifestBytes: 256 << 10,
+		ManifestBytes: 512 << 10,
 		ContentBytes:  16 << 20,
 	}
 }

@@ -36,7 +36,7 @@ func atLimit() map[string]fstest.MapFS {
 	}
 	// native: per document 17 nodes + 2 per env entry.
 	nenv := int(nodes/int64(lim.Services)-17) / 2
-	nper := (int(lim.ManifestBytes)/lim.Services - 110) / nenv
+	nper := (int(lim.ManifestBytes)/lim.Services-110)/nenv - len("    A100: \n")
 	var n strings.Builder
 	for s := range lim.Services {
 		fmt.Fprintf(&n, "---\napiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: s%d}\nspec:\n  image: x\n  env:\n", s)

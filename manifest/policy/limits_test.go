@@ -162,7 +162,7 @@ func TestLimitsManifestBytesRefusedBeforeReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := loadLimited(t, hugeFS{tc.files}, policy.Limits{})
 			want := "big.yaml: the manifests this revision has read come to "
-			if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], "more than the limit of 262144 bytes (256Ki)") || !strings.HasSuffix(got[0], "raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)") {
+			if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], "more than the limit of 524288 bytes (512Ki)") || !strings.HasSuffix(got[0], "raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)") {
 				t.Errorf("errors %q\nwant one starting %q naming the limit", got, want)
 			}
 		})
@@ -176,9 +176,9 @@ func TestLimitsBillionLaughs(t *testing.T) {
 		want  string
 	}{
 		{"compose", map[string]string{"compose.yaml": loadtest.BillionLaughs("services: {web: {image: x}}\n")},
-			"compose.yaml:3:12: YAML aliases expand this revision to more than 4096 values, more than 262144 bytes (256Ki) of manifests can hold written out; refused without expanding them: use fewer aliases, or if this is intended, raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)"},
+			"compose.yaml:3:12: YAML aliases expand this revision to more than 8192 values, more than 524288 bytes (512Ki) of manifests can hold written out; refused without expanding them: use fewer aliases, or if this is intended, raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)"},
 		{"native", map[string]string{"a.yaml": loadtest.BillionLaughs("")},
-			"a.yaml:2:12: YAML aliases expand this revision to more than 4096 values, more than 262144 bytes (256Ki) of manifests can hold written out; refused without expanding them: use fewer aliases, or if this is intended, raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)"},
+			"a.yaml:2:12: YAML aliases expand this revision to more than 8192 values, more than 524288 bytes (512Ki) of manifests can hold written out; refused without expanding them: use fewer aliases, or if this is intended, raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.GC()
