@@ -97,6 +97,12 @@ var extraFields = []struct {
 	{"resources.memoryReservation", func(s *manifest.ServiceSpec) string { return formatMemoryOr(s.Resources.MemoryReservationBytes, none) }},
 	{"update.delay", func(s *manifest.ServiceSpec) string { return s.Update.Delay.String() }},
 	{"healthcheck", func(s *manifest.ServiceSpec) string { return healthcheck(s.Healthcheck) }},
+	{"minReadySeconds", func(s *manifest.ServiceSpec) string {
+		if s.MinReady == nil {
+			return "(settle time)"
+		}
+		return s.MinReady.String()
+	}},
 	{"user", func(s *manifest.ServiceSpec) string { return stringOr(s.User, "(image's)") }},
 	{"workingDir", func(s *manifest.ServiceSpec) string { return stringOr(s.WorkingDir, "(image's)") }},
 	{"hostname", func(s *manifest.ServiceSpec) string { return stringOr(s.Hostname, "(container ID)") }},

@@ -25,6 +25,8 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 		{"healthcheck", func(s *manifest.ServiceSpec) {
 			s.Healthcheck = &manifest.Healthcheck{Test: []string{"CMD-SHELL", "curl -f localhost"}, Interval: 10 * time.Second, Timeout: 500 * time.Millisecond, Retries: 3}
 		}, []FieldChange{{"healthcheck", "(image's)", `["CMD-SHELL" "curl -f localhost"], every 10s, timeout 500ms, retries 3`}}},
+		{"minReadySeconds", func(s *manifest.ServiceSpec) { d := 15 * time.Second; s.MinReady = &d },
+			[]FieldChange{{"minReadySeconds", "(settle time)", "15s"}}},
 		{"healthcheck disabled", func(s *manifest.ServiceSpec) { s.Healthcheck = &manifest.Healthcheck{Test: []string{"NONE"}} },
 			[]FieldChange{{"healthcheck", "(image's)", "disabled"}}},
 		{"process", func(s *manifest.ServiceSpec) {
