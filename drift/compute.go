@@ -99,7 +99,7 @@ type planner struct {
 	// others share (see staleNamespace).
 	ownerChanges map[string]Cause
 	// dependencyChanges holds, by service, this plan's first create or
-	// replace of a replica of a service that others name in
+	// replace of one of its replicas, for the services that name it in
 	// DependsOnRestart (see recreatedDependency).
 	dependencyChanges map[string]Change
 	// owned networks and volumes by Docker name.

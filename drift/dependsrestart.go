@@ -1,7 +1,6 @@
 package drift
 
 import (
-	"slices"
 	"time"
 
 	"github.com/driftless-dev/driftless/manifest"
@@ -20,13 +19,11 @@ import (
 // dependent is replaced (after DEP, dependencies first), it started after
 // DEP was created, so a converged app plans nothing.
 
-// noteDependencyChange records, for a service that some service names in
-// DependsOnRestart, this plan's first create or replace of one of its
-// replicas.
+// noteDependencyChange records this plan's first create or replace of a
+// replica of svc, for the services that name it in DependsOnRestart. It
+// is noted for every service: looking up whether one is named would cost
+// more than the note.
 func (p *planner) noteDependencyChange(svc *manifest.Service, changes []Change) {
-	if !p.restartsDependents(svc.Name) {
-		return
-	}
 	for _, c := range changes {
 		if c.Action == ActionCreate || c.Action == ActionReplace {
 			if p.dependencyChanges == nil {
@@ -36,14 +33,6 @@ func (p *planner) noteDependencyChange(svc *manifest.Service, changes []Change) 
 			return
 		}
 	}
-}
-
-// restartsDependents reports whether some service names service in its
-// DependsOnRestart.
-func (p *planner) restartsDependents(service string) bool {
-	return slices.ContainsFunc(p.desired.Services, func(s manifest.Service) bool {
-		return slices.Contains(s.Spec.DependsOnRestart, service)
-	})
 }
 
 // recreatedDependency says why replica c must be replaced because a
