@@ -98,6 +98,10 @@ type planner struct {
 	// replace of the first replica of a service whose network namespace
 	// others share (see staleNamespace).
 	ownerChanges map[string]Cause
+	// dependencyChanges holds, by service, this plan's first create or
+	// replace of one of its replicas, for the services that name it in
+	// DependsOnRestart (see recreatedDependency).
+	dependencyChanges map[string]Change
 	// owned networks and volumes by Docker name.
 	ownedNetworks map[string]*Network
 	ownedVolumes  map[string]*Volume
@@ -662,7 +666,8 @@ func (p *planner) containers() {
 
 	// Each service's refs, then its changes, dependencies first: a
 	// replica sharing another's network namespace is replaced when its
-	// owner is (noteOwnerChange).
+	// owner is (noteOwnerChange), and one whose dependency has restart:
+	// true when that dependency is (noteDependencyChange).
 	bounds := make([][2]int, len(services))
 	start := 0
 	for si := range services {
@@ -677,6 +682,7 @@ func (p *planner) containers() {
 	for _, si := range dependencyOrder(services) {
 		perService[si] = p.service(&services[si], refs[bounds[si][0]:bounds[si][1]])
 		p.noteOwnerChange(&services[si], perService[si])
+		p.noteDependencyChange(&services[si], perService[si])
 	}
 	p.addInDependencyOrder(services, perService)
 	p.pruneContainers(undeclared)
@@ -1029,6 +1035,10 @@ func (p *planner) keep(sc *serviceCtx, c *Container, hashOK bool) (Change, bool)
 			break
 		}
 		if why, cause := p.staleNamespace(spec, c); why != "" {
+			ch.Action, ch.Cause, ch.Reason = ActionReplace, cause, why
+			break
+		}
+		if why, cause := p.recreatedDependency(spec, c); why != "" {
 			ch.Action, ch.Cause, ch.Reason = ActionReplace, cause, why
 			break
 		}

@@ -86,8 +86,9 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 }
 
 // extraFields are the fields added for compose files, in the model's
-// order, each shown the way a manifest would say it. dependsOnCondition is
-// left out like dependsOn: it never forces a recreate.
+// order, each shown the way a manifest would say it. dependsOnCondition
+// and dependsOnRestart are left out like dependsOn: they never force a
+// recreate of their own.
 var extraFields = []struct {
 	path string
 	show func(*manifest.ServiceSpec) string

@@ -79,6 +79,7 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 		}, []FieldChange{{"readiness", "(none)", `exec shell ["pg_isready"] (delay 0s, every 2s, timeout 1s, success 1, failure 3)`}}},
 		{"conditions are not listed", func(s *manifest.ServiceSpec) {
 			s.DependsOn, s.DependsOnCondition = []string{"db"}, map[string]string{"db": manifest.DependsStarted}
+			s.DependsOnRestart = []string{"db"}
 		}, nil},
 	}
 	for _, tt := range tests {

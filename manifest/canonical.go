@@ -12,6 +12,7 @@ func CanonicalService(spec ServiceSpec) ServiceSpec {
 	out.SecretEnv = sortedSet(out.SecretEnv)
 	out.Networks = sortedSet(out.Networks)
 	out.DependsOn = sortedSet(out.DependsOn)
+	out.DependsOnRestart = sortedSet(out.DependsOnRestart)
 	slices.SortFunc(out.Ports, func(a, b Port) int {
 		return cmp.Or(cmp.Compare(a.ContainerPort, b.ContainerPort), cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.HostPort, b.HostPort), cmp.Compare(a.HostIP, b.HostIP), compareBool(a.AnyHostPort, b.AnyHostPort))
 	})
@@ -55,6 +56,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.Volumes = nonEmpty(spec.Volumes)
 	out.DependsOn = nonEmpty(spec.DependsOn)
 	out.DependsOnCondition = copyMap(spec.DependsOnCondition)
+	out.DependsOnRestart = nonEmpty(spec.DependsOnRestart)
 	if spec.Healthcheck != nil {
 		h := *spec.Healthcheck
 		h.Test = slices.Clone(h.Test)

@@ -8,8 +8,9 @@ import (
 
 // HashService is the hash a replica records: the first 16 hex characters of
 // a SHA-256 over the canonical JSON of the spec and labels. Replicas and
-// DependsOn are left out: scaling or reordering startup must not replace
-// running containers. Order of set-like lists and maps does not matter.
+// the dependencies (DependsOn, DependsOnCondition, DependsOnRestart) are
+// left out: scaling or reordering startup must not replace running
+// containers. Order of set-like lists and maps does not matter.
 //
 // Secret env values enter the hash only as key's digest of them, so the
 // hash on a container's label cannot be used to test guesses of a secret
@@ -38,6 +39,7 @@ func HashService(key SecretKey, labels map[string]string, spec ServiceSpec) stri
 	spec.Update.Canary, spec.Update.CanaryWatch = 0, 0
 	spec.DependsOn = nil
 	spec.DependsOnCondition = nil
+	spec.DependsOnRestart = nil
 	return hashJSON(KindService, labels, spec)
 }
 

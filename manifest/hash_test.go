@@ -82,8 +82,9 @@ func TestHashService(t *testing.T) {
 			s.Env = map[string]string{"TOKEN": "s3cret", "B": "2", "A": "1"}
 			*l = map[string]string{"tier": "front", "team": "shop"}
 		},
-		"replicas changed":  func(s *manifest.ServiceSpec, _ *map[string]string) { s.Replicas = 10 },
-		"dependsOn changed": func(s *manifest.ServiceSpec, _ *map[string]string) { s.DependsOn = []string{"cache", "db"} },
+		"replicas changed":     func(s *manifest.ServiceSpec, _ *map[string]string) { s.Replicas = 10 },
+		"dependsOn changed":    func(s *manifest.ServiceSpec, _ *map[string]string) { s.DependsOn = []string{"cache", "db"} },
+		"dependsOnRestart set": func(s *manifest.ServiceSpec, _ *map[string]string) { s.DependsOnRestart = []string{"db"} },
 	}
 	for name, change := range same {
 		s, l := baseSpec(), map[string]string{"team": "shop", "tier": "front"}

@@ -219,6 +219,11 @@ type ServiceSpec struct {
 	// listed here is DependsHealthy (driftless's readiness). Like
 	// DependsOn it is not hashed.
 	DependsOnCondition map[string]string `json:"dependsOnCondition,omitempty"`
+	// DependsOnRestart are the dependencies (sorted, each in DependsOn)
+	// whose recreation replaces this service's replicas too (compose's
+	// depends_on restart: true): the differ's business, so, like
+	// DependsOn, not hashed.
+	DependsOnRestart []string `json:"dependsOnRestart,omitempty"`
 	// RestartMaxRetries bounds on-failure restarts; 0 is unbounded.
 	RestartMaxRetries int `json:"restartMaxRetries,omitempty"`
 	// Healthcheck is the Docker healthcheck of the replicas. nil keeps the

@@ -275,9 +275,9 @@ services:
   web:
     image: shop/web:1
     depends_on:
-      db: {condition: service_healthy}
+      db: {condition: service_healthy, restart: true}
       migrate: {condition: service_completed_successfully}
-      cache: {condition: service_started}
+      cache: {condition: service_started, restart: true}
       debug: {condition: service_started, required: false}
   db: {image: shop/db:1}
   migrate: {image: shop/migrate:1}
@@ -292,6 +292,14 @@ services:
 	if !reflect.DeepEqual(s.DependsOnCondition, want) {
 		t.Errorf("conditions %v", s.DependsOnCondition)
 	}
+	// restart: true replaces web when db or cache is recreated (drift),
+	// and is not hashed: adding it leaves web's containers be.
+	if !reflect.DeepEqual(s.DependsOnRestart, []string{"cache", "db"}) {
+		t.Errorf("dependsOnRestart %v", s.DependsOnRestart)
+	}
+	if h := manifest.HashService(nil, nil, s); h != manifest.HashService(nil, nil, withoutRestart(s)) {
+		t.Error("restart: true changed the hash")
+	}
 	if a.Service("debug") != nil {
 		t.Error("a service of an inactive profile is part of the app")
 	}
@@ -299,6 +307,11 @@ services:
 	if got := a.Service("web").Spec.DependsOnCondition; !reflect.DeepEqual(got, map[string]string{"db": manifest.DependsStarted}) {
 		t.Errorf("list form conditions %v", got)
 	}
+}
+
+func withoutRestart(s manifest.ServiceSpec) manifest.ServiceSpec {
+	s.DependsOnRestart = nil
+	return s
 }
 
 func TestComposeProfiles(t *testing.T) {

@@ -82,7 +82,6 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:12:18: services.web.pull_policy: \"weekly\" is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag",
 				"compose.yaml:13:16: services.web.env_file[0]: env file \"missing.env\" does not exist in the repository: commit it, or mark it required: false",
 				"compose.yaml:14:33: services.web.labels[\"dev.driftless.app\"]: the label prefix \"dev.driftless.\" is reserved for driftless",
-				"compose.yaml:15:60: services.web.depends_on.db.restart: restart: true is not supported yet: driftless does not restart a service when its dependency is replaced",
 				"compose.yaml:16:71: services.web.x-driftless.bogus: unknown field",
 				"compose.yaml:19:21: services.db.container_name: cannot be combined with 2 replicas: a name is unique (as in compose)",
 				"compose.yaml:24:32: networks.n.ipam.config[0].subnet: subnet 10.0.0.1/24 has host bits set; did you mean 10.0.0.0/24?",

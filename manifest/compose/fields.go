@@ -44,7 +44,7 @@ var composeServiceRules = map[string]any{
 	"networks":          composeMapped("networks, aliases"),
 	"network_mode":      composeMapped("networkMode"),
 	"healthcheck":       composeMapped("healthcheck"),
-	"depends_on":        composeMapped("dependsOn, dependsOnCondition"),
+	"depends_on":        composeMapped("dependsOn, dependsOnCondition, dependsOnRestart"),
 	"stop_grace_period": composeMapped("stopGracePeriodSeconds"),
 	"stop_signal":       composeMapped("stopSignal"),
 	"user":              composeMapped("user"),

@@ -27,6 +27,10 @@ func (sm *serviceMap) applyJob(raw *native.RawJob) {
 	if len(sm.spec.Ports) > 0 {
 		sm.refuse("ports", "a job publishes no ports: remove ports")
 	}
+	for _, dep := range sm.spec.DependsOnRestart {
+		field := sm.depFrom[dep] + ".restart"
+		sm.refuseAt(sm.m.ix.at(field), field, "a job is not replaced when its dependency is: remove restart: true")
+	}
 	if sm.imageUpdate != nil {
 		sm.refuseAt(sm.extDoc.At("spec.imageUpdate"), sm.path("x-driftless.imageUpdate"), "a job follows no tag: remove imageUpdate")
 	}

@@ -48,6 +48,7 @@ func TestComposeJobErrors(t *testing.T) {
 		{"bad zone", "    x-driftless:\n      job: {schedule: '@daily', timeZone: Nowhere/City}\n", `services.migrate.x-driftless.job.timeZone: unknown time zone "Nowhere/City"`},
 		{"restart", "    restart: always\n    x-driftless:\n      job: {type: post-sync}\n", `compose.yaml:4:14: services.migrate.restart: a job's container is never restarted`},
 		{"ports", "    ports: ['8080:80']\n    x-driftless:\n      job: {type: post-sync}\n", `services.migrate.ports: a job publishes no ports`},
+		{"restart: true", "    restart: 'no'\n    depends_on: {db: {condition: service_started, restart: true}}\n    x-driftless:\n      job: {type: post-sync}\n  db:\n    image: x\n", `compose.yaml:5:60: services.migrate.depends_on.db.restart: a job is not replaced when its dependency is: remove restart: true`},
 		{"depended on", "    x-driftless:\n      job: {type: pre-sync}\n  web:\n    image: x\n    depends_on: [migrate]\n", `compose.yaml:8:18: services.web.depends_on[0]: "migrate" is a job, not a service`},
 	}
 	for _, tt := range tests {

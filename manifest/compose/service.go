@@ -486,7 +486,9 @@ func (sm *serviceMap) mapDependsOn() {
 			continue // its name was refused
 		}
 		if d.Restart {
-			sm.refuse(attr+".restart", "restart: true is not supported yet: driftless does not restart a service when its dependency is replaced")
+			// Compose restarts the dependent; driftless replaces it (see
+			// drift's dependsrestart.go).
+			sm.spec.DependsOnRestart = append(sm.spec.DependsOnRestart, target)
 		}
 		cond := manifest.DependsStarted
 		switch d.Condition {

@@ -57,6 +57,7 @@ const fullService = loadtest.Svc + `  image: x
   resources: {pids: 100, memory: 256Mi, memoryReservation: 128Mi}
   dependsOn: [db]
   dependsOnCondition: {db: started}
+  dependsOnRestart: [db]
   anonymousVolumes: [{mountPath: /var/cache/app}, {mountPath: /srv/seed}]
 ---
 apiVersion: driftless.dev/v1
@@ -127,6 +128,7 @@ func TestLoadEveryNewServiceField(t *testing.T) {
 		StartPeriod: time.Minute, StartInterval: 2 * time.Second, Retries: 4}
 	want.Resources = manifest.Resources{PidsLimit: 100, MemoryBytes: 256 << 20, MemoryReservationBytes: 128 << 20}
 	want.DependsOnCondition = map[string]string{"db": manifest.DependsStarted}
+	want.DependsOnRestart = []string{"db"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("spec:\n got %+v\nwant %+v", got, want)
 	}
@@ -167,7 +169,7 @@ func TestPolicyErrorsPointAtTheField(t *testing.T) {
 		`a.yaml:34:36: spec.securityOpt[1]: "seccomp=unconfined" turns off`,
 		"a.yaml:35:13: spec.devices[0]: host device /dev/fuse",
 		"a.yaml:37:8: spec.pid: the host's PID namespace",
-		`a.yaml:74:8: spec.driverOpts: volume nfs has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`",
+		`a.yaml:75:8: spec.driverOpts: volume nfs has the host mount a filesystem of type "nfs": the local driver's options are host power, as a bind mount is; allow it for this app with ` + "`allow: [volume-drivers]`",
 	}
 	if len(got) != len(wantSubs) {
 		t.Errorf("got %d errors, want %d:\n%s", len(got), len(wantSubs), strings.Join(got, "\n"))
@@ -248,6 +250,10 @@ func TestLoadNewFieldErrors(t *testing.T) {
 			`a.yaml:7:28: spec.dependsOnCondition.db: must be started, healthy or completed, got "ready"`}},
 		{"depends on condition without dependsOn", "  dependsOnCondition: {db: started}\n", []string{
 			`a.yaml:7:28: spec.dependsOnCondition.db: "db" is not in spec.dependsOn: add it there`}},
+		{"depends on restart", "  dependsOn: [db]\n  dependsOnRestart: [db, cache, db]\n", []string{
+			`a.yaml:7:15: spec.dependsOn[0]: service "db" is not declared`,
+			`a.yaml:8:26: spec.dependsOnRestart[1]: "cache" is not in spec.dependsOn: add it there`,
+			`a.yaml:8:33: spec.dependsOnRestart[2]: "db" is already listed at spec.dependsOnRestart[0]`}},
 		{"update delay", "  update: {delay: soon}\n", []string{`a.yaml:7:19: spec.update.delay: invalid duration "soon": use a number with a unit, such as 10s, 1m30s or 500ms`}},
 		{"resources", "  resources: {pids: -1, memory: 64Mi, memoryReservation: 128Mi}\n", []string{
 			`a.yaml:7:21: spec.resources.pids: must be >= 0`,

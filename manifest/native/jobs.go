@@ -50,6 +50,7 @@ var jobOnlyServiceFields = []struct {
 	{"spec.update", func(r *rawServiceSpec) bool { return r.Update != nil }},
 	{"spec.dependsOn", func(r *rawServiceSpec) bool { return len(r.DependsOn) > 0 }},
 	{"spec.dependsOnCondition", func(r *rawServiceSpec) bool { return len(r.DependsOnCondition) > 0 }},
+	{"spec.dependsOnRestart", func(r *rawServiceSpec) bool { return len(r.DependsOnRestart) > 0 }},
 	{"spec.imageUpdate", func(r *rawServiceSpec) bool { return r.ImageUpdate != nil }},
 	{"spec.anonymousVolumes", func(r *rawServiceSpec) bool { return len(r.AnonymousVolumes) > 0 }},
 	{"spec.addresses", func(r *rawServiceSpec) bool { return len(r.Addresses) > 0 }},

@@ -51,6 +51,7 @@ func TestLoadJobErrors(t *testing.T) {
 		{"bad concurrency", "  image: x\n  schedule: '@daily'\n  concurrency: replace\n", []string{`j.yaml:8:16: spec.concurrency: must be forbid or allow`}},
 		{"schedule on pre-sync", "  image: x\n  type: pre-sync\n  catchUp: true\n", []string{"j.yaml:8:12: spec.catchUp: only a scheduled job has catchUp"}},
 		{"replicas", "  image: x\n  type: post-sync\n  replicas: 2\n", []string{"j.yaml:8:13: spec.replicas: a Job runs one container to completion: remove replicas"}},
+		{"dependsOnRestart", "  image: x\n  type: post-sync\n  dependsOnRestart: [db]\n", []string{"j.yaml:8:3: spec.dependsOnRestart: a Job runs one container to completion: remove dependsOnRestart"}},
 		{"restart", "  image: x\n  type: post-sync\n  restart: always\n", []string{"j.yaml:8:12: spec.restart: a Job's container is never restarted"}},
 		{"timeout", "  image: x\n  type: post-sync\n  timeout: soon\n", []string{"j.yaml:8:12: spec.timeout:"}},
 		{"backoff", "  image: x\n  type: post-sync\n  backoffLimit: 99\n", []string{"j.yaml:8:17: spec.backoffLimit:"}},

@@ -97,6 +97,7 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 // is started, stopped and checked.
 func normalizeProcess(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 	spec.DependsOnCondition = copyMap(raw.DependsOnCondition)
+	spec.DependsOnRestart = sortedSet(raw.DependsOnRestart)
 	spec.RestartMaxRetries = orDefault(raw.RestartMaxRetries, 0)
 	spec.User = raw.User
 	spec.WorkingDir = raw.WorkingDir

@@ -65,6 +65,7 @@ type rawServiceSpec struct {
 
 	// Optional fields shared with compose files (see ServiceSpec).
 	DependsOnCondition map[string]string           `json:"dependsOnCondition"`
+	DependsOnRestart   []string                    `json:"dependsOnRestart"`
 	RestartMaxRetries  *int                        `json:"restartMaxRetries"`
 	Healthcheck        *rawHealthcheck             `json:"healthcheck"`
 	MinReadySeconds    *int                        `json:"minReadySeconds"`

@@ -324,6 +324,17 @@ func validateDependsOn(r yamlpos.Reporter, raw *rawServiceSpec, self string) {
 		}
 		seen[d] = i
 	}
+	seen = map[string]int{}
+	for i, d := range raw.DependsOnRestart {
+		p := yamlpos.IndexPath("spec.dependsOnRestart", i)
+		switch j, dup := seen[d]; {
+		case dup:
+			r.Errorf(p, "%q is already listed at spec.dependsOnRestart[%d]", d, j)
+		case !slices.Contains(raw.DependsOn, d):
+			r.Errorf(p, "%q is not in spec.dependsOn: add it there", d)
+		}
+		seen[d] = i
+	}
 }
 
 func ValidateReadiness(r yamlpos.Reporter, rd *RawReadiness) {
