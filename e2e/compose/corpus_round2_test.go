@@ -8,7 +8,7 @@ import "slices"
 // files, static addresses and shared network namespaces. Each group is in
 // its own file, with its equivalence cases.
 func roundTwoStacks() []corpusStack {
-	return slices.Concat(anonStacks(), stateStacks(), netStacks(), extendsStacks(), fieldsStacks())
+	return slices.Concat(anonStacks(), stateStacks(), netStacks(), extendsStacks(), fieldsStacks(), restartStacks())
 }
 
 // roundTwoEquivCases are the equivalence cases of issue 26's groups.
