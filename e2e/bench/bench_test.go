@@ -272,8 +272,9 @@ func engineFloor(t *testing.T, cli *client.Client, image string, n, par int) tim
 	t.Helper()
 	ctx := context.Background()
 	label := map[string]string{"dev.driftless-bench.floor": "1"}
-	netName := "driftless-bench-floor"
-	_, _ = cli.NetworkRemove(ctx, netName, client.NetworkRemoveOptions{})
+	// Names of their own in each trial: a removal the engine has not
+	// finished must not make the next trial's names ambiguous.
+	netName := fmt.Sprintf("driftless-bench-floor-%d", time.Now().UnixNano()%1e9)
 	t0 := time.Now()
 	if _, err := cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{Labels: label}); err != nil {
 		t.Fatal(err)
@@ -283,7 +284,7 @@ func engineFloor(t *testing.T, cli *client.Client, image string, n, par int) tim
 	var firstErr error
 	testenv.ForEach(n, par, func(i int) {
 		created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Name:       fmt.Sprintf("driftless-bench-floor-%d", i),
+			Name:       fmt.Sprintf("%s-%d", netName, i),
 			Config:     &container.Config{Image: image, Labels: label},
 			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(netName)},
 		})
