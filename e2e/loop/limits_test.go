@@ -75,7 +75,7 @@ func TestLimitsRefuseRevisions(t *testing.T) {
 	big += strings.Repeat("#", 60<<20-len(big))
 	repo.WriteFile(path+"/big.yaml", big)
 	refuse("a 60 MiB manifest", path+"/big.yaml: the manifests this revision has read come to 62914560 bytes (60Mi) with this file, "+
-		"more than the limit of 262144 bytes (256Ki); refused without reading further: if this is intended, raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)",
+		"more than the limit of 524288 bytes (512Ki); refused without reading further: if this is intended, raise limits.manifestBytes in driftless.yaml (or --limit manifestBytes=N)",
 		// The loader refuses the file by its size, unread (parsing it
 		// would cost gigabytes), and gitsource.Files leaves large blobs in
 		// the object store until they are read: what remains is the fetch
