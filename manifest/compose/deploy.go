@@ -439,6 +439,9 @@ type rawXDriftless struct {
 	ImageUpdate *native.RawImageUpdate `json:"imageUpdate"`
 	// Job makes the service a job (see manifest.Job).
 	Job *native.RawJob `json:"job"`
+	// MinReadySeconds is the native field; update_config.monitor cannot
+	// say 0 (compose reads 0s as unset).
+	MinReadySeconds *int `json:"minReadySeconds"`
 }
 
 type rawXUpdate struct {
@@ -535,6 +538,13 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 			sm.m.errs.Errs = append(sm.m.errs.Errs, e)
 		}
 		sm.spec.Update.Canary, sm.spec.Update.CanaryWatch = native.NormalizeCanary(u.Canary, u.CanaryWatch)
+	}
+	if v := x.MinReadySeconds; v != nil {
+		if *v < 0 || *v > manifest.MaxSeconds {
+			sm.refuseAt(sm.extDoc.At("spec.minReadySeconds"), sm.path("x-driftless.minReadySeconds"), "must be between 0 and %d", manifest.MaxSeconds)
+		}
+		d := time.Duration(*v) * time.Second
+		sm.spec.MinReady = &d
 	}
 	if x.ImageUpdate != nil {
 		sm.applyImageUpdate(x.ImageUpdate)

@@ -26,3 +26,16 @@ func TestComposeUpdateMonitorIsMinReady(t *testing.T) {
 		t.Errorf("errors: %s", errs)
 	}
 }
+
+// x-driftless.minReadySeconds says what monitor cannot: 0, ready once
+// running; it wins over monitor.
+func TestComposeXDriftlessMinReadySeconds(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web("deploy: {update_config: {monitor: 15s}}", "x-driftless: {minReadySeconds: 0}"), load.Options{})
+	if got := a.Service("web").Spec.MinReady; got == nil || *got != 0 {
+		t.Errorf("minReady = %v; want 0", got)
+	}
+	errs := strings.Join(loadtest.ComposeErrors(t, loadtest.Web("x-driftless: {minReadySeconds: -1}"), load.Options{}), "\n")
+	if !strings.Contains(errs, "services.web.x-driftless.minReadySeconds: must be between 0 and 86400") {
+		t.Errorf("errors: %s", errs)
+	}
+}
