@@ -512,32 +512,8 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 		sm.spec.Readiness = native.NormalizeReadiness(x.Readiness)
 		sm.record("readiness", "x-driftless.readiness")
 	}
-	if u := x.Update; u != nil {
-		at := func(k string) manifest.Position { return sm.extDoc.At("spec.update." + k) }
-		for _, k := range []struct {
-			name string
-			v    *int
-		}{{"maxSurge", u.MaxSurge}, {"maxUnavailable", u.MaxUnavailable}} {
-			if k.v != nil && (*k.v < 0 || *k.v > 1<<20) {
-				sm.refuseAt(at(k.name), sm.path("x-driftless.update."+k.name), "must be between 0 and %d", 1<<20)
-			}
-		}
-		if u.MaxSurge != nil {
-			sm.spec.Update.MaxSurge = *u.MaxSurge
-		}
-		if u.MaxUnavailable != nil {
-			sm.spec.Update.MaxUnavailable = *u.MaxUnavailable
-		}
-		if sm.spec.Update.MaxSurge == 0 && sm.spec.Update.MaxUnavailable == 0 {
-			sm.refuseAt(sm.extDoc.At("spec.update"), sm.path("x-driftless.update"), "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
-		}
-		vc := &yamlpos.Collector{}
-		native.ValidateCanary(yamlpos.Reporter{Errs: vc, Doc: sm.extDoc}, "spec.update", u.Canary, u.CanaryWatch, sm.spec.Replicas, sm.spec.Update.Strategy != manifest.StrategyRecreate)
-		for _, e := range vc.Errs {
-			e.Field = sm.extField(e.Field)
-			sm.m.errs.Errs = append(sm.m.errs.Errs, e)
-		}
-		sm.spec.Update.Canary, sm.spec.Update.CanaryWatch = native.NormalizeCanary(u.Canary, u.CanaryWatch)
+	if x.Update != nil {
+		sm.applyXUpdate(x.Update)
 	}
 	if v := x.MinReadySeconds; v != nil {
 		if *v < 0 || *v > manifest.MaxSeconds {
@@ -565,6 +541,36 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 		seen[k] = true
 		sm.spec.SecretEnv = append(sm.spec.SecretEnv, k)
 	}
+}
+
+// applyXUpdate checks and applies x-driftless.update over what
+// update_config said.
+func (sm *serviceMap) applyXUpdate(u *rawXUpdate) {
+	at := func(k string) manifest.Position { return sm.extDoc.At("spec.update." + k) }
+	for _, k := range []struct {
+		name string
+		v    *int
+	}{{"maxSurge", u.MaxSurge}, {"maxUnavailable", u.MaxUnavailable}} {
+		if k.v != nil && (*k.v < 0 || *k.v > 1<<20) {
+			sm.refuseAt(at(k.name), sm.path("x-driftless.update."+k.name), "must be between 0 and %d", 1<<20)
+		}
+	}
+	if u.MaxSurge != nil {
+		sm.spec.Update.MaxSurge = *u.MaxSurge
+	}
+	if u.MaxUnavailable != nil {
+		sm.spec.Update.MaxUnavailable = *u.MaxUnavailable
+	}
+	if sm.spec.Update.MaxSurge == 0 && sm.spec.Update.MaxUnavailable == 0 {
+		sm.refuseAt(sm.extDoc.At("spec.update"), sm.path("x-driftless.update"), "maxSurge and maxUnavailable must not both be 0: a rolling update could never replace a replica")
+	}
+	vc := &yamlpos.Collector{}
+	native.ValidateCanary(yamlpos.Reporter{Errs: vc, Doc: sm.extDoc}, "spec.update", u.Canary, u.CanaryWatch, sm.spec.Replicas, sm.spec.Update.Strategy != manifest.StrategyRecreate)
+	for _, e := range vc.Errs {
+		e.Field = sm.extField(e.Field)
+		sm.m.errs.Errs = append(sm.m.errs.Errs, e)
+	}
+	sm.spec.Update.Canary, sm.spec.Update.CanaryWatch = native.NormalizeCanary(u.Canary, u.CanaryWatch)
 }
 
 // applyImageUpdate checks x-driftless.imageUpdate like the native field.
