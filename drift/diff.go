@@ -128,6 +128,7 @@ var extraFields = []struct {
 	{"capDrop", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.CapDrop), none) }},
 	{"securityOpt", func(s *manifest.ServiceSpec) string { return listOr(s.SecurityOpt, none) }},
 	{"devices", func(s *manifest.ServiceSpec) string { return devices(s.Devices) }},
+	{"deviceRequests", func(s *manifest.ServiceSpec) string { return deviceRequests(s.DeviceRequests) }},
 	{"groupAdd", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.GroupAdd), none) }},
 	{"pid", func(s *manifest.ServiceSpec) string { return stringOr(s.PID, "(own)") }},
 	{"ipc", func(s *manifest.ServiceSpec) string { return stringOr(s.IPC, "(Docker's default)") }},
@@ -281,6 +282,17 @@ func devices(ds []manifest.Device) string {
 		if d.Permissions != "" {
 			s[i] += ":" + d.Permissions
 		}
+	}
+	slices.Sort(s)
+	return listOr(s, none)
+}
+
+// deviceRequests shows each request on one line ("nvidia count=all
+// caps=[gpu]"), sorted.
+func deviceRequests(rs []manifest.DeviceRequest) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = r.String()
 	}
 	slices.Sort(s)
 	return listOr(s, none)

@@ -66,6 +66,12 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 			{"privileged", "false", "true"}, {"readOnlyRootfs", "false", "true"}, {"capAdd", "(none)", "NET_ADMIN, SYS_TIME"},
 			{"capDrop", "(none)", "ALL"}, {"securityOpt", "(none)", "no-new-privileges"}, {"devices", "(none)", "/dev/fuse:/dev/fuse:rwm"},
 			{"groupAdd", "(none)", "audio"}, {"pid", "(own)", "host"}, {"ipc", "(Docker's default)", "shareable"}}},
+		{"device requests", func(s *manifest.ServiceSpec) {
+			s.DeviceRequests = []manifest.DeviceRequest{
+				{Driver: "nvidia", Count: manifest.DeviceCountAll, Capabilities: [][]string{{"gpu"}}},
+				{Driver: "nvidia", DeviceIDs: []string{"0", "1"}, Capabilities: [][]string{{"gpu", "utility"}}},
+			}
+		}, []FieldChange{{"deviceRequests", "(none)", "nvidia count=all caps=[gpu], nvidia ids=0,1 caps=[gpu,utility]"}}},
 		{"limits and logging", func(s *manifest.ServiceSpec) {
 			s.Sysctls = map[string]string{"net.core.somaxconn": "1024"}
 			s.Ulimits = []manifest.Ulimit{{Name: "nofile", Soft: 1024, Hard: 4096}}

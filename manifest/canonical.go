@@ -27,6 +27,7 @@ func CanonicalService(spec ServiceSpec) ServiceSpec {
 	slices.SortFunc(out.Devices, func(a, b Device) int {
 		return cmp.Or(cmp.Compare(a.ContainerPath, b.ContainerPath), cmp.Compare(a.HostPath, b.HostPath))
 	})
+	slices.SortFunc(out.DeviceRequests, compareDeviceRequests)
 	slices.SortFunc(out.Ulimits, func(a, b Ulimit) int { return cmp.Compare(a.Name, b.Name) })
 	out.Links = sortedSet(out.Links)
 	out.CapAdd = sortedSet(out.CapAdd)
@@ -85,6 +86,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.CapDrop = nonEmpty(spec.CapDrop)
 	out.SecurityOpt = nonEmpty(spec.SecurityOpt)
 	out.Devices = nonEmpty(spec.Devices)
+	out.DeviceRequests = cloneDeviceRequests(spec.DeviceRequests)
 	out.GroupAdd = nonEmpty(spec.GroupAdd)
 	out.Sysctls = copyMap(spec.Sysctls)
 	out.Ulimits = nonEmpty(spec.Ulimits)
@@ -142,4 +144,33 @@ func compareBool(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// cloneDeviceRequests deep-copies rs, nil if empty.
+func cloneDeviceRequests(rs []DeviceRequest) []DeviceRequest {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]DeviceRequest, len(rs))
+	for i, r := range rs {
+		r.DeviceIDs = nonEmpty(r.DeviceIDs)
+		caps := make([][]string, len(r.Capabilities))
+		for j, c := range r.Capabilities {
+			caps[j] = slices.Clone(c)
+		}
+		r.Capabilities = nonEmpty(caps)
+		r.Options = copyMap(r.Options)
+		out[i] = r
+	}
+	return out
+}
+
+// compareDeviceRequests orders device requests by driver, then by what
+// they ask for; requests are independent of each other, so their order
+// means nothing.
+func compareDeviceRequests(a, b DeviceRequest) int {
+	return cmp.Or(cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Count, b.Count),
+		slices.Compare(a.DeviceIDs, b.DeviceIDs),
+		slices.CompareFunc(a.Capabilities, b.Capabilities, slices.Compare[[]string]),
+		cmp.Compare(fmtOptions(a.Options), fmtOptions(b.Options)))
 }

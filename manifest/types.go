@@ -280,6 +280,7 @@ type ServiceSpec struct {
 	CapDrop        []string          `json:"capDrop,omitempty"` // sorted, upper case without CAP_
 	SecurityOpt    []string          `json:"securityOpt,omitempty"`
 	Devices        []Device          `json:"devices,omitempty"`
+	DeviceRequests []DeviceRequest   `json:"deviceRequests,omitempty"` // GPUs, by the engine's device drivers (policy-gated as devices)
 	GroupAdd       []string          `json:"groupAdd,omitempty"`
 	PID            string            `json:"pid,omitempty"` // "" or "host" (policy-gated)
 	IPC            string            `json:"ipc,omitempty"` // "", "private", "shareable" or "host" (policy-gated)
@@ -476,6 +477,26 @@ type Device struct {
 	ContainerPath string `json:"containerPath"`
 	Permissions   string `json:"permissions,omitempty"` // "rwm" when empty
 }
+
+// DeviceRequest asks a device driver of the engine (nvidia) for devices,
+// as Docker's HostConfig.DeviceRequests (docker run --gpus) do.
+type DeviceRequest struct {
+	// Driver is the device driver ("nvidia"); "" lets the engine pick
+	// one by Capabilities.
+	Driver string `json:"driver,omitempty"`
+	// Count is how many devices (DeviceCountAll: every one); 0 with
+	// DeviceIDs, which then name the devices.
+	Count     int      `json:"count,omitempty"`
+	DeviceIDs []string `json:"deviceIDs,omitempty"` // as written: their order is the container's
+	// Capabilities are Docker's: any one of the lists, each of whose
+	// capabilities the driver must have ([[gpu]]).
+	Capabilities [][]string        `json:"capabilities,omitempty"`
+	Options      map[string]string `json:"options,omitempty"` // the driver's
+}
+
+// DeviceCountAll is a DeviceRequest's Count for every device the driver
+// has (compose's count: all).
+const DeviceCountAll = -1
 
 // Ulimit is one resource limit of the container's processes.
 type Ulimit struct {

@@ -243,6 +243,7 @@ func hostConfig(spec *manifest.ServiceSpec) *container.HostConfig {
 	for _, d := range spec.Devices {
 		host.Devices = append(host.Devices, container.DeviceMapping{PathOnHost: d.HostPath, PathInContainer: d.ContainerPath, CgroupPermissions: d.Permissions})
 	}
+	host.DeviceRequests = deviceRequests(spec.DeviceRequests)
 	for _, u := range spec.Ulimits {
 		host.Ulimits = append(host.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}

@@ -153,7 +153,11 @@ func modelApp() *manifest.App {
 		Privileged: true, ReadOnlyRootfs: true, CapAdd: []string{"NET_ADMIN"}, CapDrop: []string{"MKNOD"},
 		SecurityOpt: []string{"no-new-privileges"},
 		Devices:     []manifest.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse", Permissions: "rwm"}},
-		GroupAdd:    []string{"audio"}, PID: "host", IPC: "shareable",
+		DeviceRequests: []manifest.DeviceRequest{
+			{Driver: "nvidia", Count: manifest.DeviceCountAll, Capabilities: [][]string{{"gpu"}}},
+			{Driver: "nvidia", DeviceIDs: []string{"1", "0"}, Capabilities: [][]string{{"gpu", "utility"}}, Options: map[string]string{"a": "b"}},
+		},
+		GroupAdd: []string{"audio"}, PID: "host", IPC: "shareable",
 		Sysctls:      map[string]string{"net.core.somaxconn": "1024"},
 		Ulimits:      []manifest.Ulimit{{Name: "nofile", Soft: 1024, Hard: 4096}},
 		ShmSizeBytes: 128 << 20,
@@ -225,6 +229,10 @@ func TestReplicaConfigEveryModelField(t *testing.T) {
 		{"CapDrop", host.CapDrop, []string{"MKNOD"}},
 		{"SecurityOpt", host.SecurityOpt, []string{"no-new-privileges"}},
 		{"Devices", host.Devices, []container.DeviceMapping{{PathOnHost: "/dev/fuse", PathInContainer: "/dev/fuse", CgroupPermissions: "rwm"}}},
+		{"DeviceRequests", host.DeviceRequests, []container.DeviceRequest{
+			{Driver: "nvidia", Count: -1, Capabilities: [][]string{{"gpu"}}},
+			{Driver: "nvidia", DeviceIDs: []string{"1", "0"}, Capabilities: [][]string{{"gpu", "utility"}}, Options: map[string]string{"a": "b"}},
+		}},
 		{"GroupAdd", host.GroupAdd, []string{"audio"}},
 		{"PidMode", string(host.PidMode), "host"},
 		{"IpcMode", string(host.IpcMode), "shareable"},

@@ -363,6 +363,7 @@ func (sm *serviceMap) mapResources() {
 	}
 	sm.refuseResourceExtras("deploy.resources.limits", lim)
 	sm.refuseResourceExtras("deploy.resources.reservations", res)
+	sm.mapDeviceRequests(res)
 	if res != nil {
 		switch {
 		case res.NanoCPUs == 0:
@@ -421,12 +422,43 @@ func (sm *serviceMap) refuseResourceExtras(attr string, r *types.Resource) {
 	if r == nil {
 		return
 	}
-	if len(r.Devices) > 0 {
-		sm.refuse(attr+".devices", "device requests (GPUs) are not supported yet")
+	if len(r.Devices) > 0 && attr == "deploy.resources.limits" {
+		sm.refuse(attr+".devices", "device requests are reservations: write them under deploy.resources.reservations.devices")
 	}
 	if len(r.GenericResources) > 0 {
 		sm.refuse(attr+".generic_resources", "are a swarm feature and not supported")
 	}
+}
+
+// mapDeviceRequests maps deploy.resources.reservations.devices and gpus
+// as docker compose passes them to the engine: a reservation's
+// capabilities as its one list, a gpus entry's with gpu added.
+func (sm *serviceMap) mapDeviceRequests(res *types.Resource) {
+	if res != nil {
+		for i, d := range res.Devices {
+			sm.addDeviceRequest(yamlpos.IndexPath("deploy.resources.reservations.devices", i), d, slices.Clone(d.Capabilities))
+		}
+	}
+	for i, d := range sm.s.Gpus {
+		attr := yamlpos.IndexPath("gpus", i)
+		if !sm.m.ix.declared(sm.path(attr)) {
+			attr = "gpus" // gpus: all
+		}
+		sm.addDeviceRequest(attr, d, append(slices.Clone(d.Capabilities), "gpu"))
+	}
+}
+
+func (sm *serviceMap) addDeviceRequest(attr string, d types.DeviceRequest, caps []string) {
+	r := manifest.DeviceRequest{Driver: d.Driver, Count: int(d.Count), DeviceIDs: slices.Clone(d.IDs), Capabilities: [][]string{caps}, Options: copyMap(d.Options)}
+	if p := r.Problem(); p != "" {
+		sm.refuse(attr, "%s", p)
+		return
+	}
+	sm.spec.DeviceRequests = append(sm.spec.DeviceRequests, r)
+	if sm.devReqFrom == nil {
+		sm.devReqFrom = map[string]string{}
+	}
+	sm.devReqFrom[r.String()] = attr
 }
 
 // rawXDriftless is the x-driftless extension of a service: what compose

@@ -67,6 +67,7 @@ var composeServiceRules = map[string]any{
 	"shm_size":          composeMapped("shmSizeBytes"),
 	"logging":           composeMapped("logging"),
 	"devices":           composeMapped("devices"),
+	"gpus":              composeMapped("deviceRequests, with capability gpu added (as docker compose does)"),
 	"pid":               composeMapped("pid"),
 	"ipc":               composeMapped("ipc"),
 	"group_add":         composeMapped("groupAdd"),
@@ -107,7 +108,6 @@ var composeServiceRules = map[string]any{
 
 	"credential_spec":     composeRefused("is Windows-only"),
 	"device_cgroup_rules": composeRefused("device cgroup rules are not supported; list devices under devices:"),
-	"gpus":                composeRefused("GPUs are not supported yet"),
 	"isolation":           composeRefused("is Windows-only"),
 	"label_file":          composeRefused("is not supported yet: write the labels under labels:"),
 	"log_driver":          composeRefused("is the legacy spelling: use logging: {driver: ...}"),

@@ -31,8 +31,10 @@ type serviceMap struct {
 	bindFrom map[string]string // mountPath -> compose field
 	capFrom  map[string]string // capability -> compose field
 	devFrom  map[string]string // containerPath -> compose field
-	depFrom  map[string]string // dependency (model name) -> compose field
-	addrFrom map[string]string // network (model name) of a fixed address -> compose field
+	// devReqFrom: device request (its String) -> compose field
+	devReqFrom map[string]string
+	depFrom    map[string]string // dependency (model name) -> compose field
+	addrFrom   map[string]string // network (model name) of a fixed address -> compose field
 	// netTarget is the compose name of the service whose network
 	// namespace this one shares (network_mode: service:NAME), or "".
 	netTarget string
@@ -683,6 +685,9 @@ func (sm *serviceMap) locateFields() {
 	}
 	for i, d := range sm.spec.Devices {
 		sm.record(yamlpos.IndexPath("devices", i), sm.devFrom[d.ContainerPath])
+	}
+	for i, r := range sm.spec.DeviceRequests {
+		sm.record(yamlpos.IndexPath("deviceRequests", i), sm.devReqFrom[r.String()])
 	}
 	for i, b := range sm.spec.Binds {
 		sm.record(yamlpos.IndexPath("binds", i), sm.bindFrom[b.MountPath])

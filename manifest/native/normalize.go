@@ -89,6 +89,7 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 	normalizeNetworking(raw, &spec)
 	normalizeMounts(raw, &spec)
 	normalizeSecurity(raw, &spec)
+	normalizeDeviceRequests(raw, &spec)
 	normalizeLimits(raw, &spec)
 	return manifest.CanonicalService(spec)
 }

@@ -94,6 +94,7 @@ type rawServiceSpec struct {
 	CapDrop            []string                    `json:"capDrop"`
 	SecurityOpt        []string                    `json:"securityOpt"`
 	Devices            []rawDevice                 `json:"devices"`
+	DeviceRequests     []rawDeviceRequest          `json:"deviceRequests"`
 	GroupAdd           []yamlpos.Scalar            `json:"groupAdd"`
 	PID                string                      `json:"pid"`
 	IPC                string                      `json:"ipc"`

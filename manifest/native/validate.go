@@ -143,6 +143,7 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validateMounts(r, raw, mounts)
 	validatePlatformLinks(r, raw)
 	validateSecurity(r, raw)
+	validateDeviceRequests(r, raw)
 	validateLimits(r, raw)
 
 	if manifest.ValidName(o.name) {
@@ -1078,6 +1079,7 @@ func serviceFields(doc *yamlpos.DocCtx, raw *rawServiceSpec, spec manifest.Servi
 			add(yamlpos.IndexPath("devices", j), yamlpos.IndexPath("spec.devices", i))
 		}
 	}
+	deviceRequestFields(raw, spec, add)
 	for i, c := range raw.CapAdd {
 		if j := slices.Index(spec.CapAdd, manifest.NormalizeCapability(c)); j >= 0 {
 			if _, done := fields[yamlpos.IndexPath("capAdd", j)]; !done {

@@ -18,7 +18,7 @@ const (
 	AllowHostNetwork   = "host-network"   // network mode host
 	AllowHostPID       = "host-pid"       // pid: host
 	AllowHostIPC       = "host-ipc"       // ipc: host
-	AllowDevices       = "devices"        // host devices
+	AllowDevices       = "devices"        // host devices and device requests (GPUs)
 	AllowCapabilities  = "capabilities"   // capabilities beyond Docker's defaults
 	AllowUnconfined    = "unconfined"     // security options that turn off seccomp, AppArmor or SELinux
 	AllowDockerSocket  = "docker-socket"  // a mount that reaches an engine's socket (Docker's, rootless Docker's, containerd's)
@@ -118,6 +118,11 @@ func (p Policy) checkPrivileges(s *manifest.ServiceSpec, deny denyFunc) {
 	for j, d := range s.Devices {
 		if !p.Allows(AllowDevices) {
 			deny(yamlpos.IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
+		}
+	}
+	for j, r := range s.DeviceRequests {
+		if !p.Allows(AllowDevices) {
+			deny(yamlpos.IndexPath("deviceRequests", j), "device request %s gives the container direct hardware access (GPUs); %s", r, allowHint(AllowDevices))
 		}
 	}
 	for j, c := range s.CapAdd {

@@ -65,6 +65,8 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("privileged", "Swarm services cannot run privileged")
 	case len(s.Devices) > 0:
 		refuse("devices", "Swarm services cannot be given host devices")
+	case len(s.DeviceRequests) > 0:
+		refuse("deviceRequests[0]", "Swarm services cannot be given device requests (GPUs): Swarm schedules devices as generic resources, which are not supported")
 	case s.PID != "" || s.IPC != "":
 		refuse("pid", "Swarm services share no namespaces with the host")
 	case len(s.SecurityOpt) > 0:
