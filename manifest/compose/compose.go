@@ -349,6 +349,15 @@ func checkMixedFormats(c *yamlpos.Collector, fsys fs.FS, root string, layout Lay
 		if p == layout.Files[0] || (len(layout.Files) > 1 && p == layout.Files[1]) {
 			continue
 		}
+		// Only a file naming driftless.dev/ is read as a manifest, and
+		// counted: a repository's openapi.yml or pnpm-lock.yaml is not one.
+		// One over manifestBytes could not be loaded: it is not scanned.
+		if ok, err := load.Mentions(policy.BuildContextFS(fsys), p, []byte("driftless.dev/"), policy.BudgetOf(fsys).Limits.ManifestBytes); err != nil || !ok {
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", display(p), err)
+			}
+			continue
+		}
 		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", display(p), err)
