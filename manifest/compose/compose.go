@@ -149,7 +149,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
-	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles, l.relPath)
+	project, err := runComposeGo(l.ix, l.in, app, l.profiles(), l.relPath)
 	if err != nil {
 		if schemaLater {
 			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.inFor(f)) })
@@ -189,6 +189,22 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		a.Warnings = nil
 	}
 	return a, nil
+}
+
+// profiles are the load's, or without any, as in docker compose, those
+// COMPOSE_PROFILES names in the project's environment (.env, say).
+func (l *composeLoad) profiles() []string {
+	if len(l.opts.Profiles) > 0 {
+		return l.opts.Profiles
+	}
+	v, _ := l.in.lookup("COMPOSE_PROFILES")
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // precheck finds, with positions, everything compose-go would stop at
