@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -334,9 +335,11 @@ func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *
 				if e.Kind != yaml.ScalarNode {
 					continue
 				}
-				text, _, err := in.substitute(e.Value)
+				text, missing, err := in.substitute(e.Value)
 				if err == nil {
-					err = parse(text)
+					if err = parse(text); err != nil && len(missing) > 0 {
+						err = fmt.Errorf("%w (not set: %s; set it in .env or the app's environment)", err, strings.Join(slices.Compact(slices.Sorted(slices.Values(missing))), ", "))
+					}
 				}
 				if err != nil {
 					c.Add(manifest.Position{File: f.display, Line: e.Line, Column: e.Column}, yamlpos.IndexPath(base+"."+attr, j), "%v", err)
