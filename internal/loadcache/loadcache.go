@@ -434,6 +434,10 @@ type recorder struct {
 	// changed: one path read two ways during the load (a file edited
 	// while it was read); such a load is not stored.
 	changed bool
+	// links: the load read a symlink itself (a build context sends its
+	// links as they are). Where a link points is not among the facts a
+	// hit checks again, so such a load is not stored either.
+	links bool
 }
 
 func newRecorder(fsys fs.FS) *recorder {
@@ -477,7 +481,27 @@ func (r *recorder) note(p string, obs fileFact) {
 func (r *recorder) unstable() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.changed
+	return r.changed || r.links
+}
+
+// ReadLink reads the target of the symlink name, as os.DirFS does: without
+// it, fs.ReadLink through the recorder failed ("invalid argument") and a
+// build context holding a link was refused.
+func (r *recorder) ReadLink(name string) (string, error) {
+	r.sawLink()
+	return fs.ReadLink(r.fsys, name)
+}
+
+// Lstat describes name without following a final symlink.
+func (r *recorder) Lstat(name string) (fs.FileInfo, error) {
+	r.sawLink()
+	return fs.Lstat(r.fsys, name)
+}
+
+func (r *recorder) sawLink() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.links = true
 }
 
 func (r *recorder) facts() []fileFact {

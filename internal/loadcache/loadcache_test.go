@@ -410,3 +410,32 @@ func TestJobSecretsAreNotCached(t *testing.T) {
 		t.Error("a job without secrets is not cached")
 	}
 }
+
+// A build context holding a symlink (rallly's .claude/skills/* link to
+// .agents/skills/*) loads through the recorder as through os.DirFS: the
+// link is read, not refused as "readlink ...: invalid argument". Where it
+// points is not a fact a hit checks, so the load is not stored.
+func TestBuildContextSymlink(t *testing.T) {
+	dir := newApp(t, map[string]string{
+		"compose.yaml":         "services:\n  web:\n    build: .\n",
+		"Dockerfile":           "FROM scratch\n",
+		".agents/skills/a/x":   "x\n",
+		".claude/skills/.keep": "",
+	})
+	if err := os.Symlink("../../.agents/skills/a", filepath.Join(dir, ".claude/skills/a")); err != nil {
+		t.Fatal(err)
+	}
+	c := testCache(t)
+	req := baseRequest(dir)
+	app := loadApp(t, c, req, Skip)
+	var found bool
+	for _, bc := range app.Builds {
+		for _, f := range bc.Files.Files {
+			found = found || f.Path == ".claude/skills/a" && f.Link == "../../.agents/skills/a"
+		}
+	}
+	if !found {
+		t.Error("the build context lacks the link .claude/skills/a")
+	}
+	loadApp(t, c, req, Skip)
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -149,7 +150,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 	if len(l.errs.Errs) > 0 {
 		return nil, l.errs.Sorted()
 	}
-	project, err := runComposeGo(l.ix, l.in, app, opts.Profiles, l.relPath)
+	project, err := runComposeGo(l.ix, l.in, app, l.profiles(), l.relPath)
 	if err != nil {
 		if schemaLater {
 			l.eachDoc(func(f *composeFile, d *yaml.Node) { validateComposeDoc(l.errs, l.ix, f, d, l.inFor(f)) })
@@ -189,6 +190,22 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		a.Warnings = nil
 	}
 	return a, nil
+}
+
+// profiles are the load's, or without any, as in docker compose, those
+// COMPOSE_PROFILES names in the project's environment (.env, say).
+func (l *composeLoad) profiles() []string {
+	if len(l.opts.Profiles) > 0 {
+		return l.opts.Profiles
+	}
+	v, _ := l.in.lookup("COMPOSE_PROFILES")
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // precheck finds, with positions, everything compose-go would stop at
@@ -318,9 +335,11 @@ func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *
 				if e.Kind != yaml.ScalarNode {
 					continue
 				}
-				text, _, err := in.substitute(e.Value)
+				text, missing, err := in.substitute(e.Value)
 				if err == nil {
-					err = parse(text)
+					if err = parse(text); err != nil && len(missing) > 0 {
+						err = fmt.Errorf("%w (not set: %s; set it in .env or the app's environment)", err, strings.Join(slices.Compact(slices.Sorted(slices.Values(missing))), ", "))
+					}
 				}
 				if err != nil {
 					c.Add(manifest.Position{File: f.display, Line: e.Line, Column: e.Column}, yamlpos.IndexPath(base+"."+attr, j), "%v", err)
@@ -347,6 +366,15 @@ func checkMixedFormats(c *yamlpos.Collector, fsys fs.FS, root string, layout Lay
 	}
 	for _, p := range files {
 		if p == layout.Files[0] || (len(layout.Files) > 1 && p == layout.Files[1]) {
+			continue
+		}
+		// Only a file naming driftless.dev/ is read as a manifest, and
+		// counted: a repository's openapi.yml or pnpm-lock.yaml is not one.
+		// One over manifestBytes could not be loaded: it is not scanned.
+		if ok, err := load.Mentions(policy.BuildContextFS(fsys), p, []byte("driftless.dev/"), policy.BudgetOf(fsys).Limits.ManifestBytes); err != nil || !ok {
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", display(p), err)
+			}
 			continue
 		}
 		data, err := fs.ReadFile(fsys, p)

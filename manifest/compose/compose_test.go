@@ -336,6 +336,20 @@ services:
 	if got := names(loadtest.MustLoadCompose(t, files, load.Options{Profiles: []string{"ops"}})); !reflect.DeepEqual(got, []string{"admin", "debug", "web"}) {
 		t.Errorf("ops: %v", got)
 	}
+	// Without profiles given, COMPOSE_PROFILES of .env (Dify's .env.example:
+	// ${VECTOR_STORE:-weaviate},${DB_TYPE:-postgresql}; Sentry's
+	// feature-complete) or of the environment selects them, as in docker
+	// compose; given profiles win.
+	files[".env"] = "DB=admin\nCOMPOSE_PROFILES=${VECTOR:-debug}, ${DB:-db}\n"
+	if got := names(loadtest.MustLoadCompose(t, files, load.Options{})); !reflect.DeepEqual(got, []string{"debug", "web"}) {
+		t.Errorf("COMPOSE_PROFILES=debug, admin in .env: %v", got)
+	}
+	if got := names(loadtest.MustLoadCompose(t, files, load.Options{Environment: map[string]string{"VECTOR": "ops"}})); !reflect.DeepEqual(got, []string{"admin", "debug", "web"}) {
+		t.Errorf("COMPOSE_PROFILES=ops, admin: %v", got)
+	}
+	if got := names(loadtest.MustLoadCompose(t, files, load.Options{Profiles: []string{"none"}})); !reflect.DeepEqual(got, []string{"web"}) {
+		t.Errorf("profile none given: %v", got)
+	}
 }
 
 func TestComposeSecretsAndConfigs(t *testing.T) {

@@ -58,6 +58,11 @@ func TestComposeErrors(t *testing.T) {
 			[]string{
 				"compose.override.yaml:4:13: services.web.ports[0]: invalid hostPort: bad",
 			}},
+		{"port of unset variables",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    ports: ['${PORT}:${PORT}']\n"},
+			[]string{
+				"compose.yaml:4:13: services.web.ports[0]: no port specified: :<empty> (not set: PORT; set it in .env or the app's environment)",
+			}},
 		{"ports collide",
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    ports: ['8080:80']\n    deploy: {replicas: 2}\n  api:\n    image: shop/api:1\n    ports: ['8080:80']\n  proxy:\n    image: shop/proxy:1\n    ports: ['9090:80']\n    deploy: {update_config: {order: start-first}}\n"},
 			[]string{

@@ -1,8 +1,10 @@
 package load
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"regexp"
@@ -195,4 +197,37 @@ func ManifestFiles(fsys fs.FS, root string, ign *IgnoreList) ([]string, error) {
 		return nil
 	})
 	return files, err
+}
+
+// Mentions reports whether the file p of fsys holds needle, reading it in
+// pieces: a file can be told apart from a manifest without holding it
+// whole, or counting it among the manifests read. A file over max bytes
+// (by stat) is not read and reported as not holding it.
+func Mentions(fsys fs.FS, p string, needle []byte, max int64) (bool, error) {
+	info, err := fs.Stat(fsys, p)
+	if err != nil || info.Size() > max {
+		return false, err
+	}
+	f, err := fsys.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	keep := 0 // bytes carried over, a needle split across two reads
+	for {
+		n, err := f.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], needle) {
+			return true, nil
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		total := keep + n
+		keep = min(len(needle)-1, total)
+		copy(buf, buf[total-keep:total])
+	}
 }

@@ -195,7 +195,8 @@ func NewBudgetFS(fsys fs.FS, lim Limits, display func(string) string) *budgetFS 
 
 // BuildContextFS returns fsys without the revision's byte budget: a build
 // context is sent to the engine, never parsed or mounted, and is bounded on
-// its own (MaxBuildContextBytes).
+// its own (MaxBuildContextBytes). The YAML beside a compose file is read
+// through it too, scanned in pieces for driftless.dev/ and never parsed.
 func BuildContextFS(fsys fs.FS) fs.FS {
 	if b, ok := fsys.(*budgetFS); ok {
 		return b.FS

@@ -157,7 +157,7 @@ func TestLimitsManifestBytesRefusedBeforeReading(t *testing.T) {
 		files fstest.MapFS
 	}{
 		{"native", fstest.MapFS{"a.yaml": {Data: []byte(nativeService("a", 1))}, "big.yaml": {}}},
-		{"compose", fstest.MapFS{"compose.yaml": {Data: []byte("services: {web: {image: x}}\n")}, "big.yaml": {}}},
+		{"compose", fstest.MapFS{"compose.yaml": {Data: []byte("include: [big.yaml]\nservices: {web: {image: x}}\n")}, "big.yaml": {}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := loadLimited(t, hugeFS{tc.files}, policy.Limits{})
@@ -166,6 +166,16 @@ func TestLimitsManifestBytesRefusedBeforeReading(t *testing.T) {
 				t.Errorf("errors %q\nwant one starting %q naming the limit", got, want)
 			}
 		})
+	}
+}
+
+// YAML beside a compose file is no manifest unless it names driftless.dev/,
+// and one over manifestBytes could not be loaded as one: it is neither
+// read nor refused.
+func TestLimitsHugeYAMLBesideCompose(t *testing.T) {
+	fsys := hugeFS{fstest.MapFS{"compose.yaml": {Data: []byte("services: {web: {image: x}}\n")}, "big.yaml": {}}}
+	if _, err := appdir.LoadWith(fsys, ".", "shop", load.Options{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
