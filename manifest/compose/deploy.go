@@ -335,6 +335,7 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 		// replica must run this long without restarting to count as ready.
 		d := time.Duration(u.Monitor)
 		sm.spec.MinReady = &d
+		sm.record("minReadySeconds", attr+".monitor")
 	}
 	if u.MaxFailureRatio != 0 {
 		sm.refuse(attr+".max_failure_ratio", "is not supported: any replica that does not become ready stops the rollout")
@@ -553,6 +554,7 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 		}
 		d := time.Duration(*v) * time.Second
 		sm.spec.MinReady = &d
+		sm.record("minReadySeconds", "x-driftless.minReadySeconds")
 	}
 	if x.ImageUpdate != nil {
 		sm.applyImageUpdate(x.ImageUpdate)

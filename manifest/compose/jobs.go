@@ -31,6 +31,10 @@ func (sm *serviceMap) applyJob(raw *native.RawJob) {
 		field := sm.depFrom[dep] + ".restart"
 		sm.refuseAt(sm.m.ix.at(field), field, "a job is not replaced when its dependency is: remove restart: true")
 	}
+	if sm.spec.MinReady != nil {
+		ref := sm.fields["minReadySeconds"]
+		sm.refuseAt(ref.Pos, ref.Field, "a job is not ready, it completes: remove it")
+	}
 	if sm.imageUpdate != nil {
 		sm.refuseAt(sm.extDoc.At("spec.imageUpdate"), sm.path("x-driftless.imageUpdate"), "a job follows no tag: remove imageUpdate")
 	}
