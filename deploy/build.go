@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +14,9 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -134,7 +133,7 @@ func (e *Engine) buildFailure(ctx, bctx context.Context, bc *manifest.BuildConte
 	if out != nil {
 		be.Step, be.Tail = out.step, out.tail
 	}
-	var stepErr *buildStepError
+	var stepErr *engineerr.StreamError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -142,7 +141,7 @@ func (e *Engine) buildFailure(ctx, bctx context.Context, bc *manifest.BuildConte
 		be.Timeout, be.Err = timeout, nil
 		return be
 	case errors.As(err, &stepErr):
-		be.Err = errors.New(stepErr.msg)
+		be.Err = errors.New(strings.TrimSpace(stepErr.Msg))
 		return be
 	}
 	return fmt.Errorf("%w: building %s: %w", drift.ErrEngineUnreachable, bc.Ref, err)
@@ -172,11 +171,6 @@ func buildOptions(appName string, bc *manifest.BuildContext) client.ImageBuildOp
 	}
 }
 
-// buildStepError is the error message that ends a failed build's stream.
-type buildStepError struct{ msg string }
-
-func (e *buildStepError) Error() string { return e.msg }
-
 // buildOutput reads a build's JSON stream: it passes each line on, keeps
 // the last ones and the step being run.
 type buildOutput struct {
@@ -187,29 +181,9 @@ type buildOutput struct {
 }
 
 func (o *buildOutput) read(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	for {
-		var m struct {
-			jsonstream.Message
-			ErrorMessage string `json:"error"`
-		}
-		if err := dec.Decode(&m); err != nil {
-			o.flush()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		o.write(m.Stream)
-		msg := m.ErrorMessage
-		if m.Error != nil && m.Error.Message != "" {
-			msg = m.Error.Message
-		}
-		if msg != "" {
-			o.flush()
-			return &buildStepError{msg: strings.TrimSpace(msg)}
-		}
-	}
+	err := engineerr.ReadJSONStream(r, o.write)
+	o.flush()
+	return err
 }
 
 // write splits stream text into lines; a line may arrive in pieces.

@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -79,8 +80,8 @@ func TestBuildOutputFailure(t *testing.T) {
 	var lines []string
 	o := &buildOutput{emit: func(l string) { lines = append(lines, l) }}
 	err := o.read(strings.NewReader(stream.String()))
-	var se *buildStepError
-	if !errors.As(err, &se) || se.msg != "COPY failed: file not found in build context" {
+	var se *engineerr.StreamError
+	if !errors.As(err, &se) || se.Msg != "COPY failed: file not found in build context" {
 		t.Fatalf("error %v, want the builder's message", err)
 	}
 	if o.step != "Step 2/2 : COPY missing /x" {
@@ -92,7 +93,7 @@ func TestBuildOutputFailure(t *testing.T) {
 	if len(lines) != 27 || lines[0] != "Step 1/2 : FROM scratch" {
 		t.Errorf("emitted %d lines, first %q", len(lines), lines[0])
 	}
-	be := &drift.BuildError{Image: "driftless/shop-web:tree-abc", Services: []string{"web"}, Step: o.step, Err: errors.New(se.msg)}
+	be := &drift.BuildError{Image: "driftless/shop-web:tree-abc", Services: []string{"web"}, Step: o.step, Err: errors.New(se.Msg)}
 	if got, want := be.Error(), `building driftless/shop-web:tree-abc for web failed at "Step 2/2 : COPY missing /x": COPY failed: file not found in build context`; got != want {
 		t.Errorf("error text %q, want %q", got, want)
 	}
