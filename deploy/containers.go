@@ -379,6 +379,11 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 
 func (r *run) stopAndRemove(ctx context.Context, c container.InspectResponse, spec *manifest.ServiceSpec) error {
 	name := strings.TrimPrefix(c.Name, "/")
+	release, err := r.e.holdNetworks(ctx, c.NetworkSettings)
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	defer release()
 	if c.State != nil && (c.State.Running || c.State.Restarting) {
 		if _, err := r.e.api.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: stopTimeout(c, spec)}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("stop %s: %w", name, err)

@@ -30,6 +30,7 @@ import (
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/internal/liveness"
+	"github.com/driftless-dev/driftless/deploy/internal/netleave"
 	"github.com/driftless-dev/driftless/deploy/internal/requestcount"
 	"github.com/driftless-dev/driftless/deploy/jobrun"
 	"github.com/driftless-dev/driftless/deploy/pullrecord"
@@ -215,6 +216,10 @@ type Engine struct {
 	// probe runs the prober's httpGet/tcpSocket probes on a remote engine
 	// (Options.Remote); nil on a local one.
 	probe *remoteprobe.Runner
+	// leave serialises, per network, the stops and removals by which
+	// containers leave it, on engines where two at once can deadlock the
+	// engine (Docker before 20.10.27); nil for an API without a version.
+	leave *netleave.Guard
 	// watchBackoff is the first wait before reconnecting the event stream.
 	watchBackoff time.Duration
 	// files writes and removes the repository trees and secret files
@@ -381,6 +386,10 @@ func (c dialedClient) DaemonHost() string {
 	return c.name
 }
 
+type serverVersioner interface {
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
+}
+
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
@@ -390,6 +399,12 @@ func newEngine(api dockerAPI, opts Options) *Engine {
 	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
 	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub
+	if v, ok := api.(serverVersioner); ok {
+		e.leave = netleave.New(func(ctx context.Context) (string, error) {
+			res, err := v.ServerVersion(ctx, client.ServerVersionOptions{})
+			return res.Version, err
+		})
+	}
 	if ra, ok := api.(remoteprobe.API); ok && opts.Remote {
 		e.probe = remoteprobe.New(ra, opts.Logger)
 		e.prober.Remote = e.probe

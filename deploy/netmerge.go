@@ -105,7 +105,7 @@ func (r *run) moveEndpoint(ctx context.Context, id string, dup network.Inspect, 
 			}
 		}
 	}
-	if _, err := r.e.api.NetworkDisconnect(ctx, dup.ID, client.NetworkDisconnectOptions{Container: c.ID, Force: true}); err != nil && !engineerr.IsNotFound(err) {
+	if err := r.e.disconnect(ctx, dup.ID, dup.Name, c.ID); err != nil && !engineerr.IsNotFound(err) {
 		return "", fmt.Errorf("disconnect %s from network %s (%s), a duplicate: %w", name, dup.Name, shortID(dup.ID), err)
 	}
 	ep := &network.EndpointSettings{Aliases: aliases}

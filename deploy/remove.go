@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,7 +72,15 @@ func (e *Engine) removeApp(ctx context.Context, app string, keepVolumes bool, re
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			_, err := e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: !keepVolumes})
+			var nets []string
+			if c.NetworkSettings != nil {
+				nets = slices.Collect(maps.Keys(c.NetworkSettings.Networks))
+			}
+			release, err := e.leave.Hold(ctx, nets)
+			if err == nil {
+				_, err = e.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: !keepVolumes})
+				release()
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && !engineerr.IsNotFound(err) {

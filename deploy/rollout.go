@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/moby/moby/api/types/container"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/moby/moby/api/types/container"
 
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/drift"
@@ -175,7 +176,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		}
 	}
 	if !surge && !stopped && old.State != nil && old.State.Running {
-		if _, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: stopTimeout(old, &svc.Spec)}); err != nil {
+		if err := r.stopHeld(ctx, old, stopTimeout(old, &svc.Spec)); err != nil {
 			restore()
 			return fmt.Errorf("stop %s: %w", oldName, err)
 		}
@@ -188,7 +189,7 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 	}
 	if err := r.waitReady(ctx, s, id, &svc.Spec, 0, false); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if _, rmErr := r.e.api.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rmErr != nil {
+		if rmErr := r.e.forceRemove(rctx, id); rmErr != nil {
 			r.e.log.Error("could not remove the replica that failed to become ready", "container", stable, "err", rmErr)
 		}
 		cancel()
@@ -260,6 +261,16 @@ func (r *run) stopRestarting(ctx context.Context, old container.InspectResponse)
 		return false
 	}
 	now := 0
-	_, err := r.e.api.ContainerStop(ctx, old.ID, client.ContainerStopOptions{Timeout: &now})
-	return err == nil
+	return r.stopHeld(ctx, old, &now) == nil
+}
+
+// stopHeld stops a container while holding its networks (netleave).
+func (r *run) stopHeld(ctx context.Context, c container.InspectResponse, timeout *int) error {
+	release, err := r.e.holdNetworks(ctx, c.NetworkSettings)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = r.e.api.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: timeout})
+	return err
 }

@@ -87,7 +87,7 @@ func (r *run) reconnect(ctx context.Context, s *step, c container.InspectRespons
 			continue
 		}
 		if ep != nil {
-			if _, err := r.e.api.NetworkDisconnect(ctx, docker, client.NetworkDisconnectOptions{Container: c.ID, Force: true}); err != nil && !engineerr.IsNotFound(err) {
+			if err := r.e.disconnect(ctx, docker, docker, c.ID); err != nil && !engineerr.IsNotFound(err) {
 				return fmt.Errorf("disconnect %s from %s to restore its aliases: %w", s.change.Name, docker, err)
 			}
 		}

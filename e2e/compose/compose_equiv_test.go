@@ -157,6 +157,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 		if downDone {
 			return
 		}
+		testenv.RemoveComposeContainers(t, project)
 		cmd := exec.Command("docker-compose", "--project-name", project, "--project-directory", dir, "--file", filepath.Join(dir, "compose.yaml"), "down", "--volumes", "--remove-orphans")
 		cmd.Env = testenv.ComposeCLIEnv(testenv.CleanEnv(env))
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -171,6 +172,7 @@ func runEquivCase(t *testing.T, c equivCase, image string) map[string]int {
 		testenv.WaitInspect(t, project+"_"+c.healthy+"_1", "{{.State.Health.Status}}", "healthy", 3*time.Minute)
 	}
 	composeSide := observeSide(t, "compose", project+"_", "_1", c)
+	testenv.RemoveComposeContainers(t, project)
 	compose("down", "--volumes")
 	removeCreatedSources(t, dir, src.Files)
 	downDone = true

@@ -53,6 +53,7 @@ volumes:
 		// the adoption, and down -v keeps a volume in use (a run left
 		// tXXXXXXXX_data behind).
 		testenv.RemoveApp(t, app)
+		testenv.RemoveComposeContainers(t, app)
 		cmd := exec.Command("docker-compose", "-p", app, "-f", filepath.Join(dir, "compose.yaml"), "down", "-v", "--remove-orphans")
 		cmd.Env = testenv.ComposeCLIEnv(os.Environ())
 		_ = cmd.Run()

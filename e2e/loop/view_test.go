@@ -63,11 +63,16 @@ func watchedEngine(t *testing.T, resync time.Duration) *deploy.Engine {
 // churner makes changes to its own labelled objects with the engine API
 // directly, as other actors on the host would.
 type churner struct {
-	t      *testing.T
-	cli    *client.Client
-	app    string
-	image  string
-	nets   []string
+	t     *testing.T
+	cli   *client.Client
+	app   string
+	image string
+	nets  []string
+	// leave makes the workers' stops, removals and disconnects one at a
+	// time: on Docker before 20.10.27 two containers leaving one network
+	// at once can deadlock the engine (deploy/internal/netleave), and
+	// this test's engine is every test's.
+	leave  sync.Mutex
 	mu     sync.Mutex
 	live   []string // container IDs not yet removed
 	ops    map[string]int
@@ -116,6 +121,9 @@ func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
 		res, err := c.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 			Name:   fmt.Sprintf("%s-w%d-%d", c.app, worker, i),
 			Config: &container.Config{Image: c.image, Labels: labels},
+			// On a network of the test's own, not Docker's default bridge,
+			// which other packages' containers leave at any time.
+			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(c.nets[0])},
 		})
 		c.note("create", err)
 		if err == nil {
@@ -125,7 +133,9 @@ func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
 		}
 	case op == 3:
 		if id := c.pick(r, true); id != "" {
+			c.leave.Lock()
 			_, err := c.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+			c.leave.Unlock()
 			c.note("remove", err)
 		}
 	case op == 4:
@@ -145,7 +155,9 @@ func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
 		}
 	case op == 7:
 		if id := c.pick(r, false); id != "" {
+			c.leave.Lock()
 			_, err := c.cli.NetworkDisconnect(ctx, c.nets[r.IntN(len(c.nets))], client.NetworkDisconnectOptions{Container: id, Force: true})
+			c.leave.Unlock()
 			c.note("disconnect", ignoreConflict(err))
 		}
 	case op == 8:
@@ -153,7 +165,9 @@ func (c *churner) step(ctx context.Context, r *rand.Rand, worker, i int) {
 			_, err := c.cli.ContainerStart(ctx, id, client.ContainerStartOptions{})
 			c.note("start", ignoreConflict(err))
 			timeout := 0
+			c.leave.Lock()
 			_, err = c.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout})
+			c.leave.Unlock()
 			c.note("stop", ignoreConflict(err))
 		}
 	default:

@@ -493,3 +493,22 @@ func CleanEnv(env map[string]string) []string {
 	}
 	return out
 }
+
+// RemoveComposeContainers removes a docker-compose project's containers
+// one at a time, before its `down` removes the rest. docker-compose stops
+// them in parallel, and on Docker before 20.10.27 (the test machines'
+// 20.10.24) two containers leaving one network at once can deadlock the
+// engine for every later test (see deploy/internal/netleave).
+func RemoveComposeContainers(t testing.TB, project string) {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=com.docker.compose.project="+project).Output()
+	if err != nil {
+		t.Logf("list containers of compose project %s: %v", project, err)
+		return
+	}
+	for _, id := range strings.Fields(string(out)) {
+		if out, err := exec.Command("docker", "rm", "-f", "-v", id).CombinedOutput(); err != nil {
+			t.Logf("docker rm -f %s: %v\n%s", id, err, out)
+		}
+	}
+}
