@@ -1110,8 +1110,22 @@ func firstRoundStacks() []corpusStack {
 						t.Errorf("%s is not mounted read-only: %v", path, m)
 					}
 				}
+				// The configs the compose file gives: content (interpolated
+				// from .env) and environment (a variable of .env).
+				wantFile(t, c, "/etc/app/banner.txt", "Welcome to the corpus shop.\n")
+				wantFile(t, c, "/motd", "Deploys come from Git.")
+				if m := mountOf(t, c, "/motd"); m["ReadOnly"] != true {
+					t.Errorf("/motd is not mounted read-only: %v", m)
+				}
 			},
 			changes: []stackChange{{
+				what:  ".env: another MOTD (a config from the environment)",
+				edits: []fileEdit{{File: ".env", Old: "Deploys come from Git.", New: "git revert rolls back."}},
+				rolls: []string{"app"},
+				check: func(t *testing.T, r *stackRun) {
+					wantFile(t, r.c("app", 1), "/motd", "git revert rolls back.")
+				},
+			}, {
 				what:  "a new database password",
 				edits: []fileEdit{{File: "secrets/db_password.txt", Old: "correct horse battery staple", New: "tr0ub4dor&3"}},
 				rolls: []string{"app"},

@@ -335,10 +335,9 @@ func (m *composeMapper) checkFileObject(section, key string, o types.FileObjectC
 		refuse("external", "external %s are swarm objects and not supported: use file:", section)
 	case o.Environment != "" && secret:
 		refuse("environment", "secrets from the environment are not supported yet: put the secret in a file of the repository and use file:, or pass it as environment with x-driftless.secretEnv")
-	case o.Environment != "":
-		refuse("environment", "configs from the environment are not supported yet: put the content in a file of the repository and use file:")
-	case o.Content != "":
-		refuse("content", "inline content is not supported yet: put it in a file of the repository and use file:")
+	case o.Environment != "" || o.Content != "":
+		// A config's content inline or from the project environment:
+		// mounted by inlineConfig, which reports an unset variable.
 	case o.File == "":
 		m.errs.Add(m.ix.keyAt(base), base, "needs file: (a file of the repository)")
 	}

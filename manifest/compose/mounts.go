@@ -279,7 +279,8 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 		if section != "secrets" && (r.UID != "" || r.GID != "" || r.Mode != nil) {
 			sm.refuse(attr, "uid, gid and mode are not supported for file-based %s (as in compose, the file is bind-mounted as it is)", section)
 		}
-		if obj.File == "" {
+		inline := section == "configs" && obj.File == "" && (obj.Content != "" || obj.Environment != "")
+		if obj.File == "" && !inline {
 			continue // refused at the top level
 		}
 		target := r.Target
@@ -294,7 +295,15 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			sm.addSecret(attr, top, r, obj, target)
 			continue
 		}
-		p, tree, ok := sm.repoTreeAt(top, obj.File)
+		var (
+			p    string
+			tree *manifest.RepoTree
+		)
+		if inline {
+			p, tree, ok = sm.inlineConfig(r.Source, obj)
+		} else {
+			p, tree, ok = sm.repoTreeAt(top, obj.File)
+		}
 		if !ok {
 			continue
 		}
