@@ -84,7 +84,7 @@ func (e *Engine) createWithSubnet(ctx context.Context, app, name string, spec ma
 		}
 		opts.IPAM = &network.IPAM{Driver: "default", Config: []network.IPAMConfig{v4}}
 		if v6, err := netip.ParsePrefix(spec.SubnetV6); err == nil {
-			// The front ends allow an IPv6 subnet only beside an IPv4 one.
+			// Beside the declared IPv4 subnet or the pool's.
 			opts.IPAM.Config = append(opts.IPAM.Config, network.IPAMConfig{Subnet: v6})
 		}
 		if got[0].FromPool {

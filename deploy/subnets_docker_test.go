@@ -162,3 +162,44 @@ func TestConcurrentEnginesGetDistinctSubnets(t *testing.T) {
 	// often they did.
 	t.Logf("creates retried after Docker refused a subnet taken meanwhile: %d", strings.Count(logs.String(), "subnet taken"))
 }
+
+// A network that declares only an IPv6 subnet (Ghost's compose.ipv6.yml)
+// gets its IPv4 subnet from the pool beside it, as Docker picks one from
+// its own pools for docker compose; a replica has an address of each, and
+// the next plan is empty.
+func TestIPv6SubnetGetsAnIPv4FromThePool(t *testing.T) {
+	pool := drift.AddressPool{Base: netip.MustParsePrefix("10.215.40.0/24"), Size: 28}
+	f := newFixture(t, deploy.Options{AddressPool: &pool})
+	ctx := context.Background()
+	net := "apiVersion: driftless.dev/v1\nkind: Network\nmetadata: {name: v6}\nspec: {enableIPv6: true, subnetV6: \"fdc1:f5e4:6668::/64\"}\n"
+	desired := f.load(webYAML(1, "  networks: [v6]"), net)
+	if res, _ := f.apply(desired, f.plan(desired, drift.Options{})); res.Err != nil {
+		t.Fatalf("apply: %v", res.Err)
+	}
+	n, err := f.cli.NetworkInspect(ctx, f.app+"-v6", client.NetworkInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subnets []string
+	for _, c := range n.Network.IPAM.Config {
+		subnets = append(subnets, c.Subnet.String())
+	}
+	if want := []string{"10.215.40.0/28", "fdc1:f5e4:6668::/64"}; !slices.Equal(subnets, want) || !n.Network.EnableIPv6 || n.Network.Labels[drift.LabelSubnet] != want[0] {
+		t.Errorf("network: subnets %v, IPv6 %v, label %q; want %v, true, the pool's", subnets, n.Network.EnableIPv6, n.Network.Labels[drift.LabelSubnet], want)
+	}
+	web := service(f.observe(), "web")
+	if len(web) != 1 {
+		t.Fatalf("web: %+v", web)
+	}
+	c, err := f.cli.ContainerInspect(ctx, web[0].ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := c.Container.NetworkSettings.Networks[f.app+"-v6"]
+	if ep == nil || !ep.IPAddress.IsValid() || !ep.GlobalIPv6Address.IsValid() {
+		t.Errorf("web's endpoint on the network: %+v, want an IPv4 and an IPv6 address", ep)
+	}
+	if p := f.plan(desired, drift.Options{}); len(p.Changes) != 0 {
+		t.Errorf("the next plan is not empty:\n%s", p.String())
+	}
+}

@@ -241,9 +241,8 @@ func (m *composeMapper) composeSubnet(base string, ipam types.IPAMConfig, ipv6 b
 		m.checkSubnetV4(cp, c)
 		v4, v4cfg = c.Subnet, *c
 	}
-	if v6 != "" && v4 == "" {
-		m.errs.Add(m.ix.keyAt(p+".config"), p+".config", "an IPv6 subnet needs an IPv4 subnet declared beside it: docker compose lets Docker pick the IPv4 subnet, driftless does not yet; add a config entry with an IPv4 subnet")
-	}
+	// An IPv6 subnet alone: the IPv4 one comes from driftless's address
+	// pool, as Docker picks one from its own for docker compose.
 	return v4, v6, v4cfg
 }
 

@@ -12,8 +12,9 @@ import (
 // network_mode: service:NAME (spec.networkMode), with the same checks
 // (see the compose front end's network.go).
 
-// validateSubnetV6 checks a network's IPv6 subnet: beside an IPv4 one,
-// on a network with IPv6.
+// validateSubnetV6 checks a network's IPv6 subnet, on a network with
+// IPv6. Without spec.subnet beside it, the IPv4 subnet comes from the
+// address pool.
 func validateSubnetV6(r yamlpos.Reporter, raw *rawNetworkSpec) {
 	if raw.SubnetV6 == "" {
 		return
@@ -23,8 +24,6 @@ func validateSubnetV6(r yamlpos.Reporter, raw *rawNetworkSpec) {
 		r.Errorf("spec.subnetV6", "%v", err)
 	case !raw.EnableIPv6:
 		r.Errorf("spec.subnetV6", "needs enableIPv6: true")
-	case raw.Subnet == "":
-		r.Errorf("spec.subnetV6", "needs an IPv4 subnet beside it (spec.subnet): IPv6-only networks are not supported yet")
 	}
 }
 
