@@ -129,6 +129,7 @@ var extraFields = []struct {
 	{"securityOpt", func(s *manifest.ServiceSpec) string { return listOr(s.SecurityOpt, none) }},
 	{"devices", func(s *manifest.ServiceSpec) string { return devices(s.Devices) }},
 	{"deviceRequests", func(s *manifest.ServiceSpec) string { return deviceRequests(s.DeviceRequests) }},
+	{"volumesFrom", func(s *manifest.ServiceSpec) string { return volumesFrom(s.VolumesFrom) }},
 	{"groupAdd", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.GroupAdd), none) }},
 	{"pid", func(s *manifest.ServiceSpec) string { return stringOr(s.PID, "(own)") }},
 	{"ipc", func(s *manifest.ServiceSpec) string { return stringOr(s.IPC, "(Docker's default)") }},
@@ -465,4 +466,12 @@ func secretDelivery(r manifest.SecretRef) string {
 		owner = "the agent's user"
 	}
 	return fmt.Sprintf("%s owner %s mode %#o", r.Target, owner, r.Mode)
+}
+
+func volumesFrom(vs []manifest.VolumesFrom) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	return listOr(out, none)
 }

@@ -87,6 +87,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	out.SecurityOpt = nonEmpty(spec.SecurityOpt)
 	out.Devices = nonEmpty(spec.Devices)
 	out.DeviceRequests = cloneDeviceRequests(spec.DeviceRequests)
+	out.VolumesFrom = nonEmpty(spec.VolumesFrom)
 	out.GroupAdd = nonEmpty(spec.GroupAdd)
 	out.Sysctls = copyMap(spec.Sysctls)
 	out.Ulimits = nonEmpty(spec.Ulimits)

@@ -274,20 +274,24 @@ type ServiceSpec struct {
 	// AnonymousVolumeName).
 	AnonymousVolumes []AnonymousVolume `json:"anonymousVolumes,omitempty"`
 
-	Privileged     bool              `json:"privileged,omitempty"`
-	ReadOnlyRootfs bool              `json:"readOnlyRootfs,omitempty"`
-	CapAdd         []string          `json:"capAdd,omitempty"`  // sorted, upper case without CAP_
-	CapDrop        []string          `json:"capDrop,omitempty"` // sorted, upper case without CAP_
-	SecurityOpt    []string          `json:"securityOpt,omitempty"`
-	Devices        []Device          `json:"devices,omitempty"`
-	DeviceRequests []DeviceRequest   `json:"deviceRequests,omitempty"` // GPUs, by the engine's device drivers (policy-gated as devices)
-	GroupAdd       []string          `json:"groupAdd,omitempty"`
-	PID            string            `json:"pid,omitempty"` // "" or "host" (policy-gated)
-	IPC            string            `json:"ipc,omitempty"` // "", "private", "shareable" or "host" (policy-gated)
-	Sysctls        map[string]string `json:"sysctls,omitempty"`
-	Ulimits        []Ulimit          `json:"ulimits,omitempty"` // sorted by name
-	ShmSizeBytes   int64             `json:"shmSizeBytes,omitempty"`
-	Logging        *Logging          `json:"logging,omitempty"`
+	Privileged     bool            `json:"privileged,omitempty"`
+	ReadOnlyRootfs bool            `json:"readOnlyRootfs,omitempty"`
+	CapAdd         []string        `json:"capAdd,omitempty"`  // sorted, upper case without CAP_
+	CapDrop        []string        `json:"capDrop,omitempty"` // sorted, upper case without CAP_
+	SecurityOpt    []string        `json:"securityOpt,omitempty"`
+	Devices        []Device        `json:"devices,omitempty"`
+	DeviceRequests []DeviceRequest `json:"deviceRequests,omitempty"` // GPUs, by the engine's device drivers (policy-gated as devices)
+	// VolumesFrom mounts what another service's first replica mounts
+	// (compose's volumes_from), in order; the dependency on it is in
+	// DependsOn.
+	VolumesFrom  []VolumesFrom     `json:"volumesFrom,omitempty"`
+	GroupAdd     []string          `json:"groupAdd,omitempty"`
+	PID          string            `json:"pid,omitempty"` // "" or "host" (policy-gated)
+	IPC          string            `json:"ipc,omitempty"` // "", "private", "shareable" or "host" (policy-gated)
+	Sysctls      map[string]string `json:"sysctls,omitempty"`
+	Ulimits      []Ulimit          `json:"ulimits,omitempty"` // sorted by name
+	ShmSizeBytes int64             `json:"shmSizeBytes,omitempty"`
+	Logging      *Logging          `json:"logging,omitempty"`
 
 	// Platform is the image platform ("linux/arm64") the replicas run,
 	// pulled and created for; "" is the engine's own.

@@ -302,6 +302,7 @@ func publishPorts(spec *manifest.ServiceSpec, cfg *container.Config, host *conta
 // a secret its file under SecretsDir (neither with Remote: both are
 // copied into the container).
 func mounts(in ReplicaInput, host *container.HostConfig) error {
+	host.VolumesFrom = volumesFrom(in)
 	spec := &in.Service.Spec
 	for _, v := range spec.Volumes {
 		if v.SELinux != "" {
@@ -513,4 +514,20 @@ func SecondsOr(s, def int) time.Duration {
 		s = def
 	}
 	return time.Duration(s) * time.Second
+}
+
+// volumesFrom names, for Docker, the containers whose mounts a replica
+// takes: each service's first replica. Docker resolves a name to the
+// container holding it at create, which dependency order made before this
+// one.
+func volumesFrom(in ReplicaInput) []string {
+	var out []string
+	for _, v := range in.Service.Spec.VolumesFrom {
+		from := manifest.ContainerName(in.App.Name, v.Service, 1)
+		if v.ReadOnly {
+			from += ":ro"
+		}
+		out = append(out, from)
+	}
+	return out
 }

@@ -1096,7 +1096,7 @@ func firstRoundStacks() []corpusStack {
 		},
 		{
 			dir:      "secrets-configs",
-			replicas: map[string]int{"app": 1},
+			replicas: map[string]int{"app": 1, "sidecar": 1},
 			check: func(t *testing.T, r *stackRun) {
 				c := r.c("app", 1)
 				for path, file := range map[string]string{
@@ -1117,6 +1117,9 @@ func firstRoundStacks() []corpusStack {
 				if m := mountOf(t, c, "/motd"); m["ReadOnly"] != true {
 					t.Errorf("/motd is not mounted read-only: %v", m)
 				}
+				// volumes_from: ["app:ro"]: the sidecar sees what app mounts.
+				wantFile(t, r.c("sidecar", 1), "/etc/app/banner.txt", "Welcome to the corpus shop.\n")
+				wantFile(t, r.c("sidecar", 1), "/run/secrets/db_password", r.app.Files["secrets/db_password.txt"])
 			},
 			changes: []stackChange{{
 				what:  ".env: another MOTD (a config from the environment)",

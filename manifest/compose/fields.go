@@ -68,6 +68,7 @@ var composeServiceRules = map[string]any{
 	"logging":           composeMapped("logging"),
 	"devices":           composeMapped("devices"),
 	"gpus":              composeMapped("deviceRequests, with capability gpu added (as docker compose does)"),
+	"volumes_from":      composeMapped("volumesFrom (a service of the app; container: refused), and the dependency compose adds"),
 	"pid":               composeMapped("pid"),
 	"ipc":               composeMapped("ipc"),
 	"group_add":         composeMapped("groupAdd"),
@@ -123,7 +124,6 @@ var composeServiceRules = map[string]any{
 	"userns_mode":        composeRefused("user namespace modes are not supported"),
 	"uts":                composeRefused("UTS namespace modes are not supported"),
 	"volume_driver":      composeRefused("is not supported: set the driver on the top-level volume"),
-	"volumes_from":       composeRefused("is not supported: share a named volume between the services instead"),
 	"provider":           composeRefused("provider services are not supported"),
 	"external_links":     composeRefused("is not supported: join an external network instead"),
 

@@ -31,6 +31,9 @@ func (sm *serviceMap) applyJob(raw *native.RawJob) {
 		field := sm.depFrom[dep] + ".restart"
 		sm.refuseAt(sm.m.ix.at(field), field, "a job is not replaced when its dependency is: remove restart: true")
 	}
+	if len(sm.spec.VolumesFrom) > 0 {
+		sm.refuse("volumes_from", "a job runs before the services it would mount from are changed: share a named volume instead")
+	}
 	if sm.spec.MinReady != nil {
 		ref := sm.fields["minReadySeconds"]
 		sm.refuseAt(ref.Pos, ref.Field, "a job is not ready, it completes: remove it")

@@ -26,7 +26,6 @@ func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 		{"blkio_config: {weight: 300}", "blkio_config"},
 		{"runtime: runsc", "runtime"},
 		{"cgroup: host", "cgroup"},
-		{"volumes_from: [db]", "volumes_from"},
 		{"userns_mode: host", "userns_mode"},
 		{"uts: host", "uts"},
 		{"storage_opt: {size: 1G}", "storage_opt"},

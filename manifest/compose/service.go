@@ -130,6 +130,7 @@ func (sm *serviceMap) mapService() {
 	sm.mapHealthcheck()
 	sm.mapDependsOn()
 	sm.addNetworkDependency()
+	sm.mapVolumesFrom()
 	sm.mapRestart()
 	sm.mapDeploy()
 	sm.mapResources()

@@ -53,6 +53,7 @@ var jobOnlyServiceFields = []struct {
 	{"spec.dependsOnRestart", func(r *rawServiceSpec) bool { return len(r.DependsOnRestart) > 0 }},
 	{"spec.imageUpdate", func(r *rawServiceSpec) bool { return r.ImageUpdate != nil }},
 	{"spec.anonymousVolumes", func(r *rawServiceSpec) bool { return len(r.AnonymousVolumes) > 0 }},
+	{"spec.volumesFrom", func(r *rawServiceSpec) bool { return len(r.VolumesFrom) > 0 }},
 	{"spec.addresses", func(r *rawServiceSpec) bool { return len(r.Addresses) > 0 }},
 }
 

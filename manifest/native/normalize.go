@@ -90,6 +90,7 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 	normalizeMounts(raw, &spec)
 	normalizeSecurity(raw, &spec)
 	normalizeDeviceRequests(raw, &spec)
+	normalizeVolumesFrom(raw, &spec)
 	normalizeLimits(raw, &spec)
 	return manifest.CanonicalService(spec)
 }
@@ -407,4 +408,23 @@ func ValidateCanary(r yamlpos.Reporter, prefix string, canary *int, watch *yamlp
 		r.Errorf(prefix+".canary", "must be between 0 and replicas-1 (%d): a canary of every replica is no canary", max(replicas-1, 0))
 	}
 	r.Duration(prefix+".canaryWatch", watch, time.Second)
+}
+
+// normalizeVolumesFrom copies spec.volumesFrom; each service named starts
+// first (condition started unless dependsOn says otherwise), as compose's
+// implicit dependency.
+func normalizeVolumesFrom(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
+	spec.VolumesFrom = slices.Clone(raw.VolumesFrom)
+	for _, v := range raw.VolumesFrom {
+		if slices.Contains(spec.DependsOn, v.Service) {
+			continue
+		}
+		spec.DependsOn = sortedSet(append(slices.Clone(spec.DependsOn), v.Service))
+		if _, ok := spec.DependsOnCondition[v.Service]; !ok {
+			if spec.DependsOnCondition == nil {
+				spec.DependsOnCondition = map[string]string{}
+			}
+			spec.DependsOnCondition[v.Service] = manifest.DependsStarted
+		}
+	}
 }

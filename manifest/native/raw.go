@@ -95,6 +95,7 @@ type rawServiceSpec struct {
 	SecurityOpt        []string                    `json:"securityOpt"`
 	Devices            []rawDevice                 `json:"devices"`
 	DeviceRequests     []rawDeviceRequest          `json:"deviceRequests"`
+	VolumesFrom        []manifest.VolumesFrom      `json:"volumesFrom"`
 	GroupAdd           []yamlpos.Scalar            `json:"groupAdd"`
 	PID                string                      `json:"pid"`
 	IPC                string                      `json:"ipc"`

@@ -144,6 +144,11 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validatePlatformLinks(r, raw)
 	validateSecurity(r, raw)
 	validateDeviceRequests(r, raw)
+	for i, v := range raw.VolumesFrom {
+		if !manifest.ValidName(v.Service) {
+			r.Errorf(yamlpos.IndexPath("spec.volumesFrom", i)+".service", "must name a service of the app, got %q", v.Service)
+		}
+	}
 	validateLimits(r, raw)
 
 	if manifest.ValidName(o.name) {
@@ -569,6 +574,15 @@ func checkServiceReferences(r yamlpos.Reporter, o *object, declared func(kind, n
 	for i, d := range raw.DependsOn {
 		if d != o.name && !declared(manifest.KindService, d) {
 			r.Errorf(yamlpos.IndexPath("spec.dependsOn", i), "service %q is not declared", d)
+		}
+	}
+	for i, v := range raw.VolumesFrom {
+		field := yamlpos.IndexPath("spec.volumesFrom", i) + ".service"
+		switch {
+		case v.Service == o.name:
+			r.Errorf(field, "a service cannot mount its own volumes")
+		case v.Service != "" && !declared(manifest.KindService, v.Service):
+			r.Errorf(field, "service %q is not declared: volumesFrom names a service of the app", v.Service)
 		}
 	}
 }

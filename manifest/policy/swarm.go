@@ -65,6 +65,8 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("privileged", "Swarm services cannot run privileged")
 	case len(s.Devices) > 0:
 		refuse("devices", "Swarm services cannot be given host devices")
+	case len(s.VolumesFrom) > 0:
+		refuse("volumesFrom[0]", "a Swarm task cannot mount another task's volumes: share a named volume between the services")
 	case len(s.DeviceRequests) > 0:
 		refuse("deviceRequests[0]", "Swarm services cannot be given device requests (GPUs): Swarm schedules devices as generic resources, which are not supported")
 	case s.PID != "" || s.IPC != "":
