@@ -31,7 +31,7 @@ func TestBuildOnRemoteEngine(t *testing.T) {
 %ssources:
   - {name: platform, repo: %s, branch: main, directories: ['apps/*'], interval: 10m, allowInsecureTransport: true, template: {engine: far}}
 `, farEntry(ssh), url))
-	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ping-timeout", sshPingTimeout)
 
 	st := testenv.WaitAppStatus(t, agent, app, 120*time.Second, "built and converged on far", testenv.ConvergedServices(sha, map[string]int{"web": 1}))
 	if st.Engine != "far" || st.FromSource != "platform" {

@@ -153,6 +153,13 @@ func platformRepo(t *testing.T) (repo *gitserver.Repo, url string) {
 
 // farEngine starts a private engine holding images, reached over ssh
 // through a real sshd on loopback; farEntry is its engines: entry, far.
+// sshPingTimeout is the agents' --ping-timeout in the tests with an ssh
+// engine: on a loaded two-core CI machine, with several private engines
+// starting beside other packages' tests, a ping over ssh (a session and
+// the remote docker CLI) took longer than the default 5 s, and the engine
+// counted as down.
+const sshPingTimeout = "30s"
+
 func farEngine(t *testing.T, images ...string) (*privengine.Engine, *sshengine.Server) {
 	t.Helper()
 	eng := privengine.Start(t)

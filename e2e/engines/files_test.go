@@ -54,7 +54,7 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 `, farEntry(ssh), app, url)
 	path := writeConfig(t, cfg)
 	data := testenv.DataDir(t)
-	agent := testenv.StartAgent(t, data, "run", "--config", path)
+	agent := testenv.StartAgent(t, data, "run", "--config", path, "--ping-timeout", sshPingTimeout)
 
 	st := testenv.WaitAppStatus(t, agent, app, 90*time.Second, "converged with repository files", testenv.ConvergedServices(first, map[string]int{"web": 1}))
 	name := app + "-web-1"

@@ -35,7 +35,7 @@ func TestOneAppOnTwoEngines(t *testing.T) {
   - {name: %s, repo: %s, branch: main, path: apps/%[2]s, interval: 2s, allowInsecureTransport: true, engines: [local, far]}
 `, farEntry(ssh), app, url)
 	path := writeConfig(t, cfg)
-	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ping-timeout", sshPingTimeout)
 
 	onLocal, onFar := app+"@local", app+"@far"
 	local := testenv.WaitAppStatus(t, agent, onLocal, 90*time.Second, "converged on the local engine", testenv.ConvergedServices(first, map[string]int{"web": 1}))

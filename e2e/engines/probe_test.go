@@ -67,7 +67,7 @@ networks:
   - {name: %s, repo: %s, branch: main, path: apps/%[2]s, interval: 2s, allowInsecureTransport: true, prune: true, engine: far}
 `, farEntry(ssh), app, url)
 	path := writeConfig(t, cfg)
-	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ready-timeout", "15s")
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ping-timeout", sshPingTimeout, "--ready-timeout", "40s")
 
 	// Ready through the probe container.
 	st := testenv.WaitAppStatus(t, agent, app, 2*time.Minute, "ready through the remote probe", testenv.ConvergedServices(first, map[string]int{"web": 1}))

@@ -53,7 +53,7 @@ apps:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := testenv.StartAgentEnv(t, append(os.Environ(), "DOCKER_CONFIG="+t.TempDir()), testenv.DataDir(t), "run", "--config", path)
+	agent := testenv.StartAgentEnv(t, append(os.Environ(), "DOCKER_CONFIG="+t.TempDir()), testenv.DataDir(t), "run", "--config", path, "--ping-timeout", sshPingTimeout)
 	st := testenv.WaitAppStatus(t, agent, app, 120*time.Second, "converged with the pulled image", testenv.ConvergedServices(sha, map[string]int{"web": 1}))
 	if got := st.Services[0].Containers[0].ImageDigest; !strings.Contains(got, digest) {
 		t.Errorf("the replica runs digest %q, want the pushed %s", got, digest)

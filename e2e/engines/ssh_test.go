@@ -39,7 +39,7 @@ func TestAppOverSSH(t *testing.T) {
   - {name: %[3]s, repo: %[4]s, branch: main, path: apps/%[3]s, interval: 10m, allowInsecureTransport: true, engine: far}
 `, farEntry(ssh), four, five, url)
 	path := writeConfig(t, cfg)
-	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path)
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", path, "--ping-timeout", sshPingTimeout)
 
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
 	st := testenv.WaitAppStatus(t, agent, four, 90*time.Second, "converged over ssh", converged)
