@@ -86,15 +86,8 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 	if err := e.Ping(ctx); err != nil {
 		return err
 	}
-	types := []string{string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType)}
-	if e.opts.Dial == nil {
-		// A moved tag re-lists the containers (see view.Event). Not over
-		// SSH: there a list sent while the remote probe's image import
-		// streams stalled the event loop, and the probes with it; the
-		// periodic check repairs a moved tag there.
-		types = append(types, string(events.ImageEventType))
-	}
-	filters := make(client.Filters).Add("type", types...)
+	filters := make(client.Filters).
+		Add("type", string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType), string(events.ImageEventType))
 	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
 	// Events may have been missed while the stream was down: look at
 	// every container's settings again.
