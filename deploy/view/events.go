@@ -194,10 +194,6 @@ var containerIgnored = map[string]bool{
 	"mount": true, "unmount": true,
 }
 
-// imageMoved are the image events after which a reference may name
-// another image, or none.
-var imageMoved = map[string]bool{"pull": true, "tag": true, "untag": true, "delete": true, "load": true, "import": true}
-
 // Event brings the view up to date with one event: the object it names
 // is listed again (or, destroyed, marked gone). An event that names no
 // object cannot be interpreted: the whole view is checked instead.
@@ -235,15 +231,6 @@ func (v *View) Event(ctx context.Context, m events.Message) error {
 		} else {
 			_, _, err = v.fetchNetwork(ctx, m.Actor.ID)
 		}
-	case events.ImageEventType:
-		if !imageMoved[action] {
-			return nil
-		}
-		// A container lists the reference it was created with only while
-		// that reference still names its image; once the tag moves (a
-		// pull, a tag, an untag) Docker lists the image's ID, with no
-		// container event. Rare enough to list the containers again.
-		err = v.refreshContainers(ctx)
 	case events.VolumeEventType:
 		if action == "mount" || action == "unmount" {
 			return nil

@@ -435,23 +435,6 @@ func (v *View) fetchContainer(ctx context.Context, id string) (*containerObs, bo
 	})
 }
 
-// refreshContainers lists every container into the view again, after an
-// image event: what changed is expected, not a divergence. Containers the
-// list no longer shows are left to their destroy events.
-func (v *View) refreshContainers(ctx context.Context) error {
-	t := v.ticket()
-	res, err := v.api.ContainerList(ctx, client.ContainerListOptions{All: true})
-	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, s := range res.Items {
-		v.containers.put(t, s.ID, &containerObs{c: dockerspec.ContainerFromSummary(s), ip: dockerspec.SummaryIP(s)}, true)
-	}
-	return nil
-}
-
 func (v *View) fetchNetwork(ctx context.Context, id string) (drift.Network, bool, error) {
 	return fetchOne(v, v.networks, id, func() ([]network.Summary, error) {
 		res, err := v.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("id", id)})
