@@ -107,11 +107,7 @@ func (sm *serviceMap) mapNetworkService(mode string) {
 		sm.refuse("network_mode", "a service cannot share its own network namespace")
 		return
 	case !exists:
-		if _, off := sm.m.p.DisabledServices[target]; off {
-			sm.refuse("network_mode", "service %q is not part of the app: its profiles are not active", target)
-		} else {
-			sm.refuse("network_mode", "service %q is not declared: network_mode: service:NAME names a service of this file", target)
-		}
+		sm.refuseMissingService("network_mode", target, "network_mode: service:NAME names a service of this file")
 		return
 	case !active:
 		return // its name was refused
@@ -124,8 +120,15 @@ func (sm *serviceMap) mapNetworkService(mode string) {
 // addNetworkDependency adds the dependency on the namespace's owner, as
 // compose does, unless the file lists it.
 func (sm *serviceMap) addNetworkDependency() {
-	target := sm.spec.NetworkService()
-	if target == "" || slices.Contains(sm.spec.DependsOn, target) {
+	if target := sm.spec.NetworkService(); target != "" {
+		sm.addImplicitDependency(target, "network_mode")
+	}
+}
+
+// addImplicitDependency adds a dependency compose adds (condition
+// started), located at attr, unless depends_on lists it.
+func (sm *serviceMap) addImplicitDependency(target, attr string) {
+	if slices.Contains(sm.spec.DependsOn, target) {
 		return
 	}
 	sm.spec.DependsOn = append(sm.spec.DependsOn, target)
@@ -133,7 +136,7 @@ func (sm *serviceMap) addNetworkDependency() {
 		sm.spec.DependsOnCondition = map[string]string{}
 	}
 	sm.spec.DependsOnCondition[target] = manifest.DependsStarted
-	sm.depFrom[target] = sm.path("network_mode")
+	sm.depFrom[target] = sm.path(attr)
 }
 
 // refuseInSharedNamespace refuses what Docker refuses on a container that
@@ -272,5 +275,15 @@ func (sm *serviceMap) checkSharedNamespace(byName map[string]*serviceMap) {
 		sm.refuse("network_mode", "service %q has %d replicas, and a network namespace is one container's: give it one replica", sm.netTarget, owner.spec.Replicas)
 	case sm.spec.Update.Strategy == manifest.StrategyRolling && sm.spec.Update.MaxSurge > 0:
 		sm.refuse("network_mode", "a rolling update that starts the new replica before stopping the old one would put both in one network namespace, fighting over its ports: use deploy.update_config.order: stop-first (compose's default)")
+	}
+}
+
+// refuseMissingService refuses a reference to a service the project does
+// not have: off by its profiles, or not declared (then with hint).
+func (sm *serviceMap) refuseMissingService(attr, target, hint string) {
+	if _, off := sm.m.p.DisabledServices[target]; off {
+		sm.refuse(attr, "service %q is not part of the app: its profiles are not active", target)
+	} else {
+		sm.refuse(attr, "service %q is not declared: %s", target, hint)
 	}
 }

@@ -1,7 +1,6 @@
 package compose
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
@@ -34,25 +33,13 @@ func (sm *serviceMap) mapVolumesFrom() {
 			sm.refuse(attr, "a service cannot mount its own volumes")
 			continue
 		case !exists:
-			if _, off := sm.m.p.DisabledServices[target]; off {
-				sm.refuse(attr, "service %q is not part of the app: its profiles are not active", target)
-			} else {
-				sm.refuse(attr, "service %q is not declared: volumes_from names a service of this file", target)
-			}
+			sm.refuseMissingService(attr, target, "volumes_from names a service of this file")
 			continue
 		case !active:
 			continue // its name was refused
 		}
 		sm.spec.VolumesFrom = append(sm.spec.VolumesFrom, manifest.VolumesFrom{Service: name, ReadOnly: mode == "ro"})
 		sm.record(yamlpos.IndexPath("volumesFrom", len(sm.spec.VolumesFrom)-1), attr)
-		if slices.Contains(sm.spec.DependsOn, name) {
-			continue
-		}
-		sm.spec.DependsOn = append(sm.spec.DependsOn, name)
-		if sm.spec.DependsOnCondition == nil {
-			sm.spec.DependsOnCondition = map[string]string{}
-		}
-		sm.spec.DependsOnCondition[name] = manifest.DependsStarted
-		sm.depFrom[name] = sm.path(attr)
+		sm.addImplicitDependency(name, attr)
 	}
 }
