@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/internal/dialclient"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/internal/liveness"
 	"github.com/driftless-dev/driftless/deploy/internal/netleave"
@@ -327,7 +328,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// as down. This holds over TLS and SSH too, where a new connection
 	// costs a handshake or an SSH session: with kept-alive connections, a
 	// TLS engine restarted under the e2e tests was left with a replica it
-	// could not start.
+	// could not start. Over SSH, reads reuse connections (dialclient).
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
 	requests := requestcount.NewCounter()
 	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
@@ -340,50 +341,23 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// the client would take for TLS: say plainly there is none.
 		clientOpts = append(clientOpts, client.WithScheme("http"))
 	}
+	var api dockerAPI
 	if opts.Dial != nil {
-		clientOpts = dialedClientOpts(fresh, opts.Dial, requests)
-	}
-	cli, err := client.New(clientOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("configure Docker client: %w", err)
-	}
-	var api dockerAPI = cli
-	if opts.Dial != nil {
-		api = dialedClient{Client: cli, name: opts.Host}
+		dc, err := dialclient.New(opts.Dial, opts.Host, requestcount.Hook(requests))
+		if err != nil {
+			return nil, fmt.Errorf("configure Docker client: %w", err)
+		}
+		api = dc
+	} else {
+		cli, err := client.New(clientOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("configure Docker client: %w", err)
+		}
+		api = cli
 	}
 	e := newEngine(api, opts)
 	e.requests = requests
 	return e, nil
-}
-
-// dialedClientOpts configure a client whose connections all come from
-// dial. The placeholder host is set before the HTTP client, so the
-// transport takes no proxy from the environment. HTTP/1 only: the client
-// clones the transport, a clone of one that may speak HTTP/2 has a TLS
-// config, and with one the client hijacks (exec attach) over its own
-// dialer, not dial.
-func dialedClientOpts(fresh *http.Client, dial func(context.Context, string, string) (net.Conn, error), requests *prometheus.CounterVec) []client.Opt {
-	var h1 http.Protocols
-	h1.SetHTTP1(true)
-	fresh.Transport.(*http.Transport).Protocols = &h1
-	return []client.Opt{
-		client.WithHost("http://docker"), client.WithHTTPClient(fresh), client.WithDialContext(dial),
-		client.WithAPIVersionFromEnv(), client.WithScheme("http"), client.WithHTTPRequestHook(requestcount.Hook(requests)),
-	}
-}
-
-// dialedClient names its engine by Options.Host, not by the placeholder
-// host its requests carry.
-type dialedClient struct {
-	*client.Client
-	name string
-}
-
-func (c dialedClient) DaemonHost() string {
-	if c.name == "" {
-		return "the engine reached through Options.Dial"
-	}
-	return c.name
 }
 
 type serverVersioner interface {

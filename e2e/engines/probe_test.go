@@ -205,7 +205,7 @@ func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) 
 	}
 	t.Cleanup(func() { d.Close() })
 	// As deploy's client over ssh: a connection per request, HTTP/1 only
-	// (see deploy's dialedClientOpts).
+	// (see deploy/internal/dialclient).
 	var h1 http.Protocols
 	h1.SetHTTP1(true)
 	cli, err := client.New(client.WithHost("http://docker"), client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true, Protocols: &h1}}),

@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/e2e/stackdump"
 )
 
 // Engine is a private dockerd.
@@ -609,6 +612,9 @@ func (e *Engine) cleanup() {
 	t := e.t
 	if t.Failed() {
 		t.Logf("private engine log (last lines):\n%s", e.LogTail(30))
+		if stuck := e.stuckGoroutines(); stuck != "" {
+			t.Logf("private engine goroutines blocked for a minute or more:\n%s", stuck)
+		}
 	}
 	e.mu.Lock()
 	running := e.cmd != nil
@@ -655,4 +661,46 @@ func (e *Engine) removeNetworks(running bool) {
 	e.mu.Lock()
 	e.stopLocked(StopTimeout)
 	e.mu.Unlock()
+}
+
+// lockWait is the state of a goroutine waiting for a lock ("semacquire"
+// before Go 1.20); goroutines waiting on channels for minutes (event
+// streams, idle loops) are normal in an engine.
+var lockWait = regexp.MustCompile(`^(semacquire|sync\.\w*Mutex\.\w*Lock)$`)
+
+// stuckGoroutines asks dockerd for its goroutine stacks (SIGUSR1) and
+// returns those blocked for a minute or more: after a failed test they
+// tell an engine that hung (a lock held forever, see deploy's netleave)
+// from one that was only slow. "" when the engine does not run or does
+// not answer within a few seconds.
+func (e *Engine) stuckGoroutines() string {
+	e.mu.Lock()
+	cmd := e.cmd
+	e.mu.Unlock()
+	if cmd == nil {
+		return ""
+	}
+	logPath := filepath.Join(e.Dir, "dockerd.log")
+	before, _ := os.ReadFile(logPath)
+	// With ip netns exec, the process is dockerd itself (each step execs).
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return ""
+	}
+	written := regexp.MustCompile(`goroutine stacks written to (\S+?)"?(\s|$)`)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		after, _ := os.ReadFile(logPath)
+		if len(after) < len(before) {
+			continue
+		}
+		m := written.FindSubmatch(after[len(before):])
+		if m == nil {
+			continue
+		}
+		stacks, err := os.ReadFile(string(m[1]))
+		if err != nil {
+			return err.Error()
+		}
+		return stackdump.Waiting(string(stacks), lockWait)
+	}
+	return ""
 }

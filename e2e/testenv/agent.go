@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/e2e/stackdump"
 	"github.com/driftless-dev/driftless/sync/status"
 	"github.com/driftless-dev/driftless/web"
 )
@@ -102,6 +104,52 @@ func (a *Agent) Stop(t testing.TB) {
 		<-a.done
 		t.Errorf("driftless did not stop within %s of SIGTERM", stopWait)
 	}
+}
+
+// logStuck ends a failed test's agent with SIGQUIT and logs its output,
+// then the goroutines that had waited for a minute or more: where an
+// apply or a probe hung, which the agent's log cannot say.
+func (a *Agent) logStuck(t testing.TB) {
+	t.Helper()
+	if exited, _ := a.Exited(); exited {
+		t.Logf("driftless output:\n%s", a.Logs())
+		return
+	}
+	a.logRequestCounts(t)
+	before := len(a.Logs())
+	_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-a.done:
+	case <-time.After(stopWait):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+	out := a.Logs()
+	t.Logf("driftless output:\n%s", out[:before])
+	if stuck := stackdump.Waiting(out[before:], nil); stuck != "" {
+		t.Logf("driftless goroutines waiting for a minute or more (SIGQUIT):\n%s", stuck)
+	}
+}
+
+// logRequestCounts logs the agent's Docker API requests so far, by engine
+// and operation (driftless_docker_requests_total): a test that timed out
+// on a slow engine shows what the agent asked of it.
+func (a *Agent) logRequestCounts(t testing.TB) {
+	t.Helper()
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(a.URL + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var lines []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "driftless_docker_requests_total{") {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("driftless Docker API requests:\n%s", strings.Join(lines, "\n"))
 }
 
 // Exited reports whether the process has ended, and how.

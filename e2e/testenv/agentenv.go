@@ -53,10 +53,11 @@ func StartAgentEnv(t testing.TB, env []string, dataDir string, args ...string) *
 		close(a.done)
 	}()
 	t.Cleanup(func() {
-		a.Stop(t)
 		if t.Failed() {
-			t.Logf("driftless output:\n%s", a.Logs())
+			a.logStuck(t)
+			return
 		}
+		a.Stop(t)
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -1,4 +1,4 @@
-package deploy
+package dialclient
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // TestDialedClientHijacksThroughDial: an exec attach (a hijacked
-// connection: the remote readiness probe's) goes through Options.Dial like
+// connection: the remote readiness probe's) goes through the dial function like
 // every request. With a transport that may speak HTTP/2, the client's
 // clone of it carried a TLS config, and the client dialed "http" "docker"
 // itself ("dial http: unknown network http").
@@ -25,8 +25,7 @@ func TestDialedClientHijacksThroughDial(t *testing.T) {
 		dials = append(dials, network+" "+addr)
 		return nil, refuse
 	}
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
-	cli, err := client.New(dialedClientOpts(fresh, dial, requestcount.NewCounter())...)
+	cli, err := client.New(Options(&http.Transport{DisableKeepAlives: true}, dial, requestcount.Hook(requestcount.NewCounter()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
