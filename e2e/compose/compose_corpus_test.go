@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,7 +64,8 @@ func TestComposeCorpus(t *testing.T) {
 		a.namespaceImages(images)
 		// Polled every 3s, not every second: seventeen fetches a second
 		// are a load of their own on a two-core machine.
-		cfg := testenv.ComposeAppConfig{Name: app, Branch: "main", Path: ".", Interval: "3s"}
+		// Suspended until its turn (see corpusAtOnce).
+		cfg := testenv.ComposeAppConfig{Name: app, Branch: "main", Path: ".", Interval: "3s", Suspend: true}
 		r := &stackRun{stack: s, app: a, images: images}
 		if s.setup != nil {
 			s.setup(t, r, &cfg)
@@ -84,17 +86,24 @@ func TestComposeCorpus(t *testing.T) {
 	// there took over 3 minutes instead of 10 s).
 	agent := testenv.StartConfigAgent(t, configs, "--workers", strconv.Itoa(min(len(configs), corpusWorkers)))
 
-	// The stacks run at once, each as a subtest. Not with t.Parallel: that
-	// would run only -parallel (GOMAXPROCS) of them at a time, and they
-	// mostly wait for the engine.
+	// The stacks run corpusAtOnce at a time, each as a subtest. Not with
+	// t.Parallel: that would run only -parallel (GOMAXPROCS) of them at a
+	// time, and they mostly wait for the engine.
 	var wg sync.WaitGroup
+	turns := make(chan struct{}, corpusAtOnce)
 	for _, s := range stacks {
 		r := runs[s.dir]
 		r.agent = agent
 		wg.Go(func() {
 			t.Run(s.dir, func(t *testing.T) {
+				turns <- struct{}{}
+				defer func() { <-turns }()
 				start := time.Now()
 				r.t = t
+				defer r.tearDown()
+				if err := r.agent.Client().Resume(t.Context(), r.app.Name); err != nil {
+					t.Fatalf("resume %s: %v", r.app.Name, err)
+				}
 				r.runAll()
 				t.Logf("%s (app %s): %s", s.dir, r.app.Name, time.Since(start).Round(100*time.Millisecond))
 			})
@@ -103,11 +112,30 @@ func TestComposeCorpus(t *testing.T) {
 	wg.Wait()
 }
 
-// corpusWait bounds each wait for convergence or a repair. Seventeen
+// tearDown suspends the stack's app and removes its containers, networks
+// and volumes, so the stacks that come after it have the machine.
+func (r *stackRun) tearDown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.agent.Client().Suspend(ctx, r.app.Name); err != nil {
+		r.t.Logf("suspend %s: %v", r.app.Name, err)
+		return
+	}
+	testenv.RemoveApp(r.t, r.app.Name)
+}
+
+// corpusWait bounds each wait for convergence or a repair. Several
 // stacks deploy and roll at once, beside other test packages on a
 // two-core CI machine, so the bound is generous: it only decides how long
 // a real failure takes to report, with the last status in the message.
 const corpusWait = 5 * time.Minute
+
+// corpusAtOnce is how many stacks run at a time; each is removed when it
+// is done. All forty at once kept a hundred-odd containers with their
+// healthchecks on a two-core machine (load average 35-45): Docker's own
+// one-second healthcheck timeouts expired, and the e2e/engines tests
+// beside them timed out on their ssh engine.
+const corpusAtOnce = 8
 
 // corpusWorkers is the agent's --workers for the corpus.
 const corpusWorkers = 8

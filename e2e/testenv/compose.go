@@ -367,6 +367,9 @@ type ComposeAppConfig struct {
 	HostPaths   []string          `json:"hostPaths,omitempty"`
 	Profiles    []string          `json:"profiles,omitempty"`
 	Environment map[string]string `json:"environment,omitempty"`
+	// Suspend starts the app suspended: nothing is applied until it is
+	// resumed (Client.Resume).
+	Suspend bool `json:"suspend,omitempty"`
 	// AllowInsecureTransport is set by startConfigAgent: the test
 	// servers speak git:// and http://.
 	AllowInsecureTransport bool `json:"allowInsecureTransport"`
