@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/e2e/gitserver"
+	"github.com/driftless-dev/driftless/e2e/machinelock"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
@@ -44,6 +45,7 @@ import (
 // where 80, 443, 53 or 8080 may be taken).
 func TestComposeCorpus(t *testing.T) {
 	t.Parallel()
+	machinelock.Heavy(t)
 	stacks := corpusStacks()
 	if only := os.Getenv("E2E_COMPOSE_STACKS"); only != "" {
 		// For working on one stack: E2E_COMPOSE_STACKS=web-db-cache,override

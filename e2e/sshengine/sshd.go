@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/driftless-dev/driftless/e2e/machinelock"
 )
 
 // SSHD is the SSH server the tests run.
@@ -67,6 +69,10 @@ func Start(t testing.TB, dockerHost string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Over ssh every new connection and every remote probe start
+	// processes on both sides: beside the compose corpus they were too
+	// slow for the tests' waits.
+	machinelock.Sensitive(t)
 	privsepDir(t)
 	dir := t.TempDir()
 	s := &Server{Dir: dir, t: t, log: &lockedBuffer{}}
