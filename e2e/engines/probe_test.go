@@ -131,7 +131,8 @@ func checkProbeContainer(t *testing.T, eng *privengine.Engine, network string) {
 func logProbeCost(t *testing.T, agent *testenv.Agent, ssh *sshengine.Server, target readiness.Target) {
 	t.Helper()
 	reqs := engineRequests(t, agent.URL, "far")
-	time.Sleep(5 * time.Second)
+	// Ten periods: on a loaded machine one exec over ssh can take seconds.
+	time.Sleep(10 * time.Second)
 	after := engineRequests(t, agent.URL, "far")
 	execs := after["POST /containers/{id}/exec"] - reqs["POST /containers/{id}/exec"]
 	var execReqs float64
@@ -139,11 +140,17 @@ func logProbeCost(t *testing.T, agent *testenv.Agent, ssh *sshengine.Server, tar
 		execReqs += after[op] - reqs[op]
 	}
 	if execs == 0 {
-		t.Errorf("no exec in the probe container in 5 s of a 1 s probe period (requests: %s)", diffOps(reqs, after))
+		t.Errorf("no exec in the probe container in 10 s of a 1 s probe period (requests: %s)", diffOps(reqs, after))
 		return
 	}
-	t.Logf("remote probes over 5 s: %.0f, %.1f engine requests each (exec create, start+attach, inspect); all engine requests in the window: %s", execs, execReqs/execs, diffOps(reqs, after))
-	probe, ping := probeLatency(t, ssh, target)
+	t.Logf("remote probes over 10 s: %.0f, %.1f engine requests each (exec create, start+attach, inspect); all engine requests in the window: %s", execs, execReqs/execs, diffOps(reqs, after))
+	probe, ping, err := probeLatency(t, ssh, target)
+	if err != nil {
+		// The agent's own probes made the replica ready; this is only a
+		// measurement, which a loaded machine may not allow.
+		t.Logf("probe latency not measured: %v", err)
+		return
+	}
 	t.Logf("one remote probe over ssh, median of 10: %s (one ping over the same ssh: %s)", testenv.Ms(probe), testenv.Ms(ping))
 }
 
@@ -195,53 +202,70 @@ func probeNetworks(t *testing.T, eng *privengine.Engine) []string {
 }
 
 // probeLatency runs ten probes of target through the probe container the
-// agent made, over ssh as the agent does (a connection per request), and
-// returns their median, and that of ten pings over the same ssh.
-func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) (probe, ping time.Duration) {
+// agent made, over ssh as the agent does (a connection per change, reads
+// over kept connections, as deploy/internal/dialclient), and returns their
+// median, and that of ten pings over the same ssh.
+func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) (probe, ping time.Duration, err error) {
 	t.Helper()
 	d, err := dockerssh.New(ssh.URL, dockerssh.Options{KeyFile: ssh.KeyFile, KnownHostsFile: ssh.KnownHostsFile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	// As deploy's client over ssh: a connection per request, HTTP/1 only
-	// (see deploy/internal/dialclient).
-	var h1 http.Protocols
-	h1.SetHTTP1(true)
-	cli, err := client.New(client.WithHost("http://docker"), client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true, Protocols: &h1}}),
-		client.WithDialContext(d.DialContext), client.WithScheme("http"))
-	if err != nil {
-		t.Fatal(err)
+	newClient := func(tr *http.Transport) *client.Client {
+		var h1 http.Protocols
+		h1.SetHTTP1(true)
+		tr.Protocols = &h1
+		cli, err := client.New(client.WithHost("http://docker"), client.WithHTTPClient(&http.Client{Transport: tr}),
+			client.WithDialContext(d.DialContext), client.WithScheme("http"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Close() })
+		return cli
 	}
-	defer cli.Close()
+	cli := keptReads{Client: newClient(&http.Transport{DisableKeepAlives: true}), reads: newClient(&http.Transport{MaxIdleConnsPerHost: 3})}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	runner := remoteprobe.New(cli, nil)
 	// The agent's binary: the same image, so the agent's container is used.
 	runner.Executable = func() (string, error) { return testenv.DriftlessBinary(t), nil }
 	r := manifest.Readiness{HTTPGet: &manifest.HTTPGetProbe{Path: "/healthz", Port: 8080}}
-	// A measurement, not the agent's probe: its bound is generous, as a
-	// probe over ssh from this -race test process on a loaded CI machine
-	// took over the agent's 1 s (the median is what is logged).
+	// A measurement, not the agent's probe: its bound is generous.
 	const bound = 10 * time.Second
 	if err := runner.Probe(ctx, target, r, bound); err != nil {
-		t.Fatalf("a probe of %s through %s: %v", target.IP, remoteprobe.ContainerName, err)
+		return 0, 0, fmt.Errorf("a probe of %s through %s: %w", target.IP, remoteprobe.ContainerName, err)
 	}
 	var probes, pings []time.Duration
 	for range 10 {
 		start := time.Now()
 		if err := runner.Probe(ctx, target, r, bound); err != nil {
-			t.Fatalf("a probe of %s through %s: %v", target.IP, remoteprobe.ContainerName, err)
+			return 0, 0, fmt.Errorf("a probe of %s through %s: %w", target.IP, remoteprobe.ContainerName, err)
 		}
 		probes = append(probes, time.Since(start))
 		start = time.Now()
 		if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
-			t.Fatal(err)
+			return 0, 0, err
 		}
 		pings = append(pings, time.Since(start))
 	}
-	return testenv.Median(probes), testenv.Median(pings)
+	return testenv.Median(probes), testenv.Median(pings), nil
+}
+
+// keptReads sends the probe's exec and container inspects over kept
+// connections, the rest over one connection each, as the agent does.
+type keptReads struct {
+	*client.Client
+	reads *client.Client
+}
+
+func (c keptReads) ExecInspect(ctx context.Context, id string, o client.ExecInspectOptions) (client.ExecInspectResult, error) {
+	return c.reads.ExecInspect(ctx, id, o)
+}
+
+func (c keptReads) ContainerInspect(ctx context.Context, id string, o client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
+	return c.reads.ContainerInspect(ctx, id, o)
 }

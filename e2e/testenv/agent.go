@@ -96,13 +96,22 @@ func (a *Agent) Stop(t testing.TB) {
 		return
 	default:
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	if !a.signalAndWait(syscall.SIGTERM) {
+		t.Errorf("driftless did not stop within %s of SIGTERM", stopWait)
+	}
+}
+
+// signalAndWait sends sig and waits for the process to exit, killing it
+// after stopWait; false if it had to.
+func (a *Agent) signalAndWait(sig syscall.Signal) bool {
+	_ = a.cmd.Process.Signal(sig)
 	select {
 	case <-a.done:
+		return true
 	case <-time.After(stopWait):
 		_ = a.cmd.Process.Kill()
 		<-a.done
-		t.Errorf("driftless did not stop within %s of SIGTERM", stopWait)
+		return false
 	}
 }
 
@@ -117,13 +126,7 @@ func (a *Agent) logStuck(t testing.TB) {
 	}
 	a.logRequestCounts(t)
 	before := len(a.Logs())
-	_ = a.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-a.done:
-	case <-time.After(stopWait):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
+	a.signalAndWait(syscall.SIGQUIT)
 	out := a.Logs()
 	t.Logf("driftless output:\n%s", out[:before])
 	if stuck := stackdump.Waiting(out[before:], nil); stuck != "" {
