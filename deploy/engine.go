@@ -329,8 +329,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// costs a handshake or an SSH session: with kept-alive connections, a
 	// TLS engine restarted under the e2e tests was left with a replica it
 	// could not start. Over SSH, reads reuse connections (dialclient).
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
 	requests := requestcount.NewCounter()
+	if opts.Dial != nil {
+		dc, err := dialclient.New(opts.Dial, opts.Host, requestcount.Hook(requests))
+		if err != nil {
+			return nil, fmt.Errorf("configure Docker client: %w", err)
+		}
+		return engineWith(dc, opts, requests), nil
+	}
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: client.CheckRedirect}
 	clientOpts := []client.Opt{client.WithHTTPClient(fresh), client.FromEnv, client.WithHost(host), client.WithHTTPRequestHook(requestcount.Hook(requests))}
 	if t := opts.TLS; t != nil {
 		// A named engine's own files, not the environment's.
@@ -341,23 +348,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// the client would take for TLS: say plainly there is none.
 		clientOpts = append(clientOpts, client.WithScheme("http"))
 	}
-	var api dockerAPI
-	if opts.Dial != nil {
-		dc, err := dialclient.New(opts.Dial, opts.Host, requestcount.Hook(requests))
-		if err != nil {
-			return nil, fmt.Errorf("configure Docker client: %w", err)
-		}
-		api = dc
-	} else {
-		cli, err := client.New(clientOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("configure Docker client: %w", err)
-		}
-		api = cli
+	cli, err := client.New(clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("configure Docker client: %w", err)
 	}
+	return engineWith(cli, opts, requests), nil
+}
+
+// engineWith is the Engine over api, counting its requests in requests.
+func engineWith(api dockerAPI, opts Options, requests *prometheus.CounterVec) *Engine {
 	e := newEngine(api, opts)
 	e.requests = requests
-	return e, nil
+	return e
 }
 
 type serverVersioner interface {
