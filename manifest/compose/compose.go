@@ -25,6 +25,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/compose/internal/interp"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
@@ -104,7 +105,7 @@ type composeLoad struct {
 	errs     *yamlpos.Collector
 	warnings *yamlpos.Collector
 	ix       *composeIndex
-	in       *interpolator
+	in       *interp.Interpolator
 }
 
 func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
@@ -112,7 +113,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
 		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{
 			extended: map[string]*composeFile{}, bases: map[*yaml.Node]extendsTarget{},
-			includeSeen: map[string]bool{}, stagedExtra: map[string][]byte{}, interp: map[*composeFile]*interpolator{},
+			includeSeen: map[string]bool{}, stagedExtra: map[string][]byte{}, interp: map[*composeFile]*interp.Interpolator{},
 		},
 	}
 	for _, p := range layout.Files {
@@ -137,8 +138,8 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		l.errs.Add(manifest.Position{File: main.display, Line: 1}, "", "the compose file is empty: declare services")
 		return nil, l.errs.Sorted()
 	}
-	env := composeEnvironment(l.errs, fsys, root, display, opts.Environment, l.opts.ReportEnvRead)
-	l.in = &interpolator{env: env, read: l.opts.ReportEnvRead, errs: l.errs, warnings: l.warnings}
+	env := interp.Environment(l.errs, fsys, root, display, opts.Environment, l.opts.ReportEnvRead)
+	l.in = &interp.Interpolator{Env: env, Read: l.opts.ReportEnvRead, Errs: l.errs, Warnings: l.warnings}
 	// A single compose file is valid to compose-go's schema check exactly
 	// when each of its documents is to ours (the same schema, formats and
 	// casts; compose-go checks it merged with nothing). Ours reports every
@@ -198,7 +199,7 @@ func (l *composeLoad) profiles() []string {
 	if len(l.opts.Profiles) > 0 {
 		return l.opts.Profiles
 	}
-	v, _ := l.in.lookup("COMPOSE_PROFILES")
+	v, _ := l.in.Lookup("COMPOSE_PROFILES")
 	var out []string
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -216,7 +217,7 @@ func (l *composeLoad) profiles() []string {
 func (l *composeLoad) precheck(schema bool) {
 	l.eachDoc(func(f *composeFile, d *yaml.Node) {
 		yamlpos.CheckKeys(l.errs, f.display, d, "", 0)
-		l.in.check(f, d, "", 0)
+		l.in.Check(f.display, d, "", 0)
 	})
 	if len(l.errs.Errs) > 0 {
 		return
@@ -315,7 +316,7 @@ func parseComposeFile(c *yamlpos.Collector, p, display string, data []byte, b *p
 // checkShortSyntax parses the short syntax of ports and volumes the way
 // compose-go will, so a malformed entry is reported at its position (and
 // with the others) rather than as compose-go's first error.
-func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interpolator) {
+func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *interp.Interpolator) {
 	_, services := yamlpos.Child(doc, "services")
 	services = yamlpos.Deref(services)
 	if services == nil || services.Kind != yaml.MappingNode {
@@ -335,7 +336,7 @@ func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *
 				if e.Kind != yaml.ScalarNode {
 					continue
 				}
-				text, missing, err := in.substitute(e.Value)
+				text, missing, err := in.Substitute(e.Value)
 				if err == nil {
 					if err = parse(text); err != nil && len(missing) > 0 {
 						err = fmt.Errorf("%w (not set: %s; set it in .env or the app's environment)", err, strings.Join(slices.Compact(slices.Sorted(slices.Values(missing))), ", "))
@@ -421,19 +422,19 @@ func nativeDocuments(file string, data []byte) []manifest.Position {
 // (found by the schema check, which applies them the same way): giving
 // compose-go only these keeps its interpolation from trying all of them on
 // every value, with the same result.
-func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []string, rel func(string) string) (p *types.Project, err error) {
+func runComposeGo(ix *composeIndex, in *interp.Interpolator, app string, profiles []string, rel func(string) string) (p *types.Project, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("compose-go: %v", r)
 		}
 	}()
 	defer func() {
-		if p != nil && in.read != nil {
-			readByComposeGo(p, in.read)
+		if p != nil && in.Read != nil {
+			readByComposeGo(p, in.Read)
 		}
 	}()
 	casts := ix.usedCasts(in)
-	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.env}
+	details := types.ConfigDetails{WorkingDir: composeWorkDir, Environment: in.Env}
 	includes := len(ix.included) > 0
 	if ix.fileExtends || includes {
 		// compose-go reads extended and included files relative to the
@@ -474,7 +475,7 @@ func runComposeGo(ix *composeIndex, in *interpolator, app string, profiles []str
 		o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
 			return template.SubstituteWithOptions(s, m, template.WithoutLogging)
 		}
-		o.Interpolate.LookupValue = in.lookup
+		o.Interpolate.LookupValue = in.Lookup
 	})
 }
 

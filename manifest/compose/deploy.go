@@ -32,12 +32,12 @@ func (sm *serviceMap) mapEnvironment() {
 	for k, v := range s.Environment {
 		explicit[k] = v
 	}
-	explicit.Resolve(in.lookup)
+	explicit.Resolve(in.Lookup)
 	env := explicit.ToMapping()
 	secret := map[string]bool{}
 	for i, ef := range s.EnvFiles {
 		sm.readEnvFile(i, ef, env, secret, func(k string) (string, bool) {
-			if v, ok := in.lookup(k); ok {
+			if v, ok := in.Lookup(k); ok {
 				return v, true
 			}
 			if v, ok := explicit[k]; ok && v != nil {
@@ -407,7 +407,7 @@ func (sm *serviceMap) nanoCPUs(attr string) int64 {
 	if !ok || v == nil {
 		return 0
 	}
-	text, _, err := sm.m.in.substitute(v.Value)
+	text, _, err := sm.m.in.Substitute(v.Value)
 	if err != nil {
 		return 0
 	}
@@ -504,7 +504,7 @@ func (sm *serviceMap) mapExtension() {
 		return
 	}
 	x := &rawXDriftless{}
-	if err := yamlpos.DecodeStrict(sm.m.in.interpolateValues(merged), x); err != nil {
+	if err := yamlpos.DecodeStrict(sm.m.in.InterpolateValues(merged), x); err != nil {
 		sm.refuse("x-driftless", "%v", err)
 		return
 	}
@@ -623,31 +623,6 @@ func (sm *serviceMap) applyImageUpdate(u *native.RawImageUpdate) {
 	default:
 		sm.imageUpdate = &manifest.ImageUpdate{Interval: strings.TrimSpace(u.Interval)}
 	}
-}
-
-// interpolateValues interpolates the strings of an extension value.
-func (in *interpolator) interpolateValues(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = in.interpolateValues(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = in.interpolateValues(e)
-		}
-		return out
-	case string:
-		s, _, err := in.substitute(t)
-		if err != nil {
-			return t
-		}
-		return s
-	}
-	return v
 }
 
 // SwarmFailureActions are Swarm's update/rollback failure actions.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/compose/internal/interp"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
@@ -136,13 +137,13 @@ func (r *extendsResolver) reference(f *composeFile, name string, svc *yaml.Node)
 	}
 	var err error
 	// Interpolation errors are reported by the interpolation check.
-	if ref.service, _, err = r.l.in.substitute(serviceNode.Value); err != nil {
+	if ref.service, _, err = r.l.in.Substitute(serviceNode.Value); err != nil {
 		return ref, false
 	}
 	ref.servicePos = manifest.Position{File: f.display, Line: serviceNode.Line, Column: serviceNode.Column}
 	if fn := yamlpos.Deref(ref.fileNode); fn != nil && fn.Kind == yaml.ScalarNode && !yamlpos.IsNull(fn) {
 		ref.fileNode = fn
-		if ref.file, _, err = r.l.in.substitute(fn.Value); err != nil {
+		if ref.file, _, err = r.l.in.Substitute(fn.Value); err != nil {
 			return ref, false
 		}
 	}
@@ -213,7 +214,7 @@ func (l *composeLoad) extendedFile(f *composeFile, ref extendsRef) (*composeFile
 // readAppCompose reads, parses and checks (keys, interpolation) the
 // compose file p of the app, which name (as written at pos, relative to
 // from) designates.
-func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p string, in *interpolator) (*composeFile, bool) {
+func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p string, in *interp.Interpolator) (*composeFile, bool) {
 	data, err := fs.ReadFile(l.fsys, p)
 	var limit *policy.LimitError
 	switch {
@@ -238,7 +239,7 @@ func (l *composeLoad) readAppCompose(pos manifest.Position, field, name, from, p
 	}
 	for _, d := range ef.nonEmptyDocs() {
 		yamlpos.CheckKeys(l.errs, ef.display, d, "", 0)
-		in.check(ef, d, "", 0)
+		in.Check(ef.display, d, "", 0)
 	}
 	return ef, len(l.errs.Errs) == n
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/compose/internal/interp"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
 )
@@ -56,7 +57,7 @@ func (l *composeLoad) resolveIncludes() {
 
 // inFor is the interpolator of f: an included file's environment has its
 // include's env files too.
-func (l *composeLoad) inFor(f *composeFile) *interpolator {
+func (l *composeLoad) inFor(f *composeFile) *interp.Interpolator {
 	if in, ok := l.ix.interp[f]; ok {
 		return in
 	}
@@ -66,7 +67,7 @@ func (l *composeLoad) inFor(f *composeFile) *interpolator {
 // includesOf follows the include: of f, whose relative paths resolve
 // against dir (relative to the app directory) and which in interpolates;
 // chain is the include chain down to f, by path, for cycles.
-func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string, in *interpolator) {
+func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string, in *interp.Interpolator) {
 	for _, d := range f.nonEmptyDocs() {
 		k, v := yamlpos.Child(d, "include")
 		if k == nil || yamlpos.IsNull(yamlpos.Deref(v)) {
@@ -88,7 +89,7 @@ func (l *composeLoad) includesOf(f *composeFile, dir string, chain []string, in 
 
 // includeEntry reads one entry of include: (a path, or path:,
 // project_directory:, env_file:); false when it is malformed (reported).
-func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, in *interpolator) (includeEntry, bool) {
+func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, in *interp.Interpolator) (includeEntry, bool) {
 	entry := includeEntry{field: field}
 	ok := true
 	switch {
@@ -136,7 +137,7 @@ func (l *composeLoad) includeEntry(f *composeFile, field string, e *yaml.Node, i
 }
 
 // includeValues reads a string or a list of strings, interpolated.
-func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node, in *interpolator) ([]includeValue, bool) {
+func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node, in *interp.Interpolator) ([]includeValue, bool) {
 	var nodes []*yaml.Node
 	var fields []string
 	switch {
@@ -158,7 +159,7 @@ func (l *composeLoad) includeValues(f *composeFile, field string, n *yaml.Node, 
 			l.errs.Add(yamlpos.NodePos(f.display, nil, n), fields[i], "must be a path (a string)")
 			return nil, false
 		}
-		s, _, err := in.substitute(e.Value)
+		s, _, err := in.Substitute(e.Value)
 		if err != nil {
 			return nil, false // reported by the interpolation check
 		}
@@ -192,7 +193,7 @@ func displayDir(dir string) string {
 
 // include reads the files of one include entry of f (whose paths resolve
 // against dir, interpolated by in), then follows their own includes.
-func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain []string, in *interpolator) {
+func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain []string, in *interp.Interpolator) {
 	var paths []string
 	for _, v := range e.paths {
 		rel, ok := l.appPath(dir, v, "an included file")
@@ -230,7 +231,7 @@ func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain 
 	// compose-go resolves the included files' paths against the project
 	// directory only if it exists.
 	l.ix.stagedExtra[path.Join(l.root, projectDir)] = nil
-	child := &interpolator{env: env, read: in.read, errs: in.errs, warnings: in.warnings}
+	child := &interp.Interpolator{Env: env, Read: in.Read, Errs: in.Errs, Warnings: in.Warnings}
 	var files []*composeFile
 	for i, v := range e.paths {
 		inc, ok := l.includedFile(v, f.display, paths[i], child)
@@ -253,8 +254,8 @@ func (l *composeLoad) include(f *composeFile, dir string, e includeEntry, chain 
 // .env when the revision has one. As compose-go does, they add to the
 // environment of the including file (in), whose values win, and they are
 // staged for compose-go.
-func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry, in *interpolator) (map[string]string, bool) {
-	env := maps.Clone(in.env)
+func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry, in *interp.Interpolator) (map[string]string, bool) {
+	env := maps.Clone(in.Env)
 	if env == nil {
 		env = map[string]string{}
 	}
@@ -262,7 +263,7 @@ func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry, in *int
 	add := func(p string, data []byte) bool {
 		l.ix.stagedExtra[p] = data
 		err := dotenv.ParseWithFormat(bytes.NewReader(data), p, fromFiles, func(k string) (string, bool) {
-			if v, ok := in.env[k]; ok {
+			if v, ok := in.Env[k]; ok {
 				return v, true
 			}
 			v, ok := fromFiles[k]
@@ -312,7 +313,7 @@ func (l *composeLoad) includeEnv(dir, projectDir string, e includeEntry, in *int
 }
 
 // includedFile reads an included file once per load, interpolated by in.
-func (l *composeLoad) includedFile(v includeValue, from, p string, in *interpolator) (*composeFile, bool) {
+func (l *composeLoad) includedFile(v includeValue, from, p string, in *interp.Interpolator) (*composeFile, bool) {
 	for _, inc := range l.ix.included {
 		if inc.path == p {
 			return inc, true
@@ -375,20 +376,20 @@ func unstage(p *types.Project, dir string) {
 
 // usedCasts are the casts in found, and those the interpolators of the
 // included files found.
-func (ix *composeIndex) usedCasts(in *interpolator) map[tree.Path]interpolation.Cast {
-	casts := in.usedCasts
+func (ix *composeIndex) usedCasts(in *interp.Interpolator) map[tree.Path]interpolation.Cast {
+	casts := in.UsedCasts
 	cloned := false
 	for _, fin := range ix.interp {
-		if len(fin.usedCasts) == 0 {
+		if len(fin.UsedCasts) == 0 {
 			continue
 		}
 		if !cloned {
-			casts, cloned = maps.Clone(in.usedCasts), true
+			casts, cloned = maps.Clone(in.UsedCasts), true
 			if casts == nil {
 				casts = map[tree.Path]interpolation.Cast{}
 			}
 		}
-		maps.Copy(casts, fin.usedCasts)
+		maps.Copy(casts, fin.UsedCasts)
 	}
 	return casts
 }

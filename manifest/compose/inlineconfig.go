@@ -21,7 +21,7 @@ const inlineConfigDir = ".compose-configs/"
 func (sm *serviceMap) inlineConfig(name string, obj types.FileObjectConfig) (string, *manifest.RepoTree, bool) {
 	content := obj.Content
 	if obj.Environment != "" {
-		v, ok := sm.m.in.lookup(obj.Environment)
+		v, ok := sm.m.in.Lookup(obj.Environment)
 		if !ok {
 			if sm.m.reported == nil {
 				sm.m.reported = map[string]bool{}

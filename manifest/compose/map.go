@@ -96,7 +96,7 @@ func (m *composeMapper) checkProjectName() {
 	if !ok || v == nil || v.Kind != yaml.ScalarNode {
 		return
 	}
-	name, _, err := m.in.substitute(v.Value)
+	name, _, err := m.in.Substitute(v.Value)
 	if err != nil || name == m.app {
 		return
 	}

@@ -57,7 +57,7 @@ func (sm *serviceMap) checkShortVolume(attr string, fn fileNode) {
 	if fn.node.Kind != yaml.ScalarNode {
 		return
 	}
-	text, _, err := sm.m.in.substitute(fn.node.Value)
+	text, _, err := sm.m.in.Substitute(fn.node.Value)
 	if err != nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/compose/internal/interp"
 )
 
 // compose-go keeps no positions. The compose front end parses the same
@@ -38,7 +39,7 @@ type composeIndex struct {
 	includeSeen map[string]bool
 	stagedExtra map[string][]byte
 	// interp interpolates an included file with its include's env files.
-	interp map[*composeFile]*interpolator
+	interp map[*composeFile]*interp.Interpolator
 }
 
 // layerFiles are the files that can declare a field: the included files

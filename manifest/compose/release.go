@@ -30,7 +30,7 @@ func (m *composeMapper) mapRelease() *manifest.ReleaseSettings {
 		val, ok := w.Walk(yn, reflect.TypeOf(rawXApp{}), "x-driftless")
 		x := &rawXApp{}
 		if ok && !w.Bad {
-			if err := yamlpos.DecodeStrict(m.in.interpolateValues(val.(map[string]any)), x); err != nil {
+			if err := yamlpos.DecodeStrict(m.in.InterpolateValues(val.(map[string]any)), x); err != nil {
 				tmp.Add(doc.Start, "x-driftless", "%v", err)
 			}
 		}

@@ -250,7 +250,7 @@ func (sm *serviceMap) portOrigins() []origin {
 		o := origin{field: yamlpos.IndexPath(list, i), pos: fn.pos()}
 		n := 1
 		if fn.node.Kind == yaml.ScalarNode {
-			text, _, err := sm.m.in.substitute(fn.node.Value)
+			text, _, err := sm.m.in.Substitute(fn.node.Value)
 			if err == nil {
 				if parsed, err := types.ParsePortConfig(text); err == nil {
 					n = len(parsed)
@@ -519,7 +519,7 @@ func (sm *serviceMap) dependsOnEntry(dep string) (string, bool) {
 		return attr, true
 	}
 	for i, fn := range sm.m.ix.itemNodes(sm.path("depends_on")) {
-		if v, _, err := sm.m.in.substitute(fn.node.Value); err == nil && v == dep {
+		if v, _, err := sm.m.in.Substitute(fn.node.Value); err == nil && v == dep {
 			return yamlpos.IndexPath("depends_on", i), true
 		}
 	}
