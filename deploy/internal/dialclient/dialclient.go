@@ -11,7 +11,9 @@
 // daemon is about to stop; a new connection is refused and the engine
 // counts as down. Reads (lists and inspects) cannot change anything, so
 // they reuse idle connections: a readiness wait, a remote probe's exec
-// inspect and the observations of a pass cost no process starts.
+// inspect and the observations of a pass cost no process starts. So does
+// creating an exec: it runs nothing until it is started, and its start
+// (a hijacked stream) opens a connection of its own.
 package dialclient
 
 import (
@@ -125,6 +127,12 @@ func (c *Client) ImageList(ctx context.Context, o client.ImageListOptions) (clie
 
 func (c *Client) ExecInspect(ctx context.Context, id string, o client.ExecInspectOptions) (client.ExecInspectResult, error) {
 	return c.reads.ExecInspect(ctx, id, o)
+}
+
+// ExecCreate goes with the reads: an exec instance does nothing until it
+// is started, over a new connection, so a remote probe costs one.
+func (c *Client) ExecCreate(ctx context.Context, id string, o client.ExecCreateOptions) (client.ExecCreateResult, error) {
+	return c.reads.ExecCreate(ctx, id, o)
 }
 
 func (c *Client) Info(ctx context.Context, o client.InfoOptions) (client.SystemInfoResult, error) {

@@ -22,6 +22,9 @@ func TestReadsReuseConnectionsChangesAndPingsDoNot(t *testing.T) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/_ping"):
 			_, _ = w.Write([]byte("OK"))
+		case strings.HasSuffix(r.URL.Path, "/exec"):
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"Id":"e1"}`))
 		case strings.HasSuffix(r.URL.Path, "/containers/json"):
 			_, _ = w.Write([]byte("[]"))
 		case strings.HasSuffix(r.URL.Path, "/json"):
@@ -53,9 +56,12 @@ func TestReadsReuseConnectionsChangesAndPingsDoNot(t *testing.T) {
 		if _, err := c.ContainerInspect(ctx, "c1", client.ContainerInspectOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := c.ExecCreate(ctx, "c1", client.ExecCreateOptions{Cmd: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if n := dials.Load(); n != 1 {
-		t.Errorf("10 reads (and the version check) dialed %d times, want 1", n)
+		t.Errorf("10 reads and 5 exec creates (and the version check) dialed %d times, want 1", n)
 	}
 
 	dials.Store(0)
