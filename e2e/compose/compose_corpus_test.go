@@ -107,7 +107,7 @@ func TestComposeCorpus(t *testing.T) {
 					t.Fatalf("resume %s: %v", r.app.Name, err)
 				}
 				r.runAll()
-				t.Logf("%s (app %s): %s", s.dir, r.app.Name, time.Since(start).Round(100*time.Millisecond))
+				t.Logf("%s (app %s): %s (%s)", s.dir, r.app.Name, time.Since(start).Round(100*time.Millisecond), strings.Join(r.phases, ", "))
 			})
 		})
 	}
@@ -194,6 +194,18 @@ type stackRun struct {
 	cfg    testenv.ComposeAppConfig
 	agent  *testenv.Agent
 	first  string
+	// phases are the stack's steps and how long each took, for the log.
+	phases []string
+	since  time.Time
+}
+
+// phase records how long the step that ends now took.
+func (r *stackRun) phase(what string) {
+	now := time.Now()
+	if !r.since.IsZero() {
+		r.phases = append(r.phases, fmt.Sprintf("%s %s", what, now.Sub(r.since).Round(100*time.Millisecond)))
+	}
+	r.since = now
 }
 
 // c is the Docker name of a replica.
@@ -203,6 +215,7 @@ func (r *stackRun) c(service string, slot int) string {
 
 func (r *stackRun) runAll() {
 	t, s := r.t, r.stack
+	r.phase("")
 	for _, ad := range r.app.Adapted {
 		t.Logf("adapted %s: %q -> %q: %s", ad.File, ad.Old, ad.New, ad.Why)
 	}
@@ -228,10 +241,12 @@ func (r *stackRun) runAll() {
 			t.Errorf("driftless validate does not warn %q:\n%s", w, out)
 		}
 	}
+	r.phase("validate")
 
 	// The agent deploys it.
 	replicas := s.replicas
 	st := r.waitConverged("the first deployment", r.first, replicas)
+	r.phase("deploy")
 	if st.Refused != nil || len(st.Errors) > 0 {
 		t.Errorf("status after the first deployment: refused %+v, errors %+v", st.Refused, st.Errors)
 	}
@@ -270,6 +285,7 @@ func (r *stackRun) runAll() {
 			finish = ch.during(r, done)
 		}
 		sha := r.repo.Commit(ch.what)
+		r.syncNow()
 		if i == len(s.changes)-1 {
 			last, beforeLast, replicasBeforeLast = sha, beforeHashes, replicas
 		}
@@ -277,6 +293,7 @@ func (r *stackRun) runAll() {
 			replicas = ch.replicas
 		}
 		r.waitConverged(ch.what, sha, replicas)
+		r.phase(fmt.Sprintf("change %d", i+1))
 		stopWatching()
 		if finish != nil {
 			finish(t)
@@ -306,7 +323,9 @@ func (r *stackRun) runAll() {
 	// git revert brings the previous containers back.
 	if last != "" {
 		reverted := r.repo.Revert(last)
+		r.syncNow()
 		r.waitConverged("the revert of "+last[:7], reverted, replicasBeforeLast)
+		r.phase("revert")
 		replicas = replicasBeforeLast
 		if got := specHashes(t, r.app.Name); !maps.Equal(got, beforeLast) {
 			t.Errorf("after reverting %s the services run spec hashes %v, want the ones before it %v", last[:7], got, beforeLast)
@@ -331,6 +350,7 @@ func (r *stackRun) runAll() {
 			return testenv.ConvergedServices(head, replicas)(st) && slices.ContainsFunc(testenv.History(t, r.agent.Client(), r.app.Name, string(status.KindRepair)),
 				func(e status.HistoryEntry) bool { return e.Summary == want })
 		})
+		r.phase("heal")
 		r.checkContainers(replicas)
 		if kept != nil {
 			kept(t)
@@ -348,6 +368,16 @@ func firstOf[T any](s []T) any {
 func readRepoFile(repo *gitserver.Repo, name string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(repo.Work, filepath.FromSlash(name)))
 	return string(b), err
+}
+
+// syncNow asks the agent to sync the app at once, as a push webhook
+// does: the stacks' changes are not left to the 3 s poll, which the
+// poll tests cover.
+func (r *stackRun) syncNow() {
+	r.t.Helper()
+	if err := r.agent.Client().Sync(r.t.Context(), r.app.Name); err != nil {
+		r.t.Fatalf("sync %s: %v", r.app.Name, err)
+	}
 }
 
 // waitConverged waits until sha runs with the replicas, Synced and Healthy.
