@@ -82,6 +82,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 		out.Tmpfs[i].Options = nonEmpty(out.Tmpfs[i].Options)
 	}
 	out.Links = nonEmpty(spec.Links)
+	out.DeviceCgroupRules = nonEmpty(spec.DeviceCgroupRules)
 	out.CapAdd = nonEmpty(spec.CapAdd)
 	out.CapDrop = nonEmpty(spec.CapDrop)
 	out.SecurityOpt = nonEmpty(spec.SecurityOpt)

@@ -101,3 +101,58 @@ func CheckMemorySwap(memory, swap int64) string {
 	}
 	return ""
 }
+
+// CheckNamespaceModes checks uts, usernsMode and cgroupns (by their
+// native names): "" when they are accepted, else "field: why".
+func CheckNamespaceModes(uts, userns, cgroupns string) string {
+	switch {
+	case uts != "" && uts != "host":
+		return fmt.Sprintf("uts: must be host (or absent for the container's own), got %q", uts)
+	case userns != "" && userns != "host":
+		return fmt.Sprintf("usernsMode: must be host (or absent for the engine's default), got %q", userns)
+	case cgroupns != "" && cgroupns != "host" && cgroupns != "private":
+		return fmt.Sprintf("cgroupns: must be host or private (or absent for the engine's default), got %q", cgroupns)
+	}
+	return ""
+}
+
+// ValidRuntimeName reports whether s can name a runtime in the engine's
+// configuration (daemon.json "runtimes"): letters, digits, '.', '_', '-'.
+func ValidRuntimeName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckDeviceCgroupRule checks a device cgroup rule as Docker takes it:
+// TYPE MAJOR:MINOR ACCESS, where TYPE is a (all), b (block) or c (char),
+// MAJOR and MINOR are numbers or *, and ACCESS is made of r, w and m.
+func CheckDeviceCgroupRule(rule string) error {
+	bad := fmt.Errorf("invalid device cgroup rule %q: write TYPE MAJOR:MINOR ACCESS, such as \"c 189:* rmw\" (TYPE a, b or c; ACCESS of r, w, m)", rule)
+	f := strings.Fields(rule)
+	if len(f) != 3 || (f[0] != "a" && f[0] != "b" && f[0] != "c") {
+		return bad
+	}
+	major, minor, ok := strings.Cut(f[1], ":")
+	if !ok {
+		return bad
+	}
+	for _, n := range []string{major, minor} {
+		if n == "*" {
+			continue
+		}
+		if _, err := strconv.ParseUint(n, 10, 32); err != nil {
+			return bad
+		}
+	}
+	if strings.Trim(f[2], "rwm") != "" || f[2] == "" {
+		return bad
+	}
+	return nil
+}

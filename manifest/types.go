@@ -293,6 +293,24 @@ type ServiceSpec struct {
 	ShmSizeBytes int64             `json:"shmSizeBytes,omitempty"`
 	Logging      *Logging          `json:"logging,omitempty"`
 
+	// UTS is "host" to share the host's hostname namespace; "" is the
+	// container's own. Changing the hostname still needs SYS_ADMIN.
+	UTS string `json:"uts,omitempty"`
+	// UsernsMode is "host" to run outside the engine's user namespace
+	// remapping (policy-gated: the container's root is the host's then);
+	// "" is the engine's default.
+	UsernsMode string `json:"usernsMode,omitempty"`
+	// CgroupNS is the cgroup namespace: "private", "host" or "" for the
+	// engine's default (private on cgroup v2 hosts, host on v1).
+	CgroupNS string `json:"cgroupns,omitempty"`
+	// Runtime is the OCI runtime the engine runs the replicas with, by the
+	// name the engine's configuration gives it ("runc", "nvidia",
+	// "runsc"); "" is the engine's default.
+	Runtime string `json:"runtime,omitempty"`
+	// DeviceCgroupRules let the replicas use devices by class and number
+	// ("c 189:* rmw"), as devices appear later (policy-gated as devices).
+	DeviceCgroupRules []string `json:"deviceCgroupRules,omitempty"`
+
 	// Platform is the image platform ("linux/arm64") the replicas run,
 	// pulled and created for; "" is the engine's own.
 	Platform string `json:"platform,omitempty"`

@@ -204,6 +204,7 @@ func fieldsEquivCases() []equivCase {
 		services: []string{"web", "db"},
 		networks: []string{"default"},
 		volumes:  []string{"data", "logs", "dbdata"},
+		allow:    "host-userns,devices",
 		declared: map[string][]string{
 			"container web": {
 				"Mounts./var/lib/app.SELinux", "Mounts./var/log/app.SELinux", "Mounts./var/log/app.RW", "Mounts./etc/app.SELinux",
@@ -213,6 +214,7 @@ func fieldsEquivCases() []equivCase {
 				"Networks.default.Links",
 				"HostConfig.CpuShares", "HostConfig.CpusetCpus", "HostConfig.CpuPeriod", "HostConfig.CpuQuota", "HostConfig.Memory",
 				"HostConfig.MemorySwap", "HostConfig.MemorySwappiness", "HostConfig.OomScoreAdj", "HostConfig.OomKillDisable",
+				"HostConfig.Runtime", "HostConfig.UsernsMode", "HostConfig.DeviceCgroupRules",
 			},
 			"container db": {"Mounts./var/lib/db.SELinux", "HostConfig.OomScoreAdj"},
 		},

@@ -8,6 +8,7 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
 	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // SELinux labels on named volumes reach the model in both syntaxes, as
@@ -193,5 +194,44 @@ func TestComposeRepoSELinuxAndCPUConflict(t *testing.T) {
 	errs := loadtest.ComposeErrors(t, loadtest.Web("cpus: 0.5", "cpu_quota: 50000"), load.Options{})
 	if want := "compose.yaml:5:16: services.web.cpu_quota: cannot be combined with a cpus limit (Docker refuses both): keep one of them"; len(errs) != 1 || errs[0] != want {
 		t.Errorf("got %q, want %q", errs, want)
+	}
+}
+
+// uts, userns_mode, cgroup, runtime and device_cgroup_rules reach the
+// model as compose passes them to Docker; what would take the host needs
+// the app's policy, and a malformed value is refused where it is written.
+func TestComposeNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
+	files := loadtest.Web("uts: host", "userns_mode: host", "cgroup: private", "runtime: runc", `device_cgroup_rules: ["c 189:* rmw", "a *:* r"]`)
+	a := loadtest.MustLoadCompose(t, files, load.Options{Policy: policy.Policy{Allow: []string{policy.AllowHostUserns, policy.AllowDevices}}})
+	s := a.Service("web").Spec
+	if s.UTS != "host" || s.UsernsMode != "host" || s.CgroupNS != "private" || s.Runtime != "runc" ||
+		!reflect.DeepEqual(s.DeviceCgroupRules, []string{"c 189:* rmw", "a *:* r"}) {
+		t.Errorf("spec: uts %q userns %q cgroupns %q runtime %q rules %q", s.UTS, s.UsernsMode, s.CgroupNS, s.Runtime, s.DeviceCgroupRules)
+	}
+
+	errs := strings.Join(loadtest.ComposeErrors(t, files, load.Options{}), "\n")
+	for _, want := range []string{
+		"compose.yaml:5:18: services.web.userns_mode: outside the engine's user namespace remapping",
+		"compose.yaml:8:27: services.web.device_cgroup_rules[0]: device rule \"c 189:* rmw\" lets the container use host devices",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("without the policy's allowances: errors %q lack %q", errs, want)
+		}
+	}
+	if strings.Contains(errs, "services.web.uts") || strings.Contains(errs, "services.web.cgroup:") || strings.Contains(errs, "services.web.runtime") {
+		t.Errorf("uts, cgroup and runtime need no allowance: %q", errs)
+	}
+
+	for _, tc := range []struct{ line, want string }{
+		{"uts: private", `compose.yaml:4:10: services.web.uts: must be host (or absent for the container's own), got "private"`},
+		{"cgroup: shared", `compose.yaml:4:13: services.web.cgroup: value must be one of 'host', 'private'`},
+		{"uts: host\n    hostname: web1", `compose.yaml:4:10: services.web.uts: cannot be combined with hostname`},
+		{"runtime: 'run c'", `compose.yaml:4:14: services.web.runtime: invalid runtime name "run c"`},
+		{`device_cgroup_rules: ["c 189 rmw"]`, `compose.yaml:4:27: services.web.device_cgroup_rules[0]: invalid device cgroup rule "c 189 rmw"`},
+	} {
+		got := strings.Join(loadtest.ComposeErrors(t, loadtest.Web(tc.line), load.Options{Policy: policy.Policy{Allow: []string{policy.AllowDevices}}}), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.line, got, tc.want)
+		}
 	}
 }

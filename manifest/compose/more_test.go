@@ -24,10 +24,7 @@ import (
 func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 	for _, tc := range []struct{ line, field string }{
 		{"blkio_config: {weight: 300}", "blkio_config"},
-		{"runtime: runsc", "runtime"},
-		{"cgroup: host", "cgroup"},
-		{"userns_mode: host", "userns_mode"},
-		{"uts: host", "uts"},
+		{"userns_mode: host", "userns_mode"}, // by the policy: host-userns
 		{"storage_opt: {size: 1G}", "storage_opt"},
 		{"use_api_socket: true", "use_api_socket"},
 		{"label_file: labels.env", "label_file"},

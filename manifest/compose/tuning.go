@@ -53,6 +53,44 @@ func (sm *serviceMap) mapTuning() {
 		sm.spec.Platform = s.Platform
 	}
 	sm.mapLinks()
+	sm.mapRuntime()
+}
+
+// mapRuntime maps the namespace modes, the runtime and the device cgroup
+// rules, which compose passes to Docker as written.
+func (sm *serviceMap) mapRuntime() {
+	s := sm.s
+	sm.spec.UTS, sm.spec.UsernsMode, sm.spec.CgroupNS = s.Uts, s.UserNSMode, s.Cgroup
+	if msg := manifest.CheckNamespaceModes(s.Uts, s.UserNSMode, s.Cgroup); msg != "" {
+		field, text, _ := strings.Cut(msg, ": ")
+		attr := map[string]string{"uts": "uts", "usernsMode": "userns_mode", "cgroupns": "cgroup"}[field]
+		sm.refuse(attr, "%s", text)
+	}
+	if s.Uts == "host" && s.Hostname != "" {
+		sm.refuse("uts", "cannot be combined with hostname (Docker refuses both): the host's hostname is used")
+	}
+	// Located for the policy's and the back end's refusals.
+	for _, f := range []struct{ model, attr, value string }{
+		{"uts", "uts", s.Uts}, {"usernsMode", "userns_mode", s.UserNSMode}, {"cgroupns", "cgroup", s.Cgroup}, {"runtime", "runtime", s.Runtime},
+	} {
+		if f.value != "" {
+			sm.record(f.model, f.attr)
+		}
+	}
+	if s.Runtime != "" {
+		if !manifest.ValidRuntimeName(s.Runtime) {
+			sm.refuse("runtime", "invalid runtime name %q: the name the engine's configuration gives a runtime, such as runc", s.Runtime)
+		}
+		sm.spec.Runtime = s.Runtime
+	}
+	for i, rule := range s.DeviceCgroupRules {
+		attr := yamlpos.IndexPath("device_cgroup_rules", i)
+		if err := manifest.CheckDeviceCgroupRule(rule); err != nil {
+			sm.refuse(attr, "%v", err)
+		}
+		sm.spec.DeviceCgroupRules = append(sm.spec.DeviceCgroupRules, rule)
+		sm.record(yamlpos.IndexPath("deviceCgroupRules", i), attr)
+	}
 }
 
 // mapLinks maps links ("SERVICE" or "SERVICE:ALIAS"): the alias resolves

@@ -242,6 +242,11 @@ func normalizeSecurity(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 	}
 	spec.PID = raw.PID
 	spec.IPC = raw.IPC
+	spec.UTS = raw.UTS
+	spec.UsernsMode = raw.UsernsMode
+	spec.CgroupNS = raw.CgroupNS
+	spec.Runtime = raw.Runtime
+	spec.DeviceCgroupRules = slices.Clone(raw.DeviceCgroupRules)
 	spec.Platform = raw.Platform
 	spec.Links = slices.Clone(raw.Links)
 }

@@ -99,6 +99,11 @@ type rawServiceSpec struct {
 	GroupAdd           []yamlpos.Scalar            `json:"groupAdd"`
 	PID                string                      `json:"pid"`
 	IPC                string                      `json:"ipc"`
+	UTS                string                      `json:"uts"`
+	UsernsMode         string                      `json:"usernsMode"`
+	CgroupNS           string                      `json:"cgroupns"`
+	Runtime            string                      `json:"runtime"`
+	DeviceCgroupRules  []string                    `json:"deviceCgroupRules"`
 	Sysctls            map[string]yamlpos.Scalar   `json:"sysctls"`
 	Ulimits            []rawUlimit                 `json:"ulimits"`
 	ShmSize            *yamlpos.Quantity           `json:"shmSize"`

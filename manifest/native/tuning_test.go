@@ -98,3 +98,34 @@ func TestLoadMinReadySeconds(t *testing.T) {
 		t.Errorf("errors: %s", lines)
 	}
 }
+
+// uts, usernsMode, cgroupns, runtime and deviceCgroupRules in a native
+// manifest: checked values, and the policy's allowances where they would
+// take the host.
+func TestLoadNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
+	app, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  uts: host\n  cgroupns: host\n  runtime: runc\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := app.Service("web").Spec; s.UTS != "host" || s.CgroupNS != "host" || s.Runtime != "runc" {
+		t.Errorf("uts %q, cgroupns %q, runtime %q", s.UTS, s.CgroupNS, s.Runtime)
+	}
+	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  uts: private\n  runtime: \"a/b\"\n  deviceCgroupRules: [\"x 1:2 r\"]\n"})
+	lines := strings.Join(loadtest.ErrorLines(t, err), "\n")
+	for _, want := range []string{
+		`spec.uts: must be host (or absent for the container's own), got "private"`,
+		`spec.runtime: invalid runtime name "a/b"`,
+		`spec.deviceCgroupRules[0]: invalid device cgroup rule "x 1:2 r"`,
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("errors lack %q:\n%s", want, lines)
+		}
+	}
+	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  usernsMode: host\n  deviceCgroupRules: [\"c 189:* rmw\"]\n"})
+	lines = strings.Join(loadtest.ErrorLines(t, err), "\n")
+	for _, want := range []string{"spec.usernsMode: outside the engine's user namespace remapping", "allow: [host-userns]", `spec.deviceCgroupRules[0]: device rule "c 189:* rmw" lets the container use host devices`} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("without allowances, errors lack %q:\n%s", want, lines)
+		}
+	}
+}

@@ -988,6 +988,27 @@ func validateSecurity(r yamlpos.Reporter, raw *rawServiceSpec) {
 	default:
 		r.Errorf("spec.ipc", "must be host, private or shareable, got %q", raw.IPC)
 	}
+	validateNamespaceModes(r, raw)
+}
+
+// validateNamespaceModes checks uts, usernsMode, cgroupns, runtime and
+// deviceCgroupRules.
+func validateNamespaceModes(r yamlpos.Reporter, raw *rawServiceSpec) {
+	if msg := manifest.CheckNamespaceModes(raw.UTS, raw.UsernsMode, raw.CgroupNS); msg != "" {
+		field, text, _ := strings.Cut(msg, ": ")
+		r.Errorf("spec."+field, "%s", text)
+	}
+	if raw.UTS == "host" && raw.Hostname != "" {
+		r.Errorf("spec.uts", "cannot be combined with hostname (Docker refuses both): the host's hostname is used")
+	}
+	if raw.Runtime != "" && !manifest.ValidRuntimeName(raw.Runtime) {
+		r.Errorf("spec.runtime", "invalid runtime name %q: the name the engine's configuration gives a runtime, such as runc", raw.Runtime)
+	}
+	for i, rule := range raw.DeviceCgroupRules {
+		if err := manifest.CheckDeviceCgroupRule(rule); err != nil {
+			r.Errorf(yamlpos.IndexPath("spec.deviceCgroupRules", i), "%v", err)
+		}
+	}
 }
 
 // validateCapabilities checks capAdd and capDrop: known names, no
@@ -1103,6 +1124,9 @@ func serviceFields(doc *yamlpos.DocCtx, raw *rawServiceSpec, spec manifest.Servi
 	}
 	for i := range raw.SecurityOpt {
 		add(yamlpos.IndexPath("securityOpt", i), yamlpos.IndexPath("spec.securityOpt", i))
+	}
+	for i := range raw.DeviceCgroupRules {
+		add(yamlpos.IndexPath("deviceCgroupRules", i), yamlpos.IndexPath("spec.deviceCgroupRules", i))
 	}
 	for i := range raw.Secrets {
 		add(yamlpos.IndexPath("secrets", i), yamlpos.IndexPath("spec.secrets", i))

@@ -18,6 +18,7 @@ const (
 	AllowHostNetwork   = "host-network"   // network mode host
 	AllowHostPID       = "host-pid"       // pid: host
 	AllowHostIPC       = "host-ipc"       // ipc: host
+	AllowHostUserns    = "host-userns"    // userns mode host: no user namespace remapping
 	AllowDevices       = "devices"        // host devices and device requests (GPUs)
 	AllowCapabilities  = "capabilities"   // capabilities beyond Docker's defaults
 	AllowUnconfined    = "unconfined"     // security options that turn off seccomp, AppArmor or SELinux
@@ -27,7 +28,7 @@ const (
 )
 
 // AllowNames are the names Policy.Allow accepts.
-var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowPrivileged,
+var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowHostUserns, AllowPrivileged,
 	AllowSystemPaths, AllowUnconfined, AllowVolumeDrivers}
 
 // defaultCaps are the capabilities Docker grants every container; adding
@@ -108,6 +109,9 @@ func (p Policy) checkNamespaces(s *manifest.ServiceSpec, deny denyFunc) {
 	if s.IPC == "host" && !p.Allows(AllowHostIPC) {
 		deny("ipc", "the host's IPC namespace is shared with every host process; %s", allowHint(AllowHostIPC))
 	}
+	if s.UsernsMode == "host" && !p.Allows(AllowHostUserns) {
+		deny("usernsMode", "outside the engine's user namespace remapping the container's root is the host's root; %s", allowHint(AllowHostUserns))
+	}
 }
 
 // checkPrivileges refuses privilege beyond Docker's defaults.
@@ -118,6 +122,11 @@ func (p Policy) checkPrivileges(s *manifest.ServiceSpec, deny denyFunc) {
 	for j, d := range s.Devices {
 		if !p.Allows(AllowDevices) {
 			deny(yamlpos.IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))
+		}
+	}
+	for j, rule := range s.DeviceCgroupRules {
+		if !p.Allows(AllowDevices) {
+			deny(yamlpos.IndexPath("deviceCgroupRules", j), "device rule %q lets the container use host devices; %s", rule, allowHint(AllowDevices))
 		}
 	}
 	for j, r := range s.DeviceRequests {

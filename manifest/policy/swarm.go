@@ -51,7 +51,21 @@ func CheckSwarm(app *manifest.App) manifest.ErrorList {
 	return errs
 }
 
+// checkSwarmRuntime refuses what a Swarm container spec cannot say: the
+// namespace modes, the runtime and device cgroup rules.
+func checkSwarmRuntime(s *manifest.ServiceSpec, refuse denyFunc) {
+	switch {
+	case s.UTS != "" || s.UsernsMode != "" || s.CgroupNS != "":
+		refuse("uts", "uts, userns and cgroup namespace modes are not supported for Swarm services")
+	case s.Runtime != "":
+		refuse("runtime", "Swarm services run with the engine's default runtime")
+	case len(s.DeviceCgroupRules) > 0:
+		refuse("deviceCgroupRules", "Swarm services cannot be given device cgroup rules")
+	}
+}
+
 func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
+	checkSwarmRuntime(s, refuse)
 	switch {
 	case s.Readiness != nil:
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
