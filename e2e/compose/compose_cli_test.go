@@ -22,7 +22,6 @@ func TestComposeCLI(t *testing.T) {
 	images.Ensure(web, db)
 	app := testenv.UniqueApp(t)
 	port := testenv.FreePorts(t, 1)
-	dir := filepath.Join(t.TempDir(), app)
 	compose := fmt.Sprintf(`services:
   web:
     image: %s
@@ -43,13 +42,8 @@ func TestComposeCLI(t *testing.T) {
 volumes:
   db-data: {}
 `, web, port, db)
-	files := &composeApp{t: t, Name: app, Files: map[string]string{"compose.yaml": compose, "site.conf": "site v1\n"}}
-	files.Write(dir)
-	env := map[string]string{"DRIFTLESS_DATA": testenv.DataDir(t)}
-	run := func(env map[string]string, args ...string) (string, int) {
-		t.Helper()
-		return testenv.RunDriftless(t, t.Context(), dir, env, args...)
-	}
+	cli := newCLIDir(t, app, map[string]string{"compose.yaml": compose, "site.conf": "site v1\n"})
+	dir, env, run := cli.dir, cli.env, cli.run
 	must := func(out string, code, wantCode int, what string, want ...string) {
 		t.Helper()
 		if code != wantCode {

@@ -197,3 +197,36 @@ func engineAPIAtLeast(t *testing.T, v string) bool {
 	wa, wb := num(v)
 	return ha > wa || ha == wa && hb >= wb
 }
+
+// cliDir is a compose app directory that a test drives through the CLI,
+// as a user does in a clone, with a data directory of its own.
+type cliDir struct {
+	t     *testing.T
+	files *composeApp
+	dir   string
+	env   map[string]string // the CLI's environment: DRIFTLESS_DATA
+}
+
+func newCLIDir(t *testing.T, app string, files map[string]string) *cliDir {
+	t.Helper()
+	c := &cliDir{t: t, files: &composeApp{t: t, Name: app, Files: files}, dir: filepath.Join(t.TempDir(), app),
+		env: map[string]string{"DRIFTLESS_DATA": testenv.DataDir(t)}}
+	c.files.Write(c.dir)
+	return c
+}
+
+// run runs driftless in the directory with env (nil: c.env).
+func (c *cliDir) run(env map[string]string, args ...string) (string, int) {
+	c.t.Helper()
+	if env == nil {
+		env = c.env
+	}
+	return testenv.RunDriftless(c.t, c.t.Context(), c.dir, env, args...)
+}
+
+// write replaces a file of the directory.
+func (c *cliDir) write(name, body string) {
+	c.t.Helper()
+	c.files.Files[name] = body
+	c.files.Write(c.dir)
+}

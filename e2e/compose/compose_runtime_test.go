@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,7 +23,6 @@ func TestComposeNamespaceModesAndRuntime(t *testing.T) {
 	img := images.Ref("shop/agent:1")
 	images.Ensure(img)
 	app := testenv.UniqueApp(t)
-	dir := filepath.Join(t.TempDir(), app)
 	port := testenv.FreePorts(t, 1)
 	compose := fmt.Sprintf(`services:
   agent:
@@ -36,12 +34,10 @@ func TestComposeNamespaceModesAndRuntime(t *testing.T) {
     userns_mode: host
     device_cgroup_rules: ["c 1:3 mr"]
 `, img, port)
-	files := &composeApp{t: t, Name: app, Files: map[string]string{"compose.yaml": compose}}
-	files.Write(dir)
-	env := map[string]string{"DRIFTLESS_DATA": testenv.DataDir(t)}
+	cli := newCLIDir(t, app, map[string]string{"compose.yaml": compose})
 	run := func(args ...string) (string, int) {
 		t.Helper()
-		return testenv.RunDriftless(t, t.Context(), dir, env, args...)
+		return cli.run(nil, args...)
 	}
 
 	out, code := run("validate")
@@ -84,8 +80,7 @@ func TestComposeNamespaceModesAndRuntime(t *testing.T) {
 		t.Errorf("diff after apply: exit %d:\n%s", code, out)
 	}
 
-	files.Files["compose.yaml"] = strings.Replace(compose, "runtime: io.containerd.runc.v2", "runtime: runc", 1)
-	files.Write(dir)
+	cli.write("compose.yaml", strings.Replace(compose, "runtime: io.containerd.runc.v2", "runtime: runc", 1))
 	out, code = run(append([]string{"diff"}, allow...)...)
 	if code != 1 || !strings.Contains(out, "runtime: io.containerd.runc.v2 → runc") || !strings.Contains(out, "-/+ container "+c) {
 		t.Errorf("diff of a changed runtime: exit %d, want 1 with the runtime's change and a replacement:\n%s", code, out)
