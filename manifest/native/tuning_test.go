@@ -112,10 +112,13 @@ func TestLoadNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
 	}
 	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  uts: private\n  runtime: \"a/b\"\n  deviceCgroupRules: [\"x 1:2 r\"]\n"})
 	lines := strings.Join(loadtest.ErrorLines(t, err), "\n")
+	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  uts: host\n  hostname: web1\n"})
+	lines += "\n" + strings.Join(loadtest.ErrorLines(t, err), "\n")
 	for _, want := range []string{
 		`spec.uts: must be host (or absent for the container's own), got "private"`,
 		`spec.runtime: invalid runtime name "a/b"`,
 		`spec.deviceCgroupRules[0]: invalid device cgroup rule "x 1:2 r"`,
+		"spec.uts: cannot be combined with hostname",
 	} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("errors lack %q:\n%s", want, lines)
