@@ -255,8 +255,9 @@ func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) 
 	return testenv.Median(probes), testenv.Median(pings), nil
 }
 
-// keptReads sends the probe's exec and container inspects over kept
-// connections, the rest over one connection each, as the agent does.
+// keptReads sends the probe's exec creates and its exec and container
+// inspects over kept connections, the rest over one connection each, as
+// the agent does (deploy/internal/dialclient).
 type keptReads struct {
 	*client.Client
 	reads *client.Client
@@ -264,6 +265,10 @@ type keptReads struct {
 
 func (c keptReads) ExecInspect(ctx context.Context, id string, o client.ExecInspectOptions) (client.ExecInspectResult, error) {
 	return c.reads.ExecInspect(ctx, id, o)
+}
+
+func (c keptReads) ExecCreate(ctx context.Context, id string, o client.ExecCreateOptions) (client.ExecCreateResult, error) {
+	return c.reads.ExecCreate(ctx, id, o)
 }
 
 func (c keptReads) ContainerInspect(ctx context.Context, id string, o client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
