@@ -13,7 +13,7 @@ import (
 // TestComposeNamespaceModesAndRuntime applies uts, cgroup, runtime,
 // userns_mode and device_cgroup_rules through the CLI against the real
 // engine (docker-compose 1.29 knows neither uts nor cgroup, so this is
-// not an equivalence case): the two that would take the host are refused
+// not an equivalence case): the three that could take the host are refused
 // until the app allows them; the container then runs with the host's
 // hostname, its own cgroup namespace and the runtime named; a changed
 // runtime replaces it.
@@ -47,13 +47,14 @@ func TestComposeNamespaceModesAndRuntime(t *testing.T) {
 	for _, want := range []string{
 		"compose.yaml:8:18: services.agent.userns_mode: outside the engine's user namespace remapping",
 		"compose.yaml:9:27: services.agent.device_cgroup_rules[0]: device rule \"c 1:3 mr\" lets the container use host devices",
+		"compose.yaml:7:14: services.agent.runtime: runtime \"io.containerd.runc.v2\" replaces the engine's default runtime",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate without allowances lacks %q:\n%s", want, out)
 		}
 	}
 
-	allow := []string{"--allow", "host-userns,devices"}
+	allow := []string{"--allow", "host-userns,devices,runtimes"}
 	out, code = run(append([]string{"apply"}, allow...)...)
 	if code != 0 || !strings.Contains(out, "Apply complete") {
 		t.Fatalf("apply: exit %d:\n%s", code, out)

@@ -204,7 +204,7 @@ func fieldsEquivCases() []equivCase {
 		services: []string{"web", "db"},
 		networks: []string{"default"},
 		volumes:  []string{"data", "logs", "dbdata"},
-		allow:    "host-userns,devices",
+		allow:    "host-userns,devices,runtimes",
 		declared: map[string][]string{
 			"container web": {
 				"Mounts./var/lib/app.SELinux", "Mounts./var/log/app.SELinux", "Mounts./var/log/app.RW", "Mounts./etc/app.SELinux",

@@ -74,7 +74,7 @@ var composeServiceRules = map[string]any{
 	"uts":                 composeMapped("uts (host)"),
 	"userns_mode":         composeMapped("usernsMode (host; policy host-userns)"),
 	"cgroup":              composeMapped("cgroupns (host or private)"),
-	"runtime":             composeMapped("runtime (a runtime the engine is configured with)"),
+	"runtime":             composeMapped("runtime (a runtime the engine is configured with; policy runtimes)"),
 	"device_cgroup_rules": composeMapped("deviceCgroupRules (policy devices)"),
 	"group_add":           composeMapped("groupAdd"),
 	"tty":                 composeMapped("tty"),

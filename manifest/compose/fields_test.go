@@ -202,7 +202,7 @@ func TestComposeRepoSELinuxAndCPUConflict(t *testing.T) {
 // the app's policy, and a malformed value is refused where it is written.
 func TestComposeNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
 	files := loadtest.Web("uts: host", "userns_mode: host", "cgroup: private", "runtime: runc", `device_cgroup_rules: ["c 189:* rmw", "a *:* r"]`)
-	a := loadtest.MustLoadCompose(t, files, load.Options{Policy: policy.Policy{Allow: []string{policy.AllowHostUserns, policy.AllowDevices}}})
+	a := loadtest.MustLoadCompose(t, files, load.Options{Policy: policy.Policy{Allow: []string{policy.AllowHostUserns, policy.AllowDevices, policy.AllowRuntimes}}})
 	s := a.Service("web").Spec
 	if s.UTS != "host" || s.UsernsMode != "host" || s.CgroupNS != "private" || s.Runtime != "runc" ||
 		!reflect.DeepEqual(s.DeviceCgroupRules, []string{"c 189:* rmw", "a *:* r"}) {
@@ -213,13 +213,14 @@ func TestComposeNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
 	for _, want := range []string{
 		"compose.yaml:5:18: services.web.userns_mode: outside the engine's user namespace remapping",
 		"compose.yaml:8:27: services.web.device_cgroup_rules[0]: device rule \"c 189:* rmw\" lets the container use host devices",
+		"compose.yaml:7:14: services.web.runtime: runtime \"runc\" replaces the engine's default runtime",
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("without the policy's allowances: errors %q lack %q", errs, want)
 		}
 	}
-	if strings.Contains(errs, "services.web.uts") || strings.Contains(errs, "services.web.cgroup:") || strings.Contains(errs, "services.web.runtime") {
-		t.Errorf("uts, cgroup and runtime need no allowance: %q", errs)
+	if strings.Contains(errs, "services.web.uts") || strings.Contains(errs, "services.web.cgroup:") {
+		t.Errorf("uts and cgroup need no allowance: %q", errs)
 	}
 
 	for _, tc := range []struct{ line, want string }{

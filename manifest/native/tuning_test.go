@@ -7,6 +7,8 @@ import (
 
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/internal/loadtest"
+	"github.com/driftless-dev/driftless/manifest/load"
+	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 const tunedService = loadtest.Svc + `  image: x
@@ -103,7 +105,8 @@ func TestLoadMinReadySeconds(t *testing.T) {
 // manifest: checked values, and the policy's allowances where they would
 // take the host.
 func TestLoadNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
-	app, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  uts: host\n  cgroupns: host\n  runtime: runc\n"})
+	app, err := loadtest.LoadSecretApp(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  uts: host\n  cgroupns: host\n  runtime: runc\n"},
+		load.Options{Policy: policy.Policy{Allow: []string{policy.AllowRuntimes}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +127,10 @@ func TestLoadNamespaceModesRuntimeAndDeviceRules(t *testing.T) {
 			t.Errorf("errors lack %q:\n%s", want, lines)
 		}
 	}
-	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  usernsMode: host\n  deviceCgroupRules: [\"c 189:* rmw\"]\n"})
+	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  usernsMode: host\n  deviceCgroupRules: [\"c 189:* rmw\"]\n  runtime: runsc\n"})
 	lines = strings.Join(loadtest.ErrorLines(t, err), "\n")
-	for _, want := range []string{"spec.usernsMode: outside the engine's user namespace remapping", "allow: [host-userns]", `spec.deviceCgroupRules[0]: device rule "c 189:* rmw" lets the container use host devices`} {
+	for _, want := range []string{"spec.usernsMode: outside the engine's user namespace remapping", "allow: [host-userns]", `spec.deviceCgroupRules[0]: device rule "c 189:* rmw" lets the container use host devices`,
+		`spec.runtime: runtime "runsc" replaces the engine's default runtime`, "allow: [runtimes]"} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("without allowances, errors lack %q:\n%s", want, lines)
 		}

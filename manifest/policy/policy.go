@@ -19,6 +19,7 @@ const (
 	AllowHostPID       = "host-pid"       // pid: host
 	AllowHostIPC       = "host-ipc"       // ipc: host
 	AllowHostUserns    = "host-userns"    // userns mode host: no user namespace remapping
+	AllowRuntimes      = "runtimes"       // an OCI runtime other than the engine's default
 	AllowDevices       = "devices"        // host devices and device requests (GPUs)
 	AllowCapabilities  = "capabilities"   // capabilities beyond Docker's defaults
 	AllowUnconfined    = "unconfined"     // security options that turn off seccomp, AppArmor or SELinux
@@ -28,7 +29,7 @@ const (
 )
 
 // AllowNames are the names Policy.Allow accepts.
-var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowHostUserns, AllowPrivileged,
+var AllowNames = []string{AllowCapabilities, AllowDevices, AllowDockerSocket, AllowHostIPC, AllowHostNetwork, AllowHostPID, AllowHostUserns, AllowPrivileged, AllowRuntimes,
 	AllowSystemPaths, AllowUnconfined, AllowVolumeDrivers}
 
 // defaultCaps are the capabilities Docker grants every container; adding
@@ -108,6 +109,12 @@ func (p Policy) checkNamespaces(s *manifest.ServiceSpec, deny denyFunc) {
 	}
 	if s.IPC == "host" && !p.Allows(AllowHostIPC) {
 		deny("ipc", "the host's IPC namespace is shared with every host process; %s", allowHint(AllowHostIPC))
+	}
+	if s.Runtime != "" && !p.Allows(AllowRuntimes) {
+		// The engine's default runtime is what its owner chose for every
+		// container (gVisor's runsc, say); another one grants what its
+		// own configuration says (nvidia's: GPUs by environment variable).
+		deny("runtime", "runtime %q replaces the engine's default runtime, and grants what that runtime's configuration grants; %s", s.Runtime, allowHint(AllowRuntimes))
 	}
 	if s.UsernsMode == "host" && !p.Allows(AllowHostUserns) {
 		deny("usernsMode", "outside the engine's user namespace remapping the container's root is the host's root; %s", allowHint(AllowHostUserns))

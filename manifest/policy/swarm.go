@@ -55,8 +55,12 @@ func CheckSwarm(app *manifest.App) manifest.ErrorList {
 // namespace modes, the runtime and device cgroup rules.
 func checkSwarmRuntime(s *manifest.ServiceSpec, refuse denyFunc) {
 	switch {
-	case s.UTS != "" || s.UsernsMode != "" || s.CgroupNS != "":
-		refuse("uts", "uts, userns and cgroup namespace modes are not supported for Swarm services")
+	case s.UTS != "":
+		refuse("uts", "uts namespace modes are not supported for Swarm services")
+	case s.UsernsMode != "":
+		refuse("usernsMode", "user namespace modes are not supported for Swarm services")
+	case s.CgroupNS != "":
+		refuse("cgroupns", "cgroup namespace modes are not supported for Swarm services")
 	case s.Runtime != "":
 		refuse("runtime", "Swarm services run with the engine's default runtime")
 	case len(s.DeviceCgroupRules) > 0:

@@ -122,15 +122,15 @@ func TestSwarmRefusals(t *testing.T) {
 			[]string{
 				"web.yaml:6:3: spec.readiness: driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update (target: swarm)",
 			}},
-		{"compose runtime",
-			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    runtime: runsc\n"},
+		{"compose cgroup",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    cgroup: host\n"},
 			[]string{
-				"compose.yaml:4:14: services.web.runtime: Swarm services run with the engine's default runtime (target: swarm)",
+				"compose.yaml:4:13: services.web.cgroup: cgroup namespace modes are not supported for Swarm services (target: swarm)",
 			}},
 		{"native uts",
 			map[string]string{"web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec:\n  image: shop/web:1\n  uts: host\n"},
 			[]string{
-				"web.yaml:6:8: spec.uts: uts, userns and cgroup namespace modes are not supported for Swarm services (target: swarm)",
+				"web.yaml:6:8: spec.uts: uts namespace modes are not supported for Swarm services (target: swarm)",
 			}},
 		{"native minReadySeconds",
 			map[string]string{"web.yaml": "apiVersion: driftless.dev/v1\nkind: Service\nmetadata: {name: web}\nspec:\n  image: shop/web:1\n  minReadySeconds: 5\n"},
