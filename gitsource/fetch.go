@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 const (
@@ -187,10 +188,12 @@ func (s *Source) fetchRef(ctx context.Context, repo *git.Repository) (*object.Co
 		}
 	}
 	if err != nil {
+		s.suspectEmptyRef(err)
 		return nil, s.fetchError(err)
 	}
 	ref, err := repo.Reference(local, true)
 	if err != nil {
+		s.suspectEmptyRef(err)
 		return nil, s.newError(ErrRefNotFound, fmt.Sprintf("fetch %s from %s", s.refName(), s.url), err)
 	}
 	c, err := peelToCommit(repo, ref.Hash())
@@ -204,6 +207,15 @@ func (s *Source) fetchRef(ctx context.Context, repo *git.Repository) (*object.Co
 		return nil, s.newError(ErrRefNotFound, fmt.Sprintf("fetch %s from %s: it does not point at a commit", s.refName(), s.url), err)
 	}
 	return c, nil
+}
+
+// suspectEmptyRef marks the clone suspect when err is a ref file left
+// empty: the agent was killed while Git wrote it, and only the clone, not
+// the network, can be at fault, so the next Fetch clones again.
+func (s *Source) suspectEmptyRef(err error) {
+	if errors.Is(err, dotgit.ErrEmptyRefFile) {
+		s.suspect = true
+	}
 }
 
 // fetchCommit makes sure the fixed commit is present. Servers do not

@@ -620,3 +620,36 @@ func TestCorruptCloneIsClonedAgain(t *testing.T) {
 		t.Fatalf("web.yaml = %q", got)
 	}
 }
+
+// A ref file left empty (the agent killed while Git wrote it, as a SIGKILL
+// campaign found) makes the clone unreadable for every later fetch: the
+// next Fetch clones again instead of failing on it for good.
+func TestEmptyRefFileIsClonedAgain(t *testing.T) {
+	base := t.TempDir()
+	repo := gitserver.Init(t, base, "app")
+	repo.WriteFile("deploy/web.yaml", "image: web:1\n")
+	repo.Commit("one")
+	url := repo.URL(gitserver.StartDaemon(t, base))
+	dir := filepath.Join(t.TempDir(), "clone")
+	s := newSource(t, gitsource.Config{URL: url, Path: "deploy", Branch: "main", Dir: dir})
+	fetch(t, s)
+
+	emptied := 0
+	err := filepath.WalkDir(filepath.Join(dir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		emptied++
+		return os.WriteFile(p, nil, 0o644)
+	})
+	if err != nil || emptied == 0 {
+		t.Fatalf("emptying the clone's refs: %v (%d files)", err, emptied)
+	}
+	repo.WriteFile("deploy/web.yaml", "image: web:2\n")
+	second := repo.Commit("two")
+
+	s = newSource(t, gitsource.Config{URL: url, Path: "deploy", Branch: "main", Dir: dir})
+	if res := fetch(t, s); res.Revision.SHA != second {
+		t.Fatalf("fetch after the refs were emptied: %+v, want %s", res.Revision, second[:7])
+	}
+}
