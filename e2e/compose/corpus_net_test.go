@@ -235,12 +235,12 @@ func netEquivCases() []equivCase {
 			"volume /" + volName:  {"Driver"},
 		},
 		env: func(t *testing.T) map[string]string {
+			// The IPv6 hextet has no leading zero: Docker keeps an
+			// address as written, compose passes it as written and
+			// driftless in canonical form ("0b8b" becomes "b8b"), so a
+			// leading zero would differ in text, not in address.
 			return map[string]string{
 				"EQUIV_NET_PREFIX":  n.prefix,
-				// A hextet without a leading zero: Docker keeps an
-				// address as written, compose passes it as written and
-				// driftless in canonical form ("0b8b" becomes "b8b"),
-				// so a leading zero would differ in text, not in address.
 				"EQUIV_NET6_PREFIX": "fd00:1" + n.suffix[1:4],
 				"EQUIV_NET_NAME":    netName,
 				"EQUIV_VOLUME_NAME": volName,
