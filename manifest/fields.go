@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -102,18 +103,26 @@ func CheckMemorySwap(memory, swap int64) string {
 	return ""
 }
 
-// CheckNamespaceModes checks uts, usernsMode and cgroupns (by their
-// native names): "" when they are accepted, else "field: why".
-func CheckNamespaceModes(uts, userns, cgroupns string) string {
-	switch {
-	case uts != "" && uts != "host":
-		return fmt.Sprintf("uts: must be host (or absent for the container's own), got %q", uts)
-	case userns != "" && userns != "host":
-		return fmt.Sprintf("usernsMode: must be host (or absent for the engine's default), got %q", userns)
-	case cgroupns != "" && cgroupns != "host" && cgroupns != "private":
-		return fmt.Sprintf("cgroupns: must be host or private (or absent for the engine's default), got %q", cgroupns)
+// Namespace modes a service may set, by the native field: "" is always
+// accepted (the container's own, or the engine's default).
+var (
+	UTSModes    = NamespaceModes{Values: []string{"host"}, Unset: "the container's own"}
+	UsernsModes = NamespaceModes{Values: []string{"host"}, Unset: "the engine's default"}
+	CgroupModes = NamespaceModes{Values: []string{"host", "private"}, Unset: "the engine's default"}
+)
+
+// NamespaceModes are the values one namespace mode accepts.
+type NamespaceModes struct {
+	Values []string
+	Unset  string // what "" means, for the message
+}
+
+// Check returns why v is refused, or nil.
+func (m NamespaceModes) Check(v string) error {
+	if v == "" || slices.Contains(m.Values, v) {
+		return nil
 	}
-	return ""
+	return fmt.Errorf("must be %s (or absent for %s), got %q", strings.Join(m.Values, " or "), m.Unset, v)
 }
 
 // ValidRuntimeName reports whether s can name a runtime in the engine's

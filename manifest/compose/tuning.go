@@ -61,23 +61,22 @@ func (sm *serviceMap) mapTuning() {
 func (sm *serviceMap) mapRuntime() {
 	s := sm.s
 	sm.spec.UTS, sm.spec.UsernsMode, sm.spec.CgroupNS = s.Uts, s.UserNSMode, s.Cgroup
-	if msg := manifest.CheckNamespaceModes(s.Uts, s.UserNSMode, s.Cgroup); msg != "" {
-		field, text, _ := strings.Cut(msg, ": ")
-		attr := map[string]string{"uts": "uts", "usernsMode": "userns_mode", "cgroupns": "cgroup"}[field]
-		sm.refuse(attr, "%s", text)
-	}
 	if s.Uts == "host" && s.Hostname != "" {
 		sm.refuse("uts", "cannot be combined with hostname (Docker refuses both): the host's hostname is used")
 	}
-	// Located for the policy's and the back end's refusals.
-	for _, f := range []struct{ model, attr, value string }{
-		{"uts", "uts", s.Uts}, {"usernsMode", "userns_mode", s.UserNSMode}, {"cgroupns", "cgroup", s.Cgroup}, {"runtime", "runtime", s.Runtime},
-	} {
-		if f.value != "" {
-			sm.record(f.model, f.attr)
+	for _, m := range []struct {
+		model, attr, value string
+		modes              manifest.NamespaceModes
+	}{{"uts", "uts", s.Uts, manifest.UTSModes}, {"usernsMode", "userns_mode", s.UserNSMode, manifest.UsernsModes}, {"cgroupns", "cgroup", s.Cgroup, manifest.CgroupModes}} {
+		if err := m.modes.Check(m.value); err != nil {
+			sm.refuse(m.attr, "%v", err)
+		}
+		if m.value != "" {
+			sm.record(m.model, m.attr) // located for the policy's and the back end's refusals
 		}
 	}
 	if s.Runtime != "" {
+		sm.record("runtime", "runtime")
 		if !manifest.ValidRuntimeName(s.Runtime) {
 			sm.refuse("runtime", "invalid runtime name %q: the name the engine's configuration gives a runtime, such as runc", s.Runtime)
 		}

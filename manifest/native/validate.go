@@ -994,9 +994,13 @@ func validateSecurity(r yamlpos.Reporter, raw *rawServiceSpec) {
 // validateNamespaceModes checks uts, usernsMode, cgroupns, runtime and
 // deviceCgroupRules.
 func validateNamespaceModes(r yamlpos.Reporter, raw *rawServiceSpec) {
-	if msg := manifest.CheckNamespaceModes(raw.UTS, raw.UsernsMode, raw.CgroupNS); msg != "" {
-		field, text, _ := strings.Cut(msg, ": ")
-		r.Errorf("spec."+field, "%s", text)
+	for _, m := range []struct {
+		field, value string
+		modes        manifest.NamespaceModes
+	}{{"spec.uts", raw.UTS, manifest.UTSModes}, {"spec.usernsMode", raw.UsernsMode, manifest.UsernsModes}, {"spec.cgroupns", raw.CgroupNS, manifest.CgroupModes}} {
+		if err := m.modes.Check(m.value); err != nil {
+			r.Errorf(m.field, "%v", err)
+		}
 	}
 	if raw.UTS == "host" && raw.Hostname != "" {
 		r.Errorf("spec.uts", "cannot be combined with hostname (Docker refuses both): the host's hostname is used")
