@@ -28,7 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
-	"github.com/driftless-dev/driftless/deploy/internal/dialclient"
+	"github.com/driftless-dev/driftless/deploy/dialclient"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/internal/liveness"
 	"github.com/driftless-dev/driftless/deploy/internal/netleave"

@@ -67,7 +67,7 @@ apps:
 
 	converged := testenv.ConvergedServices(sha, map[string]int{"web": 1})
 	for app, engine := range map[string]string{one: "a", two: "b", three: ""} {
-		st := testenv.WaitAppStatus(t, agent, app, 90*time.Second, "converged", converged)
+		st := testenv.WaitAppStatus(t, agent, app, remoteWait, "converged", converged)
 		if st.Engine != engine {
 			t.Errorf("%s: status engine %q, want %q", app, st.Engine, engine)
 		}
@@ -159,6 +159,13 @@ func platformRepo(t *testing.T) (repo *gitserver.Repo, url string) {
 // the remote docker CLI) took longer than the default 5 s, and the engine
 // counted as down.
 const sshPingTimeout = "30s"
+
+// remoteWait bounds a wait for an app on the ssh engine to converge.
+// Every change opens an ssh session of its own, seconds each on a loaded
+// two-core CI machine (a one-replica replacement there took over a
+// minute, where it takes 3 s alone); the bound only decides how long a
+// real failure takes to report.
+const remoteWait = 3 * time.Minute
 
 func farEngine(t *testing.T, images ...string) (*privengine.Engine, *sshengine.Server) {
 	t.Helper()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/driftless-dev/driftless/e2e/privengine"
 	"github.com/driftless-dev/driftless/e2e/testenv"
@@ -56,7 +55,7 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 	data := testenv.DataDir(t)
 	agent := testenv.StartAgent(t, data, "run", "--config", path, "--ping-timeout", sshPingTimeout)
 
-	st := testenv.WaitAppStatus(t, agent, app, 90*time.Second, "converged with repository files", testenv.ConvergedServices(first, map[string]int{"web": 1}))
+	st := testenv.WaitAppStatus(t, agent, app, remoteWait, "converged with repository files", testenv.ConvergedServices(first, map[string]int{"web": 1}))
 	name := app + "-web-1"
 	want := map[string]string{
 		"app.conf 444":          "greeting = one\n",
@@ -90,7 +89,7 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 	// Another file of the app changes, not the ones it binds: same container.
 	repo.WriteFile(dir+"README.md", "notes\n")
 	second := repo.Commit("notes")
-	kept := testenv.WaitAppStatus(t, agent, app, 60*time.Second, "at the commit that changes no bound file", testenv.ConvergedServices(second, map[string]int{"web": 1}))
+	kept := testenv.WaitAppStatus(t, agent, app, remoteWait, "at the commit that changes no bound file", testenv.ConvergedServices(second, map[string]int{"web": 1}))
 	if a, b := testenv.ContainerIDs(st), testenv.ContainerIDs(kept); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("containers %v became %v at a commit that changes no bound file", a, b)
 	}
@@ -98,7 +97,7 @@ func TestRepositoryFilesOnRemoteEngine(t *testing.T) {
 	// The bound file changes: a new container with the new content.
 	repo.WriteFile(dir+"conf/app.conf", "greeting = two\n")
 	third := repo.Commit("a new greeting")
-	testenv.WaitAppStatus(t, agent, app, 60*time.Second, "replaced with the new file", func(st status.AppStatus) bool {
+	testenv.WaitAppStatus(t, agent, app, remoteWait, "replaced with the new file", func(st status.AppStatus) bool {
 		ids := testenv.ContainerIDs(st)
 		return testenv.ConvergedServices(third, map[string]int{"web": 1})(st) && len(ids) == 1 && ids[0] != testenv.ContainerIDs(kept)[0]
 	})

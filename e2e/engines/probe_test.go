@@ -3,7 +3,6 @@ package engines
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/dialclient"
 	"github.com/driftless-dev/driftless/deploy/dockerssh"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/remoteprobe"
@@ -203,7 +203,7 @@ func probeNetworks(t *testing.T, eng *privengine.Engine) []string {
 
 // probeLatency runs ten probes of target through the probe container the
 // agent made, over ssh as the agent does (a connection per change, reads
-// over kept connections, as deploy/internal/dialclient), and returns their
+// over kept connections: the agent's deploy/dialclient), and returns their
 // median, and that of ten pings over the same ssh.
 func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) (probe, ping time.Duration, err error) {
 	t.Helper()
@@ -212,19 +212,11 @@ func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	newClient := func(tr *http.Transport) *client.Client {
-		var h1 http.Protocols
-		h1.SetHTTP1(true)
-		tr.Protocols = &h1
-		cli, err := client.New(client.WithHost("http://docker"), client.WithHTTPClient(&http.Client{Transport: tr}),
-			client.WithDialContext(d.DialContext), client.WithScheme("http"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cli.Close() })
-		return cli
+	cli, err := dialclient.New(d.DialContext, ssh.URL, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cli := keptReads{Client: newClient(&http.Transport{DisableKeepAlives: true}), reads: newClient(&http.Transport{MaxIdleConnsPerHost: 3})}
+	t.Cleanup(func() { cli.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
@@ -253,24 +245,4 @@ func probeLatency(t *testing.T, ssh *sshengine.Server, target readiness.Target) 
 		pings = append(pings, time.Since(start))
 	}
 	return testenv.Median(probes), testenv.Median(pings), nil
-}
-
-// keptReads sends the probe's exec creates and its exec and container
-// inspects over kept connections, the rest over one connection each, as
-// the agent does (deploy/internal/dialclient).
-type keptReads struct {
-	*client.Client
-	reads *client.Client
-}
-
-func (c keptReads) ExecInspect(ctx context.Context, id string, o client.ExecInspectOptions) (client.ExecInspectResult, error) {
-	return c.reads.ExecInspect(ctx, id, o)
-}
-
-func (c keptReads) ExecCreate(ctx context.Context, id string, o client.ExecCreateOptions) (client.ExecCreateResult, error) {
-	return c.reads.ExecCreate(ctx, id, o)
-}
-
-func (c keptReads) ContainerInspect(ctx context.Context, id string, o client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
-	return c.reads.ContainerInspect(ctx, id, o)
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"filippo.io/age"
 
@@ -80,7 +79,7 @@ secrets:
 	data := testenv.DataDir(t)
 	agent := testenv.StartAgent(t, data, "run", "--config", path, "--ping-timeout", sshPingTimeout)
 
-	st := testenv.WaitAppStatus(t, agent, app, 90*time.Second, "converged with secret files", testenv.ConvergedServices(first, map[string]int{"web": 1}))
+	st := testenv.WaitAppStatus(t, agent, app, remoteWait, "converged with secret files", testenv.ConvergedServices(first, map[string]int{"web": 1}))
 	name := app + "-web-1"
 	for target, want := range map[string]remoteFile{
 		"/run/secrets/db-password": {Body: password, Mode: 0o444},
@@ -99,7 +98,7 @@ secrets:
 	// The token is rotated: a new container with the new value.
 	repo.WriteFile(dir+"secrets/api-token.txt", enc("api-token.txt", token2))
 	second := repo.Commit("rotate the api token")
-	testenv.WaitAppStatus(t, agent, app, 60*time.Second, "replaced with the rotated token", func(st2 status.AppStatus) bool {
+	testenv.WaitAppStatus(t, agent, app, remoteWait, "replaced with the rotated token", func(st2 status.AppStatus) bool {
 		ids := testenv.ContainerIDs(st2)
 		return testenv.ConvergedServices(second, map[string]int{"web": 1})(st2) && len(ids) == 1 && ids[0] != testenv.ContainerIDs(st)[0]
 	})

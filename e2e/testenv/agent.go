@@ -203,6 +203,9 @@ func briefStatus(v any) string {
 	fmt.Fprintf(&b, "applied %s, %s/%s, %q", RevShort(st.Applied), st.Sync, st.Health, st.Message)
 	for _, s := range st.Services {
 		fmt.Fprintf(&b, "; %s %d/%d ready", s.Name, s.Ready, s.Desired)
+		if s.Message != "" {
+			fmt.Fprintf(&b, " (%.160q)", s.Message)
+		}
 	}
 	if len(st.Errors) > 0 || st.Refused != nil {
 		fmt.Fprintf(&b, "; errors %+v, refused %+v", st.Errors, st.Refused)

@@ -343,10 +343,18 @@ func healthCounts(h drift.AppHealth) []store.ServiceCount {
 // agent closes the pass's stop channel.
 func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Plan) *applyReport {
 	t0 := time.Now()
+	app, rev := p.in.cfg.Name, desired.rev.Short()
 	progress := func(ev drift.Event) {
 		if ev.Phase == drift.PhasePull {
-			p.a.showPull(p.in.cfg.Name, desired.rev.Short(), ev.Message)
+			p.a.showPull(app, rev, ev.Message)
+			return
 		}
+		// Each step in the log, as compose prints them: where an apply
+		// waits (a readiness wait, a stop's grace period, an engine that
+		// does not answer) is the step last logged for its object.
+		c := ev.Change
+		p.a.log.Info("apply step", "app", app, "revision", rev, "change", c.Action.Symbol()+" "+string(c.Kind)+" "+c.Name,
+			"phase", ev.Phase, "message", ev.Message, "elapsed", ev.Elapsed.Round(time.Millisecond))
 	}
 	res := p.a.engineFor(p.in.cfg).Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
 	p.a.metrics.ObservePhase(loopmetrics.PhaseApply, t0)

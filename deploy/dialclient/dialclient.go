@@ -44,7 +44,7 @@ type Client struct {
 
 // New makes the client. name is the engine's address (the ssh:// URL),
 // which DaemonHost returns instead of the placeholder host the requests
-// carry; hook sees every request (request counting).
+// carry; hook, if not nil, sees every request (request counting).
 func New(dial func(ctx context.Context, network, addr string) (net.Conn, error), name string, hook func(*http.Request) error) (*Client, error) {
 	fresh, err := client.New(Options(&http.Transport{DisableKeepAlives: true}, dial, hook)...)
 	if err != nil {
@@ -68,10 +68,14 @@ func Options(transport *http.Transport, dial func(context.Context, string, strin
 	var h1 http.Protocols
 	h1.SetHTTP1(true)
 	transport.Protocols = &h1
-	return []client.Opt{
+	opts := []client.Opt{
 		client.WithHost("http://docker"), client.WithHTTPClient(&http.Client{Transport: transport, CheckRedirect: client.CheckRedirect}),
-		client.WithDialContext(dial), client.WithAPIVersionFromEnv(), client.WithScheme("http"), client.WithHTTPRequestHook(hook),
+		client.WithDialContext(dial), client.WithAPIVersionFromEnv(), client.WithScheme("http"),
 	}
+	if hook != nil {
+		opts = append(opts, client.WithHTTPRequestHook(hook))
+	}
+	return opts
 }
 
 // DaemonHost names the engine by its address.
