@@ -27,8 +27,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/deploy/dialclient"
+	"github.com/driftless-dev/driftless/deploy/hostfiles"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/internal/liveness"
 	"github.com/driftless-dev/driftless/deploy/internal/netleave"
