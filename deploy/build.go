@@ -69,7 +69,7 @@ func (e *Engine) EnsureImages(ctx context.Context, app *manifest.App, progress f
 }
 
 func (e *Engine) tagImage(ctx context.Context, ref string, tags []string) error {
-	api, ok := e.api.(buildAPI)
+	api, ok := e.raw.(buildAPI)
 	if !ok || len(tags) == 0 {
 		return nil
 	}
@@ -83,7 +83,7 @@ func (e *Engine) tagImage(ctx context.Context, ref string, tags []string) error 
 
 // buildImage builds one image and streams its output.
 func (e *Engine) buildImage(ctx context.Context, appName string, bc *manifest.BuildContext, progress func(drift.BuildEvent)) error {
-	api, ok := e.api.(buildAPI)
+	api, ok := e.raw.(buildAPI)
 	if !ok {
 		return fmt.Errorf("building %s: this engine connection cannot build images", bc.Ref)
 	}

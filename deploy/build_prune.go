@@ -60,7 +60,7 @@ type imageLister interface {
 // Other images are never touched.
 func (e *Engine) PruneImages(ctx context.Context, app string, dryRun bool) (PruneReport, error) {
 	rep := PruneReport{App: app, DryRun: dryRun, Images: []PrunedImage{}}
-	lister, ok := e.api.(imageLister)
+	lister, ok := e.raw.(imageLister)
 	if !ok {
 		return rep, fmt.Errorf("this engine connection cannot list images")
 	}

@@ -402,6 +402,10 @@ func classify(err error) *drift.Failure {
 	switch {
 	case errors.As(err, &f):
 		return f
+	case errors.Is(err, drift.ErrEngineUnreachable):
+		// A ping or a request left unanswered (boundedAPI), not the
+		// apply's own context.
+		return &drift.Failure{Cause: drift.FailureEngine, Summary: engineerr.FirstLine(err.Error())}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &drift.Failure{Cause: drift.FailureStopped, Summary: "apply cancelled: " + engineerr.FirstLine(err.Error())}
 	case isEngineDown(err):

@@ -126,6 +126,12 @@ type Options struct {
 	// PingTimeout bounds every ping: an engine that accepts connections
 	// and never answers is down after this long. Default 5s.
 	PingTimeout time.Duration
+	// RequestTimeout bounds each request the engine answers at once
+	// (lists, inspects, creates, starts, removes; a stop gets its grace
+	// period on top): one left unanswered fails the pass as the engine
+	// not answering, and the loop retries soon. Streams (events, logs,
+	// pulls, builds) are not bounded. Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
 
 	// AddressPool is where the subnets of new app bridge networks come
 	// from; nil: drift.DefaultAddressPool(); a zero pool: Docker's own
@@ -176,6 +182,9 @@ func (o Options) withDefaults() Options {
 	if o.PingTimeout <= 0 {
 		o.PingTimeout = 5 * time.Second
 	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
 	if o.FilesDir == "" {
 		o.FilesDir = hostfiles.DefaultFilesDir()
 	}
@@ -210,7 +219,11 @@ func (o Options) withDefaults() Options {
 // Engine is a connection to one Docker engine plus the readiness prober
 // that watches the containers driftless owns on it.
 type Engine struct {
+	// api bounds each request that answers at once (boundedAPI); raw is
+	// the client itself, on which the optional interfaces (build, push,
+	// image list, engine info) are found.
 	api    dockerAPI
+	raw    dockerAPI
 	opts   Options
 	log    *slog.Logger
 	prober *readiness.Prober
@@ -368,11 +381,12 @@ type serverVersioner interface {
 
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
-	e := &Engine{api: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(api, opts.Logger)}
+	bapi := &boundedAPI{dockerAPI: api, timeout: opts.RequestTimeout}
+	e := &Engine{api: bapi, raw: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(bapi, opts.Logger)}
 	e.live = liveness.New(opts.LivenessInterval, opts.Logger, e.ping, engineErr)
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)
 	e.files = &hostfiles.Store{FilesDir: opts.FilesDir, SecretsDir: opts.SecretsDir, StateDir: opts.StateDir, Log: opts.Logger, Mounts: e.driftlessMounts, Remote: opts.Remote}
-	e.prober = readiness.New(api, opts.SettleTime, opts.Logger)
+	e.prober = readiness.New(bapi, opts.SettleTime, opts.Logger)
 	e.pulls = pullrecord.New(pullrecord.Dir(opts.FilesDir), opts.Logger)
 	e.prober.Scrub = opts.Scrub
 	if v, ok := api.(serverVersioner); ok {

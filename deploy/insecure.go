@@ -19,7 +19,7 @@ type infoAPI interface {
 func (e *Engine) engineInsecure(ctx context.Context, host string) bool {
 	e.insecureOnce.Do(func() {
 		e.insecureCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-		api, ok := e.api.(infoAPI)
+		api, ok := e.raw.(infoAPI)
 		if !ok {
 			return
 		}

@@ -61,6 +61,9 @@ func (e *Engine) ObserveCold(ctx context.Context, app string, withForeign bool) 
 // engineErr marks an error that means the engine could not be reached or
 // failed, so the loop retries soon instead of judging the app.
 func engineErr(err error) error {
+	if errors.Is(err, drift.ErrEngineUnreachable) {
+		return err
+	}
 	if isEngineDown(err) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %w", drift.ErrEngineUnreachable, err)
 	}

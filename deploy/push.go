@@ -20,7 +20,7 @@ type pushAPI interface {
 // change. Layers the registry has are not sent again, so pushing an
 // image that is there already costs a few requests.
 func (e *Engine) PushImage(ctx context.Context, app, ref string, progress PullProgress) error {
-	api, ok := e.api.(pushAPI)
+	api, ok := e.raw.(pushAPI)
 	if !ok {
 		return fmt.Errorf("pushing %s: this engine connection cannot push images", ref)
 	}

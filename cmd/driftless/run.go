@@ -64,6 +64,7 @@ type runFlags struct {
 	resync            time.Duration
 	readyTimeout      time.Duration
 	pingTimeout       time.Duration
+	requestTimeout    time.Duration
 	buildTimeout      time.Duration
 	secretsDir        string
 	logLevel          string
@@ -165,6 +166,7 @@ func (f *runFlags) register(fs interface {
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "full resync period, in case Docker events were missed")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
 	fs.DurationVar(&f.pingTimeout, "ping-timeout", 5*time.Second, "how long an engine may take to answer a ping before it counts as down (raise it for engines over slow SSH links)")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", deploy.DefaultRequestTimeout, "how long an engine may take to answer one request (create, start, inspect, remove…; a stop gets its grace period on top) before the pass fails as the engine not answering")
 	fs.DurationVar(&f.buildTimeout, "build-timeout", deploy.DefaultBuildTimeout, "how long one image build from the repository may take before its revision is refused")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.externalURL, "external-url", "", "the dashboard's address as people reach it (https://driftless.example.com), for links in notifications and commit statuses (driftless.yaml: externalURL)")
@@ -547,7 +549,7 @@ func webOptions(cfg config.Config, f runFlags) web.Options {
 // not fatal: the agent starts, reports it unreachable in status and
 // /readyz, and recovers when it comes back.
 func connectLocalEngine(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger) (*deploy.Engine, deploy.Options, error) {
-	opts := deploy.Options{ReadyTimeout: f.readyTimeout, PingTimeout: f.pingTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
+	opts := deploy.Options{ReadyTimeout: f.readyTimeout, PingTimeout: f.pingTimeout, RequestTimeout: f.requestTimeout, BuildTimeout: f.buildTimeout, Logger: log, FilesDir: filepath.Join(cfg.DataDir, "files"), SecretsDir: cfg.SecretsDir, StateDir: hostfiles.StateRoot(cfg.DataDir),
 		Credentials: cfg.Logins(&registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}), Scrub: gitCredentials(cfg.Apps, cfg.Sources), AddressPool: cfg.AddressPool}
 	eng, err := deploy.New(ctx, opts)
 	if err != nil {

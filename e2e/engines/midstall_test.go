@@ -81,6 +81,50 @@ func TestEngineStallingMidPassDoesNotDelayLocalHeal(t *testing.T) {
 	}
 }
 
+// TestEngineRequestLeftUnansweredFailsThePass: with --request-timeout 3s,
+// a container create the engine never answers fails the pass after 3 s as
+// the engine not answering, naming the request, instead of holding the
+// app for as long as the connection stays open. The pass is retried, and
+// once the engine answers creates again the app converges by itself.
+func TestEngineRequestLeftUnansweredFailsThePass(t *testing.T) {
+	t.Parallel()
+	image := testenv.WorkloadImage(t, "v1")
+	eng := privengine.Start(t)
+	eng.LoadImages(image)
+	proxy, hung := hangingCreates(t, eng)
+	hung.stall.Store(true) // from the first deploy on
+
+	app := prefix() + "-unanswered"
+	repo, url := platformRepo(t)
+	repo.WriteFile("apps/"+app+"/web.yaml", fmt.Sprintf("apiVersion: driftless.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  image: %s\n  replicas: 1\n  stopGracePeriodSeconds: 1\n", image))
+	sha := repo.Commit("an app on an engine that will not answer its creates")
+	cfg := fmt.Sprintf("engines:\n  - {name: slow, host: tcp://%s, allowInsecureEngine: true}\napps:\n", proxy) + appEntry(app, url, "slow")
+	agent := testenv.StartAgent(t, testenv.DataDir(t), "run", "--config", writeConfig(t, cfg), "--request-timeout", "3s")
+
+	const said = "no answer to POST /containers/create within 3s"
+	var reported status.Condition
+	testenv.WaitAppStatus(t, agent, app, 60*time.Second, "the engine reported not answering the create", func(st status.AppStatus) bool {
+		for _, c := range st.Errors {
+			if strings.Contains(c.Message, said) && strings.Contains(c.Message, "Docker engine unreachable at tcp://"+proxy) {
+				reported = c
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("status while creates go unanswered: %s: %s", reported.Kind, reported.Message)
+	// Retried, not held: later passes send creates of their own.
+	deadline := time.Now().Add(30 * time.Second)
+	for hung.waiting.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d creates reached the engine in 30 s after the first went unanswered; want the pass retried", hung.waiting.Load())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	hung.stall.Store(false)
+	testenv.WaitAppStatus(t, agent, app, remoteWait, "converged once the engine answers", testenv.ConvergedServices(sha, map[string]int{"web": 1}))
+}
+
 // createStall is the state of hangingCreates' proxy.
 type createStall struct {
 	stall   atomic.Bool  // hold every container create from now on
@@ -88,9 +132,10 @@ type createStall struct {
 }
 
 // hangingCreates serves the private engine's API on a loopback TCP port,
-// passing everything through until stall is set; then a container create
-// is held, unanswered, until the test ends: an engine that answers its
-// pings and events but stalls in the middle of a pass.
+// passing everything through while stall is not set; while it is, a
+// container create is held, unanswered, until the test ends or its client
+// gives up: an engine that answers its pings and events but stalls in the
+// middle of a pass.
 func hangingCreates(t *testing.T, eng *privengine.Engine) (string, *createStall) {
 	t.Helper()
 	sock := strings.TrimPrefix(eng.Host, "unix://")
@@ -106,7 +151,10 @@ func hangingCreates(t *testing.T, eng *privengine.Engine) (string, *createStall)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.stall.Load() && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create") {
 			s.waiting.Add(1)
-			<-done
+			select {
+			case <-done:
+			case <-r.Context().Done(): // the client gave up on it
+			}
 			return
 		}
 		rp.ServeHTTP(w, r)
