@@ -3,6 +3,11 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +94,38 @@ func TestStopIsGivenItsGracePeriodOnTop(t *testing.T) {
 	}
 	if g := <-eng.given; g > 100*time.Millisecond {
 		t.Errorf("a stop without a grace period was given %s, want only the caller's deadline", g)
+	}
+}
+
+// TestEveryRequestThatAnswersAtOnceIsBounded keeps boundedAPI in step with
+// dockerAPI: a method added to the interface is either bounded in
+// deadline.go or named here as a stream (or the ping, which has its own).
+func TestEveryRequestThatAnswersAtOnceIsBounded(t *testing.T) {
+	unbounded := map[string]bool{
+		"Ping": true, "DaemonHost": true, "Close": true, // the ping has Options.PingTimeout
+		"Events": true, "ContainerLogs": true, "ImagePull": true, "ImageImport": true, // streams
+		"DistributionInspect": true, // the engine asks the registry: its own timeouts
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "deadline.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounded := map[string]bool{}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
+			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok && fmt.Sprint(star.X) == "boundedAPI" {
+				bounded[fn.Name.Name] = true
+			}
+		}
+	}
+	api := reflect.TypeFor[dockerAPI]()
+	for i := range api.NumMethod() {
+		name := api.Method(i).Name
+		if !bounded[name] && !unbounded[name] {
+			t.Errorf("dockerAPI.%s has no deadline: bound it in deadline.go, or name it here if it streams", name)
+		}
+		if bounded[name] && unbounded[name] {
+			t.Errorf("dockerAPI.%s is both bounded and named unbounded", name)
+		}
 	}
 }
