@@ -276,6 +276,9 @@ func anonymousVolumes(vs []manifest.AnonymousVolume) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
 		s[i] = v.MountPath
+		if v.NoCopy {
+			s[i] += ":nocopy"
+		}
 	}
 	slices.Sort(s)
 	return listOr(s, none)
@@ -387,13 +390,17 @@ func mountList(mounts []manifest.VolumeMount) string {
 	s := make([]string, len(mounts))
 	for i, m := range mounts {
 		s[i] = m.Name + ":" + m.MountPath
-		switch {
-		case m.ReadOnly && m.SELinux != "":
-			s[i] += ":ro," + m.SELinux
-		case m.ReadOnly:
-			s[i] += ":ro"
-		case m.SELinux != "":
-			s[i] += ":" + m.SELinux
+		var opts []string
+		for _, o := range []struct {
+			on   bool
+			name string
+		}{{m.ReadOnly, "ro"}, {m.SELinux != "", m.SELinux}, {m.NoCopy, "nocopy"}} {
+			if o.on {
+				opts = append(opts, o.name)
+			}
+		}
+		if len(opts) > 0 {
+			s[i] += ":" + strings.Join(opts, ",")
 		}
 	}
 	slices.Sort(s)

@@ -57,6 +57,12 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 		}, []FieldChange{
 			{"binds", "(none)", "/srv/data:/data:create,rslave,z, repo:conf@0123456789abcdef:/etc/app:ro"},
 			{"tmpfs", "(none)", "/tmp size=64Mi mode=1777"}}},
+		{"volume options", func(s *manifest.ServiceSpec) {
+			s.Volumes = []manifest.VolumeMount{{Name: "data", MountPath: "/data", NoCopy: true}, {Name: "logs", MountPath: "/logs", ReadOnly: true, SELinux: "Z", NoCopy: true}}
+			s.AnonymousVolumes = []manifest.AnonymousVolume{{MountPath: "/scratch", NoCopy: true}}
+		}, []FieldChange{
+			{"volumes", "(none)", "data:/data:nocopy, logs:/logs:ro,Z,nocopy"},
+			{"anonymousVolumes", "(none)", "/scratch:nocopy"}}},
 		{"security", func(s *manifest.ServiceSpec) {
 			s.Privileged, s.ReadOnlyRootfs = true, true
 			s.CapAdd, s.CapDrop, s.SecurityOpt = []string{"SYS_TIME", "NET_ADMIN"}, []string{"ALL"}, []string{"no-new-privileges"}

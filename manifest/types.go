@@ -591,6 +591,9 @@ type VolumeMount struct {
 	// SELinux is "z" or "Z" to relabel the volume's content (shared or
 	// private); "" is Docker's default for volumes, which is "z".
 	SELinux string `json:"selinux,omitempty"`
+	// NoCopy keeps Docker from copying the image's content at MountPath
+	// into the volume when it is empty (compose's volume.nocopy).
+	NoCopy bool `json:"noCopy,omitempty"`
 }
 
 // AnonymousVolume mounts a volume that belongs to one replica slot. It
@@ -598,6 +601,9 @@ type VolumeMount struct {
 // could only ever be empty).
 type AnonymousVolume struct {
 	MountPath string `json:"mountPath"`
+	// NoCopy: the volume starts empty, without the image's content at
+	// MountPath (see VolumeMount.NoCopy).
+	NoCopy bool `json:"noCopy,omitempty"`
 }
 
 // Resources are limits. Zero means unlimited.

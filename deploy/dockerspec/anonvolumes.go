@@ -34,18 +34,19 @@ func AnonymousVolumeLabels(app, service string, slot int, target, revision strin
 // that a volume Docker makes at create (an image's, or one that went
 // missing in between) is still the slot's.
 func anonymousMounts(in ReplicaInput, host *container.HostConfig) {
-	add := func(target string) {
+	add := func(target string, noCopy bool) {
 		host.Mounts = append(host.Mounts, mount.Mount{
 			Type:   mount.TypeVolume,
 			Source: manifest.AnonymousVolumeName(in.App.Name, in.Service.Name, in.Slot, target),
 			Target: target,
 			VolumeOptions: &mount.VolumeOptions{
 				Labels: AnonymousVolumeLabels(in.App.Name, in.Service.Name, in.Slot, target, in.Revision),
+				NoCopy: noCopy,
 			},
 		})
 	}
 	for _, v := range in.Service.Spec.AnonymousVolumes {
-		add(v.MountPath)
+		add(v.MountPath, v.NoCopy)
 	}
 	if len(in.ImageVolumes) == 0 {
 		return
@@ -53,7 +54,7 @@ func anonymousMounts(in ReplicaInput, host *container.HostConfig) {
 	used := mountedTargets(&in.Service.Spec)
 	for _, target := range slices.Sorted(slices.Values(in.ImageVolumes)) {
 		if !used[path.Clean(target)] {
-			add(target)
+			add(target, false)
 		}
 	}
 }

@@ -314,12 +314,16 @@ func mounts(in ReplicaInput, host *container.HostConfig) error {
 			host.Binds = append(host.Binds, volumeBind(in.App.VolumeDockerName(v.Name), v))
 			continue
 		}
-		host.Mounts = append(host.Mounts, mount.Mount{
+		m := mount.Mount{
 			Type:     mount.TypeVolume,
 			Source:   in.App.VolumeDockerName(v.Name),
 			Target:   v.MountPath,
 			ReadOnly: v.ReadOnly,
-		})
+		}
+		if v.NoCopy {
+			m.VolumeOptions = &mount.VolumeOptions{NoCopy: true}
+		}
+		host.Mounts = append(host.Mounts, m)
 	}
 	for _, b := range spec.Binds {
 		switch {

@@ -65,12 +65,16 @@ func Platform(spec *manifest.ServiceSpec) *ocispec.Platform {
 }
 
 // volumeBind is a volume with an SELinux label in the legacy Binds form
-// ("name:/target:rw,Z"), as compose sends it: the Mounts API cannot
+// ("name:/target:rw,Z", ",nocopy" added), as compose sends it: the Mounts API cannot
 // relabel on API 1.41.
 func volumeBind(name string, v manifest.VolumeMount) string {
 	access := "rw"
 	if v.ReadOnly {
 		access = "ro"
 	}
-	return name + ":" + v.MountPath + ":" + access + "," + v.SELinux
+	mode := access + "," + v.SELinux
+	if v.NoCopy {
+		mode += ",nocopy"
+	}
+	return name + ":" + v.MountPath + ":" + mode
 }

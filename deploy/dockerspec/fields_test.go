@@ -101,3 +101,34 @@ func TestReplicaConfigRoundTwoDefaults(t *testing.T) {
 		t.Errorf("endpoint %+v, want no links", ep)
 	}
 }
+
+// nocopy goes to Docker as compose sends it: in the volume options of a
+// mount, as ",nocopy" in the legacy form of a labelled volume, and in the
+// options of a slot's anonymous volume.
+func TestReplicaConfigVolumeNoCopy(t *testing.T) {
+	web := manifest.Service{Name: "web", Spec: manifest.ServiceSpec{
+		Image: "shop/web:1", Replicas: 1,
+		Volumes: []manifest.VolumeMount{
+			{Name: "data", MountPath: "/data", NoCopy: true},
+			{Name: "logs", MountPath: "/logs", ReadOnly: true, SELinux: "Z", NoCopy: true},
+			{Name: "plain", MountPath: "/plain"},
+		},
+		AnonymousVolumes: []manifest.AnonymousVolume{{MountPath: "/scratch", NoCopy: true}, {MountPath: "/seeded"}},
+	}}
+	app := &manifest.App{Name: "shop", Services: []manifest.Service{web}}
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1, Revision: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := rc.Create.HostConfig
+	if want := []string{"shop-logs:/logs:ro,Z,nocopy"}; !reflect.DeepEqual(host.Binds, want) {
+		t.Errorf("binds %q, want %q", host.Binds, want)
+	}
+	noCopy := map[string]bool{}
+	for _, m := range host.Mounts {
+		noCopy[m.Target] = m.VolumeOptions != nil && m.VolumeOptions.NoCopy
+	}
+	if want := map[string]bool{"/data": true, "/plain": false, "/scratch": true, "/seeded": false}; !reflect.DeepEqual(noCopy, want) {
+		t.Errorf("nocopy by mount target %v, want %v", noCopy, want)
+	}
+}

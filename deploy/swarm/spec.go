@@ -189,6 +189,12 @@ func mounts(app *manifest.App, s *manifest.ServiceSpec) []mount.Mount {
 				DriverConfig: &mount.Driver{Name: d.Spec.Driver, Options: maps.Clone(d.Spec.DriverOpts)},
 			}
 		}
+		if v.NoCopy {
+			if m.VolumeOptions == nil {
+				m.VolumeOptions = &mount.VolumeOptions{}
+			}
+			m.VolumeOptions.NoCopy = true
+		}
 		out = append(out, m)
 	}
 	for _, b := range s.Binds {

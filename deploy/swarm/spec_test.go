@@ -234,3 +234,24 @@ func TestEventsOfSecretsConfigsAndTasks(t *testing.T) {
 		}
 	}
 }
+
+// nocopy reaches a task's volume mounts, declared or external, as for a
+// container on one engine.
+func TestServiceSpecVolumeNoCopy(t *testing.T) {
+	app := loadApp(t, map[string]string{"compose.yaml": `services:
+  web:
+    image: shop/web:1
+    volumes: ["data:/data:nocopy", "shared:/shared:nocopy", "plain:/plain"]
+volumes:
+  data: {}
+  plain: {}
+  shared: {external: true}
+`})
+	got := map[string]bool{}
+	for _, m := range ServiceSpec(app, app.Service("web"), "abc123").TaskTemplate.ContainerSpec.Mounts {
+		got[m.Target] = m.VolumeOptions != nil && m.VolumeOptions.NoCopy
+	}
+	if want := map[string]bool{"/data": true, "/shared": true, "/plain": false}; !reflect.DeepEqual(got, want) {
+		t.Errorf("nocopy by target %v, want %v", got, want)
+	}
+}

@@ -16,9 +16,6 @@ func (sm *serviceMap) mapAnonymousVolume(attr string, v types.ServiceVolumeConfi
 		return
 	}
 	if vv := v.Volume; vv != nil {
-		if vv.NoCopy {
-			sm.refuse(attr, "nocopy is not supported yet: driftless lets Docker copy the image's content into a new volume")
-		}
 		if vv.Subpath != "" {
 			sm.refuse(attr+".volume.subpath", "a subpath of an anonymous volume is not supported: the volume starts empty")
 		}
@@ -33,6 +30,6 @@ func (sm *serviceMap) mapAnonymousVolume(attr string, v types.ServiceVolumeConfi
 		sm.refuse(attr, "bind, tmpfs or image options on a volume are not supported")
 	}
 	if sm.claimMountPath(attr, v.Target) {
-		sm.spec.AnonymousVolumes = append(sm.spec.AnonymousVolumes, manifest.AnonymousVolume{MountPath: v.Target})
+		sm.spec.AnonymousVolumes = append(sm.spec.AnonymousVolumes, manifest.AnonymousVolume{MountPath: v.Target, NoCopy: v.Volume != nil && v.Volume.NoCopy})
 	}
 }

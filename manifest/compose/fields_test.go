@@ -44,6 +44,46 @@ volumes: {data: {}, logs: {}, cache: {}, plain: {}}
 	}
 }
 
+// nocopy (short syntax or volume.nocopy) reaches the model for named and
+// anonymous volumes, as compose passes it: the volume starts empty instead
+// of with the image's content; on a bind it is refused.
+func TestComposeVolumeNoCopy(t *testing.T) {
+	files := map[string]string{"compose.yaml": `services:
+  db:
+    image: shop/db:1
+    volumes:
+      - data:/var/lib/db:nocopy
+      - logs:/var/log/db:ro,Z,nocopy
+      - type: volume
+        source: cache
+        target: /cache
+        volume: {nocopy: true}
+      - type: volume
+        target: /scratch
+        volume: {nocopy: true}
+      - plain:/plain
+volumes: {data: {}, logs: {}, cache: {}, plain: {}}
+`}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	spec := a.Service("db").Spec
+	want := []manifest.VolumeMount{
+		{Name: "cache", MountPath: "/cache", NoCopy: true},
+		{Name: "plain", MountPath: "/plain"},
+		{Name: "data", MountPath: "/var/lib/db", NoCopy: true},
+		{Name: "logs", MountPath: "/var/log/db", ReadOnly: true, SELinux: "Z", NoCopy: true},
+	}
+	if !reflect.DeepEqual(spec.Volumes, want) {
+		t.Errorf("volumes:\n got %+v\nwant %+v", spec.Volumes, want)
+	}
+	if want := []manifest.AnonymousVolume{{MountPath: "/scratch", NoCopy: true}}; !reflect.DeepEqual(spec.AnonymousVolumes, want) {
+		t.Errorf("anonymous volumes: got %+v, want %+v", spec.AnonymousVolumes, want)
+	}
+	errs := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "services:\n  db:\n    image: shop/db:1\n    volumes: [{type: bind, source: ./conf, target: /conf, volume: {nocopy: true}}]\n", "conf/a": "x"}, load.Options{})
+	if want := "services.db.volumes[0]: nocopy applies to volumes, not binds"; len(errs) != 1 || !strings.Contains(errs[0], want) {
+		t.Errorf("nocopy on a bind: got %q, want %q", errs, want)
+	}
+}
+
 // tmpfs options beyond size and mode are kept in the order written; an
 // unknown one is refused where it is written.
 func TestComposeTmpfsOptions(t *testing.T) {

@@ -82,9 +82,6 @@ func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
 		return
 	}
 	if vv := v.Volume; vv != nil {
-		if vv.NoCopy {
-			sm.refuse(attr, "nocopy is not supported yet: driftless lets Docker copy the image's content into a new volume")
-		}
 		if vv.Subpath != "" {
 			sm.refuse(attr+".volume.subpath", "volume subpaths are not supported yet")
 		}
@@ -97,7 +94,7 @@ func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
 	if !ok || !sm.claimMountPath(attr, v.Target) {
 		return
 	}
-	sm.spec.Volumes = append(sm.spec.Volumes, manifest.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly, SELinux: selinux})
+	sm.spec.Volumes = append(sm.spec.Volumes, manifest.VolumeMount{Name: name, MountPath: v.Target, ReadOnly: v.ReadOnly, SELinux: selinux, NoCopy: v.Volume != nil && v.Volume.NoCopy})
 }
 
 // volumeSELinux is a named volume's SELinux label (":z", ":Z" or

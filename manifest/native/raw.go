@@ -161,6 +161,7 @@ type rawTmpfs struct {
 // anonymous volume).
 type rawAnonymousVolume struct {
 	MountPath string `json:"mountPath"`
+	NoCopy    bool   `json:"noCopy"`
 }
 
 type rawDevice struct {
@@ -192,6 +193,7 @@ type rawMount struct {
 	MountPath string `json:"mountPath"`
 	ReadOnly  bool   `json:"readOnly"`
 	SELinux   string `json:"selinux"`
+	NoCopy    bool   `json:"noCopy"`
 }
 
 type rawResources struct {

@@ -15,7 +15,8 @@ const tunedService = loadtest.Svc + `  image: x
   platform: linux/arm64
   links: [db, "db:database"]
   dependsOn: [db]
-  volumes: [{name: data, mountPath: /data, selinux: Z}]
+  volumes: [{name: data, mountPath: /data, selinux: Z, noCopy: true}]
+  anonymousVolumes: [{mountPath: /scratch, noCopy: true}]
   tmpfs: [{mountPath: /config, size: 16Mi, options: [exec, uid=1000]}]
   resources: {memory: 128Mi, memorySwap: -1, cpuShares: 512, cpuset: "0-1", cpuPeriod: 100000, cpuQuota: 50000,
     memorySwappiness: 10, oomScoreAdj: -100, oomKillDisable: true}
@@ -40,8 +41,11 @@ func TestLoadTuningFields(t *testing.T) {
 	if got.Platform != "linux/arm64" || !reflect.DeepEqual(got.Links, []string{"db", "db:database"}) {
 		t.Errorf("platform %q, links %q", got.Platform, got.Links)
 	}
-	if want := []manifest.VolumeMount{{Name: "data", MountPath: "/data", SELinux: "Z"}}; !reflect.DeepEqual(got.Volumes, want) {
+	if want := []manifest.VolumeMount{{Name: "data", MountPath: "/data", SELinux: "Z", NoCopy: true}}; !reflect.DeepEqual(got.Volumes, want) {
 		t.Errorf("volumes %+v", got.Volumes)
+	}
+	if want := []manifest.AnonymousVolume{{MountPath: "/scratch", NoCopy: true}}; !reflect.DeepEqual(got.AnonymousVolumes, want) {
+		t.Errorf("anonymous volumes %+v", got.AnonymousVolumes)
 	}
 	if want := []manifest.TmpfsMount{{MountPath: "/config", SizeBytes: 16 << 20, Options: []string{"exec", "uid=1000"}}}; !reflect.DeepEqual(got.Tmpfs, want) {
 		t.Errorf("tmpfs %+v", got.Tmpfs)
