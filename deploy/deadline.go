@@ -2,13 +2,11 @@ package deploy
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/moby/moby/client"
 
-	"github.com/driftless-dev/driftless/drift"
+	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 )
 
 // DefaultRequestTimeout is Options.RequestTimeout's default. An engine
@@ -32,17 +30,9 @@ type boundedAPI struct {
 	timeout time.Duration
 }
 
-// bounded calls f with a deadline of timeout+extra and names op when that
-// deadline, not the caller's context, ended it.
+// bounded calls f with a deadline of the engine's timeout plus extra.
 func bounded[T any](b *boundedAPI, ctx context.Context, op string, extra time.Duration, f func(context.Context) (T, error)) (T, error) {
-	limit := b.timeout + extra
-	bctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	res, err := f(bctx)
-	if err != nil && ctx.Err() == nil && errors.Is(bctx.Err(), context.DeadlineExceeded) {
-		return res, fmt.Errorf("%w at %s: no answer to %s within %s", drift.ErrEngineUnreachable, b.DaemonHost(), op, limit)
-	}
-	return res, err
+	return engineerr.Bounded(ctx, b.timeout+extra, b.DaemonHost, op, f)
 }
 
 func (b *boundedAPI) ContainerList(ctx context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {

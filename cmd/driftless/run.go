@@ -214,11 +214,11 @@ func appNameFor(repo, path string) string {
 // swarm: the same engine DOCKER_HOST names, seen as a cluster, which
 // builds on that engine and sends the apps' registry credentials with
 // each service. nil when no app needs it.
-func connectSwarm(ctx context.Context, apps []config.AppConfig, engine *deploy.Engine, log *slog.Logger) (*swarm.Engine, error) {
+func connectSwarm(ctx context.Context, apps []config.AppConfig, engine *deploy.Engine, requestTimeout time.Duration, log *slog.Logger) (*swarm.Engine, error) {
 	if !slices.ContainsFunc(apps, func(a config.AppConfig) bool { return a.Target == manifest.TargetSwarm }) {
 		return nil, nil
 	}
-	eng, err := swarm.New(swarm.Options{Logger: log, Builder: engine, Registries: engine})
+	eng, err := swarm.New(swarm.Options{Logger: log, Builder: engine, Registries: engine, RequestTimeout: requestTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -596,7 +596,7 @@ func serve(ctx context.Context, cfg config.Config, f runFlags, log *slog.Logger,
 
 	// Images of Swarm apps are built on the manager's engine, the one
 	// eng talks to.
-	swarmEng, err := connectSwarm(ctx, cfg.Apps, eng, log)
+	swarmEng, err := connectSwarm(ctx, cfg.Apps, eng, f.requestTimeout, log)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	swarmtypes "github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -62,6 +63,9 @@ type Options struct {
 	RolloutTimeout time.Duration
 	// Poll is how often Apply looks at a rollout; default 500ms.
 	Poll time.Duration
+	// RequestTimeout bounds each request to the manager (boundedAPI);
+	// default deploy.DefaultRequestTimeout.
+	RequestTimeout time.Duration
 	// Builder builds the images of build: sections on the manager's
 	// engine and pushes them; nil refuses every revision with builds.
 	Builder Builder
@@ -78,7 +82,10 @@ type Registries interface {
 
 // Engine is a connection to a Swarm manager.
 type Engine struct {
+	// api bounds each request (boundedAPI); raw is the client itself, on
+	// which the log stream is found.
 	api  api
+	raw  api
 	opts Options
 	log  *slog.Logger
 
@@ -127,7 +134,10 @@ func newEngine(a api, opts Options) *Engine {
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	return &Engine{api: a, opts: opts, log: opts.Logger, apps: map[string]string{}, quirks: map[string]quirk{}, pushed: map[string]bool{}, stallWait: stallWait}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = deploy.DefaultRequestTimeout
+	}
+	return &Engine{api: &boundedAPI{api: a, timeout: opts.RequestTimeout}, raw: a, opts: opts, log: opts.Logger, apps: map[string]string{}, quirks: map[string]quirk{}, pushed: map[string]bool{}, stallWait: stallWait}
 }
 
 // Close closes the connection.
@@ -138,11 +148,11 @@ func (e *Engine) Close() error { return e.api.Close() }
 // swarm init, or point DOCKER_HOST at a manager).
 func (e *Engine) Ping(ctx context.Context) error {
 	if _, err := e.api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("%w at %s: %w", drift.ErrEngineUnreachable, e.api.DaemonHost(), err)
+		return e.unreachable(err)
 	}
 	info, err := e.api.Info(ctx, client.InfoOptions{})
 	if err != nil {
-		return fmt.Errorf("%w at %s: %w", drift.ErrEngineUnreachable, e.api.DaemonHost(), err)
+		return e.unreachable(err)
 	}
 	if !info.Info.Swarm.ControlAvailable {
 		return fmt.Errorf("%w: the engine at %s is not a Swarm manager (swarm state %q): run driftless against a manager node, or `docker swarm init` there",

@@ -124,7 +124,7 @@ func (e *Engine) findTask(ctx context.Context, svc swarmtypes.Service, name stri
 // Values of the keys the service marks secret are redacted. target is
 // one of LogTargets' names; it must be app's (logstream.ErrNotOwned).
 func (e *Engine) StreamLogs(ctx context.Context, app, target string, opts logstream.Options, emit func(logstream.Line) error) error {
-	la, ok := e.api.(logAPI)
+	la, ok := e.raw.(logAPI)
 	if !ok {
 		return fmt.Errorf("logs of %s: this connection to the Swarm manager cannot read logs", target)
 	}
