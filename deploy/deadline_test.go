@@ -3,10 +3,6 @@ package deploy
 import (
 	"context"
 	"errors"
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/boundcheck"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -101,31 +98,9 @@ func TestStopIsGivenItsGracePeriodOnTop(t *testing.T) {
 // dockerAPI: a method added to the interface is either bounded in
 // deadline.go or named here as a stream (or the ping, which has its own).
 func TestEveryRequestThatAnswersAtOnceIsBounded(t *testing.T) {
-	unbounded := map[string]bool{
+	boundcheck.Check(t, "deadline.go", "boundedAPI", reflect.TypeFor[dockerAPI](), map[string]bool{
 		"Ping": true, "DaemonHost": true, "Close": true, // the ping has Options.PingTimeout
 		"Events": true, "ContainerLogs": true, "ImagePull": true, "ImageImport": true, // streams
 		"DistributionInspect": true, // the engine asks the registry: its own timeouts
-	}
-	f, err := parser.ParseFile(token.NewFileSet(), "deadline.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounded := map[string]bool{}
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
-			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok && fmt.Sprint(star.X) == "boundedAPI" {
-				bounded[fn.Name.Name] = true
-			}
-		}
-	}
-	api := reflect.TypeFor[dockerAPI]()
-	for i := range api.NumMethod() {
-		name := api.Method(i).Name
-		if !bounded[name] && !unbounded[name] {
-			t.Errorf("dockerAPI.%s has no deadline: bound it in deadline.go, or name it here if it streams", name)
-		}
-		if bounded[name] && unbounded[name] {
-			t.Errorf("dockerAPI.%s is both bounded and named unbounded", name)
-		}
-	}
+	})
 }

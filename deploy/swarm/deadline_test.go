@@ -3,10 +3,6 @@ package swarm
 import (
 	"context"
 	"errors"
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/internal/boundcheck"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -49,23 +46,5 @@ func TestUnansweredManagerFailsAsEngineNotAnswering(t *testing.T) {
 // TestEveryManagerRequestIsBounded keeps boundedAPI in step with api: a
 // method added to the interface is bounded in deadline.go or named here.
 func TestEveryManagerRequestIsBounded(t *testing.T) {
-	unbounded := map[string]bool{"DaemonHost": true, "Close": true, "Events": true}
-	f, err := parser.ParseFile(token.NewFileSet(), "deadline.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounded := map[string]bool{}
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
-			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok && fmt.Sprint(star.X) == "boundedAPI" {
-				bounded[fn.Name.Name] = true
-			}
-		}
-	}
-	a := reflect.TypeFor[api]()
-	for i := range a.NumMethod() {
-		if name := a.Method(i).Name; !bounded[name] && !unbounded[name] {
-			t.Errorf("api.%s has no deadline: bound it in deadline.go, or name it here if it streams", name)
-		}
-	}
+	boundcheck.Check(t, "deadline.go", "boundedAPI", reflect.TypeFor[api](), map[string]bool{"DaemonHost": true, "Close": true, "Events": true})
 }
