@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -349,11 +350,16 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 			p.a.showPull(app, rev, ev.Message)
 			return
 		}
-		// Each step in the log, as compose prints them: where an apply
-		// waits (a readiness wait, a stop's grace period, an engine that
-		// does not answer) is the step last logged for its object.
+		// Each change's start, readiness wait and end in the log, as
+		// compose prints its steps (the steps between at debug): where an
+		// apply waits is the step last logged for its object.
+		level := slog.LevelDebug
+		switch ev.Phase {
+		case drift.PhaseStart, drift.PhaseWaiting, drift.PhaseDone, drift.PhaseFailed, drift.PhaseSkipped:
+			level = slog.LevelInfo
+		}
 		c := ev.Change
-		p.a.log.Info("apply step", "app", app, "revision", rev, "change", c.Action.Symbol()+" "+string(c.Kind)+" "+c.Name,
+		p.a.log.Log(ctx, level, "apply step", "app", app, "revision", rev, "change", c.Action.Symbol()+" "+string(c.Kind)+" "+c.Name,
 			"phase", ev.Phase, "message", ev.Message, "elapsed", ev.Elapsed.Round(time.Millisecond))
 	}
 	res := p.a.engineFor(p.in.cfg).Apply(ctx, p.appFor(desired, *p.lastActual), plan, drift.ApplyOptions{Stop: p.in.stop, Progress: progress})
