@@ -102,6 +102,7 @@ func applyCmd() *cobra.Command {
 	parallel := fs.Int("parallel", 4, "how many independent changes run at once")
 	readyTimeout := fs.Duration("ready-timeout", 60*time.Second, "how long a new replica may take to become ready")
 	buildTimeout := fs.Duration("build-timeout", deploy.DefaultBuildTimeout, "how long one image build from build: may take")
+	requestTimeout := fs.Duration("request-timeout", deploy.DefaultRequestTimeout, "how long the engine may take to answer one request (create, start, inspect, remove…; a stop gets its grace period on top)")
 	lfl.data = dataFlag(fs)
 	lfl.lf.register(fs)
 	var ef engineFlag
@@ -115,7 +116,7 @@ func applyCmd() *cobra.Command {
 		// Like docker compose, apply pulls with the credentials of Docker's
 		// config.json ($DOCKER_CONFIG or ~/.docker).
 		creds := &registry.Logins{Docker: &registry.DockerConfig{Dir: registry.DockerConfigDir(os.Getenv)}}
-		dopts := deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds}
+		dopts := deploy.Options{Parallelism: *parallel, ReadyTimeout: *readyTimeout, RequestTimeout: *requestTimeout, BuildTimeout: *buildTimeout, FilesDir: hostfiles.DefaultFilesDir(), Credentials: creds}
 		remote, done, err := ef.options(&dopts, target.opts.opts.Target)
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless apply:", err)

@@ -366,7 +366,7 @@ func connectTarget(ctx context.Context, target string, opts deploy.Options) (cli
 	if err != nil {
 		return nil, err
 	}
-	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout, Builder: builder, Registries: builder})
+	eng, err := swarm.New(swarm.Options{RolloutTimeout: opts.ReadyTimeout, RequestTimeout: opts.RequestTimeout, Builder: builder, Registries: builder})
 	if err != nil {
 		builder.Close()
 		return nil, err
