@@ -415,7 +415,7 @@ func nativeDocuments(file string, data []byte) []manifest.Position {
 // runComposeGo loads the project with compose-go, kept away from the host:
 // the files are given as content, paths stay relative (ResolvePaths off),
 // the environment is the one given, env_file and label_file are not read
-// (env_file is resolved through the fs.FS afterwards), and the project name
+// (both are read through the fs.FS afterwards), and the project name
 // is the app's. A panic inside compose-go is an error, never a crash.
 //
 // casts are the interpolation casts that apply to some string of the files

@@ -113,7 +113,7 @@ var composeServiceRules = map[string]any{
 
 	"credential_spec": composeRefused("is Windows-only"),
 	"isolation":       composeRefused("is Windows-only"),
-	"label_file":      composeRefused("is not supported yet: write the labels under labels:"),
+	"label_file":      composeMapped("labels"),
 	"log_driver":      composeRefused("is the legacy spelling: use logging: {driver: ...}"),
 	"log_opt":         composeRefused("is the legacy spelling: use logging: {options: ...}"),
 

@@ -84,6 +84,45 @@ volumes: {data: {}, logs: {}, cache: {}, plain: {}}
 	}
 }
 
+// label_file is read from the revision as compose reads it: later files
+// win, labels: wins over every file, ${VAR} names a label of an earlier
+// file; a missing file, an absolute path and a reserved label are refused
+// where they are written.
+func TestComposeLabelFile(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml": `services:
+  web:
+    image: shop/web:1
+    label_file: [labels/base.labels, labels/more.labels]
+    labels: {team: explicit}
+`,
+		"labels/base.labels": "team=base\ntier=front\nowner=${team}-ops\n# a comment\n",
+		"labels/more.labels": "tier=edge\n",
+	}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	want := map[string]string{"team": "explicit", "tier": "edge", "owner": "base-ops"}
+	if got := a.Service("web").Labels; !reflect.DeepEqual(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+
+	files["compose.yaml"] = `services:
+  web:
+    image: shop/web:1
+    label_file: [missing.labels, /etc/host.labels, labels/bad.labels]
+`
+	files["labels/bad.labels"] = "dev.driftless.app=other\n"
+	got := strings.Join(loadtest.ComposeErrors(t, files, load.Options{}), "\n")
+	for _, want := range []string{
+		`compose.yaml:4:18: services.web.label_file[0]: label file "missing.labels" does not exist in the repository`,
+		`compose.yaml:4:34: services.web.label_file[1]: "/etc/host.labels": label files are read from the revision`,
+		`compose.yaml:4:52: services.web.label_file[2]: label dev.driftless.app in "labels/bad.labels": the label prefix "dev.driftless." is reserved`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %q:\n%s", want, got)
+		}
+	}
+}
+
 // tmpfs options beyond size and mode are kept in the order written; an
 // unknown one is refused where it is written.
 func TestComposeTmpfsOptions(t *testing.T) {

@@ -118,6 +118,7 @@ func (sm *serviceMap) mapService() {
 	}
 	sm.labels = copyMap(s.Labels)
 	sm.m.refuseReserved(sm.path("labels"), sm.labels)
+	sm.mapLabelFiles(s.LabelFiles)
 	sm.mapImage()
 	sm.mapCommand()
 	sm.mapEnvironment()
