@@ -403,7 +403,7 @@ func classify(err error) *drift.Failure {
 	case errors.As(err, &f):
 		return f
 	case errors.Is(err, drift.ErrEngineUnreachable):
-		// A ping or a request left unanswered (boundedAPI), not the
+		// A ping or a request left unanswered (engineapi.Bounded), not the
 		// apply's own context.
 		return &drift.Failure{Cause: drift.FailureEngine, Summary: engineerr.FirstLine(err.Error())}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/driftless-dev/driftless/deploy/internal/boundcheck"
+	"github.com/driftless-dev/driftless/deploy/internal/engineapi"
 	"github.com/driftless-dev/driftless/drift"
 )
 
@@ -42,7 +43,7 @@ func (s *silentEngine) ContainerStop(ctx context.Context, _ string, _ client.Con
 func (s *silentEngine) DaemonHost() string { return "unix:///run/frozen.sock" }
 
 func TestUnansweredRequestFailsAsEngineNotAnswering(t *testing.T) {
-	api := &boundedAPI{dockerAPI: &silentEngine{given: make(chan time.Duration, 1)}, timeout: 50 * time.Millisecond}
+	api := engineapi.Bound(&silentEngine{given: make(chan time.Duration, 1)}, 50*time.Millisecond)
 	_, err := api.ContainerInspect(context.Background(), "c1", client.ContainerInspectOptions{})
 	if !errors.Is(err, drift.ErrEngineUnreachable) {
 		t.Fatalf("err = %v, want it to say the engine is unreachable", err)
@@ -57,7 +58,7 @@ func TestUnansweredRequestFailsAsEngineNotAnswering(t *testing.T) {
 }
 
 func TestCallersOwnCancelIsNotTheEnginesFault(t *testing.T) {
-	api := &boundedAPI{dockerAPI: &silentEngine{given: make(chan time.Duration, 1)}, timeout: time.Hour}
+	api := engineapi.Bound(&silentEngine{given: make(chan time.Duration, 1)}, time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := api.ContainerInspect(ctx, "c1", client.ContainerInspectOptions{})
@@ -71,7 +72,7 @@ func TestCallersOwnCancelIsNotTheEnginesFault(t *testing.T) {
 
 func TestStopIsGivenItsGracePeriodOnTop(t *testing.T) {
 	eng := &silentEngine{given: make(chan time.Duration, 1)}
-	api := &boundedAPI{dockerAPI: eng, timeout: 30 * time.Millisecond}
+	api := engineapi.Bound(eng, 30*time.Millisecond)
 	grace := 1
 	start := time.Now()
 	_, err := api.ContainerStop(context.Background(), "c1", client.ContainerStopOptions{Timeout: &grace})
@@ -94,11 +95,11 @@ func TestStopIsGivenItsGracePeriodOnTop(t *testing.T) {
 	}
 }
 
-// TestEveryRequestThatAnswersAtOnceIsBounded keeps boundedAPI in step with
-// dockerAPI: a method added to the interface is either bounded in
-// deadline.go or named here as a stream (or the ping, which has its own).
+// TestEveryRequestThatAnswersAtOnceIsBounded keeps engineapi.Bounded in
+// step with the API: a method added to the interface is either bounded in
+// engineapi.go or named here as a stream (or the ping, which has its own).
 func TestEveryRequestThatAnswersAtOnceIsBounded(t *testing.T) {
-	boundcheck.Check(t, "deadline.go", "boundedAPI", reflect.TypeFor[dockerAPI](), map[string]bool{
+	boundcheck.Check(t, "internal/engineapi/engineapi.go", "Bounded", reflect.TypeFor[dockerAPI](), map[string]bool{
 		"Ping": true, "DaemonHost": true, "Close": true, // the ping has Options.PingTimeout
 		"Events": true, "ContainerLogs": true, "ImagePull": true, "ImageImport": true, // streams
 		"DistributionInspect": true, // the engine asks the registry: its own timeouts

@@ -29,11 +29,11 @@ import (
 
 	"github.com/driftless-dev/driftless/deploy/dialclient"
 	"github.com/driftless-dev/driftless/deploy/hostfiles"
+	"github.com/driftless-dev/driftless/deploy/internal/engineapi"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/internal/liveness"
 	"github.com/driftless-dev/driftless/deploy/internal/netleave"
 	"github.com/driftless-dev/driftless/deploy/internal/requestcount"
-	"github.com/driftless-dev/driftless/deploy/jobrun"
 	"github.com/driftless-dev/driftless/deploy/pullrecord"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/registry"
@@ -42,39 +42,9 @@ import (
 	"github.com/driftless-dev/driftless/drift"
 )
 
-// dockerAPI is the part of the Docker client deploy uses. It is kept narrow
-// so the pure parts can be tested without an engine; *client.Client
-// satisfies it. It embeds what a job run needs (jobrun.API: container
-// list, inspect, create, start, stop, remove and logs, network connect).
-type dockerAPI interface {
-	jobrun.API
-
-	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
-	DaemonHost() string
-	Close() error
-
-	ContainerRename(ctx context.Context, id string, options client.ContainerRenameOptions) (client.ContainerRenameResult, error)
-	ContainerUpdate(ctx context.Context, id string, options client.ContainerUpdateOptions) (client.ContainerUpdateResult, error)
-
-	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
-	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
-	NetworkDisconnect(ctx context.Context, networkID string, options client.NetworkDisconnectOptions) (client.NetworkDisconnectResult, error)
-	NetworkInspect(ctx context.Context, networkID string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
-	NetworkRemove(ctx context.Context, networkID string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
-
-	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
-	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
-	VolumeInspect(ctx context.Context, volumeID string, options client.VolumeInspectOptions) (client.VolumeInspectResult, error)
-	VolumeRemove(ctx context.Context, volumeID string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
-
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
-	ImagePull(ctx context.Context, ref string, options client.ImagePullOptions) (client.ImagePullResponse, error)
-	ImageImport(ctx context.Context, source client.ImageImportSource, ref string, options client.ImageImportOptions) (client.ImageImportResult, error)
-	ImageRemove(ctx context.Context, ref string, options client.ImageRemoveOptions) (client.ImageRemoveResult, error)
-	DistributionInspect(ctx context.Context, ref string, options client.DistributionInspectOptions) (client.DistributionInspectResult, error)
-
-	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
-}
+// dockerAPI is the part of the Docker client deploy uses (see
+// engineapi.API); *client.Client satisfies it.
+type dockerAPI = engineapi.API
 
 // Options configure an Engine.
 type Options struct {
@@ -219,7 +189,7 @@ func (o Options) withDefaults() Options {
 // Engine is a connection to one Docker engine plus the readiness prober
 // that watches the containers driftless owns on it.
 type Engine struct {
-	// api bounds each request that answers at once (boundedAPI); raw is
+	// api bounds each request that answers at once (engineapi.Bounded); raw is
 	// the client itself, on which the optional interfaces (build, push,
 	// image list, engine info) are found.
 	api    dockerAPI
@@ -381,7 +351,7 @@ type serverVersioner interface {
 
 func newEngine(api dockerAPI, opts Options) *Engine {
 	opts = opts.withDefaults()
-	bapi := &boundedAPI{dockerAPI: api, timeout: opts.RequestTimeout}
+	bapi := engineapi.Bound(api, opts.RequestTimeout)
 	e := &Engine{api: bapi, raw: api, opts: opts, log: opts.Logger, watchBackoff: time.Second, view: view.New(bapi, opts.Logger)}
 	e.live = liveness.New(opts.LivenessInterval, opts.Logger, e.ping, engineErr)
 	e.reg = registry.NewClient(opts.RegistryCertsDir, e.engineInsecure)

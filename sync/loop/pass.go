@@ -143,7 +143,7 @@ func (p *pass) run(ctx context.Context) (o passOutcome) {
 		dec.Held = append(dec.Held, held...)
 	}
 	if !dec.Apply.Empty() {
-		o.before = healthCounts(drift.Assess(p.computeInput(desired, *o.actual), plan))
+		o.before = store.HealthCounts(drift.Assess(p.computeInput(desired, *o.actual), plan))
 		if !p.buildAccepted(ctx, desired, &o) {
 			return o
 		}
@@ -329,15 +329,6 @@ func (p *pass) decide(ctx context.Context, cand *revisionState, o *passOutcome) 
 	in := p.computeInput(o.accepted, *o.actual)
 	plan := drift.Compute(in)
 	return o.accepted, plan, drift.Decide(in, plan, p.policy(false))
-}
-
-// healthCounts is the ready/desired count of each service assessed.
-func healthCounts(h drift.AppHealth) []store.ServiceCount {
-	out := make([]store.ServiceCount, 0, len(h.Services))
-	for _, s := range h.Services {
-		out = append(out, store.ServiceCount{Service: s.Service, Ready: s.Ready, Desired: s.Desired})
-	}
-	return out
 }
 
 // apply carries out the decided plan. It stops at a safe point when the

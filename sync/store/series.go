@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/sync/status"
 	bolt "go.etcd.io/bbolt"
 )
@@ -56,6 +57,15 @@ func CountsOf(s status.AppStatus) []ServiceCount {
 	out := make([]ServiceCount, 0, len(s.Services))
 	for _, svc := range s.Services {
 		out = append(out, ServiceCount{svc.Name, svc.Ready, svc.Desired})
+	}
+	return out
+}
+
+// HealthCounts is the ready/desired count of each service assessed.
+func HealthCounts(h drift.AppHealth) []ServiceCount {
+	out := make([]ServiceCount, 0, len(h.Services))
+	for _, s := range h.Services {
+		out = append(out, ServiceCount{Service: s.Service, Ready: s.Ready, Desired: s.Desired})
 	}
 	return out
 }
