@@ -49,10 +49,7 @@
   }
 
   var es = new EventSource("/events");
-  // Each (re)connect refetches the page: status events sent before the
-  // stream was open (while the page loaded, or while it reconnected) are
-  // not replayed, and the page would keep showing what it had.
-  es.onopen = function () { mark("on", "live"); refresh(); };
+  es.onopen = function () { mark("on", "live"); };
   es.onerror = function () { mark("off", "reconnecting…"); };
   es.addEventListener("status", function (ev) {
     var data;
