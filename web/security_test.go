@@ -165,8 +165,14 @@ func TestFormsNeedSameOriginAndCSRFToken(t *testing.T) {
 		}
 		// The next page says what happened, once.
 		flash := header("Cookie", strings.Split(w.Header().Get("Set-Cookie"), ";")[0])
-		if page := env.page("/apps/shop", flash); !strings.Contains(page, "sync of shop queued") {
+		page := env.page("/apps/shop", flash)
+		if !strings.Contains(page, "sync of shop queued") {
 			t.Errorf("page after the form post does not confirm the action")
+		}
+		// The page swaps live-root for a fresh copy on every live update
+		// (the fresh copy has no flash): the message must stand outside it.
+		if msg, root := strings.Index(page, "sync of shop queued"), strings.Index(page, `id="live-root"`); root < 0 || msg > root {
+			t.Errorf("the confirmation stands inside live-root (at %d, live-root at %d): a live update would drop it", msg, root)
 		}
 	}
 	w := env.formPost("/apps/shop/selfheal", url.Values{"csrf": {token}, "enabled": {"false"}, "next": {"//evil.example/"}}, sameOrigin)

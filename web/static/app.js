@@ -49,7 +49,9 @@
   }
 
   var es = new EventSource("/events");
-  es.onopen = function () { mark("on", "live"); };
+  // Events sent while the page loaded, or while the stream reconnected,
+  // are not replayed: refetch whenever the stream (re)opens.
+  es.onopen = function () { mark("on", "live"); refresh(); };
   es.onerror = function () { mark("off", "reconnecting…"); };
   es.addEventListener("status", function (ev) {
     var data;
