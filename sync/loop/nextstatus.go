@@ -301,15 +301,23 @@ func (u *statusUpdate) noteErrors(o passOutcome) {
 	if o.sourceErr != nil {
 		u.errors = append(u.errors, "source")
 	}
-	if o.engineErr != nil {
+	switch {
+	case o.engineErr != nil || engineFailedApply(o):
 		u.errors = append(u.errors, "engine")
-	}
-	if o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) {
+	case o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped):
 		u.errors = append(u.errors, "apply")
 	}
 	if o.refusal != nil {
 		u.errors = append(u.errors, "validation")
 	}
+}
+
+// engineFailedApply is an apply the engine failed under (unreachable, a
+// request left unanswered, a 5xx). It is listed, and retried by
+// passResult, as the engine's problem, like an engine down at observe: the
+// manifest is not at fault.
+func engineFailedApply(o passOutcome) bool {
+	return o.apply != nil && o.apply.result.Err != nil && o.apply.result.Causes()[drift.FailureEngine] > 0
 }
 
 // conditionOrder is how active problems are listed, most fundamental first.
@@ -335,7 +343,10 @@ func (u *statusUpdate) conditions(in statusInput) map[string]status.Condition {
 	if msg := releaseCondition(in, u.mem); msg != "" {
 		active["release"] = msg
 	}
-	if o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) {
+	switch {
+	case engineFailedApply(o) && o.engineErr == nil:
+		active["engine"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
+	case o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) && !engineFailedApply(o):
 		active["apply"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
 	}
 	if o.gap != nil && len(o.gap.Conflicts) > 0 {
@@ -521,6 +532,8 @@ func failureMessage(o passOutcome, mem memory, s *status.AppStatus) string {
 		return fmt.Sprintf("revision %s refused: %s; %s", o.refusal.Revision.Short(), o.refusal.Reason, running)
 	case o.sourceErr != nil:
 		return fmt.Sprintf("cannot read the Git source: %v; %s, retrying", o.sourceErr, running)
+	case engineFailedApply(o) && !success(o):
+		return fmt.Sprintf("apply %s: %v; retrying", o.accepted.rev.Short(), o.apply.result.Err)
 	case o.apply != nil && o.apply.result.Err != nil && !success(o):
 		return fmt.Sprintf("apply %s: %v; retrying with backoff", o.accepted.rev.Short(), o.apply.result.Err)
 	case s.Refused != nil:

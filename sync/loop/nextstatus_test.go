@@ -160,3 +160,33 @@ func TestPassResult(t *testing.T) {
 		}
 	}
 }
+
+// An engine that fails under an apply is the engine's problem, not the
+// manifest's: the status lists it under "engine" and retries it as such,
+// while a rollout failure stays under "apply" with backoff.
+func TestNextStatusEngineFailureDuringApplyIsAnEngineCondition(t *testing.T) {
+	acc := acceptedRev(1, manifest.Service{Name: "web", Hash: "h1", Spec: manifest.ServiceSpec{Replicas: 1}})
+	failed := func(cause drift.FailureCause, msg string) passOutcome {
+		r := drift.ApplyResult{Err: errors.New(msg), Outcomes: []drift.Outcome{{Result: drift.ResultFailed, Failure: &drift.Failure{Cause: cause}}}}
+		return passOutcome{accepted: acc, fetched: &acc.rev, gap: &drift.Plan{App: "shop"}, health: &drift.AppHealth{Health: drift.HealthDegraded}, apply: &applyReport{result: r}}
+	}
+	engine := "web: Docker engine unreachable at tcp://10.0.0.1:2375: no answer to POST /containers/create within 3s"
+	for _, tc := range []struct {
+		name, kind, message string
+		o                   passOutcome
+	}{
+		{"engine", "engine", "apply " + acc.rev.Short() + ": " + engine + "; retrying", failed(drift.FailureEngine, engine)},
+		{"rollout", "apply", "apply " + acc.rev.Short() + ": web: not ready; retrying with backoff", failed(drift.FailureRollout, "web: not ready")},
+	} {
+		mem := newMemory()
+		mem.accepted = acc
+		u := nextStatus(statusIn(status.AppStatus{Name: "shop"}, mem, tc.o, clock0))
+		s := u.status
+		if len(s.Errors) != 1 || s.Errors[0].Kind != tc.kind || len(u.errors) != 1 || u.errors[0] != tc.kind {
+			t.Errorf("%s: conditions %+v, error metrics %v; want one %q", tc.name, s.Errors, u.errors, tc.kind)
+		}
+		if s.Message != tc.message {
+			t.Errorf("%s: message %q, want %q", tc.name, s.Message, tc.message)
+		}
+	}
+}
