@@ -37,9 +37,7 @@ func TestComposeEquivalence(t *testing.T) {
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		t.Fatal("this test compares with docker-compose 1.29: install Debian's docker-compose (.ci/run does)")
 	}
-	images := testenv.NewImageSet(t)
-	image := images.Ref("shop/equiv:1")
-	images.Ensure(image)
+	image := builtImage(t, "shop/equiv:1")
 	var mu sync.Mutex
 	used := map[string]int{}
 	ran := 0

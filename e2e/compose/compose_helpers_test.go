@@ -207,6 +207,15 @@ type cliDir struct {
 	env   map[string]string // the CLI's environment: DRIFTLESS_DATA
 }
 
+// builtImage is a stand-in image of its own namespace, built if needed.
+func builtImage(t *testing.T, name string) string {
+	t.Helper()
+	images := testenv.NewImageSet(t)
+	ref := images.Ref(name)
+	images.Ensure(ref)
+	return ref
+}
+
 func newCLIDir(t *testing.T, app string, files map[string]string) *cliDir {
 	t.Helper()
 	c := &cliDir{t: t, files: &composeApp{t: t, Name: app, Files: files}, dir: filepath.Join(t.TempDir(), app),

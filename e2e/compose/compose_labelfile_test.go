@@ -13,9 +13,7 @@ import (
 // changed label does.
 func TestComposeLabelFile(t *testing.T) {
 	t.Parallel()
-	images := testenv.NewImageSet(t)
-	img := images.Ref("shop/web:1")
-	images.Ensure(img)
+	img := builtImage(t, "shop/web:1")
 	app := testenv.UniqueApp(t)
 	cli := newCLIDir(t, app, map[string]string{
 		"compose.yaml": fmt.Sprintf(`services:

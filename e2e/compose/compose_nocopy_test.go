@@ -14,9 +14,7 @@ import (
 // volume, it starts empty. The stand-in images have /etc/passwd.
 func TestComposeVolumeNoCopy(t *testing.T) {
 	t.Parallel()
-	images := testenv.NewImageSet(t)
-	img := images.Ref("shop/web:1")
-	images.Ensure(img)
+	img := builtImage(t, "shop/web:1")
 	app := testenv.UniqueApp(t)
 	compose := fmt.Sprintf(`services:
   copied:

@@ -19,9 +19,7 @@ import (
 // runtime replaces it.
 func TestComposeNamespaceModesAndRuntime(t *testing.T) {
 	t.Parallel()
-	images := testenv.NewImageSet(t)
-	img := images.Ref("shop/agent:1")
-	images.Ensure(img)
+	img := builtImage(t, "shop/agent:1")
 	app := testenv.UniqueApp(t)
 	port := testenv.FreePorts(t, 1)
 	compose := fmt.Sprintf(`services:
