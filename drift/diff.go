@@ -113,6 +113,7 @@ var extraFields = []struct {
 	{"tty", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.TTY) }},
 	{"stdinOpen", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.StdinOpen) }},
 	{"networkMode", func(s *manifest.ServiceSpec) string { return stringOr(s.NetworkMode, "(app networks)") }},
+	{"networkPriority", func(s *manifest.ServiceSpec) string { return networkPriority(s.NetworkPriority) }},
 	{"aliases", func(s *manifest.ServiceSpec) string { return aliases(s.Aliases) }},
 	{"extraHosts", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.ExtraHosts), none) }},
 	{"dns", func(s *manifest.ServiceSpec) string { return listOr(s.DNS, none) }},
@@ -206,6 +207,14 @@ func healthcheck(h *manifest.Healthcheck) string {
 		out += ", retries " + strconv.Itoa(h.Retries)
 	}
 	return out
+}
+
+func networkPriority(m map[string]int) string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, n+": "+strconv.Itoa(m[n]))
+	}
+	return listOr(parts, none)
 }
 
 func aliases(m map[string][]string) string {

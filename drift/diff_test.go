@@ -46,6 +46,8 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 			{"aliases", "(none)", "b: x, default: api www"}, {"extraHosts", "(none)", "db:10.0.0.5"},
 			{"dns", "(none)", "1.1.1.1, 8.8.8.8"}, {"dnsSearch", "(none)", "example.org"}, {"dnsOptions", "(none)", "ndots:2"},
 			{"macAddress", "(none)", "02:42:ac:11:00:02"}}},
+		{"network priority", func(s *manifest.ServiceSpec) { s.NetworkPriority = map[string]int{"front": 10, "back": -1} },
+			[]FieldChange{{"networkPriority", "(none)", "back: -1, front: 10"}}},
 		{"network mode", func(s *manifest.ServiceSpec) { s.NetworkMode, s.Networks = manifest.NetworkHost, nil },
 			[]FieldChange{{"networks", "default", "(none)"}, {"networkMode", "(app networks)", "host"}}},
 		{"mounts", func(s *manifest.ServiceSpec) {

@@ -71,6 +71,7 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	} else {
 		out.Aliases = nil
 	}
+	out.NetworkPriority = copyMap(spec.NetworkPriority)
 	out.ExtraHosts = nonEmpty(spec.ExtraHosts)
 	out.DNS = nonEmpty(spec.DNS)
 	out.DNSSearch = nonEmpty(spec.DNSSearch)
@@ -175,4 +176,15 @@ func compareDeviceRequests(a, b DeviceRequest) int {
 		slices.Compare(a.DeviceIDs, b.DeviceIDs),
 		slices.CompareFunc(a.Capabilities, b.Capabilities, slices.Compare[[]string]),
 		cmp.Compare(fmtOptions(a.Options), fmtOptions(b.Options)))
+}
+
+// NetworksInOrder is the order a replica joins its networks: by
+// NetworkPriority, highest first, equal priorities by name (as compose
+// orders a service's networks).
+func (s *ServiceSpec) NetworksInOrder() []string {
+	out := slices.Clone(s.Networks)
+	slices.SortFunc(out, func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.NetworkPriority[b], s.NetworkPriority[a]), cmp.Compare(a, b))
+	})
+	return out
 }

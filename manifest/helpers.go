@@ -6,7 +6,7 @@ import (
 )
 
 // copyMap copies m, returning nil for an empty map.
-func copyMap(m map[string]string) map[string]string {
+func copyMap[V any](m map[string]V) map[string]V {
 	if len(m) == 0 {
 		return nil
 	}

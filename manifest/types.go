@@ -257,6 +257,10 @@ type ServiceSpec struct {
 	// Addresses are fixed addresses per network (by manifest name), on
 	// networks whose subnet the app declares; only with one replica.
 	Addresses map[string]Address `json:"addresses,omitempty"`
+	// NetworkPriority orders the networks a replica joins (by manifest
+	// name, default 0): the highest first, equal ones by name. Only the
+	// order of the container's interfaces follows (eth0 is the first).
+	NetworkPriority map[string]int `json:"networkPriority,omitempty"`
 	// Aliases are extra DNS names per network (by manifest name); the
 	// service name is always one.
 	Aliases    map[string][]string `json:"aliases,omitempty"`

@@ -439,8 +439,9 @@ func bindString(b manifest.BindMount) string {
 	return b.HostPath + ":" + b.MountPath + ":" + strings.Join(opts, ",")
 }
 
-// networking attaches the replica: to its first network at create (with
-// the service name and its aliases there), the others after create; or to
+// networking attaches the replica: to its first network (by priority, then
+// name) at create, with the service name and its aliases there, the others
+// after create in that order; or to
 // Docker's bridge, the host's network or none, without aliases.
 func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) (*network.NetworkingConfig, error) {
 	spec := &in.Service.Spec
@@ -470,7 +471,7 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 		}
 		return &network.NetworkingConfig{EndpointsConfig: ep}, nil
 	}
-	networks := spec.Networks
+	networks := spec.NetworksInOrder()
 	if len(networks) == 0 {
 		networks = []string{manifest.DefaultNetwork}
 	}

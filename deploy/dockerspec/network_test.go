@@ -2,6 +2,7 @@ package dockerspec
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
@@ -44,6 +45,30 @@ func TestReplicaConfigSharedNamespaceAndAddresses(t *testing.T) {
 	if len(rc.ExtraNetworks) != 1 || rc.ExtraNetworks[0].Name != "dns-net" || rc.ExtraNetworks[0].IPAM == nil ||
 		rc.ExtraNetworks[0].IPAM.IPv4Address != netip.MustParseAddr("172.30.0.2") {
 		t.Errorf("extra networks %+v, want dns-net (the name the file gives) with 172.30.0.2", rc.ExtraNetworks)
+	}
+}
+
+// A replica is created on its highest-priority network, with its aliases
+// there, and joins the others in priority order, equal ones by name.
+func TestReplicaConfigNetworkPriority(t *testing.T) {
+	app := &manifest.App{Name: "shop", Services: []manifest.Service{
+		{Name: "web", Spec: manifest.ServiceSpec{Image: "x", Replicas: 1, Networks: []string{"a", "b", "c", "d"},
+			NetworkPriority: map[string]int{"c": 10, "a": -1}, Aliases: map[string][]string{"c": {"www"}}}},
+	}}
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := rc.Create.NetworkingConfig.EndpointsConfig["shop-c"]
+	if rc.Create.HostConfig.NetworkMode != "shop-c" || ep == nil || len(rc.Create.NetworkingConfig.EndpointsConfig) != 1 || !slices.Equal(ep.Aliases, []string{"web", "www"}) {
+		t.Errorf("created on %q with endpoints %+v, want shop-c alone, aliases web www", rc.Create.HostConfig.NetworkMode, rc.Create.NetworkingConfig.EndpointsConfig)
+	}
+	var then []string
+	for _, n := range rc.ExtraNetworks {
+		then = append(then, n.Name)
+	}
+	if !slices.Equal(then, []string{"shop-b", "shop-d", "shop-a"}) {
+		t.Errorf("then joins %v, want shop-b shop-d shop-a", then)
 	}
 }
 

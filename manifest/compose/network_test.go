@@ -75,6 +75,12 @@ func TestComposeNetworkErrors(t *testing.T) {
 				"compose.yaml:24:19: services.f.network_mode: service \"big\" has 3 replicas, and a network namespace is one container's: give it one replica",
 				"compose.yaml:27:19: services.g.network_mode: \"container:other\" (sharing the network namespace of a container driftless does not manage) is not supported: share a service's with service:NAME, or put the services on a shared network and reach them by name",
 			}},
+		{"network priority on swarm",
+			map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    networks: {dns: {priority: 10}}\n" + subnet},
+			load.Options{Target: manifest.TargetSwarm},
+			[]string{
+				"compose.yaml:4:32: services.a.networks.dns.priority: Swarm attaches a task's networks itself: network priorities are for apps on one engine (target: swarm)",
+			}},
 		{"names: invalid, taken twice",
 			map[string]string{"compose.yaml": "services:\n  a:\n    image: x\n    networks: [n1, n2]\n    volumes: ['v1:/a', 'v2:/b']\n" +
 				"networks:\n  n1: {name: shared-net}\n  n2: {name: shared-net}\n  n3: {name: 'bad name'}\n" +
@@ -151,5 +157,27 @@ func TestComposeNetworkV6Only(t *testing.T) {
 	n := a.Network("ghost-network")
 	if n == nil || n.Spec.Subnet != "" || n.Spec.SubnetV6 != "fdc1:f5e4:6668::/64" || !n.Spec.EnableIPv6 {
 		t.Fatalf("network ghost-network = %+v, want an IPv6 subnet and no IPv4 one declared", n)
+	}
+}
+
+// A service's network priorities order the networks its replicas join:
+// the highest first, equal ones by name, as compose orders them.
+func TestComposeNetworkPriority(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n" +
+		"  web:\n    image: x\n    networks:\n      back: {}\n      front: {priority: 100}\n      mid: {priority: -1}\n      aux:\n" +
+		"  plain:\n    image: x\n    networks: [front, back]\n" +
+		"networks: {front: {}, back: {}, mid: {}, aux: {}}\n"}, load.Options{})
+	web, plain := a.Service("web"), a.Service("plain")
+	if web == nil || plain == nil {
+		t.Fatalf("services %+v", a.Services)
+	}
+	if got := strings.Join(web.Spec.NetworksInOrder(), " "); got != "front aux back mid" {
+		t.Errorf("web joins %s, want front aux back mid", got)
+	}
+	if len(web.Spec.NetworkPriority) != 2 || web.Spec.NetworkPriority["front"] != 100 || web.Spec.NetworkPriority["mid"] != -1 {
+		t.Errorf("web's network priorities %v", web.Spec.NetworkPriority)
+	}
+	if got := strings.Join(plain.Spec.NetworksInOrder(), " "); got != "back front" || plain.Spec.NetworkPriority != nil {
+		t.Errorf("plain joins %s with priorities %v, want back front by name and none", got, plain.Spec.NetworkPriority)
 	}
 }

@@ -364,6 +364,13 @@ func (sm *serviceMap) mapNetwork(key string, cfg *types.ServiceNetworkConfig) {
 	if cfg != nil {
 		sm.refuseNetworkAttrs(attr, cfg)
 		sm.mapAddresses(attr, name, cfg)
+		if cfg.Priority != 0 {
+			if sm.spec.NetworkPriority == nil {
+				sm.spec.NetworkPriority = map[string]int{}
+			}
+			sm.spec.NetworkPriority[name] = cfg.Priority
+			sm.record("networkPriority", attr+".priority")
+		}
 		aliases = append(aliases, cfg.Aliases...)
 	}
 	// The compose name keeps working as a host name after mapping, and so
@@ -390,7 +397,6 @@ func (sm *serviceMap) refuseNetworkAttrs(attr string, cfg *types.ServiceNetworkC
 	}{
 		{len(cfg.LinkLocalIPs) > 0, "link_local_ips", "link-local addresses are not supported: reach the service by its name, or give it ipv4_address"},
 		{cfg.MacAddress != "", "mac_address", "per-network MAC addresses are not supported: use the service's mac_address"},
-		{cfg.Priority != 0, "priority", "network priorities are not supported"},
 		{cfg.GatewayPriority != 0, "gw_priority", "gateway priorities are not supported"},
 		{cfg.InterfaceName != "", "interface_name", "interface names are not supported"},
 		{len(cfg.DriverOpts) > 0, "driver_opts", "per-endpoint driver options are not supported"},

@@ -74,6 +74,11 @@ func checkNetworkUse(r yamlpos.Reporter, o *object, services map[string]*object,
 			oneReplica("spec.networkMode", "a network namespace is")
 		}
 	}
+	for _, net := range slices.Sorted(mapKeys(spec.NetworkPriority)) {
+		if !slices.Contains(spec.Networks, net) {
+			r.Errorf(yamlpos.ChildPath("spec.networkPriority", net), "the service does not join network %q: networkPriority must name one of spec.networks", net)
+		}
+	}
 	for _, net := range slices.Sorted(mapKeys(spec.Addresses)) {
 		field := yamlpos.ChildPath("spec.addresses", net)
 		if !slices.Contains(spec.Networks, net) {

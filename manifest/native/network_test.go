@@ -53,6 +53,9 @@ func TestLoadNetworkItems(t *testing.T) {
 	if got := a.Service("vpn").Spec.Addresses["dns"]; got != (manifest.Address{IPv4: "172.30.0.2", IPv6: "fd00:30::2"}) {
 		t.Errorf("vpn's addresses %+v", got)
 	}
+	if got := a.Service("vpn").Spec.NetworkPriority; got != nil {
+		t.Errorf("vpn's network priorities %v, want none", got)
+	}
 	c := a.Service("client").Spec
 	if c.NetworkService() != "vpn" || !slices.Equal(c.DependsOn, []string{"vpn"}) || c.DependsCondition("vpn") != manifest.DependsStarted || len(c.Networks) != 0 {
 		t.Errorf("client: mode %q, dependsOn %v (%s), networks %v; want service:vpn, [vpn] (started), none", c.NetworkMode, c.DependsOn, c.DependsCondition("vpn"), c.Networks)
@@ -70,7 +73,8 @@ func TestLoadNetworkItemErrors(t *testing.T) {
 		svc("c", "  networks: [dns]\n  addresses: {dns: {ipv4: 172.30.0.9}}\n  update: {maxSurge: 0, maxUnavailable: 1}\n") +
 		svc("d", "  networks: [dns]\n  replicas: 2\n  addresses: {dns: {ipv4: 172.30.0.20}}\n") +
 		svc("e", "  networkMode: service:nope\n") +
-		svc("f", "  networkMode: service:d\n  hostname: f\n")
+		svc("f", "  networkMode: service:d\n  hostname: f\n") +
+		svc("g", "  networks: [dns]\n  networkPriority: {dns: 5, lan: 2}\n")
 	_, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": doc})
 	want := []string{
 		"a.yaml:12:27: spec.addresses.dns.ipv4: 172.30.1.5 is outside network \"dns\"'s subnet 172.30.0.0/24",
@@ -79,6 +83,7 @@ func TestLoadNetworkItemErrors(t *testing.T) {
 		"a.yaml:47:16: spec.networkMode: service \"nope\" is not declared",
 		"a.yaml:54:16: spec.networkMode: service \"d\" has 2 replicas, and a network namespace is one container's: give it one replica",
 		"a.yaml:55:13: spec.hostname: belongs to the network namespace's owner, service d (Docker refuses it here)",
+		"a.yaml:63:34: spec.networkPriority.lan: the service does not join network \"lan\": networkPriority must name one of spec.networks",
 	}
 	if got := loadtest.ErrorLines(t, err); !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant:\n%s", joinLines(got), joinLines(want))

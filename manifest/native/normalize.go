@@ -153,6 +153,15 @@ func normalizeNetworking(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 		spec.Addresses = make(map[string]manifest.Address, len(raw.Addresses))
 		maps.Copy(spec.Addresses, raw.Addresses)
 	}
+	for net, p := range raw.NetworkPriority {
+		if p == 0 {
+			continue // the default: kept out, so the spec hashes as without it
+		}
+		if spec.NetworkPriority == nil {
+			spec.NetworkPriority = map[string]int{}
+		}
+		spec.NetworkPriority[net] = p
+	}
 	// The namespace's owner starts first, as compose's implicit dependency.
 	if owner := spec.NetworkService(); owner != "" && !slices.Contains(spec.DependsOn, owner) {
 		spec.DependsOn = sortedSet(append(slices.Clone(spec.DependsOn), owner))

@@ -79,6 +79,7 @@ type rawServiceSpec struct {
 	StdinOpen          bool                        `json:"stdinOpen"`
 	NetworkMode        string                      `json:"networkMode"`
 	Addresses          map[string]manifest.Address `json:"addresses"`
+	NetworkPriority    map[string]int              `json:"networkPriority"`
 	Aliases            map[string][]string         `json:"aliases"`
 	ExtraHosts         []string                    `json:"extraHosts"`
 	DNS                []string                    `json:"dns"`

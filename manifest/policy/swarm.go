@@ -79,6 +79,8 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("networkMode", "network mode %q is not supported for Swarm services: use the app's overlay networks", s.NetworkMode)
 	case len(s.Addresses) > 0:
 		refuse("addresses", "Swarm gives each task its address: fixed addresses are for apps on one engine")
+	case len(s.NetworkPriority) > 0:
+		refuse("networkPriority", "Swarm attaches a task's networks itself: network priorities are for apps on one engine")
 	case s.Privileged:
 		refuse("privileged", "Swarm services cannot run privileged")
 	case len(s.Devices) > 0:
