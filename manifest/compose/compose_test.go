@@ -474,11 +474,15 @@ services:
   web:
     image: shop/web:1
     environment: [UNSET_KEY, 'LEVEL=${LOG_LEVEL}']
+    cpu_count: 2
+    cpu_percent: 50
 `}, load.Options{})
 	want := []string{
 		`compose.yaml:1:7: name: the compose project name "storefront" is ignored: this app is "shop" (containers are named shop-<service>-<slot>)`,
 		`compose.yaml:5:19: services.web.environment[0]: variable UNSET_KEY has no value and is not set in the interpolation environment: the container does not get it (as in compose)`,
 		`compose.yaml:5:30: services.web.environment[1]: variable LOG_LEVEL is not set: it interpolates to an empty string (set it in .env or the app's environment, or write ${LOG_LEVEL:-default})`,
+		`compose.yaml:6:16: services.web.cpu_count: has no effect in driftless: cpu_count: is Windows-only, and a Linux engine ignores it; limit CPUs with deploy.resources.limits.cpus`,
+		`compose.yaml:7:18: services.web.cpu_percent: has no effect in driftless: cpu_percent: is Windows-only, and a Linux engine ignores it; limit CPUs with deploy.resources.limits.cpus`,
 	}
 	if got := strings.Split(a.Warnings.Error(), "\n"); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings:\n%s", strings.Join(got, "\n"))

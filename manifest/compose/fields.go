@@ -101,12 +101,14 @@ var composeServiceRules = map[string]any{
 
 	"develop": composeNoEffect("develop: configures docker compose watch, which a deployed app does not run"),
 	"attach":  composeNoEffect("attach: only chooses whose logs docker compose up prints"),
+	// A Linux engine keeps cpu_count without effect and drops cpu_percent
+	// with a warning: what docker compose sends them to does nothing.
+	"cpu_count":   composeNoEffect("cpu_count: is Windows-only, and a Linux engine ignores it; limit CPUs with deploy.resources.limits.cpus"),
+	"cpu_percent": composeNoEffect("cpu_percent: is Windows-only, and a Linux engine ignores it; limit CPUs with deploy.resources.limits.cpus"),
 
 	"annotations":   composeRefused("container annotations are not supported yet"),
 	"blkio_config":  composeRefused("block IO limits are not supported yet"),
 	"cgroup_parent": composeRefused("a custom cgroup parent is not supported"),
-	"cpu_count":     composeRefused("is Windows-only; use deploy.resources.limits.cpus"),
-	"cpu_percent":   composeRefused("is Windows-only; use deploy.resources.limits.cpus"),
 
 	"cpu_rt_period":  composeRefused("real-time scheduling is not supported"),
 	"cpu_rt_runtime": composeRefused("real-time scheduling is not supported"),
