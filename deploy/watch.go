@@ -87,7 +87,7 @@ func (e *Engine) watchOnce(ctx context.Context, onEvent func(drift.EngineEvent))
 		return err
 	}
 	filters := make(client.Filters).
-		Add("type", string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType))
+		Add("type", string(events.ContainerEventType), string(events.NetworkEventType), string(events.VolumeEventType), string(events.ImageEventType))
 	stream := e.api.Events(ctx, client.EventsListOptions{Filters: filters})
 	// Events may have been missed while the stream was down: look at
 	// every container's settings again.

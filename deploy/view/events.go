@@ -231,6 +231,15 @@ func (v *View) Event(ctx context.Context, m events.Message) error {
 		} else {
 			_, _, err = v.fetchNetwork(ctx, m.Actor.ID)
 		}
+	case events.ImageEventType:
+		if action != "tag" && action != "untag" && action != "delete" {
+			return nil
+		}
+		// A list shows a container's image by its tag while the tag names
+		// the container's image, else by ID: a tag moved (by a pull or a
+		// build, with no event for the image it left) or removed changes
+		// containers that get no event of their own.
+		err = v.refreshContainers(ctx)
 	case events.VolumeEventType:
 		if action == "mount" || action == "unmount" {
 			return nil

@@ -481,6 +481,26 @@ func fetchOne[S, V any](v *View, tbl table[V], key string, list func() ([]S, err
 	return val, found, nil
 }
 
+// refreshContainers re-lists every container into the view (one call).
+// Containers the list no longer shows are left to their destroy events,
+// and destroyed ones stay gone.
+func (v *View) refreshContainers(ctx context.Context) error {
+	t := v.ticket()
+	res, err := v.api.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range res.Items {
+		if old, ok := v.containers[s.ID]; ok && old.gone {
+			continue // destroyed: the list can still show it just after the event
+		}
+		v.containers.put(t, s.ID, &containerObs{c: dockerspec.ContainerFromSummary(s), ip: dockerspec.SummaryIP(s)}, true)
+	}
+	return nil
+}
+
 // RefreshApp re-lists one app's own objects (label-filtered, one call per
 // kind) into the view. Objects of the app the list no longer shows are
 // removed.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftless-dev/driftless/deploy"
+	"github.com/driftless-dev/driftless/deploy/view"
 	"github.com/driftless-dev/driftless/drift"
 	"github.com/driftless-dev/driftless/e2e/testenv"
 	"github.com/driftless-dev/driftless/manifest"
@@ -256,18 +257,7 @@ func TestViewStaysExactUnderChurn(t *testing.T) {
 func requireViewExact(t *testing.T, eng *deploy.Engine, app string) {
 	t.Helper()
 	ctx := context.Background()
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	r, err := eng.CheckView(cctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range r.Divergences {
-		t.Errorf("divergence after churn: %s", d)
-	}
-	if n := divergenceTotal(t, eng); n != 0 {
-		t.Errorf("driftless_observation_divergence_total = %v after the churn and its periodic checks, want 0 (see the log for what differed)", n)
-	}
+	r := requireNoDivergence(t, eng)
 
 	view, err := eng.Observe(ctx, app, false)
 	if err != nil {
@@ -287,6 +277,25 @@ func requireViewExact(t *testing.T, eng *deploy.Engine, app string) {
 		t.Errorf("fresh observation holds %d containers, %d volumes, %d networks: the churn left nothing to compare",
 			len(cold.Containers), len(cold.Volumes), len(cold.Networks))
 	}
+}
+
+// requireNoDivergence checks the view against a fresh list once more: no
+// divergence then, none counted before.
+func requireNoDivergence(t *testing.T, eng *deploy.Engine) view.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := eng.CheckView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range r.Divergences {
+		t.Errorf("divergence: %s", d)
+	}
+	if n := divergenceTotal(t, eng); n != 0 {
+		t.Errorf("driftless_observation_divergence_total = %v, want 0 (see the log for what differed)", n)
+	}
+	return r
 }
 
 // divergenceTotal sums driftless_observation_divergence_total over kinds,
@@ -487,4 +496,48 @@ func TestBenchViewPass1000(t *testing.T) {
 	t.Logf("|---|---|")
 	t.Logf("| from the list calls (Observe before the view; the CLI's path) | %s |", testenv.Ms(l))
 	t.Logf("| from the event-fed view (the agent's path; one ping, no list) | %s (target ≤ 5 ms: %s) |", testenv.Ms(v), testenv.Verdict(t, "observation from the view ≤ 5 ms", v <= 5*time.Millisecond))
+}
+
+// TestViewFollowsAMovedImageTag: a list shows a container's image by its
+// tag only while the tag names the container's image. Moving the tag to
+// another image (as a pull or a build does) emits an event for the image
+// it moved to, none for the container: the view re-lists containers on
+// image tag events, so it stays exact with no divergence to repair.
+func TestViewFollowsAMovedImageTag(t *testing.T) {
+	// Not parallel: it checks the view of the whole engine (divergence 0).
+	v1, v2 := testenv.WorkloadImage(t, "v1"), testenv.WorkloadImage(t, "v2")
+	id1, id2 := testenv.Docker(t, "image", "inspect", "-f", "{{.Id}}", v1), testenv.Docker(t, "image", "inspect", "-f", "{{.Id}}", v2)
+	if id1 == id2 {
+		t.Fatalf("%s and %s are one image: nothing to move", v1, v2)
+	}
+	app := testenv.UniqueApp(t)
+	tag := "driftless-test-moved/" + app + ":stable"
+	testenv.Docker(t, "tag", v1, tag)
+	t.Cleanup(func() { testenv.DockerQuiet(t, "rmi", "-f", tag) })
+	name := app + "-web-1"
+	// Running: the observation of an app with a stopped container re-lists it.
+	testenv.Docker(t, "run", "-d", "--name", name, "--label", drift.LabelApp+"="+app, tag)
+	t.Cleanup(func() { testenv.DockerQuiet(t, "rm", "-f", name) })
+	// Resync far away: only the final check compares, and counts.
+	eng := watchedEngine(t, time.Hour)
+
+	image := func() string {
+		a, err := eng.Observe(context.Background(), app, false)
+		if err != nil || len(a.Containers) != 1 {
+			t.Fatalf("observe: %v, %d containers", err, len(a.Containers))
+		}
+		return a.Containers[0].Image
+	}
+	if got := image(); got != tag {
+		t.Fatalf("the view shows the container's image as %q, want %q", got, tag)
+	}
+	testenv.Docker(t, "tag", v2, tag)
+	deadline := time.Now().Add(10 * time.Second)
+	for image() != id1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := image(); got != id1 {
+		t.Errorf("after the tag moved, the view shows the container's image as %q, want its ID %s as a list shows it", got, id1)
+	}
+	requireNoDivergence(t, eng)
 }
