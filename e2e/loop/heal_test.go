@@ -10,11 +10,13 @@ import (
 	"github.com/driftless-dev/driftless/sync/status"
 )
 
-// healManifest is a web service that becomes ready 2s after start, with a
+// healManifest is a web service that becomes ready 4s after start, with a
 // memory limit, so both the readiness wait and `docker update` can be
-// interfered with.
+// interfered with. The wait is long enough for waitForContainer to see a
+// replica inside it on a loaded machine (with 2s, its docker ps and
+// inspects once missed both replicas of a rollout).
 func healManifest(image string, replicas int, message string) string {
-	return strings.Replace(testenv.ServiceManifest(image, replicas, map[string]string{"MESSAGE": message, "WORKLOAD_READY_AFTER": "2s"}),
+	return strings.Replace(testenv.ServiceManifest(image, replicas, map[string]string{"MESSAGE": message, "WORKLOAD_READY_AFTER": "4s"}),
 		"  readiness:", "  resources: {memory: 64Mi}\n  readiness:", 1)
 }
 
@@ -23,7 +25,9 @@ func healManifest(image string, replicas int, message string) string {
 // failed rollout; limits and restart policy changed with docker update, a
 // network disconnect and a rename are put back in place.
 func TestHealAtAnyMoment(t *testing.T) {
-	// Not parallel: it times how soon the rollout finishes after a removal (20 s at most).
+	// Not parallel: it times how soon the rollout finishes after a removal
+	// (30 s at most: two replicas' create and 4 s readiness wait, on a
+	// loaded machine).
 	v1 := testenv.WorkloadImage(t, "v1")
 	r := testenv.StartRig(t, func(app string) string { return healManifest(v1, 2, "one") })
 	r.WaitConverged("first deploy", r.Repo.Head(), 2, v1)
@@ -38,7 +42,7 @@ func TestHealAtAnyMoment(t *testing.T) {
 	st := r.Wait(60*time.Second, "the rollout finished after the removal", testenv.ConvergedTo(second, 2, v1))
 	took := time.Since(removedAt)
 	t.Logf("removed %s during its readiness wait; the rollout finished %s later", victim, took.Round(time.Millisecond))
-	if took > 20*time.Second {
+	if took > 30*time.Second {
 		t.Errorf("the rollout took %s to finish after the removal; interference must not back off", took)
 	}
 	if strings.Contains(st.Message, "fix the image") {
@@ -91,7 +95,7 @@ func waitForContainer(t *testing.T, app string, match func(c testenv.DockerConta
 				continue // replaced between the list and the inspect
 			}
 			at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(started))
-			young := err == nil && time.Since(at) < 1500*time.Millisecond
+			young := err == nil && time.Since(at) < 3500*time.Millisecond // not ready before 4s
 			if match(c, !young) {
 				return c.Name
 			}
