@@ -1,15 +1,18 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/driftless-dev/driftless/deploy/dockerspec"
+	"github.com/driftless-dev/driftless/deploy/hookrun"
 	"github.com/driftless-dev/driftless/deploy/internal/copyin"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/readiness"
@@ -139,7 +142,26 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		return "", undo(fmt.Errorf("start %s: %w", name, err))
 	}
 	r.emit(s, drift.PhaseStarted, "", nil)
+	if err := r.runHooks(ctx, created.ID, name, "post_start", &svc.Spec, svc.Spec.PostStart); err != nil {
+		return "", undo(err)
+	}
 	return created.ID, nil
+}
+
+// runHooks runs a replica's lifecycle hooks. One that fails is the
+// replica's failure, as a replica that never gets ready (its output
+// scrubbed of the service's secrets); an engine error stays the engine's.
+func (r *run) runHooks(ctx context.Context, id, name, kind string, spec *manifest.ServiceSpec, hooks []manifest.Hook) error {
+	err := hookrun.Run(ctx, r.e.api, id, kind, hooks)
+	var failed *hookrun.Failed
+	if !errors.As(err, &failed) {
+		return err
+	}
+	scrub := slices.Clone(r.e.opts.Scrub)
+	for _, k := range spec.SecretEnv {
+		scrub = append(scrub, spec.Env[k])
+	}
+	return &drift.Failure{Cause: drift.FailureRollout, Summary: name + ": " + secrets.Scrub(failed.Msg, scrub...)}
 }
 
 // nameConflict explains a 409 on create.
@@ -197,7 +219,7 @@ func (r *run) startReplica(ctx context.Context, s *step, svc *manifest.Service) 
 		return "", 0, fmt.Errorf("start %s: %w", s.change.Name, err)
 	}
 	r.emit(s, drift.PhaseStarted, "", nil)
-	return c.ID, c.RestartCount, nil
+	return c.ID, c.RestartCount, r.runHooks(ctx, c.ID, s.change.Name, "post_start", &svc.Spec, svc.Spec.PostStart)
 }
 
 // waitReady looks at a new or started replica until the prober says it is
@@ -345,17 +367,22 @@ func (r *run) notReady(ctx context.Context, id, summary string, info readiness.I
 // with, from its recorded spec label; nil lets Docker use the container's
 // own StopTimeout (which deploy set from the same spec).
 func stopTimeout(c container.InspectResponse, spec *manifest.ServiceSpec) *int {
-	if c.Config != nil {
-		if recorded := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); recorded != nil {
-			t := recorded.StopGracePeriodSeconds
-			return &t
-		}
-	}
-	if spec != nil {
-		t := spec.StopGracePeriodSeconds
+	if rec := recordedSpec(c, spec); rec != nil {
+		t := rec.StopGracePeriodSeconds
 		return &t
 	}
 	return nil
+}
+
+// recordedSpec is the spec the container was created with, from its spec
+// label; else spec (which may be nil).
+func recordedSpec(c container.InspectResponse, spec *manifest.ServiceSpec) *manifest.ServiceSpec {
+	if c.Config != nil {
+		if recorded := dockerspec.ParseSpecLabel(c.Config.Labels[drift.LabelSpec]); recorded != nil {
+			return recorded
+		}
+	}
+	return spec
 }
 
 // removeContainer stops (with the grace period) and removes one of our
@@ -377,8 +404,26 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 	return nil
 }
 
+// preStop runs the pre_stop hooks a running replica was created with. As
+// compose: one that fails keeps the replica running; a replica that
+// stopped meanwhile is no failure.
+func (r *run) preStop(ctx context.Context, c container.InspectResponse, spec *manifest.ServiceSpec) error {
+	rec := recordedSpec(c, spec)
+	if rec == nil || len(rec.PreStop) == 0 || c.State == nil || !c.State.Running || c.State.Restarting {
+		return nil
+	}
+	err := r.runHooks(ctx, c.ID, strings.TrimPrefix(c.Name, "/"), "pre_stop", cmp.Or(spec, rec), rec.PreStop)
+	if engineerr.AnyIs(err, cerrdefs.IsConflict) || engineerr.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 func (r *run) stopAndRemove(ctx context.Context, c container.InspectResponse, spec *manifest.ServiceSpec) error {
 	name := strings.TrimPrefix(c.Name, "/")
+	if err := r.preStop(ctx, c, spec); err != nil {
+		return err
+	}
 	release, err := r.e.holdNetworks(ctx, c.NetworkSettings)
 	if err != nil {
 		return fmt.Errorf("stop %s: %w", name, err)

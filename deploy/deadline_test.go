@@ -101,7 +101,7 @@ func TestStopIsGivenItsGracePeriodOnTop(t *testing.T) {
 func TestEveryRequestThatAnswersAtOnceIsBounded(t *testing.T) {
 	boundcheck.Check(t, "internal/engineapi/engineapi.go", "Bounded", reflect.TypeFor[dockerAPI](), map[string]bool{
 		"Ping": true, "DaemonHost": true, "Close": true, // the ping has Options.PingTimeout
-		"Events": true, "ContainerLogs": true, "ImagePull": true, "ImageImport": true, // streams
+		"Events": true, "ContainerLogs": true, "ImagePull": true, "ImageImport": true, "ExecAttach": true, // streams (a hook has hookrun.Timeout)
 		"DistributionInspect": true, // the engine asks the registry: its own timeouts
 	})
 }

@@ -114,6 +114,8 @@ var extraFields = []struct {
 	{"stdinOpen", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.StdinOpen) }},
 	{"networkMode", func(s *manifest.ServiceSpec) string { return stringOr(s.NetworkMode, "(app networks)") }},
 	{"networkPriority", func(s *manifest.ServiceSpec) string { return networkPriority(s.NetworkPriority) }},
+	{"postStart", func(s *manifest.ServiceSpec) string { return hooks(s.PostStart) }},
+	{"preStop", func(s *manifest.ServiceSpec) string { return hooks(s.PreStop) }},
 	{"aliases", func(s *manifest.ServiceSpec) string { return aliases(s.Aliases) }},
 	{"extraHosts", func(s *manifest.ServiceSpec) string { return listOr(sortedCopy(s.ExtraHosts), none) }},
 	{"dns", func(s *manifest.ServiceSpec) string { return listOr(s.DNS, none) }},
@@ -207,6 +209,27 @@ func healthcheck(h *manifest.Healthcheck) string {
 		out += ", retries " + strconv.Itoa(h.Retries)
 	}
 	return out
+}
+
+// hooks shows each hook's command, quoted, and what else it sets.
+func hooks(hs []manifest.Hook) string {
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = fmt.Sprintf("%q", h.Command)
+		if h.User != "" {
+			parts[i] += " as " + h.User
+		}
+		if h.Privileged {
+			parts[i] += " privileged"
+		}
+		if h.WorkingDir != "" {
+			parts[i] += " in " + h.WorkingDir
+		}
+		for _, k := range slices.Sorted(maps.Keys(h.Env)) {
+			parts[i] += " " + k + "=" + h.Env[k]
+		}
+	}
+	return listOr(parts, none)
 }
 
 func networkPriority(m map[string]int) string {

@@ -48,6 +48,10 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 			{"macAddress", "(none)", "02:42:ac:11:00:02"}}},
 		{"network priority", func(s *manifest.ServiceSpec) { s.NetworkPriority = map[string]int{"front": 10, "back": -1} },
 			[]FieldChange{{"networkPriority", "(none)", "back: -1, front: 10"}}},
+		{"hooks", func(s *manifest.ServiceSpec) {
+			s.PostStart = []manifest.Hook{{Command: []string{"chown", "-R", "1001", "/data"}, User: "root"}}
+			s.PreStop = []manifest.Hook{{Command: []string{"./flush"}, WorkingDir: "/app", Privileged: true, Env: map[string]string{"B": "2", "A": "1"}}}
+		}, []FieldChange{{"postStart", "(none)", `["chown" "-R" "1001" "/data"] as root`}, {"preStop", "(none)", `["./flush"] privileged in /app A=1 B=2`}}},
 		{"network mode", func(s *manifest.ServiceSpec) { s.NetworkMode, s.Networks = manifest.NetworkHost, nil },
 			[]FieldChange{{"networks", "default", "(none)"}, {"networkMode", "(app networks)", "host"}}},
 		{"mounts", func(s *manifest.ServiceSpec) {

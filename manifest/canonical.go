@@ -72,6 +72,8 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 		out.Aliases = nil
 	}
 	out.NetworkPriority = copyMap(spec.NetworkPriority)
+	out.PostStart = cloneHooks(spec.PostStart)
+	out.PreStop = cloneHooks(spec.PreStop)
 	out.ExtraHosts = nonEmpty(spec.ExtraHosts)
 	out.DNS = nonEmpty(spec.DNS)
 	out.DNSSearch = nonEmpty(spec.DNSSearch)
@@ -186,5 +188,18 @@ func (s *ServiceSpec) NetworksInOrder() []string {
 	slices.SortFunc(out, func(a, b string) int {
 		return cmp.Or(cmp.Compare(s.NetworkPriority[b], s.NetworkPriority[a]), cmp.Compare(a, b))
 	})
+	return out
+}
+
+func cloneHooks(hooks []Hook) []Hook {
+	if len(hooks) == 0 {
+		return nil
+	}
+	out := make([]Hook, len(hooks))
+	for i, h := range hooks {
+		h.Command = slices.Clone(h.Command)
+		h.Env = copyMap(h.Env)
+		out[i] = h
+	}
 	return out
 }

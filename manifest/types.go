@@ -176,6 +176,17 @@ func (s *Service) Field(path string) FieldRef {
 	return FieldRef{Pos: s.Source, Field: path}
 }
 
+// Hook is a command run in a running replica, as docker exec runs one:
+// as User (default the container's), privileged or not (policy-gated as a
+// privileged container), in WorkingDir, with Env added.
+type Hook struct {
+	Command    []string          `json:"command"`
+	User       string            `json:"user,omitempty"`
+	Privileged bool              `json:"privileged,omitempty"`
+	WorkingDir string            `json:"workingDir,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+}
+
 // ServiceSpec is the normalized spec of a service. Every field has its
 // default applied; lists that are sets are sorted.
 type ServiceSpec struct {
@@ -314,6 +325,12 @@ type ServiceSpec struct {
 	// DeviceCgroupRules let the replicas use devices by class and number
 	// ("c 189:* rmw"), as devices appear later (policy-gated as devices).
 	DeviceCgroupRules []string `json:"deviceCgroupRules,omitempty"`
+
+	// PostStart runs in each replica, in order, right after driftless
+	// starts it; PreStop right before driftless stops it (compose's
+	// post_start and pre_stop). Not on the engine's own restarts.
+	PostStart []Hook `json:"postStart,omitempty"`
+	PreStop   []Hook `json:"preStop,omitempty"`
 
 	// Platform is the image platform ("linux/arm64") the replicas run,
 	// pulled and created for; "" is the engine's own.

@@ -232,14 +232,7 @@ func (v *View) Event(ctx context.Context, m events.Message) error {
 			_, _, err = v.fetchNetwork(ctx, m.Actor.ID)
 		}
 	case events.ImageEventType:
-		if action != "tag" && action != "untag" && action != "delete" {
-			return nil
-		}
-		// A list shows a container's image by its tag while the tag names
-		// the container's image, else by ID: a tag moved (by a pull or a
-		// build, with no event for the image it left) or removed changes
-		// containers that get no event of their own.
-		err = v.refreshContainers(ctx)
+		err = v.imageEvent(ctx, action)
 	case events.VolumeEventType:
 		if action == "mount" || action == "unmount" {
 			return nil
@@ -257,6 +250,18 @@ func (v *View) Event(ctx context.Context, m events.Message) error {
 		return fmt.Errorf("update engine view after %s %s: %w", m.Type, action, err)
 	}
 	return nil
+}
+
+// imageEvent re-lists the containers after an image is tagged, untagged
+// or deleted. A list shows a container's image by its tag while the tag
+// names the container's image, else by ID: a tag moved (by a pull or a
+// build, with no event for the image it left) or removed changes
+// containers that get no event of their own.
+func (v *View) imageEvent(ctx context.Context, action string) error {
+	if action != "tag" && action != "untag" && action != "delete" {
+		return nil
+	}
+	return v.refreshContainers(ctx)
 }
 
 // renamed applies the name a rename event carries. Under churn the view

@@ -98,6 +98,8 @@ var composeServiceRules = map[string]any{
 	"links":               composeMapped("links (and dependsOn, as in compose)"),
 	"pull_policy":         composeMapped("pullPolicy: missing and if_not_present → missing, always, never (build, daily, weekly, every_* refused)"),
 	"build":               composeMapped("build: context, dockerfile, args, target (see the build rows)"),
+	"post_start":          composeMapped("postStart"),
+	"pre_stop":            composeMapped("preStop"),
 
 	"develop": composeNoEffect("develop: configures docker compose watch, which a deployed app does not run"),
 	"attach":  composeNoEffect("attach: only chooses whose logs docker compose up prints"),
@@ -131,8 +133,6 @@ var composeServiceRules = map[string]any{
 
 	"net":        composeRefused("is the legacy spelling: use network_mode"),
 	"pre_start":  composeRefused("lifecycle hooks are not supported yet"),
-	"post_start": composeRefused("lifecycle hooks are not supported yet"),
-	"pre_stop":   composeRefused("lifecycle hooks are not supported yet"),
 	"dockerfile": composeRefused("is not supported yet: build and tag the image, then set image:"),
 }
 

@@ -31,6 +31,9 @@ func (sm *serviceMap) applyJob(raw *native.RawJob) {
 		field := sm.depFrom[dep] + ".restart"
 		sm.refuseAt(sm.m.ix.at(field), field, "a job is not replaced when its dependency is: remove restart: true")
 	}
+	if len(sm.spec.PostStart)+len(sm.spec.PreStop) > 0 {
+		sm.refuse(map[bool]string{true: "post_start", false: "pre_stop"}[len(sm.spec.PostStart) > 0], "a job runs to completion: run the command in the job itself")
+	}
 	if len(sm.spec.VolumesFrom) > 0 {
 		sm.refuse("volumes_from", "a job runs before the services it would mount from are changed: share a named volume instead")
 	}

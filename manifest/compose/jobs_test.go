@@ -51,6 +51,7 @@ func TestComposeJobErrors(t *testing.T) {
 		{"restart: true", "    restart: 'no'\n    depends_on: {db: {condition: service_started, restart: true}}\n    x-driftless:\n      job: {type: post-sync}\n  db:\n    image: x\n", `compose.yaml:5:60: services.migrate.depends_on.db.restart: a job is not replaced when its dependency is: remove restart: true`},
 		{"monitor", "    restart: 'no'\n    deploy: {update_config: {monitor: 5s}}\n    x-driftless:\n      job: {type: pre-sync}\n", `compose.yaml:5:39: services.migrate.deploy.update_config.monitor: a job is not ready, it completes: remove it`},
 		{"minReadySeconds", "    restart: 'no'\n    x-driftless:\n      job: {type: pre-sync}\n      minReadySeconds: 0\n", `compose.yaml:7:24: services.migrate.x-driftless.minReadySeconds: a job is not ready, it completes: remove it`},
+		{"hooks", "    restart: 'no'\n    pre_stop: [{command: echo bye}]\n    x-driftless:\n      job: {type: pre-sync}\n", `compose.yaml:5:5: services.migrate.pre_stop: a job runs to completion: run the command in the job itself`},
 		{"depended on", "    x-driftless:\n      job: {type: pre-sync}\n  web:\n    image: x\n    depends_on: [migrate]\n", `compose.yaml:8:18: services.web.depends_on[0]: "migrate" is a job, not a service`},
 	}
 	for _, tt := range tests {

@@ -27,7 +27,7 @@ func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 		{"userns_mode: host", "userns_mode"}, // by the policy: host-userns
 		{"storage_opt: {size: 1G}", "storage_opt"},
 		{"use_api_socket: true", "use_api_socket"},
-		{"post_start: [{command: echo hi}]", "post_start"},
+		{"pre_start: [{command: echo hi}]", "pre_start"},
 		{"gpus: all", "gpus"},
 		{"annotations: {a: b}", "annotations"},
 	} {

@@ -129,6 +129,7 @@ func (sm *serviceMap) mapService() {
 	sm.mapFileMounts("configs", configRefs(s.Configs), "/")
 	sm.mapTmpfs()
 	sm.mapHealthcheck()
+	sm.mapHooks()
 	sm.mapDependsOn()
 	sm.addNetworkDependency()
 	sm.mapVolumesFrom()
@@ -428,6 +429,33 @@ func (sm *serviceMap) checkContainerName() {
 	if !manifest.ValidDockerName(sm.s.ContainerName) {
 		sm.refuse("container_name", "invalid name %q", sm.s.ContainerName)
 	}
+}
+
+// mapHooks maps post_start and pre_stop; an unset environment entry is left out.
+func (sm *serviceMap) mapHooks() {
+	conv := func(attr, model string, hooks []types.ServiceHook) []manifest.Hook {
+		var out []manifest.Hook
+		for i, h := range hooks {
+			if h.Privileged {
+				sm.record(yamlpos.IndexPath(model, i)+".privileged", yamlpos.IndexPath(attr, i)+".privileged")
+			}
+			hook := manifest.Hook{Command: slices.Clone([]string(h.Command)), User: h.User, Privileged: h.Privileged, WorkingDir: h.WorkingDir}
+			for k, v := range h.Environment {
+				if v != nil && hook.Env == nil {
+					hook.Env = map[string]string{k: *v}
+				} else if v != nil {
+					hook.Env[k] = *v
+				}
+			}
+			out = append(out, hook)
+		}
+		if len(out) > 0 {
+			sm.record(model, attr)
+		}
+		return out
+	}
+	sm.spec.PostStart = conv("post_start", "postStart", sm.s.PostStart)
+	sm.spec.PreStop = conv("pre_stop", "preStop", sm.s.PreStop)
 }
 
 func (sm *serviceMap) mapHealthcheck() {

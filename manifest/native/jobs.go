@@ -55,6 +55,8 @@ var jobOnlyServiceFields = []struct {
 	{"spec.anonymousVolumes", func(r *rawServiceSpec) bool { return len(r.AnonymousVolumes) > 0 }},
 	{"spec.volumesFrom", func(r *rawServiceSpec) bool { return len(r.VolumesFrom) > 0 }},
 	{"spec.addresses", func(r *rawServiceSpec) bool { return len(r.Addresses) > 0 }},
+	{"spec.postStart", func(r *rawServiceSpec) bool { return len(r.PostStart) > 0 }},
+	{"spec.preStop", func(r *rawServiceSpec) bool { return len(r.PreStop) > 0 }},
 }
 
 // validateJob checks a Job: its container as a service's spec (the same

@@ -232,6 +232,7 @@ func normalizeMounts(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 func normalizeSecurity(raw *rawServiceSpec, spec *manifest.ServiceSpec) {
 	spec.Privileged = raw.Privileged
 	spec.ReadOnlyRootfs = raw.ReadOnlyRootfs
+	spec.PostStart, spec.PreStop = raw.PostStart, raw.PreStop
 	for _, c := range raw.CapAdd {
 		spec.CapAdd = append(spec.CapAdd, manifest.NormalizeCapability(c))
 	}

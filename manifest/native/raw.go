@@ -80,6 +80,8 @@ type rawServiceSpec struct {
 	NetworkMode        string                      `json:"networkMode"`
 	Addresses          map[string]manifest.Address `json:"addresses"`
 	NetworkPriority    map[string]int              `json:"networkPriority"`
+	PostStart          []manifest.Hook             `json:"postStart"`
+	PreStop            []manifest.Hook             `json:"preStop"`
 	Aliases            map[string][]string         `json:"aliases"`
 	ExtraHosts         []string                    `json:"extraHosts"`
 	DNS                []string                    `json:"dns"`

@@ -144,6 +144,7 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validatePlatformLinks(r, raw)
 	validateSecurity(r, raw)
 	validateDeviceRequests(r, raw)
+	validateHooks(r, raw)
 	for i, v := range raw.VolumesFrom {
 		if !manifest.ValidName(v.Service) {
 			r.Errorf(yamlpos.IndexPath("spec.volumesFrom", i)+".service", "must name a service of the app, got %q", v.Service)
@@ -1144,3 +1145,16 @@ func serviceFields(doc *yamlpos.DocCtx, raw *rawServiceSpec, spec manifest.Servi
 
 // Bind propagation modes Docker accepts.
 var propagations = []string{"private", "rprivate", "shared", "rshared", "slave", "rslave"}
+
+func validateHooks(r yamlpos.Reporter, raw *rawServiceSpec) {
+	for _, hooks := range []struct {
+		field string
+		list  []manifest.Hook
+	}{{"spec.postStart", raw.PostStart}, {"spec.preStop", raw.PreStop}} {
+		for i, h := range hooks.list {
+			if len(h.Command) == 0 {
+				r.Errorf(yamlpos.IndexPath(hooks.field, i)+".command", "a hook needs a command: the program and its arguments, as a list")
+			}
+		}
+	}
+}

@@ -126,6 +126,16 @@ func (p Policy) checkPrivileges(s *manifest.ServiceSpec, deny denyFunc) {
 	if s.Privileged && !p.Allows(AllowPrivileged) {
 		deny("privileged", "a privileged container can take over the host; %s", allowHint(AllowPrivileged))
 	}
+	for _, hooks := range []struct {
+		field string
+		list  []manifest.Hook
+	}{{"postStart", s.PostStart}, {"preStop", s.PreStop}} {
+		for j, h := range hooks.list {
+			if h.Privileged && !p.Allows(AllowPrivileged) {
+				deny(yamlpos.IndexPath(hooks.field, j)+".privileged", "a privileged hook runs as a privileged container would, and can take over the host; %s", allowHint(AllowPrivileged))
+			}
+		}
+	}
 	for j, d := range s.Devices {
 		if !p.Allows(AllowDevices) {
 			deny(yamlpos.IndexPath("devices", j), "host device %s gives the container direct hardware access; %s", d.HostPath, allowHint(AllowDevices))

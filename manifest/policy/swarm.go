@@ -70,6 +70,7 @@ func checkSwarmRuntime(s *manifest.ServiceSpec, refuse denyFunc) {
 
 func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 	checkSwarmRuntime(s, refuse)
+	checkSwarmEngineOnly(s, refuse)
 	switch {
 	case s.Readiness != nil:
 		refuse("readiness", "driftless's own readiness probes do not run against Swarm tasks: declare a healthcheck, which Swarm uses to gate its rolling update")
@@ -79,8 +80,6 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("networkMode", "network mode %q is not supported for Swarm services: use the app's overlay networks", s.NetworkMode)
 	case len(s.Addresses) > 0:
 		refuse("addresses", "Swarm gives each task its address: fixed addresses are for apps on one engine")
-	case len(s.NetworkPriority) > 0:
-		refuse("networkPriority", "Swarm attaches a task's networks itself: network priorities are for apps on one engine")
 	case s.Privileged:
 		refuse("privileged", "Swarm services cannot run privileged")
 	case len(s.Devices) > 0:
@@ -173,4 +172,15 @@ func RepoFileConfigName(app, repoPath string) string {
 		return "file"
 	}
 	return name
+}
+
+// checkSwarmEngineOnly refuses what driftless does itself to containers on
+// one engine, where Swarm decides for its tasks.
+func checkSwarmEngineOnly(s *manifest.ServiceSpec, refuse denyFunc) {
+	switch {
+	case len(s.PostStart) > 0 || len(s.PreStop) > 0:
+		refuse(map[bool]string{true: "postStart", false: "preStop"}[len(s.PostStart) > 0], "Swarm starts and stops tasks itself: lifecycle hooks are for apps on one engine")
+	case len(s.NetworkPriority) > 0:
+		refuse("networkPriority", "Swarm attaches a task's networks itself: network priorities are for apps on one engine")
+	}
 }

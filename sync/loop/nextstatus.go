@@ -301,23 +301,29 @@ func (u *statusUpdate) noteErrors(o passOutcome) {
 	if o.sourceErr != nil {
 		u.errors = append(u.errors, "source")
 	}
-	switch {
-	case o.engineErr != nil || engineFailedApply(o):
+	if o.engineErr != nil {
 		u.errors = append(u.errors, "engine")
-	case o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped):
-		u.errors = append(u.errors, "apply")
+	} else if kind := applyFailureKind(o); kind != "" {
+		u.errors = append(u.errors, kind)
 	}
 	if o.refusal != nil {
 		u.errors = append(u.errors, "validation")
 	}
 }
 
-// engineFailedApply is an apply the engine failed under (unreachable, a
-// request left unanswered, a 5xx). It is listed, and retried by
-// passResult, as the engine's problem, like an engine down at observe: the
-// manifest is not at fault.
-func engineFailedApply(o passOutcome) bool {
-	return o.apply != nil && o.apply.result.Err != nil && o.apply.result.Causes()[drift.FailureEngine] > 0
+// applyFailureKind is the condition an apply that did not complete is
+// listed under: "engine" when the engine failed under it (unreachable, a
+// request left unanswered, a 5xx), retried by passResult as an engine
+// down at observe, since the manifest is not at fault; else "apply"; ""
+// when it completed or only stopped for something newer.
+func applyFailureKind(o passOutcome) string {
+	switch r := o.apply; {
+	case r == nil || r.result.Err == nil || r.result.OnlyCause(drift.FailureStopped):
+		return ""
+	case r.result.Causes()[drift.FailureEngine] > 0:
+		return "engine"
+	}
+	return "apply"
 }
 
 // conditionOrder is how active problems are listed, most fundamental first.
@@ -343,11 +349,8 @@ func (u *statusUpdate) conditions(in statusInput) map[string]status.Condition {
 	if msg := releaseCondition(in, u.mem); msg != "" {
 		active["release"] = msg
 	}
-	switch {
-	case engineFailedApply(o) && o.engineErr == nil:
-		active["engine"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
-	case o.apply != nil && o.apply.result.Err != nil && !o.apply.result.OnlyCause(drift.FailureStopped) && !engineFailedApply(o):
-		active["apply"] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
+	if kind := applyFailureKind(o); kind != "" && active[kind] == "" {
+		active[kind] = fmt.Sprintf("apply %s: %v", o.accepted.rev.Short(), o.apply.result.Err)
 	}
 	if o.gap != nil && len(o.gap.Conflicts) > 0 {
 		active["conflict"] = conflictCondition(o.gap.Conflicts)
@@ -532,7 +535,7 @@ func failureMessage(o passOutcome, mem memory, s *status.AppStatus) string {
 		return fmt.Sprintf("revision %s refused: %s; %s", o.refusal.Revision.Short(), o.refusal.Reason, running)
 	case o.sourceErr != nil:
 		return fmt.Sprintf("cannot read the Git source: %v; %s, retrying", o.sourceErr, running)
-	case engineFailedApply(o) && !success(o):
+	case applyFailureKind(o) == "engine":
 		return fmt.Sprintf("apply %s: %v; retrying", o.accepted.rev.Short(), o.apply.result.Err)
 	case o.apply != nil && o.apply.result.Err != nil && !success(o):
 		return fmt.Sprintf("apply %s: %v; retrying with backoff", o.accepted.rev.Short(), o.apply.result.Err)
@@ -550,8 +553,9 @@ func failureMessage(o passOutcome, mem memory, s *status.AppStatus) string {
 	return ""
 }
 
-// pinned is the app as the pass enforced it (followed tags pinned to
-// their digests), nil to show the revision's.
+// serviceStatuses are the services of the revision as the pass enforced
+// it: pinned (followed tags pinned to their digests), nil to show the
+// revision's.
 func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppHealth, actual *drift.Actual) []status.ServiceStatus {
 	if desired == nil || desired.app == nil {
 		return nil
@@ -560,44 +564,7 @@ func serviceStatuses(desired *revisionState, pinned *manifest.App, h *drift.AppH
 	if pinned != nil && len(pinned.Services) == len(app.Services) {
 		app = pinned
 	}
-	health := map[string]drift.ServiceHealth{}
-	if h != nil {
-		for _, sh := range h.Services {
-			health[sh.Service] = sh
-		}
-	}
-	var out []status.ServiceStatus
-	for _, svc := range app.Services {
-		sh := health[svc.Name]
-		ss := status.ServiceStatus{
-			Name: svc.Name, Image: svc.Spec.Image, Desired: svc.Spec.Replicas,
-			Running: sh.Running, Ready: sh.Ready, Health: sh.Health, Message: sh.Message,
-			Containers: []status.ContainerStatus{},
-		}
-		if ss.Health == "" {
-			ss.Health = status.HealthUnknown
-		}
-		if sh.Service != "" {
-			// What the judgement counted against: for a Swarm global
-			// service, one task per eligible node, not a replica count.
-			ss.Desired = sh.Desired
-		}
-		if actual != nil {
-			for _, c := range actual.Containers {
-				if c.Service != svc.Name {
-					continue
-				}
-				ss.Containers = append(ss.Containers, status.ContainerStatus{
-					Name: c.Name, ID: c.ID, Slot: c.Slot, State: string(c.State), Status: c.Status,
-					Ready: c.Ready, ReadyReason: c.ReadyReason, RestartCount: c.RestartCount,
-					Image: c.Image, ImageDigest: c.ImageDigest, Revision: c.Revision, Created: c.Created, Node: c.Node,
-					ExitCode: c.ExitCode, Health: c.Health, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt,
-				})
-			}
-		}
-		out = append(out, ss)
-	}
-	return out
+	return status.Services(app, h, actual)
 }
 
 func sortedFlaps(m map[flapKey]status.Flap) []status.Flap {

@@ -469,7 +469,7 @@ func passResult(o passOutcome, now time.Time) (Result, error) {
 			// once from what runs now, without any backoff.
 			res.Requeue = true
 			res.Preempted = r.Causes()[drift.FailureStopped] > 0
-		case engineFailedApply(o):
+		case applyFailureKind(o) == "engine":
 			return res, &waitingError{engineError(r.Err)}
 		default:
 			return res, fmt.Errorf("apply %s: %w", o.accepted.rev.Short(), r.Err)

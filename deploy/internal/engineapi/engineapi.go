@@ -45,6 +45,11 @@ type API interface {
 	DistributionInspect(ctx context.Context, ref string, options client.DistributionInspectOptions) (client.DistributionInspectResult, error)
 
 	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
+
+	// Lifecycle hooks (deploy/hookrun).
+	ExecCreate(ctx context.Context, containerID string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
+	ExecAttach(ctx context.Context, execID string, options client.ExecAttachOptions) (client.ExecAttachResult, error)
+	ExecInspect(ctx context.Context, execID string, options client.ExecInspectOptions) (client.ExecInspectResult, error)
 }
 
 // Bounded gives each request that answers at once (lists, inspects,
@@ -110,6 +115,18 @@ func (b *Bounded) ContainerStop(ctx context.Context, id string, o client.Contain
 func (b *Bounded) ContainerRemove(ctx context.Context, id string, o client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
 	return bounded(b, ctx, "DELETE /containers/{id}", 0, func(ctx context.Context) (client.ContainerRemoveResult, error) {
 		return b.API.ContainerRemove(ctx, id, o)
+	})
+}
+
+func (b *Bounded) ExecCreate(ctx context.Context, id string, o client.ExecCreateOptions) (client.ExecCreateResult, error) {
+	return bounded(b, ctx, "POST /containers/{id}/exec", 0, func(ctx context.Context) (client.ExecCreateResult, error) {
+		return b.API.ExecCreate(ctx, id, o)
+	})
+}
+
+func (b *Bounded) ExecInspect(ctx context.Context, id string, o client.ExecInspectOptions) (client.ExecInspectResult, error) {
+	return bounded(b, ctx, "GET /exec/{id}/json", 0, func(ctx context.Context) (client.ExecInspectResult, error) {
+		return b.API.ExecInspect(ctx, id, o)
 	})
 }
 
