@@ -229,7 +229,7 @@ func netEquivCases() []equivCase {
 			"container resolver": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks." + netName + ".IPAMConfig.IPv6Address",
 				"Mounts./var/lib/unbound.Volume"},
 			"container vpn": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks.default.Aliases",
-				"HostConfig.PortBindings.8090/tcp"},
+				"HostConfig.PortBindings.8090/tcp", "HostConfig.NetworkMode"},
 			"container client":    {"HostConfig.NetworkMode", "Mounts./state.Volume", "Mounts./state.RW"},
 			"network /" + netName: {"Driver", "EnableIPv6", "IPAM.Config"},
 			"volume /" + volName:  {"Driver"},
