@@ -219,11 +219,13 @@ func (a *Agent) discover(ctx context.Context, name string) error {
 		refusal = a.conflicts(ss, cfgs, rev)
 	}
 	if refusal != nil {
+		// History first: whoever sees the refusal in the status finds it
+		// in the history too.
+		a.recordLogged(status.HistoryEntry{App: sourceKey(name), Kind: status.KindRefused, Trigger: TriggerSource,
+			Revision: &rev, Result: "refused", Summary: "set of apps refused: " + refusal.Reason, Errors: refusal.Errors})
 		a.mu.Lock()
 		ss.status.Refused = refusal
 		a.mu.Unlock()
-		a.recordLogged(status.HistoryEntry{App: sourceKey(name), Kind: status.KindRefused, Trigger: TriggerSource,
-			Revision: &rev, Result: "refused", Summary: "set of apps refused: " + refusal.Reason, Errors: refusal.Errors})
 		a.log.Warn("source revision refused; the last accepted set of apps keeps running", "source", name, "revision", rev.Short(), "reason", refusal.Reason)
 		return nil
 	}
