@@ -363,15 +363,15 @@ func (r *run) notReady(ctx context.Context, id, summary string, info readiness.I
 	return f
 }
 
-// stopTimeout is the grace period of the spec the container was created
-// with, from its recorded spec label; nil lets Docker use the container's
-// own StopTimeout (which deploy set from the same spec).
-func stopTimeout(c container.InspectResponse, spec *manifest.ServiceSpec) *int {
-	if rec := recordedSpec(c, spec); rec != nil {
-		t := rec.StopGracePeriodSeconds
-		return &t
+// gracePeriod is the stop grace period of rec, the spec the container
+// was created with (recordedSpec); nil lets Docker use the container's own
+// StopTimeout (which deploy set from the same spec).
+func gracePeriod(rec *manifest.ServiceSpec) *int {
+	if rec == nil {
+		return nil
 	}
-	return nil
+	t := rec.StopGracePeriodSeconds
+	return &t
 }
 
 // recordedSpec is the spec the container was created with, from its spec
@@ -404,11 +404,10 @@ func (r *run) removeContainer(ctx context.Context, s *step, spec *manifest.Servi
 	return nil
 }
 
-// preStop runs the pre_stop hooks a running replica was created with. As
-// compose: one that fails keeps the replica running; a replica that
-// stopped meanwhile is no failure.
-func (r *run) preStop(ctx context.Context, c container.InspectResponse, spec *manifest.ServiceSpec) error {
-	rec := recordedSpec(c, spec)
+// preStop runs the pre_stop hooks of rec, the spec a running replica was
+// created with (recordedSpec). As compose: one that fails keeps the
+// replica running; a replica that stopped meanwhile is no failure.
+func (r *run) preStop(ctx context.Context, c container.InspectResponse, rec, spec *manifest.ServiceSpec) error {
 	if rec == nil || len(rec.PreStop) == 0 || c.State == nil || !c.State.Running || c.State.Restarting {
 		return nil
 	}
@@ -421,7 +420,8 @@ func (r *run) preStop(ctx context.Context, c container.InspectResponse, spec *ma
 
 func (r *run) stopAndRemove(ctx context.Context, c container.InspectResponse, spec *manifest.ServiceSpec) error {
 	name := strings.TrimPrefix(c.Name, "/")
-	if err := r.preStop(ctx, c, spec); err != nil {
+	rec := recordedSpec(c, spec)
+	if err := r.preStop(ctx, c, rec, spec); err != nil {
 		return err
 	}
 	release, err := r.e.holdNetworks(ctx, c.NetworkSettings)
@@ -430,7 +430,7 @@ func (r *run) stopAndRemove(ctx context.Context, c container.InspectResponse, sp
 	}
 	defer release()
 	if c.State != nil && (c.State.Running || c.State.Restarting) {
-		if _, err := r.e.api.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: stopTimeout(c, spec)}); err != nil && !cerrdefs.IsNotFound(err) {
+		if _, err := r.e.api.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: gracePeriod(rec)}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("stop %s: %w", name, err)
 		}
 	}

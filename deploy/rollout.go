@@ -176,11 +176,12 @@ func (r *run) replaceOne(ctx context.Context, s *step, svc *manifest.Service, su
 		}
 	}
 	if !surge && !stopped && old.State != nil && old.State.Running {
-		if err := r.preStop(ctx, old, &svc.Spec); err != nil {
+		rec := recordedSpec(old, &svc.Spec)
+		if err := r.preStop(ctx, old, rec, &svc.Spec); err != nil {
 			restore()
 			return err
 		}
-		if err := r.stopHeld(ctx, old, stopTimeout(old, &svc.Spec)); err != nil {
+		if err := r.stopHeld(ctx, old, gracePeriod(rec)); err != nil {
 			restore()
 			return fmt.Errorf("stop %s: %w", oldName, err)
 		}

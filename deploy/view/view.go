@@ -431,8 +431,13 @@ func (v *View) fetchContainer(ctx context.Context, id string) (*containerObs, bo
 		return res.Items, nil
 	}, func(s container.Summary) (*containerObs, bool) {
 		// The id filter matches prefixes.
-		return &containerObs{c: dockerspec.ContainerFromSummary(s), ip: dockerspec.SummaryIP(s)}, s.ID == id
+		return obsOf(s), s.ID == id
 	})
+}
+
+// obsOf is what the view keeps of a listed container.
+func obsOf(s container.Summary) *containerObs {
+	return &containerObs{c: dockerspec.ContainerFromSummary(s), ip: dockerspec.SummaryIP(s)}
 }
 
 func (v *View) fetchNetwork(ctx context.Context, id string) (drift.Network, bool, error) {
@@ -496,7 +501,7 @@ func (v *View) refreshContainers(ctx context.Context) error {
 		if old, ok := v.containers[s.ID]; ok && old.gone {
 			continue // destroyed: the list can still show it just after the event
 		}
-		v.containers.put(t, s.ID, &containerObs{c: dockerspec.ContainerFromSummary(s), ip: dockerspec.SummaryIP(s)}, true)
+		v.containers.put(t, s.ID, obsOf(s), true)
 	}
 	return nil
 }

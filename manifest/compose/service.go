@@ -440,12 +440,8 @@ func (sm *serviceMap) mapHooks() {
 				sm.record(yamlpos.IndexPath(model, i)+".privileged", yamlpos.IndexPath(attr, i)+".privileged")
 			}
 			hook := manifest.Hook{Command: slices.Clone([]string(h.Command)), User: h.User, Privileged: h.Privileged, WorkingDir: h.WorkingDir}
-			for k, v := range h.Environment {
-				if v != nil && hook.Env == nil {
-					hook.Env = map[string]string{k: *v}
-				} else if v != nil {
-					hook.Env[k] = *v
-				}
+			if env := h.Environment.ToMapping(); len(env) > 0 { // without the unset entries
+				hook.Env = env
 			}
 			out = append(out, hook)
 		}
