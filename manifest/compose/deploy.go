@@ -218,8 +218,16 @@ func (sm *serviceMap) refuseSwarmOnly(d *types.DeployConfig) {
 	const hint = ": set target: swarm for the app to deploy it to a Swarm cluster"
 	switch d.Mode {
 	case "", "replicated":
+	case "global":
+		// One task per node is one container on one engine: compose runs
+		// one too (or scale: of them).
+		if d.Replicas != nil {
+			sm.refuse("deploy.replicas", "a global service runs one task per node: remove deploy.replicas")
+		} else {
+			sm.warn("deploy.mode", "global runs one replica on one engine (one per node, as in compose)"+hint)
+		}
 	default:
-		sm.refuse("deploy.mode", "%q is not supported: driftless runs replicated services on one engine"+hint, d.Mode)
+		sm.refuse("deploy.mode", "must be replicated or global, got %q", d.Mode)
 	}
 	// Compose passes these Swarm-only keys to no container: on one engine
 	// they change nothing, and say so.
@@ -325,8 +333,12 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 	case "", "pause", "rollback":
 		// driftless stops a failing rollout and keeps the old replicas
 		// serving: that is both.
+	case "continue":
+		// Compose ignores update_config on one engine; driftless does not
+		// go on replacing good replicas with failing ones.
+		sm.warn(attr+".failure_action", "continue is not honoured: a failing rollout stops and keeps the old replicas serving (pause or rollback)")
 	default:
-		sm.refuse(attr+".failure_action", "%q is not supported: a failing rollout stops and keeps the old replicas (pause or rollback)", u.FailureAction)
+		sm.refuse(attr+".failure_action", "must be pause, rollback or continue, got %q", u.FailureAction)
 	}
 	if u.Monitor < 0 || time.Duration(u.Monitor) > manifest.MaxSeconds*time.Second {
 		sm.refuse(attr+".monitor", "must be between 0s and %ds", manifest.MaxSeconds)
@@ -338,7 +350,7 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 		sm.record("minReadySeconds", attr+".monitor")
 	}
 	if u.MaxFailureRatio != 0 {
-		sm.refuse(attr+".max_failure_ratio", "is not supported: any replica that does not become ready stops the rollout")
+		sm.warn(attr+".max_failure_ratio", "is not honoured: any replica that does not become ready stops the rollout")
 	}
 }
 

@@ -18,7 +18,7 @@ const inlineConfigDir = ".compose-configs/"
 // compose writes each into the container: one file, mounted read-only and
 // content-addressed like a repository file, so a changed content replaces
 // the replicas that mount it.
-func (sm *serviceMap) inlineConfig(name string, obj types.FileObjectConfig) (string, *manifest.RepoTree, bool) {
+func (sm *serviceMap) inlineConfig(name string, obj types.FileObjectConfig, exec bool) (string, *manifest.RepoTree, bool) {
 	content := obj.Content
 	if obj.Environment != "" {
 		v, ok := sm.m.in.Lookup(obj.Environment)
@@ -35,7 +35,7 @@ func (sm *serviceMap) inlineConfig(name string, obj types.FileObjectConfig) (str
 		}
 		content = v
 	}
-	tree := &manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte(content)}}}
+	tree := &manifest.RepoTree{Files: []manifest.RepoFile{{Data: []byte(content), Exec: exec}}}
 	sm.m.content[tree.Hash()] = tree
 	return inlineConfigDir + name, tree, true
 }

@@ -273,10 +273,10 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			sm.refuse(attr, "%s %q is not declared: add it under the top-level %s:", strings.TrimSuffix(section, "s"), r.Source, section)
 			continue
 		}
-		if section != "secrets" && (r.UID != "" || r.GID != "" || r.Mode != nil) {
-			sm.refuse(attr, "uid, gid and mode are not supported for file-based %s (as in compose, the file is bind-mounted as it is)", section)
-		}
 		inline := section == "configs" && obj.File == "" && (obj.Content != "" || obj.Environment != "")
+		if section == "configs" {
+			sm.warnConfigOwnership(attr, r, inline)
+		}
 		if obj.File == "" && !inline {
 			continue // refused at the top level
 		}
@@ -297,7 +297,7 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			tree *manifest.RepoTree
 		)
 		if inline {
-			p, tree, ok = sm.inlineConfig(r.Source, obj)
+			p, tree, ok = sm.inlineConfig(r.Source, obj, r.Mode != nil && *r.Mode&0o111 != 0)
 		} else {
 			p, tree, ok = sm.repoTreeAt(top, obj.File)
 		}
@@ -309,6 +309,24 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			b.Object = &manifest.FileObject{Kind: strings.TrimSuffix(section, "s"), Name: r.Source}
 		}
 		sm.addBind(attr, b)
+	}
+}
+
+// warnConfigOwnership says what becomes of a config's uid, gid and mode.
+// Every config is one shared read-only copy, readable by every user (0444,
+// 0555 when executable): compose ignores all three for a file: config and
+// writes a content: one with them; driftless makes an inline config
+// executable when the mode asks, and warns about the rest.
+func (sm *serviceMap) warnConfigOwnership(attr string, r types.ServiceSecretConfig, inline bool) {
+	if !inline {
+		if r.UID != "" || r.GID != "" || r.Mode != nil {
+			sm.warn(attr, "uid, gid and mode have no effect on a config from a file (as in compose): it is mounted read-only, readable by every user, executable when Git marks it so")
+		}
+		return
+	}
+	modeKept := r.Mode == nil || *r.Mode == 0o444 || *r.Mode == 0o555
+	if r.UID != "" || r.GID != "" || !modeKept {
+		sm.warn(attr, "is mounted read-only as 0444 (0555 when the mode gives execute), owned by root and readable by every user: uid, gid and other mode bits are not applied")
 	}
 }
 

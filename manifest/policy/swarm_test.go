@@ -51,10 +51,18 @@ func TestComposeSwarmDeployKeys(t *testing.T) {
 		t.Errorf("agent: want a global service, got %+v", agent.Spec.Swarm)
 	}
 
-	// The same file for one engine is refused where it asks for Swarm.
-	_, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, load.Options{})
-	if err == nil || !strings.Contains(err.Error(), "set target: swarm") {
-		t.Errorf("one engine: got %v, want a refusal naming target: swarm", err)
+	// The same service for one engine runs one replica, as compose runs
+	// it, with a warning that names target: swarm.
+	one := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global}\n"}, load.Options{})
+	if s := one.Service("agent").Spec; s.Replicas != 1 || s.Swarm != nil {
+		t.Errorf("one engine: replicas %d, swarm %+v; want 1 replica and no Swarm spec", s.Replicas, s.Swarm)
+	}
+	if w := one.Warnings.Error(); !strings.Contains(w, "compose.yaml:4:20: services.agent.deploy.mode: global runs one replica on one engine") || !strings.Contains(w, "set target: swarm") {
+		t.Errorf("one engine: warnings %q; want one on deploy.mode naming target: swarm", w)
+	}
+	_, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": "services:\n  agent:\n    image: shop/agent:1\n    deploy: {mode: global, replicas: 2}\n"}, load.Options{})
+	if err == nil || !strings.Contains(err.Error(), "services.agent.deploy.replicas: a global service runs one task per node") {
+		t.Errorf("one engine, global with replicas: got %v, want a refusal of deploy.replicas", err)
 	}
 }
 
