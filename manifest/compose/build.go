@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/internal/composerules"
 	"github.com/driftless-dev/driftless/manifest/load"
 )
 
@@ -19,37 +20,6 @@ func resolveBuildsIfValid(fsys fs.FS, root string, app *manifest.App, errs *yaml
 		return nil
 	}
 	return load.ResolveBuilds(fsys, root, app)
-}
-
-// composeBuildRules says, for each attribute of a compose service's
-// build:, what happens to it; as with composeServiceRules, an attribute
-// this table does not know is refused.
-var composeBuildRules = map[string]any{
-	"context":             composeMapped("build.context (a directory of the app in the revision)"),
-	"dockerfile":          composeMapped("build.dockerfile (relative to the context)"),
-	"args":                composeMapped("build.args"),
-	"target":              composeMapped("build.target"),
-	"dockerfile_inline":   composeRefused("is not supported: commit the Dockerfile and name it with dockerfile:"),
-	"additional_contexts": composeRefused("is not supported: the context is one directory of the revision"),
-	"cache_from":          composeNoEffect("only seeds the build cache, which changes no image built: the engine's own build cache is used"),
-	"cache_to":            composeRefused("is not supported: the engine's own build cache is used"),
-	"no_cache":            composeRefused("is not supported: an unchanged context is never rebuilt anyway"),
-	"no_cache_filter":     composeRefused("is not supported"),
-	"pull":                composeRefused("is not supported: base images are used as the engine has them"),
-	"tags":                composeRefused("is not supported: name the image with image:"),
-	"labels":              composeRefused("is not supported yet"),
-	"secrets":             composeRefused("build secrets are not supported"),
-	"ssh":                 composeRefused("build SSH forwarding is not supported"),
-	"entitlements":        composeRefused("build entitlements are not supported"),
-	"privileged":          composeRefused("privileged builds are not supported"),
-	"network":             composeRefused("build networks are not supported"),
-	"extra_hosts":         composeRefused("is not supported for builds"),
-	"isolation":           composeRefused("is Windows-only"),
-	"platforms":           composeRefused("is not supported: driftless builds for the engine's own platform"),
-	"provenance":          composeRefused("needs BuildKit attestations, which driftless does not produce"),
-	"sbom":                composeRefused("needs BuildKit attestations, which driftless does not produce"),
-	"shm_size":            composeRefused("is not supported for builds"),
-	"ulimits":             composeRefused("is not supported for builds"),
 }
 
 // mapBuild maps build: onto ServiceSpec.Build. ResolveBuilds reads the
@@ -64,11 +34,11 @@ func (sm *serviceMap) mapBuild() {
 		if name == "" || name == "-" || strings.HasPrefix(name, "#") || v.Field(i).IsZero() {
 			continue
 		}
-		switch r := composeBuildRules[name].(type) {
-		case composeMapped:
-		case composeRefused:
+		switch r := composerules.Build[name].(type) {
+		case composerules.Mapped:
+		case composerules.Refused:
 			sm.refuse("build."+name, "%s", string(r))
-		case composeNoEffect:
+		case composerules.NoEffect:
 			sm.warn("build."+name, "%s", string(r))
 		default:
 			sm.refuse("build."+name, "is not supported by driftless yet")
@@ -132,7 +102,7 @@ func (sm *serviceMap) remoteBuild() {
 }
 
 // composeBuildFields lists the build attributes compose-go knows, for the
-// test that keeps composeBuildRules complete.
+// test that keeps composerules.Build complete.
 func composeBuildFields() []string {
 	var out []string
 	t := reflect.TypeOf(types.BuildConfig{})

@@ -1,9 +1,11 @@
 package compose
 
+import "github.com/driftless-dev/driftless/manifest/internal/composerules"
+
 // Names the external tests of this package use.
 
 const WorkDir = composeWorkDir
 
-type Refused = composeRefused
+type Refused = composerules.Refused
 
-var ServiceRules = composeServiceRules
+var ServiceRules = composerules.Service

@@ -3,14 +3,15 @@ package compose
 import (
 	"testing"
 
+	"github.com/driftless-dev/driftless/manifest/internal/composerules"
 	"github.com/driftless-dev/driftless/manifest/internal/composeschema"
 )
 
 // Every build attribute compose-go knows is mapped or refused on purpose.
 func TestComposeBuildRulesComplete(t *testing.T) {
 	for _, name := range composeBuildFields() {
-		if _, ok := composeBuildRules[name]; !ok {
-			t.Errorf("build.%s is not in composeBuildRules", name)
+		if _, ok := composerules.Build[name]; !ok {
+			t.Errorf("build.%s is not in composerules.Build", name)
 		}
 	}
 }
@@ -26,13 +27,13 @@ func TestComposeEveryServiceFieldIsHandled(t *testing.T) {
 	seen := map[string]bool{}
 	for _, f := range fields {
 		seen[f.Name] = true
-		if _, ok := composeServiceRules[f.Name]; !ok {
-			t.Errorf("compose attribute %q (types.ServiceConfig, Go type %s) is neither mapped nor refused: add it to composeServiceRules", f.Name, f.Type)
+		if _, ok := composerules.Service[f.Name]; !ok {
+			t.Errorf("compose attribute %q (types.ServiceConfig, Go type %s) is neither mapped nor refused: add it to composerules.Service", f.Name, f.Type)
 		}
 	}
-	for name := range composeServiceRules {
+	for name := range composerules.Service {
 		if !seen[name] {
-			t.Errorf("composeServiceRules lists %q, which types.ServiceConfig no longer has", name)
+			t.Errorf("composerules.Service lists %q, which types.ServiceConfig no longer has", name)
 		}
 	}
 }
