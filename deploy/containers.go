@@ -114,6 +114,11 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 		return "", fmt.Errorf("create %s: %w", name, err)
 	}
 	r.emit(s, drift.PhaseCreated, "", nil)
+	// The engine creates what it cannot fully honour with a warning (a
+	// kernel without IO weight discards blkio weights): said, not dropped.
+	if len(created.Warnings) > 0 {
+		r.emit(s, drift.PhaseWarned, "the engine warned: "+strings.Join(created.Warnings, "; "), nil)
+	}
 	undo := func(cause error) error {
 		// A replica that cannot start is removed again, so the next plan
 		// starts from a clean slot instead of a half-made container.

@@ -155,6 +155,36 @@ var extraFields = []struct {
 	{"resources.memorySwappiness", func(s *manifest.ServiceSpec) string { return intOr(s.Resources.MemorySwappiness, "(host's)") }},
 	{"resources.oomScoreAdj", func(s *manifest.ServiceSpec) string { return intOr(int64(s.Resources.OOMScoreAdj), "0") }},
 	{"resources.oomKillDisable", func(s *manifest.ServiceSpec) string { return strconv.FormatBool(s.Resources.OOMKillDisable) }},
+	{"resources.blkio", func(s *manifest.ServiceSpec) string { return blkio(s.Resources.Blkio) }},
+}
+
+// blkio shows the IO weight and limits in the order written: "weight
+// 300; read 1Mi/s on /dev/sda; write 100 ops/s on /dev/sda".
+func blkio(b *manifest.Blkio) string {
+	if b.Empty() {
+		return none
+	}
+	var parts []string
+	if b.Weight != 0 {
+		parts = append(parts, fmt.Sprintf("weight %d", b.Weight))
+	}
+	for _, d := range b.WeightDevice {
+		parts = append(parts, fmt.Sprintf("weight %d on %s", d.Weight, d.Path))
+	}
+	for _, l := range []struct {
+		what string
+		bps  bool
+		devs []manifest.ThrottleDevice
+	}{{"read", true, b.DeviceReadBps}, {"write", true, b.DeviceWriteBps}, {"read", false, b.DeviceReadIOps}, {"write", false, b.DeviceWriteIOps}} {
+		for _, d := range l.devs {
+			rate := strconv.FormatUint(d.Rate, 10) + " ops/s"
+			if l.bps {
+				rate = manifest.FormatMemory(int64(min(d.Rate, 1<<62))) + "/s"
+			}
+			parts = append(parts, l.what+" "+rate+" on "+d.Path)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // swapLimit shows memory plus swap: -1 unlimited, 0 Docker's default.

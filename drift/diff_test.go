@@ -52,6 +52,10 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 			s.PostStart = []manifest.Hook{{Command: []string{"chown", "-R", "1001", "/data"}, User: "root"}}
 			s.PreStop = []manifest.Hook{{Command: []string{"./flush"}, WorkingDir: "/app", Privileged: true, Env: map[string]string{"B": "2", "A": "1"}}}
 		}, []FieldChange{{"postStart", "(none)", `["chown" "-R" "1001" "/data"] as root`}, {"preStop", "(none)", `["./flush"] privileged in /app A=1 B=2`}}},
+		{"block IO", func(s *manifest.ServiceSpec) {
+			s.Resources.Blkio = &manifest.Blkio{Weight: 300, WeightDevice: []manifest.WeightDevice{{Path: "/dev/sda", Weight: 400}},
+				DeviceReadBps: []manifest.ThrottleDevice{{Path: "/dev/sda", Rate: 12 << 20}}, DeviceWriteIOps: []manifest.ThrottleDevice{{Path: "/dev/sdb", Rate: 30}}}
+		}, []FieldChange{{"resources.blkio", "(none)", "weight 300; weight 400 on /dev/sda; read 12Mi/s on /dev/sda; write 30 ops/s on /dev/sdb"}}},
 		{"network mode", func(s *manifest.ServiceSpec) { s.NetworkMode, s.Networks = manifest.NetworkHost, nil },
 			[]FieldChange{{"networks", "default", "(none)"}, {"networkMode", "(app networks)", "host"}}},
 		{"mounts", func(s *manifest.ServiceSpec) {

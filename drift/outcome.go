@@ -20,6 +20,9 @@ const (
 	// change), before the replica is created.
 	PhasePull    Phase = "pull"
 	PhaseCreated Phase = "created"
+	// PhaseWarned: the engine did what was asked with a warning (a kernel
+	// without IO weight discards a blkio weight); Message is its words.
+	PhaseWarned  Phase = "warned"
 	PhaseStarted Phase = "started"
 	PhaseWaiting Phase = "waiting"
 	PhaseReady   Phase = "ready"

@@ -656,6 +656,8 @@ type Resources struct {
 	// OOMKillDisable keeps the OOM killer away from the replicas (needs a
 	// memory limit to be safe).
 	OOMKillDisable bool `json:"oomKillDisable,omitempty"`
+	// Blkio is the block IO weight and per-device limits; nil is none.
+	Blkio *Blkio `json:"blkio,omitempty"`
 }
 
 // Readiness decides when a replica counts as ready. Exactly one of HTTPGet,

@@ -3,6 +3,7 @@ package dockerspec
 import (
 	"strings"
 
+	"github.com/moby/moby/api/types/blkiodev"
 	"github.com/moby/moby/api/types/container"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -29,6 +30,25 @@ func tuning(spec *manifest.ServiceSpec, host *container.HostConfig) {
 		host.OomKillDisable = &t
 	}
 	host.OomScoreAdj = r.OOMScoreAdj
+	if b := r.Blkio; b != nil {
+		host.BlkioWeight = b.Weight
+		for _, d := range b.WeightDevice {
+			host.BlkioWeightDevice = append(host.BlkioWeightDevice, &blkiodev.WeightDevice{Path: d.Path, Weight: d.Weight})
+		}
+		host.BlkioDeviceReadBps = throttles(b.DeviceReadBps)
+		host.BlkioDeviceWriteBps = throttles(b.DeviceWriteBps)
+		host.BlkioDeviceReadIOps = throttles(b.DeviceReadIOps)
+		host.BlkioDeviceWriteIOps = throttles(b.DeviceWriteIOps)
+	}
+}
+
+// throttles are per-device rate limits as HostConfig takes them.
+func throttles(in []manifest.ThrottleDevice) []*blkiodev.ThrottleDevice {
+	var out []*blkiodev.ThrottleDevice
+	for _, d := range in {
+		out = append(out, &blkiodev.ThrottleDevice{Path: d.Path, Rate: d.Rate})
+	}
+	return out
 }
 
 // Links are the legacy links of a replica, "CONTAINER:ALIAS" for every

@@ -28,7 +28,9 @@ func TestReplicaConfigRoundTwoFields(t *testing.T) {
 		Links:    []string{"db:database"},
 		Platform: "linux/arm/v7",
 		Resources: manifest.Resources{MemoryBytes: 64 << 20, CPUShares: 512, CPUSet: "0", CPUPeriod: 100000, CPUQuota: 50000,
-			MemorySwapBytes: 128 << 20, MemorySwappiness: 10, OOMScoreAdj: -200, OOMKillDisable: true},
+			MemorySwapBytes: 128 << 20, MemorySwappiness: 10, OOMScoreAdj: -200, OOMKillDisable: true,
+			Blkio: &manifest.Blkio{Weight: 300, WeightDevice: []manifest.WeightDevice{{Path: "/dev/sda", Weight: 400}},
+				DeviceReadBps: []manifest.ThrottleDevice{{Path: "/dev/sda", Rate: 1 << 20}}, DeviceWriteIOps: []manifest.ThrottleDevice{{Path: "/dev/sdb", Rate: 50}}}},
 	}}
 	db := manifest.Service{Name: "db", Spec: manifest.ServiceSpec{Image: "shop/db:1", Replicas: 2}}
 	app := &manifest.App{Name: "shop", Services: []manifest.Service{db, web}}
@@ -60,7 +62,18 @@ func TestReplicaConfigRoundTwoFields(t *testing.T) {
 		t.Errorf("platform %+v", p)
 	}
 	checkTuning(t, host)
+	checkBlkio(t, host)
+}
 
+func checkBlkio(t *testing.T, host *container.HostConfig) {
+	t.Helper()
+	if host.BlkioWeight != 300 || len(host.BlkioWeightDevice) != 1 || host.BlkioWeightDevice[0].String() != "/dev/sda:400" ||
+		len(host.BlkioDeviceReadBps) != 1 || host.BlkioDeviceReadBps[0].String() != "/dev/sda:1048576" ||
+		len(host.BlkioDeviceWriteIOps) != 1 || host.BlkioDeviceWriteIOps[0].String() != "/dev/sdb:50" ||
+		host.BlkioDeviceWriteBps != nil || host.BlkioDeviceReadIOps != nil {
+		t.Errorf("blkio: weight %d, weight devices %v, read bps %v, write iops %v, write bps %v, read iops %v", host.BlkioWeight,
+			host.BlkioWeightDevice, host.BlkioDeviceReadBps, host.BlkioDeviceWriteIOps, host.BlkioDeviceWriteBps, host.BlkioDeviceReadIOps)
+	}
 }
 
 func checkTuning(t *testing.T, host *container.HostConfig) {

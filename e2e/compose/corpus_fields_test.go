@@ -1,8 +1,11 @@
 package compose
 
 import (
+	"cmp"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +208,9 @@ func fieldsEquivCases() []equivCase {
 		networks: []string{"default"},
 		volumes:  []string{"data", "logs", "dbdata"},
 		allow:    "host-userns,devices,runtimes",
+		env: func(t *testing.T) map[string]string {
+			return map[string]string{"EQUIV_BLOCK_DEVICE": blockDevice(t)}
+		},
 		declared: map[string][]string{
 			"container web": {
 				"Mounts./var/lib/app.SELinux", "Mounts./var/log/app.SELinux", "Mounts./var/log/app.RW", "Mounts./etc/app.SELinux",
@@ -215,8 +221,36 @@ func fieldsEquivCases() []equivCase {
 				"HostConfig.CpuShares", "HostConfig.CpusetCpus", "HostConfig.CpuPeriod", "HostConfig.CpuQuota", "HostConfig.Memory",
 				"HostConfig.MemorySwap", "HostConfig.MemorySwappiness", "HostConfig.OomScoreAdj", "HostConfig.OomKillDisable",
 				"HostConfig.Runtime", "HostConfig.UsernsMode", "HostConfig.DeviceCgroupRules",
+				"HostConfig.BlkioDeviceReadBps", "HostConfig.BlkioDeviceWriteIOps",
 			},
 			"container db": {"Mounts./var/lib/db.SELinux", "HostConfig.OomScoreAdj"},
 		},
 	}}
+}
+
+// blockDevice is a block device of this machine, which is the engine's
+// host: a disk rather than a loop device where there is one.
+func blockDevice(t *testing.T) string {
+	t.Helper()
+	entries, err := os.ReadDir("/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, e := range entries {
+		if e.Type()&fs.ModeDevice != 0 && e.Type()&fs.ModeCharDevice == 0 {
+			found = append(found, "/dev/"+e.Name())
+		}
+	}
+	isLoop := func(p string) int {
+		if strings.HasPrefix(p, "/dev/loop") {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(found, func(a, b string) int { return cmp.Compare(isLoop(a), isLoop(b)) })
+	if len(found) == 0 {
+		t.Fatal("no block device in /dev: the block IO limits need one on the engine's host")
+	}
+	return found[0]
 }

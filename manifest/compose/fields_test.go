@@ -178,6 +178,39 @@ func TestComposeTuning(t *testing.T) {
 	}
 }
 
+// blkio_config is passed on as compose passes it: the weight and each
+// device's weight and limits, rates in bytes read with compose's units.
+func TestComposeBlkio(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, loadtest.Web(`blkio_config:
+      weight: 300
+      weight_device: [{path: /dev/sda, weight: 400}]
+      device_read_bps: [{path: /dev/sda, rate: 12mb}]
+      device_write_bps: [{path: /dev/sdb, rate: "1024k"}]
+      device_read_iops: [{path: /dev/sda, rate: 120}]
+      device_write_iops: [{path: /dev/sda, rate: 30}]`), load.Options{})
+	want := &manifest.Blkio{
+		Weight:          300,
+		WeightDevice:    []manifest.WeightDevice{{Path: "/dev/sda", Weight: 400}},
+		DeviceReadBps:   []manifest.ThrottleDevice{{Path: "/dev/sda", Rate: 12 << 20}},
+		DeviceWriteBps:  []manifest.ThrottleDevice{{Path: "/dev/sdb", Rate: 1 << 20}},
+		DeviceReadIOps:  []manifest.ThrottleDevice{{Path: "/dev/sda", Rate: 120}},
+		DeviceWriteIOps: []manifest.ThrottleDevice{{Path: "/dev/sda", Rate: 30}},
+	}
+	if got := a.Service("web").Spec.Resources.Blkio; !reflect.DeepEqual(got, want) {
+		t.Errorf("blkio:\n got %+v\nwant %+v", got, want)
+	}
+	errs := loadtest.ComposeErrors(t, loadtest.Web("blkio_config: {weight: 5, weight_device: [{path: sda, weight: 2000}], device_read_bps: [{path: /dev/../etc/x, rate: 1mb}]}"), load.Options{})
+	want2 := []string{
+		"compose.yaml:4:28: services.web.blkio_config.weight: must be between 10 and 1000, got 5",
+		`compose.yaml:4:54: services.web.blkio_config.weight_device[0].path: device "sda" must be a block device's path under /dev, such as /dev/sda`,
+		"compose.yaml:4:67: services.web.blkio_config.weight_device[0].weight: must be between 10 and 1000, got 2000",
+		`compose.yaml:4:100: services.web.blkio_config.device_read_bps[0].path: device "/dev/../etc/x" must be a block device's path under /dev, such as /dev/sda`,
+	}
+	if strings.Join(errs, "\n") != strings.Join(want2, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want2, "\n"))
+	}
+}
+
 // Links name a service (and an alias); the linked service starts first,
 // as compose adds it to depends_on.
 func TestComposeLinks(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 // A refused attribute is refused, not dropped, whatever its value.
 func TestComposeRefusedFieldsAreRefused(t *testing.T) {
 	for _, tc := range []struct{ line, field string }{
-		{"blkio_config: {weight: 300}", "blkio_config"},
+		{"cgroup_parent: custom", "cgroup_parent"},
 		{"userns_mode: host", "userns_mode"}, // by the policy: host-userns
 		{"storage_opt: {size: 1G}", "storage_opt"},
 		{"use_api_socket: true", "use_api_socket"},

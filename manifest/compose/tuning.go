@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/compose-spec/compose-go/v2/types"
+
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
 )
@@ -52,8 +54,60 @@ func (sm *serviceMap) mapTuning() {
 		}
 		sm.spec.Platform = s.Platform
 	}
+	sm.mapBlkio()
 	sm.mapLinks()
 	sm.mapRuntime()
+}
+
+// mapBlkio maps blkio_config as compose passes it to Docker: the weight,
+// and each device's weight and rate limits, in the order written.
+func (sm *serviceMap) mapBlkio() {
+	b := sm.s.BlkioConfig
+	if b == nil {
+		return
+	}
+	const attr = "blkio_config"
+	out := &manifest.Blkio{Weight: b.Weight}
+	if msg := manifest.CheckBlkioWeight(int64(b.Weight)); msg != "" {
+		sm.refuse(attr+".weight", "%s", msg)
+	}
+	for i, d := range b.WeightDevice {
+		at := yamlpos.IndexPath(attr+".weight_device", i)
+		sm.checkBlkioDevice(at, d.Path)
+		if msg := manifest.CheckBlkioWeight(int64(d.Weight)); msg != "" {
+			sm.refuse(at+".weight", "%s", msg)
+		}
+		out.WeightDevice = append(out.WeightDevice, manifest.WeightDevice{Path: d.Path, Weight: d.Weight})
+	}
+	limits := []struct {
+		name string
+		in   []types.ThrottleDevice
+		out  *[]manifest.ThrottleDevice
+	}{
+		{"device_read_bps", b.DeviceReadBps, &out.DeviceReadBps},
+		{"device_write_bps", b.DeviceWriteBps, &out.DeviceWriteBps},
+		{"device_read_iops", b.DeviceReadIOps, &out.DeviceReadIOps},
+		{"device_write_iops", b.DeviceWriteIOps, &out.DeviceWriteIOps},
+	}
+	for _, l := range limits {
+		for i, d := range l.in {
+			at := yamlpos.IndexPath(attr+"."+l.name, i)
+			sm.checkBlkioDevice(at, d.Path)
+			if d.Rate < 0 {
+				sm.refuse(at+".rate", "must not be negative, got %d", d.Rate)
+			}
+			*l.out = append(*l.out, manifest.ThrottleDevice{Path: d.Path, Rate: uint64(max(d.Rate, 0))})
+		}
+	}
+	if !out.Empty() {
+		sm.spec.Resources.Blkio = out
+	}
+}
+
+func (sm *serviceMap) checkBlkioDevice(at, p string) {
+	if msg := manifest.CheckBlkioDevice(p); msg != "" {
+		sm.refuse(at+".path", "%s", msg)
+	}
 }
 
 // mapRuntime maps the namespace modes, the runtime and the device cgroup

@@ -215,6 +215,33 @@ type rawResources struct {
 	MemorySwappiness *int              `json:"memorySwappiness"`
 	OOMScoreAdj      *int              `json:"oomScoreAdj"`
 	OOMKillDisable   bool              `json:"oomKillDisable"`
+	Blkio            *rawBlkio         `json:"blkio"`
+}
+
+// rawBlkio is resources.blkio: rates in bytes are quantities ("10Mi"),
+// rates in operations integers.
+type rawBlkio struct {
+	Weight          *int               `json:"weight"`
+	WeightDevice    []rawWeightDevice  `json:"weightDevice"`
+	DeviceReadBps   []rawThrottleBytes `json:"deviceReadBps"`
+	DeviceWriteBps  []rawThrottleBytes `json:"deviceWriteBps"`
+	DeviceReadIOps  []rawThrottleOps   `json:"deviceReadIOps"`
+	DeviceWriteIOps []rawThrottleOps   `json:"deviceWriteIOps"`
+}
+
+type rawWeightDevice struct {
+	Path   string `json:"path"`
+	Weight *int   `json:"weight"`
+}
+
+type rawThrottleBytes struct {
+	Path string            `json:"path"`
+	Rate *yamlpos.Quantity `json:"rate"`
+}
+
+type rawThrottleOps struct {
+	Path string `json:"path"`
+	Rate *int   `json:"rate"`
 }
 
 type RawReadiness struct {

@@ -20,6 +20,98 @@ func normalizeTuning(res *rawResources, out *manifest.Resources) {
 	out.MemorySwappiness = int64(orDefault(res.MemorySwappiness, 0))
 	out.OOMScoreAdj = orDefault(res.OOMScoreAdj, 0)
 	out.OOMKillDisable = res.OOMKillDisable
+	out.Blkio = normalizeBlkio(res.Blkio)
+}
+
+// normalizeBlkio maps resources.blkio; validateBlkio has checked it.
+func normalizeBlkio(raw *rawBlkio) *manifest.Blkio {
+	if raw == nil {
+		return nil
+	}
+	b := &manifest.Blkio{Weight: uint16(orDefault(raw.Weight, 0))}
+	for _, d := range raw.WeightDevice {
+		b.WeightDevice = append(b.WeightDevice, manifest.WeightDevice{Path: d.Path, Weight: uint16(orDefault(d.Weight, 0))})
+	}
+	bytes := func(in []rawThrottleBytes) (out []manifest.ThrottleDevice) {
+		for _, d := range in {
+			var n int64
+			if d.Rate != nil {
+				n, _ = manifest.ParseMemory(string(*d.Rate))
+			}
+			out = append(out, manifest.ThrottleDevice{Path: d.Path, Rate: uint64(max(n, 0))})
+		}
+		return out
+	}
+	ops := func(in []rawThrottleOps) (out []manifest.ThrottleDevice) {
+		for _, d := range in {
+			out = append(out, manifest.ThrottleDevice{Path: d.Path, Rate: uint64(max(orDefault(d.Rate, 0), 0))})
+		}
+		return out
+	}
+	b.DeviceReadBps, b.DeviceWriteBps = bytes(raw.DeviceReadBps), bytes(raw.DeviceWriteBps)
+	b.DeviceReadIOps, b.DeviceWriteIOps = ops(raw.DeviceReadIOps), ops(raw.DeviceWriteIOps)
+	if b.Empty() {
+		return nil
+	}
+	return b
+}
+
+// validateBlkio checks resources.blkio: weights 10 to 1000, devices under
+// /dev, every limit with a rate.
+func validateBlkio(r yamlpos.Reporter, b *rawBlkio) {
+	if b == nil {
+		return
+	}
+	const at = "spec.resources.blkio"
+	if b.Weight != nil {
+		if msg := manifest.CheckBlkioWeight(int64(*b.Weight)); msg != "" {
+			r.Errorf(at+".weight", "%s", msg)
+		}
+	}
+	device := func(field, p string) {
+		if p == "" {
+			r.Required(field + ".path")
+		} else if msg := manifest.CheckBlkioDevice(p); msg != "" {
+			r.Errorf(field+".path", "%s", msg)
+		}
+	}
+	for i, d := range b.WeightDevice {
+		field := yamlpos.IndexPath(at+".weightDevice", i)
+		device(field, d.Path)
+		if d.Weight == nil {
+			r.Required(field + ".weight")
+		} else if msg := manifest.CheckBlkioWeight(int64(*d.Weight)); msg != "" || *d.Weight == 0 {
+			r.Errorf(field+".weight", "must be between 10 and 1000, got %d", *d.Weight)
+		}
+	}
+	for _, l := range []struct {
+		name string
+		list []rawThrottleBytes
+	}{{"deviceReadBps", b.DeviceReadBps}, {"deviceWriteBps", b.DeviceWriteBps}} {
+		for i, d := range l.list {
+			field := yamlpos.IndexPath(at+"."+l.name, i)
+			device(field, d.Path)
+			if d.Rate == nil {
+				r.Required(field + ".rate")
+			} else if _, err := manifest.ParseMemory(string(*d.Rate)); err != nil {
+				r.Errorf(field+".rate", "%v", err)
+			}
+		}
+	}
+	for _, l := range []struct {
+		name string
+		list []rawThrottleOps
+	}{{"deviceReadIOps", b.DeviceReadIOps}, {"deviceWriteIOps", b.DeviceWriteIOps}} {
+		for i, d := range l.list {
+			field := yamlpos.IndexPath(at+"."+l.name, i)
+			device(field, d.Path)
+			if d.Rate == nil {
+				r.Required(field + ".rate")
+			} else {
+				r.IntRange(field+".rate", d.Rate, 0, 1<<31-1)
+			}
+		}
+	}
 }
 
 // parseSwap reads memorySwap: a memory quantity, or -1 for unlimited swap.
@@ -38,6 +130,7 @@ func validateTuning(r yamlpos.Reporter, res *rawResources) {
 	r.IntRange("spec.resources.cpuQuota", res.CPUQuota, 0, 1<<31-1)
 	r.IntRange("spec.resources.memorySwappiness", res.MemorySwappiness, 0, 100)
 	r.IntRange("spec.resources.oomScoreAdj", res.OOMScoreAdj, -1000, 1000)
+	validateBlkio(r, res.Blkio)
 	if res.CPUSet != "" && !manifest.ValidCPUSet(res.CPUSet) {
 		r.Errorf("spec.resources.cpuset", "invalid CPU list %q: write CPU numbers and ranges such as 0-3 or 0,2", res.CPUSet)
 	}

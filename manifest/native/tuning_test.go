@@ -19,7 +19,9 @@ const tunedService = loadtest.Svc + `  image: x
   anonymousVolumes: [{mountPath: /scratch, noCopy: true}]
   tmpfs: [{mountPath: /config, size: 16Mi, options: [exec, uid=1000]}]
   resources: {memory: 128Mi, memorySwap: -1, cpuShares: 512, cpuset: "0-1", cpuPeriod: 100000, cpuQuota: 50000,
-    memorySwappiness: 10, oomScoreAdj: -100, oomKillDisable: true}
+    memorySwappiness: 10, oomScoreAdj: -100, oomKillDisable: true,
+    blkio: {weight: 300, weightDevice: [{path: /dev/sda, weight: 400}], deviceReadBps: [{path: /dev/sda, rate: 10Mi}],
+      deviceWriteIOps: [{path: /dev/sdb, rate: 50}]}}
 ---
 apiVersion: driftless.dev/v1
 kind: Service
@@ -51,8 +53,13 @@ func TestLoadTuningFields(t *testing.T) {
 		t.Errorf("tmpfs %+v", got.Tmpfs)
 	}
 	want := manifest.Resources{MemoryBytes: 128 << 20, MemorySwapBytes: -1, CPUShares: 512, CPUSet: "0-1", CPUPeriod: 100000, CPUQuota: 50000,
-		MemorySwappiness: 10, OOMScoreAdj: -100, OOMKillDisable: true}
-	if got.Resources != want {
+		MemorySwappiness: 10, OOMScoreAdj: -100, OOMKillDisable: true, Blkio: &manifest.Blkio{
+			Weight:          300,
+			WeightDevice:    []manifest.WeightDevice{{Path: "/dev/sda", Weight: 400}},
+			DeviceReadBps:   []manifest.ThrottleDevice{{Path: "/dev/sda", Rate: 10 << 20}},
+			DeviceWriteIOps: []manifest.ThrottleDevice{{Path: "/dev/sdb", Rate: 50}},
+		}}
+	if !reflect.DeepEqual(got.Resources, want) {
 		t.Errorf("resources\n got %+v\nwant %+v", got.Resources, want)
 	}
 
@@ -63,6 +70,9 @@ func TestLoadTuningFields(t *testing.T) {
 		"uid=1000", "uid=me",
 		"memorySwap: -1", "memorySwap: 64Mi",
 		"oomScoreAdj: -100", "oomScoreAdj: -2000",
+		"weight: 300", "weight: 5",
+		"path: /dev/sdb", "path: /etc/passwd",
+		"rate: 10Mi", "rate: lots",
 	).Replace(tunedService)
 	_, err = loadtest.LoadFiles(t, map[string]string{"a.yaml": bad})
 	lines := strings.Join(loadtest.ErrorLines(t, err), "\n")
@@ -73,6 +83,9 @@ func TestLoadTuningFields(t *testing.T) {
 		`spec.tmpfs[0].options[1]: uid must be a numeric id, got "me"`,
 		"spec.resources.memorySwap: must be at least the memory limit (128Mi)",
 		"spec.resources.oomScoreAdj: must be >= -1000",
+		"spec.resources.blkio.weight: must be between 10 and 1000, got 5",
+		`spec.resources.blkio.deviceWriteIOps[0].path: device "/etc/passwd" must be a block device's path under /dev`,
+		"spec.resources.blkio.deviceReadBps[0].rate: ",
 	} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("errors lack %q:\n%s", want, lines)

@@ -8,7 +8,8 @@ import (
 
 // checkSwarmTuning refuses, on a Swarm target, the container settings a
 // Swarm service spec cannot carry (links, SELinux labels on volumes,
-// tmpfs options beyond size and mode, the scheduler and OOM settings),
+// tmpfs options beyond size and mode, the scheduler, OOM and block IO
+// settings),
 // rather than drop them.
 func checkSwarmTuning(s *manifest.ServiceSpec, refuse denyFunc) {
 	r := s.Resources
@@ -23,6 +24,8 @@ func checkSwarmTuning(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("resources", "cpu_shares, cpuset, cpu_period and cpu_quota are not supported for Swarm services: use deploy.resources.limits.cpus")
 	case r.MemorySwapBytes != 0 || r.MemorySwappiness != 0 || r.OOMScoreAdj != 0 || r.OOMKillDisable:
 		refuse("resources", "memswap_limit, mem_swappiness, oom_score_adj and oom_kill_disable are not supported for Swarm services")
+	case !r.Blkio.Empty():
+		refuse("resources", "blkio_config (block IO weight and limits) is not supported for Swarm services")
 	case s.Platform != "":
 		refuse("platform", "platform is not supported for Swarm services: constrain the nodes with deploy.placement (node.platform.arch)")
 	}

@@ -16,6 +16,7 @@ func TestSwarmRefusesContainerTuning(t *testing.T) {
 		{"tmpfs: ['/config:exec']", "Swarm services take tmpfs size and mode only"},
 		{"cpu_shares: 512", "cpu_shares, cpuset, cpu_period and cpu_quota are not supported for Swarm services"},
 		{"oom_score_adj: 100", "memswap_limit, mem_swappiness, oom_score_adj and oom_kill_disable are not supported for Swarm services"},
+		{"blkio_config: {weight: 300}", "blkio_config (block IO weight and limits) is not supported for Swarm services"},
 		{"platform: linux/arm64", "platform is not supported for Swarm services"},
 	} {
 		files := loadtest.Web(tc.line)

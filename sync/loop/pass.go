@@ -348,6 +348,8 @@ func (p *pass) apply(ctx context.Context, desired *revisionState, plan drift.Pla
 		switch ev.Phase {
 		case drift.PhaseStart, drift.PhaseWaiting, drift.PhaseDone, drift.PhaseFailed, drift.PhaseSkipped:
 			level = slog.LevelInfo
+		case drift.PhaseWarned:
+			level = slog.LevelWarn
 		}
 		c := ev.Change
 		p.a.log.Log(ctx, level, "apply step", "app", app, "revision", rev, "change", c.Action.Symbol()+" "+string(c.Kind)+" "+c.Name,

@@ -109,7 +109,7 @@ var Service = map[string]any{
 	"cpu_percent": NoEffect("cpu_percent: is Windows-only, and a Linux engine ignores it; limit CPUs with deploy.resources.limits.cpus"),
 
 	"annotations":   Refused("container annotations are not supported yet"),
-	"blkio_config":  Refused("block IO limits are not supported yet"),
+	"blkio_config":  Mapped("resources.blkio"),
 	"cgroup_parent": Refused("a custom cgroup parent is not supported"),
 
 	"cpu_rt_period":  Refused("real-time scheduling is not supported"),
