@@ -893,7 +893,11 @@ func (l ErrorList) Error() string {
 // environment as well.
 type SecretRef struct {
 	Name string `json:"name"`
-	File string `json:"file"`          // relative to the app directory
+	File string `json:"file,omitempty"` // relative to the app directory
+	// Env, instead of File, names the variable of the app's environment
+	// the value is (compose's secrets.NAME.environment); the front end
+	// reads it and puts it in App.SecretData under its Digest.
+	Env string `json:"env,omitempty"`
 	Key  string `json:"key,omitempty"` // one top-level key of a YAML, JSON or dotenv secret
 	// Target is the path in the container; default /run/secrets/NAME
 	// (compose's convention).

@@ -91,7 +91,6 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:19:21: services.db.container_name: cannot be combined with 2 replicas: a name is unique (as in compose)",
 				"compose.yaml:24:32: networks.n.ipam.config[0].subnet: subnet 10.0.0.1/24 has host bits set; did you mean 10.0.0.0/24?",
 				"compose.yaml:24:54: networks.n.ipam.config[0].gateway: gateway 10.1.0.1 is not a host address of subnet 10.0.0.0/24",
-				"compose.yaml:26:20: secrets.s.environment: secrets from the environment are not supported yet: put the secret in a file of the repository and use file:, or pass it as environment with x-driftless.secretEnv",
 			}},
 		{"anonymous volume on a used path",
 			map[string]string{"app.conf": "x\n", "compose.yaml": "services:\n  db:\n    image: shop/db:1\n    volumes:\n      - /var/lib/db\n      - /etc/app\n      - {type: volume, target: /seed, read_only: true}\n    tmpfs: [/var/lib/db]\n    configs: [{source: app, target: /etc/app}]\n  swarmless:\n    image: shop/db:1\n    volumes: [{type: volume, target: relative}]\nconfigs:\n  app: {file: ./app.conf}\n"},

@@ -20,7 +20,10 @@ type composeMapper struct {
 	netNames map[string]string
 	volNames map[string]string
 	content  map[string]*manifest.RepoTree
-	services []*serviceMap
+	// secretData are the values of secrets from the environment, by
+	// digest (App.SecretData).
+	secretData map[string][]byte
+	services   []*serviceMap
 	reported map[string]bool // top-level files whose problems are reported
 }
 
@@ -63,6 +66,9 @@ func (l *composeLoad) mapProject(p *types.Project) (*manifest.App, []manifest.Jo
 	slices.SortFunc(a.Volumes, func(x, y manifest.Volume) int { return strings.Compare(x.Name, y.Name) })
 	if len(m.content) > 0 {
 		a.Content = m.content
+	}
+	if len(m.secretData) > 0 {
+		a.SecretData = m.secretData
 	}
 	return a, m.jobs()
 }
@@ -332,11 +338,11 @@ func (m *composeMapper) checkFileObject(section, key string, o types.FileObjectC
 	switch {
 	case bool(o.External):
 		refuse("external", "external %s are swarm objects and not supported: use file:", section)
-	case o.Environment != "" && secret:
-		refuse("environment", "secrets from the environment are not supported yet: put the secret in a file of the repository and use file:, or pass it as environment with x-driftless.secretEnv")
 	case o.Environment != "" || o.Content != "":
-		// A config's content inline or from the project environment:
-		// mounted by inlineConfig, which reports an unset variable.
+		// A config's content inline or from the project environment
+		// (mounted by inlineConfig), or a secret from the environment
+		// (addEnvSecret); each reports an unset variable. compose's schema
+		// has no content for a secret.
 	case o.File == "":
 		m.errs.Add(m.ix.keyAt(base), base, "needs file: (a file of the repository)")
 	}

@@ -277,7 +277,8 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 		if section == "configs" {
 			sm.warnConfigOwnership(attr, r, inline)
 		}
-		if obj.File == "" && !inline {
+		fromEnv := section == "secrets" && obj.File == "" && obj.Environment != ""
+		if obj.File == "" && !inline && !fromEnv {
 			continue // refused at the top level
 		}
 		target := r.Target
@@ -288,6 +289,10 @@ func (sm *serviceMap) mapFileMounts(section string, refs []types.ServiceSecretCo
 			target = dir + target
 		}
 		top := yamlpos.ChildPath(section, r.Source) + ".file"
+		if fromEnv {
+			sm.addEnvSecret(attr, r, obj, target)
+			continue
+		}
 		if section == "secrets" {
 			sm.addSecret(attr, top, r, obj, target)
 			continue
@@ -336,23 +341,61 @@ func (sm *serviceMap) warnConfigOwnership(attr string, r types.ServiceSecretConf
 func (sm *serviceMap) addSecret(attr, top string, r types.ServiceSecretConfig, obj types.FileObjectConfig, target string) {
 	p, err := manifest.CleanRepoPath(obj.File)
 	if err != nil {
-		if !sm.m.reported[top] {
-			sm.m.errs.Add(sm.m.ix.at(top), top, "secret file %q: %v: driftless reads secrets from the app's directory in the repository", obj.File, err)
-		}
-		if sm.m.reported == nil {
-			sm.m.reported = map[string]bool{}
-		}
-		sm.m.reported[top] = true
+		sm.refuseSecretOnce(top, "secret file %q: %v: driftless reads secrets from the app's directory in the repository", obj.File, err)
 		return
 	}
 	ref := manifest.SecretRef{Name: r.Source, File: p, Target: target, UID: r.UID, GID: r.GID, AllowPlaintext: secretAllowsPlaintext(obj)}
+	sm.deliverSecret(attr, top, ref, r)
+}
+
+// addEnvSecret adds a secret whose value is a variable of the project
+// environment (secrets.NAME.environment). The app's environment is not
+// in Git and may hold secrets; .env is a plaintext file of the repository,
+// so a value only it sets is refused as a plaintext secret file is.
+func (sm *serviceMap) addEnvSecret(attr string, r types.ServiceSecretConfig, obj types.FileObjectConfig, target string) {
+	top := yamlpos.ChildPath("secrets", r.Source) + ".environment"
+	v, set := sm.m.in.Lookup(obj.Environment)
+	_, fromApp := sm.m.opts.Environment[obj.Environment]
+	allowed := secretAllowsPlaintext(obj) || sm.m.opts.AllowPlaintext
+	switch {
+	case !set:
+		sm.refuseSecretOnce(top, "secret %q: variable %s is not set: set it in the app's environment (environment: in driftless.yaml; the shell's for the CLI)", r.Source, obj.Environment)
+		return
+	case !fromApp && !allowed:
+		sm.refuseSecretOnce(top, "secret %q: variable %s is set only by .env, a plaintext file of the repository, and secrets in Git must be encrypted: set it in the app's environment (environment: in driftless.yaml) instead, or accept it with x-driftless: {allowPlaintext: true} on the top-level secret or decryption: {allowPlaintext: true} for the app", r.Source, obj.Environment)
+		return
+	}
+	ref := manifest.SecretRef{Name: r.Source, Env: obj.Environment, Target: target, UID: r.UID, GID: r.GID}
+	ref.Digest = sm.m.opts.SecretKey.Digest(v)
+	if sm.m.secretData == nil {
+		sm.m.secretData = map[string][]byte{}
+	}
+	sm.m.secretData[ref.Digest] = []byte(v)
+	sm.deliverSecret(attr, top, ref, r)
+}
+
+// refuseSecretOnce reports a problem of a top-level secret once, however
+// many services use it.
+func (sm *serviceMap) refuseSecretOnce(top, format string, args ...any) {
+	if sm.m.reported == nil {
+		sm.m.reported = map[string]bool{}
+	}
+	if !sm.m.reported[top] {
+		sm.m.errs.Add(sm.m.ix.at(top), top, format, args...)
+	}
+	sm.m.reported[top] = true
+}
+
+// deliverSecret checks how a secret is delivered (target, owner, mode)
+// and adds it to the service; top is where its source is declared.
+func (sm *serviceMap) deliverSecret(attr, top string, ref manifest.SecretRef, r types.ServiceSecretConfig) {
 	if r.Mode != nil {
 		ref.Mode = int(*r.Mode)
 	}
 	for _, field := range slices.Sorted(maps.Keys(load.SecretDeliveryProblems(ref))) {
 		sm.refuse(attr, "%s: %s", field, load.SecretDeliveryProblems(ref)[field])
 	}
-	if !sm.claimMountPath(attr, target) {
+	if !sm.claimMountPath(attr, ref.Target) {
 		return
 	}
 	sm.fields[yamlpos.IndexPath("secrets", len(sm.spec.Secrets))+".file"] = manifest.FieldRef{Pos: sm.m.ix.at(top), Field: top}

@@ -97,6 +97,16 @@ func ResolveSecrets(fsys fs.FS, root string, app *manifest.App, opts Options, di
 			if ref.Mode == 0 {
 				ref.Mode = DefaultSecretMode
 			}
+			if ref.Env != "" {
+				// A value from the environment, which the front end read.
+				content, ok := app.SecretData[ref.Digest]
+				if !ok {
+					fail("secret %q: the value of %s was not read", ref.Name, ref.Env)
+					continue
+				}
+				values[ref.Name] = map[string]string{EnvName(ref.Name): string(content)}
+				continue
+			}
 			forEnv := slices.ContainsFunc(svc.Spec.EnvFrom, func(e manifest.EnvFrom) bool { return e.Secret == ref.Name })
 			content, vals, err := openSecret(fsys, root, *ref, forEnv, opts, display)
 			var ff *secretFileFault

@@ -49,12 +49,16 @@ func CheckRemoteEngine(app *manifest.App, engine string) manifest.ErrorList {
 // copied into the container where it would be read, and what to do.
 func remoteSecretProblem(spec *manifest.ServiceSpec) (feature, hint string) {
 	for _, ref := range spec.Secrets {
+		source := "file " + ref.File
+		if ref.Env != "" {
+			source = "from " + ref.Env
+		}
 		if spec.ReadOnlyRootfs {
-			return fmt.Sprintf("secret file %s with a read-only root filesystem (the secret is copied into the container's filesystem)", ref.File),
+			return fmt.Sprintf("secret %s with a read-only root filesystem (the secret is copied into the container's filesystem)", source),
 				"drop read_only (readOnlyRootfs), or place the app on an engine on this host"
 		}
 		if t := underTmpfs(spec, ref.Target); t != "" {
-			return fmt.Sprintf("secret file %s at %s under the tmpfs %s (the secret is copied into the container's filesystem, which the tmpfs hides)", ref.File, ref.Target, t),
+			return fmt.Sprintf("secret %s at %s under the tmpfs %s (the secret is copied into the container's filesystem, which the tmpfs hides)", source, ref.Target, t),
 				"give the secret a target outside the tmpfs, or place the app on an engine on this host"
 		}
 	}
