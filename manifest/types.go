@@ -898,7 +898,7 @@ type SecretRef struct {
 	// the value is (compose's secrets.NAME.environment); the front end
 	// reads it and puts it in App.SecretData under its Digest.
 	Env string `json:"env,omitempty"`
-	Key  string `json:"key,omitempty"` // one top-level key of a YAML, JSON or dotenv secret
+	Key string `json:"key,omitempty"` // one top-level key of a YAML, JSON or dotenv secret
 	// Target is the path in the container; default /run/secrets/NAME
 	// (compose's convention).
 	Target string `json:"target,omitempty"`

@@ -24,7 +24,7 @@ type composeMapper struct {
 	// digest (App.SecretData).
 	secretData map[string][]byte
 	services   []*serviceMap
-	reported map[string]bool // top-level files whose problems are reported
+	reported   map[string]bool // top-level files whose problems are reported
 }
 
 func (l *composeLoad) mapProject(p *types.Project) (*manifest.App, []manifest.Job) {
