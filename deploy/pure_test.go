@@ -56,11 +56,16 @@ func TestWatchedEvent(t *testing.T) {
 		{msg("network", "disconnect", map[string]string{"container": "c1", "name": "shop-default"}), "//c1/disconnect/shop-default"},
 		{msg("network", "create", map[string]string{"name": "x"}), ""},
 		{msg("image", "pull", owned), ""},
+		{msg("image", "tag", map[string]string{"name": "shop/web:1"}), "///tag/ shop/web:1"},
+		{msg("image", "untag", map[string]string{"name": "sha256:abc"}), ""},
 	} {
 		ev, ok := watchedEvent(tc.m)
 		got := ""
 		if ok {
 			got = ev.App + "/" + ev.Container + "/" + ev.ID + "/" + ev.Action + "/" + ev.Network
+			if ev.Image != "" {
+				got += " " + ev.Image
+			}
 		}
 		if got != tc.want {
 			t.Errorf("watchedEvent(%s %s) = %q, want %q", tc.m.Type, tc.m.Action, got, tc.want)

@@ -165,6 +165,12 @@ func watchedEvent(m events.Message) (drift.EngineEvent, bool) {
 		}
 		// A network event names the container by ID in "container".
 		return drift.EngineEvent{Action: action, ID: attrs["container"], Network: attrs["name"]}, true
+	case events.ImageEventType:
+		// A tag moved onto another image (a pull, a build, docker tag):
+		// the containers of a service that names it run what it named.
+		if action == "tag" && attrs["name"] != "" {
+			return drift.EngineEvent{Action: action, Image: attrs["name"]}, true
+		}
 	case events.ContainerEventType, "":
 		ev := drift.EngineEvent{App: attrs[drift.LabelApp], Container: attrs["name"], ID: m.Actor.ID, Action: action}
 		if attrs[drift.LabelJob] != "" {

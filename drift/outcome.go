@@ -191,10 +191,13 @@ type EngineEvent struct {
 	Container string // name, without the leading slash
 	ID        string // container ID
 	// Action is Docker's: die, stop, destroy, kill, oom, start,
-	// health_status, update, rename, connect, disconnect; or
+	// health_status, update, rename, connect, disconnect, tag (images); or
 	// EventConnected when the event stream (re)connected.
 	Action  string
 	Network string // connect, disconnect: the network's name
+	// Image is the reference an image "tag" event gave a tag to; the
+	// services that run that tag should run the image it now names.
+	Image string
 }
 
 // EventConnected is the action of the event that says the engine's event

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
+
 	"github.com/robfig/cron/v3"
 )
 
@@ -31,4 +33,21 @@ func ParseImageUpdateInterval(s string) (cron.Schedule, error) {
 		return nil, fmt.Errorf("%q is neither a duration (\"1h\") nor a cron spec (\"0 3 * * *\", \"@every 10m\")", s)
 	}
 	return sched, nil
+}
+
+// TaggedAs reports whether a service's image ref runs whatever the tag
+// ref names, so that moving that tag changes what it should run: the same
+// repository and tag once both are normalized (nginx is
+// docker.io/library/nginx:latest). A ref pinned to a digest runs that
+// digest whatever its tag names.
+func TaggedAs(image, tag string) bool {
+	a, errA := reference.ParseNormalizedNamed(image)
+	b, errB := reference.ParseNormalizedNamed(tag)
+	if errA != nil || errB != nil {
+		return false
+	}
+	if _, pinned := a.(reference.Digested); pinned {
+		return false
+	}
+	return reference.TagNameOnly(a).String() == reference.TagNameOnly(b).String()
 }

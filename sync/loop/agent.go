@@ -697,8 +697,9 @@ func (a *Agent) nameTaken(cfg config.AppConfig) (string, bool) {
 }
 
 // appsConcernedBy finds the apps on the engine an unlabelled event matters
-// to: the app whose container it names, or apps with a conflict on that
-// name; every app on the engine when ev is nil.
+// to: the app whose container it names, apps with a conflict on that
+// name, or apps with a service that runs the image tag it moved; every
+// app on the engine when ev is nil.
 func (a *Agent) appsConcernedBy(engine string, ev *drift.EngineEvent) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -710,6 +711,7 @@ func (a *Agent) appsConcernedBy(engine string, ev *drift.EngineEvent) []string {
 		}
 		concerned := ev == nil // then ev is never read below
 		for _, svc := range st.Services {
+			concerned = concerned || (ev.Image != "" && manifest.TaggedAs(svc.Image, ev.Image))
 			for _, c := range svc.Containers {
 				concerned = concerned || (ev.ID != "" && c.ID == ev.ID) || (ev.Container != "" && c.Name == ev.Container)
 			}

@@ -64,6 +64,14 @@ func TestAppsOnNamedEngines(t *testing.T) {
 		t.Fatalf("queued %s, want shop", key)
 	}
 	q.Done("shop")
+	// A tag moved onto another image concerns the apps on that engine
+	// whose services run it, however the reference is written.
+	h.agent.onEngineEvent(config.LocalEngine, drift.EngineEvent{Action: "tag", Image: "docker.io/library/demo:v2"})
+	h.agent.onEngineEvent(config.LocalEngine, drift.EngineEvent{Action: "tag", Image: "docker.io/library/demo:v1"})
+	if key, _, _ := q.Get(); key != "shop" || q.Len() != 0 {
+		t.Fatalf("queued %s (and %d more), want only shop, whose web runs demo:v1 on the local engine", key, q.Len())
+	}
+	q.Done("shop")
 
 	// edge down: blog is Unknown, shop still heals on the local engine.
 	edge.setDown(errors.New("dial tcp 10.0.0.5:2376: connect: connection refused"))
