@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/execrun"
 	"github.com/driftless-dev/driftless/manifest"
 )
 
@@ -27,11 +27,7 @@ const Timeout = 10 * time.Minute
 const outputTail = 512
 
 // API is what running a hook needs of the engine.
-type API interface {
-	ExecCreate(ctx context.Context, containerID string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
-	ExecAttach(ctx context.Context, execID string, options client.ExecAttachOptions) (client.ExecAttachResult, error)
-	ExecInspect(ctx context.Context, execID string, options client.ExecInspectOptions) (client.ExecInspectResult, error)
-}
+type API = execrun.API
 
 // Failed is a hook that ran and failed: it exited non-zero or did not
 // finish within Timeout. Other errors are the engine's.
@@ -69,37 +65,13 @@ func run(ctx context.Context, api API, id string, h manifest.Hook) (int, string,
 	for _, k := range slices.Sorted(maps.Keys(h.Env)) {
 		env = append(env, k+"="+h.Env[k])
 	}
-	cr, err := api.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: h.Command, User: h.User, Privileged: h.Privileged,
-		WorkingDir: h.WorkingDir, Env: env, AttachStdout: true, AttachStderr: true})
-	if err != nil {
-		return 0, "", err
-	}
-	att, err := api.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
-	if err != nil {
-		return 0, "", err
-	}
-	stop := context.AfterFunc(ctx, att.Close)
-	defer stop()
-	defer att.Close()
 	out := &tail{}
-	// Without a TTY the stream is multiplexed; it ends with the process.
-	if _, err := stdcopy.StdCopy(out, out, att.Reader); err != nil && ctx.Err() != nil {
-		return 0, "", context.Cause(ctx)
+	code, err := execrun.Run(ctx, api, id, client.ExecCreateOptions{Cmd: h.Command, User: h.User, Privileged: h.Privileged,
+		WorkingDir: h.WorkingDir, Env: env}, out)
+	if err != nil {
+		return 0, "", err
 	}
-	for {
-		ins, err := api.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
-		if err != nil {
-			return 0, "", err
-		}
-		if !ins.Running {
-			return ins.ExitCode, out.String(), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, "", context.Cause(ctx)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return code, out.String(), nil
 }
 
 // tail keeps the last outputTail bytes written to it.

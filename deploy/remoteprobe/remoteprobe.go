@@ -23,10 +23,10 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/driftless-dev/driftless/deploy/execrun"
 	"github.com/driftless-dev/driftless/deploy/internal/engineerr"
 	"github.com/driftless-dev/driftless/deploy/readiness"
 	"github.com/driftless-dev/driftless/deploy/readiness/probecheck"
@@ -61,9 +61,7 @@ type API interface {
 	ImageRemove(ctx context.Context, ref string, options client.ImageRemoveOptions) (client.ImageRemoveResult, error)
 	NetworkConnect(ctx context.Context, networkID string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
 	NetworkDisconnect(ctx context.Context, networkID string, options client.NetworkDisconnectOptions) (client.NetworkDisconnectResult, error)
-	ExecCreate(ctx context.Context, containerID string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
-	ExecAttach(ctx context.Context, execID string, options client.ExecAttachOptions) (client.ExecAttachResult, error)
-	ExecInspect(ctx context.Context, execID string, options client.ExecInspectOptions) (client.ExecInspectResult, error)
+	execrun.API
 	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
 }
 
@@ -336,40 +334,15 @@ func (p *Runner) importImage(ctx context.Context) error {
 // exec runs cmd in the probe container and returns its exit code and its
 // output (both streams), bounded.
 func (p *Runner) exec(ctx context.Context, id string, cmd []string) (int, string, error) {
-	cr, err := p.api.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
-	if err != nil {
-		return 0, "", err
-	}
-	att, err := p.api.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
-	if err != nil {
-		return 0, "", err
-	}
-	stop := context.AfterFunc(ctx, att.Close)
-	defer stop()
-	defer att.Close()
-	// Without a TTY the stream is multiplexed, whatever media type an
-	// older engine (before API 1.42) announces.
 	out := &bounded{max: probecheck.BodyLimit + 256}
-	_, err = stdcopy.StdCopy(out, out, att.Reader)
+	code, err := execrun.Run(ctx, p.api, id, client.ExecCreateOptions{Cmd: cmd}, out)
 	if err != nil && ctx.Err() != nil {
-		return 0, "", fmt.Errorf("no answer within the probe's timeout and %s: %w", execSlack, ctx.Err())
+		return 0, "", fmt.Errorf("no answer within the probe's timeout and %s: %w", execSlack, err)
 	}
-	// The stream ends when the process does; its exit code may take a
-	// moment more to be recorded.
-	for {
-		ins, err := p.api.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
-		if err != nil {
-			return 0, "", err
-		}
-		if !ins.Running {
-			return ins.ExitCode, strings.TrimSpace(out.String()), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, "", ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err != nil {
+		return 0, "", err
 	}
+	return code, strings.TrimSpace(out.String()), nil
 }
 
 // forget drops what the runner knows of the probe container: the next

@@ -219,14 +219,14 @@ type rawResources struct {
 }
 
 // rawBlkio is resources.blkio: rates in bytes are quantities ("10Mi"),
-// rates in operations integers.
+// rates in operations whole numbers.
 type rawBlkio struct {
-	Weight          *int               `json:"weight"`
-	WeightDevice    []rawWeightDevice  `json:"weightDevice"`
-	DeviceReadBps   []rawThrottleBytes `json:"deviceReadBps"`
-	DeviceWriteBps  []rawThrottleBytes `json:"deviceWriteBps"`
-	DeviceReadIOps  []rawThrottleOps   `json:"deviceReadIOps"`
-	DeviceWriteIOps []rawThrottleOps   `json:"deviceWriteIOps"`
+	Weight          *int              `json:"weight"`
+	WeightDevice    []rawWeightDevice `json:"weightDevice"`
+	DeviceReadBps   []rawThrottle     `json:"deviceReadBps"`
+	DeviceWriteBps  []rawThrottle     `json:"deviceWriteBps"`
+	DeviceReadIOps  []rawThrottle     `json:"deviceReadIOps"`
+	DeviceWriteIOps []rawThrottle     `json:"deviceWriteIOps"`
 }
 
 type rawWeightDevice struct {
@@ -234,14 +234,9 @@ type rawWeightDevice struct {
 	Weight *int   `json:"weight"`
 }
 
-type rawThrottleBytes struct {
+type rawThrottle struct {
 	Path string            `json:"path"`
 	Rate *yamlpos.Quantity `json:"rate"`
-}
-
-type rawThrottleOps struct {
-	Path string `json:"path"`
-	Rate *int   `json:"rate"`
 }
 
 type RawReadiness struct {
