@@ -47,6 +47,8 @@ func FuzzLoadCompose(f *testing.F) {
 		"services: {web: {image: x}}\nx-deep: " + strings.Repeat("[", 30) + strings.Repeat("]", 30) + "\n",
 		"services:\n  web: {image: x, depends_on: [m]}\n  m: {image: x, restart: 'no', x-driftless: {job: {type: pre-sync, timeout: '${A}', backoffLimit: 11}}}\n",
 		"services:\n  b: {image: x, restart: always, ports: ['1:1'], x-driftless: {job: {schedule: '@every 0s', timeZone: ../etc, concurrency: x, catchUp: true}}}\n",
+		"services:\n  web: {image: x, blkio_config: {weight: 5, weight_device: [{path: /dev/../x, weight: 0}], device_read_bps: [{path: /dev/sda, rate: 1zb}], device_write_iops: [{path: '', rate: -1}]}}\n",
+		"services:\n  web: {image: x, deploy: {mode: global, replicas: 2, update_config: {failure_action: continue, max_failure_ratio: -1}}, secrets: [{source: s, target: /s}, e], configs: [{source: c, mode: 0o7777, uid: x}]}\nsecrets: {s: {environment: A}, e: {environment: ''}}\nconfigs: {c: {content: '${A}'}}\n",
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
