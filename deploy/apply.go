@@ -93,9 +93,10 @@ type run struct {
 
 // step is one change being carried out.
 type step struct {
-	index  int
-	change drift.Change
-	start  time.Time
+	index    int
+	change   drift.Change
+	start    time.Time
+	warnings []string // the engine's, for the outcome (under run.mu)
 }
 
 // stopped reports whether the apply was asked to stop at its next safe
@@ -141,8 +142,18 @@ func (r *run) finish(s *step, err error) {
 		r.emit(s, drift.PhaseDone, "", nil)
 	}
 	r.mu.Lock()
+	out.Warnings = s.warnings
 	r.outcomes[s.index] = out
 	r.mu.Unlock()
+}
+
+// warned records the engine's warnings about a step: shown now, and kept
+// in its outcome.
+func (r *run) warned(s *step, warnings []string) {
+	r.mu.Lock()
+	s.warnings = append(s.warnings, warnings...)
+	r.mu.Unlock()
+	r.emit(s, drift.PhaseWarned, "the engine warned: "+strings.Join(warnings, "; "), nil)
 }
 
 func (r *run) skip(index int, c drift.Change, why *drift.Failure) {

@@ -117,7 +117,7 @@ func (r *run) createReplica(ctx context.Context, s *step, svc *manifest.Service,
 	// The engine creates what it cannot fully honour with a warning (a
 	// kernel without IO weight discards blkio weights): said, not dropped.
 	if len(created.Warnings) > 0 {
-		r.emit(s, drift.PhaseWarned, "the engine warned: "+strings.Join(created.Warnings, "; "), nil)
+		r.warned(s, created.Warnings)
 	}
 	undo := func(cause error) error {
 		// A replica that cannot start is removed again, so the next plan

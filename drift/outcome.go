@@ -60,6 +60,9 @@ type Outcome struct {
 	// Failure says why a failed or skipped change did not complete, typed
 	// by what the loop should do about it.
 	Failure *Failure `json:"failure,omitempty"`
+	// Warnings are what the engine warned of while carrying the change
+	// out (a kernel without IO weight discards a blkio weight).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // FailureCause classifies a failure by what the loop does next.

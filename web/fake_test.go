@@ -276,6 +276,9 @@ func newFakeAgent() *fakeAgent {
 			e.Revision = rev(fmt.Sprintf("%040d", id), fmt.Sprintf("commit %d", id))
 			e.Plan = &drift.Plan{App: e.App, Revision: e.Revision.SHA, Changes: []drift.Change{{Action: drift.ActionCreate, Kind: drift.KindContainer, Name: e.App + "-web-1", Cause: drift.CauseGit, Reason: "new service"}}}
 			e.Outcomes = []drift.Outcome{{Change: e.Plan.Changes[0], Result: "done", Duration: time.Second}}
+			if id == 30 {
+				e.Outcomes[0].Warnings = []string{"Weight discarded."}
+			}
 		}
 		switch {
 		case e.Kind == status.KindRefused:

@@ -119,7 +119,7 @@ func TestHistoryPages(t *testing.T) {
 	}
 
 	body = env.page("/history/30")
-	assertContains(t, "entry page", body, "Applied plan", "blog-web-1", "Outcome per change", ">done<", "Roll back to this revision",
+	assertContains(t, "entry page", body, "Applied plan", "blog-web-1", "Outcome per change", ">done<", "the engine warned: Weight discarded.", "Roll back to this revision",
 		`class="badge info" href="/revisions/`) // a revert is a normal sync, not a warning
 
 	// A failed sync is not a revision to roll back to.
