@@ -25,7 +25,8 @@ import (
 // file the .dockerignore leaves out for docker ("ax" under "[!a]x", a
 // class of '!' and 'a', not a negation; "build/keep", in a directory
 // docker skips whole) is not shipped in the image, and one docker sends
-// ("bx") is not dropped.
+// ("bx") is not dropped. The service says pull_policy: build, as files
+// written for docker compose do: driftless builds it, as it does anyway.
 func TestBuildContextMatchesDockerBuild(t *testing.T) {
 	t.Parallel()
 	v1 := testenv.WorkloadImage(t, "v1")
@@ -39,6 +40,7 @@ func TestBuildContextMatchesDockerBuild(t *testing.T) {
 	repo.WriteFile(path+"/compose.yaml", `services:
   web:
     build: web
+    pull_policy: build
     stop_grace_period: 1s
     x-driftless:
       readiness: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}

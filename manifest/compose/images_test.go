@@ -23,6 +23,14 @@ func TestComposePullPolicyMapping(t *testing.T) {
 			t.Errorf("pull_policy %q: got %q, want %q", tt.in, got, tt.want)
 		}
 	}
+	// build with a build: section is what driftless does anyway: the
+	// image is built from the revision, never pulled.
+	files := loadtest.Web("pull_policy: build", "build: ./web")
+	files["web/Dockerfile"] = "FROM scratch\n"
+	built := loadtest.MustLoadCompose(t, files, load.Options{})
+	if s := built.Service("web"); s.PullPolicy != manifest.PullMissing || s.Spec.Build == nil {
+		t.Errorf("pull_policy build with build:: policy %q, build %+v; want missing and the build", s.PullPolicy, s.Spec.Build)
+	}
 	a := loadtest.MustLoadCompose(t, loadtest.Web("x-driftless: {imageUpdate: {interval: 2s}}"), load.Options{})
 	if got := a.Service("web").ImageUpdate; got == nil || got.Interval != "2s" {
 		t.Errorf("x-driftless.imageUpdate: got %+v", got)
@@ -31,7 +39,7 @@ func TestComposePullPolicyMapping(t *testing.T) {
 
 func TestComposePullPolicyRefused(t *testing.T) {
 	tests := []struct{ line, want string }{
-		{"pull_policy: build", `compose.yaml:4:18: services.web.pull_policy: "build" is not supported: build and tag the image, then set image:`},
+		{"pull_policy: build", `compose.yaml:4:18: services.web.pull_policy: "build" needs a build: section: driftless builds the image from the revision`},
 		{"pull_policy: daily", `compose.yaml:4:18: services.web.pull_policy: "daily" is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag`},
 		{"pull_policy: every_12h", `compose.yaml:4:18: services.web.pull_policy: "every_12h" is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag`},
 		{"x-driftless: {imageUpdate: {interval: soon}}", `compose.yaml:4:43: services.web.x-driftless.imageUpdate.interval: "soon" is neither a duration ("1h") nor a cron spec ("0 3 * * *", "@every 10m")`},

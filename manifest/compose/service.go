@@ -188,6 +188,11 @@ func (sm *serviceMap) mapImage() {
 		}
 	}
 	policy, refusal := composePullPolicy(s.PullPolicy)
+	if s.PullPolicy == "build" && s.Build != nil {
+		// driftless builds a service with build: from the revision and
+		// never pulls its image: name, which is what build asks for.
+		policy, refusal = manifest.PullMissing, ""
+	}
 	if refusal != "" {
 		sm.refuse("pull_policy", "%s", refusal)
 	}
@@ -739,7 +744,7 @@ func composePullPolicy(s string) (policy, refusal string) {
 	case s == "never":
 		return manifest.PullNever, ""
 	case s == "build":
-		return "", "\"build\" is not supported: build and tag the image, then set image:"
+		return "", "\"build\" needs a build: section: driftless builds the image from the revision"
 	case s == "daily" || s == "weekly" || strings.HasPrefix(s, "every_"):
 		return "", fmt.Sprintf("%q is not supported: use x-driftless: {imageUpdate: {interval: 24h}} to follow a tag", s)
 	}

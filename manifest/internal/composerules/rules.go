@@ -96,7 +96,7 @@ var Service = map[string]any{
 	"oom_kill_disable":    Mapped("resources.oomKillDisable"),
 	"platform":            Mapped("platform (pulled and created for it)"),
 	"links":               Mapped("links (and dependsOn, as in compose)"),
-	"pull_policy":         Mapped("pullPolicy: missing and if_not_present → missing, always, never (build, daily, weekly, every_* refused)"),
+	"pull_policy":         Mapped("pullPolicy: missing and if_not_present → missing, always, never; build with a build: section (built from the revision); daily, weekly, every_* refused"),
 	"build":               Mapped("build: context, dockerfile, args, target (see the build rows)"),
 	"post_start":          Mapped("postStart"),
 	"pre_stop":            Mapped("preStop"),
