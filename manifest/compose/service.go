@@ -187,12 +187,7 @@ func (sm *serviceMap) mapImage() {
 			sm.refuse("image", "invalid image reference %q: %v", s.Image, err)
 		}
 	}
-	policy, refusal := composePullPolicy(s.PullPolicy)
-	if s.PullPolicy == "build" && s.Build != nil {
-		// driftless builds a service with build: from the revision and
-		// never pulls its image: name, which is what build asks for.
-		policy, refusal = manifest.PullMissing, ""
-	}
+	policy, refusal := composePullPolicy(s.PullPolicy, s.Build != nil)
 	if refusal != "" {
 		sm.refuse("pull_policy", "%s", refusal)
 	}
@@ -733,10 +728,15 @@ func (sm *serviceMap) locateFields() {
 
 func (sm *serviceMap) String() string { return fmt.Sprintf("service %s", sm.cname) }
 
-// composePullPolicy maps compose's pull_policy onto the model. refusal is
-// non-empty when the value cannot be honoured.
-func composePullPolicy(s string) (policy, refusal string) {
+// composePullPolicy maps compose's pull_policy onto the model; built says
+// the service has build:. refusal is non-empty when the value cannot be
+// honoured.
+func composePullPolicy(s string, built bool) (policy, refusal string) {
 	switch {
+	case s == "build" && built:
+		// driftless builds a service with build: from the revision and
+		// never pulls its image: name, which is what build asks for.
+		return manifest.PullMissing, ""
 	case s == "" || s == "missing" || s == "if_not_present":
 		return manifest.PullMissing, ""
 	case s == "always":

@@ -86,8 +86,8 @@ func validateBlkio(r yamlpos.Reporter, b *rawBlkio) {
 		device(field, d.Path)
 		if d.Weight == nil {
 			r.Required(field + ".weight")
-		} else if msg := manifest.CheckBlkioWeight(int64(*d.Weight)); msg != "" || *d.Weight == 0 {
-			r.Errorf(field+".weight", "must be between 10 and 1000, got %d", *d.Weight)
+		} else if msg := manifest.CheckBlkioWeight(int64(*d.Weight)); msg != "" {
+			r.Errorf(field+".weight", "%s", msg)
 		}
 	}
 	for _, l := range blkioLimits(b) {
