@@ -13,25 +13,33 @@ import (
 // mount is made rather than what it allows.
 var tmpfsFlags = map[string]bool{
 	"exec": true, "noexec": true, "suid": true, "nosuid": true, "dev": true, "nodev": true,
+	"rw": true, "ro": true, "sync": true, "async": true, "dirsync": true,
+	"atime": true, "noatime": true, "diratime": true, "nodiratime": true,
+	"relatime": true, "norelatime": true, "strictatime": true, "nostrictatime": true,
 }
 
 // CheckTmpfsOption checks one tmpfs option besides size and mode: a flag
-// (exec, noexec, suid, nosuid, dev, nodev) or uid=N / gid=N with a
-// numeric id. It returns the option as Docker takes it.
+// (exec, noexec, suid, nosuid, dev, nodev, rw, ro, the atime family,
+// sync, async, dirsync), uid=N / gid=N with a numeric id, or nr_inodes=N.
+// It returns the option as Docker takes it.
 func CheckTmpfsOption(o string) (string, error) {
 	o = strings.TrimSpace(o)
 	k, v, hasValue := strings.Cut(o, "=")
 	switch {
 	case tmpfsFlags[o]:
 		return o, nil
-	case hasValue && (k == "uid" || k == "gid"):
+	case hasValue && (k == "uid" || k == "gid" || k == "nr_inodes"):
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
-			return "", fmt.Errorf("%s must be a numeric id, got %q", k, v)
+			what := "a numeric id"
+			if k == "nr_inodes" {
+				what = "a whole number"
+			}
+			return "", fmt.Errorf("%s must be %s, got %q", k, what, v)
 		}
 		return k + "=" + strconv.FormatUint(n, 10), nil
 	}
-	return "", fmt.Errorf("tmpfs option %q is not supported: use size=, mode=, uid=, gid=, exec, noexec, suid, nosuid, dev or nodev", o)
+	return "", fmt.Errorf("tmpfs option %q is not supported: use size=, mode=, uid=, gid=, nr_inodes=, rw, ro, exec, noexec, suid, nosuid, dev, nodev, sync, async, dirsync or an atime flag (noatime, relatime, ...)", o)
 }
 
 // DockerOptions is the tmpfs as HostConfig.Tmpfs takes it

@@ -52,3 +52,31 @@ func ValidName(s string) bool {
 }
 
 const NameRule = "must be a DNS label: lowercase letters, digits and '-', starting with a letter, ending with a letter or digit, at most 63 characters"
+
+// ValidObjectName reports whether s can name an object of an app (a
+// service, network, volume, secret or config): a DNS label as RFC 1123 has
+// it, which may start with a digit ("2fauth", "1panel-network", names
+// compose takes), with at least one letter so that it never reads as an
+// address. App names keep ValidName's stricter rule: apps found by
+// directory are named by AppName, and widening it would rename apps
+// already running.
+func ValidObjectName(s string) bool {
+	if s == "" || len(s) > MaxDNSLabel || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	letter := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			letter = true
+		case c >= '0' && c <= '9' || c == '-':
+		default:
+			return false
+		}
+	}
+	return letter
+}
+
+// ObjectNameRule says what ValidObjectName takes.
+const ObjectNameRule = "must be a DNS label: lowercase letters, digits and '-', with at least one letter, starting and ending with a letter or digit, at most 63 characters"

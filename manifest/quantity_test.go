@@ -66,3 +66,17 @@ func TestValidName(t *testing.T) {
 		}
 	}
 }
+
+func TestValidObjectName(t *testing.T) {
+	for _, s := range []string{"a", "web", "2fauth", "1panel-network", "a1", "9-b", "a" + strings.Repeat("b", 62)} {
+		if !ValidObjectName(s) {
+			t.Errorf("ValidObjectName(%q) = false", s)
+		}
+	}
+	// All digits would read as an address ("2048" resolves as 0.0.8.0).
+	for _, s := range []string{"", "2048", "1-2", "Web", "-web", "web-", "web_1", "web.1", "wéb", "a" + strings.Repeat("b", 63)} {
+		if ValidObjectName(s) {
+			t.Errorf("ValidObjectName(%q) = true", s)
+		}
+	}
+}

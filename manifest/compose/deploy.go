@@ -3,6 +3,7 @@ package compose
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"reflect"
@@ -123,7 +124,10 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 	if !ok {
 		return
 	}
-	vars, err := load.ReadDotenv(data, lookup)
+	vars, setTwice, err := load.ReadDotenv(data, lookup)
+	if err == nil && len(setTwice) > 0 && encrypted {
+		err = setTwice[0] // see load.KeyError
+	}
 	switch {
 	case err != nil && encrypted:
 		// A decrypted file's lines are not the committed file's, and
@@ -138,11 +142,24 @@ func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]strin
 		sm.refuseAt(ep, field, "%s", load.DotenvMessage(err))
 		return
 	}
+	sm.warnSetTwice(pos, field, p, setTwice)
 	for k, v := range vars {
 		into[k] = v
 		if encrypted {
 			secret[k] = true
 		}
+	}
+}
+
+// warnSetTwice warns of each key a plain env or label file sets twice:
+// compose keeps the last value, and so does driftless.
+func (sm *serviceMap) warnSetTwice(pos manifest.Position, field, p string, setTwice []*load.KeyError) {
+	for _, bad := range setTwice {
+		at, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, bad)
+		if at.File == "" {
+			at = pos
+		}
+		sm.m.warnings.Add(at, field, "key %q is set twice (lines %d and %d): the later value counts, as in compose", bad.Key, bad.First, bad.Line)
 	}
 }
 
@@ -322,6 +339,7 @@ func (sm *serviceMap) mapUpdateConfig(u *types.UpdateConfig) {
 		sm.spec.Update = manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 0, MaxUnavailable: par}
 	case "start-first":
 		sm.spec.Update = manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: par, MaxUnavailable: 0}
+		sm.startFirst = true
 	default:
 		sm.refuse(attr+".order", "must be stop-first or start-first, got %q", u.Order)
 	}
@@ -589,6 +607,35 @@ func (sm *serviceMap) applyExtension(x *rawXDriftless) {
 	}
 }
 
+// settleStartFirst: compose ignores update_config on one engine and
+// replaces a container stop-first, so files written for Swarm (firezone's,
+// say) set order: start-first on a service that cannot have two
+// containers at once. There start-first is not honoured, with a warning,
+// instead of refusing what compose runs; a surge that x-driftless.update
+// asks for, driftless's own word, is still refused where it collides.
+func (sm *serviceMap) settleStartFirst() {
+	if !sm.startFirst || sm.m.opts.Target == manifest.TargetSwarm || sm.spec.Update.MaxSurge == 0 || sm.spec.Replicas != 1 {
+		return
+	}
+	why := ""
+	switch {
+	case len(sm.spec.Addresses) > 0:
+		why = "its fixed address is one container's"
+	case sm.spec.NetworkService() != "":
+		why = "the network namespace it shares is one container's"
+	}
+	for _, p := range sm.spec.Ports {
+		if p.HostPort != 0 && why == "" {
+			why = fmt.Sprintf("host port %d is one container's", p.HostPort)
+		}
+	}
+	if why == "" {
+		return
+	}
+	sm.warn("deploy.update_config.order", "start-first is not honoured: %s, so a new replica replaces the old one stop-first (compose ignores the order on one engine)", why)
+	sm.spec.Update.MaxUnavailable, sm.spec.Update.MaxSurge = sm.spec.Update.MaxSurge, 0
+}
+
 // applyXUpdate checks and applies x-driftless.update over what
 // update_config said.
 func (sm *serviceMap) applyXUpdate(u *rawXUpdate) {
@@ -603,6 +650,7 @@ func (sm *serviceMap) applyXUpdate(u *rawXUpdate) {
 	}
 	if u.MaxSurge != nil {
 		sm.spec.Update.MaxSurge = *u.MaxSurge
+		sm.startFirst = false
 	}
 	if u.MaxUnavailable != nil {
 		sm.spec.Update.MaxUnavailable = *u.MaxUnavailable

@@ -22,16 +22,21 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:4:24: services.web.deploy.replicas: must be a number, got \"many\"",
 			}},
 		{"cycle and names",
-			map[string]string{"compose.yaml": "services:\n  a_b:\n    image: x\n    depends_on: [a-b]\n  a-b:\n    image: y\n  c:\n    image: z\n    depends_on: [d]\n  d:\n    image: z\n    depends_on: [c]\n  1x:\n    image: z\n"},
+			map[string]string{"compose.yaml": "services:\n  a_b:\n    image: x\n    depends_on: [a-b]\n  a-b:\n    image: y\n  c:\n    image: z\n    depends_on: [d]\n  d:\n    image: z\n    depends_on: [c]\n  \"2048\":\n    image: z\n  2fauth:\n    image: z\n"},
 			[]string{
 				"compose.yaml:2:3: services.a_b: service names \"a-b\" and \"a_b\" both become \"a-b\": rename one of them",
 				"compose.yaml:9:18: services.c.depends_on[0]: dependency cycle: c -> d -> c",
-				"compose.yaml:13:3: services[\"1x\"]: service name \"1x\" cannot be made a DNS label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): rename it",
+				"compose.yaml:13:3: services[\"2048\"]: service name \"2048\" cannot be made a DNS label (lowercase letters, digits and '-', with at least one letter, at most 63 characters): rename it",
 			}},
 		{"dotenv bad",
 			map[string]string{".env": "A=1\nB C=2\n", "compose.yaml": "services:\n  web:\n    image: shop/web:${T}\n"},
 			[]string{
 				".env:2: key cannot contain a space",
+			}},
+		{"restart_policy condition",
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    deploy: {restart_policy: {condition: sometimes}}\n"},
+			[]string{
+				"compose.yaml:4:42: services.web.deploy.restart_policy.condition: must be none, on-failure or any (or no, always or unless-stopped, as restart: says), got \"sometimes\"",
 			}},
 		{"dup key",
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    image: shop/web:2\n"},
@@ -64,7 +69,7 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:4:13: services.web.ports[0]: no port specified: :<empty> (not set: PORT; set it in .env or the app's environment)",
 			}},
 		{"ports collide",
-			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    ports: ['8080:80']\n    deploy: {replicas: 2}\n  api:\n    image: shop/api:1\n    ports: ['8080:80']\n  proxy:\n    image: shop/proxy:1\n    ports: ['9090:80']\n    deploy: {update_config: {order: start-first}}\n"},
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    ports: ['8080:80']\n    deploy: {replicas: 2}\n  api:\n    image: shop/api:1\n    ports: ['8080:80']\n  proxy:\n    image: shop/proxy:1\n    ports: ['9090:80']\n    x-driftless: {update: {maxSurge: 1, maxUnavailable: 0}}\n"},
 			[]string{
 				"compose.yaml:4:13: services.web.ports[0]: host port 8080 would collide across the 2 replicas: publish it from a service with one replica, or remove it",
 				"compose.yaml:4:13: services.web.ports[0]: host port 8080/tcp is already published by service \"api\" at compose.yaml:8:13",

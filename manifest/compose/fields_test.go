@@ -126,11 +126,11 @@ func TestComposeLabelFile(t *testing.T) {
 // tmpfs options beyond size and mode are kept in the order written; an
 // unknown one is refused where it is written.
 func TestComposeTmpfsOptions(t *testing.T) {
-	a := loadtest.MustLoadCompose(t, loadtest.Web("tmpfs: ['/config:exec,uid=1000,gid=1000,mode=0750,size=16m', '/run:noexec,nosuid,nodev', /tmp]"), load.Options{})
+	a := loadtest.MustLoadCompose(t, loadtest.Web("tmpfs: ['/config:exec,uid=1000,gid=1000,mode=0750,size=16m', '/run:rw,noexec,nosuid,nodev,noatime,nr_inodes=4096', /tmp]"), load.Options{})
 	got := a.Service("web").Spec.Tmpfs
 	want := []manifest.TmpfsMount{
 		{MountPath: "/config", SizeBytes: 16 << 20, Mode: 0o750, Options: []string{"exec", "uid=1000", "gid=1000"}},
-		{MountPath: "/run", Options: []string{"noexec", "nosuid", "nodev"}},
+		{MountPath: "/run", Options: []string{"rw", "noexec", "nosuid", "nodev", "noatime", "nr_inodes=4096"}},
 		{MountPath: "/tmp"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -142,7 +142,7 @@ func TestComposeTmpfsOptions(t *testing.T) {
 	errs := loadtest.ComposeErrors(t, loadtest.Web("tmpfs: ['/a:uid=www', '/b:remount']"), load.Options{})
 	want2 := []string{
 		`compose.yaml:4:13: services.web.tmpfs[0]: uid must be a numeric id, got "www"`,
-		`compose.yaml:4:27: services.web.tmpfs[1]: tmpfs option "remount" is not supported: use size=, mode=, uid=, gid=, exec, noexec, suid, nosuid, dev or nodev`,
+		`compose.yaml:4:27: services.web.tmpfs[1]: tmpfs option "remount" is not supported: use size=, mode=, uid=, gid=, nr_inodes=, rw, ro, exec, noexec, suid, nosuid, dev, nodev, sync, async, dirsync or an atime flag (noatime, relatime, ...)`,
 	}
 	if strings.Join(errs, "\n") != strings.Join(want2, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want2, "\n"))

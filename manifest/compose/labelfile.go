@@ -75,7 +75,7 @@ func (sm *serviceMap) readLabelFile(pos manifest.Position, field, written string
 		sm.refuseAt(pos, field, "cannot read label file %q: %v", written, err)
 		return nil, false
 	}
-	vars, err := load.ReadDotenv(data, lookup)
+	vars, setTwice, err := load.ReadDotenv(data, lookup)
 	if err != nil {
 		ep, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
 		if ep.File == "" {
@@ -84,5 +84,6 @@ func (sm *serviceMap) readLabelFile(pos manifest.Position, field, written string
 		sm.refuseAt(ep, field, "%s", load.DotenvMessage(err))
 		return nil, false
 	}
+	sm.warnSetTwice(pos, field, p, setTwice)
 	return vars, true
 }

@@ -144,8 +144,8 @@ func (m *composeMapper) mapNames(section string, names []string, what string) ma
 	for _, n := range names {
 		mapped := dnsLabel(n)
 		field := yamlpos.ChildPath(section, n)
-		if !manifest.ValidName(mapped) {
-			m.errs.Add(m.ix.firstKeyAt(field), field, "%s name %q cannot be made a DNS label (lowercase letters, digits and '-', starting with a letter, at most 63 characters): rename it", what, n)
+		if !manifest.ValidObjectName(mapped) {
+			m.errs.Add(m.ix.firstKeyAt(field), field, "%s name %q cannot be made a DNS label (lowercase letters, digits and '-', with at least one letter, at most 63 characters): rename it", what, n)
 			continue
 		}
 		if prev, dup := taken[mapped]; dup {

@@ -98,6 +98,43 @@ func (sm *serviceMap) mapAddresses(attr, network string, cfg *types.ServiceNetwo
 // mapNetworkService maps network_mode: service:NAME: the replica joins the
 // network namespace of NAME's one replica, and starts after it (the
 // dependency compose adds, condition started).
+// byContainerName reads container:NAME, where NAME is the container_name
+// of a service of this file, as service:SERVICE (with ":ro" or ":rw" kept
+// after it): compose resolves the name to that service's container, and
+// driftless names containers itself (container_name is an alias), so the
+// service is what the file means. Any other reference is returned as is.
+func (m *composeMapper) byContainerName(ref string) (string, bool) {
+	rest, ok := strings.CutPrefix(ref, types.ContainerPrefix)
+	if !ok {
+		return ref, false
+	}
+	name, mode, _ := strings.Cut(rest, ":")
+	for _, key := range slices.Sorted(mapKeys(m.p.Services)) {
+		if m.p.Services[key].ContainerName != name || name == "" {
+			continue
+		}
+		if mode != "" {
+			key += ":" + mode
+		}
+		return types.ServicePrefix + key, true
+	}
+	return ref, false
+}
+
+// networkNamed finds the declared network a network_mode of a bare name
+// means. Docker reads such a mode as the name of a network on the engine,
+// so it is matched against the name compose gives each network there: an
+// external network's (its key, or name:), or a name: declared; not the key
+// of one of the app's own, which compose prefixes with the project.
+func (m *composeMapper) networkNamed(name string) (string, bool) {
+	for _, key := range slices.Sorted(mapKeys(m.p.Networks)) {
+		if m.p.Networks[key].Name == name {
+			return key, true
+		}
+	}
+	return "", false
+}
+
 func (sm *serviceMap) mapNetworkService(mode string) {
 	target := strings.TrimPrefix(mode, types.ServicePrefix)
 	name, active := sm.m.svcNames[target]

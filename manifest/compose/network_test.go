@@ -28,7 +28,7 @@ func TestComposeNetworkErrors(t *testing.T) {
 				"  e:\n    image: x\n    deploy: {replicas: 2}\n    networks: {dns: {ipv4_address: 172.30.0.20}}\n" +
 				"  f:\n    image: x\n    networks: {dns: {ipv4_address: 172.30.0.1}}\n" +
 				"  g:\n    image: x\n    networks: {dns: {ipv4_address: not-an-ip}}\n" +
-				"  h:\n    image: x\n    deploy: {update_config: {order: start-first}}\n    networks: {dns: {ipv4_address: 172.30.0.30}}\n" +
+				"  h:\n    image: x\n    x-driftless: {update: {maxSurge: 1, maxUnavailable: 0}}\n    networks: {dns: {ipv4_address: 172.30.0.30}}\n" +
 				subnet + "  plain: {}\n"},
 			load.Options{},
 			[]string{
@@ -179,5 +179,89 @@ func TestComposeNetworkPriority(t *testing.T) {
 	}
 	if got := strings.Join(plain.Spec.NetworksInOrder(), " "); got != "back front" || plain.Spec.NetworkPriority != nil {
 		t.Errorf("plain joins %s with priorities %v, want back front by name and none", got, plain.Spec.NetworkPriority)
+	}
+}
+
+// Files of app stores write network modes compose and Docker take:
+// container:NAME of a service's container_name (the arr suites behind a
+// VPN), "default" (Docker's name for bridge), and a declared network's
+// name (1Panel's external 1panel-network). Any other container or network
+// stays refused.
+func TestComposeNetworkModeForms(t *testing.T) {
+	a := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n" +
+		"  gluetun:\n    image: qmcgaw/gluetun\n    container_name: arr-gluetun\n" +
+		"  qbittorrent:\n    image: qbt\n    network_mode: container:arr-gluetun\n    volumes_from: ['container:arr-gluetun:ro']\n" +
+		"  twingate:\n    image: tg\n    network_mode: default\n" +
+		"  cloudflared:\n    image: cf\n    network_mode: 1panel-network\n" +
+		"networks:\n  1panel-network:\n    external: true\n"}, load.Options{})
+	qbt, tg, cf := a.Service("qbittorrent"), a.Service("twingate"), a.Service("cloudflared")
+	if qbt == nil || tg == nil || cf == nil {
+		t.Fatalf("services %+v", a.Services)
+	}
+	if got := qbt.Spec.NetworkService(); got != "gluetun" {
+		t.Errorf("qbittorrent shares the network namespace of %q, want gluetun", got)
+	}
+	if len(qbt.Spec.VolumesFrom) != 1 || qbt.Spec.VolumesFrom[0] != (manifest.VolumesFrom{Service: "gluetun", ReadOnly: true}) {
+		t.Errorf("qbittorrent mounts the volumes of %+v, want gluetun's read-only", qbt.Spec.VolumesFrom)
+	}
+	if !strings.Contains(strings.Join(qbt.Spec.DependsOn, " "), "gluetun") {
+		t.Errorf("qbittorrent does not start after gluetun: depends on %v", qbt.Spec.DependsOn)
+	}
+	if tg.Spec.NetworkMode != manifest.NetworkBridge {
+		t.Errorf("twingate's network mode %q, want bridge", tg.Spec.NetworkMode)
+	}
+	if cf.Spec.NetworkMode != "" || strings.Join(cf.Spec.Networks, " ") != "1panel-network" {
+		t.Errorf("cloudflared: network mode %q, networks %v; want to join 1panel-network only", cf.Spec.NetworkMode, cf.Spec.Networks)
+	}
+
+	got := loadtest.ComposeErrors(t, map[string]string{"compose.yaml": "services:\n" +
+		"  a:\n    image: x\n    network_mode: container:elsewhere\n" +
+		"  b:\n    image: x\n    network_mode: lan\n" +
+		"  c:\n    image: x\n    network_mode: front\n    networks: [front]\n" +
+		"  d:\n    image: x\n    network_mode: back\n" +
+		"networks:\n  front: {external: true}\n  back: {}\n"}, load.Options{})
+	want := []string{
+		"compose.yaml:4:19: services.a.network_mode: \"container:elsewhere\" (sharing the network namespace of a container driftless does not manage) is not supported: share a service's with service:NAME, or put the services on a shared network and reach them by name",
+		"compose.yaml:7:19: services.b.network_mode: \"lan\" is not supported: use bridge, none, host, service:NAME, the Docker name of a declared network (an external one's), or networks:",
+		"compose.yaml:11:5: services.c.networks: cannot be combined with network_mode (as in compose)",
+		// compose names the app's own network <project>_back on the engine.
+		"compose.yaml:14:19: services.d.network_mode: \"back\" is not supported: use bridge, none, host, service:NAME, the Docker name of a declared network (an external one's), or networks:",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A file written for Swarm may set order: start-first on a service that
+// cannot have two containers at once. Compose ignores the order on one
+// engine; driftless replaces such a service stop-first, with a warning.
+// A surge x-driftless.update asks for is still refused (see the tests
+// above).
+func TestComposeStartFirstOnOneContainer(t *testing.T) {
+	const startFirst = "    deploy: {update_config: {order: start-first}}\n"
+	a := loadtest.MustLoadCompose(t, map[string]string{"compose.yaml": "services:\n" +
+		"  wg:\n    image: x\n    ports: ['51820:51820/udp']\n" + startFirst +
+		"  dns:\n    image: x\n    networks: {lan: {ipv4_address: 172.30.0.9}}\n" + startFirst +
+		"  app:\n    image: x\n    network_mode: service:wg\n" + startFirst +
+		"  web:\n    image: x\n    ports: ['80']\n" + startFirst +
+		"networks:\n  lan:\n    ipam: {config: [{subnet: 172.30.0.0/24}]}\n"}, load.Options{})
+	stopFirst := manifest.Update{Strategy: manifest.StrategyRolling, MaxSurge: 0, MaxUnavailable: 1}
+	for _, name := range []string{"wg", "dns", "app"} {
+		if got := a.Service(name).Spec.Update; got != stopFirst {
+			t.Errorf("%s updates %+v, want stop-first", name, got)
+		}
+	}
+	if got := a.Service("web").Spec.Update; got.MaxSurge != 1 || got.MaxUnavailable != 0 {
+		t.Errorf("web (a port Docker picks) updates %+v, want start-first kept", got)
+	}
+	warnings := a.Warnings.Error()
+	for _, want := range []string{
+		"compose.yaml:5:37: services.wg.deploy.update_config.order: start-first is not honoured: host port 51820 is one container's, so a new replica replaces the old one stop-first (compose ignores the order on one engine)",
+		"compose.yaml:9:37: services.dns.deploy.update_config.order: start-first is not honoured: its fixed address is one container's",
+		"compose.yaml:13:37: services.app.deploy.update_config.order: start-first is not honoured: the network namespace it shares is one container's",
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q:\n%s", want, warnings)
+		}
 	}
 }

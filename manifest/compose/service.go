@@ -38,7 +38,10 @@ type serviceMap struct {
 	// netTarget is the compose name of the service whose network
 	// namespace this one shares (network_mode: service:NAME), or "".
 	netTarget string
-	labels    map[string]string
+	// startFirst: the surge comes from update_config's order:
+	// start-first, not from x-driftless.update (see settleStartFirst).
+	startFirst bool
+	labels     map[string]string
 	extDoc    *yamlpos.DocCtx // positions inside x-driftless
 	// pullPolicy and imageUpdate are the Service's (outside the spec).
 	pullPolicy  string
@@ -142,6 +145,7 @@ func (sm *serviceMap) mapService() {
 	sm.mapExtension()
 	sm.refuseInSharedNamespace()
 	sm.checkContainerName()
+	sm.settleStartFirst()
 	sm.spec = manifest.CanonicalService(sm.spec)
 	sm.locateFields()
 }
@@ -196,13 +200,16 @@ func (sm *serviceMap) mapImage() {
 
 func (sm *serviceMap) mapCommand() {
 	s := sm.s
-	if s.Command != nil && len(s.Command) == 0 {
-		sm.refuse("command", "an empty command (clearing the image's) is not supported: remove it to use the image's")
-	}
+	// An empty command (command: [] or an empty variable) is no command:
+	// Docker fills an empty Cmd from the image, as for an unset one, so
+	// it is mapped as unset. An empty entrypoint is different: Docker
+	// clears the image's.
 	if s.Entrypoint != nil && len(s.Entrypoint) == 0 {
 		sm.refuse("entrypoint", "an empty entrypoint (clearing the image's) is not supported: remove it to use the image's")
 	}
-	sm.spec.Args = slices.Clone([]string(s.Command))
+	if len(s.Command) > 0 {
+		sm.spec.Args = slices.Clone([]string(s.Command))
+	}
 	sm.spec.Command = slices.Clone([]string(s.Entrypoint))
 }
 
@@ -270,6 +277,9 @@ func (sm *serviceMap) portOrigins() []origin {
 }
 
 func (sm *serviceMap) port(p types.ServicePortConfig, field string, pos manifest.Position) (manifest.Port, bool) {
+	// "UDP" is udp: files of app stores write it so, and a protocol's
+	// name does not depend on its case.
+	p.Protocol = strings.ToLower(p.Protocol)
 	port := manifest.Port{ContainerPort: int(p.Target), Protocol: orDefaultString(p.Protocol, manifest.DefaultProtocol), HostIP: p.HostIP}
 	if p.Protocol != "" && p.Protocol != "tcp" && p.Protocol != "udp" {
 		sm.refuseAt(pos, field, "protocol %q is not supported: use tcp or udp", p.Protocol)
@@ -299,6 +309,7 @@ func (sm *serviceMap) port(p types.ServicePortConfig, field string, pos manifest
 // expose parses an expose entry: "80", "80/udp", "8000-8002".
 func (sm *serviceMap) expose(e, field string, pos manifest.Position) []manifest.Port {
 	spec, proto, _ := strings.Cut(e, "/")
+	proto = strings.ToLower(proto)
 	if proto == "" {
 		proto = manifest.DefaultProtocol
 	}
@@ -327,8 +338,13 @@ func (sm *serviceMap) expose(e, field string, pos manifest.Position) []manifest.
 // mapNetworking maps network_mode, networks and their aliases.
 func (sm *serviceMap) mapNetworking() {
 	s := sm.s
-	switch mode := s.NetworkMode; {
+	mode, _ := sm.m.byContainerName(s.NetworkMode)
+	switch {
 	case mode == "":
+	case mode == "default":
+		// Docker's name for its default mode, bridge on Linux.
+		sm.spec.NetworkMode = manifest.NetworkBridge
+		sm.record("networkMode", "network_mode")
 	case mode == manifest.NetworkBridge || mode == manifest.NetworkNone || mode == manifest.NetworkHost:
 		sm.spec.NetworkMode = mode
 		sm.record("networkMode", "network_mode")
@@ -337,7 +353,19 @@ func (sm *serviceMap) mapNetworking() {
 	case strings.HasPrefix(mode, types.ContainerPrefix):
 		sm.refuse("network_mode", "%q (sharing the network namespace of a container driftless does not manage) is not supported: share a service's with service:NAME, or put the services on a shared network and reach them by name", mode)
 	default:
-		sm.refuse("network_mode", "%q is not supported: use bridge, none, host, or networks:", mode)
+		key, ok := sm.m.networkNamed(mode)
+		if !ok {
+			sm.refuse("network_mode", "%q is not supported: use bridge, none, host, service:NAME, the Docker name of a declared network (an external one's), or networks:", mode)
+			return
+		}
+		if len(s.Networks) > 0 && sm.m.ix.declared(sm.path("networks")) {
+			sm.refuse("networks", "cannot be combined with network_mode (as in compose)")
+			return
+		}
+		// Docker takes a network's name as a mode: the container joins
+		// that network only, which is what networks: [KEY] says.
+		sm.mapNetwork(key, nil)
+		return
 	}
 	if sm.spec.NetworkMode != "" {
 		if len(s.Networks) > 0 && sm.m.ix.declared(sm.path("networks")) {
@@ -576,14 +604,16 @@ func (sm *serviceMap) mapRestart() {
 	rp := sm.s.Deploy.RestartPolicy
 	const attr = "deploy.restart_policy"
 	policy := manifest.RestartAlways
+	// Compose takes restart:'s words here too (no, always,
+	// unless-stopped), and files of app stores write them.
 	switch rp.Condition {
-	case "", "any":
+	case "", "any", types.RestartPolicyAlways, types.RestartPolicyUnlessStopped:
 	case "on-failure":
 		policy = manifest.RestartOnFailure
-	case "none":
+	case "none", types.RestartPolicyNo:
 		policy = manifest.RestartNever
 	default:
-		sm.refuse(attr+".condition", "must be none, on-failure or any, got %q", rp.Condition)
+		sm.refuse(attr+".condition", "must be none, on-failure or any (or no, always or unless-stopped, as restart: says), got %q", rp.Condition)
 	}
 	retries := 0
 	if rp.MaxAttempts != nil {

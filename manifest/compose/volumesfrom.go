@@ -12,11 +12,15 @@ import (
 // mapVolumesFrom maps volumes_from: [SERVICE, SERVICE:ro, SERVICE:rw]:
 // the replicas mount what SERVICE's first replica mounts, and start after
 // it (the dependency compose adds, condition started, unless depends_on
-// names it). container:NAME is refused: a container driftless does not
-// manage, or another app's, is not the commit's to reach.
+// names it). container:NAME is the service whose container_name is NAME;
+// any other container is refused: a container driftless does not manage,
+// or another app's, is not the commit's to reach.
 func (sm *serviceMap) mapVolumesFrom() {
 	for i, entry := range sm.s.VolumesFrom {
 		attr := yamlpos.IndexPath("volumes_from", i)
+		if ref, ok := sm.m.byContainerName(entry); ok {
+			entry = strings.TrimPrefix(ref, types.ServicePrefix)
+		}
 		if strings.HasPrefix(entry, types.ContainerPrefix) {
 			sm.refuse(attr, "%q mounts the volumes of a container driftless does not manage: name a service of this file, or share a named volume", entry)
 			continue

@@ -63,32 +63,36 @@ func (e *KeyError) Error() string {
 
 // ReadDotenv reads an env file as compose's env_file does, with
 // compose-go's own parser (quotes and escapes, export, inline comments,
-// ${VAR} from lookup and the file's earlier variables), and refuses a key
-// that the file sets twice. Native envFrom and compose env_file both read
-// through here, so a file means the same in either.
-func ReadDotenv(data []byte, lookup func(string) (string, bool)) (map[string]string, error) {
-	vars, err := dotenv.ParseWithLookup(bytes.NewReader(data), lookup)
+// ${VAR} from lookup and the file's earlier variables), and names each key
+// the file sets twice (the last value is in vars, as compose keeps it).
+// The caller decides: a secret or a decrypted file is refused (see
+// KeyError), a plain env file only warned about. Native envFrom and
+// compose env_file both read through here, so a file means the same in
+// either.
+func ReadDotenv(data []byte, lookup func(string) (string, bool)) (vars map[string]string, setTwice []*KeyError, err error) {
+	vars, err = dotenv.ParseWithLookup(bytes.NewReader(data), lookup)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// compose-go gives only the final map: where each statement starts
 	// comes from dotenvStatements, checked against the parser below.
 	src := string(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	stmts, err := dotenvStatements(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if stmts, err = confirmStatements(src, stmts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	first := map[string]int{}
 	for _, s := range stmts {
 		if l, dup := first[s.key]; dup {
-			return nil, &KeyError{Key: s.key, First: l, Line: s.line}
+			setTwice = append(setTwice, &KeyError{Key: s.key, First: l, Line: s.line})
+			continue
 		}
 		first[s.key] = s.line
 	}
-	return vars, nil
+	return vars, setTwice, nil
 }
 
 // DotenvProblem says what is wrong with a decrypted env file without the

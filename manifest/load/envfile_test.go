@@ -50,9 +50,11 @@ func TestEnvFromReadsDotenvAsComposeEnvFile(t *testing.T) {
 	}
 }
 
-// A key set twice is refused, at the line of the second where the file
-// is plaintext or sops says where (the committed file's line); a
-// decrypted file's own lines are only named, at the declaration.
+// A key a secret or a decrypted env file sets twice is refused, at the
+// line of the second where the file is plaintext or sops says where (the
+// committed file's line); a decrypted file's own lines are only named, at
+// the declaration. A plain env_file is only warned about (see
+// TestPlainEnvFileKeySetTwice).
 func TestDotenvKeySetTwice(t *testing.T) {
 	keyErrorDecrypt := func(string, []byte) ([]byte, error) {
 		return nil, &load.KeyError{Key: "DB_PASSWORD", First: 1, Line: 7}
@@ -74,8 +76,6 @@ func TestDotenvKeySetTwice(t *testing.T) {
 			`web.yaml:8:25: spec.secrets[0].file: secret "app": app.env: decrypted, key "DB_PASSWORD" is set twice (lines 1 and 2)`, false},
 		{"envFrom, sops says where", map[string]string{"web.yaml": envFromApp, "app.env": "x"}, load.Options{Decrypt: keyErrorDecrypt},
 			`app.env:7: spec.secrets[0].file: secret "app": key "DB_PASSWORD" is set twice (lines 1 and 7)`, false},
-		{"env_file, plaintext", map[string]string{"compose.yaml": envFileApp, "app.env": "DB_PASSWORD=real\n\nDB_PASSWORD=\n"}, load.Options{},
-			`app.env:3: services.web.env_file[0]: key "DB_PASSWORD" is set twice (lines 1 and 3)`, true},
 		{"env_file, decrypted", map[string]string{"compose.yaml": envFileApp, "app.env": "ENC:DB_PASSWORD=real\nDB_PASSWORD=\n"}, load.Options{Decrypt: loadtest.FakeDecrypt},
 			`compose.yaml:4:16: services.web.env_file[0]: env file "app.env", decrypted: key "DB_PASSWORD" is set twice (lines 1 and 2)`, true},
 		{"env_file, sops says where", map[string]string{"compose.yaml": envFileApp, "app.env": "x"}, load.Options{Decrypt: keyErrorDecrypt},
@@ -93,11 +93,28 @@ func TestDotenvKeySetTwice(t *testing.T) {
 	}
 }
 
+// A plain env_file that sets a key twice (Leantime's example .env does)
+// is read as compose reads it, the later value counting, with a warning
+// at the second line.
+func TestPlainEnvFileKeySetTwice(t *testing.T) {
+	a, err := loadtest.LoadComposeFiles(t, map[string]string{"compose.yaml": envFileApp, "app.env": "DB_PASSWORD=real\nPORT=80\nDB_PASSWORD=later\n"}, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Service("web").Spec.Env["DB_PASSWORD"]; got != "later" {
+		t.Errorf("DB_PASSWORD = %q, want the later value", got)
+	}
+	want := `app.env:3: services.web.env_file[0]: key "DB_PASSWORD" is set twice (lines 1 and 3): the later value counts, as in compose`
+	if a.Warnings == nil || !strings.Contains(a.Warnings.Error(), want) {
+		t.Errorf("warnings %v, want %q", a.Warnings, want)
+	}
+}
+
 // Lines that only look like KEY= inside a quoted value are not keys; a
 // decrypted file's parse errors do not quote its text.
 func TestDotenvStatementsInsideValues(t *testing.T) {
-	vars, err := load.ReadDotenv([]byte("A=1\nB=\"\nA=2\n\"\nC='x\nA=3'\n"), nil)
-	if err != nil || vars["A"] != "1" || vars["B"] != "\nA=2\n" {
+	vars, setTwice, err := load.ReadDotenv([]byte("A=1\nB=\"\nA=2\n\"\nC='x\nA=3'\n"), nil)
+	if err != nil || setTwice != nil || vars["A"] != "1" || vars["B"] != "\nA=2\n" {
 		t.Errorf("quoted lines read as keys: %v %v", vars, err)
 	}
 	_, err = loadtest.LoadSecretApp(t, map[string]string{"web.yaml": envFromApp, "app.env": "ENC:A=\"s3cret-unterminated\n"}, load.Options{Decrypt: loadtest.FakeDecrypt})

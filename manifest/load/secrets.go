@@ -290,7 +290,11 @@ func secretFormat(file string) string {
 func parseSecretMap(format string, plain []byte, decrypted bool) (map[string]string, error) {
 	out := map[string]string{}
 	if format == "dotenv" {
-		vars, err := ReadDotenv(plain, nil)
+		vars, setTwice, err := ReadDotenv(plain, nil)
+		if err == nil && len(setTwice) > 0 {
+			// A secret's keys count once each: see KeyError.
+			vars, err = nil, setTwice[0]
+		}
 		if err != nil && decrypted {
 			// The parser's message may quote the plaintext.
 			return nil, fmt.Errorf("decrypted, %s", DotenvProblem(err))

@@ -164,7 +164,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "invalid name",
 			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "web", "Web_1", 1) + "  image: x\n"},
-			want:  []string{`a.yaml:4:9: metadata.name: invalid name "Web_1": ` + manifest.NameRule},
+			want:  []string{`a.yaml:4:9: metadata.name: invalid name "Web_1": ` + manifest.ObjectNameRule},
 		},
 		{
 			name:  "container name too long",

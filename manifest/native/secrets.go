@@ -16,8 +16,8 @@ func validateSecretRefs(r yamlpos.Reporter, raw *rawServiceSpec) {
 		switch {
 		case s.Name == "":
 			r.Required(p + ".name")
-		case !manifest.ValidName(s.Name):
-			r.Errorf(p+".name", "invalid secret name %q: %s", s.Name, manifest.NameRule)
+		case !manifest.ValidObjectName(s.Name):
+			r.Errorf(p+".name", "invalid secret name %q: %s", s.Name, manifest.ObjectNameRule)
 		default:
 			if j, dup := names[s.Name]; dup {
 				r.Errorf(p+".name", "secret %q is already declared at spec.secrets[%d]", s.Name, j)

@@ -76,7 +76,7 @@ func validatePlatformLinks(r yamlpos.Reporter, raw *rawServiceSpec) {
 		field := yamlpos.IndexPath("spec.links", i)
 		target, alias, _ := strings.Cut(l, ":")
 		switch {
-		case !manifest.ValidName(target) || (alias != "" && !manifest.ValidDockerName(alias)):
+		case !manifest.ValidObjectName(target) || (alias != "" && !manifest.ValidDockerName(alias)):
 			r.Errorf(field, "invalid link %q: write SERVICE or SERVICE:ALIAS", l)
 		case !slices.Contains(raw.DependsOn, target):
 			r.Errorf(field, "service %q must be listed in dependsOn too: a link needs its target's replicas to exist first", target)

@@ -77,8 +77,8 @@ func validateHeader(c *yamlpos.Collector, doc *yamlpos.DocCtx, apiVersion, kind 
 	switch {
 	case meta.Name == "":
 		r.Required("metadata.name")
-	case !manifest.ValidName(meta.Name):
-		r.Errorf("metadata.name", "invalid name %q: %s", meta.Name, manifest.NameRule)
+	case !manifest.ValidObjectName(meta.Name):
+		r.Errorf("metadata.name", "invalid name %q: %s", meta.Name, manifest.ObjectNameRule)
 	}
 	for _, k := range sortedKeys(meta.Labels) {
 		switch {
@@ -146,13 +146,13 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validateDeviceRequests(r, raw)
 	validateHooks(r, raw)
 	for i, v := range raw.VolumesFrom {
-		if !manifest.ValidName(v.Service) {
+		if !manifest.ValidObjectName(v.Service) {
 			r.Errorf(yamlpos.IndexPath("spec.volumesFrom", i)+".service", "must name a service of the app, got %q", v.Service)
 		}
 	}
 	validateLimits(r, raw)
 
-	if manifest.ValidName(o.name) {
+	if manifest.ValidObjectName(o.name) {
 		// The highest slot gives the longest name (slots are 1-based).
 		name := manifest.ContainerName(app, o.name, max(spec.Replicas, 1))
 		if len(name) > manifest.MaxDNSLabel || !manifest.ValidDockerName(name) {
