@@ -42,7 +42,7 @@ type serviceMap struct {
 	// start-first, not from x-driftless.update (see settleStartFirst).
 	startFirst bool
 	labels     map[string]string
-	extDoc    *yamlpos.DocCtx // positions inside x-driftless
+	extDoc     *yamlpos.DocCtx // positions inside x-driftless
 	// pullPolicy and imageUpdate are the Service's (outside the spec).
 	pullPolicy  string
 	imageUpdate *manifest.ImageUpdate
