@@ -49,6 +49,7 @@ func FuzzLoadCompose(f *testing.F) {
 		"services:\n  b: {image: x, restart: always, ports: ['1:1'], x-driftless: {job: {schedule: '@every 0s', timeZone: ../etc, concurrency: x, catchUp: true}}}\n",
 		"services:\n  web: {image: x, blkio_config: {weight: 5, weight_device: [{path: /dev/../x, weight: 0}], device_read_bps: [{path: /dev/sda, rate: 1zb}], device_write_iops: [{path: '', rate: -1}]}}\n",
 		"services:\n  web: {image: x, deploy: {mode: global, replicas: 2, update_config: {failure_action: continue, max_failure_ratio: -1}}, secrets: [{source: s, target: /s}, e], configs: [{source: c, mode: 0o7777, uid: x}]}\nsecrets: {s: {environment: A}, e: {environment: ''}}\nconfigs: {c: {content: '${A}'}}\n",
+		"services:\n  2fa: {image: x, container_name: v, command: [], tmpfs: ['/t:rw,nr_inodes=x'], ports: [{target: 1, protocol: UDP}], deploy: {restart_policy: {condition: unless-stopped}, update_config: {order: start-first}}}\n  b: {image: x, network_mode: 'container:v', volumes_from: ['container:v:ro']}\n  c: {image: x, network_mode: n}\n  '2048': {image: x, network_mode: default}\nnetworks: {n: {external: true}}\n",
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
@@ -88,7 +89,7 @@ func fuzzCompose(t *testing.T, composeFile, dotenv []byte, opts load.Options) {
 			t.Fatalf("no compose app without error: %#v", app)
 		}
 		for _, s := range app.Services {
-			if !manifest.ValidName(s.Name) || s.Hash != manifest.HashService(nil, s.Labels, s.Spec) {
+			if !manifest.ValidObjectName(s.Name) || s.Hash != manifest.HashService(nil, s.Labels, s.Spec) {
 				t.Fatalf("service %q: invalid name or hash", s.Name)
 			}
 		}
