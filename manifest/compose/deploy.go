@@ -1,11 +1,7 @@
 package compose
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,7 +14,6 @@ import (
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
-	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // mapEnvironment resolves the environment as compose does: a KEY without a
@@ -92,101 +87,22 @@ func (sm *serviceMap) envEntry(k string) (string, manifest.Position) {
 func (sm *serviceMap) readEnvFile(i int, ef types.EnvFile, into map[string]string, secret map[string]bool, lookup func(string) (string, bool)) {
 	pos := sm.m.ix.item(sm.path("env_file"), i)
 	field := yamlpos.IndexPath(sm.path("env_file"), i)
-	if path.IsAbs(ef.Path) {
-		sm.refuseAt(pos, field, "%q: env files are read from the revision, so the path must be relative to the app directory", ef.Path)
-		return
-	}
-	p, err := manifest.CleanRepoPath(ef.Path)
-	if err != nil {
-		sm.refuseAt(pos, field, "env file %v", err)
-		return
-	}
-	data, err := fs.ReadFile(sm.m.fsys, path.Join(sm.m.root, p))
-	var limit *policy.LimitError
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && !bool(ef.Required):
-		return
-	case errors.Is(err, fs.ErrNotExist):
-		sm.refuseAt(pos, field, "env file %q does not exist in the repository: commit it, or mark it required: false", ef.Path)
-		return
-	case errors.As(err, &limit):
-		sm.refuseAt(pos, field, "env file %q: %s", ef.Path, limit.AsError().Msg)
-		return
-	case err != nil:
-		sm.refuseAt(pos, field, "cannot read env file %q: %v", ef.Path, err)
-		return
-	}
-	if ef.Format != "" {
-		sm.refuseAt(pos, field, "env file format %q is not supported", ef.Format)
-		return
-	}
-	data, encrypted, ok := sm.decryptEnvFile(pos, field, ef.Path, p, data)
-	if !ok {
-		return
-	}
-	vars, setTwice, err := load.ReadDotenv(data, lookup)
-	if err == nil && len(setTwice) > 0 && encrypted {
-		err = setTwice[0] // see load.KeyError
-	}
-	switch {
-	case err != nil && encrypted:
-		// A decrypted file's lines are not the committed file's, and
-		// the parser's message may quote the plaintext.
-		sm.refuseAt(pos, field, "env file %q, decrypted: %s", ef.Path, load.DotenvProblem(err))
-		return
-	case err != nil:
-		ep, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
-		if ep.File == "" {
-			ep = pos
-		}
-		sm.refuseAt(ep, field, "%s", load.DotenvMessage(err))
-		return
-	}
-	sm.warnSetTwice(pos, field, p, setTwice)
-	for k, v := range vars {
+	r := sm.readKVFile(load.KVFile{Kind: "env file", Path: ef.Path, Required: bool(ef.Required), Missing: "commit it, or mark it required: false", Format: ef.Format, Decrypt: true, Pos: pos, Field: field}, lookup)
+	for k, v := range r.Vars {
 		into[k] = v
-		if encrypted {
+		if r.Encrypted {
 			secret[k] = true
 		}
 	}
 }
 
-// warnSetTwice warns of each key a plain env or label file sets twice:
-// compose keeps the last value, and so does driftless.
-func (sm *serviceMap) warnSetTwice(pos manifest.Position, field, p string, setTwice []*load.KeyError) {
-	for _, bad := range setTwice {
-		at, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, bad)
-		if at.File == "" {
-			at = pos
-		}
-		sm.m.warnings.Add(at, field, "key %q is set twice (lines %d and %d): the later value counts, as in compose", bad.Key, bad.First, bad.Line)
-	}
-}
-
-// decryptEnvFile opens a SOPS-encrypted env file; a plaintext one is
-// returned as it is (env files are plain configuration in compose).
-func (sm *serviceMap) decryptEnvFile(pos manifest.Position, field, written, p string, data []byte) ([]byte, bool, bool) {
-	decrypt := sm.m.opts.Decrypt
-	if decrypt == nil {
-		if bytes.Contains(data, []byte("\nsops_mac=")) {
-			sm.refuseAt(pos, field, "env file %q is SOPS-encrypted and cannot be decrypted here: no decryption is configured", written)
-			return nil, false, false
-		}
-		return data, false, true
-	}
-	plain, err := decrypt(p, data)
-	var bad *load.KeyError
-	switch {
-	case errors.Is(err, load.ErrNotEncrypted):
-		return data, false, true
-	case errors.As(err, &bad):
-		sm.refuseAt(manifest.Position{File: sm.m.display(path.Join(sm.m.root, p)), Line: bad.Line}, field, "env file %q: %v", written, err)
-		return nil, false, false
-	case err != nil:
-		sm.refuseAt(pos, field, "env file %q: %v; fix the file or the app's keys (decryption.ageKeyFile, SOPS_AGE_KEY_FILE, GNUPGHOME)", written, err)
-		return nil, false, false
-	}
-	return plain, true, true
+// readKVFile reads an env or label file of the revision, adding its
+// refusals and warnings to the app's.
+func (sm *serviceMap) readKVFile(f load.KVFile, lookup func(string) (string, bool)) *load.KVFileRead {
+	r := load.ReadKVFile(sm.m.fsys, sm.m.root, sm.m.display, sm.m.opts, f, lookup)
+	sm.m.errs.Errs = append(sm.m.errs.Errs, r.Errs.Errs...)
+	sm.m.warnings.Errs = append(sm.m.warnings.Errs, r.Warnings.Errs...)
+	return r
 }
 
 // mapDeploy maps deploy: replicas (and scale), update_config, mode.

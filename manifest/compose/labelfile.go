@@ -1,15 +1,11 @@
 package compose
 
 import (
-	"errors"
-	"io/fs"
-	"path"
 	"strings"
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/load"
-	"github.com/driftless-dev/driftless/manifest/policy"
 )
 
 // mapLabelFiles reads the service's label_file entries from the revision,
@@ -29,10 +25,7 @@ func (sm *serviceMap) mapLabelFiles(files []string) {
 	for i, written := range files {
 		pos := sm.m.ix.item(sm.path("label_file"), i)
 		field := yamlpos.IndexPath(sm.path("label_file"), i)
-		vars, ok := sm.readLabelFile(pos, field, written, lookup)
-		if !ok {
-			continue
-		}
+		vars := sm.readKVFile(load.KVFile{Kind: "label file", Path: written, Required: true, Missing: "commit it", Pos: pos, Field: field}, lookup).Vars
 		for k, v := range vars {
 			if strings.HasPrefix(k, manifest.ReservedLabelPrefix) {
 				sm.refuseAt(pos, field, "label %s in %q: the label prefix %q is reserved for driftless", k, written, manifest.ReservedLabelPrefix)
@@ -49,41 +42,4 @@ func (sm *serviceMap) mapLabelFiles(files []string) {
 			sm.labels[k] = v
 		}
 	}
-}
-
-// readLabelFile reads and parses one label file of the revision.
-func (sm *serviceMap) readLabelFile(pos manifest.Position, field, written string, lookup func(string) (string, bool)) (map[string]string, bool) {
-	if path.IsAbs(written) {
-		sm.refuseAt(pos, field, "%q: label files are read from the revision, so the path must be relative to the app directory", written)
-		return nil, false
-	}
-	p, err := manifest.CleanRepoPath(written)
-	if err != nil {
-		sm.refuseAt(pos, field, "label file %v", err)
-		return nil, false
-	}
-	data, err := fs.ReadFile(sm.m.fsys, path.Join(sm.m.root, p))
-	var limit *policy.LimitError
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		sm.refuseAt(pos, field, "label file %q does not exist in the repository: commit it", written)
-		return nil, false
-	case errors.As(err, &limit):
-		sm.refuseAt(pos, field, "label file %q: %s", written, limit.AsError().Msg)
-		return nil, false
-	case err != nil:
-		sm.refuseAt(pos, field, "cannot read label file %q: %v", written, err)
-		return nil, false
-	}
-	vars, setTwice, err := load.ReadDotenv(data, lookup)
-	if err != nil {
-		ep, _ := load.PlainDotenvPos(sm.m.display(path.Join(sm.m.root, p)), false, err)
-		if ep.File == "" {
-			ep = pos
-		}
-		sm.refuseAt(ep, field, "%s", load.DotenvMessage(err))
-		return nil, false
-	}
-	sm.warnSetTwice(pos, field, p, setTwice)
-	return vars, true
 }
