@@ -611,7 +611,7 @@ func sampleRunning(app, service string, done <-chan struct{}) func() (lo, hi int
 // corpusStacks are the corpus's stacks: the first round's here, each
 // later group in its own file.
 func corpusStacks() []corpusStack {
-	return slices.Concat(firstRoundStacks(), roundTwoStacks(), swarmFileStacks(), appStoreStacks())
+	return slices.Concat(firstRoundStacks(), roundTwoStacks(), swarmFileStacks(), appStoreStacks(), composeFileStacks())
 }
 
 func firstRoundStacks() []corpusStack {

@@ -95,3 +95,31 @@ func composeServiceField(name string) string {
 	}
 	return fmt.Sprintf("services[%q]", name)
 }
+
+// composeFileStacks: an app whose .env selects its compose files with
+// COMPOSE_FILE, as docker compose reads it there; a commit to .env that
+// adds an overlay file rolls what the overlay changes.
+func composeFileStacks() []corpusStack {
+	return []corpusStack{{
+		dir:      "compose-file-var",
+		replicas: map[string]int{"web": 1, "worker": 1},
+		setup: func(t *testing.T, r *stackRun, cfg *testenv.ComposeAppConfig) {
+			r.app.Replace("docker-compose.prod.yml", `"8080:8080"`, fmt.Sprintf(`"127.0.0.1:%d:8080"`, r.app.Port("web", 1)), "a free port: the apps run at once on a shared machine")
+		},
+		check: func(t *testing.T, r *stackRun) {
+			// The production file, not the development one beside it.
+			wantEnv(t, r.c("web", 1), map[string]string{"STAGE": "production"})
+			wantEnv(t, r.c("worker", 1), map[string]string{"QUEUE": "default"})
+			httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", r.app.Port("web", 1)))
+		},
+		changes: []stackChange{{
+			what:  "COMPOSE_FILE adds the TLS overlay",
+			edits: []fileEdit{{File: ".env", Old: "COMPOSE_FILE=docker-compose.prod.yml", New: "COMPOSE_FILE=docker-compose.prod.yml:docker-compose.tls.yml"}},
+			rolls: []string{"web"},
+			check: func(t *testing.T, r *stackRun) {
+				wantEnv(t, r.c("web", 1), map[string]string{"STAGE": "production", "TLS": "on"})
+			},
+		}},
+		heal: "worker",
+	}}
+}

@@ -1,6 +1,7 @@
 package appdir
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -89,8 +90,12 @@ func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(st
 	if err != nil {
 		return nil, err
 	}
-	layout, err := compose.Find(fsys, root, ign)
-	if err != nil {
+	layout, err := compose.Find(fsys, root, ign, opts, display)
+	var list manifest.ErrorList
+	switch {
+	case errors.As(err, &list):
+		return nil, list
+	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", display(root), err)
 	}
 	var a *manifest.App

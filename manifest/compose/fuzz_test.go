@@ -53,6 +53,7 @@ func FuzzLoadCompose(f *testing.F) {
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}
+	f.Add([]byte("services: {web: {image: x}}\n"), []byte("COMPOSE_FILE=compose.yaml:a:../b:conf\nCOMPOSE_PATH_SEPARATOR=\n"))
 	f.Fuzz(func(t *testing.T, composeFile, dotenv []byte) {
 		fuzzCompose(t, composeFile, dotenv, load.Options{Profiles: []string{"*"}, Decrypt: loadtest.FakeDecrypt})
 	})
