@@ -10,6 +10,7 @@ import (
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
 	"github.com/driftless-dev/driftless/manifest/compose"
+	"github.com/driftless-dev/driftless/manifest/compose/discover"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/native"
 	"github.com/driftless-dev/driftless/manifest/policy"
@@ -90,7 +91,7 @@ func loadFormat(fsys fs.FS, root, app string, opts load.Options, display func(st
 	if err != nil {
 		return nil, err
 	}
-	layout, err := compose.Find(fsys, root, ign, opts, display)
+	layout, err := discover.Find(fsys, root, ign, opts, display)
 	var list manifest.ErrorList
 	switch {
 	case errors.As(err, &list):

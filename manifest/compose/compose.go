@@ -14,7 +14,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/format"
 	"github.com/compose-spec/compose-go/v2/interpolation"
 	"github.com/compose-spec/compose-go/v2/loader"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
+	"github.com/driftless-dev/driftless/manifest/compose/discover"
 	"github.com/driftless-dev/driftless/manifest/compose/internal/interp"
 	"github.com/driftless-dev/driftless/manifest/load"
 	"github.com/driftless-dev/driftless/manifest/policy"
@@ -34,136 +34,6 @@ import (
 // is virtual: compose-go gets the files' content and never reads this
 // path, and every relative path is resolved here against the fs.FS.
 const composeWorkDir = "/driftless/app"
-
-// Layout names the compose files of an app directory, in the order
-// compose loads them.
-type Layout struct {
-	Files    []string // the compose file, then its override file if any
-	shadowed []string // other compose files compose's precedence ignores
-}
-
-// Find applies compose's discovery to the app directory: the files
-// COMPOSE_FILE names, when the app's environment or its .env sets it (as
-// docker compose reads it there); else the first of cli.DefaultFileNames,
-// plus the first of cli.DefaultOverrideFileNames. Files the ignore list
-// excludes do not count. A COMPOSE_FILE that names no file of the app
-// directory is a manifest.ErrorList.
-func Find(fsys fs.FS, root string, ign *load.IgnoreList, opts load.Options, display func(string) string) (Layout, error) {
-	if names, at, ok := composeFileVar(fsys, root, opts, display); ok {
-		return namedFiles(fsys, root, names, at)
-	}
-	var l Layout
-	present := func(name string) (bool, error) {
-		p := path.Join(root, name)
-		if ign.Ignored(name, false) {
-			return false, nil
-		}
-		info, err := fs.Stat(fsys, p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		return !info.IsDir(), nil
-	}
-	var candidates []string
-	for _, n := range cli.DefaultFileNames {
-		ok, err := present(n)
-		if err != nil {
-			return l, err
-		}
-		if ok {
-			candidates = append(candidates, n)
-		}
-	}
-	if len(candidates) == 0 {
-		return l, nil
-	}
-	l.Files = []string{path.Join(root, candidates[0])}
-	for _, n := range candidates[1:] {
-		l.shadowed = append(l.shadowed, path.Join(root, n))
-	}
-	first := true
-	for _, n := range cli.DefaultOverrideFileNames {
-		ok, err := present(n)
-		if err != nil {
-			return l, err
-		}
-		switch {
-		case ok && first:
-			l.Files = append(l.Files, path.Join(root, n))
-			first = false
-		case ok:
-			l.shadowed = append(l.shadowed, path.Join(root, n))
-		}
-	}
-	return l, nil
-}
-
-// composeFileVar reads COMPOSE_FILE: the files it names (split at
-// COMPOSE_PATH_SEPARATOR, ':' by default, as on Linux), and where it is
-// set, for messages.
-func composeFileVar(fsys fs.FS, root string, opts load.Options, display func(string) string) ([]string, manifest.Position, bool) {
-	opts.ReportEnvRead("COMPOSE_FILE")
-	opts.ReportEnvRead("COMPOSE_PATH_SEPARATOR")
-	at := manifest.Position{File: "COMPOSE_FILE (the app's environment)"}
-	env := opts.Environment
-	if _, set := env["COMPOSE_FILE"]; !set {
-		// .env's own problems are reported when it is read for
-		// interpolation; here it only may name the files.
-		p := path.Join(root, ".env")
-		env = interp.Environment(&yamlpos.Collector{}, fsys, root, display, opts.Environment, opts.ReportEnvRead)
-		at = manifest.Position{File: display(p), Line: 1}
-		if data, err := fs.ReadFile(fsys, p); err == nil {
-			for i, line := range strings.Split(string(data), "\n") {
-				if k, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok && strings.TrimSpace(k) == "COMPOSE_FILE" {
-					at.Line = i + 1
-				}
-			}
-		}
-	}
-	v := env["COMPOSE_FILE"]
-	if strings.TrimSpace(v) == "" {
-		return nil, at, false
-	}
-	sep := env["COMPOSE_PATH_SEPARATOR"]
-	if sep == "" {
-		sep = ":"
-	}
-	return strings.Split(v, sep), at, true
-}
-
-// namedFiles is the layout of the files COMPOSE_FILE names, in its order
-// (later files override earlier ones, as with docker compose -f); no
-// override file is added, as compose adds none.
-func namedFiles(fsys fs.FS, root string, names []string, at manifest.Position) (Layout, error) {
-	var l Layout
-	var errs manifest.ErrorList
-	for _, n := range names {
-		n = strings.TrimSpace(n)
-		p, err := manifest.CleanRepoPath(n)
-		if err == nil {
-			var info fs.FileInfo
-			if info, err = fs.Stat(fsys, path.Join(root, p)); err == nil && info.IsDir() {
-				err = fmt.Errorf("%q is a directory", n)
-			}
-		}
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			errs = append(errs, &manifest.Error{Pos: at, Field: "COMPOSE_FILE", Msg: fmt.Sprintf("names %q, which this revision does not hold in the app directory: commit it, or fix the name", n)})
-			continue
-		case err != nil:
-			errs = append(errs, &manifest.Error{Pos: at, Field: "COMPOSE_FILE", Msg: fmt.Sprintf("names %q, which is not a compose file of the app directory: %v", n, err)})
-			continue
-		}
-		l.Files = append(l.Files, path.Join(root, p))
-	}
-	if len(errs) > 0 {
-		return Layout{}, errs
-	}
-	return l, nil
-}
 
 // composeLoad is one compose app being loaded.
 type composeLoad struct {
@@ -178,7 +48,7 @@ type composeLoad struct {
 	in       *interp.Interpolator
 }
 
-func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
+func Load(fsys fs.FS, root, app string, layout discover.Layout, ign *load.IgnoreList, opts load.Options, display func(string) string) (*manifest.App, error) {
 	l := &composeLoad{
 		fsys: fsys, root: root, app: app, opts: opts, display: display,
 		errs: &yamlpos.Collector{}, warnings: &yamlpos.Collector{}, ix: &composeIndex{
@@ -194,7 +64,7 @@ func Load(fsys fs.FS, root, app string, layout Layout, ign *load.IgnoreList, opt
 		l.ix.files = append(l.ix.files, parseComposeFile(l.errs, p, display(p), data, policy.BudgetOf(fsys)))
 	}
 	main := l.ix.files[0]
-	for _, p := range layout.shadowed {
+	for _, p := range layout.Shadowed {
 		l.warnings.Add(manifest.Position{File: display(p)}, "", "ignored: %s takes precedence, as in docker compose", main.display)
 	}
 	if err := checkMixedFormats(l.errs, fsys, root, layout, ign, main.display, display); err != nil {
@@ -430,13 +300,13 @@ func checkShortSyntax(c *yamlpos.Collector, f *composeFile, doc *yaml.Node, in *
 
 // checkMixedFormats refuses driftless manifests beside a compose file: an
 // app directory has one format. Other YAML (CI configs, docs) is ignored.
-func checkMixedFormats(c *yamlpos.Collector, fsys fs.FS, root string, layout Layout, ign *load.IgnoreList, composeName string, display func(string) string) error {
+func checkMixedFormats(c *yamlpos.Collector, fsys fs.FS, root string, layout discover.Layout, ign *load.IgnoreList, composeName string, display func(string) string) error {
 	files, err := load.ManifestFiles(fsys, root, ign)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", display(root), err)
 	}
 	for _, p := range files {
-		if p == layout.Files[0] || (len(layout.Files) > 1 && p == layout.Files[1]) {
+		if slices.Contains(layout.Files, p) {
 			continue
 		}
 		// Only a file naming driftless.dev/ is read as a manifest, and
