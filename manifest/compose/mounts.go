@@ -83,7 +83,7 @@ func (sm *serviceMap) mapNamedVolume(attr string, v types.ServiceVolumeConfig) {
 	}
 	if vv := v.Volume; vv != nil {
 		if vv.Subpath != "" {
-			sm.refuse(attr+".volume.subpath", "volume subpaths are not supported yet")
+			sm.refuse(attr+".volume.subpath", "volume subpaths are not supported yet: the Docker API has them from 1.45 (Engine 26), and driftless creates containers in the forms of API 1.41; mount the whole volume at another target")
 		}
 		if len(vv.Labels) > 0 {
 			sm.refuse(attr+".volume.labels", "is not supported: set labels on the top-level volume")
