@@ -533,19 +533,16 @@ func (sm *serviceMap) settleStartFirst() {
 	if !sm.startFirst || sm.m.opts.Target == manifest.TargetSwarm || sm.spec.Update.MaxSurge == 0 || sm.spec.Replicas != 1 {
 		return
 	}
-	why := ""
+	var why string
+	fixedPort := slices.IndexFunc(sm.spec.Ports, func(p manifest.Port) bool { return p.HostPort != 0 })
 	switch {
 	case len(sm.spec.Addresses) > 0:
 		why = "its fixed address is one container's"
 	case sm.spec.NetworkService() != "":
 		why = "the network namespace it shares is one container's"
-	}
-	for _, p := range sm.spec.Ports {
-		if p.HostPort != 0 && why == "" {
-			why = fmt.Sprintf("host port %d is one container's", p.HostPort)
-		}
-	}
-	if why == "" {
+	case fixedPort >= 0:
+		why = fmt.Sprintf("host port %d is one container's", sm.spec.Ports[fixedPort].HostPort)
+	default:
 		return
 	}
 	sm.warn("deploy.update_config.order", "start-first is not honoured: %s, so a new replica replaces the old one stop-first (compose ignores the order on one engine)", why)

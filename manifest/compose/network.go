@@ -95,9 +95,6 @@ func (sm *serviceMap) mapAddresses(attr, network string, cfg *types.ServiceNetwo
 	sm.addrFrom[network] = attr
 }
 
-// mapNetworkService maps network_mode: service:NAME: the replica joins the
-// network namespace of NAME's one replica, and starts after it (the
-// dependency compose adds, condition started).
 // byContainerName reads container:NAME, where NAME is the container_name
 // of a service of this file, as service:SERVICE (with ":ro" or ":rw" kept
 // after it): compose resolves the name to that service's container, and
@@ -135,6 +132,9 @@ func (m *composeMapper) networkNamed(name string) (string, bool) {
 	return "", false
 }
 
+// mapNetworkService maps network_mode: service:NAME: the replica joins the
+// network namespace of NAME's one replica, and starts after it (the
+// dependency compose adds, condition started).
 func (sm *serviceMap) mapNetworkService(mode string) {
 	target := strings.TrimPrefix(mode, types.ServicePrefix)
 	name, active := sm.m.svcNames[target]
