@@ -2,8 +2,11 @@ package compose
 
 import (
 	"fmt"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,12 +38,12 @@ func TestComposeLifecycleHooks(t *testing.T) {
 `, img, label, postStart)
 	}
 	cli := newCLIDir(t, app, map[string]string{"compose.yaml": file("1", `["/driftless", "version"]`)})
-	since := strconv.FormatInt(time.Now().Unix()-1, 10)
+	ev := watchEvents(t, app+"-web-1")
 	if out, code := cli.run(nil, "apply"); code != 0 || !strings.Contains(out, "Apply complete") {
 		t.Fatalf("apply: exit %d:\n%s", code, out)
 	}
 	first := testenv.Docker(t, "inspect", "-f", "{{.Id}}", app+"-web-1")
-	if got := events(t, since, first); !strings.Contains(got, "start\nexec_create: /driftless version\nexec_start: /driftless version\nexec_die 0") {
+	if got := ev.of(t, first, "exec_die 0"); !strings.Contains(got, "start\nexec_create: /driftless version\nexec_start: /driftless version\nexec_die 0") {
 		t.Errorf("events of the first replica:\n%s\nwant its start, then the post_start hook run to exit 0", got)
 	}
 
@@ -50,7 +53,7 @@ func TestComposeLifecycleHooks(t *testing.T) {
 	if out, code := cli.run(nil, "apply"); code != 0 {
 		t.Fatalf("second apply: exit %d:\n%s", code, out)
 	}
-	if got := events(t, since, first); !strings.Contains(got, "exec_die 0\nkill") {
+	if got := ev.of(t, first, "destroy"); !strings.Contains(got, "exec_die 0\nkill") {
 		t.Errorf("events of the replaced replica:\n%s\nwant a hook run to exit 0 right before its stop (kill)", got)
 	}
 
@@ -61,11 +64,52 @@ func TestComposeLifecycleHooks(t *testing.T) {
 	}
 }
 
-// events are the engine's events of container id since a Unix time, one
-// "action" (with an exec's command, or its exit code) a line.
-func events(t *testing.T, since, id string) string {
+// eventWatch streams the engine's events of the containers of one name
+// from its start: "ID action" lines (an exec's with its command, or its
+// exit code). It streams rather than asks for the past: the engine keeps
+// only its last 256 events, which a loaded shared engine passes in
+// seconds.
+type eventWatch struct {
+	mu  sync.Mutex
+	out strings.Builder
+}
+
+func watchEvents(t *testing.T, name string) *eventWatch {
 	t.Helper()
-	out := testenv.DockerStdout(t, "events", "--since", since, "--until", strconv.FormatInt(time.Now().Unix()+1, 10),
-		"--filter", "container="+id, "--format", `{{.Action}}{{if eq .Action "exec_die"}} {{index .Actor.Attributes "exitCode"}}{{end}}`)
-	return out
+	w := &eventWatch{}
+	cmd := exec.CommandContext(t.Context(), "docker", "events", "--since", strconv.FormatInt(time.Now().Unix()-1, 10),
+		"--filter", "container="+name, "--format", `{{.Actor.ID}} {{.Action}}{{if eq .Action "exec_die"}} {{index .Actor.Attributes "exitCode"}}{{end}}`)
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return w
+}
+
+func (w *eventWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Write(p)
+}
+
+// of waits until container id has had the event last (events arrive a
+// little after the fact), then returns its events, one action a line.
+func (w *eventWatch) of(t *testing.T, id, last string) string {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		w.mu.Lock()
+		var lines []string
+		for _, l := range strings.Split(w.out.String(), "\n") {
+			if rest, ok := strings.CutPrefix(l, id+" "); ok {
+				lines = append(lines, rest)
+			}
+		}
+		w.mu.Unlock()
+		got = strings.Join(lines, "\n")
+		if slices.Contains(lines, last) || time.Now().After(deadline) {
+			return got
+		}
+	}
 }

@@ -13,13 +13,6 @@ import (
 // compose files, in forms docker compose runs and driftless refused
 // before: see testdata/compose/app-store/compose.yaml.
 func appStoreStacks() []corpusStack {
-	inNamespace := func(t *testing.T, r *stackRun) {
-		t.Helper()
-		owner := testenv.FieldString(testenv.Inspect(t, "container", r.c("gluetun", 1)), "Id")
-		wantInspect(t, r.c("qbittorrent", 1), map[string]string{"HostConfig.NetworkMode": "container:" + owner})
-		// The client's UI answers on the port the VPN container publishes.
-		httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", r.app.Port("ui", 1)))
-	}
 	return []corpusStack{{
 		dir:      "app-store",
 		replicas: map[string]int{"2fauth": 1, "gluetun": 1, "qbittorrent": 1, "ddns": 1},
@@ -52,7 +45,7 @@ func appStoreStacks() []corpusStack {
 			if got := testenv.FieldString(testenv.Inspect(t, "container", vpn), "HostConfig.PortBindings.51413/udp"); got != fmt.Sprintf(`[{"HostIp":"","HostPort":"%d"}]`, r.app.Port("peers", 1)) {
 				t.Errorf("%s publishes 51413/udp as %s, want host port %d", vpn, got, r.app.Port("peers", 1))
 			}
-			inNamespace(t, r)
+			vpnClientInNamespace(t, r)
 			// command: [] is the image's command.
 			qbt := testenv.Inspect(t, "container", r.c("qbittorrent", 1))
 			img := testenv.Inspect(t, "image", testenv.FieldString(qbt, "Image"))

@@ -85,13 +85,6 @@ func piholeStack(n netRun) corpusStack {
 // (a change, or a repair) replaces the client after it, in the new
 // namespace.
 func vpnStack() corpusStack {
-	inNamespace := func(t *testing.T, r *stackRun) {
-		t.Helper()
-		owner := testenv.FieldString(testenv.Inspect(t, "container", r.c("gluetun", 1)), "Id")
-		wantInspect(t, r.c("qbittorrent", 1), map[string]string{"HostConfig.NetworkMode": "container:" + owner})
-		// The client's UI answers on the port the VPN container publishes.
-		httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", r.app.Port("ui", 1)))
-	}
 	return corpusStack{
 		dir:      "vpn-sidecar",
 		replicas: map[string]int{"gluetun": 1, "qbittorrent": 1},
@@ -102,17 +95,17 @@ func vpnStack() corpusStack {
 			r.app.Replace("compose.yaml", "8090:8090", fmt.Sprintf("127.0.0.1:%d:8090", r.app.Port("ui", 1)), ports)
 			r.app.Replace("compose.yaml", "6881:6881", fmt.Sprintf("127.0.0.1:%d:6881", r.app.Port("peers", 1)), ports)
 		},
-		check: inNamespace,
+		check: vpnClientInNamespace,
 		changes: []stackChange{{
 			what:  "qbittorrent: another time zone",
 			edits: []fileEdit{{File: "compose.yaml", Old: "- TZ=Europe/Amsterdam\n      - WEBUI_PORT", New: "- TZ=Europe/Berlin\n      - WEBUI_PORT"}},
 			rolls: []string{"qbittorrent"},
-			check: inNamespace,
+			check: vpnClientInNamespace,
 		}, {
 			what:  "gluetun: another server city",
 			edits: []fileEdit{{File: "compose.yaml", Old: "SERVER_CITIES=Amsterdam", New: "SERVER_CITIES=Zurich"}},
 			rolls: []string{"gluetun", "qbittorrent"},
-			check: inNamespace,
+			check: vpnClientInNamespace,
 		}},
 		heal: "gluetun",
 		keeps: func(t *testing.T, r *stackRun) func(t *testing.T) {
@@ -121,10 +114,20 @@ func vpnStack() corpusStack {
 				if now := testenv.FieldString(testenv.Inspect(t, "container", r.c("qbittorrent", 1)), "Id"); now == client {
 					t.Errorf("%s still runs in the namespace of the removed VPN container", r.c("qbittorrent", 1))
 				}
-				inNamespace(t, r)
+				vpnClientInNamespace(t, r)
 			}
 		},
 	}
+}
+
+// vpnClientInNamespace checks that qbittorrent's replica runs in the
+// network namespace of gluetun's, whose published "ui" port reaches it.
+func vpnClientInNamespace(t *testing.T, r *stackRun) {
+	t.Helper()
+	owner := testenv.FieldString(testenv.Inspect(t, "container", r.c("gluetun", 1)), "Id")
+	wantInspect(t, r.c("qbittorrent", 1), map[string]string{"HostConfig.NetworkMode": "container:" + owner})
+	// The client's UI answers on the port the VPN container publishes.
+	httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", r.app.Port("ui", 1)))
 }
 
 // namedStack: the network and the database volume named by the file.
