@@ -18,7 +18,10 @@ func checkSwarmTuning(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("links", "links are not supported for Swarm services: services on an overlay network reach each other by name")
 	case slices.ContainsFunc(s.Volumes, func(v manifest.VolumeMount) bool { return v.SELinux != "" }):
 		refuse("volumes", "SELinux labels (z, Z) on volumes are not supported for Swarm services")
-	case slices.ContainsFunc(s.Tmpfs, func(t manifest.TmpfsMount) bool { return len(t.Options) > 0 }):
+	case slices.ContainsFunc(s.Tmpfs, func(t manifest.TmpfsMount) bool {
+		// rw is what a tmpfs is anyway: dropping it changes nothing.
+		return slices.ContainsFunc(t.Options, func(o string) bool { return o != "rw" })
+	}):
 		refuse("tmpfs", "Swarm services take tmpfs size and mode only")
 	case r.CPUShares != 0 || r.CPUSet != "" || r.CPUPeriod != 0 || r.CPUQuota != 0:
 		refuse("resources", "cpu_shares, cpuset, cpu_period and cpu_quota are not supported for Swarm services: use deploy.resources.limits.cpus")

@@ -14,6 +14,7 @@ func TestSwarmRefusesContainerTuning(t *testing.T) {
 		{"links: [db]", "links are not supported for Swarm services"},
 		{"volumes: ['data:/data:Z']", "SELinux labels (z, Z) on volumes are not supported for Swarm services"},
 		{"tmpfs: ['/config:exec']", "Swarm services take tmpfs size and mode only"},
+		{"tmpfs: ['/tmp:rw,noexec,size=64m']", "Swarm services take tmpfs size and mode only"},
 		{"cpu_shares: 512", "cpu_shares, cpuset, cpu_period and cpu_quota are not supported for Swarm services"},
 		{"oom_score_adj: 100", "memswap_limit, mem_swappiness, oom_score_adj and oom_kill_disable are not supported for Swarm services"},
 		{"blkio_config: {weight: 300}", "blkio_config (block IO weight and limits) is not supported for Swarm services"},
@@ -25,5 +26,13 @@ func TestSwarmRefusesContainerTuning(t *testing.T) {
 		if !strings.Contains(got, tc.want) || !strings.Contains(got, "(target: swarm)") {
 			t.Errorf("%s: got %q, want %q", tc.line, got, tc.want)
 		}
+	}
+}
+
+// A tmpfs written rw (what it is anyway) with a size is what a Swarm
+// service can carry: accepted.
+func TestSwarmTakesTmpfsRW(t *testing.T) {
+	if _, err := loadtest.LoadComposeFiles(t, loadtest.Web("tmpfs: ['/tmp:rw,size=64m']"), swarmOpts); err != nil {
+		t.Errorf("tmpfs rw with a size on Swarm: %v", err)
 	}
 }
