@@ -35,7 +35,7 @@ func DiffServiceSpec(before, after manifest.ServiceSpec) []FieldChange {
 		}
 	}
 	add("image", before.Image, after.Image)
-	add("command", quoteList(before.Command), quoteList(after.Command))
+	add("command", commandString(before), commandString(after))
 	add("args", quoteList(before.Args), quoteList(after.Args))
 
 	keys := make([]string, 0, len(before.Env)+len(after.Env))
@@ -548,4 +548,12 @@ func volumesFrom(vs []manifest.VolumesFrom) string {
 		out[i] = v.String()
 	}
 	return listOr(out, none)
+}
+
+// commandString is the entrypoint a spec runs, as a diff shows it.
+func commandString(s manifest.ServiceSpec) string {
+	if s.ClearEntrypoint && len(s.Command) == 0 {
+		return "(none: the image's cleared)"
+	}
+	return quoteList(s.Command)
 }

@@ -18,6 +18,7 @@ func TestDiffServiceSpecNewFields(t *testing.T) {
 		want   []FieldChange
 	}{
 		{"restart retries", func(s *manifest.ServiceSpec) { s.RestartMaxRetries = 3 }, []FieldChange{{"restartMaxRetries", "unlimited", "3"}}},
+		{"entrypoint cleared", func(s *manifest.ServiceSpec) { s.ClearEntrypoint = true }, []FieldChange{{"command", "(none)", "(none: the image's cleared)"}}},
 		{"pids and reservation", func(s *manifest.ServiceSpec) {
 			s.Resources.PidsLimit, s.Resources.MemoryReservationBytes = 100, 64<<20
 		}, []FieldChange{{"resources.pids", "unlimited", "100"}, {"resources.memoryReservation", "(none)", "64Mi"}}},

@@ -190,11 +190,15 @@ type Hook struct {
 // ServiceSpec is the normalized spec of a service. Every field has its
 // default applied; lists that are sets are sorted.
 type ServiceSpec struct {
-	Image    string            `json:"image"`
-	Replicas int               `json:"replicas"`
-	Command  []string          `json:"command,omitempty"`
-	Args     []string          `json:"args,omitempty"`
-	Env      map[string]string `json:"env,omitempty"`
+	Image    string   `json:"image"`
+	Replicas int      `json:"replicas"`
+	Command  []string `json:"command,omitempty"`
+	Args     []string `json:"args,omitempty"`
+	// ClearEntrypoint runs the container without the image's entrypoint
+	// (compose's entrypoint: []): Command is empty, and Args, or else the
+	// image's command, are the whole command line, as Docker runs them.
+	ClearEntrypoint bool              `json:"clearEntrypoint,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
 	// SecretEnv names env keys whose values are secret: they are passed to the
 	// container but never shown in plans, status, history, logs or the UI.
 	SecretEnv []string `json:"secretEnv,omitempty"`

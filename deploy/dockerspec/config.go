@@ -157,8 +157,13 @@ func containerConfig(spec *manifest.ServiceSpec, labels map[string]string) *cont
 		Tty:        spec.TTY,
 		OpenStdin:  spec.StdinOpen,
 	}
-	if len(spec.Command) > 0 {
+	switch {
+	case len(spec.Command) > 0:
 		cfg.Entrypoint = slices.Clone(spec.Command)
+	case spec.ClearEntrypoint:
+		// An empty list, not none: Docker then runs no entrypoint
+		// instead of the image's.
+		cfg.Entrypoint = []string{}
 	}
 	if len(spec.Args) > 0 {
 		cfg.Cmd = slices.Clone(spec.Args)

@@ -408,3 +408,23 @@ func TestReplicaConfigRemoteSecrets(t *testing.T) {
 		t.Error("a rotated secret keeps the spec hash: the container would keep the old value")
 	}
 }
+
+// A spec that clears the image's entrypoint sends an empty list, which
+// Docker reads as "no entrypoint"; no list at all would be the image's.
+func TestReplicaConfigClearedEntrypoint(t *testing.T) {
+	app := modelApp()
+	svc := app.Services[0]
+	svc.Spec.Command, svc.Spec.ClearEntrypoint, svc.Spec.Args = nil, true, []string{"python", "-m", "app"}
+	rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &svc, Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := rc.Create.Config.Entrypoint; ep == nil || len(ep) != 0 || !reflect.DeepEqual(rc.Create.Config.Cmd, []string{"python", "-m", "app"}) {
+		t.Errorf("entrypoint %#v, cmd %#v: want an empty, non-nil entrypoint and the args", ep, rc.Create.Config.Cmd)
+	}
+	svc.Spec.ClearEntrypoint = false
+	rc, err = BuildReplicaConfig(ReplicaInput{App: app, Service: &svc, Slot: 1, Revision: "r", FilesDir: "/var/lib/driftless/files"})
+	if err != nil || rc.Create.Config.Entrypoint != nil {
+		t.Errorf("without it: entrypoint %#v (%v), want none sent (the image's)", rc.Create.Config.Entrypoint, err)
+	}
+}

@@ -15,7 +15,7 @@ import (
 func appStoreStacks() []corpusStack {
 	return []corpusStack{{
 		dir:      "app-store",
-		replicas: map[string]int{"2fauth": 1, "gluetun": 1, "qbittorrent": 1, "ddns": 1},
+		replicas: map[string]int{"2fauth": 1, "gluetun": 1, "qbittorrent": 1, "vllm": 1, "ddns": 1},
 		setup: func(t *testing.T, r *stackRun, cfg *testenv.ComposeAppConfig) {
 			ports := "free ports: the apps run at once on a shared machine"
 			r.app.Replace("compose.yaml", `"8000:8080"`, fmt.Sprintf(`"127.0.0.1:%d:8080"`, r.app.Port("web", 1)), ports)
@@ -28,7 +28,7 @@ func appStoreStacks() []corpusStack {
 			externals(t, r.app.Name, []string{net}, nil)
 			// The host port a warning names is the one the test picked.
 			for svc, key := range map[string]string{"2fauth": "web", "gluetun": "ui"} {
-				r.stack.warnings = append(r.stack.warnings, fmt.Sprintf("compose.yaml:14:12: %s.deploy.update_config.order: start-first is not honoured: host port %d is one container's, so a new replica replaces the old one stop-first (compose ignores the order on one engine)", composeServiceField(svc), r.app.Port(key, 1)))
+				r.stack.warnings = append(r.stack.warnings, fmt.Sprintf("compose.yaml:15:12: %s.deploy.update_config.order: start-first is not honoured: host port %d is one container's, so a new replica replaces the old one stop-first (compose ignores the order on one engine)", composeServiceField(svc), r.app.Port(key, 1)))
 			}
 		},
 		check: func(t *testing.T, r *stackRun) {
@@ -55,6 +55,12 @@ func appStoreStacks() []corpusStack {
 				}
 			}
 			wantInspect(t, r.c("qbittorrent", 1), map[string]string{"HostConfig.RestartPolicy.Name": "unless-stopped"})
+			// entrypoint: [] runs the command alone, not after the
+			// image's entrypoint (/driftless workload).
+			vllm := testenv.Inspect(t, "container", r.c("vllm", 1))
+			if path, args := testenv.FieldString(vllm, "Path"), testenv.FieldString(vllm, "Args"); path != "/driftless" || args != `["workload","--message","served without the image's entrypoint"]` {
+				t.Errorf("vllm runs %s %s, want /driftless with the command's arguments only", path, args)
+			}
 			ddns := r.c("ddns", 1)
 			wantInspect(t, ddns, map[string]string{"HostConfig.RestartPolicy.Name": "no"})
 			nets := testenv.Field(testenv.Inspect(t, "container", ddns), "NetworkSettings.Networks").(map[string]any)

@@ -203,9 +203,10 @@ func (sm *serviceMap) mapCommand() {
 	// An empty command (command: [] or an empty variable) is no command:
 	// Docker fills an empty Cmd from the image, as for an unset one, so
 	// it is mapped as unset. An empty entrypoint is different: Docker
-	// clears the image's.
+	// clears the image's, and compose sends it so.
 	if s.Entrypoint != nil && len(s.Entrypoint) == 0 {
-		sm.refuse("entrypoint", "an empty entrypoint (clearing the image's) is not supported: remove it to use the image's")
+		sm.spec.ClearEntrypoint = true
+		sm.record("clearEntrypoint", "entrypoint")
 	}
 	if len(s.Command) > 0 {
 		sm.spec.Args = slices.Clone([]string(s.Command))

@@ -167,6 +167,11 @@ func TestLoadErrors(t *testing.T) {
 			want:  []string{`a.yaml:4:9: metadata.name: invalid name "Web_1": ` + manifest.ObjectNameRule},
 		},
 		{
+			name:  "clearEntrypoint with a command",
+			files: map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  command: [/bin/app]\n  clearEntrypoint: true\n"},
+			want:  []string{`a.yaml:8:20: spec.clearEntrypoint: clears the image's entrypoint, and command gives one: keep one of them`},
+		},
+		{
 			name:  "container name too long",
 			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "web", strings.Repeat("w", 57), 1) + "  image: x\n"},
 			want:  []string{`a.yaml:4:9: metadata.name: container name "shop-` + strings.Repeat("w", 57) + `-1" would be longer than 63 characters (Docker's DNS limit): shorten the app or service name`},
@@ -573,5 +578,16 @@ func TestLoadAppDocument(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors:\n%s\nwant %q", got, want)
 		}
+	}
+}
+
+// clearEntrypoint is the model's, as compose's entrypoint: [] is.
+func TestLoadClearEntrypoint(t *testing.T) {
+	a, err := loadtest.LoadFiles(t, map[string]string{"a.yaml": loadtest.Svc + "  image: x\n  clearEntrypoint: true\n  args: [python, -m, app]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Services[0].Spec; !s.ClearEntrypoint || s.Command != nil || len(s.Args) != 3 {
+		t.Errorf("spec %+v: want the entrypoint cleared and the args kept", s)
 	}
 }

@@ -34,6 +34,7 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 		Replicas:               orDefault(raw.Replicas, manifest.DefaultReplicas),
 		Command:                nonEmpty(raw.Command),
 		Args:                   nonEmpty(raw.Args),
+		ClearEntrypoint:        raw.ClearEntrypoint,
 		Env:                    copyMap(raw.Env),
 		SecretEnv:              sortedSet(raw.SecretEnv),
 		Secrets:                slices.Clone(raw.Secrets),

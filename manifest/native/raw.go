@@ -49,6 +49,7 @@ type rawServiceSpec struct {
 	Replicas               *int                 `json:"replicas"`
 	Command                []string             `json:"command"`
 	Args                   []string             `json:"args"`
+	ClearEntrypoint        bool                 `json:"clearEntrypoint"`
 	Env                    map[string]string    `json:"env"`
 	SecretEnv              []string             `json:"secretEnv"`
 	Secrets                []manifest.SecretRef `json:"secrets"`

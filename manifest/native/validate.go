@@ -145,6 +145,9 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validateSecurity(r, raw)
 	validateDeviceRequests(r, raw)
 	validateHooks(r, raw)
+	if raw.ClearEntrypoint && len(raw.Command) > 0 {
+		r.Errorf("spec.clearEntrypoint", "clears the image's entrypoint, and command gives one: keep one of them")
+	}
 	for i, v := range raw.VolumesFrom {
 		if !manifest.ValidObjectName(v.Service) {
 			r.Errorf(yamlpos.IndexPath("spec.volumesFrom", i)+".service", "must name a service of the app, got %q", v.Service)

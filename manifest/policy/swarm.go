@@ -96,6 +96,8 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("dns", "DNS servers are not supported for Swarm services yet (dns_search and dns_opt are)")
 	case s.MacAddress != "" || s.ShmSizeBytes != 0:
 		refuse("macAddress", "mac_address and shm_size are not supported for Swarm services")
+	case s.ClearEntrypoint:
+		refuse("clearEntrypoint", "a Swarm service cannot be told to run without the image's entrypoint: give entrypoint: the command to run")
 	}
 	if slices.ContainsFunc(s.Ports, func(p manifest.Port) bool { return p.HostIP != "" }) {
 		refuse("ports", "Swarm publishes ports on every node's ingress: a host IP cannot be given")

@@ -19,6 +19,7 @@ func TestSwarmRefusesContainerTuning(t *testing.T) {
 		{"oom_score_adj: 100", "memswap_limit, mem_swappiness, oom_score_adj and oom_kill_disable are not supported for Swarm services"},
 		{"blkio_config: {weight: 300}", "blkio_config (block IO weight and limits) is not supported for Swarm services"},
 		{"platform: linux/arm64", "platform is not supported for Swarm services"},
+		{"entrypoint: []", "a Swarm service cannot be told to run without the image's entrypoint"},
 	} {
 		files := loadtest.Web(tc.line)
 		files["compose.yaml"] += "  db:\n    image: shop/db:1\nvolumes: {data: {}}\n"
