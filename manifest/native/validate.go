@@ -145,9 +145,6 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	validateSecurity(r, raw)
 	validateDeviceRequests(r, raw)
 	validateHooks(r, raw)
-	if raw.ClearEntrypoint && len(raw.Command) > 0 {
-		r.Errorf("spec.clearEntrypoint", "clears the image's entrypoint, and command gives one: keep one of them")
-	}
 	for i, v := range raw.VolumesFrom {
 		if !manifest.ValidObjectName(v.Service) {
 			r.Errorf(yamlpos.IndexPath("spec.volumesFrom", i)+".service", "must name a service of the app, got %q", v.Service)
@@ -699,6 +696,9 @@ func validateResourceExtras(r yamlpos.Reporter, res *rawResources) {
 // validateProcess checks what the process runs as and how it is started,
 // stopped and checked.
 func validateProcess(r yamlpos.Reporter, raw *rawServiceSpec) {
+	if raw.ClearEntrypoint && len(raw.Command) > 0 {
+		r.Errorf("spec.clearEntrypoint", "clears the image's entrypoint, and command gives one: keep one of them")
+	}
 	if raw.User != "" && !manifest.ValidUser(raw.User) {
 		r.Errorf("spec.user", "invalid user %q: write name, uid, name:group or uid:gid", raw.User)
 	}

@@ -96,8 +96,6 @@ func checkSwarmService(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse("dns", "DNS servers are not supported for Swarm services yet (dns_search and dns_opt are)")
 	case s.MacAddress != "" || s.ShmSizeBytes != 0:
 		refuse("macAddress", "mac_address and shm_size are not supported for Swarm services")
-	case s.ClearEntrypoint:
-		refuse("clearEntrypoint", "a Swarm service cannot be told to run without the image's entrypoint: give entrypoint: the command to run")
 	}
 	if slices.ContainsFunc(s.Ports, func(p manifest.Port) bool { return p.HostIP != "" }) {
 		refuse("ports", "Swarm publishes ports on every node's ingress: a host IP cannot be given")
@@ -184,5 +182,7 @@ func checkSwarmEngineOnly(s *manifest.ServiceSpec, refuse denyFunc) {
 		refuse(map[bool]string{true: "postStart", false: "preStop"}[len(s.PostStart) > 0], "Swarm starts and stops tasks itself: lifecycle hooks are for apps on one engine")
 	case len(s.NetworkPriority) > 0:
 		refuse("networkPriority", "Swarm attaches a task's networks itself: network priorities are for apps on one engine")
+	case s.ClearEntrypoint:
+		refuse("clearEntrypoint", "a Swarm service cannot be told to run without the image's entrypoint: give entrypoint: the command to run")
 	}
 }
