@@ -50,8 +50,9 @@ func ReadKVFile(fsys fs.FS, root string, display func(string) string, opts Optio
 		r.Errs.Add(f.Pos, f.Field, "%s format %q is not supported", f.Kind, f.Format)
 		return r
 	}
+	shown := display(path.Join(root, p))
 	if f.Decrypt {
-		if data, ok = r.decrypt(opts.Decrypt, display(path.Join(root, p)), p, f, data); !ok {
+		if data, ok = r.decrypt(opts.Decrypt, shown, p, f, data); !ok {
 			return r
 		}
 	}
@@ -59,7 +60,6 @@ func ReadKVFile(fsys fs.FS, root string, display func(string) string, opts Optio
 	if err == nil && len(setTwice) > 0 && r.Encrypted {
 		err = setTwice[0]
 	}
-	shown := display(path.Join(root, p))
 	switch {
 	case err != nil && r.Encrypted:
 		// A decrypted file's lines are not the committed file's, and

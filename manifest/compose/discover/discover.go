@@ -4,6 +4,7 @@
 package discover
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -93,16 +94,18 @@ func composeFileVar(fsys fs.FS, root string, opts load.Options, display func(str
 	at := manifest.Position{File: "COMPOSE_FILE (the app's environment)"}
 	env := opts.Environment
 	if _, set := env["COMPOSE_FILE"]; !set {
-		// .env's own problems are reported when it is read for
-		// interpolation; here it only may name the files.
+		// Only a .env that names COMPOSE_FILE is parsed here: the load
+		// reads it again for interpolation, and reports its problems then.
 		p := path.Join(root, ".env")
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil || !bytes.Contains(data, []byte("COMPOSE_FILE")) {
+			return nil, at, false
+		}
 		env = interp.Environment(&yamlpos.Collector{}, fsys, root, display, opts.Environment, opts.ReportEnvRead)
 		at = manifest.Position{File: display(p), Line: 1}
-		if data, err := fs.ReadFile(fsys, p); err == nil {
-			for i, line := range strings.Split(string(data), "\n") {
-				if k, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok && strings.TrimSpace(k) == "COMPOSE_FILE" {
-					at.Line = i + 1
-				}
+		for i, line := range strings.Split(string(data), "\n") {
+			if k, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok && strings.TrimSpace(k) == "COMPOSE_FILE" {
+				at.Line = i + 1
 			}
 		}
 	}
