@@ -149,25 +149,29 @@ func (e *Engine) buildFailure(ctx, bctx context.Context, bc *manifest.BuildConte
 
 // buildOptions are the engine's build parameters for bc: the classic
 // builder (no BuildKit session needed), intermediate containers always
-// removed (the engine is shared), labels that say driftless built it.
+// removed (the engine is shared), the manifest's labels and labels that
+// say driftless built it.
 func buildOptions(appName string, bc *manifest.BuildContext) client.ImageBuildOptions {
 	args := map[string]*string{}
 	for k, v := range bc.Build.Args {
 		args[k] = &v
 	}
+	labels := maps.Clone(bc.Build.Labels) // the loader refused any of driftless's own
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[drift.LabelApp], labels[drift.LabelBuilt], labels[drift.LabelBuildTree] = appName, "true", bc.Build.TreeHash
 	return client.ImageBuildOptions{
 		Tags:        append([]string{bc.Ref}, bc.Tags...),
 		Dockerfile:  bc.Build.Dockerfile,
 		BuildArgs:   args,
 		Target:      bc.Build.Target,
+		NoCache:     bc.Build.NoCache,
+		PullParent:  bc.Build.Pull,
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
-		Labels: map[string]string{
-			drift.LabelApp:       appName,
-			drift.LabelBuilt:     "true",
-			drift.LabelBuildTree: bc.Build.TreeHash,
-		},
+		Labels:      labels,
 	}
 }
 

@@ -118,6 +118,20 @@ func TestBuildOptions(t *testing.T) {
 	if o.Labels[drift.LabelApp] != "shop" || o.Labels[drift.LabelBuilt] != "true" || o.Labels[drift.LabelBuildTree] != "0123456789abcdef" {
 		t.Errorf("labels %v", o.Labels)
 	}
+	if o.NoCache || o.PullParent {
+		t.Errorf("a plain build asks for no cache %v, pull %v", o.NoCache, o.PullParent)
+	}
+
+	// The manifest's labels beside driftless's, no_cache and pull.
+	bc.Build.Labels = map[string]string{"team": "shop"}
+	bc.Build.NoCache, bc.Build.Pull = true, true
+	o = buildOptions("shop", bc)
+	if o.Labels["team"] != "shop" || o.Labels[drift.LabelApp] != "shop" || len(o.Labels) != 4 || !o.NoCache || !o.PullParent {
+		t.Errorf("options with labels, no cache and pull: labels %v, no cache %v, pull %v", o.Labels, o.NoCache, o.PullParent)
+	}
+	if len(bc.Build.Labels) != 1 {
+		t.Errorf("buildOptions changed the manifest's labels: %v", bc.Build.Labels)
+	}
 }
 
 // fakeBuilder is an engine that builds: it has the images in images and

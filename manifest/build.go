@@ -36,7 +36,24 @@ type Build struct {
 	// .dockerignore keeps. Without a .dockerignore it is the tree hash Git
 	// itself shows for the directory (git rev-parse REV:path).
 	TreeHash string `json:"treeHash,omitempty"`
+	// DockerfileInline is the Dockerfile's text when the manifest gives
+	// it in place of a file (compose's dockerfile_inline). It is sent in
+	// the context as InlineDockerfile, which Dockerfile then names.
+	DockerfileInline string `json:"dockerfileInline,omitempty"`
+	// Labels are the built image's own labels.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Tags are more names given to the built image, as Image is.
+	Tags []string `json:"tags,omitempty"`
+	// NoCache builds without the engine's build cache and Pull pulls the
+	// base images first. Both change how a missing image is built, not
+	// which image the service runs, so they stay out of its hash.
+	NoCache bool `json:"noCache,omitempty"`
+	Pull    bool `json:"pull,omitempty"`
 }
+
+// InlineDockerfile is the path in the context as sent at which a
+// Dockerfile given inline goes: a name no one commits.
+const InlineDockerfile = ".driftless-inline.Dockerfile"
 
 // BuildContext is what the engine needs to build one image of a revision.
 type BuildContext struct {
@@ -52,20 +69,23 @@ type BuildContext struct {
 }
 
 // BuildTag is the tag of an image built from b: "tree-" and 12 hex
-// characters of the context's tree hash when the Dockerfile, args and
-// target are the defaults, otherwise of a hash over all of them. The same
+// characters of the context's tree hash when the Dockerfile, args,
+// target and labels are the defaults, otherwise of a hash over all of them. The same
 // context gives the same tag in every revision, so an unchanged context is
 // never rebuilt and a revert finds its earlier image.
 func BuildTag(b Build) string {
-	if b.Dockerfile == DefaultDockerfile && len(b.Args) == 0 && b.Target == "" && len(b.TreeHash) >= 12 {
+	if b.Dockerfile == DefaultDockerfile && len(b.Args) == 0 && b.Target == "" && len(b.Labels) == 0 && len(b.TreeHash) >= 12 {
 		return "tree-" + b.TreeHash[:12]
 	}
+	// An inline Dockerfile is a file of the tree as sent, so TreeHash
+	// covers it.
 	js, _ := json.Marshal(struct {
 		Tree       string            `json:"tree"`
 		Dockerfile string            `json:"dockerfile"`
 		Args       map[string]string `json:"args,omitempty"`
 		Target     string            `json:"target,omitempty"`
-	}{b.TreeHash, b.Dockerfile, b.Args, b.Target})
+		Labels     map[string]string `json:"labels,omitempty"`
+	}{b.TreeHash, b.Dockerfile, b.Args, b.Target, b.Labels})
 	sum := sha256.Sum256(js)
 	return "tree-" + hex.EncodeToString(sum[:])[:12]
 }

@@ -98,6 +98,8 @@ func cloneService(spec ServiceSpec) ServiceSpec {
 	if spec.Build != nil {
 		b := *spec.Build
 		b.Args = copyMap(b.Args)
+		b.Labels = copyMap(b.Labels)
+		b.Tags = nonEmpty(b.Tags)
 		out.Build = &b
 	}
 	if spec.Logging != nil {

@@ -36,6 +36,9 @@ func HashService(key SecretKey, labels map[string]string, spec ServiceSpec) stri
 		}
 	}
 	spec.Replicas = 0
+	if spec.Build != nil {
+		spec.Build.NoCache, spec.Build.Pull = false, false // how to build, not what runs
+	}
 	spec.Update.Canary, spec.Update.CanaryWatch = 0, 0
 	spec.DependsOn = nil
 	spec.DependsOnCondition = nil

@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -218,7 +219,7 @@ func TestBuildApplyCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string]string{
+	writeTree(t, dir, map[string]string{
 		"compose.yaml":       "services:\n  web:\n    image: " + app + "/web:dev\n    build:\n      context: web\n      args: {GREETING: hello}\n",
 		"web/Dockerfile":     "FROM scratch\nARG GREETING\nCOPY driftless /driftless\nCOPY version.txt /version.txt\nENV GREETING=$GREETING\nENTRYPOINT [\"/driftless\", \"workload\"]\n",
 		"web/version.txt":    "v1",
@@ -226,15 +227,7 @@ func TestBuildApplyCLI(t *testing.T) {
 		"web/notes.md":       "not sent",
 		"web/driftless":      string(bin),
 		"web/nested/keep.md": "sent",
-	} {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, code := testenv.Run(t, ctx, dir, "apply", ".", "--app", app)
@@ -272,5 +265,115 @@ func TestBuildApplyCLI(t *testing.T) {
 	}
 	if got := testenv.DockerStdout(t, "inspect", "--format", "{{.Id}}", app+"-web-1"); got != id {
 		t.Errorf("the failed build replaced the container: %s -> %s", id, got)
+	}
+}
+
+// writeTree writes files (slash paths relative to dir), all executable.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBuildOptionsApplyCLI: compose's dockerfile_inline, build labels,
+// tags, no_cache and pull on the real engine. The inline Dockerfile is
+// built and run; the image carries the labels and the extra names; a
+// rebuild with no_cache shares no layer with the first build while one
+// without it reuses the cached ones; pull: true asks the registry for the
+// base image (here one that cannot answer) where pull: false builds from
+// the engine's copy.
+func TestBuildOptionsApplyCLI(t *testing.T) {
+	t.Parallel()
+	testenv.RequireDocker(t)
+	var app string
+	t.Cleanup(func() { testenv.RemoveBuiltImages(t, app) })
+	app = testenv.UniqueApp(t)
+	dir := filepath.Join(t.TempDir(), app)
+	bin, err := os.ReadFile(testenv.DriftlessBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline := func(extra string) string {
+		return "      dockerfile_inline: |\n        FROM scratch\n        COPY driftless /driftless\n        COPY version.txt /version.txt\n" + extra +
+			"        ENTRYPOINT [\"/driftless\", \"workload\"]\n"
+	}
+	writeTree(t, dir, map[string]string{
+		"compose.yaml": "services:\n" +
+			"  web:\n    image: " + app + "/web:dev\n    build:\n      context: web\n" + inline("") +
+			"      labels: {org.example.team: shop}\n      tags: [\"" + app + "/web:extra\"]\n      no_cache: true\n" +
+			"  cached:\n    build:\n      context: web\n" + inline("        LABEL cached=1\n"),
+		"web/version.txt": "v1",
+		"web/driftless":   string(bin),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out, code := testenv.Run(t, ctx, dir, "apply", ".", "--app", app)
+	if code != 0 {
+		t.Fatalf("apply exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "COPY version.txt /version.txt") || !strings.Contains(out, "Apply complete") {
+		t.Errorf("apply output lacks the inline Dockerfile's steps:\n%s", out)
+	}
+	images := testenv.BuiltImages(t, app)
+	for _, want := range []string{app + "/web:dev", app + "/web:extra"} {
+		if !slices.Contains(images, want) {
+			t.Errorf("built images %v lack %s", images, want)
+		}
+	}
+	image := func(container string) string {
+		return testenv.DockerStdout(t, "inspect", "--format", "{{.Image}}", container)
+	}
+	webImage := image(app + "-web-1")
+	if got := testenv.DockerStdout(t, "image", "inspect", "--format", "{{index .Config.Labels \"org.example.team\"}} {{index .Config.Labels \"dev.driftless.app\"}}", webImage); got != "shop "+app {
+		t.Errorf("web's image labels %q, want the manifest's and driftless's", got)
+	}
+	if got := testenv.DockerStdout(t, "image", "inspect", "--format", "{{.Id}}", app+"/web:extra"); got != webImage {
+		t.Errorf("%s/web:extra is %s, web runs %s", app, got, webImage)
+	}
+	if state := testenv.DockerStdout(t, "inspect", "--format", "{{.State.Status}} {{.Path}}", app+"-web-1"); state != "running /driftless" {
+		t.Errorf("web from the inline Dockerfile: %q", state)
+	}
+
+	// A changed context rebuilds both: web without the engine's cache,
+	// cached with it. apply prefixes each build line with its image.
+	writeTree(t, dir, map[string]string{"web/version.txt": "v2"})
+	out, code = testenv.Run(t, ctx, dir, "apply", ".", "--app", app)
+	if code != 0 {
+		t.Fatalf("apply of v2 exit %d:\n%s", code, out)
+	}
+	usedCache := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "build" && strings.Contains(line, "Using cache") {
+			usedCache[f[1][:strings.LastIndex(f[1], ":")]] = true
+		}
+	}
+	if usedCache[app+"/web"] || !usedCache["driftless/"+app+"-cached"] {
+		t.Errorf("build cache used by %v, want by cached only (web has no_cache):\n%s", usedCache, out)
+	}
+
+	// pull: true asks the base image's registry, even with the image here.
+	base := "127.0.0.1:1/" + app + "-base:v1"
+	testenv.DockerQuiet(t, "tag", webImage, base)
+	t.Cleanup(func() { testenv.DockerQuiet(t, "image", "rm", base) })
+	pullDir := filepath.Join(t.TempDir(), app)
+	compose := func(pull bool) string {
+		return fmt.Sprintf("services:\n  derived:\n    build:\n      context: .\n      dockerfile_inline: \"FROM %s\\nLABEL derived=1\\n\"\n      pull: %v\n", base, pull)
+	}
+	writeTree(t, pullDir, map[string]string{"compose.yaml": compose(true)})
+	out, code = testenv.Run(t, ctx, pullDir, "apply", ".", "--app", app+"-p")
+	if code == 0 || !strings.Contains(out, "127.0.0.1:1") {
+		t.Errorf("pull: true with an unreachable registry: exit %d:\n%s", code, out)
+	}
+	writeTree(t, pullDir, map[string]string{"compose.yaml": compose(false)})
+	t.Cleanup(func() { testenv.RemoveApp(t, app+"-p"); testenv.RemoveBuiltImages(t, app+"-p") })
+	if out, code := testenv.Run(t, ctx, pullDir, "apply", ".", "--app", app+"-p"); code != 0 {
+		t.Errorf("pull: false from the engine's copy: exit %d:\n%s", code, out)
 	}
 }

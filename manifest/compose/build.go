@@ -3,6 +3,7 @@ package compose
 import (
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
@@ -62,19 +63,34 @@ func (sm *serviceMap) mapBuild() {
 	if _, err := manifest.CleanRepoPath(ctx); err != nil {
 		sm.refuse("build.context", "%v: a build context must be inside the app directory", err)
 	}
-	df := b.Dockerfile
-	if df == "" {
-		df = manifest.DefaultDockerfile
-	}
-	if _, err := manifest.CleanDockerfile(df); err != nil {
-		sm.refuse("build.dockerfile", "%v", err)
-	}
+	df := sm.buildDockerfile(b)
+	sm.m.refuseReserved(sm.path("build.labels"), b.Labels)
 	if sm.s.Image != "" {
 		if _, err := manifest.BuiltImageName(sm.m.app, sm.name, sm.s.Image); err != nil {
 			sm.refuse("image", "%v", err)
 		}
 	}
-	sm.spec.Build = &manifest.Build{Context: ctx, Dockerfile: df, Args: args, Target: b.Target, Image: sm.s.Image}
+	sm.spec.Build = &manifest.Build{Context: ctx, Dockerfile: df, Args: args, Target: b.Target, Image: sm.s.Image,
+		DockerfileInline: b.DockerfileInline, Labels: copyMap(b.Labels), Tags: slices.Clone(b.Tags), NoCache: b.NoCache, Pull: b.Pull}
+}
+
+// buildDockerfile is the Dockerfile a build names: none beside
+// dockerfile_inline, the default when neither is written.
+func (sm *serviceMap) buildDockerfile(b *types.BuildConfig) string {
+	df := b.Dockerfile
+	switch {
+	case b.DockerfileInline != "" && df != "":
+		sm.refuse("build.dockerfile_inline", "and build.dockerfile are mutually exclusive: give one")
+	case b.DockerfileInline != "":
+	case df == "":
+		df = manifest.DefaultDockerfile
+		fallthrough
+	default:
+		if _, err := manifest.CleanDockerfile(df); err != nil {
+			sm.refuse("build.dockerfile", "%v", err)
+		}
+	}
+	return df
 }
 
 // remoteBuildContext tells whether a build context is a Git or HTTP URL,

@@ -50,6 +50,7 @@ func FuzzLoadCompose(f *testing.F) {
 		"services:\n  web: {image: x, blkio_config: {weight: 5, weight_device: [{path: /dev/../x, weight: 0}], device_read_bps: [{path: /dev/sda, rate: 1zb}], device_write_iops: [{path: '', rate: -1}]}}\n",
 		"services:\n  web: {image: x, deploy: {mode: global, replicas: 2, update_config: {failure_action: continue, max_failure_ratio: -1}}, secrets: [{source: s, target: /s}, e], configs: [{source: c, mode: 0o7777, uid: x}]}\nsecrets: {s: {environment: A}, e: {environment: ''}}\nconfigs: {c: {content: '${A}'}}\n",
 		"services:\n  2fa: {image: x, container_name: v, command: [], tmpfs: ['/t:rw,nr_inodes=x'], ports: [{target: 1, protocol: UDP}], deploy: {restart_policy: {condition: unless-stopped}, update_config: {order: start-first}}}\n  b: {image: x, network_mode: 'container:v', volumes_from: ['container:v:ro']}\n  c: {image: x, network_mode: n}\n  '2048': {image: x, network_mode: default}\nnetworks: {n: {external: true}}\n",
+		"services:\n  web: {image: x, build: {context: conf, dockerfile_inline: 'FROM scratch', labels: {a: b}, tags: ['x:1'], no_cache: true, pull: true}}\n  api: {build: {context: conf, dockerfile_inline: 'FROM ${A}', dockerfile: D, labels: [dev.driftless.x=y], tags: ['X@y']}}\n",
 	} {
 		f.Add([]byte(seed), []byte("A=${B:-x}\nB C\n"))
 	}

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/distribution/reference"
 
 	"github.com/driftless-dev/driftless/internal/yamlpos"
 	"github.com/driftless-dev/driftless/manifest"
@@ -87,12 +90,25 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 	if err != nil {
 		return nil, fmt.Errorf("context %w: a build context must be inside the app directory", err)
 	}
-	dockerfile, err := manifest.CleanDockerfile(orDefaultString(b.Dockerfile, manifest.DefaultDockerfile))
+	tags, err := buildTags(b.Tags)
 	if err != nil {
 		return nil, err
 	}
-	b.Context, b.Dockerfile = dir, dockerfile
-	files, err := ReadBuildContext(fsys, path.Join(root, dir), dockerfile)
+	if err := checkBuildLabels(b.Labels); err != nil {
+		return nil, err
+	}
+	b.Labels = copyMap(b.Labels)
+	var files *manifest.RepoTree
+	if b.DockerfileInline != "" {
+		b.Context, b.Dockerfile = dir, manifest.InlineDockerfile
+		files, err = readInlineContext(fsys, path.Join(root, dir), b.DockerfileInline)
+	} else {
+		if b.Dockerfile, err = manifest.CleanDockerfile(orDefaultString(b.Dockerfile, manifest.DefaultDockerfile)); err != nil {
+			return nil, err
+		}
+		b.Context = dir
+		files, err = ReadBuildContext(fsys, path.Join(root, dir), b.Dockerfile)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("context %s does not exist in this revision: commit the directory or fix the path", dir)
@@ -106,7 +122,60 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 	if b.Image != "" {
 		bc.Tags = []string{b.Image}
 	}
+	for _, t := range tags {
+		if !slices.Contains(bc.Tags, t) {
+			bc.Tags = append(bc.Tags, t)
+		}
+	}
 	return bc, nil
+}
+
+// buildTags checks the more names a build gives its image (compose's
+// build.tags): each a name or name:tag, never a digest, which a build
+// cannot produce.
+func buildTags(tags []string) ([]string, error) {
+	var out []string
+	for _, t := range tags {
+		named, err := reference.ParseNormalizedNamed(t)
+		if err != nil {
+			return nil, fmt.Errorf("tags: invalid image reference %q: %v", t, err)
+		}
+		if _, ok := named.(reference.Digested); ok {
+			return nil, fmt.Errorf("tags: %q names a digest, which a build cannot produce: give a name or name:tag", t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// checkBuildLabels refuses the labels driftless puts on the images it
+// builds, as it refuses them on containers.
+func checkBuildLabels(labels map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		switch {
+		case k == "":
+			return errors.New("labels: a label needs a name")
+		case strings.HasPrefix(k, manifest.ReservedLabelPrefix):
+			return fmt.Errorf("labels: %s: the label prefix %q is reserved for driftless", k, manifest.ReservedLabelPrefix)
+		}
+	}
+	return nil
+}
+
+// readInlineContext reads the context directory dir for a Dockerfile given
+// inline: the context's files, and the Dockerfile's text as
+// manifest.InlineDockerfile.
+func readInlineContext(fsys fs.FS, dir, dockerfile string) (*manifest.RepoTree, error) {
+	t, err := readContext(fsys, dir, manifest.InlineDockerfile)
+	if err != nil {
+		return nil, err
+	}
+	if slices.ContainsFunc(t.Files, func(f manifest.RepoFile) bool { return f.Path == manifest.InlineDockerfile }) {
+		return nil, fmt.Errorf("the context %s holds a file %s, where driftless puts the inline Dockerfile: rename the file", dir, manifest.InlineDockerfile)
+	}
+	t.Files = append(t.Files, manifest.RepoFile{Path: manifest.InlineDockerfile, Data: []byte(dockerfile)})
+	slices.SortFunc(t.Files, func(a, b manifest.RepoFile) int { return strings.Compare(a.Path, b.Path) })
+	return t, nil
 }
 
 // ReadBuildContext reads the directory dir of fsys as a build context:
@@ -115,6 +184,19 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 // build does). A symlink that leaves the context is refused; so is a
 // context over MaxBuildContextBytes and one without the Dockerfile.
 func ReadBuildContext(fsys fs.FS, dir, dockerfile string) (*manifest.RepoTree, error) {
+	t, err := readContext(fsys, dir, dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(t.Files, func(f manifest.RepoFile) bool { return f.Path == dockerfile && f.Link == "" }) {
+		return nil, fmt.Errorf("the dockerfile %s is not in the build context %s", dockerfile, dir)
+	}
+	return t, nil
+}
+
+// readContext reads the directory dir of fsys as a build context whose
+// Dockerfile is dockerfile, which need not be there.
+func readContext(fsys fs.FS, dir, dockerfile string) (*manifest.RepoTree, error) {
 	info, err := fs.Stat(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -161,9 +243,6 @@ func ReadBuildContext(fsys fs.FS, dir, dockerfile string) (*manifest.RepoTree, e
 		return nil, err
 	}
 	slices.SortFunc(t.Files, func(a, b manifest.RepoFile) int { return strings.Compare(a.Path, b.Path) })
-	if !slices.ContainsFunc(t.Files, func(f manifest.RepoFile) bool { return f.Path == dockerfile && f.Link == "" }) {
-		return nil, fmt.Errorf("the dockerfile %s is not in the build context %s", dockerfile, dir)
-	}
 	return t, nil
 }
 

@@ -18,9 +18,17 @@ func validateBuild(r yamlpos.Reporter, b *rawBuild) {
 			r.Errorf("spec.build.context", "%v: a build context must be inside the app directory", err)
 		}
 	}
-	if b.Dockerfile != "" {
+	switch {
+	case b.Dockerfile != "" && b.DockerfileInline != "":
+		r.Errorf("spec.build.dockerfileInline", "and spec.build.dockerfile are mutually exclusive: give one")
+	case b.Dockerfile != "":
 		if _, err := manifest.CleanDockerfile(b.Dockerfile); err != nil {
 			r.Errorf("spec.build.dockerfile", "%v", err)
+		}
+	}
+	for _, k := range sortedKeys(b.Labels) {
+		if strings.HasPrefix(k, manifest.ReservedLabelPrefix) {
+			r.Errorf(yamlpos.ChildPath("spec.build.labels", k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
 		}
 	}
 	for _, k := range sortedKeys(b.Args) {

@@ -31,6 +31,29 @@ spec:
 	if !strings.HasPrefix(s.Image, "driftless/shop-web:tree-") || s.Build == nil || s.Build.Args["MODE"] != "prod" || a.Builds[s.Image] == nil {
 		t.Errorf("native build: image %q build %+v", s.Image, s.Build)
 	}
+	// The same build options as compose's.
+	fsys["web.yaml"] = &fstest.MapFile{Data: []byte(`apiVersion: driftless.dev/v1
+kind: Service
+metadata: {name: web}
+spec:
+  image: shop/web:1
+  build:
+    context: src
+    dockerfileInline: "FROM scratch\nCOPY app /app\n"
+    labels: {team: shop}
+    tags: [shop/web:latest]
+    noCache: true
+    pull: true
+`)}
+	a, err = appdir.Load(fsys, ".", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = a.Service("web").Spec
+	if b := s.Build; b.Dockerfile != manifest.InlineDockerfile || b.Labels["team"] != "shop" || !b.NoCache || !b.Pull || a.Builds[s.Image] == nil ||
+		strings.Join(a.Builds[s.Image].Tags, ",") != "shop/web:1,shop/web:latest" {
+		t.Errorf("native build options: image %q build %+v", s.Image, b)
+	}
 	fsys["web.yaml"] = &fstest.MapFile{Data: []byte(`apiVersion: driftless.dev/v1
 kind: Service
 metadata: {name: web}
@@ -38,6 +61,8 @@ spec:
   build:
     context: ../up
     dockerfile: /abs
+    dockerfileInline: FROM scratch
+    labels: {dev.driftless.app: other}
 `)}
 	_, err = appdir.Load(fsys, ".", "shop")
 	var list manifest.ErrorList
@@ -45,7 +70,8 @@ spec:
 		t.Fatalf("want an ErrorList, got %v", err)
 	}
 	want := `web.yaml:6:14: spec.build.context: "../up" leaves the app directory: a build context must be inside the app directory
-web.yaml:7:17: spec.build.dockerfile: dockerfile "/abs" must be a file inside the build context`
+web.yaml:8:23: spec.build.dockerfileInline: and spec.build.dockerfile are mutually exclusive: give one
+web.yaml:9:33: spec.build.labels["dev.driftless.app"]: the label prefix "dev.driftless." is reserved for driftless`
 	if list.Error() != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", list.Error(), want)
 	}

@@ -53,11 +53,19 @@ func normalizeService(raw *rawServiceSpec) manifest.ServiceSpec {
 	}
 	if b := raw.Build; b != nil {
 		spec.Build = &manifest.Build{
-			Context:    orDefaultString(b.Context, "."),
-			Dockerfile: orDefaultString(b.Dockerfile, manifest.DefaultDockerfile),
-			Args:       copyMap(b.Args),
-			Target:     b.Target,
-			Image:      raw.Image,
+			Context:          orDefaultString(b.Context, "."),
+			Dockerfile:       b.Dockerfile,
+			DockerfileInline: b.DockerfileInline,
+			Args:             copyMap(b.Args),
+			Target:           b.Target,
+			Image:            raw.Image,
+			Labels:           copyMap(b.Labels),
+			Tags:             slices.Clone(b.Tags),
+			NoCache:          b.NoCache,
+			Pull:             b.Pull,
+		}
+		if b.DockerfileInline == "" {
+			spec.Build.Dockerfile = orDefaultString(b.Dockerfile, manifest.DefaultDockerfile)
 		}
 	}
 	if len(spec.Networks) == 0 && raw.NetworkMode == "" {

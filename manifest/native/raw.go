@@ -123,10 +123,15 @@ type rawServiceSpec struct {
 
 // rawBuild builds the image from the revision (compose's build:).
 type rawBuild struct {
-	Context    string            `json:"context"`
-	Dockerfile string            `json:"dockerfile"`
-	Args       map[string]string `json:"args"`
-	Target     string            `json:"target"`
+	Context          string            `json:"context"`
+	Dockerfile       string            `json:"dockerfile"`
+	DockerfileInline string            `json:"dockerfileInline"`
+	Args             map[string]string `json:"args"`
+	Target           string            `json:"target"`
+	Labels           map[string]string `json:"labels"`
+	Tags             []string          `json:"tags"`
+	NoCache          bool              `json:"noCache"`
+	Pull             bool              `json:"pull"`
 }
 
 type RawImageUpdate struct {
