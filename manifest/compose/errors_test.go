@@ -136,12 +136,14 @@ func TestComposeErrors(t *testing.T) {
 				"compose.yaml:6:5: services.dockergen.environment: must be a mapping, got null: the key has no value (only comments under it?): remove the key, or give it one",
 			}},
 		{"unknown fields and types",
-			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    imgae: x\n    ports: {a: 1}\n    replicas: 2\n  db:\n    image: 3\n    restart: sometimes\n"},
+			map[string]string{"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    imgae: x\n    ports: {a: 1}\n    replicas: 2\n  db:\n    image: 3\n    restart: sometimes\n    log_driver: syslog\n    net: host\n"},
 			[]string{
 				"compose.yaml:4:5: services.web.imgae: unknown field: not part of the compose specification (did you mean \"image\"?)",
 				"compose.yaml:5:5: services.web.ports: must be a list, got a mapping",
 				"compose.yaml:6:5: services.web.replicas: unknown field: not part of the compose specification (use deploy.replicas or scale)",
 				"compose.yaml:8:12: services.db.image: must be a string, got a number",
+				"compose.yaml:10:5: services.db.log_driver: unknown field: not part of the compose specification (a compose file format 1 attribute: use logging.driver)",
+				"compose.yaml:11:5: services.db.net: unknown field: not part of the compose specification (a compose file format 1 attribute: use network_mode)",
 			}},
 	}
 	for _, tt := range tests {

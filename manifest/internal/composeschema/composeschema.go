@@ -323,14 +323,31 @@ func reportError(c *yamlpos.Collector, display string, doc *yaml.Node, e *jsonsc
 func unknownField(parent []string, key string) string {
 	msg := "unknown field: not part of the compose specification"
 	if len(parent) == 2 && parent[0] == "services" {
-		if key == "replicas" {
-			return msg + " (use deploy.replicas or scale)"
+		if instead := legacyServiceField(key); instead != "" {
+			return msg + " (" + instead + ")"
 		}
-		if s := yamlpos.Suggest(key, serviceFieldNames()); s != "" {
+		if s := yamlpos.Suggest(key, serviceFieldNames()); s != "" && s != key {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 	}
 	return msg
+}
+
+// legacyServiceField says what to write instead of a service attribute
+// of compose file format 1 that the compose specification dropped (or of
+// replicas, often written at the wrong level); "" for any other key.
+func legacyServiceField(key string) string {
+	switch key {
+	case "replicas":
+		return "use deploy.replicas or scale"
+	case "log_driver":
+		return "a compose file format 1 attribute: use logging.driver"
+	case "log_opt":
+		return "a compose file format 1 attribute: use logging.options"
+	case "net":
+		return "a compose file format 1 attribute: use network_mode"
+	}
+	return ""
 }
 
 // serviceFieldNames are the attributes of a compose service. Only error
