@@ -36,6 +36,11 @@ func HashService(key SecretKey, labels map[string]string, spec ServiceSpec) stri
 		}
 	}
 	spec.Replicas = 0
+	if spec.NetworkMode == NetworkDefault {
+		// The same network as bridge, which the compose front end wrote
+		// for "default" before: a replica made then is not replaced.
+		spec.NetworkMode = NetworkBridge
+	}
 	if spec.Build != nil {
 		spec.Build.NoCache, spec.Build.Pull = false, false // how to build, not what runs
 	}

@@ -264,7 +264,8 @@ type ServiceSpec struct {
 	StdinOpen  bool   `json:"stdinOpen,omitempty"`
 
 	// NetworkMode is "" (join Networks, the normal case), NetworkBridge
-	// (Docker's default bridge), NetworkNone, NetworkHost (policy-gated),
+	// (Docker's default bridge) or NetworkDefault (the same, as Docker
+	// records "default"), NetworkNone, NetworkHost (policy-gated),
 	// or "service:NAME" (NetworkServicePrefix: the network namespace of
 	// service NAME's one replica). Networks is empty unless NetworkMode
 	// is "".
@@ -396,8 +397,11 @@ const (
 // Network modes besides the default (the app's networks).
 const (
 	NetworkBridge = "bridge"
-	NetworkNone   = "none"
-	NetworkHost   = "host"
+	// NetworkDefault is Docker's name for its default mode, bridge on
+	// Linux: the same network, recorded as written (compose writes it).
+	NetworkDefault = "default"
+	NetworkNone    = "none"
+	NetworkHost    = "host"
 	// NetworkServicePrefix starts the mode that shares another service's
 	// network namespace: "service:vpn".
 	NetworkServicePrefix = "service:"

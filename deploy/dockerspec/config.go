@@ -468,7 +468,7 @@ func networking(in ReplicaInput, host *container.HostConfig, rc *ReplicaConfig) 
 	case manifest.NetworkHost, manifest.NetworkNone:
 		host.NetworkMode = container.NetworkMode(spec.NetworkMode)
 		return &network.NetworkingConfig{}, nil
-	case manifest.NetworkBridge:
+	case manifest.NetworkBridge, manifest.NetworkDefault:
 		host.NetworkMode = container.NetworkMode(spec.NetworkMode)
 		ep := map[string]*network.EndpointSettings{}
 		if mac != nil {

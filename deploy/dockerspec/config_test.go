@@ -251,7 +251,7 @@ func TestReplicaConfigEveryModelField(t *testing.T) {
 }
 
 func TestReplicaConfigNetworkModes(t *testing.T) {
-	for _, mode := range []string{manifest.NetworkHost, manifest.NetworkNone, manifest.NetworkBridge} {
+	for _, mode := range []string{manifest.NetworkHost, manifest.NetworkNone, manifest.NetworkBridge, manifest.NetworkDefault} {
 		app := &manifest.App{Name: "shop", Services: []manifest.Service{{Name: "web", Spec: manifest.ServiceSpec{Image: "x", NetworkMode: mode}}}}
 		rc, err := BuildReplicaConfig(ReplicaInput{App: app, Service: &app.Services[0], Slot: 1})
 		if err != nil {

@@ -218,13 +218,14 @@ func wantAddress(t *testing.T, container, network, want string) {
 	}
 }
 
-// netEquivCases are the equivalence cases for networks: names, static addresses, network_mode service:.
+// netEquivCases are the equivalence cases for networks: names, static
+// addresses, network_mode service: and default.
 func netEquivCases() []equivCase {
 	n := newNetRun()
 	netName, volName := "equiv-dns-"+n.suffix, "equiv-state-"+n.suffix
 	return []equivCase{{
 		dir:      "equiv-net",
-		services: []string{"resolver", "vpn", "client"},
+		services: []string{"resolver", "vpn", "client", "legacy"},
 		networks: []string{"/" + netName, "default"},
 		ipam:     []string{"/" + netName},
 		volumes:  []string{"/" + volName},
@@ -234,6 +235,7 @@ func netEquivCases() []equivCase {
 			"container vpn": {"Networks." + netName + ".IPAMConfig.IPv4Address", "Networks.default.Aliases",
 				"HostConfig.PortBindings.8090/tcp", "HostConfig.NetworkMode"},
 			"container client":    {"HostConfig.NetworkMode", "Mounts./state.Volume", "Mounts./state.RW"},
+			"container legacy":    {"HostConfig.NetworkMode"},
 			"network /" + netName: {"Driver", "EnableIPv6", "IPAM.Config"},
 			"volume /" + volName:  {"Driver"},
 		},

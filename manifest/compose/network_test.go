@@ -207,8 +207,15 @@ func TestComposeNetworkModeForms(t *testing.T) {
 	if !strings.Contains(strings.Join(qbt.Spec.DependsOn, " "), "gluetun") {
 		t.Errorf("qbittorrent does not start after gluetun: depends on %v", qbt.Spec.DependsOn)
 	}
-	if tg.Spec.NetworkMode != manifest.NetworkBridge {
-		t.Errorf("twingate's network mode %q, want bridge", tg.Spec.NetworkMode)
+	if tg.Spec.NetworkMode != manifest.NetworkDefault {
+		t.Errorf("twingate's network mode %q, want default (bridge, as Docker records it)", tg.Spec.NetworkMode)
+	}
+	// The same network as bridge: a replica made when driftless wrote
+	// bridge for it is not replaced.
+	asBridge := tg.Spec
+	asBridge.NetworkMode = manifest.NetworkBridge
+	if manifest.HashService(nil, tg.Labels, asBridge) != tg.Hash {
+		t.Error("network mode default hashes unlike bridge: upgrading would replace the replica")
 	}
 	if cf.Spec.NetworkMode != "" || strings.Join(cf.Spec.Networks, " ") != "1panel-network" {
 		t.Errorf("cloudflared: network mode %q, networks %v; want to join 1panel-network only", cf.Spec.NetworkMode, cf.Spec.Networks)

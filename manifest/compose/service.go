@@ -342,11 +342,7 @@ func (sm *serviceMap) mapNetworking() {
 	mode, _ := sm.m.byContainerName(s.NetworkMode)
 	switch {
 	case mode == "":
-	case mode == "default":
-		// Docker's name for its default mode, bridge on Linux.
-		sm.spec.NetworkMode = manifest.NetworkBridge
-		sm.record("networkMode", "network_mode")
-	case mode == manifest.NetworkBridge || mode == manifest.NetworkNone || mode == manifest.NetworkHost:
+	case mode == manifest.NetworkBridge || mode == manifest.NetworkDefault || mode == manifest.NetworkNone || mode == manifest.NetworkHost:
 		sm.spec.NetworkMode = mode
 		sm.record("networkMode", "network_mode")
 	case strings.HasPrefix(mode, types.ServicePrefix):

@@ -196,7 +196,7 @@ func TestLoadNewFieldErrors(t *testing.T) {
 		{"stop signal", "  stopSignal: SIGFOO\n", []string{`a.yaml:7:15: spec.stopSignal: invalid signal "SIGFOO": use a name such as SIGTERM, TERM or SIGQUIT, or a number`}},
 		{"stop signal number", "  stopSignal: 99\n", []string{`a.yaml:7:15: spec.stopSignal: invalid signal 99: must be 1..64`}},
 		{"stop signal type", "  stopSignal: [1]\n", []string{`a.yaml:7:15: spec.stopSignal: must be a string or an integer, got a list`}},
-		{"network mode", "  networkMode: container:x\n", []string{`a.yaml:7:16: spec.networkMode: must be bridge, none, host or service:NAME, got "container:x"`}},
+		{"network mode", "  networkMode: container:x\n", []string{`a.yaml:7:16: spec.networkMode: must be bridge, default, none, host or service:NAME, got "container:x"`}},
 		{"network mode with networks", "  networkMode: host\n  networks: [default]\n", []string{`a.yaml:8:3: spec.networks: must be empty with networkMode host: the container joins no app network`}},
 		{"hostname with host network", "  networkMode: host\n  hostname: web\n", []string{`a.yaml:8:13: spec.hostname: the host's network namespace has the host's name: remove hostname or networkMode host`}},
 		{"aliases on a network not joined", "  aliases: {other: [x]}\n", []string{`a.yaml:7:13: spec.aliases.other: the service does not join network "other": aliases must name one of spec.networks`}},

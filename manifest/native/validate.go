@@ -797,11 +797,11 @@ func validateHealthcheck(r yamlpos.Reporter, h *rawHealthcheck) {
 // validateNetworking checks network mode, aliases and name resolution.
 func validateNetworking(r yamlpos.Reporter, raw *rawServiceSpec) {
 	switch owner, shared := strings.CutPrefix(raw.NetworkMode, manifest.NetworkServicePrefix); {
-	case raw.NetworkMode == "", raw.NetworkMode == manifest.NetworkBridge, raw.NetworkMode == manifest.NetworkNone, raw.NetworkMode == manifest.NetworkHost:
+	case raw.NetworkMode == "", raw.NetworkMode == manifest.NetworkBridge, raw.NetworkMode == manifest.NetworkDefault, raw.NetworkMode == manifest.NetworkNone, raw.NetworkMode == manifest.NetworkHost:
 	case shared && manifest.ValidName(owner):
 		validateSharedNamespace(r, raw, owner)
 	default:
-		r.Errorf("spec.networkMode", "must be bridge, none, host or service:NAME, got %q", raw.NetworkMode)
+		r.Errorf("spec.networkMode", "must be bridge, default, none, host or service:NAME, got %q", raw.NetworkMode)
 	}
 	if raw.NetworkMode != "" {
 		if len(raw.Networks) > 0 {
@@ -810,7 +810,7 @@ func validateNetworking(r yamlpos.Reporter, raw *rawServiceSpec) {
 		if len(raw.Aliases) > 0 {
 			r.Errorf("spec.aliases", "network aliases need app networks; networkMode %s has none", raw.NetworkMode)
 		}
-		if len(raw.Ports) > 0 && raw.NetworkMode != manifest.NetworkBridge {
+		if len(raw.Ports) > 0 && raw.NetworkMode != manifest.NetworkBridge && raw.NetworkMode != manifest.NetworkDefault {
 			r.Errorf("spec.ports", "cannot publish ports with networkMode %s", raw.NetworkMode)
 		}
 		if raw.Hostname != "" && raw.NetworkMode == manifest.NetworkHost {
