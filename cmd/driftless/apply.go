@@ -63,7 +63,7 @@ func (l *localFlags) resolve(ctx context.Context, pos []string, stderr io.Writer
 			return localTarget{}, err
 		}
 	}
-	ml, err := l.lf.manifestLoad(processEnv())
+	ml, err := l.lf.manifestLoad(cliEnv(namedComposeFile(pos)))
 	if err != nil {
 		return localTarget{}, err
 	}

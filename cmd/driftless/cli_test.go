@@ -40,6 +40,22 @@ func TestLocalAppRejectsBadNames(t *testing.T) {
 	if err != nil || name != "shop" || dir != "../../examples/shop" {
 		t.Fatalf("got %q %q %v", name, dir, err)
 	}
+	// A directory name that is no app name is made one, as the agent
+	// names discovered directories; one with nothing to make it of asks
+	// for --app.
+	root := t.TempDir()
+	for dir, want := range map[string]string{"transfer.sh": "transfer-sh", "0_skeleton": "app-0-skeleton", "My App": "my-app", "a--b": "a--b", "__": ""} {
+		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		name, _, err := localApp([]string{filepath.Join(root, dir)}, "")
+		switch {
+		case want == "" && (err == nil || !strings.Contains(err.Error(), "--app")):
+			t.Errorf("directory %q: got %q, %v; want an error naming --app", dir, name, err)
+		case want != "" && (err != nil || name != want):
+			t.Errorf("directory %q: app name %q, %v; want %q", dir, name, err, want)
+		}
+	}
 }
 
 func TestRunNeedsASource(t *testing.T) {
@@ -84,6 +100,37 @@ func TestValidateAcceptsAFileAndNamesMissingPaths(t *testing.T) {
 	code := dispatch(context.Background(), []string{"validate", missing}, &out, &errb)
 	if code != 2 || !strings.Contains(errb.String(), missing+": no such file or directory") || strings.Contains(errb.String(), "stat .") {
 		t.Fatalf("missing path: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestValidateComposeFileNamed: a compose file named on the command line
+// is the app's one compose file, as with docker compose -f, whatever its
+// name and whatever else the directory holds; a native manifest named
+// there still stands for its directory.
+func TestValidateComposeFileNamed(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"compose.yaml":            "services:\n  web: {image: shop/web:1, restart: sometimes}\n",
+		"docker-compose.prod.yml": "services:\n  web: {image: shop/web:1}\n  worker: {image: shop/worker:1}\n",
+		"stack.yml":               "services:\n  api: {image: shop/api:1}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("COMPOSE_FILE", "compose.yaml")
+	for file, want := range map[string]string{
+		"docker-compose.prod.yml": "valid: compose app shop with 2 service(s)",
+		"stack.yml":               "valid: compose app shop with 1 service(s)",
+	} {
+		code, out, errs := run(t, "validate", filepath.Join(dir, file), "--app", "shop")
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("validate %s: exit %d, want %q:\n%s%s", file, code, want, out, errs)
+		}
+	}
+	// The directory is its compose.yaml (COMPOSE_FILE here), which is wrong.
+	if code, out, errs := run(t, "validate", dir, "--app", "shop"); code != 1 || !strings.Contains(out+errs, "restart") {
+		t.Errorf("validate DIR: exit %d:\n%s%s", code, out, errs)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,8 @@ import (
 	"github.com/driftless-dev/driftless/secrets"
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/pipeline"
+	"github.com/driftless-dev/driftless/sync/sources"
+	"sigs.k8s.io/yaml"
 )
 
 // Exit codes of diff follow `argocd app diff` and `flux diff`.
@@ -188,6 +191,52 @@ func processEnv() map[string]string {
 	return env
 }
 
+// cliEnv is the environment a one-shot command loads the app with: the
+// process's, and, when PATH names a compose file (namedComposeFile),
+// COMPOSE_FILE naming that file alone, as `docker compose -f FILE` does
+// (an explicit file wins over a COMPOSE_FILE of the shell).
+func cliEnv(named string) map[string]string {
+	env := processEnv()
+	if named != "" {
+		env["COMPOSE_FILE"] = filepath.Base(named)
+	}
+	return env
+}
+
+// namedComposeFile is PATH when it is a compose file, else "".
+func namedComposeFile(pos []string) string {
+	if len(pos) == 1 && isComposeFile(pos[0]) {
+		return pos[0]
+	}
+	return ""
+}
+
+// isComposeFile reports whether p is a file that reads as a compose
+// file: a YAML mapping with services: and no kind: (which a native
+// manifest has). A directory, or a file that cannot be read or parsed, is
+// not: loading the directory then says what is wrong.
+func isComposeFile(p string) bool {
+	fi, err := os.Stat(p)
+	if err != nil || fi.IsDir() || fi.Size() > maxComposeSniff {
+		return false
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, services := top["services"]
+	_, kind := top["kind"]
+	return services && !kind
+}
+
+// maxComposeSniff bounds the file isComposeFile parses; a larger one is
+// loaded as the directory, whose limits then apply.
+const maxComposeSniff = 4 << 20
+
 // localApp resolves PATH and --app into the app name and directory.
 func localApp(pos []string, appFlag string) (name, dir string, err error) {
 	dir = "."
@@ -206,9 +255,15 @@ func localApp(pos []string, appFlag string) (name, dir string, err error) {
 		if err != nil {
 			return "", "", err
 		}
-		name = strings.ToLower(filepath.Base(abs))
-		if !manifest.ValidName(name) {
-			return "", "", fmt.Errorf("the app name defaults to the directory name, but %q is not a valid app name (lowercase letters, digits and '-', starting with a letter): pass --app NAME", name)
+		// The directory's name, made a valid app name as the agent
+		// names the directories it discovers ("My_Shop" -> "my-shop",
+		// "2048" -> "app-2048"), as compose makes a project name of it.
+		base := filepath.Base(abs)
+		if name = strings.ToLower(base); !manifest.ValidName(name) {
+			name = sources.AppName(base)
+		}
+		if name == "" {
+			return "", "", fmt.Errorf("the app name defaults to the directory name, but %q holds no letter or digit to make one of: pass --app NAME", base)
 		}
 	}
 	if !manifest.ValidName(name) {
@@ -271,7 +326,8 @@ func validateCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "driftless validate:", err)
 			return exitError
 		}
-		opts, err := lf.options(processEnv())
+		named := namedComposeFile(pos)
+		opts, err := lf.options(cliEnv(named))
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless validate:", err)
 			return exitError
@@ -297,7 +353,7 @@ func validateCmd() *cobra.Command {
 			for _, e := range list {
 				fmt.Fprintln(stdout, e.Error())
 			}
-			fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", dir, len(list))
+			fmt.Fprintf(stdout, "\n%s: %d error(s); nothing from this revision would be applied.\n", cmp.Or(named, dir), len(list))
 		} else {
 			for _, w := range app.Warnings {
 				fmt.Fprintln(stdout, "warning: "+w.Error())
@@ -311,7 +367,7 @@ func validateCmd() *cobra.Command {
 				jobs = fmt.Sprintf(", %d job(s)", n)
 			}
 			fmt.Fprintf(stdout, "%s: valid: %s %s with %d service(s)%s, %d network(s), %d volume(s).\n",
-				dir, what, name, len(app.Services), jobs, len(app.Networks), len(app.Volumes))
+				cmp.Or(named, dir), what, name, len(app.Services), jobs, len(app.Networks), len(app.Volumes))
 		}
 		if err != nil {
 			return 1
@@ -484,7 +540,7 @@ func diffCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError
 		}
-		ml, err := lf.manifestLoad(processEnv())
+		ml, err := lf.manifestLoad(cliEnv(namedComposeFile(pos)))
 		if err != nil {
 			fmt.Fprintln(stderr, "driftless diff:", err)
 			return exitError

@@ -14,7 +14,8 @@ import (
 // does: validate prints the warnings of unset variables with their
 // positions, diff shows the plan, apply converges (dependencies first),
 // diff is then empty; a changed repository file and a variable from the
-// shell show in the plan and are applied.
+// shell show in the plan and are applied; a compose file named on the
+// command line is the app's only one.
 func TestComposeCLI(t *testing.T) {
 	t.Parallel()
 	images := testenv.NewImageSet(t)
@@ -120,4 +121,15 @@ volumes:
 	}
 	out, code = run(shell, "diff")
 	must(out, code, 1, "diff with an override file", "env.GREETING: hi → override")
+
+	// A compose file named on the command line is the app's one file, as
+	// with docker compose -f: neither compose.yaml nor its override.
+	cli.write("docker-compose.prod.yml", strings.Replace(compose, "${GREETING:-hello}", "prod", 1))
+	out, code = run(shell, "diff", "docker-compose.prod.yml")
+	must(out, code, 1, "diff of the named file", "env.GREETING: hi → prod")
+	out, code = run(shell, "apply", "docker-compose.prod.yml")
+	must(out, code, 0, "apply of the named file", "Apply complete")
+	wantEnv(t, app+"-web-1", map[string]string{"GREETING": "prod", "REGION": "eu-west-1"})
+	out, code = run(shell, "validate", "docker-compose.prod.yml")
+	must(out, code, 0, "validate of the named file", "docker-compose.prod.yml: valid: compose app "+app+" with 2 service(s)")
 }
