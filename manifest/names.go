@@ -4,9 +4,10 @@ import (
 	"regexp"
 )
 
-// MaxDNSLabel is the longest DNS label. Docker's embedded DNS resolves
-// container names, so a container name longer than this could not be looked
-// up by the other services of the app.
+// MaxDNSLabel is the longest DNS label: the longest app or object name,
+// host name, and Swarm service name. A container name may be longer, as
+// with docker compose: Docker takes it, and its embedded DNS then resolves
+// the service's name (the alias every replica has) but not the container's.
 const MaxDNSLabel = 63
 
 // ReservedLabelPrefix mirrors drift.LabelPrefix (drift imports this package,

@@ -19,7 +19,6 @@ func (m *composeMapper) checkAcross() {
 		if !sm.ok {
 			continue
 		}
-		sm.checkNameLength()
 		spec := sm.spec
 		for _, p := range spec.Ports {
 			if p.HostPort == 0 {
@@ -47,13 +46,6 @@ func (m *composeMapper) checkAcross() {
 	m.reportCycles()
 }
 
-// checkNameLength: the highest slot gives the longest container name.
-func (sm *serviceMap) checkNameLength() {
-	name := manifest.ContainerName(sm.m.app, sm.name, max(sm.spec.Replicas, 1))
-	if len(name) > manifest.MaxDNSLabel || !manifest.ValidDockerName(name) {
-		sm.refuseAt(sm.m.ix.firstKeyAt(sm.base), sm.base, "container name %q would be longer than %d characters (Docker's DNS limit): shorten the app or service name", name, manifest.MaxDNSLabel)
-	}
-}
 
 // reportCycles reports each depends_on cycle once, at the depends_on entry
 // of its alphabetically first service.

@@ -333,3 +333,22 @@ func TestComposeReleaseSettings(t *testing.T) {
 		}
 	}
 }
+
+// A long service name in an app makes a container name over 63
+// characters (Sentry's snuba-subscription-consumer-generic-metrics-counters
+// in an app named self-hosted): Docker and compose take it, so driftless
+// does; a Swarm service name cannot be that long, so a Swarm target
+// refuses it.
+func TestComposeLongContainerNames(t *testing.T) {
+	long := strings.Repeat("consumer-", 6) + "metrics" // 61 characters
+	files := map[string]string{"compose.yaml": "services:\n  " + long + ":\n    image: shop/worker:1\n    deploy: {replicas: 2}\n"}
+	a := loadtest.MustLoadCompose(t, files, load.Options{})
+	if got := manifest.ContainerName(a.Name, a.Services[0].Name, 2); len(got) <= manifest.MaxDNSLabel {
+		t.Fatalf("the test's container name %q is not over %d characters", got, manifest.MaxDNSLabel)
+	}
+	got := loadtest.ComposeErrors(t, files, load.Options{Target: manifest.TargetSwarm})
+	want := "compose.yaml:2:3: the Swarm service name shop-" + long + " is longer than 63 characters, which Swarm refuses: shorten the app or service name (target: swarm)"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("on Swarm:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+}

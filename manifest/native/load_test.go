@@ -172,11 +172,6 @@ func TestLoadErrors(t *testing.T) {
 			want:  []string{`a.yaml:8:20: spec.clearEntrypoint: clears the image's entrypoint, and command gives one: keep one of them`},
 		},
 		{
-			name:  "container name too long",
-			files: map[string]string{"a.yaml": strings.Replace(loadtest.Svc, "web", strings.Repeat("w", 57), 1) + "  image: x\n"},
-			want:  []string{`a.yaml:4:9: metadata.name: container name "shop-` + strings.Repeat("w", 57) + `-1" would be longer than 63 characters (Docker's DNS limit): shorten the app or service name`},
-		},
-		{
 			name:  "invalid image",
 			files: map[string]string{"a.yaml": loadtest.Svc + "  image: Shop/Web\n"},
 			want:  []string{`a.yaml:6:10: spec.image: invalid image reference "Shop/Web": invalid reference format: repository name (Web) must be lowercase`},

@@ -152,14 +152,6 @@ func validateService(c *yamlpos.Collector, app string, o *object) {
 	}
 	validateLimits(r, raw)
 
-	if manifest.ValidObjectName(o.name) {
-		// The highest slot gives the longest name (slots are 1-based).
-		name := manifest.ContainerName(app, o.name, max(spec.Replicas, 1))
-		if len(name) > manifest.MaxDNSLabel || !manifest.ValidDockerName(name) {
-			r.Errorf("metadata.name", "container name %q would be longer than %d characters (Docker's DNS limit): shorten the app or service name", name, manifest.MaxDNSLabel)
-		}
-	}
-
 	o.service = manifest.Service{
 		Name:   o.name,
 		Labels: o.labels,

@@ -24,6 +24,9 @@ func CheckSwarm(app *manifest.App) manifest.ErrorList {
 			ref := svc.Field(field)
 			errs = append(errs, &manifest.Error{Pos: ref.Pos, Field: ref.Field, Msg: fmt.Sprintf(format, args...) + " (target: swarm)"})
 		}
+		if name := app.Name + "-" + svc.Name; len(name) > manifest.MaxDNSLabel {
+			refuse("", "the Swarm service name %s is longer than %d characters, which Swarm refuses: shorten the app or service name", name, manifest.MaxDNSLabel)
+		}
 		checkSwarmService(&svc.Spec, refuse)
 		checkSwarmTuning(&svc.Spec, refuse)
 		for i, b := range svc.Spec.Binds {
