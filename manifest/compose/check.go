@@ -46,7 +46,6 @@ func (m *composeMapper) checkAcross() {
 	m.reportCycles()
 }
 
-
 // reportCycles reports each depends_on cycle once, at the depends_on entry
 // of its alphabetically first service.
 func (m *composeMapper) reportCycles() {
