@@ -16,6 +16,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/format"
 	"github.com/compose-spec/compose-go/v2/interpolation"
+	"github.com/compose-spec/compose-go/v2/consts"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/template"
 	"github.com/compose-spec/compose-go/v2/tree"
@@ -79,6 +80,9 @@ func Load(fsys fs.FS, root, app string, layout discover.Layout, ign *load.Ignore
 		return nil, l.errs.Sorted()
 	}
 	env := interp.Environment(l.errs, fsys, root, display, opts.Environment, l.opts.ReportEnvRead)
+	// compose interpolates ${COMPOSE_PROJECT_NAME} as the project's name,
+	// whatever the environment says; the app is the project.
+	env[consts.ComposeProjectName] = app
 	l.in = &interp.Interpolator{Env: env, Read: l.opts.ReportEnvRead, Errs: l.errs, Warnings: l.warnings}
 	// A single compose file is valid to compose-go's schema check exactly
 	// when each of its documents is to ours (the same schema, formats and

@@ -352,3 +352,25 @@ func TestComposeLongContainerNames(t *testing.T) {
 		t.Errorf("on Swarm:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }
+
+// ${COMPOSE_PROJECT_NAME} is the project's name in compose, whatever the
+// environment or .env says (mailcow writes it in a command); the app is
+// the project. It was interpolated so already, with a warning that it
+// was not set.
+func TestComposeProjectNameVariable(t *testing.T) {
+	files := map[string]string{
+		"compose.yaml": "services:\n  web:\n    image: shop/web:1\n    labels: {project: \"${COMPOSE_PROJECT_NAME}\"}\n    command: [run, \"${COMPOSE_PROJECT_NAME:-none}-web\"]\n",
+		".env":         "COMPOSE_PROJECT_NAME=other\n",
+	}
+	a := loadtest.MustLoadCompose(t, files, load.Options{Environment: map[string]string{"COMPOSE_PROJECT_NAME": "shell"}})
+	web := a.Service("web")
+	if web.Labels["project"] != "shop" || strings.Join(web.Spec.Args, " ") != "run shop-web" {
+		t.Errorf("label %q, command %v; want the app's name, shop", web.Labels["project"], web.Spec.Args)
+	}
+	// Unset in the environment, it is set all the same: no warning.
+	delete(files, ".env")
+	a = loadtest.MustLoadCompose(t, files, load.Options{})
+	if web := a.Service("web"); web.Labels["project"] != "shop" || len(a.Warnings) != 0 {
+		t.Errorf("without the variable in the environment: label %q, warnings %v", web.Labels["project"], a.Warnings)
+	}
+}
