@@ -210,15 +210,7 @@ func (b *buildScenario) prune(good, inUse, unused string) {
 // builds nothing.
 func TestBuildApplyCLI(t *testing.T) {
 	t.Parallel()
-	testenv.RequireDocker(t)
-	var app string
-	t.Cleanup(func() { testenv.RemoveBuiltImages(t, app) })
-	app = testenv.UniqueApp(t)
-	dir := filepath.Join(t.TempDir(), app)
-	bin, err := os.ReadFile(testenv.DriftlessBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	app, dir, bin := buildCLIApp(t)
 	writeTree(t, dir, map[string]string{
 		"compose.yaml":       "services:\n  web:\n    image: " + app + "/web:dev\n    build:\n      context: web\n      args: {GREETING: hello}\n",
 		"web/Dockerfile":     "FROM scratch\nARG GREETING\nCOPY driftless /driftless\nCOPY version.txt /version.txt\nENV GREETING=$GREETING\nENTRYPOINT [\"/driftless\", \"workload\"]\n",
@@ -268,6 +260,21 @@ func TestBuildApplyCLI(t *testing.T) {
 	}
 }
 
+// buildCLIApp is a new app for the CLI's builds: its name, a directory
+// named after it, and the driftless binary to build images of. The
+// images built for it are removed at the end.
+func buildCLIApp(t *testing.T) (app, dir string, bin []byte) {
+	t.Helper()
+	testenv.RequireDocker(t)
+	t.Cleanup(func() { testenv.RemoveBuiltImages(t, app) })
+	app = testenv.UniqueApp(t)
+	bin, err := os.ReadFile(testenv.DriftlessBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app, filepath.Join(t.TempDir(), app), bin
+}
+
 // writeTree writes files (slash paths relative to dir), all executable.
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -284,22 +291,14 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 
 // TestBuildOptionsApplyCLI: compose's dockerfile_inline, build labels,
 // tags, no_cache and pull on the real engine. The inline Dockerfile is
-// built and run; the image carries the labels and the extra names; a
-// rebuild with no_cache shares no layer with the first build while one
-// without it reuses the cached ones; pull: true asks the registry for the
-// base image (here one that cannot answer) where pull: false builds from
-// the engine's copy.
+// built and run; the image carries the labels and the extra names; on a
+// rebuild the build with no_cache uses none of the engine's build cache
+// while one without it does; pull: true asks the registry for the base
+// image (here one that cannot answer) where pull: false builds from the
+// engine's copy.
 func TestBuildOptionsApplyCLI(t *testing.T) {
 	t.Parallel()
-	testenv.RequireDocker(t)
-	var app string
-	t.Cleanup(func() { testenv.RemoveBuiltImages(t, app) })
-	app = testenv.UniqueApp(t)
-	dir := filepath.Join(t.TempDir(), app)
-	bin, err := os.ReadFile(testenv.DriftlessBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	app, dir, bin := buildCLIApp(t)
 	inline := func(extra string) string {
 		return "      dockerfile_inline: |\n        FROM scratch\n        COPY driftless /driftless\n        COPY version.txt /version.txt\n" + extra +
 			"        ENTRYPOINT [\"/driftless\", \"workload\"]\n"
