@@ -69,10 +69,10 @@ type BuildContext struct {
 }
 
 // BuildTag is the tag of an image built from b: "tree-" and 12 hex
-// characters of the context's tree hash when the Dockerfile, args,
-// target and labels are the defaults, otherwise of a hash over all of them. The same
-// context gives the same tag in every revision, so an unchanged context is
-// never rebuilt and a revert finds its earlier image.
+// characters of the context's tree hash when the Dockerfile, args, target
+// and labels are the defaults, otherwise of a hash over all of them. The
+// same context gives the same tag in every revision, so an unchanged
+// context is never rebuilt and a revert finds its earlier image.
 func BuildTag(b Build) string {
 	if b.Dockerfile == DefaultDockerfile && len(b.Args) == 0 && b.Target == "" && len(b.Labels) == 0 && len(b.TreeHash) >= 12 {
 		return "tree-" + b.TreeHash[:12]

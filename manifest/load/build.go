@@ -90,8 +90,7 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 	if err != nil {
 		return nil, fmt.Errorf("context %w: a build context must be inside the app directory", err)
 	}
-	tags, err := buildTags(b.Tags)
-	if err != nil {
+	if err := checkBuildTags(b.Tags); err != nil {
 		return nil, err
 	}
 	if err := checkBuildLabels(b.Labels); err != nil {
@@ -122,7 +121,7 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 	if b.Image != "" {
 		bc.Tags = []string{b.Image}
 	}
-	for _, t := range tags {
+	for _, t := range b.Tags {
 		if !slices.Contains(bc.Tags, t) {
 			bc.Tags = append(bc.Tags, t)
 		}
@@ -130,22 +129,20 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 	return bc, nil
 }
 
-// buildTags checks the more names a build gives its image (compose's
-// build.tags): each a name or name:tag, never a digest, which a build
-// cannot produce.
-func buildTags(tags []string) ([]string, error) {
-	var out []string
+// checkBuildTags checks the more names a build gives its image
+// (compose's build.tags): each a name or name:tag, never a digest, which a
+// build cannot produce.
+func checkBuildTags(tags []string) error {
 	for _, t := range tags {
 		named, err := reference.ParseNormalizedNamed(t)
 		if err != nil {
-			return nil, fmt.Errorf("tags: invalid image reference %q: %v", t, err)
+			return fmt.Errorf("tags: invalid image reference %q: %v", t, err)
 		}
 		if _, ok := named.(reference.Digested); ok {
-			return nil, fmt.Errorf("tags: %q names a digest, which a build cannot produce: give a name or name:tag", t)
+			return fmt.Errorf("tags: %q names a digest, which a build cannot produce: give a name or name:tag", t)
 		}
-		out = append(out, t)
 	}
-	return out, nil
+	return nil
 }
 
 // checkBuildLabels refuses the labels driftless puts on the images it
