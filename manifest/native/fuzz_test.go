@@ -49,6 +49,7 @@ func FuzzLoad(f *testing.F) {
 		loadtest.Svc + "  image: x\n  secrets: [{name: a, file: m.yaml, target: /run/secrets/a, uid: \"0\", mode: 0400, allowPlaintext: true}, {name: b, file: ../x, key: k, target: rel}]\n  envFrom: [{secret: a}, {secret: c}]\n",
 		loadtest.Svc + "  image: x\n  replicas: 9223372036854775807\n  args: " + strings.Repeat("[", 30) + strings.Repeat("]", 30) + "\n",
 		loadtest.Svc + "  image: x\n  resources: {blkio: {weight: 70000, weightDevice: [{path: /dev}], deviceReadBps: [{path: /dev/a, rate: -1Gi}], deviceWriteIOps: [{path: /dev/a, rate: 1.5}, {}]}}\n",
+		loadtest.Svc + "  build: {context: ., dockerfileInline: \"FROM scratch\", labels: {a: b, dev.driftless.x: y}, tags: [x, 'X@y'], noCache: true, pull: true}\n  networkMode: default\n",
 	} {
 		f.Add([]byte(seed))
 	}
