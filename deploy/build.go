@@ -156,7 +156,7 @@ func buildOptions(appName string, bc *manifest.BuildContext) client.ImageBuildOp
 	for k, v := range bc.Build.Args {
 		args[k] = &v
 	}
-	labels := maps.Clone(bc.Build.Labels) // the loader refused any of driftless's own
+	labels := maps.Clone(bc.Build.Labels) // the front ends refused any of driftless's own
 	if labels == nil {
 		labels = map[string]string{}
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/driftless-dev/driftless/sync/config"
 	"github.com/driftless-dev/driftless/sync/pipeline"
 	"github.com/driftless-dev/driftless/sync/sources"
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 )
 
 // Exit codes of diff follow `argocd app diff` and `flux diff`.
@@ -212,9 +212,9 @@ func namedComposeFile(pos []string) string {
 }
 
 // isComposeFile reports whether p is a file that reads as a compose
-// file: a YAML mapping with services: and no kind: (which a native
-// manifest has). A directory, or a file that cannot be read or parsed, is
-// not: loading the directory then says what is wrong.
+// file, as the native front end tells one (load.ComposeShaped). A
+// directory, or a file that cannot be read or parsed, is not: loading the
+// directory then says what is wrong.
 func isComposeFile(p string) bool {
 	fi, err := os.Stat(p)
 	if err != nil || fi.IsDir() || fi.Size() > maxComposeSniff {
@@ -224,13 +224,11 @@ func isComposeFile(p string) bool {
 	if err != nil {
 		return false
 	}
-	var top map[string]any
-	if yaml.Unmarshal(data, &top) != nil {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return false
 	}
-	_, services := top["services"]
-	_, kind := top["kind"]
-	return services && !kind
+	return load.ComposeShaped(doc.Content[0])
 }
 
 // maxComposeSniff bounds the file isComposeFile parses; a larger one is

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -93,9 +92,6 @@ func resolveBuild(fsys fs.FS, root, app string, svc *manifest.Service) (*manifes
 	if err := checkBuildTags(b.Tags); err != nil {
 		return nil, err
 	}
-	if err := checkBuildLabels(b.Labels); err != nil {
-		return nil, err
-	}
 	b.Labels = copyMap(b.Labels)
 	var files *manifest.RepoTree
 	if b.DockerfileInline != "" {
@@ -140,20 +136,6 @@ func checkBuildTags(tags []string) error {
 		}
 		if _, ok := named.(reference.Digested); ok {
 			return fmt.Errorf("tags: %q names a digest, which a build cannot produce: give a name or name:tag", t)
-		}
-	}
-	return nil
-}
-
-// checkBuildLabels refuses the labels driftless puts on the images it
-// builds, as it refuses them on containers.
-func checkBuildLabels(labels map[string]string) error {
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		switch {
-		case k == "":
-			return errors.New("labels: a label needs a name")
-		case strings.HasPrefix(k, manifest.ReservedLabelPrefix):
-			return fmt.Errorf("labels: %s: the label prefix %q is reserved for driftless", k, manifest.ReservedLabelPrefix)
 		}
 	}
 	return nil

@@ -26,11 +26,7 @@ func validateBuild(r yamlpos.Reporter, b *rawBuild) {
 			r.Errorf("spec.build.dockerfile", "%v", err)
 		}
 	}
-	for _, k := range sortedKeys(b.Labels) {
-		if strings.HasPrefix(k, manifest.ReservedLabelPrefix) {
-			r.Errorf(yamlpos.ChildPath("spec.build.labels", k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
-		}
-	}
+	validateLabelKeys(r, "spec.build.labels", b.Labels)
 	for _, k := range sortedKeys(b.Args) {
 		if k == "" || strings.ContainsAny(k, "= \t\n") {
 			r.Errorf(yamlpos.ChildPath("spec.build.args", k), "is not a valid build argument name")

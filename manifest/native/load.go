@@ -152,24 +152,6 @@ func parseFile(c *yamlpos.Collector, app, file string, data []byte, b *policy.Bu
 	}
 }
 
-// composeShaped tells a document with compose's top-level services: and
-// none of a manifest's header.
-func composeShaped(root *yaml.Node) bool {
-	if root.Kind != yaml.MappingNode {
-		return false
-	}
-	services := false
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		switch root.Content[i].Value {
-		case "services":
-			services = true
-		case "apiVersion", "kind", "metadata", "spec":
-			return false
-		}
-	}
-	return services
-}
-
 // parseDocument checks one document's structure against the schema of its
 // kind, decodes it strictly and validates it on its own. Cross-document
 // checks happen in assemble.
@@ -181,7 +163,7 @@ func parseDocument(c *yamlpos.Collector, app, file string, root *yaml.Node) *obj
 		Failed: map[string]bool{},
 	}
 	kind := peekKind(root)
-	if kind == "" && composeShaped(root) {
+	if kind == "" && load.ComposeShaped(root) {
 		c.Add(doc.Start, "", "this reads as a compose file, under a name compose does not look for (compose.yaml, compose.yml, docker-compose.yaml, docker-compose.yml): rename it, or name it in COMPOSE_FILE (in the app's .env or environment), as docker compose -f would")
 		return nil
 	}

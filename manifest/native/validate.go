@@ -80,15 +80,21 @@ func validateHeader(c *yamlpos.Collector, doc *yamlpos.DocCtx, apiVersion, kind 
 	case !manifest.ValidObjectName(meta.Name):
 		r.Errorf("metadata.name", "invalid name %q: %s", meta.Name, manifest.ObjectNameRule)
 	}
-	for _, k := range sortedKeys(meta.Labels) {
+	validateLabelKeys(r, "metadata.labels", meta.Labels)
+	o.labels = copyMap(meta.Labels)
+}
+
+// validateLabelKeys refuses empty label keys and keys that would forge
+// driftless's own labels.
+func validateLabelKeys(r yamlpos.Reporter, field string, labels map[string]string) {
+	for _, k := range sortedKeys(labels) {
 		switch {
 		case k == "":
-			r.Errorf(yamlpos.ChildPath("metadata.labels", k), "label keys must not be empty")
+			r.Errorf(yamlpos.ChildPath(field, k), "label keys must not be empty")
 		case strings.HasPrefix(k, manifest.ReservedLabelPrefix):
-			r.Errorf(yamlpos.ChildPath("metadata.labels", k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
+			r.Errorf(yamlpos.ChildPath(field, k), "the label prefix %q is reserved for driftless", manifest.ReservedLabelPrefix)
 		}
 	}
-	o.labels = copyMap(meta.Labels)
 }
 
 func validateService(c *yamlpos.Collector, app string, o *object) {
